@@ -1,0 +1,12 @@
+//! Formats webdedup reads and writes.
+//!
+//! * [`input`]: opening plain, gzip or zstd files (detected by magic bytes).
+//! * [`output`]: writing outputs atomically, optionally compressed.
+//! * [`vertical`]: the vertical format (one token per line, `<doc>` / `<p>`
+//!   structures), read in chunks that end at document boundaries.
+
+pub mod input;
+pub mod output;
+pub mod vertical;
+
+pub use input::{open_input, Compression};

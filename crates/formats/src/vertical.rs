@@ -1,0 +1,1 @@
+//! The vertical format (filled in next).

@@ -1,0 +1,358 @@
+//! Normalization of paragraph text, fed one word at a time.
+//!
+//! `loose` (the default) is: Unicode lowercase, every decimal digit (category Nd) to
+//! `0`, punctuation (P*), symbols (S*), controls (Cc) and format characters (Cf)
+//! removed, whitespace runs collapsed to one space, no leading or trailing space.
+//! Removing a character does not split a word: `e.g.` becomes `eg`, while a lone `,`
+//! between two words vanishes with its spaces collapsing. `none` keeps the text as
+//! is: words joined by one space, glued words by none.
+//!
+//! Invalid UTF-8 is replaced by U+FFFD (and flagged, so the reader can report the
+//! line); U+FFFD is a symbol (So), so `loose` then drops it.
+
+use std::fmt;
+use std::str::FromStr;
+use unicode_general_category::{get_general_category, GeneralCategory as Gc};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Normalization {
+    #[default]
+    Loose,
+    None,
+}
+
+impl Normalization {
+    pub fn name(self) -> &'static str {
+        match self {
+            Normalization::Loose => "loose",
+            Normalization::None => "none",
+        }
+    }
+}
+
+impl fmt::Display for Normalization {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Normalization {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "loose" => Ok(Normalization::Loose),
+            "none" => Ok(Normalization::None),
+            other => Err(format!("unknown normalization '{other}' (expected 'loose' or 'none')")),
+        }
+    }
+}
+
+/// What `loose` does with an ASCII byte: 0 = drop, 1 = whitespace, else the byte to emit.
+const ASCII_DROP: u8 = 0;
+const ASCII_SPACE: u8 = 1;
+static ASCII_LOOSE: [u8; 128] = {
+    let mut t = [ASCII_DROP; 128];
+    let mut b = 0;
+    while b < 128 {
+        let c = b as u8;
+        t[b] = if c.is_ascii_lowercase() {
+            c
+        } else if c.is_ascii_uppercase() {
+            c + 32
+        } else if c.is_ascii_digit() {
+            b'0'
+        } else if c == b' ' || c == b'\t' || c == b'\n' || c == b'\r' || c == 0x0b || c == 0x0c {
+            ASCII_SPACE
+        } else {
+            ASCII_DROP
+        };
+        b += 1;
+    }
+    t
+};
+
+/// Builds the normalized text of one paragraph (or any run of words) in a reused
+/// buffer, and counts the characters of the raw text (words joined by single spaces,
+/// glued words by none), which decides whether a paragraph is long.
+#[derive(Debug, Default)]
+pub struct TextBuilder {
+    mode: Normalization,
+    out: Vec<u8>,
+    raw_chars: usize,
+    words: usize,
+    pending_space: bool,
+    invalid_utf8: bool,
+}
+
+impl TextBuilder {
+    pub fn new(mode: Normalization) -> Self {
+        TextBuilder { mode, out: Vec::with_capacity(4096), ..Default::default() }
+    }
+
+    pub fn mode(&self) -> Normalization {
+        self.mode
+    }
+
+    /// Starts a new text, keeping the allocation.
+    #[inline]
+    pub fn clear(&mut self) {
+        self.out.clear();
+        self.raw_chars = 0;
+        self.words = 0;
+        self.pending_space = false;
+        self.invalid_utf8 = false;
+    }
+
+    /// The normalized text so far.
+    #[inline]
+    pub fn text(&self) -> &[u8] {
+        &self.out
+    }
+
+    /// Characters (Unicode scalar values) of the raw text so far.
+    #[inline]
+    pub fn raw_chars(&self) -> usize {
+        self.raw_chars
+    }
+
+    /// Words pushed since the last [`clear`](Self::clear) (empty words do not count).
+    #[inline]
+    pub fn words(&self) -> usize {
+        self.words
+    }
+
+    /// Whether any pushed word was not valid UTF-8 (since the last clear).
+    #[inline]
+    pub fn saw_invalid_utf8(&self) -> bool {
+        self.invalid_utf8
+    }
+
+    /// Appends a word. `glued` means no space between it and the previous word.
+    /// Returns false when the word was not valid UTF-8 (it was then read lossily).
+    #[inline]
+    pub fn push_word(&mut self, word: &[u8], glued: bool) -> bool {
+        if word.is_empty() {
+            return true;
+        }
+        let separated = self.words > 0 && !glued;
+        self.words += 1;
+        if separated {
+            self.raw_chars += 1;
+        }
+        let valid = if word.is_ascii() {
+            self.raw_chars += word.len();
+            match self.mode {
+                Normalization::None => {
+                    if separated {
+                        self.out.push(b' ');
+                    }
+                    self.out.extend_from_slice(word);
+                }
+                Normalization::Loose => {
+                    if separated {
+                        self.pending_space = true;
+                    }
+                    self.push_ascii_loose(word);
+                }
+            }
+            true
+        } else {
+            match std::str::from_utf8(word) {
+                Ok(s) => {
+                    self.push_str(s, separated);
+                    true
+                }
+                Err(_) => {
+                    self.invalid_utf8 = true;
+                    let s = String::from_utf8_lossy(word);
+                    self.push_str(&s, separated);
+                    false
+                }
+            }
+        };
+        valid
+    }
+
+    #[inline]
+    fn push_ascii_loose(&mut self, word: &[u8]) {
+        for &b in word {
+            match ASCII_LOOSE[b as usize] {
+                ASCII_DROP => {}
+                ASCII_SPACE => self.pending_space = true,
+                c => {
+                    if self.pending_space {
+                        if !self.out.is_empty() {
+                            self.out.push(b' ');
+                        }
+                        self.pending_space = false;
+                    }
+                    self.out.push(c);
+                }
+            }
+        }
+    }
+
+    fn push_str(&mut self, s: &str, separated: bool) {
+        self.raw_chars += s.chars().count();
+        match self.mode {
+            Normalization::None => {
+                if separated {
+                    self.out.push(b' ');
+                }
+                self.out.extend_from_slice(s.as_bytes());
+            }
+            Normalization::Loose => {
+                if separated {
+                    self.pending_space = true;
+                }
+                for c in s.chars() {
+                    self.push_char_loose(c);
+                }
+            }
+        }
+    }
+
+    fn push_char_loose(&mut self, c: char) {
+        if c.is_ascii() {
+            self.push_ascii_loose(&[c as u8]);
+            return;
+        }
+        if c.is_whitespace() {
+            self.pending_space = true;
+            return;
+        }
+        let emit_digit;
+        match get_general_category(c) {
+            Gc::DecimalNumber => emit_digit = true,
+            Gc::ConnectorPunctuation
+            | Gc::DashPunctuation
+            | Gc::OpenPunctuation
+            | Gc::ClosePunctuation
+            | Gc::InitialPunctuation
+            | Gc::FinalPunctuation
+            | Gc::OtherPunctuation
+            | Gc::MathSymbol
+            | Gc::CurrencySymbol
+            | Gc::ModifierSymbol
+            | Gc::OtherSymbol
+            | Gc::Control
+            | Gc::Format => return,
+            _ => emit_digit = false,
+        }
+        if self.pending_space {
+            if !self.out.is_empty() {
+                self.out.push(b' ');
+            }
+            self.pending_space = false;
+        }
+        if emit_digit {
+            self.out.push(b'0');
+        } else {
+            let mut buf = [0u8; 4];
+            for l in c.to_lowercase() {
+                self.out.extend_from_slice(l.encode_utf8(&mut buf).as_bytes());
+            }
+        }
+    }
+}
+
+/// Normalizes a whole string (words split on whitespace). Convenience for tests,
+/// tools and other front doors; the hot path feeds [`TextBuilder`] word by word.
+pub fn normalize(text: &str, mode: Normalization) -> String {
+    let mut b = TextBuilder::new(mode);
+    for w in text.split_whitespace() {
+        b.push_word(w.as_bytes(), false);
+    }
+    String::from_utf8(b.out).expect("normalized text is UTF-8")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn loose(words: &[&str]) -> String {
+        let mut b = TextBuilder::new(Normalization::Loose);
+        for w in words {
+            if let Some(rest) = w.strip_prefix('+') {
+                b.push_word(rest.as_bytes(), true);
+            } else {
+                b.push_word(w.as_bytes(), false);
+            }
+        }
+        String::from_utf8(b.text().to_vec()).unwrap()
+    }
+
+    #[test]
+    fn loose_lowercases_zeroes_digits_and_drops_punctuation() {
+        assert_eq!(loose(&["Python", "3.11", "is", "GREAT", "!"]), "python 000 is great");
+        assert_eq!(loose(&["e.g.", ",", "x"]), "eg x");
+        assert_eq!(loose(&["(", "email", "+)", "servers", "+."]), "email servers");
+    }
+
+    #[test]
+    fn loose_handles_unicode() {
+        assert_eq!(loose(&["Příliš", "ŽLUŤOUČKÝ", "kůň"]), "příliš žluťoučký kůň");
+        assert_eq!(loose(&["Größe", "—", "ΑΒΓ"]), "größe αβγ");
+        // Arabic-Indic digits are decimal digits; CJK punctuation goes.
+        assert_eq!(loose(&["٣٤", "中文", "。"]), "00 中文");
+        // Combining marks stay (they are letters' parts, not symbols).
+        assert_eq!(loose(&["cafe\u{301}"]), "cafe\u{301}");
+        // Zero-width and control characters vanish without splitting the word.
+        assert_eq!(loose(&["ab\u{200b}cd", "x\u{0}y"]), "abcd xy");
+    }
+
+    #[test]
+    fn loose_collapses_whitespace_and_trims() {
+        assert_eq!(loose(&["--", "a", "  ", "b", "\u{3000}", "c", "!!"]), "a b c");
+        assert_eq!(loose(&["!", "?"]), "");
+    }
+
+    #[test]
+    fn none_keeps_text_and_glue() {
+        let mut b = TextBuilder::new(Normalization::None);
+        b.push_word(b"Hello", false);
+        b.push_word(b",", true);
+        b.push_word(b"World", false);
+        assert_eq!(b.text(), b"Hello, World");
+        assert_eq!(b.raw_chars(), 12);
+    }
+
+    #[test]
+    fn raw_chars_counts_scalar_values_with_spaces() {
+        let mut b = TextBuilder::new(Normalization::Loose);
+        b.push_word("žluť".as_bytes(), false);
+        b.push_word("kůň".as_bytes(), false);
+        b.push_word(b".", true);
+        assert_eq!(b.raw_chars(), 4 + 1 + 3 + 1);
+        assert_eq!(b.words(), 3);
+    }
+
+    #[test]
+    fn invalid_utf8_is_flagged_and_replaced() {
+        let mut b = TextBuilder::new(Normalization::None);
+        assert!(!b.push_word(b"ab\xffcd", false));
+        assert!(b.saw_invalid_utf8());
+        assert_eq!(b.text(), "ab\u{fffd}cd".as_bytes());
+        let mut l = TextBuilder::new(Normalization::Loose);
+        l.push_word(b"AB\xffcd", false);
+        assert_eq!(l.text(), b"abcd");
+    }
+
+    #[test]
+    fn normalize_helper_splits_on_whitespace() {
+        assert_eq!(normalize("  The  Quick, brown\tFOX 42 ", Normalization::Loose), "the quick brown fox 00");
+        assert_eq!(normalize("a  b", Normalization::None), "a b");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn loose_output_is_canonical(words in proptest::collection::vec("\\PC{0,8}", 0..12)) {
+            let mut b = TextBuilder::new(Normalization::Loose);
+            for w in &words { b.push_word(w.as_bytes(), false); }
+            let s = std::str::from_utf8(b.text()).unwrap();
+            proptest::prop_assert!(!s.starts_with(' ') && !s.ends_with(' ') && !s.contains("  "));
+            // Normalizing twice changes nothing.
+            proptest::prop_assert_eq!(normalize(s, Normalization::Loose), s);
+        }
+    }
+}
