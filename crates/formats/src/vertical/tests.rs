@@ -1,0 +1,314 @@
+use super::*;
+
+/// Records what the parser says, as readable strings.
+#[derive(Default)]
+struct Log<'a> {
+    data: &'a [u8],
+    events: Vec<String>,
+}
+
+impl<'a> Log<'a> {
+    fn text(&self, r: Range<usize>) -> String {
+        String::from_utf8_lossy(&self.data[r]).replace('\n', "|")
+    }
+}
+
+impl Sink for Log<'_> {
+    fn doc_start(&mut self, header: Range<usize>, line: u64, attrs: &[u8]) {
+        let url = attr(attrs, b"url").unwrap_or_default().into_owned();
+        let e = format!("doc@{line} url={url} [{}]", self.text(header));
+        self.events.push(e);
+    }
+    fn structure(&mut self, range: Range<usize>) {
+        let e = format!("struct [{}]", self.text(range));
+        self.events.push(e);
+    }
+    fn para_start(&mut self, start: usize, line: u64, implicit: bool) {
+        self.events.push(format!("p{}@{line} from {start}", if implicit { "(implicit)" } else { "" }));
+    }
+    fn word(&mut self, word: &[u8], glued: bool, _line: u64) {
+        self.events.push(format!("w {}{}", if glued { "+" } else { "" }, String::from_utf8_lossy(word)));
+    }
+    fn para_end(&mut self, end: usize) {
+        self.events.push(format!("/p to {end}"));
+    }
+    fn doc_end(&mut self, close: Option<Range<usize>>) {
+        let e = match close {
+            Some(r) => format!("/doc [{}]", self.text(r)),
+            None => "/doc (unclosed)".to_string(),
+        };
+        self.events.push(e);
+    }
+    fn issue(&mut self, issue: Issue) {
+        self.events.push(format!("! {}: {}", issue.line, issue.kind.name()));
+    }
+}
+
+fn parse(input: &str) -> Vec<String> {
+    let chunk = Chunk { data: input.as_bytes().to_vec(), first_line: 1, last: true, ..Default::default() };
+    let mut log = Log { data: &chunk.data, events: Vec::new() };
+    parse_chunk(&chunk, &mut log);
+    log.events
+}
+
+#[test]
+fn well_formed_document() {
+    let ev = parse("<doc url=\"u&amp;1\" title='T'>\n<p>\nHello\tNN\n<g/>\n,\nworld\n</p>\n</doc>\n");
+    assert_eq!(
+        ev,
+        vec![
+            "doc@1 url=u&1 [<doc url=\"u&amp;1\" title='T'>|]",
+            "p@2 from 30",
+            "w Hello",
+            "w +,",
+            "w world",
+            "/p to 61",
+            "/doc [</doc>|]",
+        ]
+    );
+}
+
+#[test]
+fn implicit_paragraphs_and_document_level_structures() {
+    let ev = parse("<doc>\n<head>\nTitle\n</head>\n<p>\nx\n</p>\n<s>\n</s>\nTail\n</doc>\n");
+    assert_eq!(
+        ev,
+        vec![
+            "doc@1 url= [<doc>|]",
+            "p(implicit)@3 from 6",
+            "w Title",
+            "/p to 27",
+            "p@5 from 27",
+            "w x",
+            "/p to 38",
+            "p(implicit)@10 from 38",
+            "w Tail",
+            "/p to 52",
+            "/doc [</doc>|]",
+        ]
+    );
+    // Structures without tokens belong to the document.
+    let ev = parse("<doc>\n<s>\n<p>\nx\n</p>\n</s>\n</doc>\n");
+    assert_eq!(ev[1], "struct [<s>|]");
+    assert_eq!(ev[5], "struct [</s>|]");
+}
+
+#[test]
+fn missing_closing_tags_are_closed_and_reported() {
+    let ev = parse("<doc a=1>\n<p>\none\n<p>\ntwo\n<doc b=2>\nthree\n");
+    assert_eq!(
+        ev,
+        vec![
+            "doc@1 url= [<doc a=1>|]",
+            "p@2 from 10",
+            "w one",
+            "! 4: missing-p-close",
+            "/p to 18",
+            "p@4 from 18",
+            "w two",
+            "! 6: missing-p-close",
+            "/p to 26",
+            "! 6: missing-doc-close",
+            "/doc (unclosed)",
+            "doc@6 url= [<doc b=2>|]",
+            "p(implicit)@7 from 36",
+            "w three",
+            "/p to 42",
+            "! 8: missing-doc-close",
+            "/doc (unclosed)",
+        ]
+    );
+}
+
+#[test]
+fn stray_closing_tags_and_lines_outside_documents_are_dropped() {
+    let ev = parse("junk before\n\n</p>\n<doc>\nx\n</p>\ny\n</doc>\n</doc>\nafter\n");
+    assert_eq!(
+        ev,
+        vec![
+            "! 1: outside-document",
+            "! 3: stray-closing-tag",
+            "doc@4 url= [<doc>|]",
+            "p(implicit)@5 from 24",
+            "w x",
+            "/p to 26",
+            "! 6: stray-closing-tag",
+            "p(implicit)@7 from 31",
+            "w y",
+            "/p to 33",
+            "/doc [</doc>|]",
+            "! 9: stray-closing-tag",
+            "! 10: outside-document",
+        ]
+    );
+}
+
+#[test]
+fn tag_recognition() {
+    assert_eq!(parse_tag(b"<p>"), Some(Tag::Open { name: b"p", attrs: b"" }));
+    assert_eq!(parse_tag(b"<g/>"), Some(Tag::Empty { name: b"g", attrs: b"" }));
+    assert_eq!(parse_tag(b"</doc>  "), Some(Tag::Close { name: b"doc" }));
+    assert_eq!(parse_tag(b"<doc id=\"1\">\r"), Some(Tag::Open { name: b"doc", attrs: b" id=\"1\"" }));
+    assert_eq!(parse_tag(b"<x.y:z-1 a='b'/>"), Some(Tag::Empty { name: b"x.y:z-1", attrs: b" a='b'" }));
+    for token in [&b"<"[..], b"<<", b"<=", b"<>", b"</>", b"<1a>", b"<a", b"a>", b"<p>x", b"</p x>", b"<pa=1>"] {
+        assert_eq!(parse_tag(token), None, "{:?}", String::from_utf8_lossy(token));
+    }
+}
+
+#[test]
+fn attribute_values() {
+    let a = b" id=\"1\" url='http://x/?a=1&amp;b=2' title=bare lang = \"en\" flag q=\"&lt;&#65;&#x42;&bogus;&\"";
+    assert_eq!(attr(a, b"id").unwrap(), "1");
+    assert_eq!(attr(a, b"url").unwrap(), "http://x/?a=1&b=2");
+    assert_eq!(attr(a, b"title").unwrap(), "bare");
+    assert_eq!(attr(a, b"lang").unwrap(), "en");
+    assert_eq!(attr(a, b"flag").unwrap(), "");
+    assert_eq!(attr(a, b"q").unwrap(), "<AB&bogus;&");
+    assert_eq!(attr(a, b"missing"), None);
+    // An unterminated quote runs to the end, no panic.
+    assert_eq!(attr(b" url=\"abc", b"url").unwrap(), "abc");
+    let mut out = Vec::new();
+    escape_attr("a&b\"<>", &mut out);
+    assert_eq!(out, b"a&amp;b&quot;&lt;&gt;");
+}
+
+#[test]
+fn nul_bytes_are_reported_and_kept() {
+    let ev = parse("<doc>\na\0b\n</doc>\n");
+    assert!(ev.contains(&"! 2: nul-byte".to_string()));
+    assert!(ev.contains(&"w a\0b".to_string()));
+}
+
+#[test]
+fn glue_and_blank_lines() {
+    let ev = parse("<doc>\n<p>\na\n\n<g/>\nb\n</p>\n</doc>");
+    assert_eq!(ev[2..5], ["w a", "w +b", "/p to 25"]);
+    // A file without a final newline ends cleanly.
+    assert_eq!(ev.last().unwrap(), "/doc [</doc>]");
+}
+
+fn chunks_of(input: &[u8], target: usize, max_line: usize) -> Vec<Chunk> {
+    let mut r = ChunkReader::with_sizes(input, target, max_line);
+    let mut out = Vec::new();
+    while let Some(c) = r.next_chunk() {
+        out.push(c);
+    }
+    out
+}
+
+fn sample(docs: usize) -> Vec<u8> {
+    let mut s = String::new();
+    for i in 0..docs {
+        s.push_str(&format!("<doc id=\"{i}\">\n<p>\nword{i}\nmore\n</p>\n</doc>\n"));
+    }
+    s.into_bytes()
+}
+
+#[test]
+fn chunks_split_only_before_documents() {
+    let input = sample(100);
+    for target in [1, 7, 50, 333, 1 << 20] {
+        let chunks = chunks_of(&input, target, 1 << 20);
+        let joined: Vec<u8> = chunks.iter().flat_map(|c| c.data.clone()).collect();
+        assert_eq!(joined, input);
+        assert!(chunks.last().unwrap().last);
+        let mut line = 1;
+        for c in &chunks {
+            assert!(c.data.is_empty() || c.data.starts_with(b"<doc "), "target {target}");
+            assert_eq!(c.first_line, line);
+            line += c.data.iter().filter(|&&b| b == b'\n').count() as u64;
+        }
+    }
+    // `<docs>` is not a document start.
+    let odd = b"<doc>\n<docs>\nx\n</doc>\n<doc>\n</doc>\n";
+    let chunks = chunks_of(odd, 1, 1 << 20);
+    assert_eq!(chunks.len(), 2);
+    assert_eq!(chunks[1].data, b"<doc>\n</doc>\n");
+}
+
+#[test]
+fn empty_input_gives_one_empty_last_chunk() {
+    let chunks = chunks_of(b"", 10, 10);
+    assert_eq!(chunks.len(), 1);
+    assert!(chunks[0].last && chunks[0].data.is_empty());
+}
+
+#[test]
+fn overlong_lines_are_dropped_and_numbered() {
+    let long = "x".repeat(5000);
+    let input = format!("<doc>\n<p>\na\n{long}\nb\n</p>\n</doc>\n<doc>\n{long}");
+    let chunks = chunks_of(input.as_bytes(), 1 << 20, 100);
+    assert_eq!(chunks.len(), 1);
+    let c = &chunks[0];
+    assert_eq!(c.skipped_lines, vec![4, 9]);
+    assert_eq!(c.issues.iter().map(|i| i.line).collect::<Vec<_>>(), vec![4, 9]);
+    assert!(c.issues.iter().all(|i| matches!(i.kind, IssueKind::LineTooLong { limit: 100 })));
+    let mut log = Log { data: &c.data, events: Vec::new() };
+    parse_chunk(c, &mut log);
+    assert!(log.events.contains(&"w b".to_string()));
+    // Line numbers after the dropped line stay true: </doc> of doc 2 is missing at line 10.
+    assert_eq!(log.events.last().unwrap(), "/doc (unclosed)");
+    assert!(log.events.contains(&"! 10: missing-doc-close".to_string()), "{:?}", log.events);
+}
+
+#[test]
+fn read_errors_end_the_input_with_what_was_read() {
+    struct Failing(Vec<u8>, bool);
+    impl Read for Failing {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            if self.1 {
+                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "stream truncated"));
+            }
+            self.1 = true;
+            let n = self.0.len().min(buf.len());
+            buf[..n].copy_from_slice(&self.0[..n]);
+            Ok(n)
+        }
+    }
+    let chunks = chunks_of_reader(Failing(b"<doc>\nabc\n</doc>\n<doc>\npart".to_vec(), false));
+    assert_eq!(chunks.len(), 1);
+    assert_eq!(chunks[0].data, b"<doc>\nabc\n</doc>\n<doc>\npart");
+    assert!(matches!(&chunks[0].issues[0].kind, IssueKind::ReadError(e) if e.contains("truncated")));
+    assert_eq!(chunks[0].issues[0].line, 5);
+}
+
+fn chunks_of_reader<R: Read>(r: R) -> Vec<Chunk> {
+    let mut r = ChunkReader::with_sizes(r, 1 << 20, 1 << 20);
+    let mut out = Vec::new();
+    while let Some(c) = r.next_chunk() {
+        out.push(c);
+    }
+    out
+}
+
+proptest::proptest! {
+    /// Whatever the bytes, parsing never panics and the ranges a sink gets lie inside
+    /// the chunk, in order, without overlap.
+    #[test]
+    fn arbitrary_input_is_parsed_without_panic(lines in proptest::collection::vec(
+        proptest::prop_oneof![
+            proptest::strategy::Just("<doc url=\"a\">".to_string()),
+            proptest::strategy::Just("</doc>".to_string()),
+            proptest::strategy::Just("<p>".to_string()),
+            proptest::strategy::Just("</p>".to_string()),
+            proptest::strategy::Just("<g/>".to_string()),
+            proptest::strategy::Just("<s>".to_string()),
+            proptest::strategy::Just("".to_string()),
+            "\\PC{0,6}",
+        ], 0..60), target in 1usize..200) {
+        let input = lines.join("\n");
+        for c in chunks_of(input.as_bytes(), target, 1 << 20) {
+            struct Ranges { last: usize, len: usize }
+            impl Sink for Ranges {
+                fn doc_start(&mut self, r: Range<usize>, _: u64, _: &[u8]) { assert!(r.start >= self.last && r.end <= self.len); self.last = r.end; }
+                fn structure(&mut self, r: Range<usize>) { assert!(r.start >= self.last && r.end <= self.len); self.last = r.end; }
+                fn para_start(&mut self, s: usize, _: u64, _: bool) { assert!(s >= self.last); self.last = s; }
+                fn word(&mut self, _: &[u8], _: bool, _: u64) {}
+                fn para_end(&mut self, e: usize) { assert!(e >= self.last && e <= self.len); self.last = e; }
+                fn doc_end(&mut self, r: Option<Range<usize>>) { if let Some(r) = r { assert!(r.start >= self.last); self.last = r.end; } }
+                fn issue(&mut self, _: Issue) {}
+            }
+            parse_chunk(&c, &mut Ranges { last: 0, len: c.data.len() });
+        }
+    }
+}
