@@ -1,0 +1,48 @@
+//! `webdedup`: the command line. Subcommands only; the work is in the library crates.
+
+mod dedup;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Exit status: everything read cleanly.
+pub const EXIT_OK: u8 = 0;
+/// Exit status: some input was rejected or repaired (reported on stderr); the rest
+/// was processed.
+pub const EXIT_INPUT_PROBLEMS: u8 = 1;
+/// Exit status: the run could not be done (bad usage, unwritable output, ...).
+pub const EXIT_FATAL: u8 = 2;
+
+#[derive(Parser)]
+#[command(name = "webdedup", version, about = "Remove duplicate text from web-scale corpora and web archives")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Exact dedup of vertical files: keep the first instance of every document and
+    /// every long paragraph (the KNOT worker).
+    Dedup(dedup::DedupArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { EXIT_FATAL } else { EXIT_OK });
+        }
+    };
+    let result = match &cli.command {
+        Command::Dedup(args) => dedup::run(args),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("webdedup: error: {e:#}");
+            ExitCode::from(EXIT_FATAL)
+        }
+    }
+}

@@ -1,0 +1,18 @@
+//! The KNOT dedup policy over verticals, and the stream runner.
+//!
+//! Data flows one way: a [`Chunk`](webdedup_formats::vertical::Chunk) of input is
+//! walked once by the [`plan`] module (keys of every document and paragraph), the
+//! [`policy`] module asks the store and decides what is kept, [`render`] writes the
+//! kept bytes, and [`runner`] drives all of it over a directory with threads while
+//! keeping the output identical to a sequential pass.
+
+pub mod options;
+pub mod plan;
+pub mod policy;
+pub mod render;
+pub mod report;
+pub mod runner;
+
+pub use options::{DocCheck, Options};
+pub use report::RunStats;
+pub use runner::{run, RunConfig};

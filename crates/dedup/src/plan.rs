@@ -1,0 +1,171 @@
+//! Walks a chunk once and records, for every document and paragraph, its byte
+//! ranges and keys: everything the policy needs, nothing copied.
+
+use crate::options::Options;
+use std::ops::Range;
+use webdedup_formats::vertical::{self, parse_chunk, Chunk, Issue, IssueKind, Sink};
+use webdedup_text::{key, KeyKind, StreamKey, TextBuilder};
+
+/// Marks a piece that belongs to the document, not to a paragraph.
+pub const DOC_LEVEL: u32 = u32::MAX;
+
+#[derive(Clone, Debug)]
+pub struct ParaPlan {
+    pub key: u64,
+    pub long: bool,
+}
+
+/// A contiguous run of a document's bytes: written when the document is, if
+/// `para == DOC_LEVEL`, else when that paragraph is kept.
+#[derive(Clone, Debug)]
+pub struct Piece {
+    pub range: Range<usize>,
+    pub para: u32,
+}
+
+#[derive(Clone, Debug)]
+pub struct DocPlan {
+    pub line: u64,
+    /// Raw attribute text of the `<doc>` line (for the `.dd` list).
+    pub attrs: Range<usize>,
+    pub url_title_key: u64,
+    pub doc_key: u64,
+    /// Indexes into [`ChunkPlan::paras`].
+    pub paras: Range<usize>,
+    /// Indexes into [`ChunkPlan::pieces`].
+    pub pieces: Range<usize>,
+}
+
+#[derive(Debug, Default)]
+pub struct ChunkPlan {
+    pub docs: Vec<DocPlan>,
+    pub paras: Vec<ParaPlan>,
+    pub pieces: Vec<Piece>,
+    pub issues: Vec<Issue>,
+}
+
+impl ChunkPlan {
+    pub fn clear(&mut self) {
+        self.docs.clear();
+        self.paras.clear();
+        self.pieces.clear();
+        self.issues.clear();
+    }
+}
+
+/// Builds a [`ChunkPlan`]; reusable across chunks to keep its buffers.
+pub struct Planner {
+    min_para_chars: usize,
+    text: TextBuilder,
+    doc_hash: StreamKey,
+    doc_has_para: bool,
+    para_start: usize,
+    last_invalid_line: u64,
+    chunk_start: usize,
+}
+
+impl Planner {
+    pub fn new(opts: &Options) -> Self {
+        Planner {
+            min_para_chars: opts.min_para_chars,
+            text: TextBuilder::new(opts.normalization),
+            doc_hash: StreamKey::new(KeyKind::Document),
+            doc_has_para: false,
+            para_start: 0,
+            last_invalid_line: 0,
+            chunk_start: 0,
+        }
+    }
+
+    /// Plans `chunk` into `out` (cleared first).
+    pub fn plan(&mut self, chunk: &Chunk, out: &mut ChunkPlan) {
+        out.clear();
+        self.last_invalid_line = 0;
+        self.chunk_start = 0;
+        let mut sink = PlanSink { planner: self, plan: out, data: &chunk.data };
+        parse_chunk(chunk, &mut sink);
+    }
+}
+
+/// The key of a document's `url TAB title` (unescaped attribute values).
+pub fn url_title_key(attrs: &[u8]) -> u64 {
+    let url = vertical::attr(attrs, b"url").unwrap_or_default();
+    let title = vertical::attr(attrs, b"title").unwrap_or_default();
+    let mut buf = Vec::with_capacity(url.len() + title.len() + 1);
+    buf.extend_from_slice(url.as_bytes());
+    buf.push(b'\t');
+    buf.extend_from_slice(title.as_bytes());
+    key(KeyKind::UrlTitle, &buf)
+}
+
+struct PlanSink<'a> {
+    planner: &'a mut Planner,
+    plan: &'a mut ChunkPlan,
+    data: &'a [u8],
+}
+
+impl Sink for PlanSink<'_> {
+    fn doc_start(&mut self, header: Range<usize>, line: u64, attrs: &[u8]) {
+        let attrs_start = attrs.as_ptr() as usize - self.data.as_ptr() as usize;
+        let p = &mut *self.planner;
+        p.doc_hash.reset();
+        p.doc_has_para = false;
+        let pieces = self.plan.pieces.len();
+        self.plan.pieces.push(Piece { range: header, para: DOC_LEVEL });
+        self.plan.docs.push(DocPlan {
+            line,
+            attrs: attrs_start..attrs_start + attrs.len(),
+            url_title_key: url_title_key(attrs),
+            doc_key: 0,
+            paras: self.plan.paras.len()..self.plan.paras.len(),
+            pieces: pieces..pieces,
+        });
+    }
+
+    fn structure(&mut self, range: Range<usize>) {
+        self.plan.pieces.push(Piece { range, para: DOC_LEVEL });
+    }
+
+    fn para_start(&mut self, start: usize, _line: u64, _implicit: bool) {
+        self.planner.para_start = start;
+        self.planner.text.clear();
+    }
+
+    #[inline]
+    fn word(&mut self, word: &[u8], glued: bool, line: u64) {
+        let p = &mut *self.planner;
+        if !p.text.push_word(word, glued) && p.last_invalid_line != line {
+            p.last_invalid_line = line;
+            self.plan.issues.push(Issue { line, kind: IssueKind::InvalidUtf8 });
+        }
+    }
+
+    fn para_end(&mut self, end: usize) {
+        let p = &mut *self.planner;
+        let text = p.text.text();
+        if p.doc_has_para {
+            p.doc_hash.update(b"\n");
+        }
+        p.doc_has_para = true;
+        p.doc_hash.update(text);
+        let idx = self.plan.paras.len() as u32;
+        self.plan.paras.push(ParaPlan { key: key(KeyKind::Paragraph, text), long: p.text.raw_chars() >= p.min_para_chars });
+        self.plan.pieces.push(Piece { range: p.para_start..end, para: idx });
+    }
+
+    fn doc_end(&mut self, close: Option<Range<usize>>) {
+        if let Some(r) = close {
+            self.plan.pieces.push(Piece { range: r, para: DOC_LEVEL });
+        }
+        let (paras, pieces) = (self.plan.paras.len(), self.plan.pieces.len());
+        if let Some(doc) = self.plan.docs.last_mut() {
+            doc.doc_key = self.planner.doc_hash.finish();
+            doc.paras.end = paras;
+            doc.pieces.end = pieces;
+        }
+    }
+
+    fn issue(&mut self, issue: Issue) {
+        self.plan.issues.push(issue);
+    }
+}

@@ -1,0 +1,159 @@
+//! Run figures: counted per chunk, summed per run, printed as the seed's table or
+//! written as JSON.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// Counts of one chunk (summed into [`RunStats`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ChunkStats {
+    pub docs: u64,
+    pub docs_kept_whole: u64,
+    pub docs_partial: u64,
+    pub docs_duplicate: u64,
+    pub docs_emptied: u64,
+    pub paras: u64,
+    pub long_paras: u64,
+    pub paras_kept: u64,
+    pub url_title_repeats: u64,
+}
+
+impl ChunkStats {
+    pub fn add(&mut self, o: &ChunkStats) {
+        self.docs += o.docs;
+        self.docs_kept_whole += o.docs_kept_whole;
+        self.docs_partial += o.docs_partial;
+        self.docs_duplicate += o.docs_duplicate;
+        self.docs_emptied += o.docs_emptied;
+        self.paras += o.paras;
+        self.long_paras += o.long_paras;
+        self.paras_kept += o.paras_kept;
+        self.url_title_repeats += o.url_title_repeats;
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RunStats {
+    pub seconds: f64,
+    pub threads: usize,
+    pub files: u64,
+    /// Files that could not be opened (no output written for them).
+    pub files_unreadable: u64,
+    /// Files with at least one reported input problem.
+    pub files_with_issues: u64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub documents_read: u64,
+    pub documents_kept: u64,
+    pub documents_kept_whole: u64,
+    pub documents_kept_partly: u64,
+    pub documents_dropped: u64,
+    pub documents_dropped_duplicate: u64,
+    pub documents_dropped_all_paragraphs: u64,
+    pub paragraphs_read: u64,
+    pub paragraphs_long: u64,
+    pub paragraphs_retained: u64,
+    pub paragraphs_thrown_away: u64,
+    pub url_title_repeats: u64,
+    /// Reported input problems by kind.
+    pub issues: BTreeMap<String, u64>,
+    pub keys_stored: u64,
+    pub store_bytes: u64,
+    pub bytes_per_key: f64,
+    pub mb_per_second: f64,
+}
+
+impl RunStats {
+    pub fn add_chunk(&mut self, c: &ChunkStats) {
+        self.documents_read += c.docs;
+        self.documents_kept_whole += c.docs_kept_whole;
+        self.documents_kept_partly += c.docs_partial;
+        self.documents_kept = self.documents_kept_whole + self.documents_kept_partly;
+        self.documents_dropped_duplicate += c.docs_duplicate;
+        self.documents_dropped_all_paragraphs += c.docs_emptied;
+        self.documents_dropped = self.documents_dropped_duplicate + self.documents_dropped_all_paragraphs;
+        self.paragraphs_read += c.paras;
+        self.paragraphs_long += c.long_paras;
+        self.paragraphs_retained += c.paras_kept;
+        self.paragraphs_thrown_away = self.paragraphs_read - self.paragraphs_retained;
+        self.url_title_repeats += c.url_title_repeats;
+    }
+
+    pub fn issue_count(&self) -> u64 {
+        self.issues.values().sum()
+    }
+
+    /// Whether any input was rejected or repaired (the exit status says so).
+    pub fn had_input_problems(&self) -> bool {
+        self.issue_count() > 0 || self.files_unreadable > 0
+    }
+
+    pub fn finish(&mut self, seconds: f64, keys: u64, store_bytes: u64) {
+        self.seconds = seconds;
+        self.keys_stored = keys;
+        self.store_bytes = store_bytes;
+        self.bytes_per_key = if keys > 0 { store_bytes as f64 / keys as f64 } else { 0.0 };
+        self.mb_per_second = if seconds > 0.0 { self.bytes_in as f64 / 1e6 / seconds } else { 0.0 };
+    }
+
+    /// The summary table printed at the end of a run.
+    pub fn table(&self) -> String {
+        let mut s = String::new();
+        let pct = |a: u64, b: u64| if b == 0 { 0.0 } else { 100.0 * a as f64 / b as f64 };
+        let n = thousands;
+        let _ = writeln!(s, "Duration:                 {:.3} s ({} threads)", self.seconds, self.threads);
+        let _ = writeln!(s, "Files:                    {} ({} unreadable, {} with input problems)", n(self.files), n(self.files_unreadable), n(self.files_with_issues));
+        let _ = writeln!(s, "Documents read:           {}", n(self.documents_read));
+        let _ = writeln!(
+            s,
+            "Documents kept:           {} ({:.2}%; {} whole, {} partly)",
+            n(self.documents_kept),
+            pct(self.documents_kept, self.documents_read),
+            n(self.documents_kept_whole),
+            n(self.documents_kept_partly)
+        );
+        let _ = writeln!(
+            s,
+            "Documents dropped:        {} ({} duplicate documents, {} with every paragraph seen)",
+            n(self.documents_dropped),
+            n(self.documents_dropped_duplicate),
+            n(self.documents_dropped_all_paragraphs)
+        );
+        let _ = writeln!(s, "Paragraphs retained:      {} ({:.2}%)", n(self.paragraphs_retained), pct(self.paragraphs_retained, self.paragraphs_read));
+        let _ = writeln!(s, "Paragraphs thrown away:   {}", n(self.paragraphs_thrown_away));
+        let _ = writeln!(s, "URL+title repeats:        {}", n(self.url_title_repeats));
+        let _ = writeln!(s, "MB in / out:              {:.1} / {:.1}", self.bytes_in as f64 / 1e6, self.bytes_out as f64 / 1e6);
+        let _ = writeln!(s, "Throughput:               {:.1} MB/s", self.mb_per_second);
+        let _ = writeln!(s, "Keys stored:              {} ({:.2} bytes per key)", n(self.keys_stored), self.bytes_per_key);
+        if !self.issues.is_empty() {
+            let list: Vec<String> = self.issues.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            let _ = writeln!(s, "Input problems:           {}", list.join(", "));
+        }
+        s
+    }
+}
+
+fn thousands(v: u64) -> String {
+    let digits = v.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thousands_separators() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1_328_824), "1,328,824");
+    }
+}

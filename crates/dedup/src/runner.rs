@@ -1,0 +1,418 @@
+//! The stream runner: every file of an input directory, in sorted relative-path
+//! order, through plan -> store -> render -> write.
+//!
+//! With several threads, planning (parsing, normalizing, hashing) and rendering run
+//! in parallel while two gates keep the store requests and the writes in input
+//! order. The store therefore sees exactly the key sequence of a one-thread pass,
+//! and the outputs are byte-identical for every `--threads` value.
+
+use crate::options::Options;
+use crate::plan::{ChunkPlan, Planner};
+use crate::policy::{decide, Decisions, Scratch};
+use crate::render::render;
+use crate::report::{ChunkStats, RunStats};
+use anyhow::{anyhow, Context, Result};
+use parking_lot::{Condvar, Mutex};
+use std::ffi::OsString;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+use webdedup_formats::input::COMPRESSION_SUFFIXES;
+use webdedup_formats::output::{AtomicOutput, OutputCompression};
+use webdedup_formats::vertical::{Chunk, ChunkReader, Issue, DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES};
+use webdedup_formats::open_input;
+use webdedup_store::Store;
+
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    pub input: PathBuf,
+    pub output: PathBuf,
+    pub threads: usize,
+    pub options: Options,
+    /// Also write `*.dedup.dd`, one line per input document.
+    pub dd: bool,
+    pub compress: OutputCompression,
+    /// Show a progress bar on stderr.
+    pub progress: bool,
+    /// Input problems printed per file before the rest are only counted.
+    pub report_limit: usize,
+    pub chunk_bytes: usize,
+    pub max_line_bytes: usize,
+    /// fsync every output before renaming it into place.
+    pub sync: bool,
+}
+
+impl RunConfig {
+    pub fn new(input: impl Into<PathBuf>, output: impl Into<PathBuf>) -> Self {
+        RunConfig {
+            input: input.into(),
+            output: output.into(),
+            threads: 1,
+            options: Options::default(),
+            dd: false,
+            compress: OutputCompression::None,
+            progress: false,
+            report_limit: 20,
+            chunk_bytes: DEFAULT_CHUNK_BYTES,
+            max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+            sync: false,
+        }
+    }
+}
+
+/// An input file and its path relative to the input directory.
+#[derive(Clone, Debug)]
+pub struct InputFile {
+    pub path: PathBuf,
+    pub rel: PathBuf,
+}
+
+/// Every regular file under `input` (or `input` itself if it is a file), sorted by
+/// relative path, leaving out anything under `exclude` (the output directory).
+pub fn list_inputs(input: &Path, exclude: &Path) -> io::Result<Vec<InputFile>> {
+    let meta = fs::metadata(input)?;
+    if meta.is_file() {
+        let rel = input.file_name().map(PathBuf::from).unwrap_or_else(|| PathBuf::from("input"));
+        return Ok(vec![InputFile { path: input.to_owned(), rel }]);
+    }
+    let exclude = fs::canonicalize(exclude).ok();
+    let mut files = Vec::new();
+    let mut stack = vec![input.to_owned()];
+    while let Some(dir) = stack.pop() {
+        if exclude.as_deref().is_some_and(|ex| fs::canonicalize(&dir).is_ok_and(|d| d == ex)) {
+            continue;
+        }
+        for entry in fs::read_dir(&dir)? {
+            let entry = entry?;
+            let path = entry.path();
+            let ft = entry.file_type()?;
+            let is_dir = ft.is_dir() || (ft.is_symlink() && path.is_dir());
+            if is_dir {
+                stack.push(path);
+            } else {
+                let rel = path.strip_prefix(input).unwrap_or(&path).to_owned();
+                files.push(InputFile { path, rel });
+            }
+        }
+    }
+    files.sort_by(|a, b| a.rel.as_os_str().cmp(b.rel.as_os_str()));
+    Ok(files)
+}
+
+/// `OUT/REL` without its compression suffix, plus `.dedup` (and the output
+/// compression's suffix).
+pub fn output_path(out_dir: &Path, rel: &Path, compress: OutputCompression) -> PathBuf {
+    let mut name: OsString = rel.as_os_str().to_owned();
+    let s = name.to_string_lossy().into_owned();
+    if let Some(suffix) = COMPRESSION_SUFFIXES.iter().find(|suf| s.ends_with(*suf)) {
+        let bytes = name.as_encoded_bytes();
+        // Safe split: the suffix is ASCII, so the remainder is still valid encoded bytes.
+        name = unsafe { OsString::from_encoded_bytes_unchecked(bytes[..bytes.len() - suffix.len()].to_vec()) };
+    }
+    name.push(".dedup");
+    name.push(compress.suffix());
+    out_dir.join(name)
+}
+
+/// The `.dd` list that goes with an output file.
+pub fn dd_path(output: &Path) -> PathBuf {
+    let mut s = output.as_os_str().to_owned();
+    s.push(".dd");
+    PathBuf::from(s)
+}
+
+struct Job {
+    seq: u64,
+    file: usize,
+    first: bool,
+    /// None when the file could not be opened.
+    chunk: Result<Chunk, String>,
+}
+
+/// One thread's reusable buffers.
+struct Worker {
+    planner: Planner,
+    plan: ChunkPlan,
+    scratch: Scratch,
+    decisions: Decisions,
+    out: Vec<u8>,
+    dd: Vec<u8>,
+    stats: ChunkStats,
+}
+
+impl Worker {
+    fn new(opts: &Options) -> Self {
+        Worker {
+            planner: Planner::new(opts),
+            plan: ChunkPlan::default(),
+            scratch: Scratch::default(),
+            decisions: Decisions::default(),
+            out: Vec::new(),
+            dd: Vec::new(),
+            stats: ChunkStats::default(),
+        }
+    }
+
+    fn plan(&mut self, job: &Job) {
+        match &job.chunk {
+            Ok(chunk) => self.planner.plan(chunk, &mut self.plan),
+            Err(_) => self.plan.clear(),
+        }
+    }
+
+    fn decide(&mut self, store: &dyn Store, opts: &Options) -> Result<()> {
+        decide(&self.plan, store, opts, &mut self.scratch, &mut self.decisions).context("store request failed")
+    }
+
+    fn render(&mut self, job: &Job, dd: bool) {
+        self.out.clear();
+        self.dd.clear();
+        self.stats = ChunkStats::default();
+        if let Ok(chunk) = &job.chunk {
+            let dd_buf = if dd { Some(&mut self.dd) } else { None };
+            render(&chunk.data, &self.plan, &self.decisions, &mut self.out, dd_buf, &mut self.stats);
+        }
+    }
+}
+
+/// Writes outputs in input order and keeps the run's figures.
+struct Writer<'a> {
+    cfg: &'a RunConfig,
+    files: &'a [InputFile],
+    report: &'a (dyn Fn(&str) + Sync),
+    current: Option<(AtomicOutput, Option<AtomicOutput>)>,
+    issues_in_file: u64,
+    stats: RunStats,
+    progress: Option<indicatif::ProgressBar>,
+    started: Instant,
+}
+
+impl Writer<'_> {
+    fn write(&mut self, job: &Job, w: &Worker) -> Result<()> {
+        let file = &self.files[job.file];
+        let chunk = match &job.chunk {
+            Ok(c) => c,
+            Err(e) => {
+                (self.report)(&format!("{}: cannot read: {e}; no output written", file.path.display()));
+                self.stats.files += 1;
+                self.stats.files_unreadable += 1;
+                self.tick();
+                return Ok(());
+            }
+        };
+        if job.first {
+            let out = output_path(&self.cfg.output, &file.rel, self.cfg.compress);
+            let dd = if self.cfg.dd {
+                Some(AtomicOutput::create(&dd_path(&out), OutputCompression::None).with_context(|| format!("cannot create {}", dd_path(&out).display()))?)
+            } else {
+                None
+            };
+            let main = AtomicOutput::create(&out, self.cfg.compress).with_context(|| format!("cannot create {}", out.display()))?;
+            self.current = Some((main, dd));
+            self.issues_in_file = 0;
+        }
+        self.report_issues(file, &w.plan.issues);
+        let (main, dd) = self.current.as_mut().ok_or_else(|| anyhow!("internal: no open output for {}", file.path.display()))?;
+        main.write_all(&w.out).with_context(|| format!("cannot write {}", main.path().display()))?;
+        if let Some(dd) = dd {
+            dd.write_all(&w.dd).with_context(|| format!("cannot write {}", dd.path().display()))?;
+        }
+        self.stats.bytes_in += chunk.data.len() as u64;
+        self.stats.bytes_out += w.out.len() as u64;
+        self.stats.add_chunk(&w.stats);
+        if chunk.last {
+            let (main, dd) = self.current.take().expect("checked above");
+            let path = main.path().to_owned();
+            main.finish(self.cfg.sync).with_context(|| format!("cannot finish {}", path.display()))?;
+            if let Some(dd) = dd {
+                let path = dd.path().to_owned();
+                dd.finish(self.cfg.sync).with_context(|| format!("cannot finish {}", path.display()))?;
+            }
+            self.stats.files += 1;
+            if self.issues_in_file > 0 {
+                self.stats.files_with_issues += 1;
+                let hidden = self.issues_in_file.saturating_sub(self.cfg.report_limit as u64);
+                if hidden > 0 {
+                    (self.report)(&format!("{}: {hidden} more input problems not shown", file.path.display()));
+                }
+            }
+            self.tick();
+        } else if let Some(p) = &self.progress {
+            self.update_progress_message(p);
+        }
+        Ok(())
+    }
+
+    fn report_issues(&mut self, file: &InputFile, issues: &[Issue]) {
+        for issue in issues {
+            *self.stats.issues.entry(issue.kind.name().to_string()).or_default() += 1;
+            if self.issues_in_file < self.cfg.report_limit as u64 {
+                (self.report)(&format!("{}:{}: {}", file.path.display(), issue.line, issue.kind));
+            }
+            self.issues_in_file += 1;
+        }
+    }
+
+    fn tick(&mut self) {
+        if let Some(p) = &self.progress {
+            p.inc(1);
+            self.update_progress_message(p);
+        }
+    }
+
+    fn update_progress_message(&self, p: &indicatif::ProgressBar) {
+        let secs = self.started.elapsed().as_secs_f64().max(1e-9);
+        let mb = self.stats.bytes_in as f64 / 1e6;
+        p.set_message(format!(
+            "{mb:.0} MB, {:.0} MB/s, docs kept {} dropped {}",
+            mb / secs,
+            self.stats.documents_kept,
+            self.stats.documents_dropped
+        ));
+    }
+}
+
+/// Sends every chunk of every file, numbered in order, until `send` refuses.
+fn read_jobs(files: &[InputFile], cfg: &RunConfig, stop: &AtomicBool, mut send: impl FnMut(Job) -> bool) {
+    let mut seq = 0u64;
+    for (i, f) in files.iter().enumerate() {
+        if stop.load(Ordering::Relaxed) {
+            return;
+        }
+        match open_input(&f.path) {
+            Err(e) => {
+                if !send(Job { seq, file: i, first: true, chunk: Err(e.to_string()) }) {
+                    return;
+                }
+                seq += 1;
+            }
+            Ok((reader, _)) => {
+                let mut chunks = ChunkReader::with_sizes(reader, cfg.chunk_bytes, cfg.max_line_bytes);
+                let mut first = true;
+                while let Some(chunk) = chunks.next_chunk() {
+                    if stop.load(Ordering::Relaxed) || !send(Job { seq, file: i, first, chunk: Ok(chunk) }) {
+                        return;
+                    }
+                    seq += 1;
+                    first = false;
+                }
+            }
+        }
+    }
+}
+
+/// Lets threads through one at a time, in sequence-number order.
+struct Gate<T> {
+    state: Mutex<(u64, T)>,
+    cv: Condvar,
+}
+
+impl<T> Gate<T> {
+    fn new(value: T) -> Self {
+        Gate { state: Mutex::new((0, value)), cv: Condvar::new() }
+    }
+
+    /// Runs `f` when it is `seq`'s turn, then lets `seq + 1` through.
+    fn pass<R>(&self, seq: u64, f: impl FnOnce(&mut T) -> R) -> R {
+        let mut g = self.state.lock();
+        while g.0 != seq {
+            self.cv.wait(&mut g);
+        }
+        let r = f(&mut g.1);
+        g.0 += 1;
+        drop(g);
+        self.cv.notify_all();
+        r
+    }
+}
+
+/// Deduplicates every file of `cfg.input` into `cfg.output` against `store`.
+/// Input problems go to `report` (one line each) and are counted in the stats; an
+/// error is returned only for what stops the run (a failing store, an unwritable
+/// output).
+pub fn run(cfg: &RunConfig, store: &dyn Store, report: &(dyn Fn(&str) + Sync)) -> Result<RunStats> {
+    let started = Instant::now();
+    let files = list_inputs(&cfg.input, &cfg.output).with_context(|| format!("cannot list input {}", cfg.input.display()))?;
+    fs::create_dir_all(&cfg.output).with_context(|| format!("cannot create output directory {}", cfg.output.display()))?;
+    let progress = cfg.progress.then(|| {
+        let p = indicatif::ProgressBar::new(files.len() as u64);
+        p.set_style(
+            indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} files, {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+                .progress_chars("=> "),
+        );
+        p
+    });
+    let progress_handle = progress.clone();
+    let mut writer = Writer { cfg, files: &files, report, current: None, issues_in_file: 0, stats: RunStats::default(), progress, started };
+    let threads = cfg.threads.max(1);
+    let stop = AtomicBool::new(false);
+
+    let mut stats = if threads == 1 {
+        let mut w = Worker::new(&cfg.options);
+        let mut failure = None;
+        read_jobs(&files, cfg, &stop, |job| {
+            w.plan(&job);
+            let r = w.decide(store, &cfg.options).and_then(|_| {
+                w.render(&job, cfg.dd);
+                writer.write(&job, &w)
+            });
+            match r {
+                Ok(()) => true,
+                Err(e) => {
+                    failure = Some(e);
+                    false
+                }
+            }
+        });
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        writer.stats
+    } else {
+        let commit_gate = Gate::new(());
+        let write_gate = Gate::new(writer);
+        let failure: Mutex<Option<anyhow::Error>> = Mutex::new(None);
+        let (tx, rx) = crossbeam_channel::bounded::<Job>(threads * 2);
+        std::thread::scope(|s| {
+            s.spawn({
+                let (files, stop) = (&files, &stop);
+                // The sender moves into the reader: when it is done the channel closes
+                // and the workers' loops end.
+                move || read_jobs(files, cfg, stop, |job| tx.send(job).is_ok())
+            });
+            for _ in 0..threads {
+                s.spawn(|| {
+                    let mut w = Worker::new(&cfg.options);
+                    for job in rx.iter() {
+                        let failed = || stop.load(Ordering::Relaxed);
+                        if !failed() {
+                            w.plan(&job);
+                        }
+                        // Every job passes both gates, even after a failure, so no
+                        // thread waits forever for a turn that never comes.
+                        let r = commit_gate.pass(job.seq, |_| if failed() { Ok(()) } else { w.decide(store, &cfg.options) });
+                        let r = r.map(|_| if !failed() { w.render(&job, cfg.dd) });
+                        let r = write_gate.pass(job.seq, |wr| r.and_then(|_| if failed() { Ok(()) } else { wr.write(&job, &w) }));
+                        if let Err(e) = r {
+                            stop.store(true, Ordering::Relaxed);
+                            failure.lock().get_or_insert(e);
+                        }
+                    }
+                });
+            }
+        });
+        if let Some(e) = failure.into_inner() {
+            return Err(e);
+        }
+        write_gate.state.into_inner().1.stats
+    };
+    if let Some(p) = progress_handle {
+        p.finish_and_clear();
+    }
+    stats.threads = threads;
+    stats.finish(started.elapsed().as_secs_f64(), store.len(), store.memory_bytes());
+    Ok(stats)
+}
