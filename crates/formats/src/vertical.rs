@@ -28,7 +28,7 @@
 //!
 //! Nothing is ever rewritten: a kept document without `</doc>` is written without one.
 
-use memchr::{memchr, memchr_iter, memmem};
+use memchr::{memchr, memmem};
 use std::borrow::Cow;
 use std::fmt;
 use std::io::{self, Read};
@@ -180,7 +180,7 @@ impl<R: Read> ChunkReader<R> {
     }
 
     fn line_at(&mut self, pos: usize) -> u64 {
-        self.counted_lines += memchr_iter(b'\n', &self.pending[self.counted_upto..pos]).count() as u64;
+        self.counted_lines += bytecount::count(&self.pending[self.counted_upto..pos], b'\n') as u64;
         self.counted_upto = pos;
         self.pending_line + self.counted_lines + self.pending_skipped.len() as u64
     }
@@ -200,11 +200,10 @@ impl<R: Read> ChunkReader<R> {
             }
         };
         match got {
-            Ok(0) => {
-                self.pending.truncate(old);
-                self.eof = true;
+            Ok(n) => {
+                self.pending.truncate(old + n);
+                self.eof = n == 0;
             }
-            Ok(n) => self.pending.truncate(old + n),
             Err(e) => {
                 self.pending.truncate(old);
                 let line = self.line_at(old);
@@ -262,7 +261,7 @@ impl<R: Read> ChunkReader<R> {
         let rest = self.pending.split_off(split);
         let data = std::mem::replace(&mut self.pending, rest);
         let first_line = self.pending_line;
-        let lines_in_data = memchr_iter(b'\n', &data).count() as u64;
+        let lines_in_data = bytecount::count(&data, b'\n') as u64;
         // Skipped lines belong to this chunk if they are numbered before its end.
         let end_line = first_line + lines_in_data;
         let mut skipped = Vec::new();
@@ -562,7 +561,21 @@ pub fn parse_chunk<S: Sink>(chunk: &Chunk, sink: &mut S) {
             skipped.next();
             line_no += 1;
         }
-        let nl = memchr(b'\n', &data[start..]).map_or(n, |i| start + i);
+        // Lines are mostly a short word: a plain loop finds their end faster than a
+        // SIMD search (whose set-up cost per call exceeds the line), so long lines
+        // only switch to memchr after 64 bytes.
+        let rest = &data[start..];
+        let mut len = rest.len();
+        for (i, &b) in rest.iter().take(64).enumerate() {
+            if b == b'\n' {
+                len = i;
+                break;
+            }
+        }
+        if len == rest.len() && rest.len() > 64 {
+            len = memchr(b'\n', &rest[64..]).map_or(rest.len(), |i| 64 + i);
+        }
+        let nl = start + len;
         let end = (nl + 1).min(n);
         let line = &data[start..nl];
         if check_nul && memchr(0, line).is_some() {
@@ -581,13 +594,29 @@ pub fn parse_chunk<S: Sink>(chunk: &Chunk, sink: &mut S) {
 
 #[inline]
 fn handle_line<S: Sink>(st: &mut State, sink: &mut S, line: &[u8], start: usize, end: usize, line_no: u64) {
-    let tag = if line.first() == Some(&b'<') { parse_tag(line) } else { None };
+    let tag = match line.first() {
+        // The three structures of almost every line that starts with '<'.
+        Some(b'<') => match line {
+            b"<g/>" => Some(Tag::Empty { name: b"g", attrs: b"" }),
+            b"<p>" => Some(Tag::Open { name: b"p", attrs: b"" }),
+            b"</p>" => Some(Tag::Close { name: b"p" }),
+            _ => parse_tag(line),
+        },
+        _ => None,
+    };
     let Some(tag) = tag else {
-        // A token line.
-        let word = match memchr(b'\t', line) {
-            Some(t) => &line[..t],
-            None => line,
-        };
+        // A token line. One pass finds the end of the word (the first tab) and
+        // whether it is blank; words are short, so a plain loop beats SIMD here.
+        let mut word_end = line.len();
+        let mut blank = true;
+        for (i, &b) in line.iter().enumerate() {
+            if b == b'\t' {
+                word_end = i;
+                break;
+            }
+            blank &= b.is_ascii_whitespace();
+        }
+        let word = &line[..word_end];
         let word = word.strip_suffix(b"\r").unwrap_or(word);
         if st.in_doc.is_none() {
             if !line.iter().all(|b| b.is_ascii_whitespace()) {
@@ -595,7 +624,7 @@ fn handle_line<S: Sink>(st: &mut State, sink: &mut S, line: &[u8], start: usize,
             }
             return;
         }
-        if word.iter().all(|b| b.is_ascii_whitespace()) {
+        if blank {
             // A blank line: part of whatever is open, never a word.
             if let Para::None = st.para {
                 st.para = Para::Segment(start);
