@@ -16,3 +16,6 @@ pub mod runner;
 pub use options::{DocCheck, Options};
 pub use report::RunStats;
 pub use runner::{run, RunConfig};
+
+#[cfg(test)]
+mod tests;

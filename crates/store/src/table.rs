@@ -12,7 +12,7 @@
 //! 8 bytes a slot at 80-92% load gives 8.7-10 bytes a key. Mixed value 0 is the
 //! empty marker; it only comes from key 0, which is kept as a flag.
 
-const MIN_CAPACITY: usize = 64;
+const MIN_CAPACITY: usize = 16;
 /// Grow when the load would pass this.
 const MAX_LOAD_NUM: usize = 92;
 /// Grow by 1/GROWTH_DIV: small steps keep the load (and the bytes a key) high.

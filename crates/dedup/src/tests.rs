@@ -1,0 +1,168 @@
+//! The decision table, checked document by document on hand-made verticals.
+
+use crate::plan::{ChunkPlan, Planner};
+use crate::policy::{decide, Decisions, DocStatus, Scratch};
+use crate::render::render;
+use crate::report::ChunkStats;
+use crate::{DocCheck, Options};
+use webdedup_formats::vertical::Chunk;
+use webdedup_store::MemStore;
+
+/// A long paragraph (>= 50 characters) made of `word` repeated.
+fn long(word: &str) -> String {
+    let words: Vec<&str> = std::iter::repeat_n(word, 60 / (word.len() + 1) + 1).collect();
+    format!("<p>\n{}\n</p>\n", words.join("\n"))
+}
+
+fn short(text: &str) -> String {
+    format!("<p>\n{}\n</p>\n", text.split(' ').collect::<Vec<_>>().join("\n"))
+}
+
+fn doc(url: &str, body: &[String]) -> String {
+    format!("<doc url=\"{url}\" title=\"t\">\n{}</doc>\n", body.concat())
+}
+
+/// Runs the policy over `inputs` in order against one store; returns each input's
+/// output and its documents' statuses.
+fn run(inputs: &[String], opts: &Options) -> Vec<(String, Vec<String>)> {
+    let store = MemStore::new(13);
+    let mut planner = Planner::new(opts);
+    let (mut plan, mut scratch, mut dec) = (ChunkPlan::default(), Scratch::default(), Decisions::default());
+    inputs
+        .iter()
+        .map(|input| {
+            let chunk = Chunk { data: input.as_bytes().to_vec(), first_line: 1, last: true, ..Default::default() };
+            planner.plan(&chunk, &mut plan);
+            decide(&plan, &store, opts, &mut scratch, &mut dec).unwrap();
+            let mut out = Vec::new();
+            let mut dd = Vec::new();
+            render(&chunk.data, &plan, &dec, &mut out, Some(&mut dd), &mut ChunkStats::default());
+            let statuses = dec.docs.iter().map(|s| s.code()).collect();
+            (String::from_utf8(out).unwrap(), statuses)
+        })
+        .collect()
+}
+
+fn run1(input: String) -> (String, Vec<String>) {
+    run(&[input], &Options::default()).pop().unwrap()
+}
+
+#[test]
+fn first_instance_of_a_long_paragraph_wins() {
+    let a = doc("a", &[long("alpha"), long("beta")]);
+    let b = doc("b", &[long("beta"), long("gamma")]);
+    let (out, st) = run1(a.clone() + &b);
+    assert_eq!(st, ["K", "1/2"]);
+    assert_eq!(out, a + &doc("b", &[long("gamma")]));
+}
+
+#[test]
+fn duplicate_documents_are_dropped_whole() {
+    let a = doc("a", &[long("alpha"), short("Note")]);
+    let again = doc("other-url", &[long("alpha"), short("Note")]);
+    let (out, st) = run1(a.clone() + &again);
+    assert_eq!(st, ["K", "D"]);
+    assert_eq!(out, a);
+}
+
+#[test]
+fn short_paragraphs_share_the_fate_of_the_next_long_one() {
+    let first = doc("a", &[long("seen")]);
+    // "Title" precedes a duplicate long paragraph: dropped with it. "See also" precedes
+    // a new one: kept with it.
+    let second = doc("b", &[short("Title"), long("seen"), short("See also"), long("fresh")]);
+    let (out, st) = run(&[first, second], &Options::default()).pop().unwrap();
+    assert_eq!(st, ["2/4"]);
+    assert_eq!(out, doc("b", &[short("See also"), long("fresh")]));
+}
+
+#[test]
+fn trailing_short_paragraphs_follow_whether_any_long_one_was_kept() {
+    let first = doc("a", &[long("one"), long("two")]);
+    let kept_some = doc("b", &[long("one"), long("three"), short("Footer")]);
+    let kept_none = doc("c", &[long("two"), short("Footer")]);
+    let res = run(&[first, kept_some, kept_none], &Options::default());
+    assert_eq!(res[1], (doc("b", &[long("three"), short("Footer")]), vec!["2/3".to_string()]));
+    // Every paragraph dropped: the document is not written at all.
+    assert_eq!(res[2], (String::new(), vec!["E".to_string()]));
+}
+
+#[test]
+fn documents_without_long_paragraphs_are_kept_unless_repeated() {
+    let a = doc("a", &[short("Gallery"), short("Home")]);
+    let b = doc("b", &[short("Gallery"), short("Contact")]);
+    let (out, st) = run1(a.clone() + &b + &doc("c", &[short("Gallery"), short("Home")]));
+    assert_eq!(st, ["K", "K", "D"]);
+    assert_eq!(out, a + &b);
+}
+
+#[test]
+fn min_para_chars_decides_long_and_short() {
+    // 49 characters is short, 50 is long (Unicode scalar values, spaces included).
+    let p49 = format!("<p>\n{}\n</p>\n", "ž".repeat(49));
+    let p50 = format!("<p>\n{}\n</p>\n", "ž".repeat(50));
+    let input = doc("a", &[p49.clone(), p50.clone()]) + &doc("b", &[p49.clone()]) + &doc("c", &[p50.clone(), long("x")]);
+    let (_, st) = run1(input);
+    // b has only a short paragraph (its doc key differs from a's): kept. c repeats the long one.
+    assert_eq!(st, ["K", "K", "1/2"]);
+}
+
+#[test]
+fn normalization_makes_variants_collide_or_not() {
+    let upper = doc("a", &[short("x"), format!("<p>\nThe Python 3.9 Docs ,\n{}\n</p>\n", "word ".repeat(10).trim().replace(' ', "\n"))]);
+    let lower = doc("b", &[short("y"), format!("<p>\nthe python 4.2 docs\n{}\n</p>\n", "word ".repeat(10).trim().replace(' ', "\n"))]);
+    let loose = run(&[upper.clone(), lower.clone()], &Options::default());
+    assert_eq!(loose[1].1, ["E"], "loose: case, digits and punctuation do not matter");
+    let none = Options { normalization: webdedup_text::Normalization::None, ..Options::default() };
+    let exact = run(&[upper, lower], &none);
+    assert_eq!(exact[1].1, ["K"], "none: the text must match exactly");
+}
+
+#[test]
+fn url_title_doc_check_tests_documents_only_when_url_and_title_repeat() {
+    let a = doc("same", &[long("alpha")]);
+    let moved = doc("moved", &[long("alpha")]);
+    let repeated = doc("same", &[long("alpha")]);
+    let opts = Options { doc_check: DocCheck::UrlTitle, ..Options::default() };
+    let res = run(&[a.clone() + &moved + &repeated + &repeated], &opts);
+    // "moved" has a new URL: its document key is not tested, its paragraph is seen (E).
+    // The first "same" repeat stores the document key; the second is a duplicate (D).
+    assert_eq!(res[0].1, ["K", "E", "E", "D"]);
+    let all = run(&[a + &moved], &Options::default());
+    assert_eq!(all[0].1, ["K", "D"]);
+}
+
+#[test]
+fn a_one_paragraph_document_does_not_collide_with_its_paragraph() {
+    // The document key and the paragraph key hash the same text, in different key spaces.
+    let (out, st) = run1(doc("a", &[long("solo")]));
+    assert_eq!(st, ["K"]);
+    assert!(!out.is_empty());
+}
+
+#[test]
+fn repeated_paragraph_inside_one_document() {
+    let (out, st) = run1(doc("a", &[long("echo"), long("echo")]));
+    assert_eq!(st, ["1/2"]);
+    assert_eq!(out, doc("a", &[long("echo")]));
+}
+
+#[test]
+fn glue_changes_the_text() {
+    // "e . g" with glue is "e.g"; without glue it is "e . g": under `none` they differ.
+    let glued = doc("a", &[format!("<p>\ne\n<g/>\n.\n<g/>\ng\n{}\n</p>\n", "pad\n".repeat(15).trim_end())]);
+    let spaced = doc("b", &[format!("<p>\ne\n.\ng\n{}\n</p>\n", "pad\n".repeat(15).trim_end())]);
+    let none = Options { normalization: webdedup_text::Normalization::None, ..Options::default() };
+    assert_eq!(run(&[glued.clone(), spaced.clone()], &none)[1].1, ["K"]);
+    // Under `loose` punctuation goes and spaces collapse: "e g pad ..." vs "eg pad ...".
+    assert_eq!(run(&[glued, spaced], &Options::default())[1].1, ["K"]);
+}
+
+#[test]
+fn status_codes() {
+    assert_eq!(DocStatus::Kept.code(), "K");
+    assert_eq!(DocStatus::Partial { kept: 3, total: 7 }.code(), "3/7");
+    assert_eq!(DocStatus::Duplicate.code(), "D");
+    assert_eq!(DocStatus::Emptied.code(), "E");
+    assert!(!DocStatus::Emptied.written() && DocStatus::Partial { kept: 1, total: 2 }.written());
+}
