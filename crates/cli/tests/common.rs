@@ -1,0 +1,55 @@
+//! Helpers shared by the CLI tests: run the real `webdedup` binary.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn webdedup(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_webdedup")).args(args).output().expect("run webdedup")
+}
+
+pub fn dedup(input: &Path, output: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["dedup", "-i", input.to_str().unwrap(), "-o", output.to_str().unwrap(), "-q"];
+    args.extend_from_slice(extra);
+    webdedup(&args)
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn read(p: impl AsRef<Path>) -> String {
+    let p = p.as_ref();
+    String::from_utf8(std::fs::read(p).unwrap_or_else(|e| panic!("read {}: {e}", p.display()))).unwrap()
+}
+
+/// The sample shipped in the repository.
+pub fn sample_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../sample/web3-mini")
+}
+
+/// Every file under `dir`, relative path -> bytes, sorted.
+pub fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push((p.strip_prefix(dir).unwrap().to_string_lossy().into_owned(), std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+pub fn gzip(data: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(data).unwrap();
+    e.finish().unwrap()
+}
