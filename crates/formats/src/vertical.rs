@@ -561,27 +561,14 @@ pub fn parse_chunk<S: Sink>(chunk: &Chunk, sink: &mut S) {
             skipped.next();
             line_no += 1;
         }
-        // Lines are mostly a short word: a plain loop finds their end faster than a
-        // SIMD search (whose set-up cost per call exceeds the line), so long lines
-        // only switch to memchr after 64 bytes.
-        let rest = &data[start..];
-        let mut len = rest.len();
-        for (i, &b) in rest.iter().take(64).enumerate() {
-            if b == b'\n' {
-                len = i;
-                break;
-            }
-        }
-        if len == rest.len() && rest.len() > 64 {
-            len = memchr(b'\n', &rest[64..]).map_or(rest.len(), |i| 64 + i);
-        }
+        let (len, word_len) = line_and_word_len(&data[start..]);
         let nl = start + len;
         let end = (nl + 1).min(n);
         let line = &data[start..nl];
         if check_nul && memchr(0, line).is_some() {
             sink.issue(Issue { line: line_no, kind: IssueKind::NulByte });
         }
-        handle_line(&mut st, sink, line, start, end, line_no);
+        handle_line(&mut st, sink, line, word_len, start, end, line_no);
         line_no += 1;
         start = end;
     }
@@ -592,8 +579,44 @@ pub fn parse_chunk<S: Sink>(chunk: &Chunk, sink: &mut S) {
     st.close_doc(sink, n, line_no);
 }
 
+const LO: u64 = 0x0101_0101_0101_0101;
+const HI: u64 = 0x8080_8080_8080_8080;
+
+/// Bit 7 of each byte of the result is set where `x` has byte `b`, exactly for the
+/// first such byte (bytes above it may be false positives, which callers ignore by
+/// taking only the lowest set bit).
 #[inline]
-fn handle_line<S: Sink>(st: &mut State, sink: &mut S, line: &[u8], start: usize, end: usize, line_no: u64) {
+fn bytes_equal(x: u64, b: u8) -> u64 {
+    let y = x ^ (LO * b as u64);
+    y.wrapping_sub(LO) & !y & HI
+}
+
+/// Length of the line at the start of `rest` (without its newline) and of its first
+/// tab-separated column. Most lines are one short word, so the first 8 bytes are
+/// read as one integer (SWAR): a SIMD search would cost more to set up than the
+/// line is long. Longer lines fall back to memchr.
+#[inline]
+fn line_and_word_len(rest: &[u8]) -> (usize, usize) {
+    if let Some(head) = rest.first_chunk::<8>() {
+        let x = u64::from_le_bytes(*head);
+        let nl = bytes_equal(x, b'\n');
+        if nl != 0 {
+            let len = (nl.trailing_zeros() / 8) as usize;
+            let tab = bytes_equal(x, b'\t');
+            let word = if tab != 0 { ((tab.trailing_zeros() / 8) as usize).min(len) } else { len };
+            return (len, word);
+        }
+        let len = memchr(b'\n', &rest[8..]).map_or(rest.len(), |i| 8 + i);
+        let word = memchr(b'\t', &rest[..len]).unwrap_or(len);
+        return (len, word);
+    }
+    let len = rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len());
+    let word = rest[..len].iter().position(|&b| b == b'\t').unwrap_or(len);
+    (len, word)
+}
+
+#[inline]
+fn handle_line<S: Sink>(st: &mut State, sink: &mut S, line: &[u8], word_len: usize, start: usize, end: usize, line_no: u64) {
     let tag = match line.first() {
         // The three structures of almost every line that starts with '<'.
         Some(b'<') => match line {
@@ -605,18 +628,8 @@ fn handle_line<S: Sink>(st: &mut State, sink: &mut S, line: &[u8], start: usize,
         _ => None,
     };
     let Some(tag) = tag else {
-        // A token line. One pass finds the end of the word (the first tab) and
-        // whether it is blank; words are short, so a plain loop beats SIMD here.
-        let mut word_end = line.len();
-        let mut blank = true;
-        for (i, &b) in line.iter().enumerate() {
-            if b == b'\t' {
-                word_end = i;
-                break;
-            }
-            blank &= b.is_ascii_whitespace();
-        }
-        let word = &line[..word_end];
+        // A token line: its word is the first tab-separated column.
+        let word = &line[..word_len];
         let word = word.strip_suffix(b"\r").unwrap_or(word);
         if st.in_doc.is_none() {
             if !line.iter().all(|b| b.is_ascii_whitespace()) {
@@ -624,7 +637,7 @@ fn handle_line<S: Sink>(st: &mut State, sink: &mut S, line: &[u8], start: usize,
             }
             return;
         }
-        if blank {
+        if word.first().is_none_or(|b| b.is_ascii_whitespace()) && word.iter().all(|b| b.is_ascii_whitespace()) {
             // A blank line: part of whatever is open, never a word.
             if let Para::None = st.para {
                 st.para = Para::Segment(start);
