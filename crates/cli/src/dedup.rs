@@ -69,12 +69,19 @@ pub fn run(args: &DedupArgs) -> Result<u8> {
     if args.blocks == 0 {
         anyhow::bail!("--blocks must be at least 1");
     }
-    let threads = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
+    let threads = args
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
     let cfg = RunConfig {
         input: args.input.clone(),
         output: args.output.clone(),
         threads,
-        options: Options { normalization: args.normalization, min_para_chars: args.min_para_chars, doc_check: args.doc_check },
+        options: Options {
+            normalization: args.normalization,
+            min_para_chars: args.min_para_chars,
+            doc_check: args.doc_check,
+        },
         dd: args.dd,
         compress: args.compress,
         progress: !args.quiet && std::io::stderr().is_terminal(),
@@ -88,10 +95,15 @@ pub fn run(args: &DedupArgs) -> Result<u8> {
     let stats = webdedup_dedup::run(&cfg, &store, &report)?;
     if let Some(path) = &args.json {
         let json = serde_json::to_string_pretty(&stats)?;
-        std::fs::write(path, json + "\n").with_context(|| format!("cannot write {}", path.display()))?;
+        std::fs::write(path, json + "\n")
+            .with_context(|| format!("cannot write {}", path.display()))?;
     }
     if !args.quiet {
         eprint!("{}", stats.table());
     }
-    Ok(if stats.had_input_problems() { EXIT_INPUT_PROBLEMS } else { EXIT_OK })
+    Ok(if stats.had_input_problems() {
+        EXIT_INPUT_PROBLEMS
+    } else {
+        EXIT_OK
+    })
 }

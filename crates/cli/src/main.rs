@@ -14,7 +14,11 @@ pub const EXIT_INPUT_PROBLEMS: u8 = 1;
 pub const EXIT_FATAL: u8 = 2;
 
 #[derive(Parser)]
-#[command(name = "webdedup", version, about = "Remove duplicate text from web-scale corpora and web archives")]
+#[command(
+    name = "webdedup",
+    version,
+    about = "Remove duplicate text from web-scale corpora and web archives"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -28,6 +32,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    webdedup_store::tune_allocator_for_large_tables();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

@@ -6,11 +6,21 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 pub fn webdedup(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_webdedup")).args(args).output().expect("run webdedup")
+    Command::new(env!("CARGO_BIN_EXE_webdedup"))
+        .args(args)
+        .output()
+        .expect("run webdedup")
 }
 
 pub fn dedup(input: &Path, output: &Path, extra: &[&str]) -> Output {
-    let mut args = vec!["dedup", "-i", input.to_str().unwrap(), "-o", output.to_str().unwrap(), "-q"];
+    let mut args = vec![
+        "dedup",
+        "-i",
+        input.to_str().unwrap(),
+        "-o",
+        output.to_str().unwrap(),
+        "-q",
+    ];
     args.extend_from_slice(extra);
     webdedup(&args)
 }
@@ -21,7 +31,8 @@ pub fn stderr(o: &Output) -> String {
 
 pub fn read(p: impl AsRef<Path>) -> String {
     let p = p.as_ref();
-    String::from_utf8(std::fs::read(p).unwrap_or_else(|e| panic!("read {}: {e}", p.display()))).unwrap()
+    String::from_utf8(std::fs::read(p).unwrap_or_else(|e| panic!("read {}: {e}", p.display())))
+        .unwrap()
 }
 
 /// The sample shipped in the repository.
@@ -39,7 +50,10 @@ pub fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
             if p.is_dir() {
                 stack.push(p);
             } else {
-                out.push((p.strip_prefix(dir).unwrap().to_string_lossy().into_owned(), std::fs::read(&p).unwrap()));
+                out.push((
+                    p.strip_prefix(dir).unwrap().to_string_lossy().into_owned(),
+                    std::fs::read(&p).unwrap(),
+                ));
             }
         }
     }

@@ -158,7 +158,10 @@ fn fixture_gives_exactly_the_expected_outputs() {
     assert_eq!(stats["paragraphs_retained"], 3 + 2 + 1);
     assert_eq!(stats["url_title_repeats"], 1);
     assert_eq!(stats["bytes_in"], (A_VERT.len() + B_VERT.len()) as u64);
-    assert_eq!(stats["bytes_out"], (A_EXPECTED.len() + B_EXPECTED.len()) as u64);
+    assert_eq!(
+        stats["bytes_out"],
+        (A_EXPECTED.len() + B_EXPECTED.len()) as u64
+    );
     // Distinct keys: 4 URL+title, 4 documents (3 repeats 1), 2 long paragraphs.
     assert_eq!(stats["keys_stored"], 4 + 4 + 2);
 }
@@ -167,7 +170,13 @@ fn fixture_gives_exactly_the_expected_outputs() {
 fn summary_table_is_printed_unless_quiet() {
     let dir = tempfile::tempdir().unwrap();
     fs::write(dir.path().join("a.vert"), A_VERT).unwrap();
-    let o = webdedup(&["dedup", "-i", dir.path().join("a.vert").to_str().unwrap(), "-o", dir.path().join("out").to_str().unwrap()]);
+    let o = webdedup(&[
+        "dedup",
+        "-i",
+        dir.path().join("a.vert").to_str().unwrap(),
+        "-o",
+        dir.path().join("out").to_str().unwrap(),
+    ]);
     assert!(o.status.success());
     let err = stderr(&o);
     assert!(err.contains("Documents read:           2"), "{err}");
@@ -183,15 +192,48 @@ fn malformed_inputs_are_reported_and_the_rest_is_processed() {
     let (input, out) = (dir.path().join("in"), dir.path().join("out"));
     fs::create_dir_all(&input).unwrap();
     let cases: Vec<(&str, Vec<u8>)> = vec![
-        ("01-missing-doc-close.vert", b"<doc url=\"x\">\n<p>\nhello\n</p>\n<doc url=\"y\">\n<p>\nworld\n</p>\n</doc>\n".to_vec()),
-        ("02-missing-p-close.vert", b"<doc url=\"x\">\n<p>\nbonjour\n</doc>\n".to_vec()),
-        ("03-stray-close.vert", b"<doc url=\"x\">\n<p>\na\n</p>\n</p>\n</doc>\n</doc>\n".to_vec()),
-        ("04-before-first-doc.vert", b"junk line\n<doc url=\"x\">\n<p>\nb\n</p>\n</doc>\n".to_vec()),
-        ("05-invalid-utf8.vert", b"<doc url=\"x\">\n<p>\nab\xff\xfe\n</p>\n</doc>\n".to_vec()),
-        ("06-nul.vert", b"<doc url=\"x\">\n<p>\nn\0ul\n</p>\n</doc>\n".to_vec()),
-        ("07-long-line.vert", [&b"<doc url=\"x\">\n<p>\nok\n"[..], &vec![b'z'; 5000], b"\nafter\n</p>\n</doc>\n"].concat()),
-        ("08-doc-in-doc.vert", b"<doc url=\"outer\">\n<doc url=\"inner\">\n<p>\nc\n</p>\n</doc>\n".to_vec()),
-        ("10-clean.vert", b"<doc url=\"clean\">\n<p>\nfine\n</p>\n</doc>\n".to_vec()),
+        (
+            "01-missing-doc-close.vert",
+            b"<doc url=\"x\">\n<p>\nhello\n</p>\n<doc url=\"y\">\n<p>\nworld\n</p>\n</doc>\n"
+                .to_vec(),
+        ),
+        (
+            "02-missing-p-close.vert",
+            b"<doc url=\"x\">\n<p>\nbonjour\n</doc>\n".to_vec(),
+        ),
+        (
+            "03-stray-close.vert",
+            b"<doc url=\"x\">\n<p>\na\n</p>\n</p>\n</doc>\n</doc>\n".to_vec(),
+        ),
+        (
+            "04-before-first-doc.vert",
+            b"junk line\n<doc url=\"x\">\n<p>\nb\n</p>\n</doc>\n".to_vec(),
+        ),
+        (
+            "05-invalid-utf8.vert",
+            b"<doc url=\"x\">\n<p>\nab\xff\xfe\n</p>\n</doc>\n".to_vec(),
+        ),
+        (
+            "06-nul.vert",
+            b"<doc url=\"x\">\n<p>\nn\0ul\n</p>\n</doc>\n".to_vec(),
+        ),
+        (
+            "07-long-line.vert",
+            [
+                &b"<doc url=\"x\">\n<p>\nok\n"[..],
+                &vec![b'z'; 5000],
+                b"\nafter\n</p>\n</doc>\n",
+            ]
+            .concat(),
+        ),
+        (
+            "08-doc-in-doc.vert",
+            b"<doc url=\"outer\">\n<doc url=\"inner\">\n<p>\nc\n</p>\n</doc>\n".to_vec(),
+        ),
+        (
+            "10-clean.vert",
+            b"<doc url=\"clean\">\n<p>\nfine\n</p>\n</doc>\n".to_vec(),
+        ),
     ];
     for (name, data) in &cases {
         fs::write(input.join(name), data).unwrap();
@@ -209,45 +251,119 @@ fn malformed_inputs_are_reported_and_the_rest_is_processed() {
         }
     };
     // Larger than one zstd block (128 KiB), so the first half still decodes.
-    let long_doc: String = (0..20000).map(|i| format!("<doc url=\"t{i}\">\n<p>\nword {}\n</p>\n</doc>\n", letters(i))).collect();
+    let long_doc: String = (0..20000)
+        .map(|i| {
+            format!(
+                "<doc url=\"t{i}\">\n<p>\nword {}\n</p>\n</doc>\n",
+                letters(i)
+            )
+        })
+        .collect();
     let zst = zstd::encode_all(long_doc.as_bytes(), 1).unwrap();
     fs::write(input.join("09-truncated.vert.zst"), &zst[..zst.len() / 2]).unwrap();
     // A file that cannot be opened (a dangling symlink).
-    std::os::unix::fs::symlink(dir.path().join("nowhere"), input.join("11-unreadable.vert")).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("nowhere"), input.join("11-unreadable.vert"))
+        .unwrap();
 
-    let o = dedup(&input, &out, &["--max-line-bytes", "1000", "--threads", "2"]);
-    assert_eq!(o.status.code(), Some(1), "input problems give exit status 1");
+    let o = dedup(
+        &input,
+        &out,
+        &["--max-line-bytes", "1000", "--threads", "2"],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "input problems give exit status 1"
+    );
     let err = stderr(&o);
     let p = |name: &str| input.join(name).display().to_string();
     for expected in [
-        format!("{}:5: <doc> opened at line 1 is not closed: closed here", p("01-missing-doc-close.vert")),
-        format!("{}:4: <p> opened at line 2 is not closed: closed here", p("02-missing-p-close.vert")),
-        format!("{}:5: </p> without its opening tag: dropped", p("03-stray-close.vert")),
-        format!("{}:7: </doc> without its opening tag: dropped", p("03-stray-close.vert")),
-        format!("{}:1: line outside any <doc>: dropped", p("04-before-first-doc.vert")),
-        format!("{}:3: invalid UTF-8: kept, read lossily for keys", p("05-invalid-utf8.vert")),
-        format!("{}:3: NUL byte in line: kept, ignored in keys", p("06-nul.vert")),
-        format!("{}:4: line longer than 1000 bytes: dropped", p("07-long-line.vert")),
-        format!("{}:2: <doc> opened at line 1 is not closed: closed here", p("08-doc-in-doc.vert")),
+        format!(
+            "{}:5: <doc> opened at line 1 is not closed: closed here",
+            p("01-missing-doc-close.vert")
+        ),
+        format!(
+            "{}:4: <p> opened at line 2 is not closed: closed here",
+            p("02-missing-p-close.vert")
+        ),
+        format!(
+            "{}:5: </p> without its opening tag: dropped",
+            p("03-stray-close.vert")
+        ),
+        format!(
+            "{}:7: </doc> without its opening tag: dropped",
+            p("03-stray-close.vert")
+        ),
+        format!(
+            "{}:1: line outside any <doc>: dropped",
+            p("04-before-first-doc.vert")
+        ),
+        format!(
+            "{}:3: invalid UTF-8: kept, read lossily for keys",
+            p("05-invalid-utf8.vert")
+        ),
+        format!(
+            "{}:3: NUL byte in line: kept, ignored in keys",
+            p("06-nul.vert")
+        ),
+        format!(
+            "{}:4: line longer than 1000 bytes: dropped",
+            p("07-long-line.vert")
+        ),
+        format!(
+            "{}:2: <doc> opened at line 1 is not closed: closed here",
+            p("08-doc-in-doc.vert")
+        ),
         format!("{}: cannot read:", p("11-unreadable.vert")),
     ] {
         assert!(err.contains(&expected), "missing {expected:?} in:\n{err}");
     }
-    assert!(err.contains(&format!("{}:", p("09-truncated.vert.zst"))) && err.contains("read error, rest of the file lost"), "{err}");
+    assert!(
+        err.contains(&format!("{}:", p("09-truncated.vert.zst")))
+            && err.contains("read error, rest of the file lost"),
+        "{err}"
+    );
     assert!(!err.contains("panicked"), "{err}");
 
     // The well-formed parts are all there, byte for byte.
-    assert_eq!(read(out.join("01-missing-doc-close.vert.dedup")), read(input.join("01-missing-doc-close.vert")));
-    assert_eq!(read(out.join("02-missing-p-close.vert.dedup")), "<doc url=\"x\">\n<p>\nbonjour\n</doc>\n");
-    assert_eq!(read(out.join("03-stray-close.vert.dedup")), "<doc url=\"x\">\n<p>\na\n</p>\n</doc>\n");
-    assert_eq!(read(out.join("04-before-first-doc.vert.dedup")), "<doc url=\"x\">\n<p>\nb\n</p>\n</doc>\n");
-    assert_eq!(fs::read(out.join("05-invalid-utf8.vert.dedup")).unwrap(), cases[4].1);
+    assert_eq!(
+        read(out.join("01-missing-doc-close.vert.dedup")),
+        read(input.join("01-missing-doc-close.vert"))
+    );
+    assert_eq!(
+        read(out.join("02-missing-p-close.vert.dedup")),
+        "<doc url=\"x\">\n<p>\nbonjour\n</doc>\n"
+    );
+    assert_eq!(
+        read(out.join("03-stray-close.vert.dedup")),
+        "<doc url=\"x\">\n<p>\na\n</p>\n</doc>\n"
+    );
+    assert_eq!(
+        read(out.join("04-before-first-doc.vert.dedup")),
+        "<doc url=\"x\">\n<p>\nb\n</p>\n</doc>\n"
+    );
+    assert_eq!(
+        fs::read(out.join("05-invalid-utf8.vert.dedup")).unwrap(),
+        cases[4].1
+    );
     assert_eq!(fs::read(out.join("06-nul.vert.dedup")).unwrap(), cases[5].1);
-    assert_eq!(read(out.join("07-long-line.vert.dedup")), "<doc url=\"x\">\n<p>\nok\nafter\n</p>\n</doc>\n");
-    assert_eq!(read(out.join("08-doc-in-doc.vert.dedup")), read(input.join("08-doc-in-doc.vert")));
-    assert_eq!(read(out.join("10-clean.vert.dedup")), read(input.join("10-clean.vert")));
+    assert_eq!(
+        read(out.join("07-long-line.vert.dedup")),
+        "<doc url=\"x\">\n<p>\nok\nafter\n</p>\n</doc>\n"
+    );
+    assert_eq!(
+        read(out.join("08-doc-in-doc.vert.dedup")),
+        read(input.join("08-doc-in-doc.vert"))
+    );
+    assert_eq!(
+        read(out.join("10-clean.vert.dedup")),
+        read(input.join("10-clean.vert"))
+    );
     let truncated = read(out.join("09-truncated.vert.dedup"));
-    assert!(truncated.len() > 1000 && long_doc.starts_with(&truncated[..truncated.rfind("</doc>\n").unwrap()]));
+    assert!(
+        truncated.len() > 1000
+            && long_doc.starts_with(&truncated[..truncated.rfind("</doc>\n").unwrap()])
+    );
     assert!(!out.join("11-unreadable.vert.dedup").exists());
 }
 
@@ -256,7 +372,11 @@ fn report_limit_caps_the_lines_per_file() {
     let dir = tempfile::tempdir().unwrap();
     let junk: String = (0..50).map(|i| format!("junk {i}\n")).collect();
     fs::write(dir.path().join("j.vert"), junk).unwrap();
-    let o = dedup(&dir.path().join("j.vert"), &dir.path().join("out"), &["--report-limit", "3"]);
+    let o = dedup(
+        &dir.path().join("j.vert"),
+        &dir.path().join("out"),
+        &["--report-limit", "3"],
+    );
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
     assert_eq!(err.matches("line outside any <doc>").count(), 3, "{err}");
@@ -270,9 +390,12 @@ fn compressed_outputs_hold_the_same_bytes() {
     assert!(dedup(&sample_dir(), &plain, &[]).status.success());
     for kind in ["zst", "gz"] {
         let out = dir.path().join(kind);
-        assert!(dedup(&sample_dir(), &out, &["--compress", kind]).status.success());
+        assert!(dedup(&sample_dir(), &out, &["--compress", kind])
+            .status
+            .success());
         for (rel, bytes) in tree(&plain) {
-            let (mut r, _) = webdedup_formats::open_input(&out.join(format!("{rel}.{kind}"))).unwrap();
+            let (mut r, _) =
+                webdedup_formats::open_input(&out.join(format!("{rel}.{kind}"))).unwrap();
             let mut got = Vec::new();
             std::io::Read::read_to_end(&mut r, &mut got).unwrap();
             assert_eq!(got, bytes, "{rel} ({kind})");
@@ -284,7 +407,11 @@ fn compressed_outputs_hold_the_same_bytes() {
 fn usage_errors_exit_with_status_2() {
     let o = webdedup(&["dedup", "-i", "/nonexistent/input", "-o", "/tmp/x"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("cannot list input /nonexistent/input"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("cannot list input /nonexistent/input"),
+        "{}",
+        stderr(&o)
+    );
     let o = webdedup(&["dedup", "--normalize", "fancy", "-i", "a", "-o", "b"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("unknown normalization 'fancy'"));

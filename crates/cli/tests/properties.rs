@@ -11,9 +11,13 @@ fn output_is_the_same_for_any_thread_count_and_chunk_size() {
     assert!(o.status.success(), "{}", stderr(&o));
     let expected = tree(&reference);
     assert_eq!(expected.len(), 6);
-    for (i, extra) in [["--threads", "4", "--chunk-bytes", "20000"], ["--threads", "2", "--chunk-bytes", "1"], ["--threads", "1", "--chunk-bytes", "65536"]]
-        .iter()
-        .enumerate()
+    for (i, extra) in [
+        ["--threads", "4", "--chunk-bytes", "20000"],
+        ["--threads", "2", "--chunk-bytes", "1"],
+        ["--threads", "1", "--chunk-bytes", "65536"],
+    ]
+    .iter()
+    .enumerate()
     {
         let out = dir.path().join(format!("run{i}"));
         let mut args = extra.to_vec();
@@ -36,7 +40,11 @@ fn every_output_line_is_an_input_line_in_order() {
         std::io::Read::read_to_end(&mut r, &mut inp).unwrap();
         let mut in_lines = inp.split(|&b| b == b'\n');
         for line in bytes.split(|&b| b == b'\n') {
-            assert!(in_lines.any(|l| l == line), "{rel}: output line {:?} is not a later input line", String::from_utf8_lossy(line));
+            assert!(
+                in_lines.any(|l| l == line),
+                "{rel}: output line {:?} is not a later input line",
+                String::from_utf8_lossy(line)
+            );
         }
         dropped_something |= bytes.len() < inp.len();
     }

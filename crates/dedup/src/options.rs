@@ -21,7 +21,9 @@ impl std::str::FromStr for DocCheck {
         match s {
             "all" => Ok(DocCheck::All),
             "url-title" => Ok(DocCheck::UrlTitle),
-            other => Err(format!("unknown document check '{other}' (expected 'all' or 'url-title')")),
+            other => Err(format!(
+                "unknown document check '{other}' (expected 'all' or 'url-title')"
+            )),
         }
     }
 }
@@ -36,6 +38,10 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options { normalization: Normalization::Loose, min_para_chars: 50, doc_check: DocCheck::All }
+        Options {
+            normalization: Normalization::Loose,
+            min_para_chars: 50,
+            doc_check: DocCheck::All,
+        }
     }
 }

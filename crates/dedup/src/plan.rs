@@ -82,7 +82,11 @@ impl Planner {
         out.clear();
         self.last_invalid_line = 0;
         self.chunk_start = 0;
-        let mut sink = PlanSink { planner: self, plan: out, data: &chunk.data };
+        let mut sink = PlanSink {
+            planner: self,
+            plan: out,
+            data: &chunk.data,
+        };
         parse_chunk(chunk, &mut sink);
     }
 }
@@ -111,7 +115,10 @@ impl Sink for PlanSink<'_> {
         p.doc_hash.reset();
         p.doc_has_para = false;
         let pieces = self.plan.pieces.len();
-        self.plan.pieces.push(Piece { range: header, para: DOC_LEVEL });
+        self.plan.pieces.push(Piece {
+            range: header,
+            para: DOC_LEVEL,
+        });
         self.plan.docs.push(DocPlan {
             line,
             attrs: attrs_start..attrs_start + attrs.len(),
@@ -123,7 +130,10 @@ impl Sink for PlanSink<'_> {
     }
 
     fn structure(&mut self, range: Range<usize>) {
-        self.plan.pieces.push(Piece { range, para: DOC_LEVEL });
+        self.plan.pieces.push(Piece {
+            range,
+            para: DOC_LEVEL,
+        });
     }
 
     fn para_start(&mut self, start: usize, _line: u64, _implicit: bool) {
@@ -136,7 +146,10 @@ impl Sink for PlanSink<'_> {
         let p = &mut *self.planner;
         if !p.text.push_word(word, glued) && p.last_invalid_line != line {
             p.last_invalid_line = line;
-            self.plan.issues.push(Issue { line, kind: IssueKind::InvalidUtf8 });
+            self.plan.issues.push(Issue {
+                line,
+                kind: IssueKind::InvalidUtf8,
+            });
         }
     }
 
@@ -149,13 +162,22 @@ impl Sink for PlanSink<'_> {
         p.doc_has_para = true;
         p.doc_hash.update(text);
         let idx = self.plan.paras.len() as u32;
-        self.plan.paras.push(ParaPlan { key: key(KeyKind::Paragraph, text), long: p.text.raw_chars() >= p.min_para_chars });
-        self.plan.pieces.push(Piece { range: p.para_start..end, para: idx });
+        self.plan.paras.push(ParaPlan {
+            key: key(KeyKind::Paragraph, text),
+            long: p.text.raw_chars() >= p.min_para_chars,
+        });
+        self.plan.pieces.push(Piece {
+            range: p.para_start..end,
+            para: idx,
+        });
     }
 
     fn doc_end(&mut self, close: Option<Range<usize>>) {
         if let Some(r) = close {
-            self.plan.pieces.push(Piece { range: r, para: DOC_LEVEL });
+            self.plan.pieces.push(Piece {
+                range: r,
+                para: DOC_LEVEL,
+            });
         }
         let (paras, pieces) = (self.plan.paras.len(), self.plan.pieces.len());
         if let Some(doc) = self.plan.docs.last_mut() {

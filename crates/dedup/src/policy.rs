@@ -67,7 +67,13 @@ pub struct Scratch {
 }
 
 /// Asks the store about the chunk's keys and decides what is kept.
-pub fn decide(plan: &ChunkPlan, store: &dyn Store, opts: &Options, s: &mut Scratch, out: &mut Decisions) -> Result<(), StoreError> {
+pub fn decide(
+    plan: &ChunkPlan,
+    store: &dyn Store,
+    opts: &Options,
+    s: &mut Scratch,
+    out: &mut Decisions,
+) -> Result<(), StoreError> {
     out.docs.clear();
     out.keep_para.clear();
     out.keep_para.resize(plan.paras.len(), false);
@@ -80,19 +86,31 @@ pub fn decide(plan: &ChunkPlan, store: &dyn Store, opts: &Options, s: &mut Scrat
     // Round 2: document keys.
     s.keys.clear();
     let tested = |i: usize| opts.doc_check == DocCheck::All || out.url_title_repeat[i];
-    s.keys.extend(plan.docs.iter().enumerate().filter(|(i, _)| tested(*i)).map(|(_, d)| d.doc_key));
+    s.keys.extend(
+        plan.docs
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| tested(*i))
+            .map(|(_, d)| d.doc_key),
+    );
     store.test_and_insert(&s.keys, &mut s.seen)?;
     s.doc_seen.clear();
     let mut answers = s.seen.iter();
     for i in 0..plan.docs.len() {
-        s.doc_seen.push(tested(i) && *answers.next().expect("one answer per tested document"));
+        s.doc_seen
+            .push(tested(i) && *answers.next().expect("one answer per tested document"));
     }
 
     // Round 3: long paragraphs of the documents not dropped whole.
     s.keys.clear();
     for (doc, &dup) in plan.docs.iter().zip(&s.doc_seen) {
         if !dup {
-            s.keys.extend(plan.paras[doc.paras.clone()].iter().filter(|p| p.long).map(|p| p.key));
+            s.keys.extend(
+                plan.paras[doc.paras.clone()]
+                    .iter()
+                    .filter(|p| p.long)
+                    .map(|p| p.key),
+            );
         }
     }
     store.test_and_insert(&s.keys, &mut s.seen)?;

@@ -7,7 +7,14 @@ use webdedup_formats::vertical::{attr, escape_attr};
 
 /// Appends the kept content of the chunk to `out` (byte for byte as read) and, when
 /// `dd` is given, one `<dd url=".." title=".." status=".."/>` line per document.
-pub fn render(data: &[u8], plan: &ChunkPlan, dec: &Decisions, out: &mut Vec<u8>, mut dd: Option<&mut Vec<u8>>, stats: &mut ChunkStats) {
+pub fn render(
+    data: &[u8],
+    plan: &ChunkPlan,
+    dec: &Decisions,
+    out: &mut Vec<u8>,
+    mut dd: Option<&mut Vec<u8>>,
+    stats: &mut ChunkStats,
+) {
     for (i, (doc, &status)) in plan.docs.iter().zip(&dec.docs).enumerate() {
         stats.docs += 1;
         stats.url_title_repeats += dec.url_title_repeat[i] as u64;
@@ -26,7 +33,10 @@ pub fn render(data: &[u8], plan: &ChunkPlan, dec: &Decisions, out: &mut Vec<u8>,
                     out.extend_from_slice(&data[piece.range.clone()]);
                 }
             }
-            stats.paras_kept += dec.keep_para[doc.paras.clone()].iter().filter(|&&k| k).count() as u64;
+            stats.paras_kept += dec.keep_para[doc.paras.clone()]
+                .iter()
+                .filter(|&&k| k)
+                .count() as u64;
         }
         if let Some(dd) = dd.as_deref_mut() {
             let attrs = &data[doc.attrs.clone()];

@@ -72,7 +72,8 @@ impl RunStats {
         self.documents_kept = self.documents_kept_whole + self.documents_kept_partly;
         self.documents_dropped_duplicate += c.docs_duplicate;
         self.documents_dropped_all_paragraphs += c.docs_emptied;
-        self.documents_dropped = self.documents_dropped_duplicate + self.documents_dropped_all_paragraphs;
+        self.documents_dropped =
+            self.documents_dropped_duplicate + self.documents_dropped_all_paragraphs;
         self.paragraphs_read += c.paras;
         self.paragraphs_long += c.long_paras;
         self.paragraphs_retained += c.paras_kept;
@@ -93,17 +94,41 @@ impl RunStats {
         self.seconds = seconds;
         self.keys_stored = keys;
         self.store_bytes = store_bytes;
-        self.bytes_per_key = if keys > 0 { store_bytes as f64 / keys as f64 } else { 0.0 };
-        self.mb_per_second = if seconds > 0.0 { self.bytes_in as f64 / 1e6 / seconds } else { 0.0 };
+        self.bytes_per_key = if keys > 0 {
+            store_bytes as f64 / keys as f64
+        } else {
+            0.0
+        };
+        self.mb_per_second = if seconds > 0.0 {
+            self.bytes_in as f64 / 1e6 / seconds
+        } else {
+            0.0
+        };
     }
 
     /// The summary table printed at the end of a run.
     pub fn table(&self) -> String {
         let mut s = String::new();
-        let pct = |a: u64, b: u64| if b == 0 { 0.0 } else { 100.0 * a as f64 / b as f64 };
+        let pct = |a: u64, b: u64| {
+            if b == 0 {
+                0.0
+            } else {
+                100.0 * a as f64 / b as f64
+            }
+        };
         let n = thousands;
-        let _ = writeln!(s, "Duration:                 {:.3} s ({} threads)", self.seconds, self.threads);
-        let _ = writeln!(s, "Files:                    {} ({} unreadable, {} with input problems)", n(self.files), n(self.files_unreadable), n(self.files_with_issues));
+        let _ = writeln!(
+            s,
+            "Duration:                 {:.3} s ({} threads)",
+            self.seconds, self.threads
+        );
+        let _ = writeln!(
+            s,
+            "Files:                    {} ({} unreadable, {} with input problems)",
+            n(self.files),
+            n(self.files_unreadable),
+            n(self.files_with_issues)
+        );
         let _ = writeln!(s, "Documents read:           {}", n(self.documents_read));
         let _ = writeln!(
             s,
@@ -120,14 +145,41 @@ impl RunStats {
             n(self.documents_dropped_duplicate),
             n(self.documents_dropped_all_paragraphs)
         );
-        let _ = writeln!(s, "Paragraphs retained:      {} ({:.2}%)", n(self.paragraphs_retained), pct(self.paragraphs_retained, self.paragraphs_read));
-        let _ = writeln!(s, "Paragraphs thrown away:   {}", n(self.paragraphs_thrown_away));
+        let _ = writeln!(
+            s,
+            "Paragraphs retained:      {} ({:.2}%)",
+            n(self.paragraphs_retained),
+            pct(self.paragraphs_retained, self.paragraphs_read)
+        );
+        let _ = writeln!(
+            s,
+            "Paragraphs thrown away:   {}",
+            n(self.paragraphs_thrown_away)
+        );
         let _ = writeln!(s, "URL+title repeats:        {}", n(self.url_title_repeats));
-        let _ = writeln!(s, "MB in / out:              {:.1} / {:.1}", self.bytes_in as f64 / 1e6, self.bytes_out as f64 / 1e6);
-        let _ = writeln!(s, "Throughput:               {:.1} MB/s", self.mb_per_second);
-        let _ = writeln!(s, "Keys stored:              {} ({:.2} bytes per key)", n(self.keys_stored), self.bytes_per_key);
+        let _ = writeln!(
+            s,
+            "MB in / out:              {:.1} / {:.1}",
+            self.bytes_in as f64 / 1e6,
+            self.bytes_out as f64 / 1e6
+        );
+        let _ = writeln!(
+            s,
+            "Throughput:               {:.1} MB/s",
+            self.mb_per_second
+        );
+        let _ = writeln!(
+            s,
+            "Keys stored:              {} ({:.2} bytes per key)",
+            n(self.keys_stored),
+            self.bytes_per_key
+        );
         if !self.issues.is_empty() {
-            let list: Vec<String> = self.issues.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            let list: Vec<String> = self
+                .issues
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect();
             let _ = writeln!(s, "Input problems:           {}", list.join(", "));
         }
         s
@@ -138,7 +190,7 @@ fn thousands(v: u64) -> String {
     let digits = v.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);

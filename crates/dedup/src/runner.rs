@@ -20,9 +20,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 use webdedup_formats::input::COMPRESSION_SUFFIXES;
-use webdedup_formats::output::{AtomicOutput, OutputCompression};
-use webdedup_formats::vertical::{Chunk, ChunkReader, Issue, DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES};
 use webdedup_formats::open_input;
+use webdedup_formats::output::{AtomicOutput, OutputCompression};
+use webdedup_formats::vertical::{
+    Chunk, ChunkReader, Issue, DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES,
+};
 use webdedup_store::Store;
 
 #[derive(Clone, Debug)]
@@ -74,14 +76,23 @@ pub struct InputFile {
 pub fn list_inputs(input: &Path, exclude: &Path) -> io::Result<Vec<InputFile>> {
     let meta = fs::metadata(input)?;
     if meta.is_file() {
-        let rel = input.file_name().map(PathBuf::from).unwrap_or_else(|| PathBuf::from("input"));
-        return Ok(vec![InputFile { path: input.to_owned(), rel }]);
+        let rel = input
+            .file_name()
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("input"));
+        return Ok(vec![InputFile {
+            path: input.to_owned(),
+            rel,
+        }]);
     }
     let exclude = fs::canonicalize(exclude).ok();
     let mut files = Vec::new();
     let mut stack = vec![input.to_owned()];
     while let Some(dir) = stack.pop() {
-        if exclude.as_deref().is_some_and(|ex| fs::canonicalize(&dir).is_ok_and(|d| d == ex)) {
+        if exclude
+            .as_deref()
+            .is_some_and(|ex| fs::canonicalize(&dir).is_ok_and(|d| d == ex))
+        {
             continue;
         }
         for entry in fs::read_dir(&dir)? {
@@ -109,7 +120,9 @@ pub fn output_path(out_dir: &Path, rel: &Path, compress: OutputCompression) -> P
     if let Some(suffix) = COMPRESSION_SUFFIXES.iter().find(|suf| s.ends_with(*suf)) {
         let bytes = name.as_encoded_bytes();
         // Safe split: the suffix is ASCII, so the remainder is still valid encoded bytes.
-        name = unsafe { OsString::from_encoded_bytes_unchecked(bytes[..bytes.len() - suffix.len()].to_vec()) };
+        name = unsafe {
+            OsString::from_encoded_bytes_unchecked(bytes[..bytes.len() - suffix.len()].to_vec())
+        };
     }
     name.push(".dedup");
     name.push(compress.suffix());
@@ -163,7 +176,14 @@ impl Worker {
     }
 
     fn decide(&mut self, store: &dyn Store, opts: &Options) -> Result<()> {
-        decide(&self.plan, store, opts, &mut self.scratch, &mut self.decisions).context("store request failed")
+        decide(
+            &self.plan,
+            store,
+            opts,
+            &mut self.scratch,
+            &mut self.decisions,
+        )
+        .context("store request failed")
     }
 
     fn render(&mut self, job: &Job, dd: bool) {
@@ -172,7 +192,14 @@ impl Worker {
         self.stats = ChunkStats::default();
         if let Ok(chunk) = &job.chunk {
             let dd_buf = if dd { Some(&mut self.dd) } else { None };
-            render(&chunk.data, &self.plan, &self.decisions, &mut self.out, dd_buf, &mut self.stats);
+            render(
+                &chunk.data,
+                &self.plan,
+                &self.decisions,
+                &mut self.out,
+                dd_buf,
+                &mut self.stats,
+            );
         }
     }
 }
@@ -195,7 +222,10 @@ impl Writer<'_> {
         let chunk = match &job.chunk {
             Ok(c) => c,
             Err(e) => {
-                (self.report)(&format!("{}: cannot read: {e}; no output written", file.path.display()));
+                (self.report)(&format!(
+                    "{}: cannot read: {e}; no output written",
+                    file.path.display()
+                ));
                 self.stats.files += 1;
                 self.stats.files_unreadable += 1;
                 self.tick();
@@ -205,19 +235,28 @@ impl Writer<'_> {
         if job.first {
             let out = output_path(&self.cfg.output, &file.rel, self.cfg.compress);
             let dd = if self.cfg.dd {
-                Some(AtomicOutput::create(&dd_path(&out), OutputCompression::None).with_context(|| format!("cannot create {}", dd_path(&out).display()))?)
+                Some(
+                    AtomicOutput::create(&dd_path(&out), OutputCompression::None)
+                        .with_context(|| format!("cannot create {}", dd_path(&out).display()))?,
+                )
             } else {
                 None
             };
-            let main = AtomicOutput::create(&out, self.cfg.compress).with_context(|| format!("cannot create {}", out.display()))?;
+            let main = AtomicOutput::create(&out, self.cfg.compress)
+                .with_context(|| format!("cannot create {}", out.display()))?;
             self.current = Some((main, dd));
             self.issues_in_file = 0;
         }
         self.report_issues(file, &w.plan.issues);
-        let (main, dd) = self.current.as_mut().ok_or_else(|| anyhow!("internal: no open output for {}", file.path.display()))?;
-        main.write_all(&w.out).with_context(|| format!("cannot write {}", main.path().display()))?;
+        let (main, dd) = self
+            .current
+            .as_mut()
+            .ok_or_else(|| anyhow!("internal: no open output for {}", file.path.display()))?;
+        main.write_all(&w.out)
+            .with_context(|| format!("cannot write {}", main.path().display()))?;
         if let Some(dd) = dd {
-            dd.write_all(&w.dd).with_context(|| format!("cannot write {}", dd.path().display()))?;
+            dd.write_all(&w.dd)
+                .with_context(|| format!("cannot write {}", dd.path().display()))?;
         }
         self.stats.bytes_in += chunk.data.len() as u64;
         self.stats.bytes_out += w.out.len() as u64;
@@ -225,17 +264,24 @@ impl Writer<'_> {
         if chunk.last {
             let (main, dd) = self.current.take().expect("checked above");
             let path = main.path().to_owned();
-            main.finish(self.cfg.sync).with_context(|| format!("cannot finish {}", path.display()))?;
+            main.finish(self.cfg.sync)
+                .with_context(|| format!("cannot finish {}", path.display()))?;
             if let Some(dd) = dd {
                 let path = dd.path().to_owned();
-                dd.finish(self.cfg.sync).with_context(|| format!("cannot finish {}", path.display()))?;
+                dd.finish(self.cfg.sync)
+                    .with_context(|| format!("cannot finish {}", path.display()))?;
             }
             self.stats.files += 1;
             if self.issues_in_file > 0 {
                 self.stats.files_with_issues += 1;
-                let hidden = self.issues_in_file.saturating_sub(self.cfg.report_limit as u64);
+                let hidden = self
+                    .issues_in_file
+                    .saturating_sub(self.cfg.report_limit as u64);
                 if hidden > 0 {
-                    (self.report)(&format!("{}: {hidden} more input problems not shown", file.path.display()));
+                    (self.report)(&format!(
+                        "{}: {hidden} more input problems not shown",
+                        file.path.display()
+                    ));
                 }
             }
             self.tick();
@@ -247,9 +293,18 @@ impl Writer<'_> {
 
     fn report_issues(&mut self, file: &InputFile, issues: &[Issue]) {
         for issue in issues {
-            *self.stats.issues.entry(issue.kind.name().to_string()).or_default() += 1;
+            *self
+                .stats
+                .issues
+                .entry(issue.kind.name().to_string())
+                .or_default() += 1;
             if self.issues_in_file < self.cfg.report_limit as u64 {
-                (self.report)(&format!("{}:{}: {}", file.path.display(), issue.line, issue.kind));
+                (self.report)(&format!(
+                    "{}:{}: {}",
+                    file.path.display(),
+                    issue.line,
+                    issue.kind
+                ));
             }
             self.issues_in_file += 1;
         }
@@ -275,7 +330,12 @@ impl Writer<'_> {
 }
 
 /// Sends every chunk of every file, numbered in order, until `send` refuses.
-fn read_jobs(files: &[InputFile], cfg: &RunConfig, stop: &AtomicBool, mut send: impl FnMut(Job) -> bool) {
+fn read_jobs(
+    files: &[InputFile],
+    cfg: &RunConfig,
+    stop: &AtomicBool,
+    mut send: impl FnMut(Job) -> bool,
+) {
     let mut seq = 0u64;
     for (i, f) in files.iter().enumerate() {
         if stop.load(Ordering::Relaxed) {
@@ -283,16 +343,29 @@ fn read_jobs(files: &[InputFile], cfg: &RunConfig, stop: &AtomicBool, mut send: 
         }
         match open_input(&f.path) {
             Err(e) => {
-                if !send(Job { seq, file: i, first: true, chunk: Err(e.to_string()) }) {
+                if !send(Job {
+                    seq,
+                    file: i,
+                    first: true,
+                    chunk: Err(e.to_string()),
+                }) {
                     return;
                 }
                 seq += 1;
             }
             Ok((reader, _)) => {
-                let mut chunks = ChunkReader::with_sizes(reader, cfg.chunk_bytes, cfg.max_line_bytes);
+                let mut chunks =
+                    ChunkReader::with_sizes(reader, cfg.chunk_bytes, cfg.max_line_bytes);
                 let mut first = true;
                 while let Some(chunk) = chunks.next_chunk() {
-                    if stop.load(Ordering::Relaxed) || !send(Job { seq, file: i, first, chunk: Ok(chunk) }) {
+                    if stop.load(Ordering::Relaxed)
+                        || !send(Job {
+                            seq,
+                            file: i,
+                            first,
+                            chunk: Ok(chunk),
+                        })
+                    {
                         return;
                     }
                     seq += 1;
@@ -311,7 +384,10 @@ struct Gate<T> {
 
 impl<T> Gate<T> {
     fn new(value: T) -> Self {
-        Gate { state: Mutex::new((0, value)), cv: Condvar::new() }
+        Gate {
+            state: Mutex::new((0, value)),
+            cv: Condvar::new(),
+        }
     }
 
     /// Runs `f` when it is `seq`'s turn, then lets `seq + 1` through.
@@ -334,19 +410,32 @@ impl<T> Gate<T> {
 /// output).
 pub fn run(cfg: &RunConfig, store: &dyn Store, report: &(dyn Fn(&str) + Sync)) -> Result<RunStats> {
     let started = Instant::now();
-    let files = list_inputs(&cfg.input, &cfg.output).with_context(|| format!("cannot list input {}", cfg.input.display()))?;
-    fs::create_dir_all(&cfg.output).with_context(|| format!("cannot create output directory {}", cfg.output.display()))?;
+    let files = list_inputs(&cfg.input, &cfg.output)
+        .with_context(|| format!("cannot list input {}", cfg.input.display()))?;
+    fs::create_dir_all(&cfg.output)
+        .with_context(|| format!("cannot create output directory {}", cfg.output.display()))?;
     let progress = cfg.progress.then(|| {
         let p = indicatif::ProgressBar::new(files.len() as u64);
         p.set_style(
-            indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} files, {msg}")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-                .progress_chars("=> "),
+            indicatif::ProgressStyle::with_template(
+                "{elapsed_precise} [{bar:30}] {pos}/{len} files, {msg}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+            .progress_chars("=> "),
         );
         p
     });
     let progress_handle = progress.clone();
-    let mut writer = Writer { cfg, files: &files, report, current: None, issues_in_file: 0, stats: RunStats::default(), progress, started };
+    let mut writer = Writer {
+        cfg,
+        files: &files,
+        report,
+        current: None,
+        issues_in_file: 0,
+        stats: RunStats::default(),
+        progress,
+        started,
+    };
     let threads = cfg.threads.max(1);
     let stop = AtomicBool::new(false);
 
@@ -393,9 +482,21 @@ pub fn run(cfg: &RunConfig, store: &dyn Store, report: &(dyn Fn(&str) + Sync)) -
                         }
                         // Every job passes both gates, even after a failure, so no
                         // thread waits forever for a turn that never comes.
-                        let r = commit_gate.pass(job.seq, |_| if failed() { Ok(()) } else { w.decide(store, &cfg.options) });
-                        let r = r.map(|_| if !failed() { w.render(&job, cfg.dd) });
-                        let r = write_gate.pass(job.seq, |wr| r.and_then(|_| if failed() { Ok(()) } else { wr.write(&job, &w) }));
+                        let r = commit_gate.pass(job.seq, |_| {
+                            if failed() {
+                                Ok(())
+                            } else {
+                                w.decide(store, &cfg.options)
+                            }
+                        });
+                        let r = r.map(|_| {
+                            if !failed() {
+                                w.render(&job, cfg.dd)
+                            }
+                        });
+                        let r = write_gate.pass(job.seq, |wr| {
+                            r.and_then(|_| if failed() { Ok(()) } else { wr.write(&job, &w) })
+                        });
                         if let Err(e) = r {
                             stop.store(true, Ordering::Relaxed);
                             failure.lock().get_or_insert(e);
@@ -413,6 +514,10 @@ pub fn run(cfg: &RunConfig, store: &dyn Store, report: &(dyn Fn(&str) + Sync)) -
         p.finish_and_clear();
     }
     stats.threads = threads;
-    stats.finish(started.elapsed().as_secs_f64(), store.len(), store.memory_bytes());
+    stats.finish(
+        started.elapsed().as_secs_f64(),
+        store.len(),
+        store.memory_bytes(),
+    );
     Ok(stats)
 }

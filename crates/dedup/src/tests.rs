@@ -15,7 +15,10 @@ fn long(word: &str) -> String {
 }
 
 fn short(text: &str) -> String {
-    format!("<p>\n{}\n</p>\n", text.split(' ').collect::<Vec<_>>().join("\n"))
+    format!(
+        "<p>\n{}\n</p>\n",
+        text.split(' ').collect::<Vec<_>>().join("\n")
+    )
 }
 
 fn doc(url: &str, body: &[String]) -> String {
@@ -27,16 +30,32 @@ fn doc(url: &str, body: &[String]) -> String {
 fn run(inputs: &[String], opts: &Options) -> Vec<(String, Vec<String>)> {
     let store = MemStore::new(13);
     let mut planner = Planner::new(opts);
-    let (mut plan, mut scratch, mut dec) = (ChunkPlan::default(), Scratch::default(), Decisions::default());
+    let (mut plan, mut scratch, mut dec) = (
+        ChunkPlan::default(),
+        Scratch::default(),
+        Decisions::default(),
+    );
     inputs
         .iter()
         .map(|input| {
-            let chunk = Chunk { data: input.as_bytes().to_vec(), first_line: 1, last: true, ..Default::default() };
+            let chunk = Chunk {
+                data: input.as_bytes().to_vec(),
+                first_line: 1,
+                last: true,
+                ..Default::default()
+            };
             planner.plan(&chunk, &mut plan);
             decide(&plan, &store, opts, &mut scratch, &mut dec).unwrap();
             let mut out = Vec::new();
             let mut dd = Vec::new();
-            render(&chunk.data, &plan, &dec, &mut out, Some(&mut dd), &mut ChunkStats::default());
+            render(
+                &chunk.data,
+                &plan,
+                &dec,
+                &mut out,
+                Some(&mut dd),
+                &mut ChunkStats::default(),
+            );
             let statuses = dec.docs.iter().map(|s| s.code()).collect();
             (String::from_utf8(out).unwrap(), statuses)
         })
@@ -70,7 +89,15 @@ fn short_paragraphs_share_the_fate_of_the_next_long_one() {
     let first = doc("a", &[long("seen")]);
     // "Title" precedes a duplicate long paragraph: dropped with it. "See also" precedes
     // a new one: kept with it.
-    let second = doc("b", &[short("Title"), long("seen"), short("See also"), long("fresh")]);
+    let second = doc(
+        "b",
+        &[
+            short("Title"),
+            long("seen"),
+            short("See also"),
+            long("fresh"),
+        ],
+    );
     let (out, st) = run(&[first, second], &Options::default()).pop().unwrap();
     assert_eq!(st, ["2/4"]);
     assert_eq!(out, doc("b", &[short("See also"), long("fresh")]));
@@ -82,7 +109,13 @@ fn trailing_short_paragraphs_follow_whether_any_long_one_was_kept() {
     let kept_some = doc("b", &[long("one"), long("three"), short("Footer")]);
     let kept_none = doc("c", &[long("two"), short("Footer")]);
     let res = run(&[first, kept_some, kept_none], &Options::default());
-    assert_eq!(res[1], (doc("b", &[long("three"), short("Footer")]), vec!["2/3".to_string()]));
+    assert_eq!(
+        res[1],
+        (
+            doc("b", &[long("three"), short("Footer")]),
+            vec!["2/3".to_string()]
+        )
+    );
     // Every paragraph dropped: the document is not written at all.
     assert_eq!(res[2], (String::new(), vec!["E".to_string()]));
 }
@@ -101,7 +134,9 @@ fn min_para_chars_decides_long_and_short() {
     // 49 characters is short, 50 is long (Unicode scalar values, spaces included).
     let p49 = format!("<p>\n{}\n</p>\n", "ž".repeat(49));
     let p50 = format!("<p>\n{}\n</p>\n", "ž".repeat(50));
-    let input = doc("a", &[p49.clone(), p50.clone()]) + &doc("b", &[p49.clone()]) + &doc("c", &[p50.clone(), long("x")]);
+    let input = doc("a", &[p49.clone(), p50.clone()])
+        + &doc("b", std::slice::from_ref(&p49))
+        + &doc("c", &[p50.clone(), long("x")]);
     let (_, st) = run1(input);
     // b has only a short paragraph (its doc key differs from a's): kept. c repeats the long one.
     assert_eq!(st, ["K", "K", "1/2"]);
@@ -109,11 +144,36 @@ fn min_para_chars_decides_long_and_short() {
 
 #[test]
 fn normalization_makes_variants_collide_or_not() {
-    let upper = doc("a", &[short("x"), format!("<p>\nThe Python 3.9 Docs ,\n{}\n</p>\n", "word ".repeat(10).trim().replace(' ', "\n"))]);
-    let lower = doc("b", &[short("y"), format!("<p>\nthe python 4.2 docs\n{}\n</p>\n", "word ".repeat(10).trim().replace(' ', "\n"))]);
+    let upper = doc(
+        "a",
+        &[
+            short("x"),
+            format!(
+                "<p>\nThe Python 3.9 Docs ,\n{}\n</p>\n",
+                "word ".repeat(10).trim().replace(' ', "\n")
+            ),
+        ],
+    );
+    let lower = doc(
+        "b",
+        &[
+            short("y"),
+            format!(
+                "<p>\nthe python 4.2 docs\n{}\n</p>\n",
+                "word ".repeat(10).trim().replace(' ', "\n")
+            ),
+        ],
+    );
     let loose = run(&[upper.clone(), lower.clone()], &Options::default());
-    assert_eq!(loose[1].1, ["E"], "loose: case, digits and punctuation do not matter");
-    let none = Options { normalization: webdedup_text::Normalization::None, ..Options::default() };
+    assert_eq!(
+        loose[1].1,
+        ["E"],
+        "loose: case, digits and punctuation do not matter"
+    );
+    let none = Options {
+        normalization: webdedup_text::Normalization::None,
+        ..Options::default()
+    };
     let exact = run(&[upper, lower], &none);
     assert_eq!(exact[1].1, ["K"], "none: the text must match exactly");
 }
@@ -123,7 +183,10 @@ fn url_title_doc_check_tests_documents_only_when_url_and_title_repeat() {
     let a = doc("same", &[long("alpha")]);
     let moved = doc("moved", &[long("alpha")]);
     let repeated = doc("same", &[long("alpha")]);
-    let opts = Options { doc_check: DocCheck::UrlTitle, ..Options::default() };
+    let opts = Options {
+        doc_check: DocCheck::UrlTitle,
+        ..Options::default()
+    };
     let res = run(&[a.clone() + &moved + &repeated + &repeated], &opts);
     // "moved" has a new URL: its document key is not tested, its paragraph is seen (E).
     // The first "same" repeat stores the document key; the second is a duplicate (D).
@@ -150,9 +213,24 @@ fn repeated_paragraph_inside_one_document() {
 #[test]
 fn glue_changes_the_text() {
     // "e . g" with glue is "e.g"; without glue it is "e . g": under `none` they differ.
-    let glued = doc("a", &[format!("<p>\ne\n<g/>\n.\n<g/>\ng\n{}\n</p>\n", "pad\n".repeat(15).trim_end())]);
-    let spaced = doc("b", &[format!("<p>\ne\n.\ng\n{}\n</p>\n", "pad\n".repeat(15).trim_end())]);
-    let none = Options { normalization: webdedup_text::Normalization::None, ..Options::default() };
+    let glued = doc(
+        "a",
+        &[format!(
+            "<p>\ne\n<g/>\n.\n<g/>\ng\n{}\n</p>\n",
+            "pad\n".repeat(15).trim_end()
+        )],
+    );
+    let spaced = doc(
+        "b",
+        &[format!(
+            "<p>\ne\n.\ng\n{}\n</p>\n",
+            "pad\n".repeat(15).trim_end()
+        )],
+    );
+    let none = Options {
+        normalization: webdedup_text::Normalization::None,
+        ..Options::default()
+    };
     assert_eq!(run(&[glued.clone(), spaced.clone()], &none)[1].1, ["K"]);
     // Under `loose` punctuation goes and spaces collapse: "e g pad ..." vs "eg pad ...".
     assert_eq!(run(&[glued, spaced], &Options::default())[1].1, ["K"]);

@@ -78,11 +78,16 @@ impl fmt::Display for IssueKind {
                 write!(f, "<p> opened at line {opened} is not closed: closed here")
             }
             IssueKind::MissingDocClose { opened } => {
-                write!(f, "<doc> opened at line {opened} is not closed: closed here")
+                write!(
+                    f,
+                    "<doc> opened at line {opened} is not closed: closed here"
+                )
             }
             IssueKind::NulByte => write!(f, "NUL byte in line: kept, ignored in keys"),
             IssueKind::InvalidUtf8 => write!(f, "invalid UTF-8: kept, read lossily for keys"),
-            IssueKind::LineTooLong { limit } => write!(f, "line longer than {limit} bytes: dropped"),
+            IssueKind::LineTooLong { limit } => {
+                write!(f, "line longer than {limit} bytes: dropped")
+            }
             IssueKind::ReadError(e) => write!(f, "read error, rest of the file lost: {e}"),
         }
     }
@@ -207,7 +212,10 @@ impl<R: Read> ChunkReader<R> {
             Err(e) => {
                 self.pending.truncate(old);
                 let line = self.line_at(old);
-                self.pending_issues.push(Issue { line, kind: IssueKind::ReadError(e.to_string()) });
+                self.pending_issues.push(Issue {
+                    line,
+                    kind: IssueKind::ReadError(e.to_string()),
+                });
                 self.eof = true;
             }
         }
@@ -236,7 +244,12 @@ impl<R: Read> ChunkReader<R> {
                 break;
             }
             let line = self.line_at(self.tail_start);
-            self.pending_issues.push(Issue { line, kind: IssueKind::LineTooLong { limit: self.max_line } });
+            self.pending_issues.push(Issue {
+                line,
+                kind: IssueKind::LineTooLong {
+                    limit: self.max_line,
+                },
+            });
             self.pending_skipped.push(line);
             self.pending.drain(self.tail_start..nl + 1);
             old = self.tail_start;
@@ -247,7 +260,12 @@ impl<R: Read> ChunkReader<R> {
         // The line still open at the end of `pending`.
         if self.pending.len() - self.tail_start > self.max_line {
             let line = self.line_at(self.tail_start);
-            self.pending_issues.push(Issue { line, kind: IssueKind::LineTooLong { limit: self.max_line } });
+            self.pending_issues.push(Issue {
+                line,
+                kind: IssueKind::LineTooLong {
+                    limit: self.max_line,
+                },
+            });
             self.pending.truncate(self.tail_start);
             if self.eof {
                 self.pending_skipped.push(line);
@@ -350,11 +368,18 @@ pub fn parse_tag(line: &[u8]) -> Option<Tag<'_>> {
     if inner.is_empty() || !is_name_start(inner[0]) {
         return None;
     }
-    let name_len = inner.iter().position(|&b| !is_name_char(b)).unwrap_or(inner.len());
+    let name_len = inner
+        .iter()
+        .position(|&b| !is_name_char(b))
+        .unwrap_or(inner.len());
     let name = &inner[..name_len];
     let rest = &inner[name_len..];
     if closing {
-        return if rest.iter().all(|&b| b == b' ' || b == b'\t') { Some(Tag::Close { name }) } else { None };
+        return if rest.iter().all(|&b| b == b' ' || b == b'\t') {
+            Some(Tag::Close { name })
+        } else {
+            None
+        };
     }
     let (empty, rest) = match rest.last() {
         Some(b'/') => (true, &rest[..rest.len() - 1]),
@@ -509,7 +534,9 @@ enum Para {
     /// Lines outside a paragraph without a token yet, from this byte.
     Segment(usize),
     Implicit,
-    Explicit { opened: u64 },
+    Explicit {
+        opened: u64,
+    },
 }
 
 struct State {
@@ -526,7 +553,10 @@ impl State {
             Para::Segment(start) => sink.structure(start..at),
             Para::Implicit => sink.para_end(at),
             Para::Explicit { opened } => {
-                sink.issue(Issue { line, kind: IssueKind::MissingParaClose { opened } });
+                sink.issue(Issue {
+                    line,
+                    kind: IssueKind::MissingParaClose { opened },
+                });
                 sink.para_end(at);
             }
         }
@@ -536,7 +566,10 @@ impl State {
     fn close_doc<S: Sink>(&mut self, sink: &mut S, at: usize, line: u64) {
         if let Some(opened) = self.in_doc.take() {
             self.close_para(sink, at, line);
-            sink.issue(Issue { line, kind: IssueKind::MissingDocClose { opened } });
+            sink.issue(Issue {
+                line,
+                kind: IssueKind::MissingDocClose { opened },
+            });
             sink.doc_end(None);
         }
     }
@@ -552,7 +585,11 @@ pub fn parse_chunk<S: Sink>(chunk: &Chunk, sink: &mut S) {
     let data = &chunk.data[..];
     let check_nul = memchr(0, data).is_some();
     let mut skipped = chunk.skipped_lines.iter().peekable();
-    let mut st = State { in_doc: None, para: Para::None, glue: false };
+    let mut st = State {
+        in_doc: None,
+        para: Para::None,
+        glue: false,
+    };
     let mut line_no = chunk.first_line;
     let mut start = 0usize;
     let n = data.len();
@@ -566,7 +603,10 @@ pub fn parse_chunk<S: Sink>(chunk: &Chunk, sink: &mut S) {
         let end = (nl + 1).min(n);
         let line = &data[start..nl];
         if check_nul && memchr(0, line).is_some() {
-            sink.issue(Issue { line: line_no, kind: IssueKind::NulByte });
+            sink.issue(Issue {
+                line: line_no,
+                kind: IssueKind::NulByte,
+            });
         }
         handle_line(&mut st, sink, line, word_len, start, end, line_no);
         line_no += 1;
@@ -603,7 +643,11 @@ fn line_and_word_len(rest: &[u8]) -> (usize, usize) {
         if nl != 0 {
             let len = (nl.trailing_zeros() / 8) as usize;
             let tab = bytes_equal(x, b'\t');
-            let word = if tab != 0 { ((tab.trailing_zeros() / 8) as usize).min(len) } else { len };
+            let word = if tab != 0 {
+                ((tab.trailing_zeros() / 8) as usize).min(len)
+            } else {
+                len
+            };
             return (len, word);
         }
         let len = memchr(b'\n', &rest[8..]).map_or(rest.len(), |i| 8 + i);
@@ -616,12 +660,26 @@ fn line_and_word_len(rest: &[u8]) -> (usize, usize) {
 }
 
 #[inline]
-fn handle_line<S: Sink>(st: &mut State, sink: &mut S, line: &[u8], word_len: usize, start: usize, end: usize, line_no: u64) {
+fn handle_line<S: Sink>(
+    st: &mut State,
+    sink: &mut S,
+    line: &[u8],
+    word_len: usize,
+    start: usize,
+    end: usize,
+    line_no: u64,
+) {
     let tag = match line.first() {
         // The three structures of almost every line that starts with '<'.
         Some(b'<') => match line {
-            b"<g/>" => Some(Tag::Empty { name: b"g", attrs: b"" }),
-            b"<p>" => Some(Tag::Open { name: b"p", attrs: b"" }),
+            b"<g/>" => Some(Tag::Empty {
+                name: b"g",
+                attrs: b"",
+            }),
+            b"<p>" => Some(Tag::Open {
+                name: b"p",
+                attrs: b"",
+            }),
             b"</p>" => Some(Tag::Close { name: b"p" }),
             _ => parse_tag(line),
         },
@@ -633,11 +691,16 @@ fn handle_line<S: Sink>(st: &mut State, sink: &mut S, line: &[u8], word_len: usi
         let word = word.strip_suffix(b"\r").unwrap_or(word);
         if st.in_doc.is_none() {
             if !line.iter().all(|b| b.is_ascii_whitespace()) {
-                sink.issue(Issue { line: line_no, kind: IssueKind::OutsideDocument });
+                sink.issue(Issue {
+                    line: line_no,
+                    kind: IssueKind::OutsideDocument,
+                });
             }
             return;
         }
-        if word.first().is_none_or(|b| b.is_ascii_whitespace()) && word.iter().all(|b| b.is_ascii_whitespace()) {
+        if word.first().is_none_or(|b| b.is_ascii_whitespace())
+            && word.iter().all(|b| b.is_ascii_whitespace())
+        {
             // A blank line: part of whatever is open, never a word.
             if let Para::None = st.para {
                 st.para = Para::Segment(start);
@@ -659,7 +722,10 @@ fn handle_line<S: Sink>(st: &mut State, sink: &mut S, line: &[u8], word_len: usi
         return;
     };
     match tag {
-        Tag::Open { name: b"doc", attrs } => {
+        Tag::Open {
+            name: b"doc",
+            attrs,
+        } => {
             st.close_doc(sink, start, line_no);
             st.in_doc = Some(line_no);
             st.glue = false;
@@ -667,10 +733,15 @@ fn handle_line<S: Sink>(st: &mut State, sink: &mut S, line: &[u8], word_len: usi
         }
         _ if st.in_doc.is_none() => {
             let kind = match tag {
-                Tag::Close { name } => IssueKind::StrayClose(String::from_utf8_lossy(name).into_owned()),
+                Tag::Close { name } => {
+                    IssueKind::StrayClose(String::from_utf8_lossy(name).into_owned())
+                }
                 _ => IssueKind::OutsideDocument,
             };
-            sink.issue(Issue { line: line_no, kind });
+            sink.issue(Issue {
+                line: line_no,
+                kind,
+            });
         }
         Tag::Close { name: b"doc" } => {
             st.close_para(sink, start, line_no);
@@ -691,7 +762,10 @@ fn handle_line<S: Sink>(st: &mut State, sink: &mut S, line: &[u8], word_len: usi
             _ => {
                 // Keep the ranges contiguous: whatever is open ends before the dropped line.
                 st.close_para(sink, start, line_no);
-                sink.issue(Issue { line: line_no, kind: IssueKind::StrayClose("p".into()) });
+                sink.issue(Issue {
+                    line: line_no,
+                    kind: IssueKind::StrayClose("p".into()),
+                });
             }
         },
         _ => {

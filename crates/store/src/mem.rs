@@ -4,13 +4,46 @@
 //! no insert ever waits for a large rehash) and lets many threads (server
 //! connections) work on different blocks at once.
 
-use crate::table::{mix, Table};
-use crate::{block_of, Store, StoreError, DEFAULT_BLOCKS};
+use crate::table::Table;
+use crate::{BlockMap, Store, StoreError, DEFAULT_BLOCKS};
 use parking_lot::Mutex;
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+
+/// A block's table, plus where its slots are, readable without the lock for
+/// prefetching (a stale value only makes a useless prefetch).
+struct Shard {
+    table: Mutex<Table>,
+    slots: AtomicPtr<u64>,
+    capacity: AtomicUsize,
+}
+
+impl Shard {
+    fn new(table: Table) -> Self {
+        let (slots, capacity) = table.layout();
+        Shard {
+            table: Mutex::new(table),
+            slots: AtomicPtr::new(slots as *mut u64),
+            capacity: AtomicUsize::new(capacity),
+        }
+    }
+
+    #[inline]
+    fn test_and_insert(&self, key: u64) -> bool {
+        let mut t = self.table.lock();
+        let seen = t.test_and_insert(key);
+        if !seen {
+            // The table may have grown: publish its new place for prefetching.
+            let (slots, capacity) = t.layout();
+            self.slots.store(slots as *mut u64, Ordering::Relaxed);
+            self.capacity.store(capacity, Ordering::Relaxed);
+        }
+        seen
+    }
+}
 
 pub struct MemStore {
-    blocks: u32,
-    shards: Box<[Mutex<Table>]>,
+    map: BlockMap,
+    shards: Box<[Shard]>,
 }
 
 /// How many keys ahead of the current one a batch prefetches.
@@ -31,17 +64,25 @@ impl MemStore {
     pub fn with_capacity(blocks: u32, keys: usize) -> Self {
         assert!(blocks > 0, "a store needs at least one block");
         let per_block = keys / blocks as usize;
-        let shards = (0..blocks).map(|_| Mutex::new(Table::with_capacity(per_block))).collect();
-        MemStore { blocks, shards }
+        let shards = (0..blocks)
+            .map(|_| Shard::new(Table::with_capacity(per_block)))
+            .collect();
+        MemStore {
+            map: BlockMap::new(blocks),
+            shards,
+        }
     }
 
     pub fn contains(&self, key: u64) -> bool {
-        self.shards[block_of(key, self.blocks) as usize].lock().contains(key)
+        self.shards[self.map.block(key) as usize]
+            .table
+            .lock()
+            .contains(key)
     }
 
     /// The keys of one block, sorted.
     pub fn block_keys(&self, block: u32) -> Vec<u64> {
-        let mut keys: Vec<u64> = self.shards[block as usize].lock().keys().collect();
+        let mut keys: Vec<u64> = self.shards[block as usize].table.lock().keys().collect();
         keys.sort_unstable();
         keys
     }
@@ -50,12 +91,14 @@ impl MemStore {
     fn prefetch(&self, key: u64) {
         #[cfg(target_arch = "x86_64")]
         {
-            // A stale pointer only makes a useless prefetch: prefetches never fault.
-            // try_lock keeps a busy shard from stalling the batch.
-            if let Some(t) = self.shards[block_of(key, self.blocks) as usize].try_lock() {
-                let p = t.home_ptr(mix(key));
-                unsafe { core::arch::x86_64::_mm_prefetch(p as *const i8, core::arch::x86_64::_MM_HINT_T0) };
-            }
+            let shard = &self.shards[self.map.block(key) as usize];
+            let slots = shard.slots.load(Ordering::Relaxed);
+            let capacity = shard.capacity.load(Ordering::Relaxed);
+            let p = slots.wrapping_add(crate::table::home(crate::table::mix(key), capacity));
+            // SAFETY: a prefetch is only a hint; it never faults, even on a stale address.
+            unsafe {
+                core::arch::x86_64::_mm_prefetch(p as *const i8, core::arch::x86_64::_MM_HINT_T0)
+            };
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = key;
@@ -73,22 +116,27 @@ impl Store for MemStore {
             if let Some(&ahead) = keys.get(i + PREFETCH_DISTANCE) {
                 self.prefetch(ahead);
             }
-            let shard = &self.shards[block_of(key, self.blocks) as usize];
-            seen.push(shard.lock().test_and_insert(key));
+            seen.push(self.shards[self.map.block(key) as usize].test_and_insert(key));
         }
         Ok(())
     }
 
     fn len(&self) -> u64 {
-        self.shards.iter().map(|s| s.lock().len() as u64).sum()
+        self.shards
+            .iter()
+            .map(|s| s.table.lock().len() as u64)
+            .sum()
     }
 
     fn memory_bytes(&self) -> u64 {
-        self.shards.iter().map(|s| s.lock().memory_bytes() as u64).sum()
+        self.shards
+            .iter()
+            .map(|s| s.table.lock().memory_bytes() as u64)
+            .sum()
     }
 
     fn blocks(&self) -> u32 {
-        self.blocks
+        self.map.blocks()
     }
 }
 
@@ -126,7 +174,11 @@ mod tests {
                 .collect();
             hs.into_iter().map(|h| h.join().unwrap()).collect()
         });
-        assert_eq!(news.iter().sum::<usize>(), 20_000, "each key is new exactly once");
+        assert_eq!(
+            news.iter().sum::<usize>(),
+            20_000,
+            "each key is new exactly once"
+        );
         assert_eq!(s.len(), 20_000);
     }
 }

@@ -71,7 +71,7 @@ impl Default for Table {
 }
 
 #[inline]
-fn home(h: u64, capacity: usize) -> usize {
+pub(crate) fn home(h: u64, capacity: usize) -> usize {
     ((h as u128 * capacity as u128) >> 64) as usize
 }
 
@@ -83,7 +83,12 @@ impl Table {
     /// A table that holds `keys` keys before its first growth.
     pub(crate) fn with_capacity(keys: usize) -> Self {
         let capacity = (keys * 100 / MAX_LOAD_NUM + 1).max(MIN_CAPACITY);
-        Table { slots: vec![0; capacity + tail_for(capacity)], capacity, len: 0, has_zero: false }
+        Table {
+            slots: vec![0; capacity + tail_for(capacity)],
+            capacity,
+            len: 0,
+            has_zero: false,
+        }
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -94,10 +99,9 @@ impl Table {
         self.slots.capacity() * 8
     }
 
-    /// Address of the home slot of `key`, for a prefetch before the real access.
-    #[inline]
-    pub(crate) fn home_ptr(&self, h: u64) -> *const u64 {
-        self.slots.as_ptr().wrapping_add(home(h, self.capacity))
+    /// Where the slots are and how many homes they have (for prefetching).
+    pub(crate) fn layout(&self) -> (*const u64, usize) {
+        (self.slots.as_ptr(), self.capacity)
     }
 
     /// Inserts `key`; returns true if it was already present.
@@ -189,7 +193,8 @@ impl Table {
     /// Every key, in no particular order.
     pub(crate) fn keys(&self) -> impl Iterator<Item = u64> + '_ {
         let zero = self.has_zero.then_some(0u64);
-        zero.into_iter().chain(self.slots.iter().filter(|&&h| h != 0).map(|&h| unmix(h)))
+        zero.into_iter()
+            .chain(self.slots.iter().filter(|&&h| h != 0).map(|&h| unmix(h)))
     }
 }
 

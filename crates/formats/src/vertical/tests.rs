@@ -24,10 +24,17 @@ impl Sink for Log<'_> {
         self.events.push(e);
     }
     fn para_start(&mut self, start: usize, line: u64, implicit: bool) {
-        self.events.push(format!("p{}@{line} from {start}", if implicit { "(implicit)" } else { "" }));
+        self.events.push(format!(
+            "p{}@{line} from {start}",
+            if implicit { "(implicit)" } else { "" }
+        ));
     }
     fn word(&mut self, word: &[u8], glued: bool, _line: u64) {
-        self.events.push(format!("w {}{}", if glued { "+" } else { "" }, String::from_utf8_lossy(word)));
+        self.events.push(format!(
+            "w {}{}",
+            if glued { "+" } else { "" },
+            String::from_utf8_lossy(word)
+        ));
     }
     fn para_end(&mut self, end: usize) {
         self.events.push(format!("/p to {end}"));
@@ -40,20 +47,30 @@ impl Sink for Log<'_> {
         self.events.push(e);
     }
     fn issue(&mut self, issue: Issue) {
-        self.events.push(format!("! {}: {}", issue.line, issue.kind.name()));
+        self.events
+            .push(format!("! {}: {}", issue.line, issue.kind.name()));
     }
 }
 
 fn parse(input: &str) -> Vec<String> {
-    let chunk = Chunk { data: input.as_bytes().to_vec(), first_line: 1, last: true, ..Default::default() };
-    let mut log = Log { data: &chunk.data, events: Vec::new() };
+    let chunk = Chunk {
+        data: input.as_bytes().to_vec(),
+        first_line: 1,
+        last: true,
+        ..Default::default()
+    };
+    let mut log = Log {
+        data: &chunk.data,
+        events: Vec::new(),
+    };
     parse_chunk(&chunk, &mut log);
     log.events
 }
 
 #[test]
 fn well_formed_document() {
-    let ev = parse("<doc url=\"u&amp;1\" title='T'>\n<p>\nHello\tNN\n<g/>\n,\nworld\n</p>\n</doc>\n");
+    let ev =
+        parse("<doc url=\"u&amp;1\" title='T'>\n<p>\nHello\tNN\n<g/>\n,\nworld\n</p>\n</doc>\n");
     assert_eq!(
         ev,
         vec![
@@ -145,13 +162,54 @@ fn stray_closing_tags_and_lines_outside_documents_are_dropped() {
 
 #[test]
 fn tag_recognition() {
-    assert_eq!(parse_tag(b"<p>"), Some(Tag::Open { name: b"p", attrs: b"" }));
-    assert_eq!(parse_tag(b"<g/>"), Some(Tag::Empty { name: b"g", attrs: b"" }));
+    assert_eq!(
+        parse_tag(b"<p>"),
+        Some(Tag::Open {
+            name: b"p",
+            attrs: b""
+        })
+    );
+    assert_eq!(
+        parse_tag(b"<g/>"),
+        Some(Tag::Empty {
+            name: b"g",
+            attrs: b""
+        })
+    );
     assert_eq!(parse_tag(b"</doc>  "), Some(Tag::Close { name: b"doc" }));
-    assert_eq!(parse_tag(b"<doc id=\"1\">\r"), Some(Tag::Open { name: b"doc", attrs: b" id=\"1\"" }));
-    assert_eq!(parse_tag(b"<x.y:z-1 a='b'/>"), Some(Tag::Empty { name: b"x.y:z-1", attrs: b" a='b'" }));
-    for token in [&b"<"[..], b"<<", b"<=", b"<>", b"</>", b"<1a>", b"<a", b"a>", b"<p>x", b"</p x>", b"<pa=1>"] {
-        assert_eq!(parse_tag(token), None, "{:?}", String::from_utf8_lossy(token));
+    assert_eq!(
+        parse_tag(b"<doc id=\"1\">\r"),
+        Some(Tag::Open {
+            name: b"doc",
+            attrs: b" id=\"1\""
+        })
+    );
+    assert_eq!(
+        parse_tag(b"<x.y:z-1 a='b'/>"),
+        Some(Tag::Empty {
+            name: b"x.y:z-1",
+            attrs: b" a='b'"
+        })
+    );
+    for token in [
+        &b"<"[..],
+        b"<<",
+        b"<=",
+        b"<>",
+        b"</>",
+        b"<1a>",
+        b"<a",
+        b"a>",
+        b"<p>x",
+        b"</p x>",
+        b"<pa=1>",
+    ] {
+        assert_eq!(
+            parse_tag(token),
+            None,
+            "{:?}",
+            String::from_utf8_lossy(token)
+        );
     }
 }
 
@@ -199,7 +257,9 @@ fn chunks_of(input: &[u8], target: usize, max_line: usize) -> Vec<Chunk> {
 fn sample(docs: usize) -> Vec<u8> {
     let mut s = String::new();
     for i in 0..docs {
-        s.push_str(&format!("<doc id=\"{i}\">\n<p>\nword{i}\nmore\n</p>\n</doc>\n"));
+        s.push_str(&format!(
+            "<doc id=\"{i}\">\n<p>\nword{i}\nmore\n</p>\n</doc>\n"
+        ));
     }
     s.into_bytes()
 }
@@ -214,7 +274,10 @@ fn chunks_split_only_before_documents() {
         assert!(chunks.last().unwrap().last);
         let mut line = 1;
         for c in &chunks {
-            assert!(c.data.is_empty() || c.data.starts_with(b"<doc "), "target {target}");
+            assert!(
+                c.data.is_empty() || c.data.starts_with(b"<doc "),
+                "target {target}"
+            );
             assert_eq!(c.first_line, line);
             line += c.data.iter().filter(|&&b| b == b'\n').count() as u64;
         }
@@ -241,14 +304,27 @@ fn overlong_lines_are_dropped_and_numbered() {
     assert_eq!(chunks.len(), 1);
     let c = &chunks[0];
     assert_eq!(c.skipped_lines, vec![4, 9]);
-    assert_eq!(c.issues.iter().map(|i| i.line).collect::<Vec<_>>(), vec![4, 9]);
-    assert!(c.issues.iter().all(|i| matches!(i.kind, IssueKind::LineTooLong { limit: 100 })));
-    let mut log = Log { data: &c.data, events: Vec::new() };
+    assert_eq!(
+        c.issues.iter().map(|i| i.line).collect::<Vec<_>>(),
+        vec![4, 9]
+    );
+    assert!(c
+        .issues
+        .iter()
+        .all(|i| matches!(i.kind, IssueKind::LineTooLong { limit: 100 })));
+    let mut log = Log {
+        data: &c.data,
+        events: Vec::new(),
+    };
     parse_chunk(c, &mut log);
     assert!(log.events.contains(&"w b".to_string()));
     // Line numbers after the dropped line stay true: </doc> of doc 2 is missing at line 10.
     assert_eq!(log.events.last().unwrap(), "/doc (unclosed)");
-    assert!(log.events.contains(&"! 10: missing-doc-close".to_string()), "{:?}", log.events);
+    assert!(
+        log.events.contains(&"! 10: missing-doc-close".to_string()),
+        "{:?}",
+        log.events
+    );
 }
 
 #[test]
@@ -257,7 +333,10 @@ fn read_errors_end_the_input_with_what_was_read() {
     impl Read for Failing {
         fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
             if self.1 {
-                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "stream truncated"));
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "stream truncated",
+                ));
             }
             self.1 = true;
             let n = self.0.len().min(buf.len());
@@ -268,7 +347,9 @@ fn read_errors_end_the_input_with_what_was_read() {
     let chunks = chunks_of_reader(Failing(b"<doc>\nabc\n</doc>\n<doc>\npart".to_vec(), false));
     assert_eq!(chunks.len(), 1);
     assert_eq!(chunks[0].data, b"<doc>\nabc\n</doc>\n<doc>\npart");
-    assert!(matches!(&chunks[0].issues[0].kind, IssueKind::ReadError(e) if e.contains("truncated")));
+    assert!(
+        matches!(&chunks[0].issues[0].kind, IssueKind::ReadError(e) if e.contains("truncated"))
+    );
     assert_eq!(chunks[0].issues[0].line, 5);
 }
 
