@@ -632,31 +632,43 @@ fn bytes_equal(x: u64, b: u8) -> u64 {
 }
 
 /// Length of the line at the start of `rest` (without its newline) and of its first
-/// tab-separated column. Most lines are one short word, so the first 8 bytes are
-/// read as one integer (SWAR): a SIMD search would cost more to set up than the
+/// tab-separated column. Most lines are one short word, so up to 64 bytes are read 8
+/// at a time as integers (SWAR): a SIMD search would cost more to set up than the
 /// line is long. Longer lines fall back to memchr.
 #[inline]
 fn line_and_word_len(rest: &[u8]) -> (usize, usize) {
-    if let Some(head) = rest.first_chunk::<8>() {
+    let mut off = 0;
+    let mut tab = usize::MAX;
+    while off < 64 {
+        let Some(head) = rest.get(off..).and_then(|r| r.first_chunk::<8>()) else {
+            break;
+        };
         let x = u64::from_le_bytes(*head);
+        if tab == usize::MAX {
+            let t = bytes_equal(x, b'\t');
+            if t != 0 {
+                tab = off + (t.trailing_zeros() / 8) as usize;
+            }
+        }
         let nl = bytes_equal(x, b'\n');
         if nl != 0 {
-            let len = (nl.trailing_zeros() / 8) as usize;
-            let tab = bytes_equal(x, b'\t');
-            let word = if tab != 0 {
-                ((tab.trailing_zeros() / 8) as usize).min(len)
-            } else {
-                len
-            };
-            return (len, word);
+            let len = off + (nl.trailing_zeros() / 8) as usize;
+            return (len, tab.min(len));
         }
-        let len = memchr(b'\n', &rest[8..]).map_or(rest.len(), |i| 8 + i);
-        let word = memchr(b'\t', &rest[..len]).unwrap_or(len);
-        return (len, word);
+        off += 8;
     }
-    let len = rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len());
-    let word = rest[..len].iter().position(|&b| b == b'\t').unwrap_or(len);
-    (len, word)
+    let tail = &rest[off..];
+    let len = off
+        + if tail.len() < 8 {
+            tail.iter().position(|&b| b == b'\n')
+        } else {
+            memchr(b'\n', tail)
+        }
+        .unwrap_or(tail.len());
+    if tab == usize::MAX {
+        tab = memchr(b'\t', &rest[off..len]).map_or(len, |i| off + i);
+    }
+    (len, tab.min(len))
 }
 
 #[inline]

@@ -49,11 +49,13 @@ impl FromStr for Normalization {
     }
 }
 
-/// What `loose` does with an ASCII byte: 0 = drop, 1 = whitespace, else the byte to emit.
+/// What `loose` does with a byte: 0 = drop, 1 = whitespace, 2 = not ASCII (the
+/// word takes the Unicode path), else the byte to emit.
 const ASCII_DROP: u8 = 0;
 const ASCII_SPACE: u8 = 1;
-static ASCII_LOOSE: [u8; 128] = {
-    let mut t = [ASCII_DROP; 128];
+const NOT_ASCII: u8 = 2;
+static ASCII_LOOSE: [u8; 256] = {
+    let mut t = [NOT_ASCII; 256];
     let mut b = 0;
     while b < 128 {
         let c = b as u8;
@@ -142,60 +144,69 @@ impl TextBuilder {
         }
         let separated = self.words > 0 && !glued;
         self.words += 1;
-        if separated {
-            self.raw_chars += 1;
-        }
-        let valid = if word.is_ascii() {
+        self.raw_chars += separated as usize;
+        let pending_before = self.pending_space;
+        if self.mode == Normalization::Loose {
+            self.pending_space |= separated;
+            if self.push_ascii_loose(word) {
+                self.raw_chars += word.len();
+                return true;
+            }
+            // Not ASCII: nothing was written; take the Unicode path.
+            self.pending_space = pending_before;
+        } else if word.is_ascii() {
             self.raw_chars += word.len();
-            match self.mode {
-                Normalization::None => {
-                    if separated {
-                        self.out.push(b' ');
-                    }
-                    self.out.extend_from_slice(word);
-                }
-                Normalization::Loose => {
-                    if separated {
-                        self.pending_space = true;
-                    }
-                    self.push_ascii_loose(word);
-                }
+            if separated {
+                self.out.push(b' ');
             }
-            true
-        } else {
-            match std::str::from_utf8(word) {
-                Ok(s) => {
-                    self.push_str(s, separated);
-                    true
-                }
-                Err(_) => {
-                    self.invalid_utf8 = true;
-                    let s = String::from_utf8_lossy(word);
-                    self.push_str(&s, separated);
-                    false
-                }
+            self.out.extend_from_slice(word);
+            return true;
+        }
+        match std::str::from_utf8(word) {
+            Ok(s) => {
+                self.push_str(s, separated);
+                true
             }
-        };
-        valid
+            Err(_) => {
+                self.invalid_utf8 = true;
+                let s = String::from_utf8_lossy(word);
+                self.push_str(&s, separated);
+                false
+            }
+        }
     }
 
+    /// The ASCII fast path of `loose`, one table lookup per byte, written straight
+    /// into the buffer's spare capacity. Returns false, having written nothing, if
+    /// the word is not ASCII.
     #[inline]
-    fn push_ascii_loose(&mut self, word: &[u8]) {
-        for &b in word {
-            match ASCII_LOOSE[b as usize] {
-                ASCII_DROP => {}
-                ASCII_SPACE => self.pending_space = true,
-                c => {
-                    if self.pending_space {
-                        if !self.out.is_empty() {
-                            self.out.push(b' ');
-                        }
-                        self.pending_space = false;
-                    }
-                    self.out.push(c);
-                }
-            }
+    fn push_ascii_loose(&mut self, word: &[u8]) -> bool {
+        // Each byte emits at most itself plus one pending space, and only the first
+        // emitted byte can be preceded by a space that no byte of the word made.
+        if !word.is_ascii() {
+            return false;
         }
+        self.out.reserve(word.len() + 1);
+        let len = self.out.len();
+        let mut pending = self.pending_space;
+        let spare = &mut self.out.spare_capacity_mut()[..word.len() + 1];
+        let mut j = 0;
+        // Branch-free: every byte writes a space and its mapped value; the cursor only
+        // moves past what is really emitted.
+        for &b in word {
+            let c = ASCII_LOOSE[b as usize];
+            let emit = c > NOT_ASCII;
+            let space = pending & emit & (len + j > 0);
+            spare[j].write(b' ');
+            j += space as usize;
+            spare[j].write(c);
+            j += emit as usize;
+            pending = (pending | (c == ASCII_SPACE)) & !emit;
+        }
+        self.pending_space = pending;
+        // SAFETY: the loop initialized spare[..j] (each index it moved past was written).
+        unsafe { self.out.set_len(len + j) };
+        true
     }
 
     fn push_str(&mut self, s: &str, separated: bool) {
@@ -365,7 +376,42 @@ mod tests {
         assert_eq!(normalize("a  b", Normalization::None), "a b");
     }
 
+    /// The loose rules written the obvious way, one char at a time, for ASCII text.
+    fn reference_loose_ascii(words: &[(String, bool)]) -> String {
+        let mut text = String::new();
+        for (i, (w, glued)) in words.iter().enumerate() {
+            if i > 0 && !glued && !w.is_empty() && !text.is_empty() {
+                text.push(' ');
+            }
+            text.push_str(w);
+        }
+        let mapped: String = text
+            .chars()
+            .filter_map(|c| match c {
+                'A'..='Z' => Some(c.to_ascii_lowercase()),
+                'a'..='z' => Some(c),
+                '0'..='9' => Some('0'),
+                ' ' | '\t' | '\n' | '\r' | '\x0b' | '\x0c' => Some(' '),
+                _ => None,
+            })
+            .collect();
+        mapped
+            .split(' ')
+            .filter(|w| !w.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
     proptest::proptest! {
+        #[test]
+        fn ascii_fast_path_equals_the_rules(words in proptest::collection::vec(("[ -~\t]{0,12}", proptest::bool::ANY), 0..20)) {
+            let mut b = TextBuilder::new(Normalization::Loose);
+            for (w, glued) in &words {
+                b.push_word(w.as_bytes(), *glued);
+            }
+            proptest::prop_assert_eq!(std::str::from_utf8(b.text()).unwrap(), reference_loose_ascii(&words));
+        }
+
         #[test]
         fn loose_output_is_canonical(words in proptest::collection::vec("\\PC{0,8}", 0..12)) {
             let mut b = TextBuilder::new(Normalization::Loose);

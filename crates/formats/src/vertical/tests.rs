@@ -238,6 +238,33 @@ fn nul_bytes_are_reported_and_kept() {
 }
 
 #[test]
+fn line_and_word_lengths() {
+    for (line, word) in [
+        ("", ""),
+        ("a", "a"),
+        ("abcdefg", "abcdefg"),
+        ("abcdefgh", "abcdefgh"),
+        ("a\tb", "a"),
+        ("abcdefghijk\tx\ty", "abcdefghijk"),
+    ] {
+        for suffix in ["\n<p>\n", "", "\n"] {
+            let text = format!("{line}{suffix}");
+            assert_eq!(
+                line_and_word_len(text.as_bytes()),
+                (line.len(), word.len()),
+                "{text:?}"
+            );
+        }
+    }
+    let long = format!("{}\t{}\nnext", "w".repeat(100), "x".repeat(10));
+    assert_eq!(line_and_word_len(long.as_bytes()), (111, 100));
+    let long_tab_early = format!("ab\t{}\n", "x".repeat(200));
+    assert_eq!(line_and_word_len(long_tab_early.as_bytes()), (203, 2));
+    let tab_after_64 = format!("{}\tz\n", "y".repeat(70));
+    assert_eq!(line_and_word_len(tab_after_64.as_bytes()), (72, 70));
+}
+
+#[test]
 fn glue_and_blank_lines() {
     let ev = parse("<doc>\n<p>\na\n\n<g/>\nb\n</p>\n</doc>");
     assert_eq!(ev[2..5], ["w a", "w +b", "/p to 25"]);
