@@ -416,3 +416,54 @@ fn usage_errors_exit_with_status_2() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("unknown normalization 'fancy'"));
 }
+
+#[test]
+fn dd_list_is_never_compressed_and_named_after_the_output() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("a.vert"), A_VERT).unwrap();
+    let out = dir.path().join("out");
+    assert!(dedup(
+        &dir.path().join("a.vert"),
+        &out,
+        &["--dd", "--compress", "zst"]
+    )
+    .status
+    .success());
+    assert!(out.join("a.vert.dedup.zst").exists());
+    assert!(read(out.join("a.vert.dedup.dd")).starts_with("<dd url=\"http://example.org/a\""));
+}
+
+#[test]
+fn inputs_that_would_share_an_output_name_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in");
+    fs::create_dir_all(&input).unwrap();
+    fs::write(input.join("a.vert"), A_VERT).unwrap();
+    fs::write(input.join("a.vert.gz"), gzip(B_VERT.as_bytes())).unwrap();
+    let o = dedup(&input, &dir.path().join("out"), &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("would both be written to"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn symlink_cycles_and_the_output_directory_are_not_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in");
+    fs::create_dir_all(input.join("sub")).unwrap();
+    fs::write(input.join("sub/a.vert"), A_VERT).unwrap();
+    std::os::unix::fs::symlink(&input, input.join("sub/loop")).unwrap();
+    // The output directory inside the input directory is left out on a second run.
+    let out = input.join("out");
+    let json = dir.path().join("s.json");
+    for _ in 0..2 {
+        let o = dedup(&input, &out, &["--json", json.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let stats: serde_json::Value = serde_json::from_str(&read(&json)).unwrap();
+        assert_eq!(stats["files"], 1, "only sub/a.vert is an input");
+    }
+    assert_eq!(read(out.join("sub/a.vert.dedup")), A_EXPECTED);
+}

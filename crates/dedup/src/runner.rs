@@ -73,6 +73,7 @@ pub struct InputFile {
 
 /// Every regular file under `input` (or `input` itself if it is a file), sorted by
 /// relative path, leaving out anything under `exclude` (the output directory).
+/// Symbolic links to directories are followed once (a link cycle is not re-entered).
 pub fn list_inputs(input: &Path, exclude: &Path) -> io::Result<Vec<InputFile>> {
     let meta = fs::metadata(input)?;
     if meta.is_file() {
@@ -86,13 +87,12 @@ pub fn list_inputs(input: &Path, exclude: &Path) -> io::Result<Vec<InputFile>> {
         }]);
     }
     let exclude = fs::canonicalize(exclude).ok();
+    let mut visited = std::collections::HashSet::new();
     let mut files = Vec::new();
     let mut stack = vec![input.to_owned()];
     while let Some(dir) = stack.pop() {
-        if exclude
-            .as_deref()
-            .is_some_and(|ex| fs::canonicalize(&dir).is_ok_and(|d| d == ex))
-        {
+        let real = fs::canonicalize(&dir)?;
+        if exclude.as_ref() == Some(&real) || !visited.insert(real) {
             continue;
         }
         for entry in fs::read_dir(&dir)? {
@@ -115,25 +115,49 @@ pub fn list_inputs(input: &Path, exclude: &Path) -> io::Result<Vec<InputFile>> {
 /// `OUT/REL` without its compression suffix, plus `.dedup` (and the output
 /// compression's suffix).
 pub fn output_path(out_dir: &Path, rel: &Path, compress: OutputCompression) -> PathBuf {
+    let mut name = output_stem(out_dir, rel).into_os_string();
+    name.push(compress.suffix());
+    PathBuf::from(name)
+}
+
+/// The `.dd` list that goes with an output: `OUT/REL.dedup.dd`, never compressed.
+pub fn dd_path(out_dir: &Path, rel: &Path) -> PathBuf {
+    let mut name = output_stem(out_dir, rel).into_os_string();
+    name.push(".dd");
+    PathBuf::from(name)
+}
+
+/// `OUT/REL` without its compression suffix, plus `.dedup`.
+fn output_stem(out_dir: &Path, rel: &Path) -> PathBuf {
     let mut name: OsString = rel.as_os_str().to_owned();
     let s = name.to_string_lossy().into_owned();
     if let Some(suffix) = COMPRESSION_SUFFIXES.iter().find(|suf| s.ends_with(*suf)) {
         let bytes = name.as_encoded_bytes();
-        // Safe split: the suffix is ASCII, so the remainder is still valid encoded bytes.
+        // SAFETY: the suffix is ASCII, so cutting it leaves valid encoded bytes.
         name = unsafe {
             OsString::from_encoded_bytes_unchecked(bytes[..bytes.len() - suffix.len()].to_vec())
         };
     }
     name.push(".dedup");
-    name.push(compress.suffix());
     out_dir.join(name)
 }
 
-/// The `.dd` list that goes with an output file.
-pub fn dd_path(output: &Path) -> PathBuf {
-    let mut s = output.as_os_str().to_owned();
-    s.push(".dd");
-    PathBuf::from(s)
+/// Two inputs whose outputs would have the same name (`a.vert` and `a.vert.gz`):
+/// an error naming both, since one output would silently replace the other.
+fn check_output_names(files: &[InputFile], out_dir: &Path) -> Result<()> {
+    let mut seen = std::collections::HashMap::new();
+    for f in files {
+        let out = output_stem(out_dir, &f.rel);
+        if let Some(other) = seen.insert(out.clone(), &f.path) {
+            anyhow::bail!(
+                "inputs {} and {} would both be written to {}; rename one of them",
+                other.display(),
+                f.path.display(),
+                out.display()
+            );
+        }
+    }
+    Ok(())
 }
 
 struct Job {
@@ -234,10 +258,11 @@ impl Writer<'_> {
         };
         if job.first {
             let out = output_path(&self.cfg.output, &file.rel, self.cfg.compress);
+            let dd_out = dd_path(&self.cfg.output, &file.rel);
             let dd = if self.cfg.dd {
                 Some(
-                    AtomicOutput::create(&dd_path(&out), OutputCompression::None)
-                        .with_context(|| format!("cannot create {}", dd_path(&out).display()))?,
+                    AtomicOutput::create(&dd_out, OutputCompression::None)
+                        .with_context(|| format!("cannot create {}", dd_out.display()))?,
                 )
             } else {
                 None
@@ -412,6 +437,7 @@ pub fn run(cfg: &RunConfig, store: &dyn Store, report: &(dyn Fn(&str) + Sync)) -
     let started = Instant::now();
     let files = list_inputs(&cfg.input, &cfg.output)
         .with_context(|| format!("cannot list input {}", cfg.input.display()))?;
+    check_output_names(&files, &cfg.output)?;
     fs::create_dir_all(&cfg.output)
         .with_context(|| format!("cannot create output directory {}", cfg.output.display()))?;
     let progress = cfg.progress.then(|| {
