@@ -5,6 +5,7 @@
 //! * [`vertical`]: the vertical format (one token per line, `<doc>` / `<p>`
 //!   structures), read in chunks that end at document boundaries.
 
+pub mod cdx;
 pub mod input;
 pub mod output;
 pub mod vertical;
