@@ -13,12 +13,18 @@
 
 pub mod cdx_cmd;
 pub mod dates;
+pub mod dedup;
+pub mod index;
+pub mod surt;
 pub mod util;
 
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 use webdedup_store::MemStore;
+
+pub use dedup::DedupBy;
+pub use index::IndexFormat;
 
 use crate::util::{Out, Report};
 
@@ -118,6 +124,105 @@ pub fn run_cdx(cmd: &CdxCommand) -> anyhow::Result<i32> {
             eprintln!(
                 "webdedup cdx dates: {} lines, {} versions, {} without digest, {} bad lines, {} sort runs",
                 s.lines, s.versions, s.no_digest, s.bad, s.runs
+            );
+        }
+    }
+    Ok(report.exit_code())
+}
+
+/// `webdedup warc ...`
+#[derive(Debug, Subcommand)]
+pub enum WarcCommand {
+    /// CDXJ (default) or 11-field CDX index of WARC / ARC files, as cdxj-indexer.
+    Index(IndexArgs),
+    /// Rewrite WARC files, replacing repeated payloads by revisit records.
+    Dedup(DedupArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct IndexArgs {
+    /// WARC or ARC files: gzip per record, whole-file gzip or uncompressed.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    #[arg(long, value_enum, default_value = "cdxj")]
+    pub format: IndexFormat,
+    /// Record types to index, comma-separated, or `all`.
+    #[arg(long, default_value = "response,revisit,resource,metadata")]
+    pub records: String,
+    /// Output file (default stdout); `.gz` / `.zst` compress.
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct DedupArgs {
+    /// Input WARC files, processed in order (earlier captures are the originals).
+    #[arg(short, long = "input", required = true, num_args = 1..)]
+    pub inputs: Vec<PathBuf>,
+    /// Output file (one input) or directory (several inputs, or an existing
+    /// directory): files keep their names.
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// What makes two responses duplicates.
+    #[arg(long, value_enum, default_value = "digest")]
+    pub by: DedupBy,
+    /// First-capture locations: loaded when the file exists, saved (merged) at the
+    /// end, so later crawls dedup against earlier ones.
+    #[arg(long)]
+    pub locations: Option<PathBuf>,
+}
+
+/// Runs a `warc` subcommand with the embedded in-memory store. Exit codes as
+/// [`run_cdx`].
+pub fn run_warc(cmd: &WarcCommand) -> anyhow::Result<i32> {
+    let mut report = Report::default();
+    match cmd {
+        WarcCommand::Index(a) => {
+            let types = index::record_filter(&a.records);
+            let mut out = Out::create(a.output.as_deref())?;
+            let start = std::time::Instant::now();
+            let s = index::index(&a.files, a.format, types.as_deref(), &mut out, &mut report)?;
+            out.finish()?;
+            let secs = start.elapsed().as_secs_f64().max(1e-9);
+            eprintln!(
+                "webdedup warc index: {} files, {} records, {} indexed, {:.1} MB/s",
+                s.files,
+                s.records,
+                s.indexed,
+                s.bytes as f64 / 1e6 / secs
+            );
+        }
+        WarcCommand::Dedup(a) => {
+            let store = MemStore::default();
+            let mut locations = match &a.locations {
+                Some(p) if p.exists() => dedup::Locations::load(p, &store, &mut report)?,
+                _ => dedup::Locations::default(),
+            };
+            let start = std::time::Instant::now();
+            let s = dedup::dedup(
+                &a.inputs,
+                &a.output,
+                a.by,
+                &store,
+                &mut locations,
+                &mut report,
+            )?;
+            if let Some(p) = &a.locations {
+                locations.save(p)?;
+            }
+            let secs = start.elapsed().as_secs_f64().max(1e-9);
+            eprintln!(
+                "webdedup warc dedup: {} files, {} records, {} responses, {} revisits written, {} duplicates kept as they are, {} -> {} bytes ({} saved, {:.1}%), {:.1} MB/s",
+                s.files,
+                s.records,
+                s.responses,
+                s.revisits_written,
+                s.duplicates_kept,
+                s.bytes_in,
+                s.bytes_out,
+                s.bytes_in as i64 - s.bytes_out as i64,
+                if s.bytes_in > 0 { 100.0 * (s.bytes_in as f64 - s.bytes_out as f64) / s.bytes_in as f64 } else { 0.0 },
+                s.bytes_in as f64 / 1e6 / secs
             );
         }
     }

@@ -17,6 +17,8 @@ pub struct ArcHeader {
     pub date: String,
     pub mime: String,
     pub length: u64,
+    /// Something wrong but recoverable in the line (a bad length read as 0).
+    pub warning: Option<String>,
 }
 
 /// Parses an ARC header line (without its newline).
@@ -35,10 +37,19 @@ pub fn parse_header(line: &[u8]) -> Result<ArcHeader, String> {
         return Err(format!("ARC header: bad archive date '{date}'"));
     }
     let len_field = fields[fields.len() - 1];
-    let length: u64 = len_field
-        .parse()
-        .map_err(|_| format!("ARC header: bad archive length '{len_field}'"))?;
+    // warcio reads a length that is not a number (`-1`, `abc`) as 0: so do we, with a
+    // warning.
+    let (length, warning) = match len_field.parse::<u64>() {
+        Ok(n) => (n, None),
+        Err(_) => (
+            0,
+            Some(format!(
+                "ARC header: bad archive length '{len_field}', read as 0"
+            )),
+        ),
+    };
     Ok(ArcHeader {
+        warning,
         url: fields[0].to_string(),
         ip: fields[1].to_string(),
         date: date[..date.len().min(14)].to_string(),
@@ -72,8 +83,10 @@ mod tests {
 
     #[test]
     fn bad_lines() {
-        assert!(parse_header(b"http://example.com/ 1.2.3.4 20140401000000 text/html -1").is_err());
-        assert!(parse_header(b"http://example.com/ 1.2.3.4 20140401000000 text/html abc").is_err());
+        let h = parse_header(b"http://example.com/ 1.2.3.4 20140401000000 text/html -1").unwrap();
+        assert_eq!((h.length, h.warning.is_some()), (0, true));
+        let h = parse_header(b"http://example.com/ 1.2.3.4 20140401000000 text/html abc").unwrap();
+        assert_eq!((h.length, h.warning.is_some()), (0, true));
         assert!(parse_header(b"1 0 Bad Capture").is_err());
         assert!(parse_header(b"http://a/ 1.2.3.4 2014xx text/html 5").is_err());
     }

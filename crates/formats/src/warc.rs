@@ -86,6 +86,8 @@ pub struct Record {
     pub payload_sha1: Option<[u8; 20]>,
     /// The record's Content-Length did not match the data (reported separately).
     pub mis_sized: bool,
+    /// A recoverable problem in the record's header (reported after the record).
+    pub warning: Option<String>,
 }
 
 impl Record {
@@ -110,7 +112,8 @@ impl Record {
             .unwrap_or(u)
     }
 
-    /// The capture date as a 14-digit timestamp (the first 14 digits of WARC-Date).
+    /// The capture date as a 14-digit timestamp (the first 14 digits of WARC-Date,
+    /// zero-padded as warcio does for dates without seconds).
     pub fn timestamp14(&self) -> String {
         if let Some(a) = &self.arc {
             return a.date.clone();
@@ -137,7 +140,8 @@ impl Record {
         self.http_len.map(|n| &self.block_prefix[..n])
     }
 
-    /// The HTTP status code (the token after `HTTP/x.y`), when parsed as HTTP.
+    /// The HTTP status code (the token after the protocol, `HTTP/x.y`), when parsed
+    /// as HTTP.
     pub fn http_status(&self) -> Option<&str> {
         let h = self.http_header_bytes()?;
         let line_end = memchr::memchr(b'\n', h).unwrap_or(h.len());
@@ -145,10 +149,7 @@ impl Record {
             .ok()?
             .trim_end_matches('\r');
         let mut it = line.splitn(3, ' ');
-        let proto = it.next()?;
-        if !proto.starts_with("HTTP/") {
-            return None;
-        }
+        it.next()?;
         it.next().map(|s| s.trim())
     }
 
@@ -291,6 +292,15 @@ impl ArchiveReader {
     pub fn next_item(&mut self) -> Option<Item> {
         loop {
             if let Some(it) = self.pending.pop_front() {
+                if let Item::Record(r) = &it {
+                    if let Some(w) = &r.warning {
+                        let offset = r.offset;
+                        self.pending.push_front(Item::Problem {
+                            offset,
+                            reason: w.clone(),
+                        });
+                    }
+                }
                 return Some(it);
             }
             if self.done {
@@ -773,7 +783,11 @@ fn parse_record(
         http_len: None,
         payload_sha1: None,
         mis_sized: false,
+        warning: None,
     };
+    if let Some(h) = &rec.arc {
+        rec.warning = h.warning.clone();
+    }
     // The block: a prefix in memory, the rest streamed.
     let want = content_length.min(PREFIX_MAX as u64) as usize;
     let mut prefix = Vec::with_capacity(want);
@@ -786,7 +800,9 @@ fn parse_record(
             u.starts_with("http:") || u.starts_with("https:")
         }
     };
-    if is_http && prefix.starts_with(b"HTTP/") || is_http && rec.rec_type() == "request" {
+    // As warcio without verify_http: any non-empty block of an http(s) response,
+    // revisit or request is read as HTTP headers, whatever its first line.
+    if is_http && !prefix.is_empty() {
         rec.http_len = Some(http_header_end(&prefix));
     }
     let compute = match opts.digest {
@@ -1119,7 +1135,12 @@ mod tests {
         let bad = arc.replace(&format!("text/html {}", body.len()), "text/html abc");
         let bad = format!("{bad}http://example.com/b 1.2.3.4 20140216050222 text/html 2\nok\n");
         let items = read(bad.as_bytes(), DigestMode::Never);
-        assert_eq!(problems(&items).len(), 1, "{items:?}");
+        // The bad length is read as 0 (as warcio does) and reported; the block that
+        // follows is then reported as garbage.
+        assert!(
+            problems(&items)[0].1.contains("bad archive length"),
+            "{items:?}"
+        );
         assert_eq!(
             records(&items).last().unwrap().target_uri(),
             "http://example.com/b"
