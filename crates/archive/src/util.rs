@@ -134,7 +134,7 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         None => (s, 1),
     };
     let n: f64 = num.trim().parse().map_err(|_| format!("bad size '{s}'"))?;
-    if !(n >= 0.0) {
+    if n.is_nan() || n < 0.0 {
         return Err(format!("bad size '{s}'"));
     }
     Ok((n * mult as f64) as u64)

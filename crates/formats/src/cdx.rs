@@ -447,7 +447,9 @@ fn json_string(out: &mut String, v: &str) {
 mod tests {
     use super::*;
 
-    fn read_all(text: &str) -> Vec<Result<(String, String, String, String), (u64, String)>> {
+    type Fields = (String, String, String, String);
+
+    fn read_all(text: &str) -> Vec<Result<Fields, (u64, String)>> {
         let mut r = CdxReader::new(text.as_bytes());
         let mut out = Vec::new();
         while let Some(item) = r.next_line().unwrap() {

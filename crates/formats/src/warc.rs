@@ -810,7 +810,7 @@ fn parse_record(
         DigestMode::Always => true,
         DigestMode::IfMissing => rec
             .header("WARC-Payload-Digest")
-            .is_none_or(|d| d.is_empty()),
+            .map_or(true, |d| d.is_empty()),
     };
     let mut hasher = compute.then(Sha1::new);
     if let Some(h) = hasher.as_mut() {
@@ -866,7 +866,7 @@ pub fn base32(bytes: &[u8]) -> String {
     if bits > 0 {
         out.push(ALPHABET[((buffer << (5 - bits)) & 31) as usize] as char);
     }
-    while out.len() % 8 != 0 {
+    while out.len() & 7 != 0 {
         out.push('=');
     }
     out
