@@ -808,9 +808,9 @@ fn parse_record(
     let compute = match opts.digest {
         DigestMode::Never => false,
         DigestMode::Always => true,
-        DigestMode::IfMissing => rec
+        DigestMode::IfMissing => !rec
             .header("WARC-Payload-Digest")
-            .map_or(true, |d| d.is_empty()),
+            .is_some_and(|d| !d.is_empty()),
     };
     let mut hasher = compute.then(Sha1::new);
     if let Some(h) = hasher.as_mut() {
