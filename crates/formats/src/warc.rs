@@ -808,9 +808,7 @@ fn parse_record(
     let compute = match opts.digest {
         DigestMode::Never => false,
         DigestMode::Always => true,
-        DigestMode::IfMissing => !rec
-            .header("WARC-Payload-Digest")
-            .is_some_and(|d| !d.is_empty()),
+        DigestMode::IfMissing => rec.header("WARC-Payload-Digest").unwrap_or("").is_empty(),
     };
     let mut hasher = compute.then(Sha1::new);
     if let Some(h) = hasher.as_mut() {
