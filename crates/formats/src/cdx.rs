@@ -21,7 +21,7 @@
 //! case (base32 is case-insensitive).
 
 use std::borrow::Cow;
-use std::io::{self, BufRead};
+use std::io;
 
 /// Column indices of the fields webdedup uses, for one CDX layout.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -68,6 +68,15 @@ impl Columns {
 
     /// The layout guessed from a line's field count (pywb's rule), if known.
     pub fn from_count(n: usize) -> Option<Columns> {
+        static BY_COUNT: std::sync::OnceLock<Vec<Option<Columns>>> = std::sync::OnceLock::new();
+        BY_COUNT
+            .get_or_init(|| (0..16).map(Columns::compute_from_count).collect())
+            .get(n)
+            .copied()
+            .flatten()
+    }
+
+    fn compute_from_count(n: usize) -> Option<Columns> {
         let legend: &[&[u8]] = match n {
             7 => &[b"N", b"b", b"a", b"m", b"s", b"k", b"S"],
             9 | 12 => &[b"N", b"b", b"a", b"m", b"s", b"k", b"r", b"V", b"g"],
@@ -134,20 +143,30 @@ pub enum CdxItem<'a> {
     },
 }
 
+/// Longest line accepted; longer ones are reported and skipped.
+pub const MAX_LINE: usize = 16 << 20;
+
 /// Reads CDX / CDXJ lines from a stream, following legend lines when present.
+/// Lines are parsed in place in a large buffer (no copy per line).
 pub struct CdxReader<R> {
     reader: R,
     buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    eof: bool,
     line_no: u64,
     legend: Option<Columns>,
     fields: Vec<(usize, usize)>,
 }
 
-impl<R: BufRead> CdxReader<R> {
+impl<R: io::Read> CdxReader<R> {
     pub fn new(reader: R) -> Self {
         CdxReader {
             reader,
-            buf: Vec::with_capacity(1024),
+            buf: vec![0; 1 << 20],
+            start: 0,
+            end: 0,
+            eof: false,
             line_no: 0,
             legend: None,
             fields: Vec::with_capacity(16),
@@ -159,23 +178,79 @@ impl<R: BufRead> CdxReader<R> {
         self.line_no
     }
 
+    /// The next line as a range of `buf` (without `\n`), or `Err(len)` for a line
+    /// longer than [`MAX_LINE`] (skipped).
+    fn raw_line(&mut self) -> io::Result<Option<Result<(usize, usize), usize>>> {
+        let mut skipped = 0usize;
+        loop {
+            if let Some(i) = memchr::memchr(b'\n', &self.buf[self.start..self.end]) {
+                let s = self.start;
+                self.start += i + 1;
+                if skipped > 0 {
+                    return Ok(Some(Err(skipped + i)));
+                }
+                return Ok(Some(Ok((s, s + i))));
+            }
+            if self.eof {
+                if self.start < self.end {
+                    let s = self.start;
+                    self.start = self.end;
+                    if skipped > 0 {
+                        return Ok(Some(Err(skipped + self.end - s)));
+                    }
+                    return Ok(Some(Ok((s, self.end))));
+                }
+                return Ok(None);
+            }
+            if self.start > 0 {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.end -= self.start;
+                self.start = 0;
+            }
+            if self.end == self.buf.len() {
+                if self.buf.len() >= MAX_LINE {
+                    skipped += self.end;
+                    self.end = 0;
+                } else {
+                    self.buf.resize(self.buf.len() * 2, 0);
+                }
+            }
+            let n = loop {
+                match self.reader.read(&mut self.buf[self.end..]) {
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    r => break r?,
+                }
+            };
+            if n == 0 {
+                self.eof = true;
+            }
+            self.end += n;
+        }
+    }
+
     /// The next record or malformed line; `None` at the end. Blank lines and legend
     /// lines are consumed silently.
     pub fn next_line(&mut self) -> io::Result<Option<CdxItem<'_>>> {
         loop {
-            self.buf.clear();
-            if self.reader.read_until(b'\n', &mut self.buf)? == 0 {
-                return Ok(None);
-            }
+            let (start, mut end) = match self.raw_line()? {
+                None => return Ok(None),
+                Some(Ok(r)) => r,
+                Some(Err(len)) => {
+                    self.line_no += 1;
+                    return Ok(Some(CdxItem::Bad {
+                        line: self.line_no,
+                        reason: format!("line of {len} bytes is too long"),
+                    }));
+                }
+            };
             self.line_no += 1;
-            let mut end = self.buf.len();
-            while end > 0 && (self.buf[end - 1] == b'\n' || self.buf[end - 1] == b'\r') {
+            while end > start && (self.buf[end - 1] == b'\n' || self.buf[end - 1] == b'\r') {
                 end -= 1;
             }
-            if end == 0 {
+            if end == start {
                 continue;
             }
-            let line = &self.buf[..end];
+            let line = &self.buf[start..end];
             let trimmed = trim_start(line);
             if trimmed.starts_with(b"CDX ") || trimmed == b"CDX" {
                 let letters: Vec<&[u8]> = trimmed[3..]
@@ -194,7 +269,7 @@ impl<R: BufRead> CdxReader<R> {
                 continue;
             }
             let line_no = self.line_no;
-            let buf = &self.buf[..end];
+            let buf = &self.buf[start..end];
             return Ok(Some(
                 match parse_line(buf, self.legend.as_ref(), &mut self.fields) {
                     Ok(r) => CdxItem::Record(r),
@@ -500,6 +575,26 @@ mod tests {
             .collect();
         assert_eq!(digests, ["D1", "D2", "D3", "D4"]);
         assert!(got[4].as_ref().unwrap_err().1.contains("8 fields"));
+    }
+
+    #[test]
+    fn lines_across_buffer_refills_and_too_long_lines() {
+        let mut text = String::new();
+        for i in 0..40_000 {
+            text += &format!("a)/{i} 20200101000000 http://a/{i} text/html 200 D{i} - 10 f.warc\n");
+        }
+        text += &"x".repeat(MAX_LINE + 10);
+        text += "\n";
+        text += "b)/ 20200101000000 http://b/ text/html 200 LAST - 10 f.warc";
+        let got = read_all(&text);
+        assert_eq!(got.len(), 40_002);
+        assert!(got[..40_000]
+            .iter()
+            .enumerate()
+            .all(|(i, r)| r.as_ref().unwrap().2 == format!("D{i}")));
+        assert_eq!(got[40_000].as_ref().unwrap_err().0, 40_001);
+        assert!(got[40_000].as_ref().unwrap_err().1.contains("too long"));
+        assert_eq!(got[40_001].as_ref().unwrap().2, "LAST");
     }
 
     #[test]
