@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use webdedup_formats::output::{AtomicOutput, OutputCompression};
 use webdedup_formats::warc::{
-    sha1_base32, write_record, ArchiveReader, DigestMode, Format, Item, ReadOptions, Record,
+    base32, sha1_base32, write_record, ArchiveReader, DigestMode, Format, Item, ReadOptions, Record,
 };
 use webdedup_store::Store;
 
@@ -149,6 +149,28 @@ pub struct DedupStats {
     pub duplicates_kept: u64,
     pub bytes_in: u64,
     pub bytes_out: u64,
+    /// Responses whose WARC-Payload-Digest differs from their payload (kept).
+    pub digest_mismatch: u64,
+}
+
+/// Whether `claimed` is a SHA-1 digest (base32 or hex) different from `sha1`.
+/// Digests of other algorithms cannot be checked and are not "other".
+pub fn claims_other_sha1(claimed: &str, sha1: &[u8; 20]) -> bool {
+    let Some((label, value)) = claimed.split_once(':') else {
+        return false;
+    };
+    if !label.trim().eq_ignore_ascii_case("sha1") && !label.trim().eq_ignore_ascii_case("sha-1") {
+        return false;
+    }
+    let value = value.trim();
+    if value.len() == 32 {
+        !value.eq_ignore_ascii_case(&base32(sha1))
+    } else if value.len() == 40 {
+        let hex: String = sha1.iter().map(|b| format!("{b:02x}")).collect();
+        !value.eq_ignore_ascii_case(&hex)
+    } else {
+        true
+    }
 }
 
 /// One candidate record waiting for the store's verdict.
@@ -315,7 +337,7 @@ pub fn dedup(
         let mut reader = match ArchiveReader::open(
             input,
             ReadOptions {
-                digest: DigestMode::IfMissing,
+                digest: DigestMode::Always,
             },
         ) {
             Ok(r) => r,
@@ -355,9 +377,22 @@ pub fn dedup(
                 continue;
             }
             job.stats.responses += 1;
-            let Some(digest) = rec.payload_digest() else {
+            // The key is the SHA-1 of the payload as read, never a header's claim: a
+            // wrong WARC-Payload-Digest must not turn a new payload into a revisit.
+            let Some(sha1) = rec.payload_sha1 else {
                 continue;
             };
+            let digest = format!("sha1:{}", base32(&sha1));
+            if let Some(claimed) = rec.header("WARC-Payload-Digest") {
+                if claims_other_sha1(claimed, &sha1) {
+                    job.stats.digest_mismatch += 1;
+                    report.bad(
+                        format_args!("{}: offset {}", input.display(), rec.offset),
+                        format_args!("WARC-Payload-Digest {claimed} does not match the payload ({digest}); record kept as it is"),
+                    );
+                    continue;
+                }
+            }
             let urlkey = match by {
                 DedupBy::Digest => String::new(),
                 DedupBy::UrlDigest => url_key(rec.target_uri()),

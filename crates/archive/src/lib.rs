@@ -212,12 +212,13 @@ pub fn run_warc(cmd: &WarcCommand) -> anyhow::Result<i32> {
             }
             let secs = start.elapsed().as_secs_f64().max(1e-9);
             eprintln!(
-                "webdedup warc dedup: {} files, {} records, {} responses, {} revisits written, {} duplicates kept as they are, {} -> {} bytes ({} saved, {:.1}%), {:.1} MB/s",
+                "webdedup warc dedup: {} files, {} records, {} responses, {} revisits written, {} duplicates kept as they are, {} payload digest mismatches, {} -> {} bytes ({} saved, {:.1}%), {:.1} MB/s",
                 s.files,
                 s.records,
                 s.responses,
                 s.revisits_written,
                 s.duplicates_kept,
+                s.digest_mismatch,
                 s.bytes_in,
                 s.bytes_out,
                 s.bytes_in as i64 - s.bytes_out as i64,

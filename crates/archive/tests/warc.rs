@@ -334,3 +334,28 @@ fn index_offsets_point_at_records() {
         "{first}"
     );
 }
+
+/// A response whose WARC-Payload-Digest claims an earlier payload but whose payload
+/// differs must be kept (and reported), never replaced by a revisit.
+#[test]
+fn a_lying_payload_digest_never_makes_a_revisit() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("lie.warc.gz");
+    let honest = resp(2, "http://a.org/", "the real payload");
+    let mut lie = resp(4, "http://b.org/", "another payload");
+    lie.digest_header = false;
+    let mut bytes = record_bytes(&honest);
+    // Record 4 claims record 2's digest.
+    let claimed = sha1_base32(b"the real payload");
+    let text = String::from_utf8(record_bytes(&lie)).unwrap();
+    let text = text.replacen(
+        "Content-Type: application/http",
+        &format!("WARC-Payload-Digest: {claimed}\r\nContent-Type: application/http"),
+        1,
+    );
+    bytes.extend_from_slice(text.as_bytes());
+    fs::write(&input, &bytes).unwrap();
+    let out = dir.path().join("out.warc.gz");
+    assert_eq!(dedup(vec![input.clone()], &out, DedupBy::Digest, None), 1);
+    assert_eq!(fs::read(&out).unwrap(), bytes, "nothing replaced");
+}
