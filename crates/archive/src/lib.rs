@@ -94,7 +94,16 @@ pub fn run_cdx(cmd: &CdxCommand) -> anyhow::Result<i32> {
     let mut report = Report::default();
     match cmd {
         CdxCommand::Dups(a) => {
-            let store = MemStore::default();
+            // Presized for about one key per 100 bytes of (uncompressed) input, so the
+            // table rarely grows; 9 bytes per key.
+            let bytes: u64 = a
+                .files
+                .iter()
+                .filter_map(|f| std::fs::metadata(f).ok())
+                .map(|m| m.len())
+                .sum();
+            let keys = (bytes / 100).min(1 << 31) as usize;
+            let store = MemStore::with_capacity(webdedup_store::DEFAULT_BLOCKS, keys);
             let mut out = Out::create(a.output.as_deref())?;
             let s = cdx_cmd::dups(&a.files, a.lines, &store, &mut out, &mut report)?;
             out.finish()?;
