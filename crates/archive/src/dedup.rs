@@ -190,7 +190,6 @@ struct FileJob<'a> {
     input: File,
     out: AtomicOutput,
     out_name: String,
-    gzip: bool,
     copied: u64,
     /// Output offset minus input offset for the bytes being copied now.
     delta: i64,
@@ -240,7 +239,7 @@ impl FileJob<'_> {
                 }
             };
             let revisit = revisit_record(&c.rec, &first);
-            let bytes = if self.gzip {
+            let bytes = if c.rec.gzip {
                 gzip_member(&revisit)?
             } else {
                 revisit
@@ -353,7 +352,6 @@ pub fn dedup(
             out: AtomicOutput::create(&out_path, OutputCompression::None)
                 .with_context(|| format!("cannot create {}", out_path.display()))?,
             out_name: base_name(&out_path),
-            gzip: reader.is_gzip(),
             copied: 0,
             delta: 0,
             store,

@@ -67,6 +67,8 @@ pub struct Record {
     pub end: u64,
     /// For gzip files: the record is exactly one gzip member (it can be replaced).
     pub own_member: bool,
+    /// The record was read from a gzip member.
+    pub gzip: bool,
     /// Raw header bytes: WARC version line to blank line included; ARC header line.
     pub header: Vec<u8>,
     /// Header fields in order (ARC records get WARC-style names).
@@ -367,9 +369,15 @@ impl ArchiveReader {
                 rec.length = content_end - start;
                 let truncated = rec.block_read < rec.content_length;
                 let mut next_ok = true;
+                let mut switch_to_gzip = false;
                 if !truncated {
                     let _ = skip_blank_lines(src);
                     next_ok = match src.fill_buf() {
+                        Ok(b) if b.starts_with(&[0x1f, 0x8b, 0x08]) => {
+                            // Uncompressed then gzip records (concatenated files).
+                            switch_to_gzip = true;
+                            true
+                        }
                         Ok(b) => b.is_empty() || starts_record(fmt, b),
                         Err(_) => true,
                     };
@@ -384,7 +392,7 @@ impl ArchiveReader {
                     self.done = true;
                 } else if !next_ok {
                     rec.mis_sized = true;
-                    let next = self.find_plain_record(body_start.max(start + 1), fmt);
+                    let next = self.resync(body_start.max(start + 1), fmt);
                     rec.end = next.unwrap_or(content_end);
                     self.pending.push_back(Item::Record(Box::new(rec)));
                     let reason = match next {
@@ -398,10 +406,11 @@ impl ArchiveReader {
                 } else {
                     rec.end = self.src.as_ref().map(|s| s.pos).unwrap_or(content_end);
                     self.pending.push_back(Item::Record(Box::new(rec)));
+                    self.gzip = switch_to_gzip;
                 }
             }
             Err(ParseError::Garbage(reason)) => {
-                let next = self.find_plain_record(start + 1, fmt);
+                let next = self.resync(start + 1, fmt);
                 let tail = match next {
                     Some(n) => format!("skipped to the next record at offset {n}"),
                     None => "no further record found".into(),
@@ -429,9 +438,13 @@ impl ArchiveReader {
         }
     }
 
-    /// The next offset at or after `from` where a record header line starts.
-    fn find_plain_record(&self, from: u64, fmt: Format) -> Option<u64> {
-        find_line(&self.file, from, |line| starts_record(fmt, line))
+    /// The next offset at or after `from` where a record starts: a header line or a
+    /// gzip member, whichever comes first; switches between plain and gzip reading
+    /// accordingly (so a gzip WARC behind garbage, or mixed files, are read).
+    fn resync(&mut self, from: u64, fmt: Format) -> Option<u64> {
+        let (pos, gzip) = find_next(&self.file, from, fmt)?;
+        self.gzip = gzip;
+        Some(pos)
     }
 
     fn step_gzip(&mut self) {
@@ -454,10 +467,11 @@ impl ArchiveReader {
                 return;
             }
             if !head.starts_with(&[0x1f, 0x8b]) {
-                let next = find_gzip(&self.file, start + 1);
+                let fmt = self.format.unwrap_or(Format::Warc);
+                let next = self.resync(start + 1, fmt);
                 let tail = match next {
-                    Some(n) => format!("skipped to the next gzip member at offset {n}"),
-                    None => "no further gzip member found".into(),
+                    Some(n) => format!("skipped to the next record at offset {n}"),
+                    None => "no further record found".into(),
                 };
                 self.problem(
                     start,
@@ -504,6 +518,7 @@ impl ArchiveReader {
                     Err(e) => return self.corrupt_member(e),
                 };
                 rec.offset = member_start;
+                rec.gzip = true;
                 if at_end && self.member_records == 0 {
                     let end = dec.get_ref().get_ref().pos;
                     rec.own_member = true;
@@ -555,10 +570,11 @@ impl ArchiveReader {
     fn corrupt_member(&mut self, e: io::Error) {
         let start = self.member_start;
         self.finish_member();
-        let next = find_gzip(&self.file, start + 1);
+        let fmt = self.format.unwrap_or(Format::Warc);
+        let next = self.resync(start + 1, fmt);
         let tail = match next {
-            Some(n) => format!("resuming at the next gzip member at offset {n}"),
-            None => "no further gzip member found".into(),
+            Some(n) => format!("resuming at the next record at offset {n}"),
+            None => "no further record found".into(),
         };
         self.problem(
             start,
@@ -595,52 +611,43 @@ fn skip_blank_lines(r: &mut impl BufRead) -> io::Result<()> {
     }
 }
 
-/// Scans the file from `from` for the next position at a line start (or at `from`
-/// itself) where `test(rest of the file from there)` holds, looking at 8 KiB.
-fn find_line(file: &File, from: u64, test: impl Fn(&[u8]) -> bool) -> Option<u64> {
+/// The next position at or after `from` where a record starts: a line start (or
+/// `from` itself after a newline) where a record header line of `fmt` begins
+/// (`false`), or a gzip member header `1f 8b 08` (`true`), whichever comes first.
+fn find_next(file: &File, from: u64, fmt: Format) -> Option<(u64, bool)> {
     let mut chunk = vec![0u8; 1 << 20];
     let mut window = vec![0u8; 8192];
-    let mut pos = from;
-    let check = |at: u64, window: &mut Vec<u8>| -> bool {
-        match file.read_at(window, at) {
-            Ok(n) if n > 0 => test(&window[..n]),
+    let mut check = |at: u64| -> bool {
+        match file.read_at(&mut window, at) {
+            Ok(n) if n > 0 => starts_record(fmt, &window[..n]),
             _ => false,
         }
     };
-    if check(from, &mut window) && from > 0 {
+    if from > 0 {
         let mut prev = [0u8; 1];
-        if file.read_at(&mut prev, from - 1).ok() == Some(1) && prev[0] == b'\n' {
-            return Some(from);
+        if file.read_at(&mut prev, from - 1).ok() == Some(1) && prev[0] == b'\n' && check(from) {
+            return Some((from, false));
         }
     }
+    let mut pos = from;
     loop {
         let n = file.read_at(&mut chunk, pos).ok()?;
         if n == 0 {
             return None;
         }
-        for i in memchr::memchr_iter(b'\n', &chunk[..n]) {
+        let gz = memchr::memmem::find(&chunk[..n], &[0x1f, 0x8b, 0x08]);
+        let limit = gz.unwrap_or(n);
+        for i in memchr::memchr_iter(b'\n', &chunk[..limit]) {
             let at = pos + i as u64 + 1;
-            if check(at, &mut window) {
-                return Some(at);
+            if check(at) {
+                return Some((at, false));
             }
         }
-        pos += n as u64;
-    }
-}
-
-/// The next gzip member header (`1f 8b 08`) at or after `from`.
-fn find_gzip(file: &File, from: u64) -> Option<u64> {
-    let mut chunk = vec![0u8; 1 << 20];
-    let mut pos = from;
-    loop {
-        let n = file.read_at(&mut chunk, pos).ok()?;
-        if n < 3 {
-            return None;
+        if let Some(i) = gz {
+            return Some((pos + i as u64, true));
         }
-        if let Some(i) = memchr::memmem::find(&chunk[..n], &[0x1f, 0x8b, 0x08]) {
-            return Some(pos + i as u64);
-        }
-        pos += (n - 2) as u64;
+        // Keep two bytes of overlap for a gzip header across chunks.
+        pos += if n > 2 { (n - 2) as u64 } else { n as u64 };
     }
 }
 
@@ -774,6 +781,7 @@ fn parse_record(
         length: 0,
         end: 0,
         own_member: false,
+        gzip: false,
         header,
         fields,
         arc: arc_header,
@@ -1073,6 +1081,25 @@ mod tests {
         let items = read(&gzipped[..gzipped.len() - 10], DigestMode::Never);
         assert_eq!(records(&items).len(), 1);
         assert!(problems(&items)[0].1.contains("gzip"));
+    }
+
+    #[test]
+    fn garbage_before_gzip_and_mixed_compression() {
+        let a = response("http://a.org/", "2020-01-01T00:00:00Z", "hello");
+        let b = response("http://b.org/", "2020-01-02T00:00:00Z", "world!");
+        let junk = b"\x00\xffnot a warc at all\n\x01\x02".to_vec();
+        let items = read(&[junk.clone(), gz(&a), gz(&b)].concat(), DigestMode::Never);
+        let recs = records(&items);
+        assert_eq!(recs.len(), 2, "{items:?}");
+        assert!(recs.iter().all(|r| r.gzip && r.own_member));
+        assert_eq!(recs[0].offset, junk.len() as u64);
+        assert_eq!(problems(&items).len(), 1);
+        // A plain record, then gzip members: no problem.
+        let items = read(&[a.clone(), gz(&b)].concat(), DigestMode::Never);
+        let recs = records(&items);
+        assert_eq!(recs.len(), 2, "{items:?}");
+        assert!(problems(&items).is_empty(), "{items:?}");
+        assert!(!recs[0].gzip && recs[1].gzip);
     }
 
     #[test]
