@@ -320,11 +320,11 @@ fn merge_runs(runs: &[PathBuf], out: &mut dyn Write) -> io::Result<u64> {
     Ok(versions)
 }
 
-/// Runs `cdx dates`: reads the CDX/CDXJ `files` and the dates file `merge` (if any),
-/// writes the sorted versions with all their dates to `out`.
+/// Runs `cdx dates`: reads the CDX/CDXJ `files` and the dates (or `.dup`) files
+/// `merge`, writes the sorted versions with all their dates to `out`.
 pub fn dates(
     files: &[PathBuf],
-    merge: Option<&Path>,
+    merge: &[PathBuf],
     opts: &DatesOptions,
     out: &mut dyn Write,
     report: &mut Report,
@@ -333,7 +333,7 @@ pub fn dates(
     let mut b =
         RunBuilder::new(opts).context("cannot create the temporary directory for sort runs")?;
     let mut digest = Vec::with_capacity(64);
-    if let Some(m) = merge {
+    for m in merge {
         read_dates_file(m, &mut b, &mut stats, report)?;
     }
     let mut read = ReadCounts::default();

@@ -71,12 +71,12 @@ pub struct RevisitsArgs {
 
 #[derive(Debug, Args)]
 pub struct DatesArgs {
-    /// CDX / CDXJ files (or `.dup` files of `cdx dups`).
-    #[arg(required = true)]
+    /// CDX / CDXJ files.
     pub files: Vec<PathBuf>,
-    /// An existing dates file (`urlkey sha1:DIGEST DATE...`) to merge with.
+    /// Dates files (`urlkey sha1:DIGEST DATE...`, e.g. an earlier output) or `.dup`
+    /// files of `cdx dups` to merge with; repeatable.
     #[arg(long)]
-    pub merge: Option<PathBuf>,
+    pub merge: Vec<PathBuf>,
     /// Memory for the sort buffer (e.g. 512M, 2G).
     #[arg(long, default_value = "1G", value_parser = util::parse_size)]
     pub memory: u64,
@@ -128,7 +128,7 @@ pub fn run_cdx(cmd: &CdxCommand) -> anyhow::Result<i32> {
                 ..Default::default()
             };
             let mut out = Out::create(a.output.as_deref())?;
-            let s = dates::dates(&a.files, a.merge.as_deref(), &opts, &mut out, &mut report)?;
+            let s = dates::dates(&a.files, &a.merge, &opts, &mut out, &mut report)?;
             out.finish()?;
             eprintln!(
                 "webdedup cdx dates: {} lines, {} versions, {} without digest, {} bad lines, {} sort runs",

@@ -47,7 +47,7 @@ impl Report {
 /// suffix `.gz` / `.zst`).
 pub enum Out {
     Stdout(BufWriter<io::Stdout>),
-    File(AtomicOutput),
+    File(Box<AtomicOutput>),
 }
 
 impl Out {
@@ -57,7 +57,10 @@ impl Out {
             Some(p) if p.as_os_str() == "-" => {
                 Ok(Out::Stdout(BufWriter::with_capacity(1 << 17, io::stdout())))
             }
-            Some(p) => Ok(Out::File(AtomicOutput::create(p, compression_of(p))?)),
+            Some(p) => Ok(Out::File(Box::new(AtomicOutput::create(
+                p,
+                compression_of(p),
+            )?))),
         }
     }
 

@@ -159,7 +159,7 @@ fn dates_gathers_and_merges() {
     let out = dir.path().join("dates");
     let code = run_cdx(&CdxCommand::Dates(DatesArgs {
         files: vec![input],
-        merge: Some(old),
+        merge: vec![old],
         memory: 1 << 20,
         tmp_dir: Some(dir.path().to_owned()),
         output: Some(out.clone()),
@@ -207,7 +207,7 @@ fn dates_external_sort_with_tiny_memory() {
     };
     let mut out = Vec::new();
     let mut report = Report::default();
-    let stats = dates::dates(&[input], None, &opts, &mut out, &mut report).unwrap();
+    let stats = dates::dates(&[input], &[], &opts, &mut out, &mut report).unwrap();
     assert!(stats.runs >= 4, "expected several runs, got {stats:?}");
     assert!(
         stats.merge_passes >= 2,

@@ -373,7 +373,7 @@ impl ArchiveReader {
                 if !truncated {
                     let _ = skip_blank_lines(src);
                     next_ok = match src.fill_buf() {
-                        Ok(b) if b.starts_with(&[0x1f, 0x8b, 0x08]) => {
+                        Ok([0x1f, 0x8b, 0x08, ..]) => {
                             // Uncompressed then gzip records (concatenated files).
                             switch_to_gzip = true;
                             true
