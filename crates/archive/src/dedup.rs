@@ -330,7 +330,9 @@ pub fn dedup(
     let single = inputs.len() == 1;
     for input in inputs {
         let out_path = output_path(input, out, single);
-        if out_path == *input {
+        let same = out_path == *input
+            || matches!((std::fs::canonicalize(&out_path), std::fs::canonicalize(input)), (Ok(a), Ok(b)) if a == b);
+        if same {
             anyhow::bail!("output {} would overwrite its input", out_path.display());
         }
         let mut reader = match ArchiveReader::open(
@@ -345,6 +347,13 @@ pub fn dedup(
                 continue;
             }
         };
+        if !reader.is_gzip() && out_path.to_string_lossy().ends_with(".gz") {
+            eprintln!(
+                "webdedup: note: {} is not gzip-compressed, so {} is not either (records are copied as they are)",
+                input.display(),
+                out_path.display()
+            );
+        }
         let file = File::open(input).with_context(|| format!("cannot open {}", input.display()))?;
         let len = file.metadata()?.len();
         let mut job = FileJob {

@@ -359,3 +359,19 @@ fn a_lying_payload_digest_never_makes_a_revisit() {
     assert_eq!(dedup(vec![input.clone()], &out, DedupBy::Digest, None), 1);
     assert_eq!(fs::read(&out).unwrap(), bytes, "nothing replaced");
 }
+
+#[test]
+fn refuses_to_overwrite_its_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let (c1, _) = crawls(dir.path(), true);
+    let before = fs::read(&c1).unwrap();
+    // `-o DIR/.` names the input's own directory in another spelling.
+    let r = run_warc(&WarcCommand::Dedup(DedupArgs {
+        inputs: vec![c1.clone()],
+        output: dir.path().join("."),
+        by: DedupBy::Digest,
+        locations: None,
+    }));
+    assert!(r.is_err());
+    assert_eq!(fs::read(&c1).unwrap(), before);
+}
