@@ -3,7 +3,7 @@
 //! computed when the record has none, gzip member offsets and lengths).
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use webdedup_formats::cdx::{write_cdx11, write_cdxj, IndexEntry};
 use webdedup_formats::warc::{ArchiveReader, DigestMode, Item, ReadOptions, Record};
@@ -100,59 +100,110 @@ pub fn entry(rec: &Record, filename: &str) -> IndexEntry {
     }
 }
 
-/// Indexes `files` into `out`. Problems are reported with file and byte offset.
+/// The index of one file: its lines, its problems (place, reason), its counts.
+struct FileIndex {
+    lines: Vec<u8>,
+    problems: Vec<(String, String)>,
+    stats: IndexStats,
+}
+
+fn index_file(file: &Path, format: IndexFormat, types: Option<&[String]>) -> FileIndex {
+    let mut fi = FileIndex {
+        lines: Vec::new(),
+        problems: Vec::new(),
+        stats: IndexStats::default(),
+    };
+    let mut reader = match ArchiveReader::open(
+        file,
+        ReadOptions {
+            digest: DigestMode::IfMissing,
+        },
+    ) {
+        Ok(r) => r,
+        Err(e) => {
+            fi.problems
+                .push((file.display().to_string(), format!("cannot open: {e}")));
+            return fi;
+        }
+    };
+    fi.stats.files = 1;
+    let name = base_name(file);
+    while let Some(item) = reader.next_item() {
+        match item {
+            Item::Problem { offset, reason } => fi
+                .problems
+                .push((format!("{}: offset {offset}", file.display()), reason)),
+            Item::Record(rec) => {
+                fi.stats.records += 1;
+                if !included(&rec, types) {
+                    continue;
+                }
+                fi.stats.indexed += 1;
+                let e = entry(&rec, &name);
+                // Writing to a Vec cannot fail.
+                let _ = match format {
+                    IndexFormat::Cdxj => write_cdxj(&mut fi.lines, &e),
+                    IndexFormat::Cdx11 => write_cdx11(&mut fi.lines, &e),
+                };
+            }
+        }
+    }
+    fi.stats.bytes = std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
+    fi
+}
+
+/// Indexes `files` into `out`, in file order, `threads` files at a time. Problems are
+/// reported with file and byte offset. Each file's index is built in memory (about
+/// 250 bytes per record) and written when the files before it are done.
 pub fn index(
     files: &[PathBuf],
     format: IndexFormat,
     types: Option<&[String]>,
+    threads: usize,
     out: &mut dyn Write,
     report: &mut Report,
 ) -> anyhow::Result<IndexStats> {
     let mut stats = IndexStats::default();
-    let mut buf = Vec::with_capacity(1 << 16);
     if format == IndexFormat::Cdx11 {
         writeln!(out, "{}", webdedup_formats::cdx::CDX11_LEGEND)?;
     }
-    for file in files {
-        let mut reader = match ArchiveReader::open(
-            file,
-            ReadOptions {
-                digest: DigestMode::IfMissing,
-            },
-        ) {
-            Ok(r) => r,
-            Err(e) => {
-                report.bad(file.display(), format_args!("cannot open: {e}"));
-                continue;
-            }
-        };
-        stats.files += 1;
-        let name = base_name(file);
-        while let Some(item) = reader.next_item() {
-            match item {
-                Item::Problem { offset, reason } => {
-                    report.bad(format_args!("{}: offset {offset}", file.display()), reason)
+    let threads = threads.clamp(1, files.len().max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let (tx, rx) = std::sync::mpsc::channel::<(usize, FileIndex)>();
+    std::thread::scope(|scope| -> anyhow::Result<()> {
+        for _ in 0..threads {
+            let tx = tx.clone();
+            let next = &next;
+            scope.spawn(move || loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i >= files.len() || tx.send((i, index_file(&files[i], format, types))).is_err() {
+                    break;
                 }
-                Item::Record(rec) => {
-                    stats.records += 1;
-                    if !included(&rec, types) {
-                        continue;
-                    }
-                    stats.indexed += 1;
-                    let e = entry(&rec, &name);
-                    match format {
-                        IndexFormat::Cdxj => write_cdxj(&mut buf, &e)?,
-                        IndexFormat::Cdx11 => write_cdx11(&mut buf, &e)?,
-                    }
-                    if buf.len() >= 1 << 16 {
-                        out.write_all(&buf)?;
-                        buf.clear();
-                    }
+            });
+        }
+        drop(tx);
+        let mut pending = std::collections::BTreeMap::new();
+        let mut want = 0;
+        let mut result = Ok(());
+        for (i, fi) in rx {
+            pending.insert(i, fi);
+            while let Some(fi) = pending.remove(&want) {
+                want += 1;
+                for (place, reason) in &fi.problems {
+                    report.bad(place, reason);
+                }
+                stats.files += fi.stats.files;
+                stats.records += fi.stats.records;
+                stats.indexed += fi.stats.indexed;
+                stats.bytes += fi.stats.bytes;
+                if result.is_ok() {
+                    result = out.write_all(&fi.lines);
                 }
             }
         }
-        stats.bytes += std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
-    }
-    out.write_all(&buf)?;
+        // On a write error the workers finish their current file and stop when
+        // the channel closes.
+        Ok(result?)
+    })?;
     Ok(stats)
 }

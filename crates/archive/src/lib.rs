@@ -158,6 +158,10 @@ pub struct IndexArgs {
     /// Record types to index, comma-separated, or `all`.
     #[arg(long, default_value = "response,revisit,resource,metadata")]
     pub records: String,
+    /// Files indexed in parallel (default: the number of CPUs); output order is the
+    /// file order whatever the value.
+    #[arg(long)]
+    pub threads: Option<usize>,
     /// Output file (default stdout); `.gz` / `.zst` compress.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
@@ -190,7 +194,18 @@ pub fn run_warc(cmd: &WarcCommand) -> anyhow::Result<i32> {
             let types = index::record_filter(&a.records);
             let mut out = Out::create(a.output.as_deref())?;
             let start = std::time::Instant::now();
-            let s = index::index(&a.files, a.format, types.as_deref(), &mut out, &mut report)?;
+            let s = index::index(
+                &a.files,
+                a.format,
+                types.as_deref(),
+                a.threads.unwrap_or_else(|| {
+                    std::thread::available_parallelism()
+                        .map(|n| n.get())
+                        .unwrap_or(1)
+                }),
+                &mut out,
+                &mut report,
+            )?;
             out.finish()?;
             let secs = start.elapsed().as_secs_f64().max(1e-9);
             eprintln!(

@@ -299,6 +299,7 @@ fn index_offsets_point_at_records() {
         files: vec![c1.clone(), c2],
         format: IndexFormat::Cdx11,
         records: "response,revisit,resource,metadata".into(),
+        threads: Some(2),
         output: Some(idx.clone()),
     }))
     .unwrap();
@@ -374,4 +375,46 @@ fn refuses_to_overwrite_its_input() {
     }));
     assert!(r.is_err());
     assert_eq!(fs::read(&c1).unwrap(), before);
+}
+
+#[test]
+fn index_output_is_the_same_for_any_thread_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    for f in 0..6u32 {
+        let p = dir.path().join(format!("f{f}.warc.gz"));
+        let recs: Vec<Rec> = (0..(3 + f * 7))
+            .map(|i| {
+                resp(
+                    f * 100 + i,
+                    &format!("http://s{f}.org/{i}"),
+                    &format!("p{i}"),
+                )
+            })
+            .collect();
+        write_warc(&p, &recs, f % 2 == 0);
+        files.push(p);
+    }
+    files.push(dir.path().join("missing.warc.gz"));
+    let mut outputs = Vec::new();
+    for threads in [1, 3, 8] {
+        let idx = dir.path().join(format!("index-{threads}.cdxj"));
+        let code = run_warc(&WarcCommand::Index(IndexArgs {
+            files: files.clone(),
+            format: IndexFormat::Cdxj,
+            records: "all".into(),
+            threads: Some(threads),
+            output: Some(idx.clone()),
+        }))
+        .unwrap();
+        assert_eq!(code, 1, "the missing file is reported");
+        outputs.push(fs::read_to_string(&idx).unwrap());
+    }
+    assert_eq!(
+        outputs[0].lines().count(),
+        (0..6).map(|f| 3 + f * 7).sum::<usize>()
+    );
+    assert_eq!(outputs[0], outputs[1]);
+    assert_eq!(outputs[0], outputs[2]);
+    assert!(outputs[0].starts_with("org,s0)/0 "));
 }
