@@ -69,9 +69,12 @@ if [ ! -x "$WORK/venv/bin/cdxj-indexer" ]; then
   "$PYTHON" -m venv "$WORK/venv" && "$WORK/venv/bin/pip" install -q cdxj-indexer
 fi
 cat "${SQ[@]}" > /dev/null
-a=$(now); for i in 1 2 3 4; do "$BIN" warc index "${SQ[@]}" > "$WORK/index.webdedup" 2>/dev/null; done
-cpu "$BIN" warc index "${SQ[@]}" > "$WORK/index.webdedup" 2>/dev/null; b=$(now)
-echo "webdedup warc index (x5):  $(rate $((SQ_BYTES * 5)) "$a" "$b" MB/s) wall, last run $(cpurate "$SQ_BYTES" "MB/s")"
+a=$(now); for i in 1 2 3 4; do "$BIN" warc index --threads 1 "${SQ[@]}" > "$WORK/index.webdedup" 2>/dev/null; done
+cpu "$BIN" warc index --threads 1 "${SQ[@]}" > "$WORK/index.webdedup" 2>/dev/null; b=$(now)
+echo "webdedup warc index --threads 1 (x5): $(rate $((SQ_BYTES * 5)) "$a" "$b" MB/s) wall, last run $(cpurate "$SQ_BYTES" "MB/s")"
+a=$(now); for i in 1 2 3 4 5; do "$BIN" warc index "${SQ[@]}" > "$WORK/index.webdedup.mt" 2>/dev/null; done; b=$(now)
+echo "webdedup warc index, $(nproc) threads (x5): $(rate $((SQ_BYTES * 5)) "$a" "$b" MB/s) wall"
+cmp -s "$WORK/index.webdedup" "$WORK/index.webdedup.mt" || echo "(THREADED OUTPUT DIFFERS)"
 a=$(now); "$WORK/venv/bin/cdxj-indexer" "${SQ[@]}" > "$WORK/index.cdxj-indexer"; b=$(now)
 echo "cdxj-indexer:              $(rate "$SQ_BYTES" "$a" "$b" MB/s)"
 if cmp -s "$WORK/index.webdedup" "$WORK/index.cdxj-indexer"; then echo "(outputs identical)"; else echo "(OUTPUTS DIFFER)"; fi
