@@ -21,7 +21,7 @@ pub mod util;
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
-use webdedup_store::MemStore;
+use webdedup_store::{MemStore, Store};
 
 pub use dedup::DedupBy;
 pub use index::IndexFormat;
@@ -91,21 +91,34 @@ pub struct DatesArgs {
 /// 0 ok, 1 some input was reported bad (the rest was processed). Fatal errors
 /// (output not writable...) are `Err` (exit code 2).
 pub fn run_cdx(cmd: &CdxCommand) -> anyhow::Result<i32> {
+    run_cdx_with_store(cmd, None)
+}
+
+/// [`run_cdx`] with the "seen" set in `store` (a persisted store, the server
+/// cluster...) instead of a fresh in-memory one. Only `cdx dups` uses a store.
+pub fn run_cdx_with_store(cmd: &CdxCommand, store: Option<&dyn Store>) -> anyhow::Result<i32> {
     let mut report = Report::default();
     match cmd {
         CdxCommand::Dups(a) => {
             // Presized for about one key per 100 bytes of (uncompressed) input, so the
             // table rarely grows; 9 bytes per key.
-            let bytes: u64 = a
-                .files
-                .iter()
-                .filter_map(|f| std::fs::metadata(f).ok())
-                .map(|m| m.len())
-                .sum();
-            let keys = (bytes / 100).min(1 << 31) as usize;
-            let store = MemStore::with_capacity(webdedup_store::DEFAULT_BLOCKS, keys);
+            let mem;
+            let store = match store {
+                Some(s) => s,
+                None => {
+                    let bytes: u64 = a
+                        .files
+                        .iter()
+                        .filter_map(|f| std::fs::metadata(f).ok())
+                        .map(|m| m.len())
+                        .sum();
+                    let keys = (bytes / 100).min(1 << 31) as usize;
+                    mem = MemStore::with_capacity(webdedup_store::DEFAULT_BLOCKS, keys);
+                    &mem as &dyn Store
+                }
+            };
             let mut out = Out::create(a.output.as_deref())?;
-            let s = cdx_cmd::dups(&a.files, a.lines, &store, &mut out, &mut report)?;
+            let s = cdx_cmd::dups(&a.files, a.lines, store, &mut out, &mut report)?;
             out.finish()?;
             eprintln!(
                 "webdedup cdx dups: {} lines, {} duplicates, {} without digest, {} bad lines",
@@ -188,6 +201,13 @@ pub struct DedupArgs {
 /// Runs a `warc` subcommand with the embedded in-memory store. Exit codes as
 /// [`run_cdx`].
 pub fn run_warc(cmd: &WarcCommand) -> anyhow::Result<i32> {
+    run_warc_with_store(cmd, None)
+}
+
+/// [`run_warc`] with the "seen" set in `store` instead of a fresh in-memory one.
+/// Only `warc dedup` uses a store. With a shared store, keep `--locations` too: a
+/// duplicate whose first capture is not in the locations is kept, not replaced.
+pub fn run_warc_with_store(cmd: &WarcCommand, store: Option<&dyn Store>) -> anyhow::Result<i32> {
     let mut report = Report::default();
     match cmd {
         WarcCommand::Index(a) => {
@@ -217,9 +237,16 @@ pub fn run_warc(cmd: &WarcCommand) -> anyhow::Result<i32> {
             );
         }
         WarcCommand::Dedup(a) => {
-            let store = MemStore::default();
+            let mem;
+            let store = match store {
+                Some(s) => s,
+                None => {
+                    mem = MemStore::default();
+                    &mem as &dyn Store
+                }
+            };
             let mut locations = match &a.locations {
-                Some(p) if p.exists() => dedup::Locations::load(p, &store, &mut report)?,
+                Some(p) if p.exists() => dedup::Locations::load(p, store, &mut report)?,
                 _ => dedup::Locations::default(),
             };
             let start = std::time::Instant::now();
@@ -227,7 +254,7 @@ pub fn run_warc(cmd: &WarcCommand) -> anyhow::Result<i32> {
                 &a.inputs,
                 &a.output,
                 a.by,
-                &store,
+                store,
                 &mut locations,
                 &mut report,
             )?;

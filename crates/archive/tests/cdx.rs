@@ -225,3 +225,38 @@ fn dates_external_sort_with_tiny_memory() {
     assert_eq!(String::from_utf8(out).unwrap(), expected);
     assert_eq!(stats.versions as usize, want.len());
 }
+
+/// With a store that outlives one run (as a persisted store or the server would),
+/// a later run finds the duplicates of an earlier one.
+#[test]
+fn dups_with_a_shared_store_spans_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(
+        dir.path(),
+        "a.cdx",
+        &format!("{LEGEND}{}", line("20200101000000", "D1", "a)/")),
+    );
+    let b = write(
+        dir.path(),
+        "b.cdx",
+        &format!(
+            "{LEGEND}{}{}",
+            line("20200202000000", "D1", "a)/"),
+            line("20200202000000", "D2", "a)/")
+        ),
+    );
+    let store = webdedup_store::MemStore::default();
+    let out = dir.path().join("out");
+    for (file, want) in [(a, ""), (b, "a)/ sha1:D1 20200202000000\n")] {
+        let cmd = CdxCommand::Dups(DupsArgs {
+            files: vec![file],
+            lines: false,
+            output: Some(out.clone()),
+        });
+        assert_eq!(
+            webdedup_archive::run_cdx_with_store(&cmd, Some(&store)).unwrap(),
+            0
+        );
+        assert_eq!(fs::read_to_string(&out).unwrap(), want);
+    }
+}
