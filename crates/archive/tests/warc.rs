@@ -418,3 +418,26 @@ fn index_output_is_the_same_for_any_thread_count() {
     assert_eq!(outputs[0], outputs[2]);
     assert!(outputs[0].starts_with("org,s0)/0 "));
 }
+
+/// Records sharing one gzip member cannot be replaced: the file is copied unchanged,
+/// the layout reported, and the duplicates counted as kept.
+#[test]
+fn whole_file_gzip_is_copied_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("p.warc");
+    write_warc(
+        &plain,
+        &[
+            resp(1, "http://a.org/", "same"),
+            resp(3, "http://b.org/", "same"),
+        ],
+        false,
+    );
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(&fs::read(&plain).unwrap()).unwrap();
+    let whole = dir.path().join("whole.warc.gz");
+    fs::write(&whole, e.finish().unwrap()).unwrap();
+    let out = dir.path().join("out.warc.gz");
+    assert_eq!(dedup(vec![whole.clone()], &out, DedupBy::Digest, None), 1);
+    assert_eq!(fs::read(&out).unwrap(), fs::read(&whole).unwrap());
+}

@@ -1020,6 +1020,29 @@ mod tests {
     }
 
     #[test]
+    fn warc_versions_0_17_1_0_1_1() {
+        let mut bytes = Vec::new();
+        for v in ["WARC/0.17", "WARC/1.0", "WARC/1.1"] {
+            write_record(
+                &mut bytes,
+                v,
+                &[
+                    ("WARC-Type", "resource".into()),
+                    ("WARC-Target-URI", format!("http://x/{v}")),
+                    ("WARC-Date", "2020-01-01T00:00:00.123456Z".into()),
+                ],
+                b"body",
+            );
+        }
+        let items = read(&bytes, DigestMode::IfMissing);
+        let recs = records(&items);
+        assert!(problems(&items).is_empty());
+        assert_eq!(recs.len(), 3);
+        assert!(recs.iter().all(|r| r.timestamp14() == "20200101000000"
+            && r.payload_digest().unwrap() == sha1_base32(b"body")));
+    }
+
+    #[test]
     fn whole_file_gzip_is_read_and_reported() {
         let a = response("http://a.org/", "2020-01-01T00:00:00Z", "hello");
         let b = response("http://b.org/", "2020-01-02T00:00:00Z", "world!");
