@@ -5,8 +5,11 @@
 //! * [`vertical`]: the vertical format (one token per line, `<doc>` / `<p>`
 //!   structures), read in chunks that end at document boundaries.
 
+pub mod arc;
+pub mod cdx;
 pub mod input;
 pub mod output;
 pub mod vertical;
+pub mod warc;
 
 pub use input::{open_input, Compression};

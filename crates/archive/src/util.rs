@@ -1,0 +1,171 @@
+//! Shared plumbing: problem reports, outputs, sizes.
+
+use std::fmt::Display;
+use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use webdedup_formats::output::{AtomicOutput, OutputCompression};
+
+/// Problems found in the input: printed to stderr as `webdedup: WHERE: REASON` and
+/// counted. Any problem makes the command exit with status 1.
+#[derive(Default)]
+pub struct Report {
+    problems: u64,
+    printed: u64,
+}
+
+/// Messages printed before the rest are only counted.
+const MAX_PRINTED: u64 = 1000;
+
+impl Report {
+    pub fn bad(&mut self, place: impl Display, reason: impl Display) {
+        self.problems += 1;
+        if self.printed < MAX_PRINTED {
+            self.printed += 1;
+            eprintln!("webdedup: {place}: {reason}");
+        } else if self.printed == MAX_PRINTED {
+            self.printed += 1;
+            eprintln!("webdedup: more problems: only counted from now on");
+        }
+    }
+
+    pub fn problems(&self) -> u64 {
+        self.problems
+    }
+
+    /// The exit code for a run that got to its end: 0, or 1 if anything was reported.
+    pub fn exit_code(&self) -> i32 {
+        if self.problems > 0 {
+            1
+        } else {
+            0
+        }
+    }
+}
+
+/// Where a command writes: stdout, or a file written atomically (compressed by its
+/// suffix `.gz` / `.zst`).
+pub enum Out {
+    Stdout(BufWriter<io::Stdout>),
+    File(Box<AtomicOutput>),
+}
+
+impl Out {
+    pub fn create(path: Option<&Path>) -> io::Result<Out> {
+        match path {
+            None => Ok(Out::Stdout(BufWriter::with_capacity(1 << 17, io::stdout()))),
+            Some(p) if p.as_os_str() == "-" => {
+                Ok(Out::Stdout(BufWriter::with_capacity(1 << 17, io::stdout())))
+            }
+            Some(p) => Ok(Out::File(Box::new(AtomicOutput::create(
+                p,
+                compression_of(p),
+            )?))),
+        }
+    }
+
+    pub fn finish(self) -> io::Result<()> {
+        match self {
+            Out::Stdout(mut w) => w.flush(),
+            Out::File(f) => f.finish(false),
+        }
+    }
+}
+
+impl Write for Out {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Out::Stdout(w) => w.write(buf),
+            Out::File(f) => f.write_all(buf).map(|_| buf.len()),
+        }
+    }
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        match self {
+            Out::Stdout(w) => w.write_all(buf),
+            Out::File(f) => f.write_all(buf),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Out::Stdout(w) => w.flush(),
+            Out::File(_) => Ok(()),
+        }
+    }
+}
+
+pub fn compression_of(p: &Path) -> OutputCompression {
+    let name = p.to_string_lossy();
+    if name.ends_with(".gz") {
+        OutputCompression::Gzip
+    } else if name.ends_with(".zst") || name.ends_with(".zstd") {
+        OutputCompression::Zstd
+    } else {
+        OutputCompression::None
+    }
+}
+
+/// Opens a text input (`-` is stdin), decompressing gzip / zstd by magic bytes.
+pub fn open_text(path: &Path) -> io::Result<Box<dyn BufRead + Send>> {
+    if path.as_os_str() == "-" {
+        let (r, _) =
+            webdedup_formats::input::decode(BufReader::with_capacity(1 << 16, io::stdin()))?;
+        return Ok(Box::new(BufReader::with_capacity(1 << 16, r)));
+    }
+    let (r, _) = webdedup_formats::open_input(path)?;
+    Ok(Box::new(BufReader::with_capacity(1 << 16, r)))
+}
+
+/// Parses a size such as `512M`, `2G`, `64k` or `1000` (bytes).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let (num, mult) = match s.char_indices().find(|(_, c)| c.is_ascii_alphabetic()) {
+        Some((i, _)) => {
+            let m = match s[i..].to_ascii_lowercase().trim_end_matches(['b', 'i']) {
+                "" => 1,
+                "k" => 1u64 << 10,
+                "m" => 1 << 20,
+                "g" => 1 << 30,
+                "t" => 1 << 40,
+                other => {
+                    return Err(format!(
+                        "unknown size unit '{other}' in '{s}' (use K, M, G or T)"
+                    ))
+                }
+            };
+            (&s[..i], m)
+        }
+        None => (s, 1),
+    };
+    let n: f64 = num.trim().parse().map_err(|_| format!("bad size '{s}'"))?;
+    if n.is_nan() || n < 0.0 {
+        return Err(format!("bad size '{s}'"));
+    }
+    Ok((n * mult as f64) as u64)
+}
+
+/// The file name (last component) of a path, as indexes record it.
+pub fn base_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| p.to_string_lossy().into_owned())
+}
+
+/// `a/b.warc.gz` -> display form used in messages.
+pub fn shown(p: &Path) -> PathBuf {
+    p.to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("1000").unwrap(), 1000);
+        assert_eq!(parse_size("64k").unwrap(), 65536);
+        assert_eq!(parse_size("2G").unwrap(), 2 << 30);
+        assert_eq!(parse_size("1.5MiB").unwrap(), 3 << 19);
+        assert!(parse_size("12Q").is_err());
+        assert!(parse_size("abc").is_err());
+    }
+}

@@ -1,0 +1,443 @@
+//! End-to-end tests of `warc index` and `warc dedup` through `run_warc`, on WARC
+//! files written by the tests themselves.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use webdedup_archive::{run_warc, DedupArgs, DedupBy, IndexArgs, IndexFormat, WarcCommand};
+use webdedup_formats::cdx::{CdxItem, CdxReader};
+use webdedup_formats::warc::{
+    sha1_base32, write_record, ArchiveReader, DigestMode, Item, ReadOptions, Record,
+};
+
+struct Rec {
+    kind: &'static str,
+    uri: String,
+    id: String,
+    date: String,
+    payload: String,
+    /// Write a WARC-Payload-Digest header (else readers compute it).
+    digest_header: bool,
+}
+
+fn resp(n: u32, uri: &str, payload: &str) -> Rec {
+    Rec {
+        kind: "response",
+        uri: uri.into(),
+        id: format!("<urn:uuid:00000000-0000-0000-0000-{n:012}>"),
+        date: format!("2024-01-01T00:00:{:02}Z", n % 60),
+        payload: payload.into(),
+        digest_header: n & 1 == 0,
+    }
+}
+
+fn record_bytes(r: &Rec) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut fields: Vec<(&str, String)> = vec![
+        ("WARC-Type", r.kind.into()),
+        ("WARC-Record-ID", r.id.clone()),
+        ("WARC-Date", r.date.clone()),
+        ("WARC-Target-URI", r.uri.clone()),
+    ];
+    let block = if r.kind == "response" {
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nX-N: {}\r\n\r\n{}",
+            r.id, r.payload
+        )
+    } else {
+        r.payload.clone()
+    };
+    if r.kind == "response" {
+        fields.push(("Content-Type", "application/http; msgtype=response".into()));
+        if r.digest_header {
+            fields.push(("WARC-Payload-Digest", sha1_base32(r.payload.as_bytes())));
+        }
+    } else {
+        fields.push(("Content-Type", "application/http; msgtype=request".into()));
+    }
+    write_record(&mut out, "WARC/1.0", &fields, block.as_bytes());
+    out
+}
+
+fn write_warc(path: &Path, recs: &[Rec], gzip: bool) {
+    let mut out = Vec::new();
+    for r in recs {
+        let b = record_bytes(r);
+        if gzip {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            e.write_all(&b).unwrap();
+            out.extend(e.finish().unwrap());
+        } else {
+            out.extend(b);
+        }
+    }
+    fs::write(path, out).unwrap();
+}
+
+fn read_records(path: &Path) -> (Vec<Record>, usize) {
+    let mut r = ArchiveReader::open(
+        path,
+        ReadOptions {
+            digest: DigestMode::Always,
+        },
+    )
+    .unwrap();
+    let mut recs = Vec::new();
+    let mut problems = 0;
+    while let Some(it) = r.next_item() {
+        match it {
+            Item::Record(rec) => recs.push(*rec),
+            Item::Problem { .. } => problems += 1,
+        }
+    }
+    (recs, problems)
+}
+
+fn crawls(dir: &Path, gzip: bool) -> (PathBuf, PathBuf) {
+    let ext = if gzip { "warc.gz" } else { "warc" };
+    let c1 = dir.join(format!("crawl1.{ext}"));
+    let c2 = dir.join(format!("crawl2.{ext}"));
+    // An incompressible payload, so that revisits save bytes in gzip files too.
+    let mut x: u64 = 99;
+    let big: String = (0..5000)
+        .map(|_| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (b'a' + (x >> 59) as u8 % 26) as char
+        })
+        .collect();
+    write_warc(
+        &c1,
+        &[
+            resp(1, "http://a.org/", &big),
+            Rec {
+                kind: "request",
+                payload: "GET / HTTP/1.1\r\n\r\n".into(),
+                ..resp(2, "http://a.org/", "")
+            },
+            resp(3, "http://b.org/", "payload B"),
+            resp(4, "http://a.org/copy", &big), // same payload, other URL, same file
+        ],
+        gzip,
+    );
+    write_warc(
+        &c2,
+        &[
+            resp(11, "http://a.org/", &big),        // same URL + payload as 1
+            resp(12, "http://c.org/", "payload B"), // payload of 3, other URL
+            resp(13, "http://d.org/", "brand new"), // new
+        ],
+        gzip,
+    );
+    (c1, c2)
+}
+
+fn dedup(inputs: Vec<PathBuf>, out: &Path, by: DedupBy, locations: Option<PathBuf>) -> i32 {
+    run_warc(&WarcCommand::Dedup(DedupArgs {
+        inputs,
+        output: out.to_owned(),
+        by,
+        locations,
+    }))
+    .unwrap()
+}
+
+/// Every input record is in the output, as itself (same bytes) or as a revisit whose
+/// WARC-Refers-To names a response present in the outputs.
+fn check_nothing_lost(inputs: &[PathBuf], outputs: &[PathBuf]) -> Vec<(String, String)> {
+    let mut ids = std::collections::HashMap::new();
+    let mut revisits = Vec::new();
+    for (i, o) in inputs.iter().zip(outputs) {
+        let (ins, p1) = read_records(i);
+        let (outs, p2) = read_records(o);
+        assert_eq!((p1, p2), (0, 0));
+        assert_eq!(ins.len(), outs.len(), "record count of {}", o.display());
+        for (a, b) in ins.iter().zip(&outs) {
+            assert_eq!(a.header("WARC-Record-ID"), b.header("WARC-Record-ID"));
+            assert_eq!(a.target_uri(), b.target_uri());
+            assert_eq!(a.header("WARC-Date"), b.header("WARC-Date"));
+            if b.rec_type() == "revisit" {
+                assert_eq!(
+                    b.header("WARC-Payload-Digest").map(str::to_string),
+                    a.payload_digest()
+                );
+                assert_eq!(
+                    b.http_header_bytes(),
+                    a.http_header_bytes(),
+                    "HTTP headers kept"
+                );
+                assert_eq!(
+                    b.header("WARC-Profile"),
+                    Some("http://netpreserve.org/warc/1.1/revisit/identical-payload-digest")
+                );
+                revisits.push((
+                    b.target_uri().to_string(),
+                    b.header("WARC-Refers-To").unwrap().to_string(),
+                ));
+            } else {
+                assert_eq!(a.header, b.header);
+                assert_eq!(a.block_prefix, b.block_prefix);
+                ids.insert(b.header("WARC-Record-ID").unwrap().to_string(), b.clone());
+            }
+        }
+    }
+    for (uri, target) in &revisits {
+        let t = ids
+            .get(target)
+            .unwrap_or_else(|| panic!("revisit of {uri} refers to missing {target}"));
+        assert_eq!(t.rec_type(), "response");
+    }
+    revisits
+}
+
+#[test]
+fn dedup_by_digest_across_files_gzip_and_plain() {
+    for gzip in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let (c1, c2) = crawls(dir.path(), gzip);
+        let out = dir.path().join("out");
+        assert_eq!(
+            dedup(vec![c1.clone(), c2.clone()], &out, DedupBy::Digest, None),
+            0
+        );
+        let outs = [
+            out.join(c1.file_name().unwrap()),
+            out.join(c2.file_name().unwrap()),
+        ];
+        let revisits = check_nothing_lost(&[c1.clone(), c2.clone()], &outs);
+        let id = |n: u32| resp(n, "", "").id;
+        assert_eq!(
+            revisits,
+            [
+                ("http://a.org/copy".to_string(), id(1)),
+                ("http://a.org/".to_string(), id(1)),
+                ("http://c.org/".to_string(), id(3)),
+            ]
+        );
+        assert!(fs::metadata(&outs[1]).unwrap().len() < fs::metadata(&c2).unwrap().len());
+        // Untouched bytes are copied byte for byte: crawl 1 up to record 4 is identical.
+        let (a, b) = (fs::read(&c1).unwrap(), fs::read(&outs[0]).unwrap());
+        let (recs, _) = read_records(&c1);
+        let cut = recs[3].offset as usize;
+        assert_eq!(a[..cut], b[..cut]);
+    }
+}
+
+#[test]
+fn dedup_by_url_and_digest() {
+    let dir = tempfile::tempdir().unwrap();
+    let (c1, c2) = crawls(dir.path(), true);
+    let out = dir.path().join("out");
+    assert_eq!(
+        dedup(vec![c1.clone(), c2.clone()], &out, DedupBy::UrlDigest, None),
+        0
+    );
+    let outs = [out.join("crawl1.warc.gz"), out.join("crawl2.warc.gz")];
+    let revisits = check_nothing_lost(&[c1, c2], &outs);
+    assert_eq!(
+        revisits,
+        [("http://a.org/".to_string(), resp(1, "", "").id)]
+    );
+}
+
+#[test]
+fn locations_file_lets_a_later_crawl_dedup_against_an_earlier_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let (c1, c2) = crawls(dir.path(), true);
+    let loc = dir.path().join("locations.tsv");
+    let (o1, o2) = (dir.path().join("o1.warc.gz"), dir.path().join("o2.warc.gz"));
+    assert_eq!(
+        dedup(vec![c1.clone()], &o1, DedupBy::Digest, Some(loc.clone())),
+        0
+    );
+    assert_eq!(
+        dedup(vec![c2.clone()], &o2, DedupBy::Digest, Some(loc.clone())),
+        0
+    );
+    let revisits = check_nothing_lost(&[c1, c2], &[o1, o2]);
+    assert_eq!(revisits.len(), 3);
+    // The locations name the output file and the offset of the first capture there.
+    let text = fs::read_to_string(&loc).unwrap();
+    assert_eq!(text.lines().count(), 3, "{text}");
+    assert!(text.contains("\to1.warc.gz\t"), "{text}");
+}
+
+#[test]
+fn bad_input_is_reported_and_copied_through() {
+    let dir = tempfile::tempdir().unwrap();
+    let (c1, _) = crawls(dir.path(), false);
+    // Garbage between records 3 and 4, and a truncated copy of record 1 at the end.
+    let (recs, _) = read_records(&c1);
+    let bytes = fs::read(&c1).unwrap();
+    let cut = recs[3].offset as usize;
+    let mut bad = bytes[..cut].to_vec();
+    bad.extend_from_slice(b"GARBAGE LINE\r\n\r\n");
+    bad.extend_from_slice(&bytes[cut..]);
+    bad.extend_from_slice(&bytes[..200]);
+    let input = dir.path().join("bad.warc");
+    fs::write(&input, &bad).unwrap();
+    let out = dir.path().join("bad.out.warc");
+    assert_eq!(dedup(vec![input.clone()], &out, DedupBy::Digest, None), 1);
+    // Record 4 duplicates record 1 but follows garbage: it is still found and replaced,
+    // and every other byte (garbage, truncated tail) is still there.
+    let (outs, problems) = read_records(&out);
+    assert!(problems >= 2);
+    assert_eq!(outs.iter().filter(|r| r.rec_type() == "revisit").count(), 1);
+    let text = fs::read(&out).unwrap();
+    assert!(text.windows(12).any(|w| w == b"GARBAGE LINE"));
+    assert!(text.ends_with(&bytes[..200]));
+}
+
+#[test]
+fn index_offsets_point_at_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let (c1, c2) = crawls(dir.path(), true);
+    let idx = dir.path().join("index.cdx");
+    let code = run_warc(&WarcCommand::Index(IndexArgs {
+        files: vec![c1.clone(), c2],
+        format: IndexFormat::Cdx11,
+        records: "response,revisit,resource,metadata".into(),
+        threads: Some(2),
+        output: Some(idx.clone()),
+    }))
+    .unwrap();
+    assert_eq!(code, 0);
+    let mut r = CdxReader::new(std::io::BufReader::new(fs::File::open(&idx).unwrap()));
+    let mut n = 0;
+    let bytes = fs::read(&c1).unwrap();
+    while let Some(item) = r.next_line().unwrap() {
+        let CdxItem::Record(rec) = item else {
+            panic!("bad line in our own index")
+        };
+        n += 1;
+        if &*rec.filename == b"crawl1.warc.gz" {
+            let off: usize = std::str::from_utf8(&rec.offset).unwrap().parse().unwrap();
+            let len: usize = std::str::from_utf8(&rec.length).unwrap().parse().unwrap();
+            // The member at (offset, length) decompresses to a WARC record.
+            let mut d = flate2::read::GzDecoder::new(&bytes[off..off + len]);
+            let mut s = String::new();
+            std::io::Read::read_to_string(&mut d, &mut s).unwrap();
+            assert!(s.starts_with("WARC/1.0\r\nWARC-Type: response"));
+        }
+        assert_eq!(rec.digest.len(), 32, "sha1 base32 without label in CDX");
+    }
+    assert_eq!(n, 6, "responses only: the request record is not indexed");
+    let first = fs::read_to_string(&idx)
+        .unwrap()
+        .lines()
+        .nth(1)
+        .unwrap()
+        .to_string();
+    assert!(
+        first.starts_with("org,a)/ 20240101000001 http://a.org/ text/html 200 "),
+        "{first}"
+    );
+}
+
+/// A response whose WARC-Payload-Digest claims an earlier payload but whose payload
+/// differs must be kept (and reported), never replaced by a revisit.
+#[test]
+fn a_lying_payload_digest_never_makes_a_revisit() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("lie.warc.gz");
+    let honest = resp(2, "http://a.org/", "the real payload");
+    let mut lie = resp(4, "http://b.org/", "another payload");
+    lie.digest_header = false;
+    let mut bytes = record_bytes(&honest);
+    // Record 4 claims record 2's digest.
+    let claimed = sha1_base32(b"the real payload");
+    let text = String::from_utf8(record_bytes(&lie)).unwrap();
+    let text = text.replacen(
+        "Content-Type: application/http",
+        &format!("WARC-Payload-Digest: {claimed}\r\nContent-Type: application/http"),
+        1,
+    );
+    bytes.extend_from_slice(text.as_bytes());
+    fs::write(&input, &bytes).unwrap();
+    let out = dir.path().join("out.warc.gz");
+    assert_eq!(dedup(vec![input.clone()], &out, DedupBy::Digest, None), 1);
+    assert_eq!(fs::read(&out).unwrap(), bytes, "nothing replaced");
+}
+
+#[test]
+fn refuses_to_overwrite_its_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let (c1, _) = crawls(dir.path(), true);
+    let before = fs::read(&c1).unwrap();
+    // `-o DIR/.` names the input's own directory in another spelling.
+    let r = run_warc(&WarcCommand::Dedup(DedupArgs {
+        inputs: vec![c1.clone()],
+        output: dir.path().join("."),
+        by: DedupBy::Digest,
+        locations: None,
+    }));
+    assert!(r.is_err());
+    assert_eq!(fs::read(&c1).unwrap(), before);
+}
+
+#[test]
+fn index_output_is_the_same_for_any_thread_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    for f in 0..6u32 {
+        let p = dir.path().join(format!("f{f}.warc.gz"));
+        let recs: Vec<Rec> = (0..(3 + f * 7))
+            .map(|i| {
+                resp(
+                    f * 100 + i,
+                    &format!("http://s{f}.org/{i}"),
+                    &format!("p{i}"),
+                )
+            })
+            .collect();
+        write_warc(&p, &recs, f % 2 == 0);
+        files.push(p);
+    }
+    files.push(dir.path().join("missing.warc.gz"));
+    let mut outputs = Vec::new();
+    for threads in [1, 3, 8] {
+        let idx = dir.path().join(format!("index-{threads}.cdxj"));
+        let code = run_warc(&WarcCommand::Index(IndexArgs {
+            files: files.clone(),
+            format: IndexFormat::Cdxj,
+            records: "all".into(),
+            threads: Some(threads),
+            output: Some(idx.clone()),
+        }))
+        .unwrap();
+        assert_eq!(code, 1, "the missing file is reported");
+        outputs.push(fs::read_to_string(&idx).unwrap());
+    }
+    assert_eq!(
+        outputs[0].lines().count(),
+        (0..6).map(|f| 3 + f * 7).sum::<usize>()
+    );
+    assert_eq!(outputs[0], outputs[1]);
+    assert_eq!(outputs[0], outputs[2]);
+    assert!(outputs[0].starts_with("org,s0)/0 "));
+}
+
+/// Records sharing one gzip member cannot be replaced: the file is copied unchanged,
+/// the layout reported, and the duplicates counted as kept.
+#[test]
+fn whole_file_gzip_is_copied_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("p.warc");
+    write_warc(
+        &plain,
+        &[
+            resp(1, "http://a.org/", "same"),
+            resp(3, "http://b.org/", "same"),
+        ],
+        false,
+    );
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(&fs::read(&plain).unwrap()).unwrap();
+    let whole = dir.path().join("whole.warc.gz");
+    fs::write(&whole, e.finish().unwrap()).unwrap();
+    let out = dir.path().join("out.warc.gz");
+    assert_eq!(dedup(vec![whole.clone()], &out, DedupBy::Digest, None), 1);
+    assert_eq!(fs::read(&out).unwrap(), fs::read(&whole).unwrap());
+}
