@@ -1,6 +1,17 @@
 #!/usr/bin/env bash
-# The whole test suite (the README's test command; CI runs exactly this).
-# Needs only the Rust toolchain; tests never read ../shared.
+# The whole test suite (the README's test command; CI runs exactly this):
+# the Rust tests, then the Python checks against real tools (warcio, cdxj-indexer)
+# in a virtual environment under target/. Needs the Rust toolchain, python3 and
+# access to PyPI; tests never read ../shared.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo test --workspace --locked
+cargo build --locked -p webdedup
+venv=target/test-venv
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+"$venv/bin/python" -m pip install -q --disable-pip-version-check -r tests/python/requirements.txt
+status=0
+WEBDEDUP_BIN="$PWD/target/debug/webdedup" "$venv/bin/python" -m pytest -q tests/python || status=$?
+# pytest's 5 means it collected nothing: that is a broken suite, not a pass.
+[ "$status" -eq 5 ] && echo "pytest collected no tests" >&2
+exit "$status"

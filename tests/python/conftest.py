@@ -34,7 +34,7 @@ def webdedup():
 
 @pytest.fixture(scope="session")
 def pywb_sample(tmp_path_factory):
-    """pywb's sample_archive/, extracted from its sdist on PyPI (skipped when PyPI is
+    """pywb's sample_archive/, extracted from its sdist on PyPI (fails when PyPI is
     unreachable)."""
     base = os.environ.get("PYPI_JSON_URL", "https://pypi.org/pypi/pywb/json")
     try:
@@ -42,7 +42,7 @@ def pywb_sample(tmp_path_factory):
         sdist = next(u for u in meta["urls"] if u["packagetype"] == "sdist")
         data = urllib.request.urlopen(urllib.parse.urljoin(base, sdist["url"]), timeout=300).read()
     except Exception as e:  # network, proxy, no sdist
-        pytest.skip(f"pywb sdist not reachable on PyPI: {e}")
+        pytest.fail(f"pywb sdist not reachable on PyPI (the test suite needs PyPI, like its pip installs): {e}")
     root = tmp_path_factory.mktemp("pywb")
     with tarfile.open(fileobj=io.BytesIO(data)) as t:
         members = [m for m in t.getmembers() if "/sample_archive/" in m.name and (m.isfile() or m.isdir())]

@@ -29,6 +29,17 @@ enum Command {
     /// Exact dedup of vertical files: keep the first instance of every document and
     /// every long paragraph (the KNOT worker).
     Dedup(dedup::DedupArgs),
+    /// Web-archive dedup over CDX/CDXJ indexes (NutchWAX dedup-cdx, revisits, add-dates).
+    #[command(subcommand)]
+    Cdx(webdedup_archive::CdxCommand),
+    /// WARC/ARC files: build CDX(J) indexes, rewrite repeated payloads as revisit records.
+    #[command(subcommand)]
+    Warc(webdedup_archive::WarcCommand),
+}
+
+/// The library crates' exit codes (0, 1) as a process status; anything else is fatal.
+fn exit_code(code: i32) -> u8 {
+    u8::try_from(code).ok().filter(|&c| c <= EXIT_INPUT_PROBLEMS).unwrap_or(EXIT_FATAL)
 }
 
 fn main() -> ExitCode {
@@ -42,6 +53,8 @@ fn main() -> ExitCode {
     };
     let result = match &cli.command {
         Command::Dedup(args) => dedup::run(args),
+        Command::Cdx(cmd) => webdedup_archive::run_cdx(cmd).map(exit_code),
+        Command::Warc(cmd) => webdedup_archive::run_warc(cmd).map(exit_code),
     };
     match result {
         Ok(code) => ExitCode::from(code),
