@@ -11,6 +11,7 @@ use crate::plan::{ChunkPlan, Planner};
 use crate::policy::{decide, Decisions, Scratch};
 use crate::render::render;
 use crate::report::{ChunkStats, RunStats};
+use crate::resume::{encode_tag, Recorded, Recorder, Replayer};
 use anyhow::{anyhow, Context, Result};
 use parking_lot::{Condvar, Mutex};
 use std::ffi::OsString;
@@ -25,7 +26,34 @@ use webdedup_formats::output::{AtomicOutput, OutputCompression};
 use webdedup_formats::vertical::{
     Chunk, ChunkReader, Issue, DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES,
 };
-use webdedup_store::Store;
+use webdedup_store::{fault, Journal, Store};
+
+/// What makes a run durable and resumable (see `crate::persist`): all optional.
+#[derive(Default)]
+pub struct Durability<'a> {
+    /// Every chunk's new keys and verdicts are appended here, in input order,
+    /// before its output is written; synced before an output is renamed into place.
+    pub journal: Option<&'a Journal>,
+    /// Verdicts recorded by an interrupted run: used instead of asking the store.
+    pub recorded: Option<&'a Recorded>,
+    /// Skip the files whose output already exists (`--restore`).
+    pub skip_finished: bool,
+    /// Set (by a signal handler) to stop reading: chunks already read are finished,
+    /// the file being written stays unfinished.
+    pub stop: Option<&'a AtomicBool>,
+}
+
+/// The per-file decision log of an unfinished output: `OUT.log` (`REL.dedup.log`).
+pub fn log_path(output: &Path) -> PathBuf {
+    let mut s = output.as_os_str().to_owned();
+    s.push(".log");
+    PathBuf::from(s)
+}
+
+/// The bytes that name an input file in decision records.
+pub fn rel_bytes(rel: &Path) -> &[u8] {
+    rel.as_os_str().as_encoded_bytes()
+}
 
 #[derive(Clone, Debug)]
 pub struct RunConfig {
@@ -139,6 +167,8 @@ pub fn dd_path(output: &Path) -> PathBuf {
 struct Job {
     seq: u64,
     file: usize,
+    /// Index of the chunk in its file.
+    index: u64,
     first: bool,
     /// None when the file could not be opened.
     chunk: Result<Chunk, String>,
@@ -153,6 +183,10 @@ struct Worker {
     out: Vec<u8>,
     dd: Vec<u8>,
     stats: ChunkStats,
+    asked: Vec<u64>,
+    seen: Vec<bool>,
+    new_keys: Vec<u64>,
+    tag: Vec<u8>,
 }
 
 impl Worker {
@@ -165,6 +199,10 @@ impl Worker {
             out: Vec::new(),
             dd: Vec::new(),
             stats: ChunkStats::default(),
+            asked: Vec::new(),
+            seen: Vec::new(),
+            new_keys: Vec::new(),
+            tag: Vec::new(),
         }
     }
 
@@ -175,15 +213,82 @@ impl Worker {
         }
     }
 
-    fn decide(&mut self, store: &dyn Store, opts: &Options) -> Result<()> {
-        decide(
+    /// Asks the store (or the recorded verdicts) about the chunk; journals the
+    /// answers. Runs in the commit gate, so in input order.
+    fn decide(
+        &mut self,
+        job: &Job,
+        file: &InputFile,
+        store: &dyn Store,
+        opts: &Options,
+        dur: &Durability,
+    ) -> Result<()> {
+        let rel = rel_bytes(&file.rel);
+        if let Some(v) = dur.recorded.and_then(|r| r.get(rel, job.index)) {
+            let replay = Replayer::new(v);
+            let r = decide(
+                &self.plan,
+                &replay,
+                opts,
+                &mut self.scratch,
+                &mut self.decisions,
+            );
+            if r.is_err() || !replay.matched() {
+                anyhow::bail!(
+                    "{}: chunk {}: the input differs from the interrupted run's (its recorded decisions do not match); restore with the same input and options",
+                    file.path.display(),
+                    job.index
+                );
+            }
+            return Ok(());
+        }
+        let Some(journal) = dur.journal else {
+            return decide(
+                &self.plan,
+                store,
+                opts,
+                &mut self.scratch,
+                &mut self.decisions,
+            )
+            .context("store request failed");
+        };
+        let rec = Recorder {
+            inner: store,
+            log: parking_lot::Mutex::new((
+                std::mem::take(&mut self.asked),
+                std::mem::take(&mut self.seen),
+            )),
+        };
+        rec.log.lock().0.clear();
+        rec.log.lock().1.clear();
+        let r = decide(
             &self.plan,
-            store,
+            &rec,
             opts,
             &mut self.scratch,
             &mut self.decisions,
-        )
-        .context("store request failed")
+        );
+        (self.asked, self.seen) = rec.log.into_inner();
+        r.context("store request failed")?;
+        fault::hit("commit");
+        self.new_keys.clear();
+        self.new_keys.extend(
+            self.asked
+                .iter()
+                .zip(&self.seen)
+                .filter(|(_, &s)| !s)
+                .map(|(&k, _)| k),
+        );
+        encode_tag(rel, job.index, &self.asked, &self.seen, &mut self.tag);
+        journal
+            .append(&self.tag, &self.new_keys)
+            .context("cannot write the journal")?;
+        if fault::armed() && fault::reached("stop", 1) {
+            if let Some(stop) = dur.stop {
+                stop.store(true, Ordering::SeqCst);
+            }
+        }
+        Ok(())
     }
 
     fn render(&mut self, job: &Job, dd: bool) {
@@ -207,6 +312,7 @@ impl Worker {
 /// Writes outputs in input order and keeps the run's figures.
 struct Writer<'a> {
     cfg: &'a RunConfig,
+    journal: Option<&'a Journal>,
     files: &'a [InputFile],
     report: &'a (dyn Fn(&str) + Sync),
     current: Option<(AtomicOutput, Option<AtomicOutput>)>,
@@ -254,6 +360,9 @@ impl Writer<'_> {
             .ok_or_else(|| anyhow!("internal: no open output for {}", file.path.display()))?;
         main.write_all(&w.out)
             .with_context(|| format!("cannot write {}", main.path().display()))?;
+        if fault::armed() && fault::reached("output-bytes", w.out.len() as u64) {
+            fault::crash("output-bytes");
+        }
         if let Some(dd) = dd {
             dd.write_all(&w.dd)
                 .with_context(|| format!("cannot write {}", dd.path().display()))?;
@@ -263,13 +372,25 @@ impl Writer<'_> {
         self.stats.add_chunk(&w.stats);
         if chunk.last {
             let (main, dd) = self.current.take().expect("checked above");
-            let path = main.path().to_owned();
-            main.finish(self.cfg.sync)
-                .with_context(|| format!("cannot finish {}", path.display()))?;
+            // The decisions behind this output must be durable before it counts
+            // as finished (a restore skips finished outputs).
+            if let Some(j) = self.journal {
+                j.sync().context("cannot sync the journal")?;
+            }
+            fault::hit("rename");
+            // The `.dd` first: a file is finished when its main output exists.
             if let Some(dd) = dd {
                 let path = dd.path().to_owned();
                 dd.finish(self.cfg.sync)
                     .with_context(|| format!("cannot finish {}", path.display()))?;
+            }
+            let path = main.path().to_owned();
+            main.finish(self.cfg.sync)
+                .with_context(|| format!("cannot finish {}", path.display()))?;
+            fault::hit("renamed");
+            let log = log_path(&path);
+            if log.exists() {
+                webdedup_store::journal::remove_durably(&log)?;
             }
             self.stats.files += 1;
             if self.issues_in_file > 0 {
@@ -329,16 +450,17 @@ impl Writer<'_> {
     }
 }
 
-/// Sends every chunk of every file, numbered in order, until `send` refuses.
+/// Sends every chunk of every file, numbered in order, until `send` refuses or
+/// `stop` says so.
 fn read_jobs(
     files: &[InputFile],
     cfg: &RunConfig,
-    stop: &AtomicBool,
+    stop: &(dyn Fn() -> bool + Sync),
     mut send: impl FnMut(Job) -> bool,
 ) {
     let mut seq = 0u64;
     for (i, f) in files.iter().enumerate() {
-        if stop.load(Ordering::Relaxed) {
+        if stop() {
             return;
         }
         match open_input(&f.path) {
@@ -346,6 +468,7 @@ fn read_jobs(
                 if !send(Job {
                     seq,
                     file: i,
+                    index: 0,
                     first: true,
                     chunk: Err(e.to_string()),
                 }) {
@@ -357,11 +480,13 @@ fn read_jobs(
                 let mut chunks =
                     ChunkReader::with_sizes(reader, cfg.chunk_bytes, cfg.max_line_bytes);
                 let mut first = true;
+                let mut index = 0;
                 while let Some(chunk) = chunks.next_chunk() {
-                    if stop.load(Ordering::Relaxed)
+                    if stop()
                         || !send(Job {
                             seq,
                             file: i,
+                            index,
                             first,
                             chunk: Ok(chunk),
                         })
@@ -369,6 +494,7 @@ fn read_jobs(
                         return;
                     }
                     seq += 1;
+                    index += 1;
                     first = false;
                 }
             }
@@ -409,11 +535,28 @@ impl<T> Gate<T> {
 /// error is returned only for what stops the run (a failing store, an unwritable
 /// output).
 pub fn run(cfg: &RunConfig, store: &dyn Store, report: &(dyn Fn(&str) + Sync)) -> Result<RunStats> {
+    run_with(cfg, store, &Durability::default(), report)
+}
+
+/// [`run`] with a journal, recorded verdicts, skipping of finished outputs and a
+/// stop flag (see [`Durability`]). `stats.interrupted` says whether the stop flag
+/// ended the run before every file was finished.
+pub fn run_with(
+    cfg: &RunConfig,
+    store: &dyn Store,
+    dur: &Durability,
+    report: &(dyn Fn(&str) + Sync),
+) -> Result<RunStats> {
     let started = Instant::now();
-    let files = list_inputs(&cfg.input, &cfg.output)
+    let mut files = list_inputs(&cfg.input, &cfg.output)
         .with_context(|| format!("cannot list input {}", cfg.input.display()))?;
     fs::create_dir_all(&cfg.output)
         .with_context(|| format!("cannot create output directory {}", cfg.output.display()))?;
+    let listed = files.len();
+    if dur.skip_finished {
+        files.retain(|f| !output_path(&cfg.output, &f.rel, cfg.compress).exists());
+    }
+    let skipped = (listed - files.len()) as u64;
     let progress = cfg.progress.then(|| {
         let p = indicatif::ProgressBar::new(files.len() as u64);
         p.set_style(
@@ -428,6 +571,7 @@ pub fn run(cfg: &RunConfig, store: &dyn Store, report: &(dyn Fn(&str) + Sync)) -
     let progress_handle = progress.clone();
     let mut writer = Writer {
         cfg,
+        journal: dur.journal,
         files: &files,
         report,
         current: None,
@@ -438,16 +582,20 @@ pub fn run(cfg: &RunConfig, store: &dyn Store, report: &(dyn Fn(&str) + Sync)) -
     };
     let threads = cfg.threads.max(1);
     let stop = AtomicBool::new(false);
+    let signalled = || dur.stop.is_some_and(|s| s.load(Ordering::Relaxed));
+    let should_stop = || stop.load(Ordering::Relaxed) || signalled();
 
     let mut stats = if threads == 1 {
         let mut w = Worker::new(&cfg.options);
         let mut failure = None;
-        read_jobs(&files, cfg, &stop, |job| {
+        read_jobs(&files, cfg, &should_stop, |job| {
             w.plan(&job);
-            let r = w.decide(store, &cfg.options).and_then(|_| {
-                w.render(&job, cfg.dd);
-                writer.write(&job, &w)
-            });
+            let r = w
+                .decide(&job, &files[job.file], store, &cfg.options, dur)
+                .and_then(|_| {
+                    w.render(&job, cfg.dd);
+                    writer.write(&job, &w)
+                });
             match r {
                 Ok(()) => true,
                 Err(e) => {
@@ -467,10 +615,10 @@ pub fn run(cfg: &RunConfig, store: &dyn Store, report: &(dyn Fn(&str) + Sync)) -
         let (tx, rx) = crossbeam_channel::bounded::<Job>(threads * 2);
         std::thread::scope(|s| {
             s.spawn({
-                let (files, stop) = (&files, &stop);
+                let (files, should_stop) = (&files, &should_stop);
                 // The sender moves into the reader: when it is done the channel closes
                 // and the workers' loops end.
-                move || read_jobs(files, cfg, stop, |job| tx.send(job).is_ok())
+                move || read_jobs(files, cfg, should_stop, |job| tx.send(job).is_ok())
             });
             for _ in 0..threads {
                 s.spawn(|| {
@@ -486,7 +634,7 @@ pub fn run(cfg: &RunConfig, store: &dyn Store, report: &(dyn Fn(&str) + Sync)) -
                             if failed() {
                                 Ok(())
                             } else {
-                                w.decide(store, &cfg.options)
+                                w.decide(&job, &files[job.file], store, &cfg.options, dur)
                             }
                         });
                         let r = r.map(|_| {
@@ -514,6 +662,8 @@ pub fn run(cfg: &RunConfig, store: &dyn Store, report: &(dyn Fn(&str) + Sync)) -
         p.finish_and_clear();
     }
     stats.threads = threads;
+    stats.files_skipped = skipped;
+    stats.interrupted = signalled() && stats.files < files.len() as u64;
     stats.finish(
         started.elapsed().as_secs_f64(),
         store.len(),
