@@ -121,7 +121,7 @@ pub fn run(args: &DedupArgs) -> Result<u8> {
         signal_hook::consts::SIGINT,
         signal_hook::consts::SIGHUP,
     ] {
-        signal_hook::flag::register_conditional_shutdown(sig, 128 + sig as i32, stop.clone())
+        signal_hook::flag::register_conditional_shutdown(sig, 128 + sig, stop.clone())
             .context("cannot install a signal handler")?;
         signal_hook::flag::register(sig, stop.clone())
             .context("cannot install a signal handler")?;

@@ -121,6 +121,8 @@ pub fn run_persistent(
     report: &(dyn Fn(&str) + Sync),
 ) -> Result<(RunStats, PersistReport)> {
     let mut rep = PersistReport::default();
+    let files = list_inputs(&cfg.input, &cfg.output)
+        .with_context(|| format!("cannot list input {}", cfg.input.display()))?;
     std::fs::create_dir_all(&cfg.output)
         .with_context(|| format!("cannot create output directory {}", cfg.output.display()))?;
     let meta = store_meta(cfg, p.blocks);
@@ -178,8 +180,6 @@ pub fn run_persistent(
     };
 
     // Decision logs of unfinished outputs.
-    let files = list_inputs(&cfg.input, &cfg.output)
-        .with_context(|| format!("cannot list input {}", cfg.input.display()))?;
     for f in &files {
         let out = output_path(&cfg.output, &f.rel, cfg.compress);
         let log = log_path(&out);

@@ -76,7 +76,7 @@ pub fn encode_tag(rel: &[u8], chunk: u64, asked: &[u64], seen: &[bool], out: &mu
             byte = 0;
         }
     }
-    if seen.len() % 8 != 0 {
+    if !seen.len().is_multiple_of(8) {
         out.push(byte);
     }
 }
