@@ -287,6 +287,67 @@ impl BitReader<'_> {
     }
 }
 
+/// Sorts values spread about uniformly over `u64` (mixed keys) in linear time:
+/// one counting pass on the top bits into about one bucket per value, a scatter,
+/// then each (tiny) bucket sorted on its own. Skewed input stays correct, only
+/// slower (big buckets use the standard sort).
+pub(crate) fn sort_uniform<'a>(v: &[u64], s: &'a mut SortScratch) -> &'a [u64] {
+    let n = v.len();
+    s.tmp.clear();
+    if n < 256 {
+        s.tmp.extend_from_slice(v);
+        s.tmp.sort_unstable();
+        return &s.tmp;
+    }
+    let bits = n.next_power_of_two().trailing_zeros() - 1;
+    let shift = 64 - bits;
+    let starts = &mut s.starts;
+    starts.clear();
+    starts.resize(1usize << bits, 0);
+    for &x in v {
+        starts[(x >> shift) as usize] += 1;
+    }
+    let mut sum = 0;
+    for c in starts.iter_mut() {
+        let here = *c;
+        *c = sum;
+        sum += here;
+    }
+    s.tmp.resize(n, 0);
+    let out = &mut s.tmp[..];
+    for &x in v {
+        let b = (x >> shift) as usize;
+        out[starts[b] as usize] = x;
+        starts[b] += 1;
+    }
+    // Values are out of order only inside their bucket: one insertion-sort pass
+    // finishes, unless the input is skewed (then the standard sort takes over).
+    let mut moves = 0usize;
+    for i in 1..n {
+        let x = out[i];
+        let mut j = i;
+        while j > 0 && out[j - 1] > x {
+            out[j] = out[j - 1];
+            j -= 1;
+        }
+        out[j] = x;
+        moves += i - j;
+        if moves > 8 * n {
+            out.sort_unstable();
+            break;
+        }
+    }
+    &s.tmp
+}
+
+/// Buffers reused by [`sort_uniform`] (allocations of 32 KiB and more are mmaps
+/// here, see `tune_allocator_for_large_tables`: reusing them avoids page faults).
+#[derive(Default)]
+pub(crate) struct SortScratch {
+    starts: Vec<u32>,
+    tmp: Vec<u64>,
+}
+
 /// Bits of the Rice code of `gaps` with parameter `k`.
 fn rice_cost(gaps: &[u64], k: u32) -> u64 {
     gaps.iter().map(|&g| (g >> k) + 1 + k as u64).sum()
@@ -365,13 +426,23 @@ fn decode_payload(
         data: payload,
         pos: 0,
     };
+    let limit = payload.len() * 8;
     let mut q: Option<u64> = None;
+    let mask = if k == 0 { 0 } else { u64::MAX >> (64 - k) };
     for _ in 0..count {
-        let hi = r.unary().ok_or("payload ends inside a key")?;
-        if hi > (u64::MAX >> k) {
-            return Err("gap out of range".into());
-        }
-        let gap = hi << k | r.get_wide(k);
+        // Fast path: the unary part and the k low bits in one 57-bit window.
+        let w = r.peek();
+        let tz = w.trailing_zeros();
+        let gap = if tz + 1 + k <= 57 && r.pos + (tz + 1 + k) as usize <= limit {
+            r.pos += (tz + 1 + k) as usize;
+            (tz as u64) << k | (w >> (tz + 1)) & mask
+        } else {
+            let hi = r.unary().ok_or("payload ends inside a key")?;
+            if hi > (u64::MAX >> k) {
+                return Err("gap out of range".into());
+            }
+            hi << k | r.get_wide(k)
+        };
         let next = match q {
             None => Some(gap),
             Some(p) => p.checked_add(gap).and_then(|x| x.checked_add(1)),
@@ -626,6 +697,8 @@ impl MemStore {
                     s.spawn(|| {
                         let mut mine = Vec::new();
                         let mut keys = Vec::new();
+                        let mut mixed: Vec<u64> = Vec::new();
+                        let mut scratch = SortScratch::default();
                         loop {
                             let i = next.fetch_add(1, Ordering::Relaxed);
                             if i >= sections.len() {
@@ -638,7 +711,8 @@ impl MemStore {
                                     .try_into()
                                     .unwrap(),
                             );
-                            let r = if crc != crc32c::crc32c(section) {
+                            let crc_ok = crc == crc32c::crc32c(section);
+                            let r = if !crc_ok {
                                 Err(corrupt(
                                     at,
                                     format!("CRC mismatch in the section of block {i}"),
@@ -657,8 +731,8 @@ impl MemStore {
                                     let has_zero = keys.first() == Some(&0);
                                     let mut mixed: Vec<u64> =
                                         keys.iter().filter(|&&k| k != 0).map(|&k| mix(k)).collect();
-                                    mixed.sort_unstable();
-                                    Table::from_sorted_mixed(&mixed, has_zero, spare)
+                                    let sorted = sort_uniform(&mixed, &mut scratch);
+                                    Table::from_sorted_mixed(sorted, has_zero, spare)
                                 })
                             };
                             mine.push((i as u32, r));
@@ -828,6 +902,22 @@ mod tests {
         long.push(0);
         fs::write(&q, &long).unwrap();
         assert!(MemStore::load(&q, &meta(5), 0).is_err());
+    }
+
+    #[test]
+    fn uniform_sort_sorts_anything() {
+        let mut tmp = SortScratch::default();
+        for v in [
+            random_keys(10_000, 5),
+            vec![7; 1000],
+            (0..5000u64).rev().collect(),
+            random_keys(3000, 6).into_iter().map(|k| k >> 40).collect(),
+        ] {
+            let a = sort_uniform(&v, &mut tmp).to_vec();
+            let mut b = v;
+            b.sort_unstable();
+            assert_eq!(a, b);
+        }
     }
 
     proptest::proptest! {
