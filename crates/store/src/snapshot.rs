@@ -729,8 +729,8 @@ impl MemStore {
                                 .map_err(|e| corrupt(at, format!("section of block {i}: {e}")))
                                 .map(|_| {
                                     let has_zero = keys.first() == Some(&0);
-                                    let mut mixed: Vec<u64> =
-                                        keys.iter().filter(|&&k| k != 0).map(|&k| mix(k)).collect();
+                                    mixed.clear();
+                                    mixed.extend(keys.iter().filter(|&&k| k != 0).map(|&k| mix(k)));
                                     let sorted = sort_uniform(&mixed, &mut scratch);
                                     Table::from_sorted_mixed(sorted, has_zero, spare)
                                 })
