@@ -447,6 +447,17 @@ fn leftover_state_needs_restore_and_the_same_settings() {
         e.contains("min-para-chars '50'") && e.contains("'80' now"),
         "{e}"
     );
+    // One process at a time per store directory.
+    let held = webdedup_store::DirLock::acquire(&r.store.join("lock")).unwrap();
+    let o = r.run(true, None);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("another webdedup process"),
+        "{}",
+        stderr(&o)
+    );
+    drop(held);
+    assert!(r.run(true, None).status.success());
     // The torn tail of a journal is reported, and the restore completes.
     let t = Run::new(dir.path(), "t", &["-t", "1"]).with_store();
     assert!(!t.run(false, Some("journal-torn:5")).status.success());

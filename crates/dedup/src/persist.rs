@@ -25,13 +25,16 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use webdedup_store::journal::remove_durably;
-use webdedup_store::{fault, Journal, MemStore, Store, StoreMeta, SyncMode};
+use webdedup_store::{fault, DirLock, Journal, MemStore, Store, StoreMeta, SyncMode};
 
 /// What the key set means: recorded in snapshots and journals. Bump the key kind if
 /// the keys of the vertical policy ever change (seeds, what is hashed).
 pub const KEY_KIND: &str = "vertical-v1 (url+title, document, paragraph; xxh3 seeds per kind)";
 
 pub const SNAPSHOT_FILE: &str = "store.snap";
+pub const LOCK_FILE: &str = "lock";
+/// The lock of a run without `--store`, in its output directory (removed at the end).
+pub const OUTPUT_LOCK_FILE: &str = ".webdedup.lock";
 pub const JOURNAL_FILE: &str = "journal";
 /// The journal of a run without `--store`, in its output directory.
 pub const OUTPUT_JOURNAL_FILE: &str = ".webdedup.journal";
@@ -127,13 +130,21 @@ pub fn run_persistent(
         .with_context(|| format!("cannot create output directory {}", cfg.output.display()))?;
     let meta = store_meta(cfg, p.blocks);
     let info = run_info(cfg)?;
-    let (snapshot, journal_path) = match &p.store_dir {
+    let (snapshot, journal_path, lock) = match &p.store_dir {
         Some(dir) => {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create store directory {}", dir.display()))?;
-            (Some(dir.join(SNAPSHOT_FILE)), dir.join(JOURNAL_FILE))
+            (
+                Some(dir.join(SNAPSHOT_FILE)),
+                dir.join(JOURNAL_FILE),
+                DirLock::acquire(&dir.join(LOCK_FILE))?,
+            )
         }
-        None => (None, cfg.output.join(OUTPUT_JOURNAL_FILE)),
+        None => (
+            None,
+            cfg.output.join(OUTPUT_JOURNAL_FILE),
+            DirLock::acquire(&cfg.output.join(OUTPUT_LOCK_FILE))?,
+        ),
     };
 
     // 1. Load the snapshot, replay the journal.
@@ -268,5 +279,9 @@ pub fn run_persistent(
         journal.remove()?;
     }
     stats.finish(stats.seconds, store.len(), store.memory_bytes());
+    if p.store_dir.is_none() {
+        let _ = std::fs::remove_file(lock.path());
+    }
+    drop(lock);
     Ok((stats, rep))
 }

@@ -7,11 +7,13 @@
 
 pub mod fault;
 pub mod journal;
+mod lock;
 mod mem;
 pub mod snapshot;
 mod table;
 
 pub use journal::{Journal, JournalReplay, SyncMode};
+pub use lock::DirLock;
 pub use mem::MemStore;
 pub use snapshot::{SnapshotInfo, StoreMeta};
 
