@@ -7,7 +7,7 @@
 //!
 //! ```text
 //! u8 version=1  u32 rel_len  rel (relative input path, bytes)  u64 chunk (index in its file)
-//! u32 asked (keys the chunk asked the store, all three rounds)  u64 xxh3(asked keys)
+//! u32 asked (keys the chunk asked the store, all three rounds)  u64 check (fold_key over them)
 //! bits[ceil(asked/8)]  (bit i = key i was seen, LSB first)
 //! ```
 //!
@@ -52,12 +52,15 @@ impl Recorded {
     }
 }
 
+/// A check value of the keys asked, in order (not a cryptographic hash: it only
+/// has to notice that the input changed between the interrupted run and now).
+#[inline]
+pub fn fold_key(h: u64, k: u64) -> u64 {
+    (h ^ k).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29)
+}
+
 pub fn hash_keys(keys: &[u64]) -> u64 {
-    let mut h = xxhash_rust::xxh3::Xxh3::new();
-    for k in keys {
-        h.update(&k.to_le_bytes());
-    }
-    h.digest()
+    keys.iter().fold(0, |h, &k| fold_key(h, k))
 }
 
 pub fn encode_tag(rel: &[u8], chunk: u64, asked: &[u64], seen: &[bool], out: &mut Vec<u8>) {
@@ -146,21 +149,21 @@ impl Store for Recorder<'_> {
 /// recorded ones).
 pub struct Replayer<'a> {
     pub verdicts: &'a ChunkVerdicts,
-    pub state: Mutex<(usize, xxhash_rust::xxh3::Xxh3)>,
+    pub state: Mutex<(usize, u64)>,
 }
 
 impl<'a> Replayer<'a> {
     pub fn new(verdicts: &'a ChunkVerdicts) -> Self {
         Replayer {
             verdicts,
-            state: Mutex::new((0, xxhash_rust::xxh3::Xxh3::new())),
+            state: Mutex::new((0, 0)),
         }
     }
 
     /// Whether exactly the recorded keys were asked.
     pub fn matched(&self) -> bool {
         let st = self.state.lock();
-        st.0 == self.verdicts.asked as usize && st.1.digest() == self.verdicts.hash
+        st.0 == self.verdicts.asked as usize && st.1 == self.verdicts.hash
     }
 }
 
@@ -176,7 +179,7 @@ impl Store for Replayer<'_> {
         for (i, k) in keys.iter().enumerate() {
             let j = st.0 + i;
             seen.push(self.verdicts.bits[j / 8] >> (j % 8) & 1 == 1);
-            st.1.update(&k.to_le_bytes());
+            st.1 = fold_key(st.1, *k);
         }
         st.0 += keys.len();
         Ok(())

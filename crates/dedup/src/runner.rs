@@ -26,6 +26,7 @@ use webdedup_formats::output::{AtomicOutput, OutputCompression};
 use webdedup_formats::vertical::{
     Chunk, ChunkReader, Issue, DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES,
 };
+use webdedup_store::journal::encode_record;
 use webdedup_store::{fault, Journal, Store};
 
 /// What makes a run durable and resumable (see `crate::persist`): all optional.
@@ -187,6 +188,10 @@ struct Worker {
     seen: Vec<bool>,
     new_keys: Vec<u64>,
     tag: Vec<u8>,
+    /// The journal record of the chunk (empty when none is due): built outside
+    /// the gates, appended in the write gate before the chunk's output.
+    record: Vec<u8>,
+    record_due: bool,
 }
 
 impl Worker {
@@ -203,6 +208,8 @@ impl Worker {
             seen: Vec::new(),
             new_keys: Vec::new(),
             tag: Vec::new(),
+            record: Vec::new(),
+            record_due: false,
         }
     }
 
@@ -224,6 +231,7 @@ impl Worker {
         dur: &Durability,
     ) -> Result<()> {
         let rel = rel_bytes(&file.rel);
+        self.record_due = false;
         if let Some(v) = dur.recorded.and_then(|r| r.get(rel, job.index)) {
             let replay = Replayer::new(v);
             let r = decide(
@@ -242,7 +250,7 @@ impl Worker {
             }
             return Ok(());
         }
-        let Some(journal) = dur.journal else {
+        if dur.journal.is_none() {
             return decide(
                 &self.plan,
                 store,
@@ -251,7 +259,7 @@ impl Worker {
                 &mut self.decisions,
             )
             .context("store request failed");
-        };
+        }
         let rec = Recorder {
             inner: store,
             log: parking_lot::Mutex::new((
@@ -271,6 +279,21 @@ impl Worker {
         (self.asked, self.seen) = rec.log.into_inner();
         r.context("store request failed")?;
         fault::hit("commit");
+        self.record_due = true;
+        if fault::armed() && fault::reached("stop", 1) {
+            if let Some(stop) = dur.stop {
+                stop.store(true, Ordering::SeqCst);
+            }
+        }
+        Ok(())
+    }
+
+    /// Builds the chunk's journal record (outside the gates: in parallel).
+    fn build_record(&mut self, job: &Job, file: &InputFile) {
+        self.record.clear();
+        if !self.record_due {
+            return;
+        }
         self.new_keys.clear();
         self.new_keys.extend(
             self.asked
@@ -279,16 +302,14 @@ impl Worker {
                 .filter(|(_, &s)| !s)
                 .map(|(&k, _)| k),
         );
-        encode_tag(rel, job.index, &self.asked, &self.seen, &mut self.tag);
-        journal
-            .append(&self.tag, &self.new_keys)
-            .context("cannot write the journal")?;
-        if fault::armed() && fault::reached("stop", 1) {
-            if let Some(stop) = dur.stop {
-                stop.store(true, Ordering::SeqCst);
-            }
-        }
-        Ok(())
+        encode_tag(
+            rel_bytes(&file.rel),
+            job.index,
+            &self.asked,
+            &self.seen,
+            &mut self.tag,
+        );
+        encode_record(&self.tag, &self.new_keys, &mut self.record);
     }
 
     fn render(&mut self, job: &Job, dd: bool) {
@@ -309,10 +330,45 @@ impl Worker {
     }
 }
 
+/// A complete output, to be made durable and renamed into place.
+struct Finish {
+    main: AtomicOutput,
+    dd: Option<AtomicOutput>,
+}
+
+/// Syncs the journal (the decisions behind the output must be durable before it
+/// counts as finished: a restore skips finished outputs), then flushes, syncs (when
+/// `sync`) and renames the `.dd` and the output, and removes the file's decision log.
+fn finish_file(f: Finish, journal: Option<&Journal>, sync: bool) -> Result<()> {
+    if let Some(j) = journal {
+        j.sync().context("cannot sync the journal")?;
+    }
+    fault::hit("rename");
+    // The `.dd` first: a file is finished when its main output exists.
+    if let Some(dd) = f.dd {
+        let path = dd.path().to_owned();
+        dd.finish(sync)
+            .with_context(|| format!("cannot finish {}", path.display()))?;
+    }
+    let path = f.main.path().to_owned();
+    f.main
+        .finish(sync)
+        .with_context(|| format!("cannot finish {}", path.display()))?;
+    fault::hit("renamed");
+    let log = log_path(&path);
+    if log.exists() {
+        webdedup_store::journal::remove_durably(&log)?;
+    }
+    Ok(())
+}
+
 /// Writes outputs in input order and keeps the run's figures.
 struct Writer<'a> {
     cfg: &'a RunConfig,
     journal: Option<&'a Journal>,
+    /// With fsync, finished outputs go to a background thread, so that fsyncing a
+    /// file does not hold up the writing of the next one.
+    finisher: Option<crossbeam_channel::Sender<Finish>>,
     files: &'a [InputFile],
     report: &'a (dyn Fn(&str) + Sync),
     current: Option<(AtomicOutput, Option<AtomicOutput>)>,
@@ -353,6 +409,12 @@ impl Writer<'_> {
             self.current = Some((main, dd));
             self.issues_in_file = 0;
         }
+        // The chunk's keys and verdicts reach the journal in input order, before
+        // its output (the journal is a prefix of the committed chunks).
+        if let (Some(j), false) = (self.journal, w.record.is_empty()) {
+            j.append_encoded(&w.record)
+                .context("cannot write the journal")?;
+        }
         self.report_issues(file, &w.plan.issues);
         let (main, dd) = self
             .current
@@ -372,25 +434,12 @@ impl Writer<'_> {
         self.stats.add_chunk(&w.stats);
         if chunk.last {
             let (main, dd) = self.current.take().expect("checked above");
-            // The decisions behind this output must be durable before it counts
-            // as finished (a restore skips finished outputs).
-            if let Some(j) = self.journal {
-                j.sync().context("cannot sync the journal")?;
-            }
-            fault::hit("rename");
-            // The `.dd` first: a file is finished when its main output exists.
-            if let Some(dd) = dd {
-                let path = dd.path().to_owned();
-                dd.finish(self.cfg.sync)
-                    .with_context(|| format!("cannot finish {}", path.display()))?;
-            }
-            let path = main.path().to_owned();
-            main.finish(self.cfg.sync)
-                .with_context(|| format!("cannot finish {}", path.display()))?;
-            fault::hit("renamed");
-            let log = log_path(&path);
-            if log.exists() {
-                webdedup_store::journal::remove_durably(&log)?;
+            let done = Finish { main, dd };
+            match &self.finisher {
+                Some(tx) => tx
+                    .send(done)
+                    .map_err(|_| anyhow!("internal: the output finisher stopped"))?,
+                None => finish_file(done, self.journal, self.cfg.sync)?,
             }
             self.stats.files += 1;
             if self.issues_in_file > 0 {
@@ -569,9 +618,10 @@ pub fn run_with(
         p
     });
     let progress_handle = progress.clone();
-    let mut writer = Writer {
+    let writer = Writer {
         cfg,
         journal: dur.journal,
+        finisher: None,
         files: &files,
         report,
         current: None,
@@ -585,79 +635,109 @@ pub fn run_with(
     let signalled = || dur.stop.is_some_and(|s| s.load(Ordering::Relaxed));
     let should_stop = || stop.load(Ordering::Relaxed) || signalled();
 
-    let mut stats = if threads == 1 {
-        let mut w = Worker::new(&cfg.options);
-        let mut failure = None;
-        read_jobs(&files, cfg, &should_stop, |job| {
-            w.plan(&job);
-            let r = w
-                .decide(&job, &files[job.file], store, &cfg.options, dur)
-                .and_then(|_| {
-                    w.render(&job, cfg.dd);
-                    writer.write(&job, &w)
-                });
-            match r {
-                Ok(()) => true,
-                Err(e) => {
-                    failure = Some(e);
-                    false
-                }
-            }
-        });
-        if let Some(e) = failure {
-            return Err(e);
-        }
-        writer.stats
-    } else {
-        let commit_gate = Gate::new(());
-        let write_gate = Gate::new(writer);
-        let failure: Mutex<Option<anyhow::Error>> = Mutex::new(None);
-        let (tx, rx) = crossbeam_channel::bounded::<Job>(threads * 2);
-        std::thread::scope(|s| {
-            s.spawn({
-                let (files, should_stop) = (&files, &should_stop);
-                // The sender moves into the reader: when it is done the channel closes
-                // and the workers' loops end.
-                move || read_jobs(files, cfg, should_stop, |job| tx.send(job).is_ok())
-            });
-            for _ in 0..threads {
-                s.spawn(|| {
-                    let mut w = Worker::new(&cfg.options);
-                    for job in rx.iter() {
-                        let failed = || stop.load(Ordering::Relaxed);
-                        if !failed() {
-                            w.plan(&job);
-                        }
-                        // Every job passes both gates, even after a failure, so no
-                        // thread waits forever for a turn that never comes.
-                        let r = commit_gate.pass(job.seq, |_| {
-                            if failed() {
-                                Ok(())
-                            } else {
-                                w.decide(&job, &files[job.file], store, &cfg.options, dur)
-                            }
-                        });
-                        let r = r.map(|_| {
-                            if !failed() {
-                                w.render(&job, cfg.dd)
-                            }
-                        });
-                        let r = write_gate.pass(job.seq, |wr| {
-                            r.and_then(|_| if failed() { Ok(()) } else { wr.write(&job, &w) })
-                        });
-                        if let Err(e) = r {
-                            stop.store(true, Ordering::Relaxed);
-                            failure.lock().get_or_insert(e);
-                        }
+    let finish_failure: Mutex<Option<anyhow::Error>> = Mutex::new(None);
+    let (finish_tx, finish_rx) = crossbeam_channel::bounded::<Finish>(4);
+    let mut finish_tx = Some(finish_tx);
+    let result = std::thread::scope(|sc| -> Result<RunStats> {
+        let mut writer = writer;
+        if cfg.sync {
+            let (stop, finish_failure, finish_rx) = (&stop, &finish_failure, &finish_rx);
+            sc.spawn(move || {
+                for f in finish_rx.iter() {
+                    if finish_failure.lock().is_some() {
+                        continue;
                     }
-                });
-            }
-        });
-        if let Some(e) = failure.into_inner() {
-            return Err(e);
+                    if let Err(e) = finish_file(f, dur.journal, true) {
+                        stop.store(true, Ordering::Relaxed);
+                        finish_failure.lock().get_or_insert(e);
+                    }
+                }
+            });
+            writer.finisher = finish_tx.take();
         }
-        write_gate.state.into_inner().1.stats
-    };
+        drop(finish_tx.take());
+        let stats = if threads == 1 {
+            let mut w = Worker::new(&cfg.options);
+            let mut failure = None;
+            read_jobs(&files, cfg, &should_stop, |job| {
+                w.plan(&job);
+                let r = w
+                    .decide(&job, &files[job.file], store, &cfg.options, dur)
+                    .and_then(|_| {
+                        w.build_record(&job, &files[job.file]);
+                        w.render(&job, cfg.dd);
+                        writer.write(&job, &w)
+                    });
+                match r {
+                    Ok(()) => true,
+                    Err(e) => {
+                        failure = Some(e);
+                        false
+                    }
+                }
+            });
+            if let Some(e) = failure {
+                return Err(e);
+            }
+            writer.finisher = None;
+            std::mem::take(&mut writer.stats)
+        } else {
+            let commit_gate = Gate::new(());
+            let write_gate = Gate::new(writer);
+            let failure: Mutex<Option<anyhow::Error>> = Mutex::new(None);
+            let (tx, rx) = crossbeam_channel::bounded::<Job>(threads * 2);
+            std::thread::scope(|s| {
+                s.spawn({
+                    let (files, should_stop) = (&files, &should_stop);
+                    // The sender moves into the reader: when it is done the channel closes
+                    // and the workers' loops end.
+                    move || read_jobs(files, cfg, should_stop, |job| tx.send(job).is_ok())
+                });
+                for _ in 0..threads {
+                    s.spawn(|| {
+                        let mut w = Worker::new(&cfg.options);
+                        for job in rx.iter() {
+                            let failed = || stop.load(Ordering::Relaxed);
+                            if !failed() {
+                                w.plan(&job);
+                            }
+                            // Every job passes both gates, even after a failure, so no
+                            // thread waits forever for a turn that never comes.
+                            let r = commit_gate.pass(job.seq, |_| {
+                                if failed() {
+                                    Ok(())
+                                } else {
+                                    w.decide(&job, &files[job.file], store, &cfg.options, dur)
+                                }
+                            });
+                            let r = r.map(|_| {
+                                if !failed() {
+                                    w.build_record(&job, &files[job.file]);
+                                    w.render(&job, cfg.dd)
+                                }
+                            });
+                            let r = write_gate.pass(job.seq, |wr| {
+                                r.and_then(|_| if failed() { Ok(()) } else { wr.write(&job, &w) })
+                            });
+                            if let Err(e) = r {
+                                stop.store(true, Ordering::Relaxed);
+                                failure.lock().get_or_insert(e);
+                            }
+                        }
+                    });
+                }
+            });
+            if let Some(e) = failure.into_inner() {
+                return Err(e);
+            }
+            write_gate.state.into_inner().1.stats
+        };
+        Ok(stats)
+    });
+    let mut stats = result?;
+    if let Some(e) = finish_failure.into_inner() {
+        return Err(e);
+    }
     if let Some(p) = progress_handle {
         p.finish_and_clear();
     }

@@ -73,7 +73,6 @@ struct Inner {
     w: BufWriter<File>,
     dirty: bool,
     records: u64,
-    buf: Vec<u8>,
     /// An error of the background syncer, reported by the next call.
     failed: Option<String>,
 }
@@ -176,7 +175,6 @@ impl Journal {
                 w: BufWriter::with_capacity(1 << 20, f),
                 dirty: false,
                 records: 0,
-                buf: Vec::new(),
                 failed: None,
             }),
             sync_file,
@@ -235,18 +233,22 @@ impl Journal {
 
     /// Appends one record: `keys` (inserted into the store) and an opaque `tag`.
     pub fn append(&self, tag: &[u8], keys: &[u64]) -> Result<(), StoreError> {
+        let mut buf = Vec::new();
+        encode_record(tag, keys, &mut buf);
+        self.append_encoded(&buf)
+    }
+
+    /// Appends a record made by [`encode_record`] (callers encode outside any lock).
+    pub fn append_encoded(&self, record: &[u8]) -> Result<(), StoreError> {
         let mut g = self.shared.inner.lock();
         let inner = &mut *g;
         self.check(inner)?;
-        inner.buf.clear();
-        encode_record(tag, keys, &mut inner.buf);
         if fault::armed() && fault::reached("journal-torn", 1) {
-            let half = inner.buf.len() / 2;
-            let _ = inner.w.write_all(&inner.buf[..half]);
+            let _ = inner.w.write_all(&record[..record.len() / 2]);
             let _ = inner.w.flush();
             fault::crash("journal-torn");
         }
-        inner.w.write_all(&inner.buf).map_err(io_err(&self.path))?;
+        inner.w.write_all(record).map_err(io_err(&self.path))?;
         inner.records += 1;
         inner.dirty = true;
         if fault::armed() && fault::reached("journal-record", 1) {
@@ -271,13 +273,17 @@ impl Journal {
         let mut g = self.shared.inner.lock();
         self.check(&mut g)?;
         g.w.flush().map_err(io_err(&self.path))?;
-        if g.dirty && self.mode != SyncMode::Off {
+        g.dirty = false;
+        // The records are with the OS: appends may go on while the disk catches up.
+        // (Always fsync here, even if the background syncer just flushed: its own
+        // fsync may not have finished yet.)
+        drop(g);
+        if self.mode != SyncMode::Off {
             self.shared
                 .sync_file
                 .sync_data()
                 .map_err(io_err(&self.path))?;
         }
-        g.dirty = false;
         Ok(())
     }
 
