@@ -98,6 +98,12 @@ impl MemStore {
             .contains(key)
     }
 
+    /// The keys of one block, in no particular order, into `out` (cleared first).
+    pub(crate) fn block_keys_into(&self, block: u32, out: &mut Vec<u64>) {
+        out.clear();
+        out.extend(self.shards[block as usize].table.lock().keys());
+    }
+
     /// The keys of one block, sorted.
     pub fn block_keys(&self, block: u32) -> Vec<u64> {
         let mut keys: Vec<u64> = self.shards[block as usize].table.lock().keys().collect();

@@ -525,14 +525,17 @@ impl MemStore {
                 .map(|_| {
                     s.spawn(|| {
                         let mut mine = Vec::new();
+                        let mut unsorted = Vec::new();
+                        let mut scratch = SortScratch::default();
                         loop {
                             let b = next.fetch_add(1, Ordering::Relaxed);
                             if b >= blocks as usize {
                                 return mine;
                             }
-                            let keys = self.block_keys(b as u32);
+                            self.block_keys_into(b as u32, &mut unsorted);
+                            let keys = sort_uniform(&unsorted, &mut scratch);
                             let mut out = Vec::new();
-                            encode_section(b as u32, blocks, &keys, &mut out);
+                            encode_section(b as u32, blocks, keys, &mut out);
                             mine.push((b as u32, out, keys.len() as u64));
                         }
                     })
