@@ -305,7 +305,16 @@ fn sigkill_and_sigterm_from_outside_at_random_times() {
         let _ = Command::new("kill")
             .args([&format!("-{signal}"), &child.id().to_string()])
             .status();
-        let _ = child.wait();
+        let status = child.wait().unwrap();
+        if signal == libc_sig::TERM {
+            // Finished before the signal, stopped cleanly (128 + 15), or killed
+            // before the handler was installed.
+            use std::os::unix::process::ExitStatusExt;
+            assert!(
+                status.success() || status.code() == Some(143) || status.signal() == Some(15),
+                "SIGTERM after {ms} ms: {status:?}"
+            );
+        }
         // Restore until done (a run that had already finished restores as a no-op).
         let o = r.run(true, None);
         assert!(o.status.success(), "kill{i} after {ms} ms: {}", stderr(&o));
@@ -411,6 +420,22 @@ fn damaged_state_gives_clear_errors_never_a_smaller_store() {
     let e = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{e}");
     assert!(e.contains("'loose'") && e.contains("'none'"), "{e}");
+
+    // A damaged decision log (left by a clean stop): an error naming the offset.
+    let g = Run::new(dir.path(), "g", &["-t", "1"]).with_store();
+    assert_eq!(g.run(false, Some("stop:4")).status.code(), Some(3));
+    let log = tree(&g.out)
+        .into_iter()
+        .find(|f| f.0.ends_with(".dedup.log"))
+        .expect("a decision log");
+    let mut b = log.1.clone();
+    let mid = b.len() / 2;
+    b[mid] ^= 1;
+    std::fs::write(g.out.join(&log.0), &b).unwrap();
+    let o = g.run(true, None);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(e.contains(".dedup.log") && e.contains("byte offset"), "{e}");
 
     // A journal damaged before its last record: an error naming the offset.
     let j = Run::new(dir.path(), "j", &["-t", "1"]).with_store();

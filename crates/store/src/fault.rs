@@ -8,6 +8,8 @@
 //! * `journal-torn`: in the middle of the N-th journal record (half of it written).
 //! * `journal-sync`: before the N-th journal sync that precedes an output rename.
 //! * `snapshot-mid`: half-way through writing the N-th snapshot (temporary file).
+//! * `journal-create`: half-way through writing a new journal's header.
+//! * `log-mid`: half-way through writing a decision log (`REL.dedup.log`).
 //! * `snapshot-renamed`: after the N-th snapshot was renamed into place, before the
 //!   journal is removed.
 //! * `commit`: after the N-th chunk's store requests, before its journal record.

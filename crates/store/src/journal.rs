@@ -27,7 +27,7 @@
 //! makes every record so far durable under the mode: callers use it before an
 //! effect that depends on the records (renaming an output into place).
 
-use crate::snapshot::{put_str, sync_dir, tmp_path, write_atomic, Cursor, StoreMeta};
+use crate::snapshot::{sync_dir, tmp_path, write_atomic, Cursor, StoreMeta};
 use crate::{fault, StoreError};
 use parking_lot::{Condvar, Mutex};
 use std::fs::{File, OpenOptions};
@@ -481,11 +481,6 @@ pub fn remove_durably(path: &Path) -> Result<(), StoreError> {
     }?;
     let _ = std::fs::remove_file(tmp_path(path));
     Ok(())
-}
-
-/// `put_str` for callers building run-info blobs.
-pub fn encode_str(out: &mut Vec<u8>, s: &str) {
-    put_str(out, s)
 }
 
 #[cfg(test)]
