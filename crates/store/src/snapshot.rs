@@ -22,7 +22,7 @@ use crate::mem::MemStore;
 use crate::table::{mix, Table};
 use crate::{fault, Store, StoreError};
 use std::fs::{self, File};
-use std::io::{self, Write};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
@@ -584,41 +584,73 @@ impl MemStore {
     /// Loads a snapshot written by [`MemStore::save`], checking every CRC and that
     /// its settings equal `expected`. `spare_keys` is room for keys to come (spread
     /// over the blocks), so the first inserts do not all grow their tables.
+    ///
+    /// The file is never read whole: the section heads are read in one pass, then
+    /// each decoder thread reads its sections into a reused buffer (no buffer the
+    /// size of the file, no page faults for one).
     pub fn load(
         path: &Path,
         expected: &StoreMeta,
         spare_keys: usize,
     ) -> Result<(MemStore, SnapshotInfo), StoreError> {
         let started = Instant::now();
-        let data = fs::read(path).map_err(io_err(path))?;
-        let corrupt = |offset: usize, reason: String| StoreError::Corrupt {
+        let corrupt = |offset: u64, reason: String| StoreError::Corrupt {
             path: path.to_owned(),
-            offset: offset as u64,
+            offset,
             reason,
         };
+        let mut file = File::open(path).map_err(io_err(path))?;
+        let file_len = file.metadata().map_err(io_err(path))?.len();
+        let mut buf = Vec::new();
+        // Reads `n` bytes at `at`, known to lie inside the file.
+        let read_at = |file: &mut File, at: u64, n: usize, buf: &mut Vec<u8>| {
+            buf.clear();
+            buf.resize(n, 0);
+            file.seek(SeekFrom::Start(at))
+                .and_then(|_| file.read_exact(buf))
+                .map_err(|e| {
+                    if e.kind() == io::ErrorKind::UnexpectedEof {
+                        corrupt(at, "the file changed while it was read".into())
+                    } else {
+                        io_err(path)(e)
+                    }
+                })
+        };
+        let need = |at: u64, n: u64, what: &str| {
+            if file_len < at || file_len - at < n {
+                Err(corrupt(
+                    at,
+                    format!(
+                        "{what}: {n} bytes needed, {} left (file cut short?)",
+                        file_len.saturating_sub(at)
+                    ),
+                ))
+            } else {
+                Ok(())
+            }
+        };
         // Header.
-        let mut c = Cursor::new(&data, 0);
-        let magic = c.bytes(8).map_err(|e| corrupt(0, e))?;
-        if magic != SNAPSHOT_MAGIC {
+        need(0, 16, "header")?;
+        read_at(&mut file, 0, 16, &mut buf)?;
+        if &buf[..8] != SNAPSHOT_MAGIC {
             return Err(corrupt(0, "not a webdedup snapshot (bad magic)".into()));
         }
-        let version = c.u32().map_err(|e| corrupt(8, e))?;
+        let version = u32::from_le_bytes(buf[8..12].try_into().unwrap());
         if version != SNAPSHOT_VERSION {
             return Err(corrupt(
                 8,
                 format!("snapshot format version {version}, this program reads {SNAPSHOT_VERSION}"),
             ));
         }
-        let fields_len = c.u32().map_err(|e| corrupt(12, e))? as usize;
-        let fields_at = c.pos;
-        c.bytes(fields_len).map_err(|e| corrupt(fields_at, e))?;
-        let crc_at = c.pos;
-        let crc = c.u32().map_err(|e| corrupt(crc_at, e))?;
-        if crc != crc32c::crc32c(&data[..crc_at]) {
+        let fields_len = u32::from_le_bytes(buf[12..16].try_into().unwrap()) as u64;
+        need(16, fields_len + 4, "header")?;
+        read_at(&mut file, 0, 16 + fields_len as usize + 4, &mut buf)?;
+        let crc_at = 16 + fields_len as usize;
+        if u32::from_le_bytes(buf[crc_at..].try_into().unwrap()) != crc32c::crc32c(&buf[..crc_at]) {
             return Err(corrupt(0, "header CRC mismatch".into()));
         }
-        let mut f = Cursor::new(&data[..crc_at], fields_at);
-        let bad = |e: String| corrupt(fields_at, e);
+        let mut f = Cursor::new(&buf[..crc_at], 16);
+        let bad = |e: String| corrupt(16, e);
         let blocks = f.u32().map_err(bad)?;
         let keys = f.u64().map_err(bad)?;
         let meta = StoreMeta {
@@ -629,7 +661,7 @@ impl MemStore {
         };
         let _creator = f.str().map_err(bad)?;
         if blocks == 0 {
-            return Err(corrupt(fields_at, "block count 0".into()));
+            return Err(corrupt(16, "block count 0".into()));
         }
         if let Some(m) = expected.mismatch(&meta, &format!("snapshot {}", path.display())) {
             return Err(StoreError::Mismatch(m));
@@ -637,12 +669,12 @@ impl MemStore {
         // Sections: find them in one pass over their heads.
         let mut sections = Vec::with_capacity(blocks as usize);
         let mut total = 0u64;
+        let mut pos = (crc_at + 4) as u64;
         for b in 0..blocks {
-            let at = c.pos;
-            let head = c
-                .bytes(SECTION_HEAD)
-                .map_err(|e| corrupt(at, format!("section of block {b}: {e} (file cut short?)")))?;
-            let mut h = Cursor::new(head, 0);
+            let at = pos;
+            need(at, SECTION_HEAD as u64, &format!("section of block {b}"))?;
+            read_at(&mut file, at, SECTION_HEAD, &mut buf)?;
+            let mut h = Cursor::new(&buf, 0);
             let block = h.u32().unwrap();
             let count = h.u64().unwrap();
             let k = h.u8().unwrap();
@@ -653,35 +685,32 @@ impl MemStore {
                     format!("expected the section of block {b}, found {block}"),
                 ));
             }
-            let body = usize::try_from(len)
-                .ok()
-                .and_then(|len| len.checked_add(4))
-                .filter(|&n| n <= data.len() - c.pos)
-                .ok_or_else(|| {
-                    corrupt(
-                        at,
-                        format!("section of block {b}: length {len} past the end of the file"),
-                    )
-                })?;
-            c.pos += body;
+            let body = len
+                .checked_add(4)
+                .filter(|&n| n <= file_len - at - SECTION_HEAD as u64);
+            let Some(body) = body else {
+                return Err(corrupt(
+                    at,
+                    format!("section of block {b}: length {len} past the end of the file"),
+                ));
+            };
+            pos = at + SECTION_HEAD as u64 + body;
             total = total.saturating_add(count);
             sections.push((at, count, k as u32, len as usize));
         }
-        let at = c.pos;
-        let trailer = c
-            .bytes(20)
-            .map_err(|e| corrupt(at, format!("trailer: {e} (file cut short?)")))?;
-        if &trailer[..8] != TRAILER_MAGIC
-            || u32::from_le_bytes(trailer[16..20].try_into().unwrap())
-                != crc32c::crc32c(&trailer[..16])
+        let at = pos;
+        need(at, 20, "trailer")?;
+        read_at(&mut file, at, 20, &mut buf)?;
+        if &buf[..8] != TRAILER_MAGIC
+            || u32::from_le_bytes(buf[16..20].try_into().unwrap()) != crc32c::crc32c(&buf[..16])
         {
             return Err(corrupt(at, "bad trailer".into()));
         }
-        let trailer_keys = u64::from_le_bytes(trailer[8..16].try_into().unwrap());
-        if c.pos != data.len() {
+        let trailer_keys = u64::from_le_bytes(buf[8..16].try_into().unwrap());
+        if at + 20 != file_len {
             return Err(corrupt(
-                c.pos,
-                format!("{} stray bytes after the trailer", data.len() - c.pos),
+                at + 20,
+                format!("{} stray bytes after the trailer", file_len - at - 20),
             ));
         }
         if total != keys || trailer_keys != keys {
@@ -690,7 +719,8 @@ impl MemStore {
                 format!("header says {keys} keys, trailer {trailer_keys}, sections hold {total}"),
             ));
         }
-        // Decode, mix, sort and place, block by block, in parallel.
+        drop(buf);
+        // Read, check, decode, mix, sort and place, block by block, in parallel.
         let spare = spare_keys / blocks as usize;
         let next = AtomicUsize::new(0);
         let threads = threads_for((keys / 100_000) as usize).min(blocks as usize);
@@ -699,6 +729,14 @@ impl MemStore {
                 .map(|_| {
                     s.spawn(|| {
                         let mut mine = Vec::new();
+                        let mut file = match File::open(path) {
+                            Ok(f) => f,
+                            Err(e) => {
+                                mine.push((0, Err(io_err(path)(e))));
+                                return mine;
+                            }
+                        };
+                        let mut data = Vec::new();
                         let mut keys = Vec::new();
                         let mut mixed: Vec<u64> = Vec::new();
                         let mut scratch = SortScratch::default();
@@ -708,37 +746,39 @@ impl MemStore {
                                 return mine;
                             }
                             let (at, count, k, len) = sections[i];
-                            let section = &data[at..at + SECTION_HEAD + len];
-                            let crc = u32::from_le_bytes(
-                                data[at + SECTION_HEAD + len..at + SECTION_HEAD + len + 4]
-                                    .try_into()
-                                    .unwrap(),
-                            );
-                            let crc_ok = crc == crc32c::crc32c(section);
-                            let r = if !crc_ok {
-                                Err(corrupt(
-                                    at,
-                                    format!("CRC mismatch in the section of block {i}"),
-                                ))
-                            } else {
-                                decode_payload(
-                                    &section[SECTION_HEAD..],
-                                    count,
-                                    k,
-                                    i as u32,
-                                    blocks,
-                                    &mut keys,
-                                )
-                                .map_err(|e| corrupt(at, format!("section of block {i}: {e}")))
+                            let r = read_at(&mut file, at, SECTION_HEAD + len + 4, &mut data)
+                                .and_then(|_| {
+                                    let crc = u32::from_le_bytes(
+                                        data[SECTION_HEAD + len..].try_into().unwrap(),
+                                    );
+                                    if crc != crc32c::crc32c(&data[..SECTION_HEAD + len]) {
+                                        return Err(corrupt(
+                                            at,
+                                            format!("CRC mismatch in the section of block {i}"),
+                                        ));
+                                    }
+                                    decode_payload(
+                                        &data[SECTION_HEAD..SECTION_HEAD + len],
+                                        count,
+                                        k,
+                                        i as u32,
+                                        blocks,
+                                        &mut keys,
+                                    )
+                                    .map_err(|e| corrupt(at, format!("section of block {i}: {e}")))
+                                })
                                 .map(|_| {
                                     let has_zero = keys.first() == Some(&0);
                                     mixed.clear();
                                     mixed.extend(keys.iter().filter(|&&k| k != 0).map(|&k| mix(k)));
                                     let sorted = sort_uniform(&mixed, &mut scratch);
                                     Table::from_sorted_mixed(sorted, has_zero, spare)
-                                })
-                            };
+                                });
+                            let failed = r.is_err();
                             mine.push((i as u32, r));
+                            if failed {
+                                return mine;
+                            }
                         }
                     })
                 })
@@ -747,6 +787,9 @@ impl MemStore {
                 .flat_map(|h| h.join().expect("decoder thread"))
                 .collect()
         });
+        if let Some(pos) = tables.iter().position(|t| t.1.is_err()) {
+            return Err(tables.swap_remove(pos).1.err().unwrap());
+        }
         tables.sort_unstable_by_key(|t| t.0);
         let tables = tables
             .into_iter()
@@ -757,7 +800,7 @@ impl MemStore {
             store,
             SnapshotInfo {
                 keys,
-                bytes: data.len() as u64,
+                bytes: file_len,
                 seconds: started.elapsed().as_secs_f64(),
             },
         ))
