@@ -283,6 +283,7 @@ fn sigkill_and_sigterm_from_outside_at_random_times() {
     let probe = Run::new(dir.path(), "probe", &["-t", "2"]).with_store();
     assert!(probe.run(false, None).status.success());
     let span = (t.elapsed().as_millis() as u64).max(20);
+    let mut interrupted = 0;
     for (i, ms) in delays(8, span).into_iter().enumerate() {
         let r = Run::new(
             dir.path(),
@@ -302,10 +303,18 @@ fn sigkill_and_sigterm_from_outside_at_random_times() {
             .spawn()
             .unwrap();
         std::thread::sleep(Duration::from_millis(ms));
-        let _ = Command::new("kill")
-            .args([&format!("-{signal}"), &child.id().to_string()])
-            .status();
+        if signal == libc_sig::KILL {
+            let _ = child.kill(); // SIGKILL; fails only if it already exited
+        } else {
+            let st = Command::new("kill")
+                .args([&format!("-{signal}"), &child.id().to_string()])
+                .status()
+                .expect("the kill command");
+            // It fails only if the process already exited.
+            let _ = st;
+        }
         let status = child.wait().unwrap();
+        interrupted += !status.success() as usize;
         if signal == libc_sig::TERM {
             // Finished before the signal, stopped cleanly (128 + 15), or killed
             // before the handler was installed.
@@ -320,6 +329,10 @@ fn sigkill_and_sigterm_from_outside_at_random_times() {
         assert!(o.status.success(), "kill{i} after {ms} ms: {}", stderr(&o));
         assert_same(&format!("signal {signal} after {ms} ms"), &r.state(), &want);
     }
+    assert!(
+        interrupted >= 3,
+        "only {interrupted} of 8 runs were hit mid-way"
+    );
 }
 
 mod libc_sig {
