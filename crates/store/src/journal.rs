@@ -656,6 +656,41 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config::with_cases(64))]
+        /// Random damage gives an error, or (damage in the last record only) the
+        /// records before it with the tail reported torn: never other records.
+        #[test]
+        fn random_damage_never_invents_records(
+            edits in proptest::collection::vec((0usize..1 << 20, 1u8..=255), 1..4),
+            cut in proptest::option::of(0usize..1 << 20),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let p = dir.path().join("j");
+            let recs = sample(&p, SyncMode::Off);
+            let mut b = fs::read(&p).unwrap();
+            for (at, x) in &edits {
+                let i = at % b.len();
+                b[i] ^= x;
+            }
+            if let Some(c) = cut {
+                b.truncate(c % b.len());
+            }
+            fs::write(&p, &b).unwrap();
+            match collect(&p) {
+                Err(StoreError::Corrupt { .. }) | Err(StoreError::Mismatch(_)) => {}
+                Err(e) => proptest::prop_assert!(false, "unexpected error {e}"),
+                Ok((got, r)) => {
+                    proptest::prop_assert!(got.len() <= recs.len());
+                    proptest::prop_assert_eq!(&got[..], &recs[..got.len()]);
+                    if got.len() < recs.len() {
+                        proptest::prop_assert!(r.torn.is_some());
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn settings_mismatch_is_refused() {
         let dir = tempfile::tempdir().unwrap();
