@@ -132,7 +132,24 @@ pub fn run(args: &DedupArgs) -> Result<u8> {
     let (stats, persisted) =
         webdedup_dedup::run_persistent(&cfg, &persistence, Some(&stop), &report)?;
     if let Some(path) = &args.json {
-        let json = serde_json::to_string_pretty(&stats)?;
+        let mut value = serde_json::to_value(&stats)?;
+        if let Some(map) = value.as_object_mut() {
+            map.insert(
+                "persistence".into(),
+                serde_json::json!({
+                    "store_dir": args.store.as_ref().map(|d| d.display().to_string()),
+                    "loaded_keys": persisted.loaded_keys,
+                    "load_seconds": persisted.load_seconds,
+                    "journal_records_replayed": persisted.journal_records_replayed,
+                    "recorded_chunks": persisted.recorded_chunks,
+                    "saved_keys": persisted.saved.as_ref().map(|s| s.keys),
+                    "snapshot_bytes": persisted.saved.as_ref().map(|s| s.bytes),
+                    "save_seconds": persisted.saved.as_ref().map(|s| s.seconds),
+                    "decision_logs_written": persisted.logs_written,
+                }),
+            );
+        }
+        let json = serde_json::to_string_pretty(&value)?;
         std::fs::write(path, json + "\n")
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
