@@ -1,13 +1,16 @@
 //! `webdedup dedup`.
 
-use crate::{EXIT_INPUT_PROBLEMS, EXIT_OK};
+use crate::{EXIT_INPUT_PROBLEMS, EXIT_OK, EXIT_STOPPED};
 use anyhow::{Context, Result};
 use clap::Args;
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use webdedup_dedup::Persistence;
 use webdedup_dedup::{DocCheck, Options, RunConfig};
 use webdedup_formats::output::OutputCompression;
-use webdedup_store::{MemStore, DEFAULT_BLOCKS};
+use webdedup_store::{SyncMode, DEFAULT_BLOCKS};
 use webdedup_text::Normalization;
 
 #[derive(Args, Debug)]
@@ -60,9 +63,20 @@ pub struct DedupArgs {
     /// Lines longer than this are dropped and reported.
     #[arg(long, default_value_t = webdedup_formats::vertical::DEFAULT_MAX_LINE_BYTES, value_name = "BYTES")]
     max_line_bytes: usize,
-    /// fsync every output file before renaming it into place.
-    #[arg(long)]
-    fsync: bool,
+    /// Keep the store in DIR between runs: load `DIR/store.snap` if present,
+    /// journal to `DIR/journal` while running, save at the end.
+    #[arg(long, value_name = "DIR")]
+    store: Option<PathBuf>,
+    /// Finish an interrupted run (same command plus `-r`): finished outputs are
+    /// skipped, unfinished ones redone with the decisions already taken.
+    #[arg(short = 'r', long)]
+    restore: bool,
+    /// Durability of the journal and outputs: `always` (fsync every journal
+    /// record), `batch` (group commit within 50 ms; outputs and snapshot fsynced),
+    /// `off` (no fsync: survives a killed process, not a power failure).
+    /// `--fsync` alone means `always`.
+    #[arg(long, value_name = "MODE", default_value = "batch", num_args = 0..=1, default_missing_value = "always")]
+    fsync: SyncMode,
 }
 
 pub fn run(args: &DedupArgs) -> Result<u8> {
@@ -88,18 +102,96 @@ pub fn run(args: &DedupArgs) -> Result<u8> {
         report_limit: args.report_limit,
         chunk_bytes: args.chunk_bytes.max(1),
         max_line_bytes: args.max_line_bytes.max(1),
-        sync: args.fsync,
+        sync: args.fsync != SyncMode::Off,
     };
-    let store = MemStore::with_capacity(args.blocks, args.capacity);
+    let persistence = Persistence {
+        store_dir: args.store.clone(),
+        restore: args.restore,
+        fsync: args.fsync,
+        blocks: args.blocks,
+        capacity: args.capacity,
+    };
+    // SIGTERM, SIGINT, SIGHUP: stop reading, finish what is in flight, save. A second
+    // one exits at once (the journal still allows --restore). SIGPIPE is ignored by
+    // the Rust runtime already (writes then fail with an error instead).
+    let stop = Arc::new(AtomicBool::new(false));
+    let which = Arc::new(AtomicUsize::new(0));
+    for sig in [
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGHUP,
+    ] {
+        signal_hook::flag::register_conditional_shutdown(sig, 128 + sig, stop.clone())
+            .context("cannot install a signal handler")?;
+        signal_hook::flag::register(sig, stop.clone())
+            .context("cannot install a signal handler")?;
+        signal_hook::flag::register_usize(sig, which.clone(), sig as usize)
+            .context("cannot install a signal handler")?;
+    }
     let report = |line: &str| eprintln!("{line}");
-    let stats = webdedup_dedup::run(&cfg, &store, &report)?;
+    let (stats, persisted) =
+        webdedup_dedup::run_persistent(&cfg, &persistence, Some(&stop), &report)?;
     if let Some(path) = &args.json {
-        let json = serde_json::to_string_pretty(&stats)?;
+        let mut value = serde_json::to_value(&stats)?;
+        if let Some(map) = value.as_object_mut() {
+            map.insert(
+                "persistence".into(),
+                serde_json::json!({
+                    "store_dir": args.store.as_ref().map(|d| d.display().to_string()),
+                    "loaded_keys": persisted.loaded_keys,
+                    "load_seconds": persisted.load_seconds,
+                    "journal_records_replayed": persisted.journal_records_replayed,
+                    "recorded_chunks": persisted.recorded_chunks,
+                    "saved_keys": persisted.saved.as_ref().map(|s| s.keys),
+                    "snapshot_bytes": persisted.saved.as_ref().map(|s| s.bytes),
+                    "save_seconds": persisted.saved.as_ref().map(|s| s.seconds),
+                    "decision_logs_written": persisted.logs_written,
+                }),
+            );
+        }
+        let json = serde_json::to_string_pretty(&value)?;
         std::fs::write(path, json + "\n")
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     if !args.quiet {
         eprint!("{}", stats.table());
+        if persisted.loaded_keys > 0 {
+            eprintln!(
+                "Store loaded:             {} keys in {:.3} s",
+                persisted.loaded_keys, persisted.load_seconds
+            );
+        }
+        if persisted.journal_records_replayed > 0 || persisted.recorded_chunks > 0 {
+            eprintln!(
+                "Restored:                 {} journal records, {} chunks with recorded decisions",
+                persisted.journal_records_replayed, persisted.recorded_chunks
+            );
+        }
+        if let Some(s) = &persisted.saved {
+            eprintln!(
+                "Store saved:              {} keys, {} bytes ({:.2} bytes per key) in {:.3} s",
+                s.keys,
+                s.bytes,
+                s.bytes_per_key(),
+                s.seconds
+            );
+        }
+    }
+    if stats.interrupted {
+        let sig = which.load(Ordering::SeqCst);
+        eprintln!(
+            "webdedup: stopped by a signal with unfinished outputs{}; finish with the same command plus --restore",
+            if persisted.logs_written > 0 {
+                format!(" ({} decision logs written)", persisted.logs_written)
+            } else {
+                String::new()
+            }
+        );
+        return Ok(if sig > 0 {
+            (128 + sig) as u8
+        } else {
+            EXIT_STOPPED
+        });
     }
     Ok(if stats.had_input_problems() {
         EXIT_INPUT_PROBLEMS

@@ -12,6 +12,9 @@ pub const EXIT_OK: u8 = 0;
 pub const EXIT_INPUT_PROBLEMS: u8 = 1;
 /// Exit status: the run could not be done (bad usage, unwritable output, ...).
 pub const EXIT_FATAL: u8 = 2;
+/// Exit status: stopped before the end (by a signal: then 128 + its number);
+/// finish with `--restore`.
+pub const EXIT_STOPPED: u8 = 3;
 
 #[derive(Parser)]
 #[command(

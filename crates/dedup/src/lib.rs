@@ -7,15 +7,18 @@
 //! keeping the output identical to a sequential pass.
 
 pub mod options;
+pub mod persist;
 pub mod plan;
 pub mod policy;
 pub mod render;
 pub mod report;
+pub mod resume;
 pub mod runner;
 
 pub use options::{DocCheck, Options};
+pub use persist::{run_persistent, Persistence};
 pub use report::RunStats;
-pub use runner::{run, RunConfig};
+pub use runner::{run, run_with, Durability, RunConfig};
 
 #[cfg(test)]
 mod tests;

@@ -38,6 +38,10 @@ pub struct RunStats {
     pub seconds: f64,
     pub threads: usize,
     pub files: u64,
+    /// Files skipped because their output was already finished (`--restore`).
+    pub files_skipped: u64,
+    /// The run was stopped (by a signal) before every file was finished.
+    pub interrupted: bool,
     /// Files that could not be opened (no output written for them).
     pub files_unreadable: u64,
     /// Files with at least one reported input problem.
@@ -129,6 +133,13 @@ impl RunStats {
             n(self.files_unreadable),
             n(self.files_with_issues)
         );
+        if self.files_skipped > 0 {
+            let _ = writeln!(
+                s,
+                "Files skipped:            {} (finished by the interrupted run)",
+                n(self.files_skipped)
+            );
+        }
         let _ = writeln!(s, "Documents read:           {}", n(self.documents_read));
         let _ = writeln!(
             s,

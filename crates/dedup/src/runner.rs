@@ -11,6 +11,7 @@ use crate::plan::{ChunkPlan, Planner};
 use crate::policy::{decide, Decisions, Scratch};
 use crate::render::render;
 use crate::report::{ChunkStats, RunStats};
+use crate::resume::{encode_tag, Recorded, Recorder, Replayer};
 use anyhow::{anyhow, Context, Result};
 use parking_lot::{Condvar, Mutex};
 use std::ffi::OsString;
@@ -25,7 +26,35 @@ use webdedup_formats::output::{AtomicOutput, OutputCompression};
 use webdedup_formats::vertical::{
     Chunk, ChunkReader, Issue, DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES,
 };
-use webdedup_store::Store;
+use webdedup_store::journal::encode_record;
+use webdedup_store::{fault, Journal, Store};
+
+/// What makes a run durable and resumable (see `crate::persist`): all optional.
+#[derive(Default)]
+pub struct Durability<'a> {
+    /// Every chunk's new keys and verdicts are appended here, in input order,
+    /// before its output is written; synced before an output is renamed into place.
+    pub journal: Option<&'a Journal>,
+    /// Verdicts recorded by an interrupted run: used instead of asking the store.
+    pub recorded: Option<&'a Recorded>,
+    /// Skip the files whose output already exists (`--restore`).
+    pub skip_finished: bool,
+    /// Set (by a signal handler) to stop reading: chunks already read are finished,
+    /// the file being written stays unfinished.
+    pub stop: Option<&'a AtomicBool>,
+}
+
+/// The per-file decision log of an unfinished output: `OUT.log` (`REL.dedup.log`).
+pub fn log_path(output: &Path) -> PathBuf {
+    let mut s = output.as_os_str().to_owned();
+    s.push(".log");
+    PathBuf::from(s)
+}
+
+/// The bytes that name an input file in decision records.
+pub fn rel_bytes(rel: &Path) -> &[u8] {
+    rel.as_os_str().as_encoded_bytes()
+}
 
 #[derive(Clone, Debug)]
 pub struct RunConfig {
@@ -163,6 +192,8 @@ fn check_output_names(files: &[InputFile], out_dir: &Path) -> Result<()> {
 struct Job {
     seq: u64,
     file: usize,
+    /// Index of the chunk in its file.
+    index: u64,
     first: bool,
     /// None when the file could not be opened.
     chunk: Result<Chunk, String>,
@@ -177,6 +208,14 @@ struct Worker {
     out: Vec<u8>,
     dd: Vec<u8>,
     stats: ChunkStats,
+    asked: Vec<u64>,
+    seen: Vec<bool>,
+    new_keys: Vec<u64>,
+    tag: Vec<u8>,
+    /// The journal record of the chunk (empty when none is due): built outside
+    /// the gates, appended in the write gate before the chunk's output.
+    record: Vec<u8>,
+    record_due: bool,
 }
 
 impl Worker {
@@ -189,6 +228,12 @@ impl Worker {
             out: Vec::new(),
             dd: Vec::new(),
             stats: ChunkStats::default(),
+            asked: Vec::new(),
+            seen: Vec::new(),
+            new_keys: Vec::new(),
+            tag: Vec::new(),
+            record: Vec::new(),
+            record_due: false,
         }
     }
 
@@ -199,15 +244,96 @@ impl Worker {
         }
     }
 
-    fn decide(&mut self, store: &dyn Store, opts: &Options) -> Result<()> {
-        decide(
+    /// Asks the store (or the recorded verdicts) about the chunk; journals the
+    /// answers. Runs in the commit gate, so in input order.
+    fn decide(
+        &mut self,
+        job: &Job,
+        file: &InputFile,
+        store: &dyn Store,
+        opts: &Options,
+        dur: &Durability,
+    ) -> Result<()> {
+        let rel = rel_bytes(&file.rel);
+        self.record_due = false;
+        if let Some(v) = dur.recorded.and_then(|r| r.get(rel, job.index)) {
+            let replay = Replayer::new(v);
+            let r = decide(
+                &self.plan,
+                &replay,
+                opts,
+                &mut self.scratch,
+                &mut self.decisions,
+            );
+            if r.is_err() || !replay.matched() {
+                anyhow::bail!(
+                    "{}: chunk {}: the input differs from the interrupted run's (its recorded decisions do not match); restore with the same input and options",
+                    file.path.display(),
+                    job.index
+                );
+            }
+            return Ok(());
+        }
+        if dur.journal.is_none() {
+            return decide(
+                &self.plan,
+                store,
+                opts,
+                &mut self.scratch,
+                &mut self.decisions,
+            )
+            .context("store request failed");
+        }
+        let rec = Recorder {
+            inner: store,
+            log: parking_lot::Mutex::new((
+                std::mem::take(&mut self.asked),
+                std::mem::take(&mut self.seen),
+            )),
+        };
+        rec.log.lock().0.clear();
+        rec.log.lock().1.clear();
+        let r = decide(
             &self.plan,
-            store,
+            &rec,
             opts,
             &mut self.scratch,
             &mut self.decisions,
-        )
-        .context("store request failed")
+        );
+        (self.asked, self.seen) = rec.log.into_inner();
+        r.context("store request failed")?;
+        fault::hit("commit");
+        self.record_due = true;
+        if fault::armed() && fault::reached("stop", 1) {
+            if let Some(stop) = dur.stop {
+                stop.store(true, Ordering::SeqCst);
+            }
+        }
+        Ok(())
+    }
+
+    /// Builds the chunk's journal record (outside the gates: in parallel).
+    fn build_record(&mut self, job: &Job, file: &InputFile) {
+        self.record.clear();
+        if !self.record_due {
+            return;
+        }
+        self.new_keys.clear();
+        self.new_keys.extend(
+            self.asked
+                .iter()
+                .zip(&self.seen)
+                .filter(|(_, &s)| !s)
+                .map(|(&k, _)| k),
+        );
+        encode_tag(
+            rel_bytes(&file.rel),
+            job.index,
+            &self.asked,
+            &self.seen,
+            &mut self.tag,
+        );
+        encode_record(&self.tag, &self.new_keys, &mut self.record);
     }
 
     fn render(&mut self, job: &Job, dd: bool) {
@@ -228,9 +354,45 @@ impl Worker {
     }
 }
 
+/// A complete output, to be made durable and renamed into place.
+struct Finish {
+    main: AtomicOutput,
+    dd: Option<AtomicOutput>,
+}
+
+/// Syncs the journal (the decisions behind the output must be durable before it
+/// counts as finished: a restore skips finished outputs), then flushes, syncs (when
+/// `sync`) and renames the `.dd` and the output, and removes the file's decision log.
+fn finish_file(f: Finish, journal: Option<&Journal>, sync: bool) -> Result<()> {
+    if let Some(j) = journal {
+        j.sync().context("cannot sync the journal")?;
+    }
+    fault::hit("rename");
+    // The `.dd` first: a file is finished when its main output exists.
+    if let Some(dd) = f.dd {
+        let path = dd.path().to_owned();
+        dd.finish(sync)
+            .with_context(|| format!("cannot finish {}", path.display()))?;
+    }
+    let path = f.main.path().to_owned();
+    f.main
+        .finish(sync)
+        .with_context(|| format!("cannot finish {}", path.display()))?;
+    fault::hit("renamed");
+    let log = log_path(&path);
+    if log.exists() {
+        webdedup_store::journal::remove_durably(&log)?;
+    }
+    Ok(())
+}
+
 /// Writes outputs in input order and keeps the run's figures.
 struct Writer<'a> {
     cfg: &'a RunConfig,
+    journal: Option<&'a Journal>,
+    /// With fsync, finished outputs go to a background thread, so that fsyncing a
+    /// file does not hold up the writing of the next one.
+    finisher: Option<crossbeam_channel::Sender<Finish>>,
     files: &'a [InputFile],
     report: &'a (dyn Fn(&str) + Sync),
     current: Option<(AtomicOutput, Option<AtomicOutput>)>,
@@ -272,6 +434,12 @@ impl Writer<'_> {
             self.current = Some((main, dd));
             self.issues_in_file = 0;
         }
+        // The chunk's keys and verdicts reach the journal in input order, before
+        // its output (the journal is a prefix of the committed chunks).
+        if let (Some(j), false) = (self.journal, w.record.is_empty()) {
+            j.append_encoded(&w.record)
+                .context("cannot write the journal")?;
+        }
         self.report_issues(file, &w.plan.issues);
         let (main, dd) = self
             .current
@@ -279,6 +447,9 @@ impl Writer<'_> {
             .ok_or_else(|| anyhow!("internal: no open output for {}", file.path.display()))?;
         main.write_all(&w.out)
             .with_context(|| format!("cannot write {}", main.path().display()))?;
+        if fault::armed() && fault::reached("output-bytes", w.out.len() as u64) {
+            fault::crash("output-bytes");
+        }
         if let Some(dd) = dd {
             dd.write_all(&w.dd)
                 .with_context(|| format!("cannot write {}", dd.path().display()))?;
@@ -288,13 +459,12 @@ impl Writer<'_> {
         self.stats.add_chunk(&w.stats);
         if chunk.last {
             let (main, dd) = self.current.take().expect("checked above");
-            let path = main.path().to_owned();
-            main.finish(self.cfg.sync)
-                .with_context(|| format!("cannot finish {}", path.display()))?;
-            if let Some(dd) = dd {
-                let path = dd.path().to_owned();
-                dd.finish(self.cfg.sync)
-                    .with_context(|| format!("cannot finish {}", path.display()))?;
+            let done = Finish { main, dd };
+            match &self.finisher {
+                Some(tx) => tx
+                    .send(done)
+                    .map_err(|_| anyhow!("internal: the output finisher stopped"))?,
+                None => finish_file(done, self.journal, self.cfg.sync)?,
             }
             self.stats.files += 1;
             if self.issues_in_file > 0 {
@@ -354,16 +524,17 @@ impl Writer<'_> {
     }
 }
 
-/// Sends every chunk of every file, numbered in order, until `send` refuses.
+/// Sends every chunk of every file, numbered in order, until `send` refuses or
+/// `stop` says so.
 fn read_jobs(
     files: &[InputFile],
     cfg: &RunConfig,
-    stop: &AtomicBool,
+    stop: &(dyn Fn() -> bool + Sync),
     mut send: impl FnMut(Job) -> bool,
 ) {
     let mut seq = 0u64;
     for (i, f) in files.iter().enumerate() {
-        if stop.load(Ordering::Relaxed) {
+        if stop() {
             return;
         }
         match open_input(&f.path) {
@@ -371,6 +542,7 @@ fn read_jobs(
                 if !send(Job {
                     seq,
                     file: i,
+                    index: 0,
                     first: true,
                     chunk: Err(e.to_string()),
                 }) {
@@ -382,11 +554,13 @@ fn read_jobs(
                 let mut chunks =
                     ChunkReader::with_sizes(reader, cfg.chunk_bytes, cfg.max_line_bytes);
                 let mut first = true;
+                let mut index = 0;
                 while let Some(chunk) = chunks.next_chunk() {
-                    if stop.load(Ordering::Relaxed)
+                    if stop()
                         || !send(Job {
                             seq,
                             file: i,
+                            index,
                             first,
                             chunk: Ok(chunk),
                         })
@@ -394,6 +568,7 @@ fn read_jobs(
                         return;
                     }
                     seq += 1;
+                    index += 1;
                     first = false;
                 }
             }
@@ -434,12 +609,29 @@ impl<T> Gate<T> {
 /// error is returned only for what stops the run (a failing store, an unwritable
 /// output).
 pub fn run(cfg: &RunConfig, store: &dyn Store, report: &(dyn Fn(&str) + Sync)) -> Result<RunStats> {
+    run_with(cfg, store, &Durability::default(), report)
+}
+
+/// [`run`] with a journal, recorded verdicts, skipping of finished outputs and a
+/// stop flag (see [`Durability`]). `stats.interrupted` says whether the stop flag
+/// ended the run before every file was finished.
+pub fn run_with(
+    cfg: &RunConfig,
+    store: &dyn Store,
+    dur: &Durability,
+    report: &(dyn Fn(&str) + Sync),
+) -> Result<RunStats> {
     let started = Instant::now();
-    let files = list_inputs(&cfg.input, &cfg.output)
+    let mut files = list_inputs(&cfg.input, &cfg.output)
         .with_context(|| format!("cannot list input {}", cfg.input.display()))?;
     check_output_names(&files, &cfg.output)?;
     fs::create_dir_all(&cfg.output)
         .with_context(|| format!("cannot create output directory {}", cfg.output.display()))?;
+    let listed = files.len();
+    if dur.skip_finished {
+        files.retain(|f| !output_path(&cfg.output, &f.rel, cfg.compress).exists());
+    }
+    let skipped = (listed - files.len()) as u64;
     let progress = cfg.progress.then(|| {
         let p = indicatif::ProgressBar::new(files.len() as u64);
         p.set_style(
@@ -452,8 +644,10 @@ pub fn run(cfg: &RunConfig, store: &dyn Store, report: &(dyn Fn(&str) + Sync)) -
         p
     });
     let progress_handle = progress.clone();
-    let mut writer = Writer {
+    let writer = Writer {
         cfg,
+        journal: dur.journal,
+        finisher: None,
         files: &files,
         report,
         current: None,
@@ -464,82 +658,118 @@ pub fn run(cfg: &RunConfig, store: &dyn Store, report: &(dyn Fn(&str) + Sync)) -
     };
     let threads = cfg.threads.max(1);
     let stop = AtomicBool::new(false);
+    let signalled = || dur.stop.is_some_and(|s| s.load(Ordering::Relaxed));
+    let should_stop = || stop.load(Ordering::Relaxed) || signalled();
 
-    let mut stats = if threads == 1 {
-        let mut w = Worker::new(&cfg.options);
-        let mut failure = None;
-        read_jobs(&files, cfg, &stop, |job| {
-            w.plan(&job);
-            let r = w.decide(store, &cfg.options).and_then(|_| {
-                w.render(&job, cfg.dd);
-                writer.write(&job, &w)
-            });
-            match r {
-                Ok(()) => true,
-                Err(e) => {
-                    failure = Some(e);
-                    false
-                }
-            }
-        });
-        if let Some(e) = failure {
-            return Err(e);
-        }
-        writer.stats
-    } else {
-        let commit_gate = Gate::new(());
-        let write_gate = Gate::new(writer);
-        let failure: Mutex<Option<anyhow::Error>> = Mutex::new(None);
-        let (tx, rx) = crossbeam_channel::bounded::<Job>(threads * 2);
-        std::thread::scope(|s| {
-            s.spawn({
-                let (files, stop) = (&files, &stop);
-                // The sender moves into the reader: when it is done the channel closes
-                // and the workers' loops end.
-                move || read_jobs(files, cfg, stop, |job| tx.send(job).is_ok())
-            });
-            for _ in 0..threads {
-                s.spawn(|| {
-                    let mut w = Worker::new(&cfg.options);
-                    for job in rx.iter() {
-                        let failed = || stop.load(Ordering::Relaxed);
-                        if !failed() {
-                            w.plan(&job);
-                        }
-                        // Every job passes both gates, even after a failure, so no
-                        // thread waits forever for a turn that never comes.
-                        let r = commit_gate.pass(job.seq, |_| {
-                            if failed() {
-                                Ok(())
-                            } else {
-                                w.decide(store, &cfg.options)
-                            }
-                        });
-                        let r = r.map(|_| {
-                            if !failed() {
-                                w.render(&job, cfg.dd)
-                            }
-                        });
-                        let r = write_gate.pass(job.seq, |wr| {
-                            r.and_then(|_| if failed() { Ok(()) } else { wr.write(&job, &w) })
-                        });
-                        if let Err(e) = r {
-                            stop.store(true, Ordering::Relaxed);
-                            failure.lock().get_or_insert(e);
-                        }
+    let finish_failure: Mutex<Option<anyhow::Error>> = Mutex::new(None);
+    let (finish_tx, finish_rx) = crossbeam_channel::bounded::<Finish>(4);
+    let mut finish_tx = Some(finish_tx);
+    let result = std::thread::scope(|sc| -> Result<RunStats> {
+        let mut writer = writer;
+        if cfg.sync {
+            let (stop, finish_failure, finish_rx) = (&stop, &finish_failure, &finish_rx);
+            sc.spawn(move || {
+                for f in finish_rx.iter() {
+                    if finish_failure.lock().is_some() {
+                        continue;
                     }
-                });
-            }
-        });
-        if let Some(e) = failure.into_inner() {
-            return Err(e);
+                    if let Err(e) = finish_file(f, dur.journal, true) {
+                        stop.store(true, Ordering::Relaxed);
+                        finish_failure.lock().get_or_insert(e);
+                    }
+                }
+            });
+            writer.finisher = finish_tx.take();
         }
-        write_gate.state.into_inner().1.stats
-    };
+        drop(finish_tx.take());
+        let stats = if threads == 1 {
+            let mut w = Worker::new(&cfg.options);
+            let mut failure = None;
+            read_jobs(&files, cfg, &should_stop, |job| {
+                w.plan(&job);
+                let r = w
+                    .decide(&job, &files[job.file], store, &cfg.options, dur)
+                    .and_then(|_| {
+                        w.build_record(&job, &files[job.file]);
+                        w.render(&job, cfg.dd);
+                        writer.write(&job, &w)
+                    });
+                match r {
+                    Ok(()) => true,
+                    Err(e) => {
+                        failure = Some(e);
+                        false
+                    }
+                }
+            });
+            if let Some(e) = failure {
+                return Err(e);
+            }
+            writer.finisher = None;
+            std::mem::take(&mut writer.stats)
+        } else {
+            let commit_gate = Gate::new(());
+            let write_gate = Gate::new(writer);
+            let failure: Mutex<Option<anyhow::Error>> = Mutex::new(None);
+            let (tx, rx) = crossbeam_channel::bounded::<Job>(threads * 2);
+            std::thread::scope(|s| {
+                s.spawn({
+                    let (files, should_stop) = (&files, &should_stop);
+                    // The sender moves into the reader: when it is done the channel closes
+                    // and the workers' loops end.
+                    move || read_jobs(files, cfg, should_stop, |job| tx.send(job).is_ok())
+                });
+                for _ in 0..threads {
+                    s.spawn(|| {
+                        let mut w = Worker::new(&cfg.options);
+                        for job in rx.iter() {
+                            let failed = || stop.load(Ordering::Relaxed);
+                            if !failed() {
+                                w.plan(&job);
+                            }
+                            // Every job passes both gates, even after a failure, so no
+                            // thread waits forever for a turn that never comes.
+                            let r = commit_gate.pass(job.seq, |_| {
+                                if failed() {
+                                    Ok(())
+                                } else {
+                                    w.decide(&job, &files[job.file], store, &cfg.options, dur)
+                                }
+                            });
+                            let r = r.map(|_| {
+                                if !failed() {
+                                    w.build_record(&job, &files[job.file]);
+                                    w.render(&job, cfg.dd)
+                                }
+                            });
+                            let r = write_gate.pass(job.seq, |wr| {
+                                r.and_then(|_| if failed() { Ok(()) } else { wr.write(&job, &w) })
+                            });
+                            if let Err(e) = r {
+                                stop.store(true, Ordering::Relaxed);
+                                failure.lock().get_or_insert(e);
+                            }
+                        }
+                    });
+                }
+            });
+            if let Some(e) = failure.into_inner() {
+                return Err(e);
+            }
+            write_gate.state.into_inner().1.stats
+        };
+        Ok(stats)
+    });
+    let mut stats = result?;
+    if let Some(e) = finish_failure.into_inner() {
+        return Err(e);
+    }
     if let Some(p) = progress_handle {
         p.finish_and_clear();
     }
     stats.threads = threads;
+    stats.files_skipped = skipped;
+    stats.interrupted = signalled() && stats.files < files.len() as u64;
     stats.finish(
         started.elapsed().as_secs_f64(),
         store.len(),

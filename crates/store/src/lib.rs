@@ -5,10 +5,17 @@
 //! that splits the key space into blocks, the unit of persistence, ownership and
 //! migration.
 
+pub mod fault;
+pub mod journal;
+mod lock;
 mod mem;
+pub mod snapshot;
 mod table;
 
+pub use journal::{Journal, JournalReplay, SyncMode};
+pub use lock::DirLock;
 pub use mem::MemStore;
+pub use snapshot::{SnapshotInfo, StoreMeta};
 
 /// Makes the C allocator return the memory of freed large tables to the system at
 /// once (glibc only; elsewhere a no-op): blocks of 32 KiB and more are mmapped.
@@ -74,6 +81,19 @@ pub enum StoreError {
     Unavailable(String),
     #[error("store settings mismatch: {0}")]
     Mismatch(String),
+    /// A snapshot or journal that is damaged: where, and what is wrong.
+    #[error("{}: byte offset {offset}: {reason}", path.display())]
+    Corrupt {
+        path: std::path::PathBuf,
+        offset: u64,
+        reason: String,
+    },
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// A set of 64-bit keys with batched test-and-insert.

@@ -73,11 +73,35 @@ impl MemStore {
         }
     }
 
+    /// A store made of one loaded table per block.
+    pub(crate) fn from_tables(blocks: u32, tables: Vec<Table>) -> Self {
+        assert_eq!(tables.len(), blocks as usize);
+        MemStore {
+            map: BlockMap::new(blocks),
+            shards: tables.into_iter().map(Shard::new).collect(),
+        }
+    }
+
+    /// Inserts `keys` (journal replay), returning how many were new.
+    pub fn insert_all(&self, keys: &[u64]) -> u64 {
+        let mut new = 0;
+        for &key in keys {
+            new += !self.shards[self.map.block(key) as usize].test_and_insert(key) as u64;
+        }
+        new
+    }
+
     pub fn contains(&self, key: u64) -> bool {
         self.shards[self.map.block(key) as usize]
             .table
             .lock()
             .contains(key)
+    }
+
+    /// The keys of one block, in no particular order, into `out` (cleared first).
+    pub(crate) fn block_keys_into(&self, block: u32, out: &mut Vec<u64>) {
+        out.clear();
+        out.extend(self.shards[block as usize].table.lock().keys());
     }
 
     /// The keys of one block, sorted.

@@ -1,0 +1,508 @@
+//! Persistence and crash safety, end to end with the real binary: incremental runs
+//! against a kept store, kill (fault injection and SIGKILL) then `--restore`, clean
+//! stops by signal, and damaged snapshots and journals.
+//!
+//! The rule checked everywhere: after a crash at any point and a restore, the
+//! outputs and the saved store are byte-identical to an uninterrupted run.
+
+mod common;
+
+use common::{gzip, stderr, tree};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_webdedup")
+}
+
+/// A small corpus cut from the shipped sample: three crawls of two files each (one
+/// gzipped), the first documents of each sample file, so runs take a fraction of a
+/// second in debug builds and still have plenty of duplicates across crawls.
+fn corpus() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir =
+            std::env::temp_dir().join(format!("webdedup-persist-corpus-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for crawl in ["cc-2023-14", "cc-2023-50", "cc-2024-33"] {
+            let gz =
+                std::fs::read(common::sample_dir().join(crawl).join("part-00000.vert.gz")).unwrap();
+            let mut text = Vec::new();
+            std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gz[..]), &mut text)
+                .unwrap();
+            let starts: Vec<usize> = (0..text.len())
+                .filter(|&i| text[i..].starts_with(b"<doc ") && (i == 0 || text[i - 1] == b'\n'))
+                .collect();
+            let (a, b, c) = (starts[0], starts[14], starts[28]);
+            std::fs::create_dir_all(dir.join(crawl)).unwrap();
+            std::fs::write(dir.join(crawl).join("a.vert"), &text[a..b]).unwrap();
+            std::fs::write(dir.join(crawl).join("b.vert.gz"), gzip(&text[b..c])).unwrap();
+        }
+        dir
+    })
+}
+
+/// Output files (relative path, bytes) and the saved snapshot.
+type State = (Vec<(String, Vec<u8>)>, Option<Vec<u8>>);
+
+struct Run {
+    out: PathBuf,
+    store: PathBuf,
+    args: Vec<String>,
+}
+
+impl Run {
+    fn new(root: &Path, name: &str, extra: &[&str]) -> Run {
+        let out = root.join(format!("{name}-out"));
+        let store = root.join(format!("{name}-store"));
+        let mut args: Vec<String> = vec![
+            "dedup".into(),
+            "-i".into(),
+            corpus().to_str().unwrap().into(),
+            "-o".into(),
+            out.to_str().unwrap().into(),
+            "-q".into(),
+            "--dd".into(),
+            "--chunk-bytes".into(),
+            "10000".into(),
+        ];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        Run { out, store, args }
+    }
+
+    fn with_store(mut self) -> Run {
+        self.args.push("--store".into());
+        self.args.push(self.store.to_str().unwrap().into());
+        self
+    }
+
+    fn command(&self, restore: bool, fault: Option<&str>) -> Command {
+        let mut c = Command::new(bin());
+        c.args(&self.args);
+        if restore {
+            c.arg("--restore");
+        }
+        match fault {
+            Some(f) => c.env("WEBDEDUP_FAULT", f),
+            None => c.env_remove("WEBDEDUP_FAULT"),
+        };
+        c
+    }
+
+    fn run(&self, restore: bool, fault: Option<&str>) -> Output {
+        self.command(restore, fault).output().unwrap()
+    }
+
+    fn state(&self) -> State {
+        (
+            tree(&self.out),
+            std::fs::read(self.store.join("store.snap")).ok(),
+        )
+    }
+}
+
+fn reference(root: &Path, store: bool) -> State {
+    let mut r = Run::new(root, if store { "ref-store" } else { "ref" }, &["-t", "2"]);
+    if store {
+        r = r.with_store();
+    }
+    let _ = std::fs::remove_dir_all(&r.out);
+    let _ = std::fs::remove_dir_all(&r.store);
+    let o = r.run(false, None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    r.state()
+}
+
+fn assert_same(what: &str, got: &State, want: &State) {
+    let names = |t: &Vec<(String, Vec<u8>)>| t.iter().map(|f| f.0.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&got.0), names(&want.0), "{what}: output files");
+    for (g, w) in got.0.iter().zip(&want.0) {
+        assert!(g.1 == w.1, "{what}: {} differs", g.0);
+    }
+    assert!(got.1 == want.1, "{what}: saved store differs");
+}
+
+/// Crash at a fault point, then restore (repeatedly if the restore itself is
+/// given faults), and compare with the uninterrupted run.
+fn crash_and_restore(root: &Path, name: &str, extra: &[&str], store: bool, faults: &[&str]) {
+    let want = reference(root, store);
+    let mut r = Run::new(root, name, extra);
+    if store {
+        r = r.with_store();
+    }
+    let mut restore = false;
+    for f in faults {
+        let o = r.run(restore, Some(f));
+        let err = stderr(&o);
+        assert!(
+            !o.status.success() && err.contains("fault injection: abort at"),
+            "{name}: fault {f} was not reached (status {:?}): {err}",
+            o.status
+        );
+        restore = true;
+    }
+    let o = r.run(true, None);
+    assert!(o.status.success(), "{name}: restore failed: {}", stderr(&o));
+    assert_same(name, &r.state(), &want);
+}
+
+#[test]
+fn kill_at_fault_points_then_restore_is_byte_identical() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: &[(&str, &[&str])] = &[
+        ("journal-record:1", &["-t", "1"]),
+        ("journal-record:7", &["-t", "2"]),
+        ("journal-record:30", &["-t", "1", "--fsync", "off"]),
+        ("journal-torn:1", &["-t", "2"]),
+        ("journal-torn:12", &["-t", "1"]),
+        ("journal-torn:25", &["-t", "2", "--fsync", "always"]),
+        ("commit:3", &["-t", "1"]),
+        ("commit:20", &["-t", "2"]),
+        ("output-bytes:1", &["-t", "2"]),
+        ("output-bytes:150000", &["-t", "1"]),
+        ("output-bytes:200000", &["-t", "2", "--fsync", "off"]),
+        ("journal-sync:1", &["-t", "1"]),
+        ("journal-sync:4", &["-t", "2"]),
+        ("rename:1", &["-t", "2"]),
+        ("rename:3", &["-t", "1"]),
+        ("renamed:2", &["-t", "2"]),
+        ("renamed:6", &["-t", "1"]),
+        ("snapshot-mid:1", &["-t", "2"]),
+        ("snapshot-renamed:1", &["-t", "1"]),
+        ("journal-create:1", &["-t", "1"]),
+    ];
+    for (i, (fault, extra)) in cases.iter().enumerate() {
+        crash_and_restore(dir.path(), &format!("case{i}"), extra, true, &[fault]);
+    }
+}
+
+#[test]
+fn kill_without_a_store_dir_resumes_from_the_output_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    for (i, f) in [
+        "journal-record:9",
+        "journal-torn:4",
+        "rename:2",
+        "output-bytes:250000",
+    ]
+    .iter()
+    .enumerate()
+    {
+        crash_and_restore(
+            dir.path(),
+            &format!("nostore{i}"),
+            &["-t", "2"],
+            false,
+            &[f],
+        );
+    }
+}
+
+#[test]
+fn crashes_during_restores_still_converge() {
+    let dir = tempfile::tempdir().unwrap();
+    crash_and_restore(
+        dir.path(),
+        "multi",
+        &["-t", "2"],
+        true,
+        &[
+            "journal-record:5",
+            "journal-torn:6",
+            "rename:1",
+            "commit:4",
+            "snapshot-mid:1",
+        ],
+    );
+    // A clean stop (decision logs + snapshot), then a crash in the restore.
+    let want = reference(dir.path(), true);
+    let r = Run::new(dir.path(), "stop-then-crash", &["-t", "1"]).with_store();
+    let o = r.run(false, Some("stop:9"));
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let logs = tree(&r.out)
+        .into_iter()
+        .filter(|f| f.0.ends_with(".dedup.log"))
+        .count();
+    assert_eq!(logs, 1, "one unfinished output, one decision log");
+    assert!(
+        !r.store.join("journal").exists(),
+        "journal removed after the save"
+    );
+    let o = r.run(true, Some("journal-record:3"));
+    assert!(!o.status.success());
+    let o = r.run(true, Some("stop-logs:1"));
+    assert!(
+        stderr(&o).contains("abort") || o.status.code() == Some(0),
+        "{}",
+        stderr(&o)
+    );
+    let o = r.run(true, None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_same("stop-then-crash", &r.state(), &want);
+}
+
+#[test]
+fn clean_stops_at_many_points_then_restore() {
+    let dir = tempfile::tempdir().unwrap();
+    let want = reference(dir.path(), true);
+    for n in [1, 5, 17, 33] {
+        let r = Run::new(dir.path(), &format!("stop{n}"), &["-t", "2"]).with_store();
+        let o = r.run(false, Some(&format!("stop:{n}")));
+        assert!(
+            matches!(o.status.code(), Some(0) | Some(3)),
+            "{}",
+            stderr(&o)
+        );
+        let o = r.run(true, None);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_same(&format!("stop:{n}"), &r.state(), &want);
+    }
+}
+
+/// Deterministic pseudo-random delays (no dependency): xorshift.
+fn delays(n: usize, max_ms: u64) -> Vec<u64> {
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % max_ms
+        })
+        .collect()
+}
+
+#[test]
+fn sigkill_and_sigterm_from_outside_at_random_times() {
+    let dir = tempfile::tempdir().unwrap();
+    let want = reference(dir.path(), true);
+    // How long an uninterrupted run takes here, to aim the signals inside it.
+    let t = std::time::Instant::now();
+    let probe = Run::new(dir.path(), "probe", &["-t", "2"]).with_store();
+    assert!(probe.run(false, None).status.success());
+    let span = (t.elapsed().as_millis() as u64).max(20);
+    let mut interrupted = 0;
+    for (i, ms) in delays(8, span).into_iter().enumerate() {
+        let r = Run::new(
+            dir.path(),
+            &format!("kill{i}"),
+            &["-t", if i % 2 == 0 { "1" } else { "2" }],
+        )
+        .with_store();
+        let signal = if i % 3 == 2 {
+            libc_sig::TERM
+        } else {
+            libc_sig::KILL
+        };
+        let mut child = r
+            .command(false, None)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(ms));
+        if signal == libc_sig::KILL {
+            let _ = child.kill(); // SIGKILL; fails only if it already exited
+        } else {
+            let st = Command::new("kill")
+                .args([&format!("-{signal}"), &child.id().to_string()])
+                .status()
+                .expect("the kill command");
+            // It fails only if the process already exited.
+            let _ = st;
+        }
+        let status = child.wait().unwrap();
+        interrupted += !status.success() as usize;
+        if signal == libc_sig::TERM {
+            // Finished before the signal, stopped cleanly (128 + 15), or killed
+            // before the handler was installed.
+            use std::os::unix::process::ExitStatusExt;
+            assert!(
+                status.success() || status.code() == Some(143) || status.signal() == Some(15),
+                "SIGTERM after {ms} ms: {status:?}"
+            );
+        }
+        // Restore until done (a run that had already finished restores as a no-op).
+        let o = r.run(true, None);
+        assert!(o.status.success(), "kill{i} after {ms} ms: {}", stderr(&o));
+        assert_same(&format!("signal {signal} after {ms} ms"), &r.state(), &want);
+    }
+    assert!(
+        interrupted >= 3,
+        "only {interrupted} of 8 runs were hit mid-way"
+    );
+}
+
+mod libc_sig {
+    pub const KILL: &str = "KILL";
+    pub const TERM: &str = "TERM";
+}
+
+#[test]
+fn crawl_by_crawl_equals_one_run_over_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let all = dir.path().join("all");
+    let store_all = dir.path().join("store-all");
+    let store_inc = dir.path().join("store-inc");
+    let o = Command::new(bin())
+        .args([
+            "dedup",
+            "-q",
+            "--dd",
+            "-i",
+            corpus().to_str().unwrap(),
+            "-o",
+            all.to_str().unwrap(),
+        ])
+        .args(["--store", store_all.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    for crawl in ["cc-2023-14", "cc-2023-50", "cc-2024-33"] {
+        let out = dir.path().join("inc").join(crawl);
+        let o = Command::new(bin())
+            .args(["dedup", "-q", "--dd", "-t", "1", "-i"])
+            .arg(corpus().join(crawl))
+            .arg("-o")
+            .arg(&out)
+            .args(["--store", store_inc.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let a = tree(&all);
+    let b = tree(&dir.path().join("inc"));
+    assert_eq!(a, b, "file for file, the same outputs");
+    assert!(a.iter().any(|f| f.1.is_empty() || f.0.ends_with(".dd")));
+    assert_eq!(
+        std::fs::read(store_all.join("store.snap")).unwrap(),
+        std::fs::read(store_inc.join("store.snap")).unwrap(),
+        "the same saved store"
+    );
+    // A second pass over a crawl already seen keeps nothing of it.
+    let again = dir.path().join("again");
+    let o = Command::new(bin())
+        .args(["dedup", "--dd", "-i"])
+        .arg(corpus().join("cc-2023-14"))
+        .arg("-o")
+        .arg(&again)
+        .args(["--store", store_inc.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    assert!(
+        stderr(&o).contains("Documents kept:           0"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn damaged_state_gives_clear_errors_never_a_smaller_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = Run::new(dir.path(), "d", &["-t", "1"]).with_store();
+    assert!(r.run(false, None).status.success());
+    let snap = r.store.join("store.snap");
+    let good = std::fs::read(&snap).unwrap();
+    for (what, bytes) in [
+        ("flipped", {
+            let mut b = good.clone();
+            b[good.len() / 2] ^= 4;
+            b
+        }),
+        ("truncated", good[..good.len() - 30].to_vec()),
+        ("empty", Vec::new()),
+    ] {
+        std::fs::write(&snap, &bytes).unwrap();
+        let o = r.run(false, None);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{what}: {e}");
+        assert!(
+            e.contains("store.snap") && e.contains("offset"),
+            "{what}: {e}"
+        );
+        assert!(!e.contains("panicked"), "{what}: {e}");
+    }
+    std::fs::write(&snap, &good).unwrap();
+    // Settings travel with the store.
+    let mut other = Run::new(dir.path(), "d", &["-t", "1", "--normalize", "none"]).with_store();
+    other.out = r.out.clone();
+    let o = other.run(false, None);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(e.contains("'loose'") && e.contains("'none'"), "{e}");
+
+    // A damaged decision log (left by a clean stop): an error naming the offset.
+    let g = Run::new(dir.path(), "g", &["-t", "1"]).with_store();
+    assert_eq!(g.run(false, Some("stop:4")).status.code(), Some(3));
+    let log = tree(&g.out)
+        .into_iter()
+        .find(|f| f.0.ends_with(".dedup.log"))
+        .expect("a decision log");
+    let mut b = log.1.clone();
+    let mid = b.len() / 2;
+    b[mid] ^= 1;
+    std::fs::write(g.out.join(&log.0), &b).unwrap();
+    let o = g.run(true, None);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(e.contains(".dedup.log") && e.contains("byte offset"), "{e}");
+
+    // A journal damaged before its last record: an error naming the offset.
+    let j = Run::new(dir.path(), "j", &["-t", "1"]).with_store();
+    let o = j.run(false, Some("journal-record:20"));
+    assert!(!o.status.success());
+    let jp = j.store.join("journal");
+    let mut b = std::fs::read(&jp).unwrap();
+    let at = b.len() / 3;
+    b[at] ^= 0x20;
+    std::fs::write(&jp, &b).unwrap();
+    let o = j.run(true, None);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(e.contains("journal") && e.contains("byte offset"), "{e}");
+    assert!(!e.contains("panicked"), "{e}");
+}
+
+#[test]
+fn leftover_state_needs_restore_and_the_same_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = Run::new(dir.path(), "l", &["-t", "1"]).with_store();
+    assert!(!r.run(false, Some("journal-record:10")).status.success());
+    let o = r.run(false, None);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(e.contains("--restore"), "{e}");
+    let mut changed =
+        Run::new(dir.path(), "l", &["-t", "1", "--min-para-chars", "80"]).with_store();
+    changed.out = r.out.clone();
+    let o = changed.run(true, None);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(
+        e.contains("min-para-chars '50'") && e.contains("'80' now"),
+        "{e}"
+    );
+    // One process at a time per store directory.
+    let held = webdedup_store::DirLock::acquire(&r.store.join("lock")).unwrap();
+    let o = r.run(true, None);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("another webdedup process"),
+        "{}",
+        stderr(&o)
+    );
+    drop(held);
+    assert!(r.run(true, None).status.success());
+    // The torn tail of a journal is reported, and the restore completes.
+    let t = Run::new(dir.path(), "t", &["-t", "1"]).with_store();
+    assert!(!t.run(false, Some("journal-torn:5")).status.success());
+    let o = t.run(true, None);
+    assert!(
+        o.status.success() && stderr(&o).contains("torn"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -1,0 +1,287 @@
+//! Runs that outlive the process: a store kept between runs (`--store DIR`), a
+//! journal of every chunk's new keys and verdicts, and `--restore` after a crash.
+//!
+//! State lives in the store directory (`store.snap`, `journal`) or, without
+//! `--store`, in the output directory (`.webdedup.journal`; the store is then
+//! rebuilt from the journal alone). The protocol (ARCHITECTURE.md has the why):
+//!
+//! 1. Start: load the snapshot; replay the journal on top (its keys into the store,
+//!    its decision records into memory); with `--restore`, also read the
+//!    `REL.dedup.log` of every unfinished output. Without `--restore`, leftover
+//!    state of an interrupted run is an error (finishing it differently would
+//!    turn its own text into duplicates).
+//! 2. Run: each chunk's new keys and verdicts are journaled in input order before
+//!    its output is written; the journal is synced before an output is renamed into
+//!    place. A chunk with recorded verdicts uses them instead of asking the store.
+//! 3. End: save the snapshot, then remove the journal.
+//!    Stopped by a signal: write the decision records of each unfinished output to
+//!    its `REL.dedup.log`, save the snapshot, remove the journal.
+
+use crate::resume::Recorded;
+use crate::runner::{list_inputs, log_path, output_path, rel_bytes, run_with, Durability};
+use crate::{RunConfig, RunStats};
+use anyhow::{bail, Context, Result};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use webdedup_store::journal::remove_durably;
+use webdedup_store::{fault, DirLock, Journal, MemStore, Store, StoreMeta, SyncMode};
+
+/// What the key set means: recorded in snapshots and journals. Bump the key kind if
+/// the keys of the vertical policy ever change (seeds, what is hashed).
+pub const KEY_KIND: &str = "vertical-v1 (url+title, document, paragraph; xxh3 seeds per kind)";
+
+pub const SNAPSHOT_FILE: &str = "store.snap";
+pub const LOCK_FILE: &str = "lock";
+/// The lock of a run without `--store`, in its output directory (removed at the end).
+pub const OUTPUT_LOCK_FILE: &str = ".webdedup.lock";
+pub const JOURNAL_FILE: &str = "journal";
+/// The journal of a run without `--store`, in its output directory.
+pub const OUTPUT_JOURNAL_FILE: &str = ".webdedup.journal";
+
+#[derive(Clone, Debug)]
+pub struct Persistence {
+    /// Keep the store here between runs (`store.snap` + `journal`).
+    pub store_dir: Option<PathBuf>,
+    /// Finish an interrupted run: skip finished outputs, reuse recorded decisions.
+    pub restore: bool,
+    pub fsync: SyncMode,
+    pub blocks: u32,
+    /// Preallocate for about this many keys (beyond those loaded).
+    pub capacity: usize,
+}
+
+/// What happened to the persistent state, for the summary.
+#[derive(Debug, Default)]
+pub struct PersistReport {
+    pub loaded_keys: u64,
+    pub load_seconds: f64,
+    pub journal_records_replayed: u64,
+    pub recorded_chunks: usize,
+    pub saved: Option<webdedup_store::SnapshotInfo>,
+    pub logs_written: usize,
+}
+
+pub fn store_meta(cfg: &RunConfig, blocks: u32) -> StoreMeta {
+    StoreMeta {
+        hash: "xxh3-64".into(),
+        normalization: cfg.options.normalization.name().into(),
+        blocks,
+        key_kind: KEY_KIND.into(),
+    }
+}
+
+/// The settings a resumed run must share with the interrupted one, one `name=value`
+/// a line.
+fn run_info(cfg: &RunConfig) -> Result<String> {
+    let canon = |p: &Path| {
+        std::fs::canonicalize(p).with_context(|| format!("cannot resolve {}", p.display()))
+    };
+    Ok(format!(
+        "input={}\noutput={}\nmin-para-chars={}\ndoc-check={:?}\nchunk-bytes={}\nmax-line-bytes={}\ndd={}\ncompress={}\n",
+        canon(&cfg.input)?.display(),
+        canon(&cfg.output)?.display(),
+        cfg.options.min_para_chars,
+        cfg.options.doc_check,
+        cfg.chunk_bytes,
+        cfg.max_line_bytes,
+        cfg.dd,
+        cfg.compress.suffix(),
+    ))
+}
+
+/// "name 'a' in the interrupted run, 'b' now" for every differing line.
+fn run_info_mismatch(recorded: &str, now: &str) -> Option<String> {
+    let map = |s: &str| -> BTreeMap<String, String> {
+        s.lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    let (a, b) = (map(recorded), map(now));
+    let diffs: Vec<String> = a
+        .keys()
+        .chain(b.keys())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .filter(|k| a.get(*k) != b.get(*k))
+        .map(|k| {
+            format!(
+                "{k} '{}' in the interrupted run, '{}' now",
+                a.get(k).map_or("", |s| s),
+                b.get(k).map_or("", |s| s)
+            )
+        })
+        .collect();
+    (!diffs.is_empty()).then(|| diffs.join("; "))
+}
+
+/// Runs `cfg` with a persistent store and crash-safe resume (see the module docs).
+pub fn run_persistent(
+    cfg: &RunConfig,
+    p: &Persistence,
+    stop: Option<&AtomicBool>,
+    report: &(dyn Fn(&str) + Sync),
+) -> Result<(RunStats, PersistReport)> {
+    let mut rep = PersistReport::default();
+    let files = list_inputs(&cfg.input, &cfg.output)
+        .with_context(|| format!("cannot list input {}", cfg.input.display()))?;
+    std::fs::create_dir_all(&cfg.output)
+        .with_context(|| format!("cannot create output directory {}", cfg.output.display()))?;
+    let meta = store_meta(cfg, p.blocks);
+    let info = run_info(cfg)?;
+    let (snapshot, journal_path, lock) = match &p.store_dir {
+        Some(dir) => {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create store directory {}", dir.display()))?;
+            (
+                Some(dir.join(SNAPSHOT_FILE)),
+                dir.join(JOURNAL_FILE),
+                DirLock::acquire(&dir.join(LOCK_FILE))?,
+            )
+        }
+        None => (
+            None,
+            cfg.output.join(OUTPUT_JOURNAL_FILE),
+            DirLock::acquire(&cfg.output.join(OUTPUT_LOCK_FILE))?,
+        ),
+    };
+
+    // 1. Load the snapshot, replay the journal.
+    let store = match &snapshot {
+        Some(path) if path.exists() => {
+            let (s, i) = MemStore::load(path, &meta, p.capacity)?;
+            rep.loaded_keys = i.keys;
+            rep.load_seconds = i.seconds;
+            s
+        }
+        _ => MemStore::with_capacity(p.blocks, p.capacity),
+    };
+    let mut recorded = Recorded::default();
+    let journal = if journal_path.exists() {
+        let replay = Journal::replay(&journal_path, &meta, |tag, keys| {
+            store.insert_all(keys);
+            recorded.add_tag(tag)
+        })?;
+        if let Some((offset, why)) = &replay.torn {
+            report(&format!(
+                "{}: dropped a torn last record at byte offset {offset} ({why}); it is redone",
+                journal_path.display()
+            ));
+        }
+        let old = String::from_utf8_lossy(&replay.run_info).into_owned();
+        if replay.records > 0 && !p.restore {
+            bail!(
+                "{} holds the journal of an interrupted run ({}); finish it first: run that command again with --restore",
+                journal_path.display(),
+                old.lines().take(2).collect::<Vec<_>>().join(", ")
+            );
+        }
+        if replay.records > 0 {
+            if let Some(m) = run_info_mismatch(&old, &info) {
+                bail!("cannot restore from {}: {m}", journal_path.display());
+            }
+            rep.journal_records_replayed = replay.records;
+            Journal::open_append(&journal_path, replay.valid_len, p.fsync)?
+        } else {
+            Journal::create(&journal_path, &meta, info.as_bytes(), p.fsync)?
+        }
+    } else {
+        Journal::create(&journal_path, &meta, info.as_bytes(), p.fsync)?
+    };
+
+    // Decision logs of unfinished outputs.
+    for f in &files {
+        let out = output_path(&cfg.output, &f.rel, cfg.compress);
+        let log = log_path(&out);
+        if !log.exists() {
+            continue;
+        }
+        if out.exists() {
+            if p.restore {
+                remove_durably(&log)?;
+            }
+            continue;
+        }
+        if !p.restore {
+            bail!(
+                "{} is the decision log of an unfinished output of an interrupted run; finish that run first: run its command again with --restore",
+                log.display()
+            );
+        }
+        let r = Journal::replay(&log, &meta, |tag, keys| {
+            store.insert_all(keys);
+            recorded.add_tag(tag)
+        })?;
+        if let Some(m) = run_info_mismatch(&String::from_utf8_lossy(&r.run_info), &info) {
+            bail!("cannot restore from {}: {m}", log.display());
+        }
+        if let Some((offset, why)) = r.torn {
+            bail!("{}: damaged at byte offset {offset}: {why}", log.display());
+        }
+    }
+    rep.recorded_chunks = recorded.chunks();
+
+    // 2. Run.
+    let dur = Durability {
+        journal: Some(&journal),
+        recorded: Some(&recorded),
+        skip_finished: p.restore,
+        stop,
+    };
+    let mut stats = run_with(cfg, &store, &dur, report)?;
+    journal.sync()?;
+
+    // 3. Save.
+    if stats.interrupted {
+        if let Some(snap) = &snapshot {
+            // Carry the decisions of unfinished outputs into their logs.
+            let mut all = Recorded::default();
+            Journal::replay(&journal_path, &meta, |tag, _| all.add_tag(tag))?;
+            for (rel, chunks) in recorded.files {
+                for (i, v) in chunks {
+                    all.files
+                        .entry(rel.clone())
+                        .or_default()
+                        .entry(i)
+                        .or_insert(v);
+                }
+            }
+            for f in &files {
+                let out = output_path(&cfg.output, &f.rel, cfg.compress);
+                let Some(chunks) = all.files.get(rel_bytes(&f.rel)) else {
+                    continue;
+                };
+                if out.exists() {
+                    continue;
+                }
+                let records: Vec<(Vec<u8>, Vec<u64>)> = chunks
+                    .iter()
+                    .map(|(&i, v)| {
+                        let mut tag = Vec::new();
+                        crate::resume::encode_verdicts(rel_bytes(&f.rel), i, v, &mut tag);
+                        (tag, Vec::new())
+                    })
+                    .collect();
+                Journal::write_file(&log_path(&out), &meta, info.as_bytes(), &records)?;
+                rep.logs_written += 1;
+                fault::hit("stop-logs");
+            }
+            rep.saved = Some(store.save(snap, &meta)?);
+            journal.remove()?;
+        } else {
+            journal.close()?;
+        }
+    } else {
+        if let Some(snap) = &snapshot {
+            rep.saved = Some(store.save(snap, &meta)?);
+        }
+        journal.remove()?;
+    }
+    stats.finish(stats.seconds, store.len(), store.memory_bytes());
+    if p.store_dir.is_none() {
+        let _ = std::fs::remove_file(lock.path());
+    }
+    drop(lock);
+    Ok((stats, rep))
+}

@@ -1,0 +1,225 @@
+//! Decision records: what the store answered for one chunk, so that a chunk whose
+//! keys are already in the store (journaled before a crash) gets the same verdicts
+//! when it is processed again.
+//!
+//! A record is a journal record whose keys are the chunk's *new* keys and whose tag
+//! is:
+//!
+//! ```text
+//! u8 version=1  u32 rel_len  rel (relative input path, bytes)  u64 chunk (index in its file)
+//! u32 asked (keys the chunk asked the store, all three rounds)  u64 check (fold_key over them)
+//! bits[ceil(asked/8)]  (bit i = key i was seen, LSB first)
+//! ```
+//!
+//! Replaying the record's keys rebuilds the store; the bits give the verdicts back
+//! without asking the store (which now holds these keys and would say "seen"). The
+//! hash of the asked keys checks that the input is still the same.
+
+use parking_lot::Mutex;
+use std::collections::{BTreeMap, HashMap};
+use webdedup_store::{Store, StoreError};
+
+const TAG_VERSION: u8 = 1;
+
+/// The verdicts of one chunk.
+#[derive(Clone, Debug)]
+pub struct ChunkVerdicts {
+    pub asked: u32,
+    pub hash: u64,
+    pub bits: Vec<u8>,
+}
+
+/// Recorded verdicts by input file (relative path bytes) and chunk index.
+#[derive(Debug, Default)]
+pub struct Recorded {
+    pub files: HashMap<Vec<u8>, BTreeMap<u64, ChunkVerdicts>>,
+}
+
+impl Recorded {
+    pub fn get(&self, rel: &[u8], chunk: u64) -> Option<&ChunkVerdicts> {
+        self.files.get(rel)?.get(&chunk)
+    }
+
+    /// Adds a record from its tag.
+    pub fn add_tag(&mut self, tag: &[u8]) -> Result<(), String> {
+        let (rel, chunk, v) = decode_tag(tag)?;
+        self.files.entry(rel).or_default().insert(chunk, v);
+        Ok(())
+    }
+
+    pub fn chunks(&self) -> usize {
+        self.files.values().map(|m| m.len()).sum()
+    }
+}
+
+/// A check value of the keys asked, in order (not a cryptographic hash: it only
+/// has to notice that the input changed between the interrupted run and now).
+#[inline]
+pub fn fold_key(h: u64, k: u64) -> u64 {
+    (h ^ k).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29)
+}
+
+pub fn hash_keys(keys: &[u64]) -> u64 {
+    keys.iter().fold(0, |h, &k| fold_key(h, k))
+}
+
+pub fn encode_tag(rel: &[u8], chunk: u64, asked: &[u64], seen: &[bool], out: &mut Vec<u8>) {
+    out.clear();
+    out.push(TAG_VERSION);
+    out.extend_from_slice(&(rel.len() as u32).to_le_bytes());
+    out.extend_from_slice(rel);
+    out.extend_from_slice(&chunk.to_le_bytes());
+    out.extend_from_slice(&(asked.len() as u32).to_le_bytes());
+    out.extend_from_slice(&hash_keys(asked).to_le_bytes());
+    let mut byte = 0u8;
+    for (i, &s) in seen.iter().enumerate() {
+        byte |= (s as u8) << (i % 8);
+        if i % 8 == 7 {
+            out.push(byte);
+            byte = 0;
+        }
+    }
+    if !seen.len().is_multiple_of(8) {
+        out.push(byte);
+    }
+}
+
+/// The tag of already recorded verdicts (for decision logs).
+pub fn encode_verdicts(rel: &[u8], chunk: u64, v: &ChunkVerdicts, out: &mut Vec<u8>) {
+    out.clear();
+    out.push(TAG_VERSION);
+    out.extend_from_slice(&(rel.len() as u32).to_le_bytes());
+    out.extend_from_slice(rel);
+    out.extend_from_slice(&chunk.to_le_bytes());
+    out.extend_from_slice(&v.asked.to_le_bytes());
+    out.extend_from_slice(&v.hash.to_le_bytes());
+    out.extend_from_slice(&v.bits);
+}
+
+pub fn decode_tag(tag: &[u8]) -> Result<(Vec<u8>, u64, ChunkVerdicts), String> {
+    let mut pos = 0usize;
+    let mut take = |n: usize| -> Result<&[u8], String> {
+        let b = tag
+            .get(pos..pos + n)
+            .ok_or_else(|| "decision record cut short".to_string())?;
+        pos += n;
+        Ok(b)
+    };
+    if take(1)?[0] != TAG_VERSION {
+        return Err("unknown decision record version".into());
+    }
+    let rel_len = u32::from_le_bytes(take(4)?.try_into().unwrap()) as usize;
+    let rel = take(rel_len)?.to_vec();
+    let chunk = u64::from_le_bytes(take(8)?.try_into().unwrap());
+    let asked = u32::from_le_bytes(take(4)?.try_into().unwrap());
+    let hash = u64::from_le_bytes(take(8)?.try_into().unwrap());
+    let bits = take((asked as usize).div_ceil(8))?.to_vec();
+    if pos != tag.len() {
+        return Err("stray bytes in a decision record".into());
+    }
+    Ok((rel, chunk, ChunkVerdicts { asked, hash, bits }))
+}
+
+/// A store that forwards to another and remembers every key asked and its verdict.
+pub struct Recorder<'a> {
+    pub inner: &'a dyn Store,
+    pub log: Mutex<(Vec<u64>, Vec<bool>)>,
+}
+
+impl Store for Recorder<'_> {
+    fn test_and_insert(&self, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError> {
+        self.inner.test_and_insert(keys, seen)?;
+        let mut log = self.log.lock();
+        log.0.extend_from_slice(keys);
+        log.1.extend_from_slice(seen);
+        Ok(())
+    }
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+    fn memory_bytes(&self) -> u64 {
+        self.inner.memory_bytes()
+    }
+    fn blocks(&self) -> u32 {
+        self.inner.blocks()
+    }
+}
+
+/// A store that answers from recorded verdicts (and checks the keys asked are the
+/// recorded ones).
+pub struct Replayer<'a> {
+    pub verdicts: &'a ChunkVerdicts,
+    pub state: Mutex<(usize, u64)>,
+}
+
+impl<'a> Replayer<'a> {
+    pub fn new(verdicts: &'a ChunkVerdicts) -> Self {
+        Replayer {
+            verdicts,
+            state: Mutex::new((0, 0)),
+        }
+    }
+
+    /// Whether exactly the recorded keys were asked.
+    pub fn matched(&self) -> bool {
+        let st = self.state.lock();
+        st.0 == self.verdicts.asked as usize && st.1 == self.verdicts.hash
+    }
+}
+
+impl Store for Replayer<'_> {
+    fn test_and_insert(&self, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError> {
+        let mut st = self.state.lock();
+        seen.clear();
+        if st.0 + keys.len() > self.verdicts.asked as usize {
+            return Err(StoreError::Mismatch(
+                "more keys asked than the recorded verdicts hold".into(),
+            ));
+        }
+        for (i, k) in keys.iter().enumerate() {
+            let j = st.0 + i;
+            seen.push(self.verdicts.bits[j / 8] >> (j % 8) & 1 == 1);
+            st.1 = fold_key(st.1, *k);
+        }
+        st.0 += keys.len();
+        Ok(())
+    }
+    fn len(&self) -> u64 {
+        0
+    }
+    fn memory_bytes(&self) -> u64 {
+        0
+    }
+    fn blocks(&self) -> u32 {
+        1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tag_round_trip_and_replay() {
+        let asked = [5u64, 9, 5, 12, 1, 2, 3, 4, 5];
+        let seen = [false, false, true, false, true, false, false, true, true];
+        let mut tag = Vec::new();
+        encode_tag(b"a/b.vert", 7, &asked, &seen, &mut tag);
+        let (rel, chunk, v) = decode_tag(&tag).unwrap();
+        let mut again = Vec::new();
+        encode_verdicts(&rel, chunk, &v, &mut again);
+        assert_eq!(again, tag);
+        assert_eq!((rel.as_slice(), chunk, v.asked), (&b"a/b.vert"[..], 7, 9));
+        let r = Replayer::new(&v);
+        let mut out = Vec::new();
+        r.test_and_insert(&asked[..4], &mut out).unwrap();
+        assert_eq!(out, seen[..4]);
+        r.test_and_insert(&asked[4..], &mut out).unwrap();
+        assert_eq!(out, seen[4..]);
+        assert!(r.matched());
+        assert!(r.test_and_insert(&[1], &mut out).is_err());
+        for cut in 0..tag.len() {
+            assert!(decode_tag(&tag[..cut]).is_err());
+        }
+    }
+}

@@ -1,0 +1,89 @@
+//! Snapshot save/load speed and size: N random keys (like xxh3 outputs) inserted,
+//! saved, then loaded twice (the second load reads from a warm page cache; both are
+//! printed). Also prints what an Elias-Fano coding of the same quotients would take,
+//! the alternative to the Rice code that was measured against.
+//! Usage: cargo run --release -p webdedup-store --example persist_bench -- [KEYS] [DIR]
+
+use std::time::Instant;
+use webdedup_store::{MemStore, Store, StoreMeta, DEFAULT_BLOCKS};
+
+/// CPU seconds (user + system) of this process so far.
+fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage only writes into the struct we pass.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 / 1e6;
+    t(u.ru_utime) + t(u.ru_stime)
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let n: usize = args
+        .next()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(10_000_000);
+    let dir = args
+        .next()
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
+    webdedup_store::tune_allocator_for_large_tables();
+    let meta = StoreMeta {
+        hash: "xxh3-64".into(),
+        normalization: "loose".into(),
+        blocks: DEFAULT_BLOCKS,
+        key_kind: "bench".into(),
+    };
+    let store = MemStore::with_capacity(DEFAULT_BLOCKS, n);
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let mut keys = vec![0u64; 1 << 16];
+    let mut seen = Vec::new();
+    let mut done = 0;
+    while done < n {
+        let m = keys.len().min(n - done);
+        for k in keys[..m].iter_mut() {
+            x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = x;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            *k = z ^ (z >> 31);
+        }
+        store.test_and_insert(&keys[..m], &mut seen).unwrap();
+        done += m;
+    }
+    let path = dir.join(format!("persist_bench_{n}.snap"));
+    let saved = store.save(&path, &meta).unwrap();
+    let keys_in = store.len();
+    // Elias-Fano of each block's quotients: n * (2 + ceil(log2(U / n))) bits.
+    let u = u64::MAX / DEFAULT_BLOCKS as u64 + 1;
+    let mut ef_bits = 0f64;
+    for b in 0..DEFAULT_BLOCKS {
+        let c = store.block_keys(b).len() as f64;
+        if c > 0.0 {
+            ef_bits += c * (2.0 + (u as f64 / c).log2().ceil().max(0.0));
+        }
+    }
+    drop(store);
+    let t = Instant::now();
+    let (cold, _) = MemStore::load(&path, &meta, 0).unwrap();
+    let first = t.elapsed().as_secs_f64();
+    assert_eq!(cold.len(), keys_in);
+    drop(cold);
+    let t = Instant::now();
+    let cpu = cpu_seconds();
+    let (warm, info) = MemStore::load(&path, &meta, 0).unwrap();
+    let second = t.elapsed().as_secs_f64();
+    let load_cpu = cpu_seconds() - cpu;
+    assert_eq!(warm.len(), keys_in);
+    println!(
+        "{{\"keys\": {keys_in}, \"threads\": {}, \"save_seconds\": {:.3}, \"save_keys_per_second\": {:.0}, \"snapshot_bytes\": {}, \"bytes_per_key\": {:.3}, \"elias_fano_bytes_per_key\": {:.3}, \"load_seconds_first\": {first:.3}, \"load_seconds_warm\": {second:.3}, \"load_keys_per_second_warm\": {:.0}, \"load_cpu_seconds_warm\": {load_cpu:.3}, \"load_keys_per_cpu_second\": {:.0}}}",
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
+        saved.seconds,
+        keys_in as f64 / saved.seconds,
+        info.bytes,
+        info.bytes_per_key(),
+        ef_bits / 8.0 / keys_in as f64,
+        keys_in as f64 / second,
+        keys_in as f64 / load_cpu
+    );
+    let _ = std::fs::remove_file(&path);
+}
