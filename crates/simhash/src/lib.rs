@@ -1,0 +1,3 @@
+//! SimHash near-duplicate documents.
+pub mod core;
+pub mod tokenize;

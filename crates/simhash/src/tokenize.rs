@@ -1,0 +1,347 @@
+//! From document text to feature hashes: the tokenizers, word shingles and the
+//! feature hash. Everything here is part of the pinned algorithm (see `docs/simhash.md`):
+//! changing it changes every fingerprint, so the settings are written into the
+//! headers of fingerprint files and of the index.
+//!
+//! * `unicode`: the text lowercased (`str::to_lowercase`), then the Unicode (UAX #29)
+//!   words that contain at least one letter or digit (`unicode_words`).
+//! * `charabia`: the charabia tokenizer (built without the downloaded Japanese/Korean
+//!   dictionaries), word tokens only, their lemma (charabia's normalized form) trimmed,
+//!   empty ones dropped — the source system's choice. Chinese is segmented by jieba.
+//! * `chars:N`: the text normalized by webdedup's `loose` normalization with all
+//!   whitespace removed, then every window of `N` consecutive characters (a text
+//!   shorter than `N` characters gives one token, the whole text).
+//!
+//! Features are the shingles of `S` consecutive tokens (a text with fewer than `S`
+//! tokens gives one feature made of all of them); the feature hash is xxh3-64 (seed 0)
+//! of the shingle's tokens joined by one space; each occurrence weighs 1.
+
+use crate::core::Accumulator;
+use std::fmt;
+use std::str::FromStr;
+use unicode_segmentation::UnicodeSegmentation;
+use webdedup_text::{Normalization, TextBuilder};
+use xxhash_rust::xxh3::xxh3_64;
+
+/// How text becomes tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Tokenizer {
+    Unicode,
+    Charabia,
+    Chars(usize),
+}
+
+impl fmt::Display for Tokenizer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Tokenizer::Unicode => f.write_str("unicode"),
+            Tokenizer::Charabia => f.write_str("charabia"),
+            Tokenizer::Chars(n) => write!(f, "chars:{n}"),
+        }
+    }
+}
+
+impl FromStr for Tokenizer {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "unicode" => Ok(Tokenizer::Unicode),
+            "charabia" => Ok(Tokenizer::Charabia),
+            _ => {
+                if let Some(n) = s.strip_prefix("chars:") {
+                    match n.parse::<usize>() {
+                        Ok(n) if (1..=64).contains(&n) => Ok(Tokenizer::Chars(n)),
+                        _ => Err(format!("bad character n-gram size in '{s}' (expected chars:N with 1 <= N <= 64)")),
+                    }
+                } else {
+                    Err(format!("unknown tokenizer '{s}' (expected unicode, charabia or chars:N)"))
+                }
+            }
+        }
+    }
+}
+
+/// The settings that decide a fingerprint. Written into fingerprint-file and index
+/// headers as `tokenizer=... shingle=... hash=xxh3-64`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Settings {
+    pub tokenizer: Tokenizer,
+    pub shingle: usize,
+}
+
+/// Default tokenizer and shingle size (chosen from the quality study, docs/simhash.md).
+pub const DEFAULT_TOKENIZER: Tokenizer = Tokenizer::Unicode;
+pub const DEFAULT_SHINGLE: usize = 3;
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings { tokenizer: DEFAULT_TOKENIZER, shingle: DEFAULT_SHINGLE }
+    }
+}
+
+impl Settings {
+    /// `tokenizer=unicode shingle=3 hash=xxh3-64`
+    pub fn describe(&self) -> String {
+        format!("tokenizer={} shingle={} hash=xxh3-64", self.tokenizer, self.shingle)
+    }
+
+    /// Parses what [`describe`](Self::describe) writes (extra `key=value` words are
+    /// ignored; missing ones are an error).
+    pub fn parse(s: &str) -> Result<Settings, String> {
+        let (mut tok, mut sh, mut hash) = (None, None, None);
+        for w in s.split_whitespace() {
+            if let Some((k, v)) = w.split_once('=') {
+                match k {
+                    "tokenizer" => tok = Some(v.parse::<Tokenizer>()?),
+                    "shingle" => sh = Some(v.parse::<usize>().map_err(|_| format!("bad shingle '{v}'"))?),
+                    "hash" => hash = Some(v.to_string()),
+                    _ => {}
+                }
+            }
+        }
+        match (tok, sh, hash.as_deref()) {
+            (Some(tokenizer), Some(shingle), Some("xxh3-64")) => Ok(Settings { tokenizer, shingle }),
+            (_, _, Some(h)) if h != "xxh3-64" => Err(format!("unknown feature hash '{h}'")),
+            _ => Err(format!("incomplete settings '{s}'")),
+        }
+    }
+}
+
+/// Turns documents into fingerprints, reusing its buffers. One per thread.
+pub struct Fingerprinter {
+    settings: Settings,
+    /// The text the tokens are slices of (lowercased / normalized / lemmas).
+    buf: String,
+    spans: Vec<(u32, u32)>,
+    scratch: Vec<u8>,
+    norm: TextBuilder,
+    acc: Accumulator,
+}
+
+impl Fingerprinter {
+    pub fn new(settings: Settings) -> Self {
+        assert!(settings.shingle >= 1, "shingle size must be at least 1");
+        Fingerprinter {
+            settings,
+            buf: String::new(),
+            spans: Vec::new(),
+            scratch: Vec::new(),
+            norm: TextBuilder::new(Normalization::Loose),
+            acc: Accumulator::new(),
+        }
+    }
+
+    pub fn settings(&self) -> Settings {
+        self.settings
+    }
+
+    /// The fingerprint of `text`, or `None` when it has no token (empty document).
+    pub fn fingerprint(&mut self, text: &str) -> Option<u64> {
+        self.tokenize(text);
+        if self.spans.is_empty() {
+            return None;
+        }
+        self.acc.clear();
+        let mut acc = std::mem::take(&mut self.acc);
+        self.for_each_feature(|h| acc.push(h));
+        let h = acc.finish();
+        self.acc = acc;
+        Some(h)
+    }
+
+    /// The feature hashes of `text` in order (for tests and studies).
+    pub fn features(&mut self, text: &str) -> Vec<u64> {
+        self.tokenize(text);
+        let mut v = Vec::new();
+        self.for_each_feature(|h| v.push(h));
+        v
+    }
+
+    /// The tokens of `text` (for tests and documentation).
+    pub fn tokens(&mut self, text: &str) -> Vec<String> {
+        self.tokenize(text);
+        self.spans.iter().map(|&(a, b)| self.buf[a as usize..b as usize].to_string()).collect()
+    }
+
+    fn tokenize(&mut self, text: &str) {
+        self.buf.clear();
+        self.spans.clear();
+        match self.settings.tokenizer {
+            Tokenizer::Unicode => {
+                if text.is_ascii() {
+                    self.buf.push_str(text);
+                    self.buf.make_ascii_lowercase();
+                } else {
+                    self.buf.push_str(&text.to_lowercase());
+                }
+                let base = self.buf.as_ptr() as usize;
+                for w in self.buf.unicode_words() {
+                    let a = w.as_ptr() as usize - base;
+                    self.spans.push((a as u32, (a + w.len()) as u32));
+                }
+            }
+            Tokenizer::Charabia => {
+                use charabia::Tokenize;
+                for t in text.tokenize() {
+                    if !t.is_word() {
+                        continue;
+                    }
+                    let l = t.lemma().trim();
+                    if l.is_empty() {
+                        continue;
+                    }
+                    let a = self.buf.len();
+                    self.buf.push_str(l);
+                    self.spans.push((a as u32, self.buf.len() as u32));
+                }
+            }
+            Tokenizer::Chars(n) => {
+                self.norm.clear();
+                self.norm.push_word(text.as_bytes(), false);
+                // Loose normalization of valid UTF-8 is valid UTF-8.
+                let t = std::str::from_utf8(self.norm.text()).unwrap_or("");
+                self.buf.extend(t.chars().filter(|c| !c.is_whitespace()));
+                let starts: Vec<u32> =
+                    self.buf.char_indices().map(|(i, _)| i as u32).chain([self.buf.len() as u32]).collect();
+                let chars = starts.len() - 1;
+                if chars == 0 {
+                } else if chars <= n {
+                    self.spans.push((0, self.buf.len() as u32));
+                } else {
+                    for i in 0..=chars - n {
+                        self.spans.push((starts[i], starts[i + n]));
+                    }
+                }
+            }
+        }
+    }
+
+    fn for_each_feature(&mut self, mut f: impl FnMut(u64)) {
+        let s = self.settings.shingle;
+        let buf = self.buf.as_bytes();
+        let spans = &self.spans;
+        if spans.is_empty() {
+            return;
+        }
+        if s == 1 {
+            for &(a, b) in spans {
+                f(xxh3_64(&buf[a as usize..b as usize]));
+            }
+            return;
+        }
+        let windows = if spans.len() <= s { 1 } else { spans.len() - s + 1 };
+        let w = s.min(spans.len());
+        for i in 0..windows {
+            self.scratch.clear();
+            for (j, &(a, b)) in spans[i..i + w].iter().enumerate() {
+                if j > 0 {
+                    self.scratch.push(b' ');
+                }
+                self.scratch.extend_from_slice(&buf[a as usize..b as usize]);
+            }
+            f(xxh3_64(&self.scratch));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::{hamming, simhash};
+
+    fn fp(tok: Tokenizer, shingle: usize) -> Fingerprinter {
+        Fingerprinter::new(Settings { tokenizer: tok, shingle })
+    }
+
+    #[test]
+    fn tokenizer_names_round_trip() {
+        for t in ["unicode", "charabia", "chars:3"] {
+            assert_eq!(t.parse::<Tokenizer>().unwrap().to_string(), t);
+        }
+        assert!("chars:0".parse::<Tokenizer>().is_err());
+        assert!("chars:x".parse::<Tokenizer>().is_err());
+        assert!("icu".parse::<Tokenizer>().is_err());
+        let s = Settings { tokenizer: Tokenizer::Chars(2), shingle: 4 };
+        assert_eq!(Settings::parse(&s.describe()).unwrap(), s);
+        assert!(Settings::parse("tokenizer=unicode shingle=3 hash=fnv").is_err());
+        assert!(Settings::parse("tokenizer=unicode").is_err());
+    }
+
+    #[test]
+    fn unicode_tokens_are_lowercased_uax29_words() {
+        let mut f = fp(Tokenizer::Unicode, 1);
+        assert_eq!(f.tokens("The QUICK, brown fox can't 3.14 — Příliš!"), ["the", "quick", "brown", "fox", "can't", "3.14", "příliš"]);
+        assert!(f.tokens("  ... ¶ —  ").is_empty());
+    }
+
+    #[test]
+    fn feature_hash_is_xxh3_of_space_joined_shingle() {
+        let mut f = fp(Tokenizer::Unicode, 2);
+        let feats = f.features("A b, C");
+        assert_eq!(feats, vec![xxh3_64(b"a b"), xxh3_64(b"b c")]);
+        // Fewer tokens than the shingle: one feature of all of them.
+        let mut f3 = fp(Tokenizer::Unicode, 5);
+        assert_eq!(f3.features("a b"), vec![xxh3_64(b"a b")]);
+        assert_eq!(f3.fingerprint("a b"), Some(simhash(&[xxh3_64(b"a b")])));
+        assert_eq!(f3.fingerprint(" , "), None);
+    }
+
+    #[test]
+    fn pinned_fingerprints() {
+        // Test vectors written into docs/simhash.md; they change only if the algorithm does.
+        let text = "i think a is the best";
+        let mut u1 = fp(Tokenizer::Unicode, 1);
+        let h1 = u1.fingerprint(text).unwrap();
+        let expect1 = simhash(&["i", "think", "a", "is", "the", "best"].map(|w| xxh3_64(w.as_bytes())));
+        assert_eq!(h1, expect1);
+        let mut u3 = fp(Tokenizer::Unicode, 3);
+        let h3 = u3.fingerprint(text).unwrap();
+        assert_eq!(h3, simhash(&["i think a", "think a is", "a is the", "is the best"].map(|w| xxh3_64(w.as_bytes()))));
+        assert_eq!((h1, h3), (0xa286_9500_0cb3_0a2c, 0x1ea9_6c01_42ac_5510));
+    }
+
+    #[test]
+    fn chars_ngrams_ignore_whitespace_and_punctuation() {
+        let mut f = fp(Tokenizer::Chars(2), 1);
+        assert_eq!(f.tokens("日本語の 文章。"), ["日本", "本語", "語の", "の文", "文章"]);
+        assert_eq!(f.tokens("Ab"), ["ab"]);
+        assert_eq!(f.tokens("a"), ["a"]);
+        assert!(f.tokens("。 、").is_empty());
+    }
+
+    #[test]
+    fn charabia_segments_chinese() {
+        let mut f = fp(Tokenizer::Charabia, 1);
+        let toks = f.tokens("我们在北京大学学习自然语言处理。");
+        // jieba segmentation: multi-character words, no punctuation.
+        assert!(toks.len() >= 4 && toks.len() < 15, "{toks:?}");
+        assert!(toks.iter().any(|t| t.chars().count() >= 2), "{toks:?}");
+        assert!(!toks.iter().any(|t| t == "。"));
+        let en = f.tokens("Hello World");
+        assert_eq!(en, ["hello", "world"]);
+    }
+
+    #[test]
+    fn cjk_fingerprints_are_stable_and_local() {
+        let zh = "Debian 是一个自由的操作系统，由全球的志愿者共同开发和维护。它包含了数以万计的软件包，用户可以通过软件包管理系统方便地安装和升级软件。";
+        let zh2 = "Debian 是一个自由的操作系统，由全球的志愿者共同开发和维护。它包含了数以千计的软件包，用户可以通过软件包管理系统方便地安装和升级软件。";
+        let ja = "Debian は自由なオペレーティングシステムです。世界中のボランティアによって開発され、数万のソフトウェアパッケージを含んでいます。パッケージ管理システムを使って簡単にインストールできます。";
+        let ja2 = "Debian は自由なオペレーティングシステムです。世界中のボランティアによって開発され、数千のソフトウェアパッケージを含んでいます。パッケージ管理システムを使って簡単にインストールできます。";
+        let other = "PostgreSQL is a powerful, open source object-relational database system with over 35 years of active development.";
+        for (tok, a, b) in [(Tokenizer::Charabia, zh, zh2), (Tokenizer::Chars(2), ja, ja2)] {
+            let mut f = fp(tok, 2);
+            let ha = f.fingerprint(a).unwrap();
+            // Same text, fresh or reused fingerprinter: same fingerprint.
+            assert_eq!(fp(tok, 2).fingerprint(a).unwrap(), ha);
+            assert_eq!(f.fingerprint(a).unwrap(), ha);
+            let hb = f.fingerprint(b).unwrap();
+            let ho = f.fingerprint(other).unwrap();
+            assert!(hamming(ha, hb) < hamming(ha, ho), "{tok}: near {} far {}", hamming(ha, hb), hamming(ha, ho));
+            assert!(hamming(ha, hb) <= 16, "{tok}: one-character edit moved {} bits", hamming(ha, hb));
+        }
+        // Pinned CJK values: a change of charabia's segmentation would show here.
+        let hzh = fp(Tokenizer::Charabia, 2).fingerprint(zh).unwrap();
+        let hja = fp(Tokenizer::Chars(2), 2).fingerprint(ja).unwrap();
+        assert_eq!((hzh, hja), (0x0832_a621_8943_d856, 0x1358_d814_9f65_a9e3));
+    }
+}
