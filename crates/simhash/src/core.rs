@@ -19,7 +19,10 @@ pub struct Accumulator {
 
 impl Default for Accumulator {
     fn default() -> Self {
-        Accumulator { ones: [0; 64], total: 0 }
+        Accumulator {
+            ones: [0; 64],
+            total: 0,
+        }
     }
 }
 
@@ -105,7 +108,12 @@ pub fn to_signed(h: u64) -> i64 {
 /// The four 16-bit parts, most significant first (as the source system's `SplitSimHash`).
 #[inline]
 pub fn parts(h: u64) -> [u16; 4] {
-    [(h >> 48) as u16, (h >> 32) as u16, (h >> 16) as u16, h as u16]
+    [
+        (h >> 48) as u16,
+        (h >> 32) as u16,
+        (h >> 16) as u16,
+        h as u16,
+    ]
 }
 
 /// Inverse of [`parts`].
@@ -135,7 +143,10 @@ mod tests {
     fn seomoz_vector() {
         // seomoz/simhash-cpp test: features 0xABCD, 0xBCDE, 0xCDEF, weight 1 -> 0xADCF.
         assert_eq!(simhash(&[0xABCD, 0xBCDE, 0xCDEF]), 0xADCF);
-        assert_eq!(simhash_weighted([(0xABCD, 1), (0xBCDE, 1), (0xCDEF, 1)]), 0xADCF);
+        assert_eq!(
+            simhash_weighted([(0xABCD, 1), (0xBCDE, 1), (0xCDEF, 1)]),
+            0xADCF
+        );
     }
 
     #[test]
@@ -149,9 +160,16 @@ mod tests {
 
     #[test]
     fn weight_equals_repetition() {
-        let hs = [0x1234_5678_9abc_def0u64, 0x0fed_cba9_8765_4321, 0xdead_beef_0000_ffff];
+        let hs = [
+            0x1234_5678_9abc_def0u64,
+            0x0fed_cba9_8765_4321,
+            0xdead_beef_0000_ffff,
+        ];
         let rep: Vec<u64> = vec![hs[0], hs[0], hs[0], hs[1], hs[2], hs[2]];
-        assert_eq!(simhash(&rep), simhash_weighted([(hs[0], 3), (hs[1], 1), (hs[2], 2)]));
+        assert_eq!(
+            simhash(&rep),
+            simhash_weighted([(hs[0], 3), (hs[1], 1), (hs[2], 2)])
+        );
     }
 
     #[test]
@@ -173,7 +191,10 @@ mod tests {
                     *c += if f >> i & 1 == 1 { 1 } else { -1 };
                 }
             }
-            let naive = v.iter().enumerate().fold(0u64, |h, (i, &c)| h | ((c > 0) as u64) << i);
+            let naive = v
+                .iter()
+                .enumerate()
+                .fold(0u64, |h, (i, &c)| h | ((c > 0) as u64) << i);
             assert_eq!(simhash(&feats), naive);
         }
     }

@@ -54,7 +54,9 @@ impl FromStr for Tokenizer {
                         _ => Err(format!("bad character n-gram size in '{s}' (expected chars:N with 1 <= N <= 64)")),
                     }
                 } else {
-                    Err(format!("unknown tokenizer '{s}' (expected unicode, charabia or chars:N)"))
+                    Err(format!(
+                        "unknown tokenizer '{s}' (expected unicode, charabia or chars:N)"
+                    ))
                 }
             }
         }
@@ -75,14 +77,20 @@ pub const DEFAULT_SHINGLE: usize = 3;
 
 impl Default for Settings {
     fn default() -> Self {
-        Settings { tokenizer: DEFAULT_TOKENIZER, shingle: DEFAULT_SHINGLE }
+        Settings {
+            tokenizer: DEFAULT_TOKENIZER,
+            shingle: DEFAULT_SHINGLE,
+        }
     }
 }
 
 impl Settings {
     /// `tokenizer=unicode shingle=3 hash=xxh3-64`
     pub fn describe(&self) -> String {
-        format!("tokenizer={} shingle={} hash=xxh3-64", self.tokenizer, self.shingle)
+        format!(
+            "tokenizer={} shingle={} hash=xxh3-64",
+            self.tokenizer, self.shingle
+        )
     }
 
     /// Parses what [`describe`](Self::describe) writes (extra `key=value` words are
@@ -93,14 +101,21 @@ impl Settings {
             if let Some((k, v)) = w.split_once('=') {
                 match k {
                     "tokenizer" => tok = Some(v.parse::<Tokenizer>()?),
-                    "shingle" => sh = Some(v.parse::<usize>().map_err(|_| format!("bad shingle '{v}'"))?),
+                    "shingle" => {
+                        sh = Some(
+                            v.parse::<usize>()
+                                .map_err(|_| format!("bad shingle '{v}'"))?,
+                        )
+                    }
                     "hash" => hash = Some(v.to_string()),
                     _ => {}
                 }
             }
         }
         match (tok, sh, hash.as_deref()) {
-            (Some(tokenizer), Some(shingle), Some("xxh3-64")) => Ok(Settings { tokenizer, shingle }),
+            (Some(tokenizer), Some(shingle), Some("xxh3-64")) => {
+                Ok(Settings { tokenizer, shingle })
+            }
             (_, _, Some(h)) if h != "xxh3-64" => Err(format!("unknown feature hash '{h}'")),
             _ => Err(format!("incomplete settings '{s}'")),
         }
@@ -160,7 +175,10 @@ impl Fingerprinter {
     /// The tokens of `text` (for tests and documentation).
     pub fn tokens(&mut self, text: &str) -> Vec<String> {
         self.tokenize(text);
-        self.spans.iter().map(|&(a, b)| self.buf[a as usize..b as usize].to_string()).collect()
+        self.spans
+            .iter()
+            .map(|&(a, b)| self.buf[a as usize..b as usize].to_string())
+            .collect()
     }
 
     fn tokenize(&mut self, text: &str) {
@@ -201,8 +219,12 @@ impl Fingerprinter {
                 // Loose normalization of valid UTF-8 is valid UTF-8.
                 let t = std::str::from_utf8(self.norm.text()).unwrap_or("");
                 self.buf.extend(t.chars().filter(|c| !c.is_whitespace()));
-                let starts: Vec<u32> =
-                    self.buf.char_indices().map(|(i, _)| i as u32).chain([self.buf.len() as u32]).collect();
+                let starts: Vec<u32> = self
+                    .buf
+                    .char_indices()
+                    .map(|(i, _)| i as u32)
+                    .chain([self.buf.len() as u32])
+                    .collect();
                 let chars = starts.len() - 1;
                 if chars == 0 {
                 } else if chars <= n {
@@ -229,7 +251,11 @@ impl Fingerprinter {
             }
             return;
         }
-        let windows = if spans.len() <= s { 1 } else { spans.len() - s + 1 };
+        let windows = if spans.len() <= s {
+            1
+        } else {
+            spans.len() - s + 1
+        };
         let w = s.min(spans.len());
         for i in 0..windows {
             self.scratch.clear();
@@ -250,7 +276,10 @@ mod tests {
     use crate::core::{hamming, simhash};
 
     fn fp(tok: Tokenizer, shingle: usize) -> Fingerprinter {
-        Fingerprinter::new(Settings { tokenizer: tok, shingle })
+        Fingerprinter::new(Settings {
+            tokenizer: tok,
+            shingle,
+        })
     }
 
     #[test]
@@ -261,7 +290,10 @@ mod tests {
         assert!("chars:0".parse::<Tokenizer>().is_err());
         assert!("chars:x".parse::<Tokenizer>().is_err());
         assert!("icu".parse::<Tokenizer>().is_err());
-        let s = Settings { tokenizer: Tokenizer::Chars(2), shingle: 4 };
+        let s = Settings {
+            tokenizer: Tokenizer::Chars(2),
+            shingle: 4,
+        };
         assert_eq!(Settings::parse(&s.describe()).unwrap(), s);
         assert!(Settings::parse("tokenizer=unicode shingle=3 hash=fnv").is_err());
         assert!(Settings::parse("tokenizer=unicode").is_err());
@@ -270,7 +302,10 @@ mod tests {
     #[test]
     fn unicode_tokens_are_lowercased_uax29_words() {
         let mut f = fp(Tokenizer::Unicode, 1);
-        assert_eq!(f.tokens("The QUICK, brown fox can't 3.14 — Příliš!"), ["the", "quick", "brown", "fox", "can't", "3.14", "příliš"]);
+        assert_eq!(
+            f.tokens("The QUICK, brown fox can't 3.14 — Příliš!"),
+            ["the", "quick", "brown", "fox", "can't", "3.14", "příliš"]
+        );
         assert!(f.tokens("  ... ¶ —  ").is_empty());
     }
 
@@ -292,18 +327,28 @@ mod tests {
         let text = "i think a is the best";
         let mut u1 = fp(Tokenizer::Unicode, 1);
         let h1 = u1.fingerprint(text).unwrap();
-        let expect1 = simhash(&["i", "think", "a", "is", "the", "best"].map(|w| xxh3_64(w.as_bytes())));
+        let expect1 =
+            simhash(&["i", "think", "a", "is", "the", "best"].map(|w| xxh3_64(w.as_bytes())));
         assert_eq!(h1, expect1);
         let mut u3 = fp(Tokenizer::Unicode, 3);
         let h3 = u3.fingerprint(text).unwrap();
-        assert_eq!(h3, simhash(&["i think a", "think a is", "a is the", "is the best"].map(|w| xxh3_64(w.as_bytes()))));
+        assert_eq!(
+            h3,
+            simhash(
+                &["i think a", "think a is", "a is the", "is the best"]
+                    .map(|w| xxh3_64(w.as_bytes()))
+            )
+        );
         assert_eq!((h1, h3), (0xa286_9500_0cb3_0a2c, 0x1ea9_6c01_42ac_5510));
     }
 
     #[test]
     fn chars_ngrams_ignore_whitespace_and_punctuation() {
         let mut f = fp(Tokenizer::Chars(2), 1);
-        assert_eq!(f.tokens("日本語の 文章。"), ["日本", "本語", "語の", "の文", "文章"]);
+        assert_eq!(
+            f.tokens("日本語の 文章。"),
+            ["日本", "本語", "語の", "の文", "文章"]
+        );
         assert_eq!(f.tokens("Ab"), ["ab"]);
         assert_eq!(f.tokens("a"), ["a"]);
         assert!(f.tokens("。 、").is_empty());
@@ -328,7 +373,10 @@ mod tests {
         let ja = "Debian は自由なオペレーティングシステムです。世界中のボランティアによって開発され、数万のソフトウェアパッケージを含んでいます。パッケージ管理システムを使って簡単にインストールできます。";
         let ja2 = "Debian は自由なオペレーティングシステムです。世界中のボランティアによって開発され、数千のソフトウェアパッケージを含んでいます。パッケージ管理システムを使って簡単にインストールできます。";
         let other = "PostgreSQL is a powerful, open source object-relational database system with over 35 years of active development.";
-        for (tok, a, b) in [(Tokenizer::Charabia, zh, zh2), (Tokenizer::Chars(2), ja, ja2)] {
+        for (tok, a, b) in [
+            (Tokenizer::Charabia, zh, zh2),
+            (Tokenizer::Chars(2), ja, ja2),
+        ] {
             let mut f = fp(tok, 2);
             let ha = f.fingerprint(a).unwrap();
             // Same text, fresh or reused fingerprinter: same fingerprint.
@@ -336,8 +384,17 @@ mod tests {
             assert_eq!(f.fingerprint(a).unwrap(), ha);
             let hb = f.fingerprint(b).unwrap();
             let ho = f.fingerprint(other).unwrap();
-            assert!(hamming(ha, hb) < hamming(ha, ho), "{tok}: near {} far {}", hamming(ha, hb), hamming(ha, ho));
-            assert!(hamming(ha, hb) <= 16, "{tok}: one-character edit moved {} bits", hamming(ha, hb));
+            assert!(
+                hamming(ha, hb) < hamming(ha, ho),
+                "{tok}: near {} far {}",
+                hamming(ha, hb),
+                hamming(ha, ho)
+            );
+            assert!(
+                hamming(ha, hb) <= 16,
+                "{tok}: one-character edit moved {} bits",
+                hamming(ha, hb)
+            );
         }
         // Pinned CJK values: a change of charabia's segmentation would show here.
         let hzh = fp(Tokenizer::Charabia, 2).fingerprint(zh).unwrap();
