@@ -148,6 +148,30 @@ impl Plan {
         Plan::new(k, best.1)
     }
 
+    /// Picks the block count for answering single queries against `n` indexed
+    /// fingerprints: per table a binary search (~30 steps) plus the scan of the
+    /// query's prefix group (~`n / 2^prefix`). Memory grows with the table count
+    /// (8 bytes per fingerprint per table), so ties go to fewer tables.
+    pub fn choose_for_queries(n: usize, k: u32) -> Plan {
+        assert!(k <= MAX_K, "k={k} is above the supported maximum {MAX_K}");
+        if k == 0 {
+            return Plan::new(0, 1);
+        }
+        let n = n.max(1) as f64;
+        let mut best = (f64::INFINITY, k + 1);
+        for b in k + 1..=16 {
+            let t = binom(b as u64, k as u64) as f64;
+            let avg_prefix = 64.0 * (b - k) as f64 / b as f64;
+            // Per table: ~2 cache misses (directory, first value) worth ~200
+            // sequential comparisons, then the scan of the prefix group.
+            let cost = t * (200.0 + n / 2f64.powf(avg_prefix));
+            if cost < best.0 {
+                best = (cost, b);
+            }
+        }
+        Plan::new(k, best.1)
+    }
+
     pub fn k(&self) -> u32 {
         self.k
     }
@@ -252,13 +276,24 @@ impl Plan {
         pairs
     }
 
-    /// Searches `query` against values sorted per table (see [`TableSet`]).
-    fn query_table(&self, t: usize, sorted: &[u64], query: u64, out: &mut Vec<(u64, u32)>) {
+    /// Searches `query` against values sorted per table (see [`TableSet`]); `dir`
+    /// maps the top `dir_bits` bits of a permuted value to its first position.
+    fn query_table(
+        &self,
+        t: usize,
+        sorted: &[u64],
+        dir: &[u32],
+        dir_bits: u32,
+        query: u64,
+        out: &mut Vec<(u64, u32)>,
+    ) {
         let y = self.permute(t, query);
         let bits = self.tables[t].prefix_bits;
         let shift = 64 - bits;
         let lo_key = if bits == 0 { 0 } else { (y >> shift) << shift };
-        let start = sorted.partition_point(|&v| v < lo_key);
+        let h = (y >> (64 - dir_bits)) as usize;
+        let (a, b) = (dir[h] as usize, dir[h + 1] as usize);
+        let start = a + sorted[a..b].partition_point(|&v| v < lo_key);
         for &v in &sorted[start..] {
             if bits != 0 && (v >> shift) != (y >> shift) {
                 break;
@@ -320,12 +355,33 @@ pub struct TableSet {
     pub plan: Plan,
     /// One sorted permuted copy per table.
     pub sorted: Vec<Vec<u64>>,
+    /// Per table: first position of each value of the top `dir_bits` bits (+ end).
+    dirs: Vec<Vec<u32>>,
+    dir_bits: u32,
+}
+
+fn directory(sorted: &[u64], bits: u32) -> Vec<u32> {
+    let mut dir = vec![0u32; (1usize << bits) + 1];
+    for &v in sorted {
+        dir[(v >> (64 - bits)) as usize + 1] += 1;
+    }
+    for i in 1..dir.len() {
+        dir[i] += dir[i - 1];
+    }
+    dir
+}
+
+/// Directory size: about one value per entry, between 8 and 24 bits, and never more
+/// bits than the shortest prefix (so one entry never splits a prefix group's start).
+fn dir_bits(n: usize, plan: &Plan) -> u32 {
+    let want = (usize::BITS - n.max(1).leading_zeros()).clamp(8, 24);
+    want.min(plan.min_prefix_bits()).max(1)
 }
 
 impl TableSet {
     /// Builds the tables over distinct `values`.
     pub fn build(plan: Plan, values: &[u64]) -> TableSet {
-        let sorted = (0..plan.tables())
+        let sorted: Vec<Vec<u64>> = (0..plan.tables())
             .into_par_iter()
             .map(|t| {
                 let mut v: Vec<u64> = values.iter().map(|&x| plan.permute(t, x)).collect();
@@ -333,7 +389,20 @@ impl TableSet {
                 v
             })
             .collect();
-        TableSet { plan, sorted }
+        let mut ts = TableSet {
+            plan,
+            sorted,
+            dirs: Vec::new(),
+            dir_bits: 1,
+        };
+        ts.rebuild_dirs();
+        ts
+    }
+
+    fn rebuild_dirs(&mut self) {
+        self.dir_bits = dir_bits(self.len(), &self.plan);
+        let bits = self.dir_bits;
+        self.dirs = self.sorted.par_iter().map(|s| directory(s, bits)).collect();
     }
 
     pub fn len(&self) -> usize {
@@ -355,7 +424,8 @@ impl TableSet {
             return;
         }
         for t in 0..self.plan.tables() {
-            self.plan.query_table(t, &self.sorted[t], query, out);
+            self.plan
+                .query_table(t, &self.sorted[t], &self.dirs[t], self.dir_bits, query, out);
         }
     }
 
@@ -367,6 +437,7 @@ impl TableSet {
             radix_sort_u64(&mut add);
             *s = merge_sorted(s, &add);
         });
+        self.rebuild_dirs();
     }
 
     /// The values in table 0 order, unpermuted.
