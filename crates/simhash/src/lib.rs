@@ -1,4 +1,6 @@
 //! SimHash near-duplicate documents.
 pub mod core;
+pub mod input;
 pub mod search;
 pub mod tokenize;
+pub mod vertical_docs;
