@@ -1,4 +1,5 @@
 //! SimHash near-duplicate documents.
+pub mod cluster;
 pub mod core;
 pub mod input;
 pub mod search;
