@@ -1,6 +1,7 @@
 //! SimHash near-duplicate documents.
 pub mod cluster;
 pub mod core;
+pub mod index;
 pub mod input;
 pub mod search;
 pub mod tokenize;
