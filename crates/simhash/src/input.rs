@@ -8,6 +8,7 @@ use std::fmt;
 use std::io::{self, BufRead, BufReader};
 use std::path::Path;
 use std::str::FromStr;
+pub use webdedup_formats::Compression;
 
 /// How input files are read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,19 +64,46 @@ pub const FP_HEADER_PREFIX: &str = "# webdedup-simhash v1 ";
 /// Counts and prints input problems (`webdedup: FILE:LINE: reason` on stderr).
 #[derive(Debug, Default)]
 pub struct Problems {
-    pub count: u64,
+    count: std::cell::Cell<u64>,
+    /// The first messages (for tests and summaries).
+    messages: std::cell::RefCell<Vec<String>>,
+    /// Count without printing (second passes over the same input).
     pub quiet: bool,
 }
 
 impl Problems {
-    pub fn report(&mut self, file: &Path, line: Option<u64>, reason: impl fmt::Display) {
-        self.count += 1;
-        if self.quiet {
-            return;
+    pub fn new(quiet: bool) -> Problems {
+        Problems {
+            quiet,
+            ..Default::default()
         }
-        match line {
-            Some(l) => eprintln!("webdedup: {}:{l}: {reason}", file.display()),
-            None => eprintln!("webdedup: {}: {reason}", file.display()),
+    }
+
+    pub fn quiet() -> Problems {
+        Problems::new(true)
+    }
+
+    pub fn count(&self) -> u64 {
+        self.count.get()
+    }
+
+    /// The first 1000 messages, as printed.
+    pub fn messages(&self) -> Vec<String> {
+        self.messages.borrow().clone()
+    }
+
+    pub fn report(&self, file: &Path, line: Option<u64>, reason: impl fmt::Display) {
+        self.count.set(self.count.get() + 1);
+        let msg = match line {
+            Some(l) => format!("{}:{l}: {reason}", file.display()),
+            None => format!("{}: {reason}", file.display()),
+        };
+        if !self.quiet {
+            eprintln!("webdedup: {msg}");
+        }
+        let mut m = self.messages.borrow_mut();
+        if m.len() < 1000 {
+            m.push(msg);
         }
     }
 }
@@ -149,22 +177,40 @@ pub fn sniff(head: &[u8]) -> InputFormat {
     InputFormat::Lines
 }
 
+/// What reading a file found out.
+#[derive(Clone, Copy, Debug)]
+pub struct FileInfo {
+    pub format: InputFormat,
+    /// Settings named by a fingerprint file's header.
+    pub settings: Option<Settings>,
+    pub compression: Compression,
+    /// Whether the file could be opened at all.
+    pub opened: bool,
+}
+
 /// Reads `path` item by item. Problems (bad records, read errors) are reported and
-/// skipped. Returns the format used and, for fingerprint files, the settings their
-/// header names.
+/// skipped.
 pub fn read_items(
     path: &Path,
     opts: &ReadOptions,
-    problems: &mut Problems,
+    problems: &Problems,
     mut f: impl FnMut(Item<'_>),
-) -> (InputFormat, Option<Settings>) {
-    let (reader, _) = match webdedup_formats::open_input(path) {
+) -> FileInfo {
+    let mut info = FileInfo {
+        format: opts.format,
+        settings: None,
+        compression: Compression::None,
+        opened: false,
+    };
+    let (reader, compression) = match webdedup_formats::open_input(path) {
         Ok(r) => r,
         Err(e) => {
             problems.report(path, None, format_args!("cannot open: {e}"));
-            return (opts.format, None);
+            return info;
         }
     };
+    info.opened = true;
+    info.compression = compression;
     let mut r = BufReader::with_capacity(1 << 18, reader);
     let mut format = opts.format;
     if format == InputFormat::Auto {
@@ -172,10 +218,11 @@ pub fn read_items(
             Ok(head) => sniff(head),
             Err(e) => {
                 problems.report(path, None, format_args!("read error: {e}"));
-                return (format, None);
+                return info;
             }
         };
     }
+    info.format = format;
     let mut settings = None;
     let res = match format {
         InputFormat::File => read_whole(path, &mut r, problems, &mut f),
@@ -189,13 +236,14 @@ pub fn read_items(
             format_args!("read error (rest of file skipped): {e}"),
         );
     }
-    (format, settings)
+    info.settings = settings;
+    info
 }
 
 fn read_whole(
     path: &Path,
     r: &mut impl BufRead,
-    problems: &mut Problems,
+    problems: &Problems,
     f: &mut impl FnMut(Item<'_>),
 ) -> io::Result<()> {
     let mut buf = Vec::new();
@@ -227,7 +275,7 @@ fn line_of(buf: &[u8], offset: usize) -> u64 {
 fn read_vertical(
     path: &Path,
     r: &mut impl BufRead,
-    problems: &mut Problems,
+    problems: &Problems,
     f: &mut impl FnMut(Item<'_>),
 ) -> io::Result<()> {
     let mut v = VerticalDocs::new();
@@ -315,7 +363,7 @@ fn read_lines(
     format: InputFormat,
     opts: &ReadOptions,
     r: &mut impl BufRead,
-    problems: &mut Problems,
+    problems: &Problems,
     settings: &mut Option<Settings>,
     f: &mut impl FnMut(Item<'_>),
 ) -> io::Result<()> {
@@ -456,6 +504,111 @@ mod tests {
         );
         assert_eq!(sniff(b"doc1\t0123456789abcdeg\n"), InputFormat::Lines);
         assert_eq!(sniff(b"just text"), InputFormat::Lines);
+    }
+
+    fn read_all(
+        content: &[u8],
+        opts: &ReadOptions,
+    ) -> (Vec<(String, String, u64)>, Vec<u8>, Vec<String>) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("in");
+        std::fs::write(&path, content).unwrap();
+        let problems = Problems::quiet();
+        let mut docs = Vec::new();
+        let mut raw_all = Vec::new();
+        read_items(&path, opts, &problems, |it| match it {
+            Item::Doc {
+                id,
+                text,
+                line,
+                raw,
+            } => {
+                docs.push((
+                    id.rsplit('/').next().unwrap().to_string(),
+                    text.to_string(),
+                    line,
+                ));
+                raw_all.extend_from_slice(raw);
+            }
+            Item::Fingerprint { id, fp, line, raw } => {
+                docs.push((id, format!("{fp:x}"), line));
+                raw_all.extend_from_slice(raw);
+            }
+            Item::Other { raw } => raw_all.extend_from_slice(raw),
+        });
+        let prefix = format!("{}/", dir.path().display());
+        let msgs = problems
+            .messages()
+            .iter()
+            .map(|m| m.replace(&prefix, ""))
+            .collect();
+        (docs, raw_all, msgs)
+    }
+
+    #[test]
+    fn bad_json_lines_are_reported_with_line_numbers_and_skipped() {
+        let input = b"{\"id\":\"a\",\"text\":\"one\"}\n{bad json\n{\"id\":\"c\"}\n\n{\"text\":\"no id\"}\n[1,2]\n{\"id\":\"f\",\"text\":\"caf\xff\"}\n{\"id\":\"g\",\"text\":\"two\"}";
+        let opts = ReadOptions {
+            id_field: Some("id".into()),
+            ..Default::default()
+        };
+        let (docs, raw, msgs) = read_all(input, &opts);
+        assert_eq!(
+            docs,
+            vec![("a".into(), "one".into(), 1), ("g".into(), "two".into(), 8)]
+        );
+        assert_eq!(raw, input.to_vec(), "items cover the input byte for byte");
+        assert_eq!(msgs.len(), 5, "{msgs:?}");
+        assert!(msgs[0].starts_with("in:2: bad JSON"), "{msgs:?}");
+        assert_eq!(msgs[1], "in:3: missing field 'text' (skipped)");
+        assert_eq!(msgs[2], "in:5: missing field 'id' (skipped)");
+        assert_eq!(msgs[3], "in:6: JSON line is not an object (skipped)");
+        assert!(msgs[4].starts_with("in:7: bad JSON"), "{msgs:?}");
+    }
+
+    #[test]
+    fn vertical_problems_and_byte_faithful_items() {
+        let input = "<doc id=\"1\">\na\n</doc>\n<doc id=\"2\">\nb\n<doc id=\"3\">\nc\n</doc>\n<doc title=\"x\">\nd\n</doc>\n</doc>\n<doc id=\"5\">\ne\n";
+        let (docs, raw, msgs) = read_all(input.as_bytes(), &ReadOptions::default());
+        assert_eq!(
+            docs,
+            vec![("1".into(), "a".into(), 1), ("3".into(), "c".into(), 6)]
+        );
+        assert_eq!(raw, input.as_bytes(), "items cover the input byte for byte");
+        assert_eq!(
+            msgs,
+            vec![
+                "in:4: <doc> not closed before the next <doc> (document skipped)",
+                "in:9: document has neither id nor url attribute (skipped)",
+                "in:12: </doc> outside a document",
+                "in:13: <doc> not closed at end of file (document skipped)",
+            ]
+        );
+        let (docs, _, msgs) = read_all(b"<doc id=\"1\">\nw\xff\n</doc>\n", &ReadOptions::default());
+        assert_eq!(docs, vec![("1".into(), "w\u{fffd}".into(), 1)]);
+        assert_eq!(
+            msgs,
+            vec!["in:1: invalid UTF-8 in document (replaced by U+FFFD)"]
+        );
+    }
+
+    #[test]
+    fn fingerprint_files_and_lines() {
+        let input = b"# webdedup-simhash v1 tokenizer=chars:3 shingle=2 hash=xxh3-64\na\t00000000000000ff\t255\nb\tzz\nc\t0000000000000001\n";
+        let (docs, raw, msgs) = read_all(input, &ReadOptions::default());
+        assert_eq!(
+            docs,
+            vec![("a".into(), "ff".into(), 2), ("c".into(), "1".into(), 4)]
+        );
+        assert_eq!(raw, input.to_vec());
+        assert_eq!(
+            msgs,
+            vec!["in:3: expected ID TAB 16-hex-digit fingerprint (skipped)"]
+        );
+        let (docs, _, msgs) = read_all(b"first line\nsecond \xff\n", &ReadOptions::default());
+        assert_eq!(docs.len(), 2);
+        assert_eq!(docs[1].0, "in:2");
+        assert_eq!(msgs, vec!["in:2: invalid UTF-8 (replaced by U+FFFD)"]);
     }
 
     #[test]
