@@ -506,10 +506,9 @@ mod tests {
         assert_eq!(sniff(b"just text"), InputFormat::Lines);
     }
 
-    fn read_all(
-        content: &[u8],
-        opts: &ReadOptions,
-    ) -> (Vec<(String, String, u64)>, Vec<u8>, Vec<String>) {
+    type Read = (Vec<(String, String, u64)>, Vec<u8>, Vec<String>);
+
+    fn read_all(content: &[u8], opts: &ReadOptions) -> Read {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("in");
         std::fs::write(&path, content).unwrap();
