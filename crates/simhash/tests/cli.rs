@@ -443,7 +443,7 @@ fn japanese_and_chinese_fixture() {
             tokenizer: Tokenizer::Charabia,
             shingle: 2,
         },
-        &serde_json::from_str::<serde_json::Value>(
+        serde_json::from_str::<serde_json::Value>(
             fs::read_to_string(dir.join("cjk.jsonl"))
                 .unwrap()
                 .lines()
