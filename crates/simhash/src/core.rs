@@ -6,13 +6,35 @@
 //! greater than the total weight of those whose hash has it clear. Ties give 0, and
 //! no features at all give 0.
 
+/// Byte `j` of `SPREAD[b]` is bit `j` of `b`: adding `SPREAD[byte]` to a u64 adds 1
+/// to eight byte-wide counters at once.
+static SPREAD: [u64; 256] = {
+    let mut t = [0u64; 256];
+    let mut b = 0;
+    while b < 256 {
+        let mut j = 0;
+        while j < 8 {
+            t[b] |= (((b >> j) & 1) as u64) << (8 * j);
+            j += 1;
+        }
+        b += 1;
+    }
+    t
+};
+
 /// Accumulates weighted feature hashes into a fingerprint. Reusable via [`clear`].
+///
+/// Unit-weight pushes are counted eight bits at a time in byte-wide counters
+/// (flushed every 255 pushes), which is several times faster than 64 separate adds.
 ///
 /// [`clear`]: Accumulator::clear
 #[derive(Clone, Debug)]
 pub struct Accumulator {
-    /// Per bit, the weight of the features with that bit set.
+    /// Per bit, the weight of the features with that bit set (flushed part).
     ones: [u64; 64],
+    /// Byte counters of unflushed unit pushes: byte `j` of `small[i]` counts bit `8i+j`.
+    small: [u64; 8],
+    pending: u32,
     /// Total weight pushed.
     total: u64,
 }
@@ -21,6 +43,8 @@ impl Default for Accumulator {
     fn default() -> Self {
         Accumulator {
             ones: [0; 64],
+            small: [0; 8],
+            pending: 0,
             total: 0,
         }
     }
@@ -33,19 +57,34 @@ impl Accumulator {
 
     #[inline]
     pub fn clear(&mut self) {
-        self.ones = [0; 64];
-        self.total = 0;
+        *self = Self::default();
+    }
+
+    #[inline]
+    fn flush(&mut self) {
+        for (i, s) in self.small.iter_mut().enumerate() {
+            let mut v = *s;
+            for j in 0..8 {
+                self.ones[8 * i + j] += v & 0xff;
+                v >>= 8;
+            }
+            *s = 0;
+        }
+        self.pending = 0;
     }
 
     /// Adds one occurrence of a feature (weight 1). Pushing the same hash `c` times is
     /// the same as weight `c` (weight = count).
     #[inline]
     pub fn push(&mut self, hash: u64) {
-        // Written so that the compiler vectorizes it (no branches).
-        for (i, o) in self.ones.iter_mut().enumerate() {
-            *o += (hash >> i) & 1;
+        for (i, s) in self.small.iter_mut().enumerate() {
+            *s += SPREAD[((hash >> (8 * i)) & 0xff) as usize];
         }
         self.total += 1;
+        self.pending += 1;
+        if self.pending == 255 {
+            self.flush();
+        }
     }
 
     /// Adds a feature with an explicit weight.
@@ -66,10 +105,12 @@ impl Accumulator {
     /// The fingerprint of what was pushed.
     #[inline]
     pub fn finish(&self) -> u64 {
+        let mut a = self.clone();
+        a.flush();
         let mut h = 0u64;
-        for (i, &o) in self.ones.iter().enumerate() {
+        for (i, &o) in a.ones.iter().enumerate() {
             // set weight > clear weight  <=>  o > total - o  <=>  2o > total
-            h |= ((2 * o > self.total) as u64) << i;
+            h |= ((2 * o > a.total) as u64) << i;
         }
         h
     }
@@ -176,7 +217,7 @@ mod tests {
     fn matches_naive_definition() {
         // Independent +1/-1 counter implementation, on pseudo-random data.
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        for n in 0..50 {
+        for n in (0..50).chain([255, 256, 511, 1000]) {
             let feats: Vec<u64> = (0..n)
                 .map(|_| {
                     x ^= x << 13;
@@ -197,6 +238,21 @@ mod tests {
                 .fold(0u64, |h, (i, &c)| h | ((c > 0) as u64) << i);
             assert_eq!(simhash(&feats), naive);
         }
+    }
+
+    #[test]
+    fn byte_counters_flush_correctly() {
+        // More than 255 pushes of one value, mixed with weighted pushes.
+        let mut a = Accumulator::new();
+        for _ in 0..1000 {
+            a.push(0xff00_ff00_ff00_ff00);
+        }
+        a.push_weighted(0x00ff_00ff_00ff_00ff, 999);
+        assert_eq!(a.finish(), 0xff00_ff00_ff00_ff00);
+        a.push_weighted(0x00ff_00ff_00ff_00ff, 2);
+        assert_eq!(a.finish(), 0x00ff_00ff_00ff_00ff);
+        a.clear();
+        assert_eq!(a.finish(), 0);
     }
 
     #[test]

@@ -192,11 +192,7 @@ impl Fingerprinter {
                 } else {
                     self.buf.push_str(&text.to_lowercase());
                 }
-                let base = self.buf.as_ptr() as usize;
-                for w in self.buf.unicode_words() {
-                    let a = w.as_ptr() as usize - base;
-                    self.spans.push((a as u32, (a + w.len()) as u32));
-                }
+                uax29_words(&self.buf, &mut self.spans);
             }
             Tokenizer::Charabia => {
                 use charabia::Tokenize;
@@ -270,6 +266,119 @@ impl Fingerprinter {
     }
 }
 
+/// Appends the spans of `unicode_words(text)` to `spans`, with a fast path for ASCII.
+///
+/// The text is cut into chunks at ASCII whitespace that is followed by an ASCII byte
+/// (or the end): UAX #29 always breaks there (before a whitespace character, and
+/// after one unless an Extend/Format/ZWJ character follows, which is never ASCII), so
+/// the words of the whole text are the words of its chunks. ASCII chunks are
+/// segmented by [`ascii_words`]; the others by `unicode-segmentation`.
+pub fn uax29_words(text: &str, spans: &mut Vec<(u32, u32)>) {
+    let b = text.as_bytes();
+    let mut start = 0;
+    let mut ascii = true;
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if c.is_ascii_whitespace() && b.get(i + 1).is_none_or(|n| n.is_ascii()) {
+            if start < i {
+                chunk_words(text, start, i, ascii, spans);
+            }
+            start = i + 1;
+            ascii = true;
+        } else if c >= 0x80 {
+            ascii = false;
+        }
+        i += 1;
+    }
+    if start < b.len() {
+        chunk_words(text, start, b.len(), ascii, spans);
+    }
+}
+
+fn chunk_words(text: &str, a: usize, e: usize, ascii: bool, spans: &mut Vec<(u32, u32)>) {
+    if ascii {
+        ascii_words(&text.as_bytes()[a..e], a, spans);
+    } else {
+        let chunk = &text[a..e];
+        let base = chunk.as_ptr() as usize;
+        for w in chunk.unicode_words() {
+            let s = a + (w.as_ptr() as usize - base);
+            spans.push((s as u32, (s + w.len()) as u32));
+        }
+    }
+}
+
+// Word_Break classes of ASCII characters (UAX #29).
+const OT: u8 = 0; // Other
+const AL: u8 = 1; // ALetter
+const NU: u8 = 2; // Numeric
+const EX: u8 = 3; // ExtendNumLet: _
+const ML: u8 = 4; // MidLetter: :
+const MB: u8 = 5; // MidNumLet or Single_Quote: . '
+const MN: u8 = 6; // MidNum: , ;
+
+static WB: [u8; 128] = {
+    let mut t = [OT; 128];
+    let mut c = 0;
+    while c < 128 {
+        let b = c as u8;
+        t[c] = if b.is_ascii_alphabetic() {
+            AL
+        } else if b.is_ascii_digit() {
+            NU
+        } else {
+            match b {
+                b'_' => EX,
+                b':' => ML,
+                b'.' | b'\'' => MB,
+                b',' | b';' => MN,
+                _ => OT,
+            }
+        };
+        c += 1;
+    }
+    t
+};
+
+/// UAX #29 words of an ASCII string (rules WB5-WB13b; the others never apply to ASCII
+/// without whitespace), keeping the segments that contain a letter or digit, as
+/// `unicode_words` does. `base` is added to the spans.
+pub fn ascii_words(s: &[u8], base: usize, spans: &mut Vec<(u32, u32)>) {
+    let n = s.len();
+    let cls = |i: usize| WB[(s[i] & 0x7f) as usize];
+    let mut seg_start = 0;
+    let mut has_alnum = n > 0 && matches!(cls(0), AL | NU);
+    for i in 1..=n {
+        let brk = if i == n {
+            true
+        } else {
+            let (a, b) = (cls(i - 1), cls(i));
+            let keep = match (a, b) {
+                (AL | NU, AL | NU) => true,
+                (AL | NU | EX, EX) => true,
+                (EX, AL | NU) => true,
+                (AL, ML | MB) => i + 1 < n && cls(i + 1) == AL,
+                (ML | MB, AL) => i >= 2 && cls(i - 2) == AL,
+                (NU, MN | MB) => i + 1 < n && cls(i + 1) == NU,
+                (MN | MB, NU) => i >= 2 && cls(i - 2) == NU,
+                _ => false,
+            };
+            !keep
+        };
+        if brk {
+            if has_alnum {
+                spans.push(((base + seg_start) as u32, (base + i) as u32));
+            }
+            seg_start = i;
+            has_alnum = false;
+        }
+        if i < n && matches!(cls(i), AL | NU) {
+            has_alnum = true;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -307,6 +416,41 @@ mod tests {
             ["the", "quick", "brown", "fox", "can't", "3.14", "příliš"]
         );
         assert!(f.tokens("  ... ¶ —  ").is_empty());
+    }
+
+    fn reference_words(t: &str) -> Vec<&str> {
+        t.unicode_words().collect()
+    }
+
+    fn fast_words(t: &str) -> Vec<&str> {
+        let mut spans = Vec::new();
+        uax29_words(t, &mut spans);
+        spans
+            .iter()
+            .map(|&(a, b)| &t[a as usize..b as usize])
+            .collect()
+    }
+
+    #[test]
+    fn ascii_fast_path_equals_unicode_segmentation_examples() {
+        for t in [
+            "a.b.c a:b a'b 3.14 1,000,000 1;2 a.1 1.a _a a_ __ _1_ a__b 'a' a.. ..a a..b 1..2 can't. e.g. x:y:z",
+            "hello, world! (foo) [bar] {baz} a-b a/b a+b #1 $2 %3 ^ & * = ~ ` | \\ < > ?",
+            "Příliš žluťoučký kůň — úpěl ďábelské ódy ¶ 中文分词 日本語のテキスト カタカナ",
+            "a \u{301}b x\u{200d}y e\u{301}.f mixed ascii and ünïcödé words.",
+            "",
+            "   ",
+            "\r\n\ta\r\nb\n\n",
+        ] {
+            assert_eq!(fast_words(t), reference_words(t), "{t:?}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn ascii_fast_path_equals_unicode_segmentation(t in "[a-cA-C0-2_:.',;\\- \t\n\"!é\u{301}]{0,24}") {
+            proptest::prop_assert_eq!(fast_words(&t), reference_words(&t));
+        }
     }
 
     #[test]
