@@ -87,6 +87,17 @@ impl Problems {
         self.count.get()
     }
 
+    /// Adds the counts and messages of `other` (a per-file collector) to `self`.
+    pub fn absorb(&self, other: Problems) {
+        self.count.set(self.count.get() + other.count.get());
+        let mut m = self.messages.borrow_mut();
+        for msg in other.messages.into_inner() {
+            if m.len() < 1000 {
+                m.push(msg);
+            }
+        }
+    }
+
     /// The first 1000 messages, as printed.
     pub fn messages(&self) -> Vec<String> {
         self.messages.borrow().clone()
@@ -147,6 +158,67 @@ pub enum Item<'a> {
     },
     /// Anything else (structure between documents, skipped bad records, headers).
     Other { raw: &'a [u8] },
+}
+
+/// Lines (with their `\n`) from large reads: one memchr per line, no per-line read
+/// call. The last line may lack its `\n`.
+struct Lines<R> {
+    r: R,
+    buf: Vec<u8>,
+    pos: usize,
+    end: usize,
+    eof: bool,
+}
+
+impl<R: io::Read> Lines<R> {
+    fn new(r: R) -> Self {
+        Lines {
+            r,
+            buf: vec![0; 1 << 20],
+            pos: 0,
+            end: 0,
+            eof: false,
+        }
+    }
+
+    fn next_line(&mut self) -> io::Result<Option<&[u8]>> {
+        let mut scan_from = self.pos;
+        loop {
+            if let Some(i) = memchr::memchr(b'\n', &self.buf[scan_from..self.end]) {
+                let a = self.pos;
+                self.pos = scan_from + i + 1;
+                return Ok(Some(&self.buf[a..self.pos]));
+            }
+            if self.eof {
+                if self.pos < self.end {
+                    let a = self.pos;
+                    self.pos = self.end;
+                    return Ok(Some(&self.buf[a..self.end]));
+                }
+                return Ok(None);
+            }
+            // Move the partial line to the front, grow if it fills the buffer, read more.
+            let partial = self.end - self.pos;
+            self.buf.copy_within(self.pos..self.end, 0);
+            self.pos = 0;
+            self.end = partial;
+            scan_from = partial;
+            if self.end == self.buf.len() {
+                self.buf.resize(self.buf.len() * 2, 0);
+            }
+            let n = loop {
+                match self.r.read(&mut self.buf[self.end..]) {
+                    Ok(n) => break n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(e),
+                }
+            };
+            if n == 0 {
+                self.eof = true;
+            }
+            self.end += n;
+        }
+    }
 }
 
 /// Decides the format from the first bytes of the decompressed stream.
@@ -279,16 +351,12 @@ fn read_vertical(
     f: &mut impl FnMut(Item<'_>),
 ) -> io::Result<()> {
     let mut v = VerticalDocs::new();
-    let mut line = Vec::new();
     let mut raw = Vec::new(); // bytes of the open document, or pending non-document bytes
     let mut lineno = 0u64;
-    loop {
-        line.clear();
-        if r.read_until(b'\n', &mut line)? == 0 {
-            break;
-        }
+    let mut lines = Lines::new(r);
+    while let Some(line) = lines.next_line()? {
         lineno += 1;
-        let content = line.strip_suffix(b"\n").unwrap_or(&line);
+        let content = line.strip_suffix(b"\n").unwrap_or(line);
         let was_in = v.in_doc();
         let ev = v.line(content, lineno);
         match ev {
@@ -300,7 +368,7 @@ fn read_vertical(
                         raw.clear();
                     }
                 }
-                raw.extend_from_slice(&line);
+                raw.extend_from_slice(line);
             }
             Event::Unclosed { start_line } => {
                 problems.report(
@@ -310,14 +378,14 @@ fn read_vertical(
                 );
                 f(Item::Other { raw: &raw });
                 raw.clear();
-                raw.extend_from_slice(&line);
+                raw.extend_from_slice(line);
             }
             Event::StrayEnd => {
                 problems.report(path, Some(lineno), "</doc> outside a document");
-                raw.extend_from_slice(&line);
+                raw.extend_from_slice(line);
             }
             Event::DocEnd { id, start_line } => {
-                raw.extend_from_slice(&line);
+                raw.extend_from_slice(line);
                 if v.invalid_utf8 {
                     problems.report(
                         path,
@@ -367,21 +435,17 @@ fn read_lines(
     settings: &mut Option<Settings>,
     f: &mut impl FnMut(Item<'_>),
 ) -> io::Result<()> {
-    let mut line = Vec::new();
     let mut lineno = 0u64;
     let file = path.display().to_string();
-    loop {
-        line.clear();
-        if r.read_until(b'\n', &mut line)? == 0 {
-            break;
-        }
+    let mut lines = Lines::new(r);
+    while let Some(line) = lines.next_line()? {
         lineno += 1;
-        let content = line.strip_suffix(b"\n").unwrap_or(&line);
+        let content = line.strip_suffix(b"\n").unwrap_or(line);
         let content = content.strip_suffix(b"\r").unwrap_or(content);
         match format {
             InputFormat::Fingerprints => {
                 if content.is_empty() {
-                    f(Item::Other { raw: &line });
+                    f(Item::Other { raw: line });
                     continue;
                 }
                 if content.starts_with(b"#") {
@@ -393,7 +457,7 @@ fn read_lines(
                             }
                         }
                     }
-                    f(Item::Other { raw: &line });
+                    f(Item::Other { raw: line });
                     continue;
                 }
                 let mut cols = content.split(|&b| b == b'\t');
@@ -407,11 +471,11 @@ fn read_lines(
                         id: id.to_string(),
                         fp,
                         line: lineno,
-                        raw: &line,
+                        raw: line,
                     }),
                     (Err(_), _) => {
                         problems.report(path, Some(lineno), "invalid UTF-8 in id (skipped)");
-                        f(Item::Other { raw: &line });
+                        f(Item::Other { raw: line });
                     }
                     (_, None) => {
                         problems.report(
@@ -419,13 +483,13 @@ fn read_lines(
                             Some(lineno),
                             "expected ID TAB 16-hex-digit fingerprint (skipped)",
                         );
-                        f(Item::Other { raw: &line });
+                        f(Item::Other { raw: line });
                     }
                 }
             }
             InputFormat::Jsonl => {
                 if content.iter().all(|b| b.is_ascii_whitespace()) {
-                    f(Item::Other { raw: &line });
+                    f(Item::Other { raw: line });
                     continue;
                 }
                 match json_doc(content, opts) {
@@ -435,12 +499,12 @@ fn read_lines(
                             id,
                             text: &text,
                             line: lineno,
-                            raw: &line,
+                            raw: line,
                         });
                     }
                     Err(reason) => {
                         problems.report(path, Some(lineno), format_args!("{reason} (skipped)"));
-                        f(Item::Other { raw: &line });
+                        f(Item::Other { raw: line });
                     }
                 }
             }
@@ -456,7 +520,7 @@ fn read_lines(
                     id: format!("{file}:{lineno}"),
                     text: &text,
                     line: lineno,
-                    raw: &line,
+                    raw: line,
                 });
             }
         }
@@ -489,6 +553,35 @@ fn json_doc(line: &[u8], opts: &ReadOptions) -> Result<(Option<String>, String),
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_reader_handles_long_lines_and_missing_final_newline() {
+        // Reads in odd-sized pieces to exercise the refill path.
+        struct Trickle<'a>(&'a [u8]);
+        impl io::Read for Trickle<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                let n = buf.len().min(self.0.len()).min(777_777);
+                buf[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let long = vec![b'x'; 3 << 20];
+        let mut input = b"a\n\n".to_vec();
+        input.extend_from_slice(&long);
+        input.extend_from_slice(b"\nlast");
+        let mut l = Lines::new(Trickle(&input));
+        let mut got = Vec::new();
+        while let Some(x) = l.next_line().unwrap() {
+            got.push(x.to_vec());
+        }
+        assert_eq!(got.len(), 4);
+        assert_eq!(got[0], b"a\n");
+        assert_eq!(got[1], b"\n");
+        assert_eq!(got[2].len(), (3 << 20) + 1);
+        assert_eq!(got[3], b"last");
+        assert_eq!(got.concat(), input);
+    }
 
     #[test]
     fn sniffing() {

@@ -166,9 +166,10 @@ struct Pending {
 const BATCH_BYTES: usize = 8 << 20;
 const BATCH_DOCS: usize = 20_000;
 
-/// Reads and fingerprints `files` in order, calling `emit` per fingerprinted
-/// document in input order. Empty documents are reported and skipped. Returns one
-/// [`FileInfo`] per file.
+/// Reads and fingerprints `files`, calling `emit` per fingerprinted document in
+/// input order. Files are processed `threads` at a time in parallel (and the
+/// documents of each file in parallel batches); results are emitted in order. Empty
+/// documents are reported and skipped. Returns one [`FileInfo`] per file.
 fn fingerprint_files(
     files: &[PathBuf],
     ropts: &ReadOptions,
@@ -178,77 +179,102 @@ fn fingerprint_files(
     mut emit: impl FnMut(DocRec) -> Result<()>,
 ) -> Result<Vec<FileInfo>> {
     let mut infos = Vec::with_capacity(files.len());
-    let mut result: Result<()> = Ok(());
-    for (fi, path) in files.iter().enumerate() {
-        let mut batch: Vec<Pending> = Vec::new();
-        let mut bytes = 0usize;
-        let mut item = 0u32;
-        let mut flush = |batch: &mut Vec<Pending>, result: &mut Result<()>| {
-            let fps: Vec<Option<u64>> = pool.install(|| {
-                batch
-                    .par_iter()
-                    .map_init(
-                        || Fingerprinter::new(settings),
-                        |f, p| p.fp.or_else(|| f.fingerprint(&p.text)),
-                    )
-                    .collect()
-            });
-            for (p, fp) in batch.drain(..).zip(fps) {
-                match fp {
-                    Some(fp) => {
-                        if result.is_ok() {
-                            *result = emit(DocRec {
-                                id: p.id,
-                                fp,
-                                file: fi as u32,
-                                line: p.line,
-                                item: p.item,
-                            });
-                        }
-                    }
-                    None => problems.report(
-                        path,
-                        Some(p.line),
-                        "empty document: no tokens (not fingerprinted)",
-                    ),
-                }
-            }
-        };
-        let info = read_items(path, ropts, problems, |it| {
-            match it {
-                Item::Doc { id, text, line, .. } => {
-                    bytes += text.len();
-                    batch.push(Pending {
-                        id,
-                        text: text.to_string(),
-                        fp: None,
-                        line,
-                        item,
-                    });
-                    item += 1;
-                }
-                Item::Fingerprint { id, fp, line, .. } => {
-                    batch.push(Pending {
-                        id,
-                        text: String::new(),
-                        fp: Some(fp),
-                        line,
-                        item,
-                    });
-                    item += 1;
-                }
-                Item::Other { .. } => return,
-            }
-            if bytes >= BATCH_BYTES || batch.len() >= BATCH_DOCS {
-                flush(&mut batch, &mut result);
-                bytes = 0;
-            }
+    let window = pool.current_num_threads().max(1);
+    let quiet = problems.quiet;
+    for (w, chunk) in files.chunks(window).enumerate() {
+        let results: Vec<(FileInfo, Vec<DocRec>, Problems)> = pool.install(|| {
+            chunk
+                .par_iter()
+                .enumerate()
+                .map(|(j, path)| {
+                    let fi = (w * window + j) as u32;
+                    let p = Problems::new(quiet);
+                    let mut docs = Vec::new();
+                    let info = fingerprint_file(fi, path, ropts, settings, &p, &mut docs);
+                    (info, docs, p)
+                })
+                .collect()
         });
-        flush(&mut batch, &mut result);
-        std::mem::replace(&mut result, Ok(()))?;
-        infos.push(info);
+        for (info, docs, p) in results {
+            problems.absorb(p);
+            for d in docs {
+                emit(d)?;
+            }
+            infos.push(info);
+        }
     }
     Ok(infos)
+}
+
+/// One file: its fingerprinted documents, in order, appended to `out`.
+fn fingerprint_file(
+    fi: u32,
+    path: &Path,
+    ropts: &ReadOptions,
+    settings: Settings,
+    problems: &Problems,
+    out: &mut Vec<DocRec>,
+) -> FileInfo {
+    let mut batch: Vec<Pending> = Vec::new();
+    let mut bytes = 0usize;
+    let mut item = 0u32;
+    let flush = |batch: &mut Vec<Pending>, out: &mut Vec<DocRec>| {
+        let fps: Vec<Option<u64>> = batch
+            .par_iter()
+            .map_init(
+                || Fingerprinter::new(settings),
+                |f, p| p.fp.or_else(|| f.fingerprint(&p.text)),
+            )
+            .collect();
+        for (p, fp) in batch.drain(..).zip(fps) {
+            match fp {
+                Some(fp) => out.push(DocRec {
+                    id: p.id,
+                    fp,
+                    file: fi,
+                    line: p.line,
+                    item: p.item,
+                }),
+                None => problems.report(
+                    path,
+                    Some(p.line),
+                    "empty document: no tokens (not fingerprinted)",
+                ),
+            }
+        }
+    };
+    let info = read_items(path, ropts, problems, |it| {
+        match it {
+            Item::Doc { id, text, line, .. } => {
+                bytes += text.len();
+                batch.push(Pending {
+                    id,
+                    text: text.to_string(),
+                    fp: None,
+                    line,
+                    item,
+                });
+                item += 1;
+            }
+            Item::Fingerprint { id, fp, line, .. } => {
+                batch.push(Pending {
+                    id,
+                    text: String::new(),
+                    fp: Some(fp),
+                    line,
+                    item,
+                });
+                item += 1;
+            }
+            Item::Other { .. } => return,
+        }
+        if bytes >= BATCH_BYTES || batch.len() >= BATCH_DOCS {
+            flush(&mut batch, out);
+            bytes = 0;
+        }
+    });
+    flush(&mut batch, out);
+    info
 }
 
 /// TSV fields cannot hold tabs or line breaks: they become spaces.
