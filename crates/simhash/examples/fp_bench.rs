@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 use webdedup_simhash::input::{read_items, Item, Problems, ReadOptions};
-use webdedup_simhash::tokenize::{Fingerprinter, Settings, Tokenizer};
+use webdedup_simhash::tokenize::{Fingerprinter, Settings, Tokenizer, Weights};
 
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
@@ -54,6 +54,7 @@ fn main() {
         let mut f = Fingerprinter::new(Settings {
             tokenizer: tok,
             shingle,
+            weights: Weights::Count,
         });
         let t = Instant::now();
         let mut x = 0u64;

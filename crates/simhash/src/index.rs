@@ -18,6 +18,8 @@
 use crate::cluster::IndexView;
 use crate::search::{Plan, TableSet};
 use crate::tokenize::Settings;
+#[cfg(test)]
+use crate::tokenize::Weights;
 use anyhow::{bail, Context, Result};
 use std::fs;
 use std::io::{BufWriter, Write};
@@ -224,6 +226,7 @@ mod tests {
         let s = Settings {
             tokenizer: Tokenizer::Unicode,
             shingle: 3,
+            weights: Weights::Count,
         };
         let mut ix = FpIndex::open_or_create(dir.path(), s).unwrap();
         assert!(ix.is_empty());
@@ -246,6 +249,7 @@ mod tests {
         let other = Settings {
             tokenizer: Tokenizer::Chars(3),
             shingle: 3,
+            weights: Weights::Count,
         };
         let err = FpIndex::open_or_create(dir.path(), other)
             .err()

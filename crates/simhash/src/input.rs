@@ -686,7 +686,7 @@ mod tests {
 
     #[test]
     fn fingerprint_files_and_lines() {
-        let input = b"# webdedup-simhash v1 tokenizer=chars:3 shingle=2 hash=xxh3-64\na\t00000000000000ff\t255\nb\tzz\nc\t0000000000000001\n";
+        let input = b"# webdedup-simhash v1 tokenizer=chars:3 shingle=2 weights=count hash=xxh3-64\na\t00000000000000ff\t255\nb\tzz\nc\t0000000000000001\n";
         let (docs, raw, msgs) = read_all(input, &ReadOptions::default());
         assert_eq!(
             docs,

@@ -10,7 +10,7 @@ use crate::index::FpIndex;
 use crate::input::{
     read_items, Compression, FileInfo, InputFormat, Item, Problems, ReadOptions, FP_HEADER_PREFIX,
 };
-use crate::tokenize::{Fingerprinter, Settings, Tokenizer, DEFAULT_SHINGLE};
+use crate::tokenize::{Fingerprinter, Settings, Tokenizer, Weights, DEFAULT_SHINGLE};
 use anyhow::{bail, Context, Result};
 use rayon::prelude::*;
 use std::collections::HashSet;
@@ -39,6 +39,9 @@ pub struct DocArgs {
     /// Features are shingles of this many consecutive tokens.
     #[arg(long, default_value_t = DEFAULT_SHINGLE, value_name = "N", value_parser = parse_shingle)]
     pub shingle: usize,
+    /// Feature weights: count (occurrences) or distinct (each distinct feature once).
+    #[arg(long, default_value = "count", value_name = "WEIGHTS")]
+    pub weights: Weights,
     /// Worker threads (default: all cores).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
@@ -59,6 +62,7 @@ impl DocArgs {
         Settings {
             tokenizer: self.tokenizer,
             shingle: self.shingle,
+            weights: self.weights,
         }
     }
     fn read_options(&self) -> ReadOptions {

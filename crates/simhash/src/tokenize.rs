@@ -14,7 +14,8 @@
 //!
 //! Features are the shingles of `S` consecutive tokens (a text with fewer than `S`
 //! tokens gives one feature made of all of them); the feature hash is xxh3-64 (seed 0)
-//! of the shingle's tokens joined by one space; each occurrence weighs 1.
+//! of the shingle's tokens joined by one space. With `weights=count` each occurrence
+//! weighs 1 (weight = count); with `weights=distinct` each distinct feature weighs 1.
 
 use crate::core::Accumulator;
 use std::fmt;
@@ -63,40 +64,85 @@ impl FromStr for Tokenizer {
     }
 }
 
+/// How features weigh.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Weights {
+    /// Weight = number of occurrences of the feature in the document.
+    #[default]
+    Count,
+    /// Every distinct feature weighs 1 (the document as a set, like Jaccard).
+    Distinct,
+}
+
+impl fmt::Display for Weights {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Weights::Count => "count",
+            Weights::Distinct => "distinct",
+        })
+    }
+}
+
+impl FromStr for Weights {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "count" => Ok(Weights::Count),
+            "distinct" => Ok(Weights::Distinct),
+            o => Err(format!(
+                "unknown weights '{o}' (expected count or distinct)"
+            )),
+        }
+    }
+}
+
 /// The settings that decide a fingerprint. Written into fingerprint-file and index
-/// headers as `tokenizer=... shingle=... hash=xxh3-64`.
+/// headers as `tokenizer=... shingle=... weights=... hash=xxh3-64`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Settings {
     pub tokenizer: Tokenizer,
     pub shingle: usize,
+    pub weights: Weights,
+}
+
+impl Settings {
+    pub fn new(tokenizer: Tokenizer, shingle: usize, weights: Weights) -> Settings {
+        Settings {
+            tokenizer,
+            shingle,
+            weights,
+        }
+    }
 }
 
 /// Default tokenizer and shingle size (chosen from the quality study, docs/simhash.md).
 pub const DEFAULT_TOKENIZER: Tokenizer = Tokenizer::Unicode;
 pub const DEFAULT_SHINGLE: usize = 3;
+pub const DEFAULT_WEIGHTS: Weights = Weights::Count;
 
 impl Default for Settings {
     fn default() -> Self {
         Settings {
             tokenizer: DEFAULT_TOKENIZER,
             shingle: DEFAULT_SHINGLE,
+            weights: DEFAULT_WEIGHTS,
         }
     }
 }
 
 impl Settings {
-    /// `tokenizer=unicode shingle=3 hash=xxh3-64`
+    /// `tokenizer=unicode shingle=3 weights=count hash=xxh3-64`
     pub fn describe(&self) -> String {
         format!(
-            "tokenizer={} shingle={} hash=xxh3-64",
-            self.tokenizer, self.shingle
+            "tokenizer={} shingle={} weights={} hash=xxh3-64",
+            self.tokenizer, self.shingle, self.weights
         )
     }
 
     /// Parses what [`describe`](Self::describe) writes (extra `key=value` words are
     /// ignored; missing ones are an error).
     pub fn parse(s: &str) -> Result<Settings, String> {
-        let (mut tok, mut sh, mut hash) = (None, None, None);
+        let (mut tok, mut sh, mut hash, mut weights) = (None, None, None, None);
         for w in s.split_whitespace() {
             if let Some((k, v)) = w.split_once('=') {
                 match k {
@@ -108,15 +154,18 @@ impl Settings {
                         )
                     }
                     "hash" => hash = Some(v.to_string()),
+                    "weights" => weights = Some(v.parse::<Weights>()?),
                     _ => {}
                 }
             }
         }
-        match (tok, sh, hash.as_deref()) {
-            (Some(tokenizer), Some(shingle), Some("xxh3-64")) => {
-                Ok(Settings { tokenizer, shingle })
-            }
-            (_, _, Some(h)) if h != "xxh3-64" => Err(format!("unknown feature hash '{h}'")),
+        match (tok, sh, weights, hash.as_deref()) {
+            (Some(tokenizer), Some(shingle), Some(weights), Some("xxh3-64")) => Ok(Settings {
+                tokenizer,
+                shingle,
+                weights,
+            }),
+            (_, _, _, Some(h)) if h != "xxh3-64" => Err(format!("unknown feature hash '{h}'")),
             _ => Err(format!("incomplete settings '{s}'")),
         }
     }
@@ -129,6 +178,7 @@ pub struct Fingerprinter {
     buf: String,
     spans: Vec<(u32, u32)>,
     scratch: Vec<u8>,
+    feats: Vec<u64>,
     norm: TextBuilder,
     acc: Accumulator,
 }
@@ -141,6 +191,7 @@ impl Fingerprinter {
             buf: String::new(),
             spans: Vec::new(),
             scratch: Vec::new(),
+            feats: Vec::new(),
             norm: TextBuilder::new(Normalization::Loose),
             acc: Accumulator::new(),
         }
@@ -156,12 +207,48 @@ impl Fingerprinter {
         if self.spans.is_empty() {
             return None;
         }
-        self.acc.clear();
+        Some(self.accumulate())
+    }
+
+    /// The fingerprint of the current tokens under the current settings.
+    fn accumulate(&mut self) -> u64 {
         let mut acc = std::mem::take(&mut self.acc);
-        self.for_each_feature(|h| acc.push(h));
+        acc.clear();
+        match self.settings.weights {
+            Weights::Count => self.for_each_feature(|h| acc.push(h)),
+            Weights::Distinct => {
+                let mut feats = std::mem::take(&mut self.feats);
+                feats.clear();
+                self.for_each_feature(|h| feats.push(h));
+                feats.sort_unstable();
+                feats.dedup();
+                for &h in &feats {
+                    acc.push(h);
+                }
+                self.feats = feats;
+            }
+        }
         let h = acc.finish();
         self.acc = acc;
-        Some(h)
+        h
+    }
+
+    /// Fingerprints of `text` for several shingle sizes, tokenizing once (studies).
+    pub fn fingerprints_multi(&mut self, text: &str, shingles: &[usize]) -> Vec<Option<u64>> {
+        self.tokenize(text);
+        let keep = self.settings;
+        let out = shingles
+            .iter()
+            .map(|&sh| {
+                if self.spans.is_empty() {
+                    return None;
+                }
+                self.settings.shingle = sh.max(1);
+                Some(self.accumulate())
+            })
+            .collect();
+        self.settings = keep;
+        out
     }
 
     /// The feature hashes of `text` in order (for tests and studies).
@@ -388,6 +475,7 @@ mod tests {
         Fingerprinter::new(Settings {
             tokenizer: tok,
             shingle,
+            weights: Weights::Count,
         })
     }
 
@@ -402,6 +490,7 @@ mod tests {
         let s = Settings {
             tokenizer: Tokenizer::Chars(2),
             shingle: 4,
+            weights: Weights::Count,
         };
         assert_eq!(Settings::parse(&s.describe()).unwrap(), s);
         assert!(Settings::parse("tokenizer=unicode shingle=3 hash=fnv").is_err());
@@ -484,6 +573,47 @@ mod tests {
             )
         );
         assert_eq!((h1, h3), (0xa286_9500_0cb3_0a2c, 0x1ea9_6c01_42ac_5510));
+    }
+
+    #[test]
+    fn distinct_weights_ignore_repetition() {
+        let d = |t: &str| {
+            Fingerprinter::new(Settings::new(Tokenizer::Unicode, 1, Weights::Distinct))
+                .fingerprint(t)
+        };
+        assert_eq!(d("x x x x y z"), d("z y x"));
+        assert_eq!(
+            d("x y z"),
+            Some(simhash(&[xxh3_64(b"x"), xxh3_64(b"y"), xxh3_64(b"z")]))
+        );
+        let c = |t: &str| {
+            Fingerprinter::new(Settings::new(Tokenizer::Unicode, 1, Weights::Count)).fingerprint(t)
+        };
+        assert_eq!(
+            c("x x x x y z"),
+            Some(simhash(
+                &[xxh3_64(b"x"); 4]
+                    .iter()
+                    .chain(&[xxh3_64(b"y"), xxh3_64(b"z")])
+                    .copied()
+                    .collect::<Vec<_>>()
+            ))
+        );
+        assert_ne!(c("x x x x y z"), c("x y z"));
+        assert_eq!("distinct".parse::<Weights>().unwrap(), Weights::Distinct);
+    }
+
+    #[test]
+    fn multi_shingle_equals_single() {
+        let t = "one two three four five six seven, eight nine ten";
+        let multi = fp(Tokenizer::Unicode, 1).fingerprints_multi(t, &[1, 2, 3, 5, 20]);
+        for (i, sh) in [1, 2, 3, 5, 20].into_iter().enumerate() {
+            assert_eq!(multi[i], fp(Tokenizer::Unicode, sh).fingerprint(t));
+        }
+        assert_eq!(
+            fp(Tokenizer::Unicode, 1).fingerprints_multi("...", &[1, 2]),
+            vec![None, None]
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@ use clap::Parser;
 use std::fs;
 use std::path::{Path, PathBuf};
 use webdedup_simhash::core::hamming;
-use webdedup_simhash::tokenize::{Fingerprinter, Settings, Tokenizer};
+use webdedup_simhash::tokenize::{Fingerprinter, Settings, Tokenizer, Weights};
 use webdedup_simhash::{run_simhash, run_similar, SimhashArgs, SimilarArgs};
 
 #[derive(Parser)]
@@ -111,7 +111,9 @@ fn simhash_then_similar_pairs_match_brute_force() {
     assert_eq!(run(&["simhash", s(&vert), "-o", s(&fps_path)]).unwrap(), 0);
     let text = fs::read_to_string(&fps_path).unwrap();
     assert!(
-        text.starts_with("# webdedup-simhash v1 tokenizer=unicode shingle=3 hash=xxh3-64\n"),
+        text.starts_with(
+            "# webdedup-simhash v1 tokenizer=unicode shingle=3 weights=count hash=xxh3-64\n"
+        ),
         "{text}"
     );
     let rows = read_tsv(&fps_path);
@@ -363,12 +365,12 @@ fn bad_input_is_reported_and_the_rest_processed() {
     let f2 = dir.path().join("f2.tsv");
     fs::write(
         &f1,
-        "# webdedup-simhash v1 tokenizer=unicode shingle=3 hash=xxh3-64\nx\t0000000000000001\n",
+        "# webdedup-simhash v1 tokenizer=unicode shingle=3 weights=count hash=xxh3-64\nx\t0000000000000001\n",
     )
     .unwrap();
     fs::write(
         &f2,
-        "# webdedup-simhash v1 tokenizer=unicode shingle=1 hash=xxh3-64\ny\t0000000000000001\n",
+        "# webdedup-simhash v1 tokenizer=unicode shingle=1 weights=count hash=xxh3-64\ny\t0000000000000001\n",
     )
     .unwrap();
     assert!(run(&["similar", s(&f1), s(&f2)]).is_err());
@@ -442,6 +444,7 @@ fn japanese_and_chinese_fixture() {
         Settings {
             tokenizer: Tokenizer::Charabia,
             shingle: 2,
+            weights: Weights::Count,
         },
         serde_json::from_str::<serde_json::Value>(
             fs::read_to_string(dir.join("cjk.jsonl"))
