@@ -40,7 +40,7 @@ pub struct DocArgs {
     #[arg(long, default_value_t = DEFAULT_SHINGLE, value_name = "N", value_parser = parse_shingle)]
     pub shingle: usize,
     /// Feature weights: count (occurrences) or distinct (each distinct feature once).
-    #[arg(long, default_value = "count", value_name = "WEIGHTS")]
+    #[arg(long, default_value = "distinct", value_name = "WEIGHTS")]
     pub weights: Weights,
     /// Worker threads (default: all cores).
     #[arg(long, value_name = "N")]

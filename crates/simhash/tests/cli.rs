@@ -112,7 +112,7 @@ fn simhash_then_similar_pairs_match_brute_force() {
     let text = fs::read_to_string(&fps_path).unwrap();
     assert!(
         text.starts_with(
-            "# webdedup-simhash v1 tokenizer=unicode shingle=3 weights=count hash=xxh3-64\n"
+            "# webdedup-simhash v1 tokenizer=unicode shingle=5 weights=distinct hash=xxh3-64\n"
         ),
         "{text}"
     );
