@@ -444,7 +444,7 @@ fn japanese_and_chinese_fixture() {
         Settings {
             tokenizer: Tokenizer::Charabia,
             shingle: 2,
-            weights: Weights::Count,
+            weights: Weights::Distinct,
         },
         serde_json::from_str::<serde_json::Value>(
             fs::read_to_string(dir.join("cjk.jsonl"))
