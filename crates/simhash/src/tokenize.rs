@@ -618,6 +618,41 @@ mod tests {
     }
 
     #[test]
+    fn default_settings_vectors() {
+        // Written into docs/simhash.md; they change only if the algorithm does.
+        let d = Settings::default();
+        assert_eq!(
+            d.describe(),
+            "tokenizer=unicode shingle=5 weights=distinct hash=xxh3-64"
+        );
+        let mut f = Fingerprinter::new(d);
+        assert_eq!(
+            f.fingerprint("i think a is the best"),
+            Some(0x0805_2102_0033_08c4)
+        );
+        assert_eq!(
+            f.fingerprint("i think b is the best"),
+            Some(0x0080_6241_0306_3042)
+        );
+        let zh = Settings {
+            tokenizer: Tokenizer::Charabia,
+            ..d
+        };
+        assert_eq!(
+            Fingerprinter::new(zh).fingerprint("我们在北京大学学习自然语言处理。"),
+            Some(0x5220_0c41_8277_96c8)
+        );
+        let ja = Settings {
+            tokenizer: Tokenizer::Chars(2),
+            ..d
+        };
+        assert_eq!(
+            Fingerprinter::new(ja).fingerprint("日本語のテキストを文字のNグラムで処理します。"),
+            Some(0xf36e_8916_e40d_1b26)
+        );
+    }
+
+    #[test]
     fn chars_ngrams_ignore_whitespace_and_punctuation() {
         let mut f = fp(Tokenizer::Chars(2), 1);
         assert_eq!(
