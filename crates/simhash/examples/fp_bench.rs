@@ -12,7 +12,7 @@ use webdedup_simhash::tokenize::{Fingerprinter, Settings, Tokenizer, Weights};
 
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
-    let shingle: usize = args.first().and_then(|s| s.parse().ok()).unwrap_or(3);
+    let shingle: usize = args.first().and_then(|s| s.parse().ok()).unwrap_or(5);
     if args.first().is_some_and(|s| s.parse::<usize>().is_ok()) {
         args.remove(0);
     }
@@ -50,11 +50,16 @@ fn main() {
             bytes as f64 / 1e6 / el
         );
     }
-    for tok in [Tokenizer::Unicode, Tokenizer::Chars(3), Tokenizer::Charabia] {
+    for (tok, weights) in [
+        (Tokenizer::Unicode, Weights::Distinct),
+        (Tokenizer::Unicode, Weights::Count),
+        (Tokenizer::Chars(3), Weights::Distinct),
+        (Tokenizer::Charabia, Weights::Distinct),
+    ] {
         let mut f = Fingerprinter::new(Settings {
             tokenizer: tok,
             shingle,
-            weights: Weights::Count,
+            weights,
         });
         let t = Instant::now();
         let mut x = 0u64;
@@ -62,6 +67,6 @@ fn main() {
             x ^= f.fingerprint(s).unwrap_or(0);
         }
         let el = t.elapsed().as_secs_f64();
-        println!("tokenizer={tok} shingle={shingle} threads=1 seconds={el:.2} mb_per_s={:.1} (xor {x:016x})", bytes as f64 / 1e6 / el);
+        println!("tokenizer={tok} weights={weights} shingle={shingle} threads=1 seconds={el:.2} mb_per_s={:.1} (xor {x:016x})", bytes as f64 / 1e6 / el);
     }
 }

@@ -179,6 +179,8 @@ pub struct Fingerprinter {
     buf: String,
     spans: Vec<(u32, u32)>,
     scratch: Vec<u8>,
+    /// Spans of the tokens in `scratch` (tokens joined by spaces).
+    joined: Vec<(u32, u32)>,
     feats: Vec<u64>,
     norm: TextBuilder,
     acc: Accumulator,
@@ -192,6 +194,7 @@ impl Fingerprinter {
             buf: String::new(),
             spans: Vec::new(),
             scratch: Vec::new(),
+            joined: Vec::new(),
             feats: Vec::new(),
             norm: TextBuilder::new(Normalization::Loose),
             acc: Accumulator::new(),
@@ -341,15 +344,22 @@ impl Fingerprinter {
             spans.len() - s + 1
         };
         let w = s.min(spans.len());
-        for i in 0..windows {
-            self.scratch.clear();
-            for (j, &(a, b)) in spans[i..i + w].iter().enumerate() {
-                if j > 0 {
-                    self.scratch.push(b' ');
-                }
-                self.scratch.extend_from_slice(&buf[a as usize..b as usize]);
+        // All tokens joined by one space, once: every shingle is then a contiguous
+        // slice of it (no per-shingle copy).
+        self.scratch.clear();
+        self.joined.clear();
+        for &(a, b) in spans {
+            if !self.scratch.is_empty() {
+                self.scratch.push(b' ');
             }
-            f(xxh3_64(&self.scratch));
+            let start = self.scratch.len() as u32;
+            self.scratch.extend_from_slice(&buf[a as usize..b as usize]);
+            self.joined.push((start, self.scratch.len() as u32));
+        }
+        for i in 0..windows {
+            let a = self.joined[i].0 as usize;
+            let b = self.joined[i + w - 1].1 as usize;
+            f(xxh3_64(&self.scratch[a..b]));
         }
     }
 }
