@@ -1,6 +1,7 @@
 //! All-pairs and single-query speed on synthetic fingerprints.
 //!
-//! `cargo run --release -p webdedup-simhash --example search_bench -- N K THREADS [QUERIES]`
+//! `cargo run --release -p webdedup-simhash --example search_bench -- N K THREADS [QUERIES [BLOCKS]]`
+//! (BLOCKS forces the block count of the all-pairs plan instead of the cost model.)
 //!
 //! N random 64-bit fingerprints plus 1% planted near neighbours (1..=K bits away from a
 //! random member), distinct. Prints the plan, wall time of `all_pairs`, pairs found,
@@ -38,7 +39,10 @@ fn main() {
     v.sort_unstable();
     v.dedup();
     let t = Instant::now();
-    let plan = Plan::choose(v.len(), k);
+    let plan = match a.get(5).and_then(|b| b.parse::<u32>().ok()) {
+        Some(b) => Plan::new(k, b),
+        None => Plan::choose(v.len(), k),
+    };
     let pairs = plan.all_pairs(&v);
     let el = t.elapsed().as_secs_f64();
     println!(

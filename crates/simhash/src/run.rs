@@ -133,7 +133,7 @@ pub struct SimilarArgs {
     pub output_dir: Option<PathBuf>,
     /// Dedup report `DROPPED_ID KEPT_ID DISTANCE FILE LINE` (default:
     /// OUTPUT_DIR/simhash-dropped.tsv).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", requires = "dedup")]
     pub report: Option<PathBuf>,
     /// Persisted index: the batch is checked against every document indexed before,
     /// then its kept documents are added.
@@ -143,7 +143,7 @@ pub struct SimilarArgs {
     #[arg(long, requires = "index")]
     pub no_update: bool,
     /// Pairs or clusters output (default: standard output).
-    #[arg(short, long, value_name = "FILE")]
+    #[arg(short, long, value_name = "FILE", conflicts_with = "dedup")]
     pub output: Option<PathBuf>,
 }
 
@@ -175,6 +175,7 @@ const BATCH_DOCS: usize = 20_000;
 /// documents of each file in parallel batches); results are emitted in order. Empty
 /// documents are reported and skipped. Returns one [`FileInfo`] per file.
 fn fingerprint_files(
+    accept_fingerprints: bool,
     files: &[PathBuf],
     ropts: &ReadOptions,
     settings: Settings,
@@ -194,7 +195,15 @@ fn fingerprint_files(
                     let fi = (w * window + j) as u32;
                     let p = Problems::new(quiet);
                     let mut docs = Vec::new();
-                    let info = fingerprint_file(fi, path, ropts, settings, &p, &mut docs);
+                    let info = fingerprint_file(
+                        accept_fingerprints,
+                        fi,
+                        path,
+                        ropts,
+                        settings,
+                        &p,
+                        &mut docs,
+                    );
                     (info, docs, p)
                 })
                 .collect()
@@ -211,7 +220,9 @@ fn fingerprint_files(
 }
 
 /// One file: its fingerprinted documents, in order, appended to `out`.
+#[allow(clippy::too_many_arguments)]
 fn fingerprint_file(
+    accept_fingerprints: bool,
     fi: u32,
     path: &Path,
     ropts: &ReadOptions,
@@ -247,7 +258,11 @@ fn fingerprint_file(
             }
         }
     };
+    let mut refused = false;
     let info = read_items(path, ropts, problems, |it| {
+        if refused {
+            return;
+        }
         match it {
             Item::Doc { id, text, line, .. } => {
                 bytes += text.len();
@@ -261,6 +276,16 @@ fn fingerprint_file(
                 item += 1;
             }
             Item::Fingerprint { id, fp, line, .. } => {
+                if !accept_fingerprints {
+                    refused = true;
+                    problems.report(
+                        path,
+                        Some(line),
+                        "this is a fingerprint file (ID TAB 16 hex digits); `simhash` reads documents: \
+                         use --input-format lines to fingerprint its lines (file skipped)",
+                    );
+                    return;
+                }
                 batch.push(Pending {
                     id,
                     text: String::new(),
@@ -361,6 +386,7 @@ pub fn run_simhash(args: &SimhashArgs) -> Result<i32> {
     let mut n = 0u64;
     let mut line = String::new();
     let infos = fingerprint_files(
+        false,
         &args.files,
         &args.doc.read_options(),
         settings,
@@ -408,12 +434,7 @@ pub fn run_simhash(args: &SimhashArgs) -> Result<i32> {
         },
     )?;
     out.finish()?;
-    if let Some(info) = infos.iter().find(|i| i.format == InputFormat::Fingerprints) {
-        let _ = info;
-        eprintln!(
-            "webdedup simhash: note: some inputs were read as fingerprint files and passed through"
-        );
-    }
+    let _ = infos;
     if !args.doc.quiet {
         eprintln!(
             "webdedup simhash: {} files, {n} documents fingerprinted ({}), {} problems, {:.2} s",
@@ -437,6 +458,7 @@ pub fn run_similar(args: &SimilarArgs) -> Result<i32> {
     let settings_cli = args.doc.settings();
     let mut docs: Vec<DocRec> = Vec::new();
     let infos = fingerprint_files(
+        true,
         &args.files,
         &args.doc.read_options(),
         settings_cli,

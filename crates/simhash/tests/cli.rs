@@ -374,6 +374,13 @@ fn bad_input_is_reported_and_the_rest_processed() {
     )
     .unwrap();
     assert!(run(&["similar", s(&f1), s(&f2)]).is_err());
+    // `simhash` does not take fingerprint files as documents.
+    let o = dir.path().join("refp.tsv");
+    assert_eq!(run(&["simhash", s(&f1), "-o", s(&o)]).unwrap(), 1);
+    assert_eq!(read_tsv(&o).len(), 0);
+    // Options that make no sense together are refused by the parser.
+    assert!(run(&["similar", "--dedup", "--output-dir", "x", "-o", "y", s(&f1)]).is_err());
+    assert!(run(&["similar", "--report", "r", s(&f1)]).is_err());
     // Plain lines: one document per line, ids FILE:LINE.
     let t = dir.path().join("t.txt");
     fs::write(&t, "alpha beta gamma delta\nalpha beta gamma delta\n\n").unwrap();
