@@ -23,8 +23,9 @@ pub const MAX_K: u32 = 12;
 
 #[derive(Clone, Debug)]
 struct Table {
-    /// Block indices, prefix blocks first.
-    order: Vec<usize>,
+    /// The permutation as bit-range moves `(source low bit, width, target low bit)`,
+    /// with neighbouring blocks that stay neighbours merged into one move.
+    moves: Vec<(u32, u32, u32)>,
     /// Bit set of the prefix blocks.
     mask: u32,
     prefix_bits: u32,
@@ -75,8 +76,24 @@ impl Plan {
             order.extend((0..b as usize).filter(|j| !comb.contains(j)));
             let mask = comb.iter().fold(0u32, |m, &j| m | 1 << j);
             let prefix_bits = comb.iter().map(|&j| blocks[j].1).sum();
+            let mut moves: Vec<(u32, u32, u32)> = Vec::new();
+            let mut pos = 64;
+            for &j in &order {
+                let (lo, w) = blocks[j];
+                pos -= w;
+                match moves.last_mut() {
+                    // The previous move's source and target both start right above
+                    // this block's: extend it downwards.
+                    Some(m) if m.0 == lo + w && m.2 == pos + w => {
+                        m.0 = lo;
+                        m.1 += w;
+                        m.2 = pos;
+                    }
+                    _ => moves.push((lo, w, pos)),
+                }
+            }
             tables.push(Table {
-                order,
+                moves,
                 mask,
                 prefix_bits,
             });
@@ -193,10 +210,7 @@ impl Plan {
     #[inline]
     fn permute(&self, t: usize, x: u64) -> u64 {
         let mut out = 0u64;
-        let mut pos = 64;
-        for &j in &self.tables[t].order {
-            let (lo, w) = self.blocks[j];
-            pos -= w;
+        for &(lo, w, pos) in &self.tables[t].moves {
             out |= ((x >> lo) & mask(w)) << pos;
         }
         out
@@ -205,10 +219,7 @@ impl Plan {
     #[inline]
     fn unpermute(&self, t: usize, y: u64) -> u64 {
         let mut x = 0u64;
-        let mut pos = 64;
-        for &j in &self.tables[t].order {
-            let (lo, w) = self.blocks[j];
-            pos -= w;
+        for &(lo, w, pos) in &self.tables[t].moves {
             x |= ((y >> pos) & mask(w)) << lo;
         }
         x
