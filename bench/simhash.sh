@@ -23,7 +23,7 @@ fi
 
 if ls "$CORPUS"/*/*.zst >/dev/null 2>&1; then
   echo "## fingerprinting, one thread, documents in memory (MB/s of document text)"
-  "$B/fp_bench" 3 "$CORPUS"/*/*.zst
+  "$B/fp_bench" 5 "$CORPUS"/*/*.zst
   echo "## end to end: simhash over the corpus, then similar -k 3 on the fingerprints"
   tmp=$(mktemp -d)
   for t in 1 "$THREADS"; do
