@@ -116,7 +116,7 @@ pub struct SimilarArgs {
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Maximal Hamming distance of near-duplicates.
-    #[arg(short, long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=crate::search::MAX_K as i64))]
+    #[arg(short = 'k', long = "max-distance", value_name = "K", default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=crate::search::MAX_K as i64))]
     pub k: u32,
     #[command(flatten)]
     pub doc: DocArgs,
