@@ -17,6 +17,8 @@ echo "# $(date -u +%FT%TZ) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)
 echo "## all pairs within k (N random fingerprints + 1% planted neighbours), $THREADS threads"
 "$B/search_bench" 10000000 3 "$THREADS" 100000
 "$B/search_bench" 10000000 6 "$THREADS" 20000
+echo "## persisted index: 10M documents, save, load, prepare for k=3, single queries"
+"$B/index_bench" 10000000 3 "$THREADS" "$(mktemp -d)/ix"
 if [ "${BIG:-0}" = 1 ]; then
   "$B/search_bench" 100000000 3 "$THREADS" 0
 fi

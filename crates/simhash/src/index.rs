@@ -92,8 +92,10 @@ impl FpIndex {
         }
         let count = count.ok_or_else(|| bad("header has no count"))?;
         let mut p = 12 + hlen;
-        ix.fps.reserve(count);
-        ix.ids.reserve(count);
+        // A record takes at least 12 bytes: never trust `count` beyond what the file holds.
+        let cap = count.min(body.len() / 12);
+        ix.fps.reserve(cap);
+        ix.ids.reserve(cap);
         for _ in 0..count {
             let rec = body.get(p..p + 12).ok_or_else(|| bad("record truncated"))?;
             let fp = u64::from_le_bytes(rec[..8].try_into().unwrap());
