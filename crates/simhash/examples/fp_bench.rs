@@ -56,6 +56,10 @@ fn main() {
         (Tokenizer::Chars(3), Weights::Distinct),
         (Tokenizer::Charabia, Weights::Distinct),
     ] {
+        // FP_ONLY=unicode (etc.) restricts the run to one tokenizer (for profiling).
+        if std::env::var("FP_ONLY").is_ok_and(|o| o != tok.to_string()) {
+            continue;
+        }
         let mut f = Fingerprinter::new(Settings {
             tokenizer: tok,
             shingle,

@@ -277,12 +277,7 @@ impl Fingerprinter {
         self.spans.clear();
         match self.settings.tokenizer {
             Tokenizer::Unicode => {
-                if text.is_ascii() {
-                    self.buf.push_str(text);
-                    self.buf.make_ascii_lowercase();
-                } else {
-                    self.buf.push_str(&text.to_lowercase());
-                }
+                lowercase_into(text, &mut self.buf);
                 uax29_words(&self.buf, &mut self.spans);
             }
             Tokenizer::Charabia => {
@@ -364,6 +359,35 @@ impl Fingerprinter {
     }
 }
 
+/// Appends `text.to_lowercase()` to `out`, faster: ASCII runs are copied and lowercased
+/// in bulk, other characters one by one with `char::to_lowercase`. That equals
+/// `str::to_lowercase` except for its one context rule (Greek final sigma), so text
+/// with a capital sigma takes `str::to_lowercase` itself.
+pub fn lowercase_into(text: &str, out: &mut String) {
+    if text.contains('Σ') {
+        out.push_str(&text.to_lowercase());
+        return;
+    }
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        let start = i;
+        while i < b.len() && b[i] < 0x80 {
+            i += 1;
+        }
+        if i > start {
+            let at = out.len();
+            out.push_str(&text[start..i]);
+            out[at..].make_ascii_lowercase();
+        }
+        if i < b.len() {
+            let c = text[i..].chars().next().expect("char boundary");
+            out.extend(c.to_lowercase());
+            i += c.len_utf8();
+        }
+    }
+}
+
 /// Appends the spans of `unicode_words(text)` to `spans`, with a fast path for ASCII.
 ///
 /// The text is cut into chunks at ASCII whitespace that is followed by an ASCII byte
@@ -397,7 +421,7 @@ pub fn uax29_words(text: &str, spans: &mut Vec<(u32, u32)>) {
 fn chunk_words(text: &str, a: usize, e: usize, ascii: bool, spans: &mut Vec<(u32, u32)>) {
     if ascii {
         ascii_words(&text.as_bytes()[a..e], a, spans);
-    } else {
+    } else if !simple_words(&text[a..e], a, spans) {
         let chunk = &text[a..e];
         let base = chunk.as_ptr() as usize;
         for w in chunk.unicode_words() {
@@ -439,12 +463,62 @@ static WB: [u8; 128] = {
     t
 };
 
+/// The Word_Break class of characters that behave exactly like ASCII ones: Latin-1,
+/// Latin Extended-A/B and Cyrillic letters (ALetter, no special rule) and a few common
+/// punctuation marks (Other). `None` for anything else.
+#[inline]
+fn simple_class(c: char) -> Option<u8> {
+    match c {
+        '\0'..='\x7f' => Some(WB[c as usize]),
+        '\u{d7}' | '\u{f7}' => None,
+        '\u{c0}'..='\u{24f}' | '\u{400}'..='\u{481}' | '\u{48a}'..='\u{4ff}' => Some(AL),
+        '¶' | '§' | '—' | '–' | '“' | '”' | '„' | '«' | '»' | '©' | '®' | '°' => {
+            Some(OT)
+        }
+        _ => None,
+    }
+}
+
+/// UAX #29 words of a chunk made only of [`simple_class`] characters (at most 128),
+/// by the same rules as [`ascii_words`]. Returns false (and adds nothing) otherwise.
+fn simple_words(chunk: &str, base: usize, spans: &mut Vec<(u32, u32)>) -> bool {
+    let mut cls = [0u8; 128];
+    let mut pos = [0u32; 129];
+    let mut n = 0;
+    for (i, c) in chunk.char_indices() {
+        if n == 128 {
+            return false;
+        }
+        match simple_class(c) {
+            Some(k) => {
+                cls[n] = k;
+                pos[n] = i as u32;
+                n += 1;
+            }
+            None => return false,
+        }
+    }
+    pos[n] = chunk.len() as u32;
+    segment(n, |i| cls[i], |i| base + pos[i] as usize, spans);
+    true
+}
+
 /// UAX #29 words of an ASCII string (rules WB5-WB13b; the others never apply to ASCII
 /// without whitespace), keeping the segments that contain a letter or digit, as
 /// `unicode_words` does. `base` is added to the spans.
 pub fn ascii_words(s: &[u8], base: usize, spans: &mut Vec<(u32, u32)>) {
-    let n = s.len();
-    let cls = |i: usize| WB[(s[i] & 0x7f) as usize];
+    segment(s.len(), |i| WB[(s[i] & 0x7f) as usize], |i| base + i, spans);
+}
+
+/// The word rules over `n` characters of classes `cls(i)`; `pos(i)` is the byte
+/// offset of character `i` (and `pos(n)` the end).
+#[inline]
+fn segment(
+    n: usize,
+    cls: impl Fn(usize) -> u8,
+    pos: impl Fn(usize) -> usize,
+    spans: &mut Vec<(u32, u32)>,
+) {
     let mut seg_start = 0;
     let mut has_alnum = n > 0 && matches!(cls(0), AL | NU);
     for i in 1..=n {
@@ -466,7 +540,7 @@ pub fn ascii_words(s: &[u8], base: usize, spans: &mut Vec<(u32, u32)>) {
         };
         if brk {
             if has_alnum {
-                spans.push(((base + seg_start) as u32, (base + i) as u32));
+                spans.push((pos(seg_start) as u32, pos(i) as u32));
             }
             seg_start = i;
             has_alnum = false;
@@ -538,6 +612,7 @@ mod tests {
             "hello, world! (foo) [bar] {baz} a-b a/b a+b #1 $2 %3 ^ & * = ~ ` | \\ < > ?",
             "Příliš žluťoučký kůň — úpěl ďábelské ódy ¶ 中文分词 日本語のテキスト カタカナ",
             "a \u{301}b x\u{200d}y e\u{301}.f mixed ascii and ünïcödé words.",
+            "Příliš žluťoučký kůň úpěl ďábelské ódy. Größe: 3,5 m² — «Привет, мир!» ¶ § © ° 1.ž ž.1 ž'ž ж:ж",
             "",
             "   ",
             "\r\n\ta\r\nb\n\n",
@@ -549,6 +624,25 @@ mod tests {
     proptest::proptest! {
         #[test]
         fn ascii_fast_path_equals_unicode_segmentation(t in "[a-cA-C0-2_:.',;\\- \t\n\"!é\u{301}]{0,24}") {
+            proptest::prop_assert_eq!(fast_words(&t), reference_words(&t));
+        }
+
+        #[test]
+        fn simple_fast_path_equals_unicode_segmentation(
+            t in "[a-b0-1_:.',; \"!éÿĀžƀɏжЯёӿ×÷¶§—–“”„«»©®°·\u{ad}\u{2019}\u{483}\u{301}\u{200d}ª中ア]{0,20}"
+        ) {
+            proptest::prop_assert_eq!(fast_words(&t), reference_words(&t));
+        }
+
+        #[test]
+        fn lowercase_into_equals_to_lowercase(t in "[aZ0 .ÉéŽİIΣσςΑ ΒΓ\u{130}\u{1e9e}ǅǄЖж\u{301}中]{0,16}") {
+            let mut out = String::from("x");
+            lowercase_into(&t, &mut out);
+            proptest::prop_assert_eq!(out, format!("x{}", t.to_lowercase()));
+        }
+
+        #[test]
+        fn simple_only_chunks_equal_unicode_segmentation(t in "[a0_:.',; éžƀжЯ¶—«°]{0,30}") {
             proptest::prop_assert_eq!(fast_words(&t), reference_words(&t));
         }
     }
