@@ -48,9 +48,7 @@ pub fn open_input(path: &Path) -> io::Result<(Box<dyn Read + Send>, Compression)
 }
 
 /// Wraps an already open stream in the decoder its first bytes call for.
-pub fn decode<R: BufRead + Send + 'static>(
-    mut r: R,
-) -> io::Result<(Box<dyn Read + Send>, Compression)> {
+pub fn decode<R: BufRead + Send + 'static>(mut r: R) -> io::Result<(Box<dyn Read + Send>, Compression)> {
     let head = r.fill_buf()?;
     let c = Compression::sniff(head);
     let reader: Box<dyn Read + Send> = match c {

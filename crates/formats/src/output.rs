@@ -30,9 +30,7 @@ impl std::str::FromStr for OutputCompression {
             "none" => Ok(OutputCompression::None),
             "gz" | "gzip" => Ok(OutputCompression::Gzip),
             "zst" | "zstd" => Ok(OutputCompression::Zstd),
-            other => Err(format!(
-                "unknown compression '{other}' (expected zst, gz or none)"
-            )),
+            other => Err(format!("unknown compression '{other}' (expected zst, gz or none)")),
         }
     }
 }
@@ -62,18 +60,10 @@ impl AtomicOutput {
         let file = BufWriter::with_capacity(1 << 17, File::create(&tmp)?);
         let sink = match compression {
             OutputCompression::None => Sink::Plain(file),
-            OutputCompression::Gzip => Sink::Gzip(flate2::write::GzEncoder::new(
-                file,
-                flate2::Compression::default(),
-            )),
+            OutputCompression::Gzip => Sink::Gzip(flate2::write::GzEncoder::new(file, flate2::Compression::default())),
             OutputCompression::Zstd => Sink::Zstd(zstd::stream::write::Encoder::new(file, 3)?),
         };
-        Ok(AtomicOutput {
-            path: path.to_owned(),
-            tmp,
-            sink,
-            bytes: 0,
-        })
+        Ok(AtomicOutput { path: path.to_owned(), tmp, sink, bytes: 0 })
     }
 
     pub fn path(&self) -> &Path {

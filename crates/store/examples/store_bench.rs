@@ -7,20 +7,13 @@ use webdedup_store::{MemStore, Store};
 
 fn rss_bytes() -> u64 {
     let s = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = s
-        .split_whitespace()
-        .nth(1)
-        .and_then(|x| x.parse().ok())
-        .unwrap_or(0);
+    let pages: u64 = s.split_whitespace().nth(1).and_then(|x| x.parse().ok()).unwrap_or(0);
     pages * 4096
 }
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let n: usize = args
-        .next()
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(50_000_000);
+    let n: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(50_000_000);
     let batch: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(4096);
     let rss0 = rss_bytes();
     let store = MemStore::default();

@@ -31,16 +31,12 @@ impl MemStore {
     pub fn with_capacity(blocks: u32, keys: usize) -> Self {
         assert!(blocks > 0, "a store needs at least one block");
         let per_block = keys / blocks as usize;
-        let shards = (0..blocks)
-            .map(|_| Mutex::new(Table::with_capacity(per_block)))
-            .collect();
+        let shards = (0..blocks).map(|_| Mutex::new(Table::with_capacity(per_block))).collect();
         MemStore { blocks, shards }
     }
 
     pub fn contains(&self, key: u64) -> bool {
-        self.shards[block_of(key, self.blocks) as usize]
-            .lock()
-            .contains(key)
+        self.shards[block_of(key, self.blocks) as usize].lock().contains(key)
     }
 
     /// The keys of one block, sorted.
@@ -58,12 +54,7 @@ impl MemStore {
             // try_lock keeps a busy shard from stalling the batch.
             if let Some(t) = self.shards[block_of(key, self.blocks) as usize].try_lock() {
                 let p = t.home_ptr(mix(key));
-                unsafe {
-                    core::arch::x86_64::_mm_prefetch(
-                        p as *const i8,
-                        core::arch::x86_64::_MM_HINT_T0,
-                    )
-                };
+                unsafe { core::arch::x86_64::_mm_prefetch(p as *const i8, core::arch::x86_64::_MM_HINT_T0) };
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
@@ -93,10 +84,7 @@ impl Store for MemStore {
     }
 
     fn memory_bytes(&self) -> u64 {
-        self.shards
-            .iter()
-            .map(|s| s.lock().memory_bytes() as u64)
-            .sum()
+        self.shards.iter().map(|s| s.lock().memory_bytes() as u64).sum()
     }
 
     fn blocks(&self) -> u32 {
@@ -138,11 +126,7 @@ mod tests {
                 .collect();
             hs.into_iter().map(|h| h.join().unwrap()).collect()
         });
-        assert_eq!(
-            news.iter().sum::<usize>(),
-            20_000,
-            "each key is new exactly once"
-        );
+        assert_eq!(news.iter().sum::<usize>(), 20_000, "each key is new exactly once");
         assert_eq!(s.len(), 20_000);
     }
 }

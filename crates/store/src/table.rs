@@ -83,12 +83,7 @@ impl Table {
     /// A table that holds `keys` keys before its first growth.
     pub(crate) fn with_capacity(keys: usize) -> Self {
         let capacity = (keys * 100 / MAX_LOAD_NUM + 1).max(MIN_CAPACITY);
-        Table {
-            slots: vec![0; capacity + tail_for(capacity)],
-            capacity,
-            len: 0,
-            has_zero: false,
-        }
+        Table { slots: vec![0; capacity + tail_for(capacity)], capacity, len: 0, has_zero: false }
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -194,8 +189,7 @@ impl Table {
     /// Every key, in no particular order.
     pub(crate) fn keys(&self) -> impl Iterator<Item = u64> + '_ {
         let zero = self.has_zero.then_some(0u64);
-        zero.into_iter()
-            .chain(self.slots.iter().filter(|&&h| h != 0).map(|&h| unmix(h)))
+        zero.into_iter().chain(self.slots.iter().filter(|&&h| h != 0).map(|&h| unmix(h)))
     }
 }
 

@@ -24,9 +24,9 @@ impl KeyKind {
     pub const fn seed(self) -> u64 {
         match self {
             KeyKind::Paragraph => 0,
-            KeyKind::Document => 0x646f_6375_6d65_6e74, // "document"
-            KeyKind::UrlTitle => 0x7572_6c2b_7469_746c, // "url+titl"
-            KeyKind::NGram => 0x6e2d_6772_616d_7321,    // "n-grams!"
+            KeyKind::Document => 0x646f_6375_6d65_6e74,  // "document"
+            KeyKind::UrlTitle => 0x7572_6c2b_7469_746c,  // "url+titl"
+            KeyKind::NGram => 0x6e2d_6772_616d_7321,     // "n-grams!"
             KeyKind::UrlDigest => 0x7572_6c2b_6467_7374, // "url+dgst"
         }
     }
@@ -45,9 +45,7 @@ pub struct StreamKey {
 
 impl StreamKey {
     pub fn new(kind: KeyKind) -> Self {
-        StreamKey {
-            hasher: Xxh3::with_seed(kind.seed()),
-        }
+        StreamKey { hasher: Xxh3::with_seed(kind.seed()) }
     }
 
     #[inline]
@@ -71,23 +69,13 @@ mod tests {
 
     #[test]
     fn paragraph_key_is_plain_xxh3() {
-        assert_eq!(
-            key(KeyKind::Paragraph, b"hello world"),
-            xxhash_rust::xxh3::xxh3_64(b"hello world")
-        );
+        assert_eq!(key(KeyKind::Paragraph, b"hello world"), xxhash_rust::xxh3::xxh3_64(b"hello world"));
     }
 
     #[test]
     fn kinds_do_not_share_keys() {
-        let kinds = [
-            KeyKind::Paragraph,
-            KeyKind::Document,
-            KeyKind::UrlTitle,
-            KeyKind::NGram,
-            KeyKind::UrlDigest,
-        ];
-        let keys: std::collections::HashSet<u64> =
-            kinds.iter().map(|k| key(*k, b"same text")).collect();
+        let kinds = [KeyKind::Paragraph, KeyKind::Document, KeyKind::UrlTitle, KeyKind::NGram, KeyKind::UrlDigest];
+        let keys: std::collections::HashSet<u64> = kinds.iter().map(|k| key(*k, b"same text")).collect();
         assert_eq!(keys.len(), kinds.len());
     }
 
@@ -97,10 +85,7 @@ mod tests {
         s.update(b"first paragraph");
         s.update(b"\n");
         s.update(b"second");
-        assert_eq!(
-            s.finish(),
-            key(KeyKind::Document, b"first paragraph\nsecond")
-        );
+        assert_eq!(s.finish(), key(KeyKind::Document, b"first paragraph\nsecond"));
         s.reset();
         s.update(b"x");
         assert_eq!(s.finish(), key(KeyKind::Document, b"x"));

@@ -42,9 +42,7 @@ impl FromStr for Normalization {
         match s {
             "loose" => Ok(Normalization::Loose),
             "none" => Ok(Normalization::None),
-            other => Err(format!(
-                "unknown normalization '{other}' (expected 'loose' or 'none')"
-            )),
+            other => Err(format!("unknown normalization '{other}' (expected 'loose' or 'none')")),
         }
     }
 }
@@ -88,11 +86,7 @@ pub struct TextBuilder {
 
 impl TextBuilder {
     pub fn new(mode: Normalization) -> Self {
-        TextBuilder {
-            mode,
-            out: Vec::with_capacity(4096),
-            ..Default::default()
-        }
+        TextBuilder { mode, out: Vec::with_capacity(4096), ..Default::default() }
     }
 
     pub fn mode(&self) -> Normalization {
@@ -256,8 +250,7 @@ impl TextBuilder {
         } else {
             let mut buf = [0u8; 4];
             for l in c.to_lowercase() {
-                self.out
-                    .extend_from_slice(l.encode_utf8(&mut buf).as_bytes());
+                self.out.extend_from_slice(l.encode_utf8(&mut buf).as_bytes());
             }
         }
     }
@@ -291,23 +284,14 @@ mod tests {
 
     #[test]
     fn loose_lowercases_zeroes_digits_and_drops_punctuation() {
-        assert_eq!(
-            loose(&["Python", "3.11", "is", "GREAT", "!"]),
-            "python 000 is great"
-        );
+        assert_eq!(loose(&["Python", "3.11", "is", "GREAT", "!"]), "python 000 is great");
         assert_eq!(loose(&["e.g.", ",", "x"]), "eg x");
-        assert_eq!(
-            loose(&["(", "email", "+)", "servers", "+."]),
-            "email servers"
-        );
+        assert_eq!(loose(&["(", "email", "+)", "servers", "+."]), "email servers");
     }
 
     #[test]
     fn loose_handles_unicode() {
-        assert_eq!(
-            loose(&["Příliš", "ŽLUŤOUČKÝ", "kůň"]),
-            "příliš žluťoučký kůň"
-        );
+        assert_eq!(loose(&["Příliš", "ŽLUŤOUČKÝ", "kůň"]), "příliš žluťoučký kůň");
         assert_eq!(loose(&["Größe", "—", "ΑΒΓ"]), "größe αβγ");
         // Arabic-Indic digits are decimal digits; CJK punctuation goes.
         assert_eq!(loose(&["٣٤", "中文", "。"]), "00 中文");
@@ -319,10 +303,7 @@ mod tests {
 
     #[test]
     fn loose_collapses_whitespace_and_trims() {
-        assert_eq!(
-            loose(&["--", "a", "  ", "b", "\u{3000}", "c", "!!"]),
-            "a b c"
-        );
+        assert_eq!(loose(&["--", "a", "  ", "b", "\u{3000}", "c", "!!"]), "a b c");
         assert_eq!(loose(&["!", "?"]), "");
     }
 
@@ -359,10 +340,7 @@ mod tests {
 
     #[test]
     fn normalize_helper_splits_on_whitespace() {
-        assert_eq!(
-            normalize("  The  Quick, brown\tFOX 42 ", Normalization::Loose),
-            "the quick brown fox 00"
-        );
+        assert_eq!(normalize("  The  Quick, brown\tFOX 42 ", Normalization::Loose), "the quick brown fox 00");
         assert_eq!(normalize("a  b", Normalization::None), "a b");
     }
 
