@@ -32,6 +32,11 @@ enum Command {
     /// Exact dedup of vertical files: keep the first instance of every document and
     /// every long paragraph (the KNOT worker).
     Dedup(dedup::DedupArgs),
+    /// 64-bit SimHash fingerprints of documents (verticals, JSON Lines, plain text).
+    Simhash(webdedup_simhash::SimhashArgs),
+    /// Near-duplicate documents by SimHash: all pairs within k bits, clusters, dedup,
+    /// and an incremental index.
+    Similar(webdedup_simhash::SimilarArgs),
     /// Web-archive dedup over CDX/CDXJ indexes (NutchWAX dedup-cdx, revisits, add-dates).
     #[command(subcommand)]
     Cdx(webdedup_archive::CdxCommand),
@@ -56,6 +61,8 @@ fn main() -> ExitCode {
     };
     let result = match &cli.command {
         Command::Dedup(args) => dedup::run(args),
+        Command::Simhash(args) => webdedup_simhash::run_simhash(args).map(exit_code),
+        Command::Similar(args) => webdedup_simhash::run_similar(args).map(exit_code),
         Command::Cdx(cmd) => webdedup_archive::run_cdx(cmd).map(exit_code),
         Command::Warc(cmd) => webdedup_archive::run_warc(cmd).map(exit_code),
     };

@@ -1,0 +1,76 @@
+//! Fingerprinting speed per thread, per tokenizer, on documents held in memory.
+//!
+//! `cargo run --release -p webdedup-simhash --example fp_bench -- [SHINGLE] FILES...`
+//!
+//! Reads the documents of FILES (verticals, JSONL...), then fingerprints all their
+//! texts on ONE thread with each tokenizer and prints MB/s of document text (UTF-8
+//! bytes, words joined by spaces). Reading/decompression is timed separately.
+use std::path::PathBuf;
+use std::time::Instant;
+use webdedup_simhash::input::{read_items, Item, Problems, ReadOptions};
+use webdedup_simhash::tokenize::{Fingerprinter, Settings, Tokenizer, Weights};
+
+fn main() {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let shingle: usize = args.first().and_then(|s| s.parse().ok()).unwrap_or(5);
+    if args.first().is_some_and(|s| s.parse::<usize>().is_ok()) {
+        args.remove(0);
+    }
+    let t = Instant::now();
+    let mut texts: Vec<String> = Vec::new();
+    let problems = Problems::new(false);
+    for f in &args {
+        read_items(
+            &PathBuf::from(f),
+            &ReadOptions::default(),
+            &problems,
+            |it| {
+                if let Item::Doc { text, .. } = it {
+                    texts.push(text.to_string());
+                }
+            },
+        );
+    }
+    let bytes: usize = texts.iter().map(|t| t.len()).sum();
+    let read = t.elapsed().as_secs_f64();
+    println!(
+        "read docs={} text_mb={:.1} read_seconds={:.2} read_mb_per_s={:.1}",
+        texts.len(),
+        bytes as f64 / 1e6,
+        read,
+        bytes as f64 / 1e6 / read
+    );
+    {
+        use unicode_segmentation::UnicodeSegmentation;
+        let t = Instant::now();
+        let n: usize = texts.iter().map(|s| s.unicode_words().count()).sum();
+        let el = t.elapsed().as_secs_f64();
+        println!(
+            "unicode_words only: words={n} mb_per_s={:.1}",
+            bytes as f64 / 1e6 / el
+        );
+    }
+    for (tok, weights) in [
+        (Tokenizer::Unicode, Weights::Distinct),
+        (Tokenizer::Unicode, Weights::Count),
+        (Tokenizer::Chars(3), Weights::Distinct),
+        (Tokenizer::Charabia, Weights::Distinct),
+    ] {
+        // FP_ONLY=unicode (etc.) restricts the run to one tokenizer (for profiling).
+        if std::env::var("FP_ONLY").is_ok_and(|o| o != tok.to_string()) {
+            continue;
+        }
+        let mut f = Fingerprinter::new(Settings {
+            tokenizer: tok,
+            shingle,
+            weights,
+        });
+        let t = Instant::now();
+        let mut x = 0u64;
+        for s in &texts {
+            x ^= f.fingerprint(s).unwrap_or(0);
+        }
+        let el = t.elapsed().as_secs_f64();
+        println!("tokenizer={tok} weights={weights} shingle={shingle} threads=1 seconds={el:.2} mb_per_s={:.1} (xor {x:016x})", bytes as f64 / 1e6 / el);
+    }
+}

@@ -1,0 +1,73 @@
+//! The persisted index at scale: add N documents, save, load, prepare for k, query.
+//!
+//! `cargo run --release -p webdedup-simhash --example index_bench -- N K THREADS DIR`
+use std::time::Instant;
+use webdedup_simhash::index::FpIndex;
+use webdedup_simhash::tokenize::Settings;
+
+fn splitmix(s: &mut u64) -> u64 {
+    *s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *s;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+fn main() {
+    let a: Vec<String> = std::env::args().collect();
+    let n: usize = a.get(1).map_or(10_000_000, |s| s.parse().unwrap());
+    let k: u32 = a.get(2).map_or(3, |s| s.parse().unwrap());
+    let threads: usize = a.get(3).map_or(2, |s| s.parse().unwrap());
+    let dir =
+        std::path::PathBuf::from(a.get(4).map_or("/tmp/webdedup-index-bench", |s| s.as_str()));
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build_global()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut s = 7u64;
+    let mut fps: Vec<u64> = (0..n).map(|_| splitmix(&mut s)).collect();
+    fps.sort_unstable();
+    fps.dedup();
+    let ids: Vec<String> = (0..fps.len())
+        .map(|i| format!("https://example.org/doc/{i}"))
+        .collect();
+    let settings = Settings::default();
+    let t = Instant::now();
+    let mut ix = FpIndex::open_or_create(&dir, settings).unwrap();
+    ix.add(&fps, &ids);
+    ix.save().unwrap();
+    let save = t.elapsed().as_secs_f64();
+    drop(ix);
+    let size = std::fs::metadata(dir.join(webdedup_simhash::index::FILE_NAME))
+        .unwrap()
+        .len();
+    let t = Instant::now();
+    let mut ix = FpIndex::open_or_create(&dir, settings).unwrap();
+    let load = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    ix.prepare(k);
+    let prepare = t.elapsed().as_secs_f64();
+    let view = ix.view().unwrap();
+    let queries = 100_000;
+    let mut out = Vec::new();
+    let mut found = 0;
+    let t = Instant::now();
+    for i in 0..queries {
+        let q = if i % 2 == 0 {
+            fps[(i * 7919) % fps.len()] ^ 0b101
+        } else {
+            splitmix(&mut s)
+        };
+        view.tables.query(q, &mut out);
+        found += out.len();
+    }
+    let per = t.elapsed().as_secs_f64() / queries as f64;
+    println!(
+        "index n={} k={k} threads={threads} file_mb={:.0} add_save_s={save:.2} load_s={load:.2} prepare_s={prepare:.2} queries={queries} found={found} us_per_query={:.2}",
+        ix.len(),
+        size as f64 / 1e6,
+        per * 1e6
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

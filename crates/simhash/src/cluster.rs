@@ -1,0 +1,331 @@
+//! From fingerprints in input order to near-duplicate pairs and clusters.
+//!
+//! Clusters do not chain: documents are taken in input order, and a document joins a
+//! cluster only if it is within `k` of the cluster's first member (its *leader*);
+//! otherwise it becomes the leader of a new cluster. Among several leaders within
+//! `k` it joins the nearest, ties going to the earliest. Documents of a persisted
+//! index count as earlier than the whole batch, and are all leaders.
+//!
+//! Exact duplicates are collapsed first (search runs over distinct values), then
+//! expanded back to documents.
+
+use crate::search::{Plan, TableSet};
+
+/// The leader a document was assigned to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Leader {
+    /// An indexed document (its position in the index, in insertion order).
+    Indexed(usize),
+    /// An earlier document of the batch (its input ordinal).
+    Batch(usize),
+}
+
+/// What the persisted index contributes to a search: the tables and a lookup from
+/// value to index position.
+pub struct IndexView<'a> {
+    pub tables: &'a TableSet,
+    /// (value, position), sorted by value.
+    pub by_value: &'a [(u64, u32)],
+}
+
+impl IndexView<'_> {
+    fn position(&self, v: u64) -> usize {
+        let i = self.by_value.partition_point(|e| e.0 < v);
+        self.by_value[i].1 as usize
+    }
+}
+
+/// The neighbourhood structure of a batch.
+pub struct Neighbours {
+    /// Per document: index of its value in `uniq`.
+    doc_u: Vec<u32>,
+    /// Documents per distinct value, in input order (CSR).
+    mem_start: Vec<u32>,
+    mem: Vec<u32>,
+    /// Neighbours of each distinct value within the batch: (other value index, d) (CSR).
+    adj_start: Vec<u32>,
+    adj: Vec<(u32, u32)>,
+    /// Neighbours of each distinct value in the index: (index position, d) (CSR).
+    hit_start: Vec<u32>,
+    hits: Vec<(u32, u32)>,
+}
+
+fn csr<T: Copy>(n: usize, items: &[(u32, T)]) -> (Vec<u32>, Vec<T>) {
+    let mut start = vec![0u32; n + 1];
+    for &(u, _) in items {
+        start[u as usize + 1] += 1;
+    }
+    for i in 1..=n {
+        start[i] += start[i - 1];
+    }
+    let mut order: Vec<u32> = (0..items.len() as u32).collect();
+    // Stable by value index: keeps the original order inside each row.
+    order.sort_by_key(|&i| items[i as usize].0);
+    let out = order.iter().map(|&i| items[i as usize].1).collect();
+    (start, out)
+}
+
+impl Neighbours {
+    /// Builds the structure for `fps` (in input order) at distance `k`.
+    pub fn build(fps: &[u64], k: u32, index: Option<&IndexView<'_>>) -> Neighbours {
+        let mut uniq: Vec<u64> = fps.to_vec();
+        uniq.sort_unstable();
+        uniq.dedup();
+        let doc_u: Vec<u32> = fps
+            .iter()
+            .map(|f| uniq.partition_point(|&v| v < *f) as u32)
+            .collect();
+        let members: Vec<(u32, u32)> = doc_u
+            .iter()
+            .enumerate()
+            .map(|(i, &u)| (u, i as u32))
+            .collect();
+        let (mem_start, mem) = csr(uniq.len(), &members);
+        let pairs = Plan::choose(uniq.len(), k).all_pairs(&uniq);
+        let idx = |v: u64| uniq.partition_point(|&x| x < v) as u32;
+        let mut adj_items = Vec::with_capacity(pairs.len() * 2);
+        for &(a, b, d) in &pairs {
+            let (ia, ib) = (idx(a), idx(b));
+            adj_items.push((ia, (ib, d)));
+            adj_items.push((ib, (ia, d)));
+        }
+        let (adj_start, adj) = csr(uniq.len(), &adj_items);
+        let mut hit_items = Vec::new();
+        if let Some(ix) = index {
+            if !ix.tables.is_empty() {
+                use rayon::prelude::*;
+                let per: Vec<Vec<(u32, (u32, u32))>> = uniq
+                    .par_iter()
+                    .enumerate()
+                    .map_init(Vec::new, |out, (u, &v)| {
+                        ix.tables.query(v, out);
+                        out.iter()
+                            .map(|&(w, d)| (u as u32, (ix.position(w) as u32, d)))
+                            .collect()
+                    })
+                    .collect();
+                hit_items = per.into_iter().flatten().collect();
+            }
+        }
+        let (hit_start, hits) = csr(uniq.len(), &hit_items);
+        Neighbours {
+            doc_u,
+            mem_start,
+            mem,
+            adj_start,
+            adj,
+            hit_start,
+            hits,
+        }
+    }
+
+    fn members(&self, u: usize) -> &[u32] {
+        &self.mem[self.mem_start[u] as usize..self.mem_start[u + 1] as usize]
+    }
+    fn adj(&self, u: usize) -> &[(u32, u32)] {
+        &self.adj[self.adj_start[u] as usize..self.adj_start[u + 1] as usize]
+    }
+    fn hits(&self, u: usize) -> &[(u32, u32)] {
+        &self.hits[self.hit_start[u] as usize..self.hit_start[u + 1] as usize]
+    }
+
+    /// Per document: `None` for a leader (kept), or its leader and distance.
+    pub fn clusters(&self) -> Vec<Option<(Leader, u32)>> {
+        let n_u = self.mem_start.len() - 1;
+        let mut leader_of: Vec<u32> = vec![u32::MAX; n_u];
+        let mut out = Vec::with_capacity(self.doc_u.len());
+        for (i, &u) in self.doc_u.iter().enumerate() {
+            let u = u as usize;
+            let mut best: Option<(u32, Leader)> = None;
+            let mut consider = |d: u32, l: Leader| {
+                if best.is_none_or(|b| (d, l) < b) {
+                    best = Some((d, l));
+                }
+            };
+            for &(pos, d) in self.hits(u) {
+                consider(d, Leader::Indexed(pos as usize));
+            }
+            if leader_of[u] != u32::MAX {
+                consider(0, Leader::Batch(leader_of[u] as usize));
+            }
+            for &(v, d) in self.adj(u) {
+                if leader_of[v as usize] != u32::MAX {
+                    consider(d, Leader::Batch(leader_of[v as usize] as usize));
+                }
+            }
+            match best {
+                Some((d, l)) => out.push(Some((l, d))),
+                None => {
+                    leader_of[u] = i as u32;
+                    out.push(None);
+                }
+            }
+        }
+        out
+    }
+
+    /// All pairs within `k`: `(earlier, later, distance)`, sorted; batch documents by
+    /// ordinal, indexed ones as `Leader::Indexed` (always earlier).
+    pub fn pairs(&self) -> Vec<(Leader, Leader, u32)> {
+        let n_u = self.mem_start.len() - 1;
+        let mut out = Vec::new();
+        for u in 0..n_u {
+            let m = self.members(u);
+            for (x, &a) in m.iter().enumerate() {
+                for &b in &m[x + 1..] {
+                    out.push((Leader::Batch(a as usize), Leader::Batch(b as usize), 0));
+                }
+                for &(pos, d) in self.hits(u) {
+                    out.push((Leader::Indexed(pos as usize), Leader::Batch(a as usize), d));
+                }
+            }
+            for &(v, d) in self.adj(u) {
+                if (v as usize) > u {
+                    for &a in m {
+                        for &b in self.members(v as usize) {
+                            let (a, b) = (a.min(b), a.max(b));
+                            out.push((Leader::Batch(a as usize), Leader::Batch(b as usize), d));
+                        }
+                    }
+                }
+            }
+        }
+        out.sort_unstable();
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn b(i: usize) -> Option<(Leader, u32)> {
+        Some((Leader::Batch(i), 0))
+    }
+
+    #[test]
+    fn clusters_do_not_chain() {
+        // A=0, B within 2 of A, C within 2 of B but 4 from A.
+        let a = 0u64;
+        let bb = 0b11;
+        let c = 0b1111;
+        let n = Neighbours::build(&[a, bb, c], 2, None);
+        let cl = n.clusters();
+        assert_eq!(cl, vec![None, Some((Leader::Batch(0), 2)), None]);
+        // Pairs are reported for both near pairs, not for A-C.
+        assert_eq!(
+            n.pairs(),
+            vec![
+                (Leader::Batch(0), Leader::Batch(1), 2),
+                (Leader::Batch(1), Leader::Batch(2), 2)
+            ]
+        );
+    }
+
+    #[test]
+    fn exact_duplicates_and_nearest_leader() {
+        // doc0 = x, doc1 = y (far), doc2 = x, doc3 near both x (2 bits) and y (1 bit).
+        let x = 0u64;
+        let y = 0b111u64;
+        let z = 0b011u64; // d(x,z)=2, d(y,z)=1
+        let n = Neighbours::build(&[x, 0xffff_0000_ffff_0000, x, y, z], 3, None);
+        // y is within 3 of x, so it joins x; z joins x too (y is not a leader).
+        assert_eq!(
+            n.clusters(),
+            vec![
+                None,
+                None,
+                b(0),
+                Some((Leader::Batch(0), 3)),
+                Some((Leader::Batch(0), 2))
+            ]
+        );
+        let n = Neighbours::build(&[y, x, z], 2, None);
+        // x is 3 from y: its own leader. z: 1 from y, 2 from x -> nearest is y.
+        assert_eq!(n.clusters(), vec![None, None, Some((Leader::Batch(0), 1))]);
+    }
+
+    #[test]
+    fn ties_go_to_the_earliest_and_index_counts_first() {
+        let x = 0b0011u64;
+        let y = 0b1100u64;
+        let z = 0b0101u64; // 2 from both
+        let n = Neighbours::build(&[y, x, z], 2, None);
+        assert_eq!(n.clusters()[2], Some((Leader::Batch(0), 2)));
+        let idx_vals = [x];
+        let ts = TableSet::build(Plan::choose_for_queries(1, 2), &idx_vals);
+        let by_value = [(x, 0u32)];
+        let view = IndexView {
+            tables: &ts,
+            by_value: &by_value,
+        };
+        let n = Neighbours::build(&[y, z, x], 2, Some(&view));
+        // y: 4 from x -> leader. z: 2 from both -> the indexed one is earlier. x: in the index.
+        assert_eq!(
+            n.clusters(),
+            vec![
+                None,
+                Some((Leader::Indexed(0), 2)),
+                Some((Leader::Indexed(0), 0))
+            ]
+        );
+        assert_eq!(
+            n.pairs(),
+            vec![
+                (Leader::Indexed(0), Leader::Batch(1), 2),
+                (Leader::Indexed(0), Leader::Batch(2), 0),
+                (Leader::Batch(0), Leader::Batch(1), 2),
+                (Leader::Batch(1), Leader::Batch(2), 2)
+            ]
+        );
+    }
+
+    #[test]
+    fn clusters_match_a_quadratic_reference() {
+        let mut s = 1u64;
+        let mut next = || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        let bases: Vec<u64> = (0..30).map(|_| next()).collect();
+        let fps: Vec<u64> = (0..600)
+            .map(|_| {
+                let mut x = bases[(next() % 30) as usize];
+                for _ in 0..next() % 5 {
+                    x ^= 1 << (next() % 64);
+                }
+                x
+            })
+            .collect();
+        let k = 3;
+        let got = Neighbours::build(&fps, k, None).clusters();
+        let mut leaders: Vec<usize> = Vec::new();
+        for (i, &f) in fps.iter().enumerate() {
+            let best = leaders
+                .iter()
+                .map(|&l| ((fps[l] ^ f).count_ones(), l))
+                .filter(|&(d, _)| d <= k)
+                .min();
+            match best {
+                Some((d, l)) => assert_eq!(got[i], Some((Leader::Batch(l), d)), "doc {i}"),
+                None => {
+                    assert_eq!(got[i], None, "doc {i}");
+                    leaders.push(i);
+                }
+            }
+        }
+        let pairs = Neighbours::build(&fps, k, None).pairs();
+        let mut expect = Vec::new();
+        for i in 0..fps.len() {
+            for j in i + 1..fps.len() {
+                let d = (fps[i] ^ fps[j]).count_ones();
+                if d <= k {
+                    expect.push((Leader::Batch(i), Leader::Batch(j), d));
+                }
+            }
+        }
+        assert_eq!(pairs, expect);
+    }
+}

@@ -1,0 +1,740 @@
+//! Reading documents (verticals, JSON Lines, plain text) and fingerprint files, with
+//! bad input reported as `FILE:LINE: reason` and skipped.
+
+use crate::core::parse_hex;
+use crate::tokenize::Settings;
+use crate::vertical_docs::{Event, VerticalDocs};
+use std::fmt;
+use std::io::{self, BufRead, BufReader};
+use std::path::Path;
+use std::str::FromStr;
+pub use webdedup_formats::Compression;
+
+/// How input files are read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InputFormat {
+    /// Sniffed from the first bytes: `<` vertical, `{` JSON Lines, a
+    /// `# webdedup-simhash` header or `ID TAB 16-hex-digits` fingerprints, else lines.
+    Auto,
+    Vertical,
+    Jsonl,
+    /// One document per line.
+    Lines,
+    /// One document per file.
+    File,
+    /// What `webdedup simhash` writes in TSV (`ID TAB HEX ...`).
+    Fingerprints,
+}
+
+impl FromStr for InputFormat {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s {
+            "auto" => InputFormat::Auto,
+            "vertical" | "vert" => InputFormat::Vertical,
+            "jsonl" | "json" => InputFormat::Jsonl,
+            "lines" | "line" => InputFormat::Lines,
+            "file" => InputFormat::File,
+            "fingerprints" | "tsv" => InputFormat::Fingerprints,
+            o => {
+                return Err(format!(
+                    "unknown input format '{o}' (auto, vertical, jsonl, lines, file, fingerprints)"
+                ))
+            }
+        })
+    }
+}
+
+impl fmt::Display for InputFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            InputFormat::Auto => "auto",
+            InputFormat::Vertical => "vertical",
+            InputFormat::Jsonl => "jsonl",
+            InputFormat::Lines => "lines",
+            InputFormat::File => "file",
+            InputFormat::Fingerprints => "fingerprints",
+        })
+    }
+}
+
+/// The first line of a TSV fingerprint file: `# webdedup-simhash v1 ` + settings.
+pub const FP_HEADER_PREFIX: &str = "# webdedup-simhash v1 ";
+
+/// Counts and prints input problems (`webdedup: FILE:LINE: reason` on stderr).
+#[derive(Debug, Default)]
+pub struct Problems {
+    count: std::cell::Cell<u64>,
+    /// The first messages (for tests and summaries).
+    messages: std::cell::RefCell<Vec<String>>,
+    /// Count without printing (second passes over the same input).
+    pub quiet: bool,
+}
+
+impl Problems {
+    pub fn new(quiet: bool) -> Problems {
+        Problems {
+            quiet,
+            ..Default::default()
+        }
+    }
+
+    pub fn quiet() -> Problems {
+        Problems::new(true)
+    }
+
+    pub fn count(&self) -> u64 {
+        self.count.get()
+    }
+
+    /// Adds the counts and messages of `other` (a per-file collector) to `self`.
+    pub fn absorb(&self, other: Problems) {
+        self.count.set(self.count.get() + other.count.get());
+        let mut m = self.messages.borrow_mut();
+        for msg in other.messages.into_inner() {
+            if m.len() < 1000 {
+                m.push(msg);
+            }
+        }
+    }
+
+    /// The first 1000 messages, as printed.
+    pub fn messages(&self) -> Vec<String> {
+        self.messages.borrow().clone()
+    }
+
+    pub fn report(&self, file: &Path, line: Option<u64>, reason: impl fmt::Display) {
+        self.count.set(self.count.get() + 1);
+        let msg = match line {
+            Some(l) => format!("{}:{l}: {reason}", file.display()),
+            None => format!("{}: {reason}", file.display()),
+        };
+        if !self.quiet {
+            eprintln!("webdedup: {msg}");
+        }
+        let mut m = self.messages.borrow_mut();
+        if m.len() < 1000 {
+            m.push(msg);
+        }
+    }
+}
+
+/// Options of the document readers.
+#[derive(Clone, Debug)]
+pub struct ReadOptions {
+    pub format: InputFormat,
+    /// JSON Lines: the field holding the text.
+    pub text_field: String,
+    /// JSON Lines: the field holding the id (else the id is `FILE:LINE`).
+    pub id_field: Option<String>,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            format: InputFormat::Auto,
+            text_field: "text".into(),
+            id_field: None,
+        }
+    }
+}
+
+/// One item of an input file, in order. The `raw` bytes of all items of a file,
+/// concatenated, are the file's (decompressed) bytes: dedup writes them back as read.
+pub enum Item<'a> {
+    /// A document to fingerprint.
+    Doc {
+        id: String,
+        text: &'a str,
+        line: u64,
+        raw: &'a [u8],
+    },
+    /// A fingerprint read from a fingerprint file.
+    Fingerprint {
+        id: String,
+        fp: u64,
+        line: u64,
+        raw: &'a [u8],
+    },
+    /// Anything else (structure between documents, skipped bad records, headers).
+    Other { raw: &'a [u8] },
+}
+
+/// Lines (with their `\n`) from large reads: one memchr per line, no per-line read
+/// call. The last line may lack its `\n`.
+struct Lines<R> {
+    r: R,
+    buf: Vec<u8>,
+    pos: usize,
+    end: usize,
+    eof: bool,
+}
+
+impl<R: io::Read> Lines<R> {
+    fn new(r: R) -> Self {
+        Lines {
+            r,
+            buf: vec![0; 1 << 20],
+            pos: 0,
+            end: 0,
+            eof: false,
+        }
+    }
+
+    fn next_line(&mut self) -> io::Result<Option<&[u8]>> {
+        let mut scan_from = self.pos;
+        loop {
+            if let Some(i) = memchr::memchr(b'\n', &self.buf[scan_from..self.end]) {
+                let a = self.pos;
+                self.pos = scan_from + i + 1;
+                return Ok(Some(&self.buf[a..self.pos]));
+            }
+            if self.eof {
+                if self.pos < self.end {
+                    let a = self.pos;
+                    self.pos = self.end;
+                    return Ok(Some(&self.buf[a..self.end]));
+                }
+                return Ok(None);
+            }
+            // Move the partial line to the front, grow if it fills the buffer, read more.
+            let partial = self.end - self.pos;
+            self.buf.copy_within(self.pos..self.end, 0);
+            self.pos = 0;
+            self.end = partial;
+            scan_from = partial;
+            if self.end == self.buf.len() {
+                self.buf.resize(self.buf.len() * 2, 0);
+            }
+            let n = loop {
+                match self.r.read(&mut self.buf[self.end..]) {
+                    Ok(n) => break n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(e),
+                }
+            };
+            if n == 0 {
+                self.eof = true;
+            }
+            self.end += n;
+        }
+    }
+}
+
+/// Decides the format from the first bytes of the decompressed stream.
+pub fn sniff(head: &[u8]) -> InputFormat {
+    let start = head
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(head.len());
+    let h = &head[start..];
+    if h.starts_with(b"<") {
+        return InputFormat::Vertical;
+    }
+    if h.starts_with(b"{") {
+        return InputFormat::Jsonl;
+    }
+    if h.starts_with(FP_HEADER_PREFIX.as_bytes()) {
+        return InputFormat::Fingerprints;
+    }
+    let line = h.split(|&b| b == b'\n').next().unwrap_or(b"");
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let mut cols = line.split(|&b| b == b'\t');
+    cols.next();
+    if let Some(c) = cols.next() {
+        if std::str::from_utf8(c).ok().and_then(parse_hex).is_some() {
+            return InputFormat::Fingerprints;
+        }
+    }
+    InputFormat::Lines
+}
+
+/// What reading a file found out.
+#[derive(Clone, Copy, Debug)]
+pub struct FileInfo {
+    pub format: InputFormat,
+    /// Settings named by a fingerprint file's header.
+    pub settings: Option<Settings>,
+    pub compression: Compression,
+    /// Whether the file could be opened at all.
+    pub opened: bool,
+}
+
+/// Reads `path` item by item. Problems (bad records, read errors) are reported and
+/// skipped.
+pub fn read_items(
+    path: &Path,
+    opts: &ReadOptions,
+    problems: &Problems,
+    mut f: impl FnMut(Item<'_>),
+) -> FileInfo {
+    let mut info = FileInfo {
+        format: opts.format,
+        settings: None,
+        compression: Compression::None,
+        opened: false,
+    };
+    let (reader, compression) = match webdedup_formats::open_input(path) {
+        Ok(r) => r,
+        Err(e) => {
+            problems.report(path, None, format_args!("cannot open: {e}"));
+            return info;
+        }
+    };
+    info.opened = true;
+    info.compression = compression;
+    let mut r = BufReader::with_capacity(1 << 18, reader);
+    let mut format = opts.format;
+    if format == InputFormat::Auto {
+        format = match r.fill_buf() {
+            Ok(head) => sniff(head),
+            Err(e) => {
+                problems.report(path, None, format_args!("read error: {e}"));
+                return info;
+            }
+        };
+    }
+    info.format = format;
+    let mut settings = None;
+    let res = match format {
+        InputFormat::File => read_whole(path, &mut r, problems, &mut f),
+        InputFormat::Vertical => read_vertical(path, &mut r, problems, &mut f),
+        _ => read_lines(path, format, opts, &mut r, problems, &mut settings, &mut f),
+    };
+    if let Err(e) = res {
+        problems.report(
+            path,
+            None,
+            format_args!("read error (rest of file skipped): {e}"),
+        );
+    }
+    info.settings = settings;
+    info
+}
+
+fn read_whole(
+    path: &Path,
+    r: &mut impl BufRead,
+    problems: &Problems,
+    f: &mut impl FnMut(Item<'_>),
+) -> io::Result<()> {
+    let mut buf = Vec::new();
+    r.read_to_end(&mut buf)?;
+    let text = match std::str::from_utf8(&buf) {
+        Ok(t) => std::borrow::Cow::Borrowed(t),
+        Err(e) => {
+            problems.report(
+                path,
+                Some(line_of(&buf, e.valid_up_to())),
+                "invalid UTF-8 (replaced by U+FFFD)",
+            );
+            String::from_utf8_lossy(&buf)
+        }
+    };
+    f(Item::Doc {
+        id: path.display().to_string(),
+        text: &text,
+        line: 1,
+        raw: &buf,
+    });
+    Ok(())
+}
+
+fn line_of(buf: &[u8], offset: usize) -> u64 {
+    1 + memchr::memchr_iter(b'\n', &buf[..offset]).count() as u64
+}
+
+fn read_vertical(
+    path: &Path,
+    r: &mut impl BufRead,
+    problems: &Problems,
+    f: &mut impl FnMut(Item<'_>),
+) -> io::Result<()> {
+    let mut v = VerticalDocs::new();
+    let mut raw = Vec::new(); // bytes of the open document, or pending non-document bytes
+    let mut lineno = 0u64;
+    let mut lines = Lines::new(r);
+    while let Some(line) = lines.next_line()? {
+        lineno += 1;
+        let content = line.strip_suffix(b"\n").unwrap_or(line);
+        let was_in = v.in_doc();
+        let ev = v.line(content, lineno);
+        match ev {
+            Event::None => {
+                if !was_in && v.in_doc() {
+                    // A document starts: flush what came before it.
+                    if !raw.is_empty() {
+                        f(Item::Other { raw: &raw });
+                        raw.clear();
+                    }
+                }
+                raw.extend_from_slice(line);
+            }
+            Event::Unclosed { start_line } => {
+                problems.report(
+                    path,
+                    Some(start_line),
+                    "<doc> not closed before the next <doc> (document skipped)",
+                );
+                f(Item::Other { raw: &raw });
+                raw.clear();
+                raw.extend_from_slice(line);
+            }
+            Event::StrayEnd => {
+                problems.report(path, Some(lineno), "</doc> outside a document");
+                raw.extend_from_slice(line);
+            }
+            Event::DocEnd { id, start_line } => {
+                raw.extend_from_slice(line);
+                if v.invalid_utf8 {
+                    problems.report(
+                        path,
+                        Some(start_line),
+                        "invalid UTF-8 in document (replaced by U+FFFD)",
+                    );
+                }
+                match id {
+                    Some(id) => f(Item::Doc {
+                        id,
+                        text: &v.text,
+                        line: start_line,
+                        raw: &raw,
+                    }),
+                    None => {
+                        problems.report(
+                            path,
+                            Some(start_line),
+                            "document has neither id nor url attribute (skipped)",
+                        );
+                        f(Item::Other { raw: &raw });
+                    }
+                }
+                raw.clear();
+            }
+        }
+    }
+    if let Some(start) = v.finish() {
+        problems.report(
+            path,
+            Some(start),
+            "<doc> not closed at end of file (document skipped)",
+        );
+    }
+    if !raw.is_empty() {
+        f(Item::Other { raw: &raw });
+    }
+    Ok(())
+}
+
+fn read_lines(
+    path: &Path,
+    format: InputFormat,
+    opts: &ReadOptions,
+    r: &mut impl BufRead,
+    problems: &Problems,
+    settings: &mut Option<Settings>,
+    f: &mut impl FnMut(Item<'_>),
+) -> io::Result<()> {
+    let mut lineno = 0u64;
+    let file = path.display().to_string();
+    let mut lines = Lines::new(r);
+    while let Some(line) = lines.next_line()? {
+        lineno += 1;
+        let content = line.strip_suffix(b"\n").unwrap_or(line);
+        let content = content.strip_suffix(b"\r").unwrap_or(content);
+        match format {
+            InputFormat::Fingerprints => {
+                if content.is_empty() {
+                    f(Item::Other { raw: line });
+                    continue;
+                }
+                if content.starts_with(b"#") {
+                    if let Some(rest) = content.strip_prefix(FP_HEADER_PREFIX.as_bytes()) {
+                        match Settings::parse(&String::from_utf8_lossy(rest)) {
+                            Ok(s) => *settings = Some(s),
+                            Err(e) => {
+                                problems.report(path, Some(lineno), format_args!("bad header: {e}"))
+                            }
+                        }
+                    }
+                    f(Item::Other { raw: line });
+                    continue;
+                }
+                let mut cols = content.split(|&b| b == b'\t');
+                let id = cols.next().unwrap_or(b"");
+                let hex = cols
+                    .next()
+                    .and_then(|c| std::str::from_utf8(c).ok())
+                    .and_then(parse_hex);
+                match (std::str::from_utf8(id), hex) {
+                    (Ok(id), Some(fp)) => f(Item::Fingerprint {
+                        id: id.to_string(),
+                        fp,
+                        line: lineno,
+                        raw: line,
+                    }),
+                    (Err(_), _) => {
+                        problems.report(path, Some(lineno), "invalid UTF-8 in id (skipped)");
+                        f(Item::Other { raw: line });
+                    }
+                    (_, None) => {
+                        problems.report(
+                            path,
+                            Some(lineno),
+                            "expected ID TAB 16-hex-digit fingerprint (skipped)",
+                        );
+                        f(Item::Other { raw: line });
+                    }
+                }
+            }
+            InputFormat::Jsonl => {
+                if content.iter().all(|b| b.is_ascii_whitespace()) {
+                    f(Item::Other { raw: line });
+                    continue;
+                }
+                match json_doc(content, opts) {
+                    Ok((id, text)) => {
+                        let id = id.unwrap_or_else(|| format!("{file}:{lineno}"));
+                        f(Item::Doc {
+                            id,
+                            text: &text,
+                            line: lineno,
+                            raw: line,
+                        });
+                    }
+                    Err(reason) => {
+                        problems.report(path, Some(lineno), format_args!("{reason} (skipped)"));
+                        f(Item::Other { raw: line });
+                    }
+                }
+            }
+            _ => {
+                let text = match std::str::from_utf8(content) {
+                    Ok(t) => std::borrow::Cow::Borrowed(t),
+                    Err(_) => {
+                        problems.report(path, Some(lineno), "invalid UTF-8 (replaced by U+FFFD)");
+                        String::from_utf8_lossy(content)
+                    }
+                };
+                f(Item::Doc {
+                    id: format!("{file}:{lineno}"),
+                    text: &text,
+                    line: lineno,
+                    raw: line,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// (id, text) of one JSON line, or why not.
+fn json_doc(line: &[u8], opts: &ReadOptions) -> Result<(Option<String>, String), String> {
+    let v: serde_json::Value =
+        serde_json::from_slice(line).map_err(|e| format!("bad JSON: {e}"))?;
+    let obj = v.as_object().ok_or("JSON line is not an object")?;
+    let text = match obj.get(&opts.text_field) {
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(_) => return Err(format!("field '{}' is not a string", opts.text_field)),
+        None => return Err(format!("missing field '{}'", opts.text_field)),
+    };
+    let id = match &opts.id_field {
+        None => None,
+        Some(name) => Some(match obj.get(name) {
+            Some(serde_json::Value::String(s)) => s.clone(),
+            Some(serde_json::Value::Number(n)) => n.to_string(),
+            Some(_) => return Err(format!("field '{name}' is not a string or number")),
+            None => return Err(format!("missing field '{name}'")),
+        }),
+    };
+    Ok((id, text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_reader_handles_long_lines_and_missing_final_newline() {
+        // Reads in odd-sized pieces to exercise the refill path.
+        struct Trickle<'a>(&'a [u8]);
+        impl io::Read for Trickle<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                let n = buf.len().min(self.0.len()).min(777_777);
+                buf[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let long = vec![b'x'; 3 << 20];
+        let mut input = b"a\n\n".to_vec();
+        input.extend_from_slice(&long);
+        input.extend_from_slice(b"\nlast");
+        let mut l = Lines::new(Trickle(&input));
+        let mut got = Vec::new();
+        while let Some(x) = l.next_line().unwrap() {
+            got.push(x.to_vec());
+        }
+        assert_eq!(got.len(), 4);
+        assert_eq!(got[0], b"a\n");
+        assert_eq!(got[1], b"\n");
+        assert_eq!(got[2].len(), (3 << 20) + 1);
+        assert_eq!(got[3], b"last");
+        assert_eq!(got.concat(), input);
+    }
+
+    #[test]
+    fn sniffing() {
+        assert_eq!(sniff(b"\n<doc id=\"1\">"), InputFormat::Vertical);
+        assert_eq!(sniff(b"{\"text\":1}"), InputFormat::Jsonl);
+        assert_eq!(
+            sniff(b"# webdedup-simhash v1 tokenizer=unicode"),
+            InputFormat::Fingerprints
+        );
+        assert_eq!(
+            sniff(b"doc1\t0123456789abcdef\t1\n"),
+            InputFormat::Fingerprints
+        );
+        assert_eq!(sniff(b"doc1\t0123456789abcdeg\n"), InputFormat::Lines);
+        assert_eq!(sniff(b"just text"), InputFormat::Lines);
+    }
+
+    type Read = (Vec<(String, String, u64)>, Vec<u8>, Vec<String>);
+
+    fn read_all(content: &[u8], opts: &ReadOptions) -> Read {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("in");
+        std::fs::write(&path, content).unwrap();
+        let problems = Problems::quiet();
+        let mut docs = Vec::new();
+        let mut raw_all = Vec::new();
+        read_items(&path, opts, &problems, |it| match it {
+            Item::Doc {
+                id,
+                text,
+                line,
+                raw,
+            } => {
+                docs.push((
+                    id.rsplit('/').next().unwrap().to_string(),
+                    text.to_string(),
+                    line,
+                ));
+                raw_all.extend_from_slice(raw);
+            }
+            Item::Fingerprint { id, fp, line, raw } => {
+                docs.push((id, format!("{fp:x}"), line));
+                raw_all.extend_from_slice(raw);
+            }
+            Item::Other { raw } => raw_all.extend_from_slice(raw),
+        });
+        let prefix = format!("{}/", dir.path().display());
+        let msgs = problems
+            .messages()
+            .iter()
+            .map(|m| m.replace(&prefix, ""))
+            .collect();
+        (docs, raw_all, msgs)
+    }
+
+    #[test]
+    fn bad_json_lines_are_reported_with_line_numbers_and_skipped() {
+        let input = b"{\"id\":\"a\",\"text\":\"one\"}\n{bad json\n{\"id\":\"c\"}\n\n{\"text\":\"no id\"}\n[1,2]\n{\"id\":\"f\",\"text\":\"caf\xff\"}\n{\"id\":\"g\",\"text\":\"two\"}";
+        let opts = ReadOptions {
+            id_field: Some("id".into()),
+            ..Default::default()
+        };
+        let (docs, raw, msgs) = read_all(input, &opts);
+        assert_eq!(
+            docs,
+            vec![("a".into(), "one".into(), 1), ("g".into(), "two".into(), 8)]
+        );
+        assert_eq!(raw, input.to_vec(), "items cover the input byte for byte");
+        assert_eq!(msgs.len(), 5, "{msgs:?}");
+        assert!(msgs[0].starts_with("in:2: bad JSON"), "{msgs:?}");
+        assert_eq!(msgs[1], "in:3: missing field 'text' (skipped)");
+        assert_eq!(msgs[2], "in:5: missing field 'id' (skipped)");
+        assert_eq!(msgs[3], "in:6: JSON line is not an object (skipped)");
+        assert!(msgs[4].starts_with("in:7: bad JSON"), "{msgs:?}");
+    }
+
+    #[test]
+    fn vertical_problems_and_byte_faithful_items() {
+        let input = "<doc id=\"1\">\na\n</doc>\n<doc id=\"2\">\nb\n<doc id=\"3\">\nc\n</doc>\n<doc title=\"x\">\nd\n</doc>\n</doc>\n<doc id=\"5\">\ne\n";
+        let (docs, raw, msgs) = read_all(input.as_bytes(), &ReadOptions::default());
+        assert_eq!(
+            docs,
+            vec![("1".into(), "a".into(), 1), ("3".into(), "c".into(), 6)]
+        );
+        assert_eq!(raw, input.as_bytes(), "items cover the input byte for byte");
+        assert_eq!(
+            msgs,
+            vec![
+                "in:4: <doc> not closed before the next <doc> (document skipped)",
+                "in:9: document has neither id nor url attribute (skipped)",
+                "in:12: </doc> outside a document",
+                "in:13: <doc> not closed at end of file (document skipped)",
+            ]
+        );
+        let (docs, _, msgs) = read_all(b"<doc id=\"1\">\nw\xff\n</doc>\n", &ReadOptions::default());
+        assert_eq!(docs, vec![("1".into(), "w\u{fffd}".into(), 1)]);
+        assert_eq!(
+            msgs,
+            vec!["in:1: invalid UTF-8 in document (replaced by U+FFFD)"]
+        );
+    }
+
+    #[test]
+    fn fingerprint_files_and_lines() {
+        let input = b"# webdedup-simhash v1 tokenizer=chars:3 shingle=2 weights=count hash=xxh3-64\na\t00000000000000ff\t255\nb\tzz\nc\t0000000000000001\n";
+        let (docs, raw, msgs) = read_all(input, &ReadOptions::default());
+        assert_eq!(
+            docs,
+            vec![("a".into(), "ff".into(), 2), ("c".into(), "1".into(), 4)]
+        );
+        assert_eq!(raw, input.to_vec());
+        assert_eq!(
+            msgs,
+            vec!["in:3: expected ID TAB 16-hex-digit fingerprint (skipped)"]
+        );
+        let (docs, _, msgs) = read_all(b"first line\nsecond \xff\n", &ReadOptions::default());
+        assert_eq!(docs.len(), 2);
+        assert_eq!(docs[1].0, "in:2");
+        assert_eq!(msgs, vec!["in:2: invalid UTF-8 (replaced by U+FFFD)"]);
+    }
+
+    #[test]
+    fn json_fields() {
+        let o = ReadOptions {
+            id_field: Some("url".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            json_doc(br#"{"url":"u","text":"t"}"#, &o).unwrap(),
+            (Some("u".into()), "t".into())
+        );
+        assert_eq!(
+            json_doc(br#"{"url":7,"text":"t"}"#, &o).unwrap().0,
+            Some("7".into())
+        );
+        assert_eq!(
+            json_doc(br#"{"text":"t"}"#, &o).unwrap_err(),
+            "missing field 'url'"
+        );
+        assert_eq!(
+            json_doc(br#"{"url":"u"}"#, &o).unwrap_err(),
+            "missing field 'text'"
+        );
+        assert_eq!(
+            json_doc(br#"{"url":"u","text":[1]}"#, &o).unwrap_err(),
+            "field 'text' is not a string"
+        );
+        assert!(json_doc(br#"{"url":"u","#, &o)
+            .unwrap_err()
+            .starts_with("bad JSON"));
+        assert_eq!(
+            json_doc(b"[1]", &o).unwrap_err(),
+            "JSON line is not an object"
+        );
+    }
+}

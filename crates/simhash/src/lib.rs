@@ -1,0 +1,11 @@
+//! SimHash near-duplicate documents.
+pub mod cluster;
+pub mod core;
+pub mod index;
+pub mod input;
+pub mod run;
+pub mod search;
+pub mod tokenize;
+pub mod vertical_docs;
+
+pub use run::{run_simhash, run_similar, SimhashArgs, SimilarArgs};

@@ -1,0 +1,787 @@
+//! The `webdedup simhash` and `webdedup similar` subcommands: clap argument structs
+//! and entry points (the `cli` crate only wires them in).
+//!
+//! Exit codes: `Ok(0)` all input fine, `Ok(1)` some input was reported bad (and
+//! skipped) but the rest was processed, `Err(_)` fatal (the binary exits with 2).
+
+use crate::cluster::{Leader, Neighbours};
+use crate::core::{parts, to_hex, to_signed};
+use crate::index::FpIndex;
+use crate::input::{
+    read_items, Compression, FileInfo, InputFormat, Item, Problems, ReadOptions, FP_HEADER_PREFIX,
+};
+use crate::tokenize::{Fingerprinter, Settings, Tokenizer, Weights, DEFAULT_SHINGLE};
+use anyhow::{bail, Context, Result};
+use rayon::prelude::*;
+use std::collections::HashSet;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use webdedup_formats::output::{AtomicOutput, OutputCompression};
+
+/// Options shared by both subcommands: how documents are read and fingerprinted.
+#[derive(clap::Args, Debug, Clone)]
+pub struct DocArgs {
+    /// Input format: auto (sniffed from content), vertical, jsonl, lines (one document
+    /// per line), file (one document per file), fingerprints (TSV written by `simhash`).
+    #[arg(long = "input-format", default_value = "auto", value_name = "FORMAT")]
+    pub input_format: InputFormat,
+    /// JSON Lines: field holding the document text.
+    #[arg(long, default_value = "text", value_name = "FIELD")]
+    pub text_field: String,
+    /// JSON Lines: field holding the document id (default: FILE:LINE).
+    #[arg(long, value_name = "FIELD")]
+    pub id_field: Option<String>,
+    /// Tokenizer: unicode (UAX #29 words), charabia (offline features: Chinese via
+    /// jieba, no Japanese/Korean dictionaries), chars:N (character N-grams).
+    #[arg(long, default_value = "unicode", value_name = "TOKENIZER")]
+    pub tokenizer: Tokenizer,
+    /// Features are shingles of this many consecutive tokens.
+    #[arg(long, default_value_t = DEFAULT_SHINGLE, value_name = "N", value_parser = parse_shingle)]
+    pub shingle: usize,
+    /// Feature weights: count (occurrences) or distinct (each distinct feature once).
+    #[arg(long, default_value = "distinct", value_name = "WEIGHTS")]
+    pub weights: Weights,
+    /// Worker threads (default: all cores).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// Do not print the per-line problem messages (they are still counted).
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+fn parse_shingle(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (1..=64).contains(&n) => Ok(n),
+        _ => Err(format!("'{s}' is not a shingle size between 1 and 64")),
+    }
+}
+
+impl DocArgs {
+    fn settings(&self) -> Settings {
+        Settings {
+            tokenizer: self.tokenizer,
+            shingle: self.shingle,
+            weights: self.weights,
+        }
+    }
+    fn read_options(&self) -> ReadOptions {
+        ReadOptions {
+            format: self.input_format,
+            text_field: self.text_field.clone(),
+            id_field: self.id_field.clone(),
+        }
+    }
+    fn pool(&self) -> Result<rayon::ThreadPool> {
+        let mut b = rayon::ThreadPoolBuilder::new();
+        if let Some(n) = self.threads {
+            b = b.num_threads(n.max(1));
+        }
+        b.build().context("starting worker threads")
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum FpFormat {
+    Tsv,
+    Csv,
+    Jsonl,
+}
+
+/// `webdedup simhash`: one 64-bit SimHash per document.
+#[derive(clap::Args, Debug, Clone)]
+pub struct SimhashArgs {
+    /// Input files (plain, gzip or zstd, detected by content).
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub doc: DocArgs,
+    /// Output format. tsv: `ID HEX SIGNED P1 P2 P3 P4` after a `# webdedup-simhash v1
+    /// SETTINGS` line; csv: the same columns with a header row; jsonl: one object per
+    /// document.
+    #[arg(long, value_enum, default_value = "tsv")]
+    pub format: FpFormat,
+    /// Output file (default: standard output); `.gz` / `.zst` names are compressed.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// TSV: leave out the `# webdedup-simhash` settings line.
+    #[arg(long)]
+    pub no_header: bool,
+}
+
+/// `webdedup similar`: near-duplicate pairs, clusters or a deduplicated copy.
+#[derive(clap::Args, Debug, Clone)]
+pub struct SimilarArgs {
+    /// Inputs: fingerprint files written by `webdedup simhash`, or documents.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Maximal Hamming distance of near-duplicates.
+    #[arg(short = 'k', long = "max-distance", value_name = "K", default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=crate::search::MAX_K as i64))]
+    pub k: u32,
+    #[command(flatten)]
+    pub doc: DocArgs,
+    /// Write clusters (`LEADER_ID MEMBER_ID DISTANCE`, leader first) instead of pairs
+    /// (`ID ID DISTANCE`).
+    #[arg(long, conflicts_with = "dedup")]
+    pub clusters: bool,
+    /// Write the inputs back without their near-duplicates into --output-dir (the
+    /// first document of each cluster survives), plus a report of what was dropped.
+    #[arg(long, requires = "output_dir")]
+    pub dedup: bool,
+    /// Directory for the deduplicated inputs (same file names and compression).
+    #[arg(long, value_name = "DIR")]
+    pub output_dir: Option<PathBuf>,
+    /// Dedup report `DROPPED_ID KEPT_ID DISTANCE FILE LINE` (default:
+    /// OUTPUT_DIR/simhash-dropped.tsv).
+    #[arg(long, value_name = "FILE", requires = "dedup")]
+    pub report: Option<PathBuf>,
+    /// Persisted index: the batch is checked against every document indexed before,
+    /// then its kept documents are added.
+    #[arg(long, value_name = "DIR")]
+    pub index: Option<PathBuf>,
+    /// With --index: check only, do not add the batch.
+    #[arg(long, requires = "index")]
+    pub no_update: bool,
+    /// Pairs or clusters output (default: standard output).
+    #[arg(short, long, value_name = "FILE", conflicts_with = "dedup")]
+    pub output: Option<PathBuf>,
+}
+
+/// A fingerprinted document.
+#[derive(Clone, Debug)]
+pub struct DocRec {
+    pub id: String,
+    pub fp: u64,
+    pub file: u32,
+    pub line: u64,
+    /// Ordinal of the document among the file's documents (including unfingerprinted
+    /// ones), for writing the file back.
+    pub item: u32,
+}
+
+struct Pending {
+    id: String,
+    text: String,
+    fp: Option<u64>,
+    line: u64,
+    item: u32,
+}
+
+const BATCH_BYTES: usize = 8 << 20;
+const BATCH_DOCS: usize = 20_000;
+
+/// Reads and fingerprints `files`, calling `emit` per fingerprinted document in
+/// input order. Files are processed `threads` at a time in parallel (and the
+/// documents of each file in parallel batches); results are emitted in order. Empty
+/// documents are reported and skipped. Returns one [`FileInfo`] per file.
+fn fingerprint_files(
+    accept_fingerprints: bool,
+    files: &[PathBuf],
+    ropts: &ReadOptions,
+    settings: Settings,
+    problems: &Problems,
+    pool: &rayon::ThreadPool,
+    mut emit: impl FnMut(DocRec) -> Result<()>,
+) -> Result<Vec<FileInfo>> {
+    let mut infos = Vec::with_capacity(files.len());
+    let window = pool.current_num_threads().max(1);
+    let quiet = problems.quiet;
+    for (w, chunk) in files.chunks(window).enumerate() {
+        let results: Vec<(FileInfo, Vec<DocRec>, Problems)> = pool.install(|| {
+            chunk
+                .par_iter()
+                .enumerate()
+                .map(|(j, path)| {
+                    let fi = (w * window + j) as u32;
+                    let p = Problems::new(quiet);
+                    let mut docs = Vec::new();
+                    let info = fingerprint_file(
+                        accept_fingerprints,
+                        fi,
+                        path,
+                        ropts,
+                        settings,
+                        &p,
+                        &mut docs,
+                    );
+                    (info, docs, p)
+                })
+                .collect()
+        });
+        for (info, docs, p) in results {
+            problems.absorb(p);
+            for d in docs {
+                emit(d)?;
+            }
+            infos.push(info);
+        }
+    }
+    Ok(infos)
+}
+
+/// One file: its fingerprinted documents, in order, appended to `out`.
+#[allow(clippy::too_many_arguments)]
+fn fingerprint_file(
+    accept_fingerprints: bool,
+    fi: u32,
+    path: &Path,
+    ropts: &ReadOptions,
+    settings: Settings,
+    problems: &Problems,
+    out: &mut Vec<DocRec>,
+) -> FileInfo {
+    let mut batch: Vec<Pending> = Vec::new();
+    let mut bytes = 0usize;
+    let mut item = 0u32;
+    let flush = |batch: &mut Vec<Pending>, out: &mut Vec<DocRec>| {
+        let fps: Vec<Option<u64>> = batch
+            .par_iter()
+            .map_init(
+                || Fingerprinter::new(settings),
+                |f, p| p.fp.or_else(|| f.fingerprint(&p.text)),
+            )
+            .collect();
+        for (p, fp) in batch.drain(..).zip(fps) {
+            match fp {
+                Some(fp) => out.push(DocRec {
+                    id: p.id,
+                    fp,
+                    file: fi,
+                    line: p.line,
+                    item: p.item,
+                }),
+                None => problems.report(
+                    path,
+                    Some(p.line),
+                    "empty document: no tokens (not fingerprinted)",
+                ),
+            }
+        }
+    };
+    let mut refused = false;
+    let info = read_items(path, ropts, problems, |it| {
+        if refused {
+            return;
+        }
+        match it {
+            Item::Doc { id, text, line, .. } => {
+                bytes += text.len();
+                batch.push(Pending {
+                    id,
+                    text: text.to_string(),
+                    fp: None,
+                    line,
+                    item,
+                });
+                item += 1;
+            }
+            Item::Fingerprint { id, fp, line, .. } => {
+                if !accept_fingerprints {
+                    refused = true;
+                    problems.report(
+                        path,
+                        Some(line),
+                        "this is a fingerprint file (ID TAB 16 hex digits); `simhash` reads documents: \
+                         use --input-format lines to fingerprint its lines (file skipped)",
+                    );
+                    return;
+                }
+                batch.push(Pending {
+                    id,
+                    text: String::new(),
+                    fp: Some(fp),
+                    line,
+                    item,
+                });
+                item += 1;
+            }
+            Item::Other { .. } => return,
+        }
+        if bytes >= BATCH_BYTES || batch.len() >= BATCH_DOCS {
+            flush(&mut batch, out);
+            bytes = 0;
+        }
+    });
+    flush(&mut batch, out);
+    info
+}
+
+/// TSV fields cannot hold tabs or line breaks: they become spaces.
+fn tsv_field(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.contains(['\t', '\n', '\r']) {
+        s.replace(['\t', '\n', '\r'], " ").into()
+    } else {
+        s.into()
+    }
+}
+
+fn csv_field(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\"")).into()
+    } else {
+        s.into()
+    }
+}
+
+/// An output: a file written atomically (compressed by its suffix) or stdout.
+enum Out {
+    File(AtomicOutput),
+    Stdout(BufWriter<io::Stdout>),
+}
+
+impl Out {
+    fn open(path: Option<&Path>) -> Result<Out> {
+        Ok(match path {
+            None => Out::Stdout(BufWriter::with_capacity(1 << 16, io::stdout())),
+            Some(p) => {
+                let name = p.to_string_lossy();
+                let c = if name.ends_with(".gz") {
+                    OutputCompression::Gzip
+                } else if name.ends_with(".zst") {
+                    OutputCompression::Zstd
+                } else {
+                    OutputCompression::None
+                };
+                Out::File(
+                    AtomicOutput::create(p, c)
+                        .with_context(|| format!("creating {}", p.display()))?,
+                )
+            }
+        })
+    }
+
+    fn write_all(&mut self, b: &[u8]) -> io::Result<()> {
+        match self {
+            Out::File(o) => o.write_all(b),
+            Out::Stdout(w) => w.write_all(b),
+        }
+    }
+
+    fn finish(self) -> Result<()> {
+        match self {
+            Out::File(o) => {
+                let p = o.path().to_path_buf();
+                o.finish(false)
+                    .with_context(|| format!("writing {}", p.display()))
+            }
+            Out::Stdout(mut w) => w.flush().context("writing standard output"),
+        }
+    }
+}
+
+/// Entry point of `webdedup simhash`.
+pub fn run_simhash(args: &SimhashArgs) -> Result<i32> {
+    let settings = args.doc.settings();
+    let pool = args.doc.pool()?;
+    let problems = Problems::new(args.doc.quiet);
+    let mut out = Out::open(args.output.as_deref())?;
+    match args.format {
+        FpFormat::Tsv if !args.no_header => {
+            out.write_all(format!("{FP_HEADER_PREFIX}{}\n", settings.describe()).as_bytes())?
+        }
+        FpFormat::Csv => out.write_all(b"id,simhash,signed,part1,part2,part3,part4\n")?,
+        _ => {}
+    }
+    let start = Instant::now();
+    let mut n = 0u64;
+    let mut line = String::new();
+    let infos = fingerprint_files(
+        false,
+        &args.files,
+        &args.doc.read_options(),
+        settings,
+        &problems,
+        &pool,
+        |d| {
+            use std::fmt::Write as _;
+            line.clear();
+            let p = parts(d.fp);
+            match args.format {
+                FpFormat::Tsv => {
+                    let _ = writeln!(
+                        line,
+                        "{}\t{}\t{}\t{}\t{}\t{}\t{}",
+                        tsv_field(&d.id),
+                        to_hex(d.fp),
+                        to_signed(d.fp),
+                        p[0],
+                        p[1],
+                        p[2],
+                        p[3]
+                    );
+                }
+                FpFormat::Csv => {
+                    let _ = writeln!(
+                        line,
+                        "{},{},{},{},{},{},{}",
+                        csv_field(&d.id),
+                        to_hex(d.fp),
+                        to_signed(d.fp),
+                        p[0],
+                        p[1],
+                        p[2],
+                        p[3]
+                    );
+                }
+                FpFormat::Jsonl => {
+                    let v = serde_json::json!({"id": d.id, "simhash": to_hex(d.fp), "signed": to_signed(d.fp), "parts": p});
+                    let _ = writeln!(line, "{v}");
+                }
+            }
+            n += 1;
+            out.write_all(line.as_bytes())
+                .context("writing fingerprints")
+        },
+    )?;
+    out.finish()?;
+    let _ = infos;
+    if !args.doc.quiet {
+        eprintln!(
+            "webdedup simhash: {} files, {n} documents fingerprinted ({}), {} problems, {:.2} s",
+            args.files.len(),
+            settings.describe(),
+            problems.count(),
+            start.elapsed().as_secs_f64()
+        );
+    }
+    Ok(if problems.count() > 0 { 1 } else { 0 })
+}
+
+/// Entry point of `webdedup similar`.
+pub fn run_similar(args: &SimilarArgs) -> Result<i32> {
+    let pool = args.doc.pool()?;
+    let problems = Problems::new(args.doc.quiet);
+    let start = Instant::now();
+    let out_names = if args.dedup {
+        output_names(&args.files)?
+    } else {
+        Vec::new()
+    };
+    let settings_cli = args.doc.settings();
+    let mut docs: Vec<DocRec> = Vec::new();
+    let infos = fingerprint_files(
+        true,
+        &args.files,
+        &args.doc.read_options(),
+        settings_cli,
+        &problems,
+        &pool,
+        |d| {
+            docs.push(d);
+            Ok(())
+        },
+    )?;
+    // Settings: fingerprint files name theirs; documents use the command line's.
+    let mut settings: Option<Settings> = None;
+    for (info, path) in infos.iter().zip(&args.files) {
+        let s = match (info.format, info.settings) {
+            (InputFormat::Fingerprints, Some(s)) => Some(s),
+            (InputFormat::Fingerprints, None) => None,
+            _ if info.opened => Some(settings_cli),
+            _ => None,
+        };
+        if let Some(s) = s {
+            match settings {
+                None => settings = Some(s),
+                Some(prev) if prev != s => bail!(
+                    "{} was fingerprinted with {}, an earlier input with {}: fingerprints of different settings cannot be compared",
+                    path.display(),
+                    s.describe(),
+                    prev.describe()
+                ),
+                _ => {}
+            }
+        }
+    }
+    let settings = settings.unwrap_or(settings_cli);
+
+    let mut index = match &args.index {
+        Some(dir) => {
+            let mut ix = FpIndex::open_or_create(dir, settings)?;
+            pool.install(|| ix.prepare(args.k));
+            Some(ix)
+        }
+        None => None,
+    };
+    let fps: Vec<u64> = docs.iter().map(|d| d.fp).collect();
+    let nb = pool.install(|| {
+        Neighbours::build(
+            &fps,
+            args.k,
+            index.as_ref().and_then(|ix| ix.view()).as_ref(),
+        )
+    });
+    let assign = nb.clusters();
+    let id_of = |l: Leader| -> &str {
+        match l {
+            Leader::Batch(i) => &docs[i].id,
+            Leader::Indexed(p) => &index.as_ref().expect("indexed leader without index").ids[p],
+        }
+    };
+    let dropped = assign.iter().filter(|a| a.is_some()).count();
+    let mut n_pairs = 0usize;
+
+    if args.dedup {
+        let dir = args
+            .output_dir
+            .as_deref()
+            .expect("clap requires --output-dir");
+        let report_path = args
+            .report
+            .clone()
+            .unwrap_or_else(|| dir.join("simhash-dropped.tsv"));
+        let mut report = Out::open(Some(&report_path))?;
+        for (d, a) in docs.iter().zip(&assign) {
+            if let Some((l, dist)) = a {
+                let line = format!(
+                    "{}\t{}\t{dist}\t{}\t{}\n",
+                    tsv_field(&d.id),
+                    tsv_field(id_of(*l)),
+                    tsv_field(&args.files[d.file as usize].to_string_lossy()),
+                    d.line
+                );
+                report.write_all(line.as_bytes())?;
+            }
+        }
+        report.finish()?;
+        write_dedup(
+            &args.files,
+            &out_names,
+            dir,
+            &args.doc.read_options(),
+            &docs,
+            &assign,
+            &infos,
+        )?;
+    } else {
+        let mut out = Out::open(args.output.as_deref())?;
+        if args.clusters {
+            let mut members: Vec<Vec<(usize, u32)>> = vec![Vec::new(); docs.len()];
+            let mut idx_members: std::collections::BTreeMap<usize, Vec<(usize, u32)>> =
+                Default::default();
+            for (i, a) in assign.iter().enumerate() {
+                match a {
+                    Some((Leader::Batch(l), d)) => members[*l].push((i, *d)),
+                    Some((Leader::Indexed(p), d)) => {
+                        idx_members.entry(*p).or_default().push((i, *d))
+                    }
+                    None => {}
+                }
+            }
+            let mut write_cluster = |leader: &str, m: &[(usize, u32)]| -> Result<()> {
+                let mut s = format!("{}\t{}\t0\n", tsv_field(leader), tsv_field(leader));
+                for &(i, d) in m {
+                    s.push_str(&format!(
+                        "{}\t{}\t{d}\n",
+                        tsv_field(leader),
+                        tsv_field(&docs[i].id)
+                    ));
+                }
+                out.write_all(s.as_bytes())?;
+                Ok(())
+            };
+            for (p, m) in &idx_members {
+                write_cluster(id_of(Leader::Indexed(*p)), m)?;
+            }
+            for (l, m) in members.iter().enumerate() {
+                if !m.is_empty() {
+                    write_cluster(&docs[l].id, m)?;
+                }
+            }
+        } else {
+            for (a, b, d) in nb.pairs() {
+                n_pairs += 1;
+                out.write_all(
+                    format!("{}\t{}\t{d}\n", tsv_field(id_of(a)), tsv_field(id_of(b))).as_bytes(),
+                )?;
+            }
+        }
+        out.finish()?;
+    }
+
+    let mut indexed_before = 0;
+    if let Some(ix) = index.as_mut() {
+        indexed_before = ix.len();
+        if !args.no_update {
+            let kept: Vec<usize> = (0..docs.len()).filter(|&i| assign[i].is_none()).collect();
+            let fps: Vec<u64> = kept.iter().map(|&i| docs[i].fp).collect();
+            let ids: Vec<String> = kept.iter().map(|&i| docs[i].id.clone()).collect();
+            ix.add(&fps, &ids);
+            ix.save()?;
+        }
+    }
+    if !args.doc.quiet {
+        let mut msg = format!(
+            "webdedup similar: {} documents, k={}, {} near-duplicates dropped/clustered, {} kept",
+            docs.len(),
+            args.k,
+            dropped,
+            docs.len() - dropped
+        );
+        if !args.dedup && !args.clusters {
+            msg.push_str(&format!(", {n_pairs} pairs"));
+        }
+        if let Some(ix) = &index {
+            msg.push_str(&format!(
+                ", index {} -> {} documents",
+                indexed_before,
+                ix.len()
+            ));
+        }
+        msg.push_str(&format!(
+            ", {} problems, {:.2} s",
+            problems.count(),
+            start.elapsed().as_secs_f64()
+        ));
+        eprintln!("{msg}");
+    }
+    Ok(if problems.count() > 0 { 1 } else { 0 })
+}
+
+/// The names of the deduplicated copies, relative to the output directory: the file
+/// names, or, when two inputs share a file name (`cc-2023-14/part-0.zst`,
+/// `cc-2024-33/part-0.zst`), the paths below the inputs' deepest common directory.
+/// Paths that would still collide, or leave the output directory, are refused.
+pub fn output_names(files: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    use std::path::Component;
+    let mut names = Vec::with_capacity(files.len());
+    for f in files {
+        let name = f
+            .file_name()
+            .with_context(|| format!("{} has no file name", f.display()))?;
+        names.push(PathBuf::from(name));
+    }
+    let distinct: HashSet<&PathBuf> = names.iter().collect();
+    if distinct.len() == names.len() {
+        return Ok(names);
+    }
+    let abs: Vec<PathBuf> = files
+        .iter()
+        .map(|f| std::path::absolute(f).unwrap_or_else(|_| f.clone()))
+        .collect();
+    let dirs: Vec<Vec<Component>> = abs
+        .iter()
+        .map(|p| {
+            p.parent()
+                .map(|d| d.components().collect())
+                .unwrap_or_default()
+        })
+        .collect();
+    let mut common = dirs[0].len();
+    for d in &dirs[1..] {
+        common = common.min(d.iter().zip(&dirs[0]).take_while(|(a, b)| a == b).count());
+    }
+    let mut seen = HashSet::new();
+    let mut out = Vec::with_capacity(files.len());
+    for (p, d) in abs.iter().zip(&dirs) {
+        let mut rel = PathBuf::new();
+        for c in &d[common..] {
+            match c {
+                Component::Normal(x) => rel.push(x),
+                _ => bail!(
+                    "cannot name the output of {} below --output-dir",
+                    p.display()
+                ),
+            }
+        }
+        rel.push(p.file_name().expect("checked above"));
+        if !seen.insert(rel.clone()) {
+            bail!(
+                "two inputs would both be written to OUTPUT_DIR/{}",
+                rel.display()
+            );
+        }
+        out.push(rel);
+    }
+    Ok(out)
+}
+
+/// Second pass: copies every input to `dir` without its dropped documents.
+fn write_dedup(
+    files: &[PathBuf],
+    names: &[PathBuf],
+    dir: &Path,
+    ropts: &ReadOptions,
+    docs: &[DocRec],
+    assign: &[Option<(Leader, u32)>],
+    infos: &[FileInfo],
+) -> Result<()> {
+    let mut di = 0usize;
+    for (fi, path) in files.iter().enumerate() {
+        let info = &infos[fi];
+        if !info.opened {
+            continue;
+        }
+        let comp = match info.compression {
+            Compression::None => OutputCompression::None,
+            Compression::Gzip => OutputCompression::Gzip,
+            Compression::Zstd => OutputCompression::Zstd,
+        };
+        let target = dir.join(&names[fi]);
+        if target.canonicalize().ok() == path.canonicalize().ok() && target.exists() {
+            bail!("--output-dir would overwrite the input {}", path.display());
+        }
+        let mut out = AtomicOutput::create(&target, comp)
+            .with_context(|| format!("creating {}", target.display()))?;
+        let mut opts = ropts.clone();
+        opts.format = info.format; // same reading as the first pass
+        let mut item = 0u32;
+        let mut err: io::Result<()> = Ok(());
+        let quiet = Problems::quiet();
+        read_items(path, &opts, &quiet, |it| {
+            let (raw, is_doc) = match it {
+                Item::Doc { raw, .. } | Item::Fingerprint { raw, .. } => (raw, true),
+                Item::Other { raw } => (raw, false),
+            };
+            let mut keep = true;
+            if is_doc {
+                while di < docs.len() && (docs[di].file as usize) == fi && docs[di].item < item {
+                    di += 1;
+                }
+                if di < docs.len() && docs[di].file as usize == fi && docs[di].item == item {
+                    keep = assign[di].is_none();
+                }
+                item += 1;
+            }
+            if keep && err.is_ok() {
+                err = out.write_all(raw);
+            }
+        });
+        while di < docs.len() && docs[di].file as usize == fi {
+            di += 1;
+        }
+        err.with_context(|| format!("writing {}", target.display()))?;
+        out.finish(false)
+            .with_context(|| format!("writing {}", target.display()))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_names_fall_back_to_relative_paths() {
+        let p = |v: &[&str]| v.iter().map(PathBuf::from).collect::<Vec<_>>();
+        assert_eq!(
+            output_names(&p(&["a/x.zst", "b/y.zst"])).unwrap(),
+            p(&["x.zst", "y.zst"])
+        );
+        assert_eq!(
+            output_names(&p(&[
+                "/c/cc-1/part-0.zst",
+                "/c/cc-2/part-0.zst",
+                "/c/cc-2/part-1.zst"
+            ]))
+            .unwrap(),
+            p(&["cc-1/part-0.zst", "cc-2/part-0.zst", "cc-2/part-1.zst"])
+        );
+        assert_eq!(
+            output_names(&p(&["/c/d/e/part-0.zst", "/c/f/part-0.zst"])).unwrap(),
+            p(&["d/e/part-0.zst", "f/part-0.zst"])
+        );
+        assert!(output_names(&p(&["/c/x.zst", "/c/x.zst"])).is_err());
+        assert!(output_names(&p(&["/c/.."])).is_err());
+    }
+}

@@ -1,0 +1,471 @@
+//! End-to-end tests of `webdedup simhash` / `webdedup similar` through their entry
+//! points, with arguments parsed by clap exactly as the binary will.
+
+use clap::Parser;
+use std::fs;
+use std::path::{Path, PathBuf};
+use webdedup_simhash::core::hamming;
+use webdedup_simhash::tokenize::{Fingerprinter, Settings, Tokenizer, Weights};
+use webdedup_simhash::{run_simhash, run_similar, SimhashArgs, SimilarArgs};
+
+#[derive(Parser)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(clap::Subcommand)]
+enum Cmd {
+    Simhash(SimhashArgs),
+    Similar(SimilarArgs),
+}
+
+fn run(args: &[&str]) -> anyhow::Result<i32> {
+    let mut v = vec!["webdedup"];
+    v.extend_from_slice(args);
+    v.push("--quiet");
+    match Cli::try_parse_from(v)
+        .map_err(|e| anyhow::anyhow!("{e}"))?
+        .cmd
+    {
+        Cmd::Simhash(a) => run_simhash(&a),
+        Cmd::Similar(a) => run_similar(&a),
+    }
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Deterministic pseudo-text: `n` words from a small vocabulary.
+fn words(seed: u64, n: usize) -> Vec<String> {
+    const V: &[&str] = &[
+        "the", "module", "server", "client", "returns", "value", "list", "of", "table", "index",
+        "query", "database", "function", "python", "option", "file", "default", "string", "error",
+        "read", "write", "data", "new", "old", "system", "package", "install", "version", "see",
+        "also", "note", "when", "is", "not", "a", "and",
+    ];
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            V[(x % V.len() as u64) as usize].to_string()
+        })
+        .collect()
+}
+
+/// Documents: 12 distinct bases; doc 12 = base 0 with one word changed, doc 13 =
+/// exact copy of base 3, doc 14 = base 5 with its second half replaced (far).
+fn corpus() -> Vec<(String, String)> {
+    let mut docs: Vec<(String, String)> = (0..12)
+        .map(|i| (format!("d{i}"), words(i + 1, 300).join(" ")))
+        .collect();
+    let mut w = words(1, 300);
+    w[150] = "CHANGED".into();
+    docs.push(("near0".into(), w.join(" ")));
+    docs.push(("copy3".into(), docs[3].1.clone()));
+    let mut far = words(6, 150);
+    far.extend(words(99, 150));
+    docs.push(("far5".into(), far.join(" ")));
+    docs
+}
+
+fn write_vertical(path: &Path, docs: &[(String, String)]) -> String {
+    let mut v = String::new();
+    for (id, text) in docs {
+        v.push_str(&format!(
+            "<doc id=\"{id}\" url=\"https://example.org/{id}?a=1&amp;b=2\">\n<p>\n"
+        ));
+        for w in text.split(' ') {
+            v.push_str(w);
+            v.push_str("\tX\n");
+        }
+        v.push_str("</p>\n</doc>\n");
+    }
+    fs::write(path, &v).unwrap();
+    v
+}
+
+fn read_tsv(path: &Path) -> Vec<Vec<String>> {
+    fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.split('\t').map(String::from).collect())
+        .collect()
+}
+
+fn fp(settings: Settings, text: &str) -> u64 {
+    Fingerprinter::new(settings).fingerprint(text).unwrap()
+}
+
+#[test]
+fn simhash_then_similar_pairs_match_brute_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = corpus();
+    let vert = dir.path().join("a.vert");
+    write_vertical(&vert, &docs);
+    let fps_path = dir.path().join("fps.tsv");
+    assert_eq!(run(&["simhash", s(&vert), "-o", s(&fps_path)]).unwrap(), 0);
+    let text = fs::read_to_string(&fps_path).unwrap();
+    assert!(
+        text.starts_with(
+            "# webdedup-simhash v1 tokenizer=unicode shingle=5 weights=distinct hash=xxh3-64\n"
+        ),
+        "{text}"
+    );
+    let rows = read_tsv(&fps_path);
+    assert_eq!(rows.len(), docs.len());
+    let settings = Settings::default();
+    let mut fps = Vec::new();
+    for (row, (id, t)) in rows.iter().zip(&docs) {
+        let h = fp(settings, t);
+        assert_eq!(row[0], *id);
+        assert_eq!(row[1], format!("{h:016x}"));
+        assert_eq!(row[2], (h as i64).to_string());
+        assert_eq!(row[3], ((h >> 48) as u16).to_string());
+        assert_eq!(row[6], (h as u16).to_string());
+        fps.push(h);
+    }
+    // The planted near-duplicate is near, the far one is far.
+    assert!(
+        hamming(fps[0], fps[12]) <= 6,
+        "one changed word moved {} bits",
+        hamming(fps[0], fps[12])
+    );
+    assert!(hamming(fps[5], fps[14]) > 10);
+
+    for k in [0u32, 3, 6, 12] {
+        let out = dir.path().join(format!("pairs{k}.tsv"));
+        assert_eq!(
+            run(&["similar", "-k", &k.to_string(), s(&fps_path), "-o", s(&out)]).unwrap(),
+            0
+        );
+        let got: Vec<(String, String, u32)> = read_tsv(&out)
+            .into_iter()
+            .map(|r| (r[0].clone(), r[1].clone(), r[2].parse().unwrap()))
+            .collect();
+        let mut expect = Vec::new();
+        for i in 0..docs.len() {
+            for j in i + 1..docs.len() {
+                let d = hamming(fps[i], fps[j]);
+                if d <= k {
+                    expect.push((docs[i].0.clone(), docs[j].0.clone(), d));
+                }
+            }
+        }
+        assert_eq!(got, expect, "k={k}");
+        assert!(got.contains(&("d3".into(), "copy3".into(), 0)));
+    }
+
+    // Documents directly give the same pairs as their fingerprint file.
+    let direct = dir.path().join("direct.tsv");
+    assert_eq!(
+        run(&["similar", "-k", "6", s(&vert), "-o", s(&direct)]).unwrap(),
+        0
+    );
+    assert_eq!(
+        fs::read(&direct).unwrap(),
+        fs::read(dir.path().join("pairs6.tsv")).unwrap()
+    );
+}
+
+#[test]
+fn clusters_and_dedup_are_byte_faithful() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = corpus();
+    let vert = dir.path().join("in.vert");
+    write_vertical(&vert, &docs);
+    // zstd input: the output keeps the compression and the name.
+    let zst = dir.path().join("in2.vert.zst");
+    let vert2_docs = vec![
+        ("late0".to_string(), docs[0].1.clone()),
+        ("fresh".to_string(), words(500, 300).join(" ")),
+    ];
+    let plain2 = dir.path().join("tmp2");
+    let raw2 = write_vertical(&plain2, &vert2_docs);
+    fs::write(&zst, zstd::encode_all(raw2.as_bytes(), 3).unwrap()).unwrap();
+
+    let out = dir.path().join("clusters.tsv");
+    assert_eq!(
+        run(&[
+            "similar",
+            "-k",
+            "6",
+            "--clusters",
+            s(&vert),
+            s(&zst),
+            "-o",
+            s(&out)
+        ])
+        .unwrap(),
+        0
+    );
+    let cl = read_tsv(&out);
+    assert!(cl.contains(&vec!["d0".into(), "d0".into(), "0".into()]));
+    assert!(cl.contains(&vec!["d0".into(), "late0".into(), "0".into()]));
+    assert!(cl.contains(&vec!["d3".into(), "copy3".into(), "0".into()]));
+    assert!(cl.iter().any(|r| r[0] == "d0" && r[1] == "near0"));
+
+    let od = dir.path().join("out");
+    assert_eq!(
+        run(&[
+            "similar",
+            "-k",
+            "6",
+            "--dedup",
+            "--output-dir",
+            s(&od),
+            s(&vert),
+            s(&zst)
+        ])
+        .unwrap(),
+        0
+    );
+    let report = read_tsv(&od.join("simhash-dropped.tsv"));
+    let dropped: Vec<&str> = report.iter().map(|r| r[0].as_str()).collect();
+    assert_eq!(dropped, ["near0", "copy3", "late0"]);
+    assert_eq!(report[1][1], "d3");
+    assert_eq!(report[1][2], "0");
+    assert_eq!(report[2][3], s(&zst));
+    // The kept documents are written exactly as read.
+    let kept: Vec<(String, String)> = docs
+        .iter()
+        .filter(|(id, _)| !["near0", "copy3"].contains(&id.as_str()))
+        .cloned()
+        .collect();
+    let expect = write_vertical(&dir.path().join("expect"), &kept);
+    assert_eq!(fs::read_to_string(od.join("in.vert")).unwrap(), expect);
+    let out2 = zstd::decode_all(&fs::read(od.join("in2.vert.zst")).unwrap()[..]).unwrap();
+    let expect2 = write_vertical(&dir.path().join("expect2"), &vert2_docs[1..]);
+    assert_eq!(String::from_utf8(out2).unwrap(), expect2);
+}
+
+#[test]
+fn index_checks_new_batches_against_earlier_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = corpus();
+    let b1 = dir.path().join("b1.jsonl");
+    let b2 = dir.path().join("b2.jsonl");
+    let jsonl = |docs: &[(String, String)]| {
+        docs.iter()
+            .map(|(id, t)| serde_json::json!({"url": id, "body": t}).to_string() + "\n")
+            .collect::<String>()
+    };
+    fs::write(&b1, jsonl(&docs[..12])).unwrap();
+    fs::write(&b2, jsonl(&docs[12..])).unwrap();
+    let ix = dir.path().join("ix");
+    let common = [
+        "--text-field",
+        "body",
+        "--id-field",
+        "url",
+        "-k",
+        "6",
+        "--index",
+        s(&ix),
+    ];
+    let o1 = dir.path().join("p1.tsv");
+    let mut a = vec!["similar", s(&b1), "-o", s(&o1)];
+    a.extend(common);
+    assert_eq!(run(&a).unwrap(), 0);
+    assert!(read_tsv(&o1).is_empty());
+    // Second batch: near0 and copy3 are near indexed documents.
+    let od = dir.path().join("out");
+    let mut a = vec!["similar", s(&b2), "--dedup", "--output-dir", s(&od)];
+    a.extend(common);
+    assert_eq!(run(&a).unwrap(), 0);
+    let report = read_tsv(&od.join("simhash-dropped.tsv"));
+    let pairs: Vec<(&str, &str)> = report
+        .iter()
+        .map(|r| (r[0].as_str(), r[1].as_str()))
+        .collect();
+    assert_eq!(pairs, [("near0", "d0"), ("copy3", "d3")]);
+    assert_eq!(
+        fs::read_to_string(od.join("b2.jsonl")).unwrap(),
+        jsonl(&docs[14..])
+    );
+    // The index now holds 12 + 1 documents; running batch 2 again drops all of it.
+    let od2 = dir.path().join("out2");
+    let mut a = vec!["similar", s(&b2), "--dedup", "--output-dir", s(&od2)];
+    a.extend(common);
+    assert_eq!(run(&a).unwrap(), 0);
+    assert_eq!(read_tsv(&od2.join("simhash-dropped.tsv")).len(), 3);
+    assert_eq!(fs::read_to_string(od2.join("b2.jsonl")).unwrap(), "");
+    // Another tokenizer is refused (fatal), naming both settings.
+    let err = run(&[
+        "similar",
+        s(&b2),
+        "--text-field",
+        "body",
+        "--index",
+        s(&ix),
+        "--tokenizer",
+        "chars:4",
+    ])
+    .unwrap_err();
+    assert!(err.to_string().contains("tokenizer=chars:4"), "{err}");
+}
+
+#[test]
+fn bad_input_is_reported_and_the_rest_processed() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("bad.jsonl");
+    fs::write(
+        &j,
+        b"{\"id\":\"a\",\"text\":\"hello world again\"}\n{oops\n{\"id\":\"b\"}\n{\"id\":\"c\",\"text\":\"  ...  \"}\n{\"text\":\"x\"}\n{\"id\":\"d\",\"text\":\"fine text here\"}\n",
+    )
+    .unwrap();
+    let missing = dir.path().join("missing.jsonl");
+    let out = dir.path().join("o.csv");
+    let code = run(&[
+        "simhash",
+        "--id-field",
+        "id",
+        "--format",
+        "csv",
+        s(&j),
+        s(&missing),
+        "-o",
+        s(&out),
+    ])
+    .unwrap();
+    assert_eq!(code, 1);
+    let csv = fs::read_to_string(&out).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines[0], "id,simhash,signed,part1,part2,part3,part4");
+    assert_eq!(lines.len(), 3, "{csv}");
+    assert!(lines[1].starts_with("a,") && lines[2].starts_with("d,"));
+    // JSONL output.
+    let out = dir.path().join("o.jsonl");
+    assert_eq!(
+        run(&[
+            "simhash",
+            "--id-field",
+            "id",
+            "--format",
+            "jsonl",
+            s(&j),
+            "-o",
+            s(&out)
+        ])
+        .unwrap(),
+        1
+    );
+    let first: serde_json::Value =
+        serde_json::from_str(fs::read_to_string(&out).unwrap().lines().next().unwrap()).unwrap();
+    let h = fp(Settings::default(), "hello world again");
+    assert_eq!(first["simhash"], format!("{h:016x}"));
+    assert_eq!(first["signed"], h as i64);
+    assert_eq!(first["parts"][0], (h >> 48) as u16);
+    // Mixed settings among fingerprint inputs are fatal.
+    let f1 = dir.path().join("f1.tsv");
+    let f2 = dir.path().join("f2.tsv");
+    fs::write(
+        &f1,
+        "# webdedup-simhash v1 tokenizer=unicode shingle=3 weights=count hash=xxh3-64\nx\t0000000000000001\n",
+    )
+    .unwrap();
+    fs::write(
+        &f2,
+        "# webdedup-simhash v1 tokenizer=unicode shingle=1 weights=count hash=xxh3-64\ny\t0000000000000001\n",
+    )
+    .unwrap();
+    assert!(run(&["similar", s(&f1), s(&f2)]).is_err());
+    // `simhash` does not take fingerprint files as documents.
+    let o = dir.path().join("refp.tsv");
+    assert_eq!(run(&["simhash", s(&f1), "-o", s(&o)]).unwrap(), 1);
+    assert_eq!(read_tsv(&o).len(), 0);
+    // Options that make no sense together are refused by the parser.
+    assert!(run(&["similar", "--dedup", "--output-dir", "x", "-o", "y", s(&f1)]).is_err());
+    assert!(run(&["similar", "--report", "r", s(&f1)]).is_err());
+    // Plain lines: one document per line, ids FILE:LINE.
+    let t = dir.path().join("t.txt");
+    fs::write(&t, "alpha beta gamma delta\nalpha beta gamma delta\n\n").unwrap();
+    let out = dir.path().join("p.tsv");
+    assert_eq!(
+        run(&["similar", s(&t), "-o", s(&out)]).unwrap(),
+        1,
+        "the empty line is reported"
+    );
+    let rows = read_tsv(&out);
+    assert_eq!(
+        rows,
+        vec![vec![
+            format!("{}:1", s(&t)),
+            format!("{}:2", s(&t)),
+            "0".into()
+        ]]
+    );
+}
+
+#[test]
+fn japanese_and_chinese_fixture() {
+    // Small CJK fixture (sentences written for this test).
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let out = tempfile::tempdir().unwrap();
+    let o = out.path().join("cjk.tsv");
+    assert_eq!(
+        run(&[
+            "simhash",
+            "--tokenizer",
+            "chars:2",
+            s(&dir.join("cjk.jsonl")),
+            "--id-field",
+            "id",
+            "-o",
+            s(&o)
+        ])
+        .unwrap(),
+        0
+    );
+    let rows = read_tsv(&o);
+    let get =
+        |id: &str| u64::from_str_radix(&rows.iter().find(|r| r[0] == id).unwrap()[1], 16).unwrap();
+    assert!(hamming(get("ja1"), get("ja1-edit")) < hamming(get("ja1"), get("ja2")));
+    assert!(hamming(get("zh1"), get("zh1-edit")) < hamming(get("zh1"), get("zh2")));
+    // Same with charabia for Chinese; fingerprints are stable between runs.
+    let o2 = out.path().join("cjk2.tsv");
+    for _ in 0..2 {
+        assert_eq!(
+            run(&[
+                "simhash",
+                "--tokenizer",
+                "charabia",
+                "--shingle",
+                "2",
+                s(&dir.join("cjk.jsonl")),
+                "--id-field",
+                "id",
+                "-o",
+                s(&o2)
+            ])
+            .unwrap(),
+            0
+        );
+    }
+    let rows2 = read_tsv(&o2);
+    let zh1 = fp(
+        Settings {
+            tokenizer: Tokenizer::Charabia,
+            shingle: 2,
+            weights: Weights::Distinct,
+        },
+        serde_json::from_str::<serde_json::Value>(
+            fs::read_to_string(dir.join("cjk.jsonl"))
+                .unwrap()
+                .lines()
+                .find(|l| l.contains("\"zh1\""))
+                .unwrap(),
+        )
+        .unwrap()["text"]
+            .as_str()
+            .unwrap(),
+    );
+    assert_eq!(
+        rows2.iter().find(|r| r[0] == "zh1").unwrap()[1],
+        format!("{zh1:016x}")
+    );
+}
