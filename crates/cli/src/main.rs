@@ -47,7 +47,10 @@ enum Command {
 
 /// The library crates' exit codes (0, 1) as a process status; anything else is fatal.
 fn exit_code(code: i32) -> u8 {
-    u8::try_from(code).ok().filter(|&c| c <= EXIT_INPUT_PROBLEMS).unwrap_or(EXIT_FATAL)
+    u8::try_from(code)
+        .ok()
+        .filter(|&c| c <= EXIT_INPUT_PROBLEMS)
+        .unwrap_or(EXIT_FATAL)
 }
 
 fn main() -> ExitCode {

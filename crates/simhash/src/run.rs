@@ -324,6 +324,8 @@ fn csv_field(s: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// An output: a file written atomically (compressed by its suffix) or stdout.
+// One per run: the size difference between the variants costs nothing.
+#[allow(clippy::large_enum_variant)]
 enum Out {
     File(AtomicOutput),
     Stdout(BufWriter<io::Stdout>),
