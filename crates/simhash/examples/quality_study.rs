@@ -18,10 +18,10 @@ use rayon::prelude::*;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Instant;
+use webdedup_formats::vertical::parse_tag;
 use webdedup_simhash::input::{read_items, Item, Problems, ReadOptions};
 use webdedup_simhash::search::Plan;
 use webdedup_simhash::tokenize::{Fingerprinter, Settings, Tokenizer, Weights};
-use webdedup_simhash::vertical_docs::attr;
 use xxhash_rust::xxh3::xxh3_64;
 
 struct Doc {
@@ -261,8 +261,8 @@ fn main() {
                     let first = raw.split(|&b| b == b'\n').next().unwrap_or(b"");
                     docs.push(Doc {
                         id,
-                        url: attr(first, b"url").unwrap_or_default(),
-                        lang: attr(first, b"lang").unwrap_or_else(|| "?".into()),
+                        url: doc_attr(first, b"url").unwrap_or_default(),
+                        lang: doc_attr(first, b"lang").unwrap_or_else(|| "?".into()),
                         text: text.to_string(),
                     });
                 }
@@ -440,4 +440,14 @@ fn main() {
         }
     }
     eprintln!("total {:.1} s", t0.elapsed().as_secs_f64());
+}
+
+/// An attribute of a `<doc ...>` line, unescaped.
+fn doc_attr(line: &[u8], name: &[u8]) -> Option<String> {
+    match parse_tag(line)? {
+        webdedup_formats::vertical::Tag::Open { attrs, .. } => {
+            webdedup_formats::vertical::attr(attrs, name).map(|v| v.into_owned())
+        }
+        _ => None,
+    }
 }

@@ -3,11 +3,12 @@
 
 use crate::core::parse_hex;
 use crate::tokenize::Settings;
-use crate::vertical_docs::{Event, VerticalDocs};
 use std::fmt;
 use std::io::{self, BufRead, BufReader};
+use std::ops::Range;
 use std::path::Path;
 use std::str::FromStr;
+use webdedup_formats::vertical;
 pub use webdedup_formats::Compression;
 
 /// How input files are read.
@@ -350,80 +351,141 @@ fn read_vertical(
     problems: &Problems,
     f: &mut impl FnMut(Item<'_>),
 ) -> io::Result<()> {
-    let mut v = VerticalDocs::new();
-    let mut raw = Vec::new(); // bytes of the open document, or pending non-document bytes
-    let mut lineno = 0u64;
-    let mut lines = Lines::new(r);
-    while let Some(line) = lines.next_line()? {
-        lineno += 1;
-        let content = line.strip_suffix(b"\n").unwrap_or(line);
-        let was_in = v.in_doc();
-        let ev = v.line(content, lineno);
-        match ev {
-            Event::None => {
-                if !was_in && v.in_doc() {
-                    // A document starts: flush what came before it.
-                    if !raw.is_empty() {
-                        f(Item::Other { raw: &raw });
-                        raw.clear();
-                    }
+    // The project's one vertical reader: same structure rules and malformed-input
+    // rules as `webdedup dedup` (an unclosed <doc> is closed at the next <doc> or the
+    // end, and still fingerprinted).
+    let mut chunks = vertical::ChunkReader::new(r);
+    let mut text = String::new();
+    while let Some(chunk) = chunks.next_chunk() {
+        let mut sink = DocSink {
+            data: &chunk.data,
+            path,
+            problems,
+            f: &mut *f,
+            covered: 0,
+            doc: None,
+            text: &mut text,
+        };
+        vertical::parse_chunk(&chunk, &mut sink);
+        let n = chunk.data.len();
+        if sink.covered < n {
+            (sink.f)(Item::Other {
+                raw: &chunk.data[sink.covered..n],
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The document open in a [`DocSink`].
+struct OpenDoc {
+    start: usize,
+    end: usize,
+    line: u64,
+    id: Option<String>,
+    invalid_utf8: bool,
+}
+
+/// Turns the vertical parser's events into [`Item`]s that cover the chunk byte for
+/// byte: each document as a `Doc` (its words joined by spaces, glued words by none),
+/// whatever lies between documents as `Other`.
+struct DocSink<'a, F> {
+    data: &'a [u8],
+    path: &'a Path,
+    problems: &'a Problems,
+    f: &'a mut F,
+    /// Bytes of `data` already handed out.
+    covered: usize,
+    doc: Option<OpenDoc>,
+    text: &'a mut String,
+}
+
+impl<F: FnMut(Item<'_>)> vertical::Sink for DocSink<'_, F> {
+    fn doc_start(&mut self, header: Range<usize>, line: u64, attrs: &[u8]) {
+        if self.covered < header.start {
+            (self.f)(Item::Other {
+                raw: &self.data[self.covered..header.start],
+            });
+        }
+        self.covered = header.start;
+        let id = vertical::attr(attrs, b"id")
+            .or_else(|| vertical::attr(attrs, b"url"))
+            .map(|v| v.into_owned());
+        self.text.clear();
+        self.doc = Some(OpenDoc {
+            start: header.start,
+            end: header.end,
+            line,
+            id,
+            invalid_utf8: false,
+        });
+    }
+
+    fn structure(&mut self, range: Range<usize>) {
+        if let Some(d) = &mut self.doc {
+            d.end = d.end.max(range.end);
+        }
+    }
+
+    fn para_start(&mut self, _start: usize, _line: u64, _implicit: bool) {}
+
+    fn word(&mut self, word: &[u8], glued: bool, _line: u64) {
+        if !self.text.is_empty() && !glued {
+            self.text.push(' ');
+        }
+        match std::str::from_utf8(word) {
+            Ok(w) => self.text.push_str(w),
+            Err(_) => {
+                self.text.push_str(&String::from_utf8_lossy(word));
+                if let Some(d) = &mut self.doc {
+                    d.invalid_utf8 = true;
                 }
-                raw.extend_from_slice(line);
-            }
-            Event::Unclosed { start_line } => {
-                problems.report(
-                    path,
-                    Some(start_line),
-                    "<doc> not closed before the next <doc> (document skipped)",
-                );
-                f(Item::Other { raw: &raw });
-                raw.clear();
-                raw.extend_from_slice(line);
-            }
-            Event::StrayEnd => {
-                problems.report(path, Some(lineno), "</doc> outside a document");
-                raw.extend_from_slice(line);
-            }
-            Event::DocEnd { id, start_line } => {
-                raw.extend_from_slice(line);
-                if v.invalid_utf8 {
-                    problems.report(
-                        path,
-                        Some(start_line),
-                        "invalid UTF-8 in document (replaced by U+FFFD)",
-                    );
-                }
-                match id {
-                    Some(id) => f(Item::Doc {
-                        id,
-                        text: &v.text,
-                        line: start_line,
-                        raw: &raw,
-                    }),
-                    None => {
-                        problems.report(
-                            path,
-                            Some(start_line),
-                            "document has neither id nor url attribute (skipped)",
-                        );
-                        f(Item::Other { raw: &raw });
-                    }
-                }
-                raw.clear();
             }
         }
     }
-    if let Some(start) = v.finish() {
-        problems.report(
-            path,
-            Some(start),
-            "<doc> not closed at end of file (document skipped)",
-        );
+
+    fn para_end(&mut self, end: usize) {
+        if let Some(d) = &mut self.doc {
+            d.end = d.end.max(end);
+        }
     }
-    if !raw.is_empty() {
-        f(Item::Other { raw: &raw });
+
+    fn doc_end(&mut self, close: Option<Range<usize>>) {
+        let Some(mut d) = self.doc.take() else { return };
+        if let Some(r) = close {
+            d.end = d.end.max(r.end);
+        }
+        let raw = &self.data[d.start..d.end];
+        self.covered = d.end;
+        if d.invalid_utf8 {
+            self.problems.report(
+                self.path,
+                Some(d.line),
+                "invalid UTF-8 in document (replaced by U+FFFD)",
+            );
+        }
+        match d.id {
+            Some(id) => (self.f)(Item::Doc {
+                id,
+                text: self.text,
+                line: d.line,
+                raw,
+            }),
+            None => {
+                self.problems.report(
+                    self.path,
+                    Some(d.line),
+                    "document has neither id nor url attribute (skipped)",
+                );
+                (self.f)(Item::Other { raw });
+            }
+        }
     }
-    Ok(())
+
+    fn issue(&mut self, issue: vertical::Issue) {
+        self.problems
+            .report(self.path, Some(issue.line), &issue.kind);
+    }
 }
 
 fn read_lines(
@@ -662,18 +724,25 @@ mod tests {
     fn vertical_problems_and_byte_faithful_items() {
         let input = "<doc id=\"1\">\na\n</doc>\n<doc id=\"2\">\nb\n<doc id=\"3\">\nc\n</doc>\n<doc title=\"x\">\nd\n</doc>\n</doc>\n<doc id=\"5\">\ne\n";
         let (docs, raw, msgs) = read_all(input.as_bytes(), &ReadOptions::default());
+        // Unclosed documents are closed at the next <doc> or the end and kept, as
+        // `webdedup dedup` does (the one vertical reader of the project).
         assert_eq!(
             docs,
-            vec![("1".into(), "a".into(), 1), ("3".into(), "c".into(), 6)]
+            vec![
+                ("1".into(), "a".into(), 1),
+                ("2".into(), "b".into(), 4),
+                ("3".into(), "c".into(), 6),
+                ("5".into(), "e".into(), 13)
+            ]
         );
         assert_eq!(raw, input.as_bytes(), "items cover the input byte for byte");
         assert_eq!(
             msgs,
             vec![
-                "in:4: <doc> not closed before the next <doc> (document skipped)",
+                "in:6: <doc> opened at line 4 is not closed: closed here",
                 "in:9: document has neither id nor url attribute (skipped)",
-                "in:12: </doc> outside a document",
-                "in:13: <doc> not closed at end of file (document skipped)",
+                "in:12: </doc> without its opening tag: dropped",
+                "in:15: <doc> opened at line 13 is not closed: closed here",
             ]
         );
         let (docs, _, msgs) = read_all(b"<doc id=\"1\">\nw\xff\n</doc>\n", &ReadOptions::default());

@@ -6,6 +6,5 @@ pub mod input;
 pub mod run;
 pub mod search;
 pub mod tokenize;
-pub mod vertical_docs;
 
 pub use run::{run_simhash, run_similar, SimhashArgs, SimilarArgs};
