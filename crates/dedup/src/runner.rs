@@ -19,12 +19,13 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 use webdedup_formats::input::COMPRESSION_SUFFIXES;
 use webdedup_formats::open_input;
 use webdedup_formats::output::{AtomicOutput, OutputCompression};
 use webdedup_formats::vertical::{
-    Chunk, ChunkReader, Issue, DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES,
+    BufferPool, Chunk, ChunkReader, Issue, DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES,
 };
 use webdedup_store::journal::encode_record;
 use webdedup_store::{fault, Journal, Store};
@@ -529,6 +530,7 @@ impl Writer<'_> {
 fn read_jobs(
     files: &[InputFile],
     cfg: &RunConfig,
+    pool: &Arc<BufferPool>,
     stop: &(dyn Fn() -> bool + Sync),
     mut send: impl FnMut(Job) -> bool,
 ) {
@@ -552,7 +554,8 @@ fn read_jobs(
             }
             Ok((reader, _)) => {
                 let mut chunks =
-                    ChunkReader::with_sizes(reader, cfg.chunk_bytes, cfg.max_line_bytes);
+                    ChunkReader::with_sizes(reader, cfg.chunk_bytes, cfg.max_line_bytes)
+                        .with_pool(pool.clone());
                 let mut first = true;
                 let mut index = 0;
                 while let Some(chunk) = chunks.next_chunk() {
@@ -682,10 +685,12 @@ pub fn run_with(
             writer.finisher = finish_tx.take();
         }
         drop(finish_tx.take());
+        // Two chunks in flight per thread, plus the reader's.
+        let pool = BufferPool::new(threads * 2 + 2);
         let stats = if threads == 1 {
             let mut w = Worker::new(&cfg.options);
             let mut failure = None;
-            read_jobs(&files, cfg, &should_stop, |job| {
+            read_jobs(&files, cfg, &pool, &should_stop, |job| {
                 w.plan(&job);
                 let r = w
                     .decide(&job, &files[job.file], store, &cfg.options, dur)
@@ -694,6 +699,9 @@ pub fn run_with(
                         w.render(&job, cfg.dd);
                         writer.write(&job, &w)
                     });
+                if let Ok(chunk) = job.chunk {
+                    pool.give(chunk.data);
+                }
                 match r {
                     Ok(()) => true,
                     Err(e) => {
@@ -714,10 +722,10 @@ pub fn run_with(
             let (tx, rx) = crossbeam_channel::bounded::<Job>(threads * 2);
             std::thread::scope(|s| {
                 s.spawn({
-                    let (files, should_stop) = (&files, &should_stop);
+                    let (files, should_stop, pool) = (&files, &should_stop, &pool);
                     // The sender moves into the reader: when it is done the channel closes
                     // and the workers' loops end.
-                    move || read_jobs(files, cfg, should_stop, |job| tx.send(job).is_ok())
+                    move || read_jobs(files, cfg, pool, should_stop, |job| tx.send(job).is_ok())
                 });
                 for _ in 0..threads {
                     s.spawn(|| {
@@ -748,6 +756,9 @@ pub fn run_with(
                             if let Err(e) = r {
                                 stop.store(true, Ordering::Relaxed);
                                 failure.lock().get_or_insert(e);
+                            }
+                            if let Ok(chunk) = job.chunk {
+                                pool.give(chunk.data);
                             }
                         }
                     });

@@ -111,6 +111,42 @@ pub struct Chunk {
     pub last: bool,
 }
 
+/// Chunk buffers handed back once written, so that a long run reuses a few buffers
+/// instead of mapping and faulting in a fresh one for every chunk.
+#[derive(Debug, Default)]
+pub struct BufferPool {
+    bufs: std::sync::Mutex<Vec<Vec<u8>>>,
+    max: usize,
+}
+
+impl BufferPool {
+    /// A pool that keeps at most `max` buffers.
+    pub fn new(max: usize) -> std::sync::Arc<Self> {
+        std::sync::Arc::new(BufferPool {
+            bufs: Default::default(),
+            max,
+        })
+    }
+
+    /// Hands a buffer back (its content is dropped, its allocation kept).
+    pub fn give(&self, mut buf: Vec<u8>) {
+        buf.clear();
+        if let Ok(mut bufs) = self.bufs.lock() {
+            if bufs.len() < self.max {
+                bufs.push(buf);
+            }
+        }
+    }
+
+    fn take(&self) -> Vec<u8> {
+        self.bufs
+            .lock()
+            .ok()
+            .and_then(|mut b| b.pop())
+            .unwrap_or_default()
+    }
+}
+
 pub const DEFAULT_CHUNK_BYTES: usize = 4 << 20;
 pub const DEFAULT_MAX_LINE_BYTES: usize = 8 << 20;
 
@@ -134,6 +170,7 @@ pub struct ChunkReader<R> {
     skipping: Option<u64>,
     eof: bool,
     done: bool,
+    pool: Option<std::sync::Arc<BufferPool>>,
 }
 
 impl<R: Read> ChunkReader<R> {
@@ -157,7 +194,14 @@ impl<R: Read> ChunkReader<R> {
             skipping: None,
             eof: false,
             done: false,
+            pool: None,
         }
+    }
+
+    /// Takes buffers for new chunks from `pool` (give chunks' data back to it).
+    pub fn with_pool(mut self, pool: std::sync::Arc<BufferPool>) -> Self {
+        self.pool = Some(pool);
+        self
     }
 
     /// The next chunk, or None after the last one. A read error ends the input: the
@@ -276,7 +320,9 @@ impl<R: Read> ChunkReader<R> {
     }
 
     fn emit(&mut self, split: usize, last: bool) -> Chunk {
-        let rest = self.pending.split_off(split);
+        let mut rest = self.pool.as_ref().map(|p| p.take()).unwrap_or_default();
+        rest.extend_from_slice(&self.pending[split..]);
+        self.pending.truncate(split);
         let data = std::mem::replace(&mut self.pending, rest);
         let first_line = self.pending_line;
         let lines_in_data = bytecount::count(&data, b'\n') as u64;
