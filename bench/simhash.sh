@@ -11,7 +11,9 @@ cd "$(dirname "$0")/.."
 CORPUS=${1:-../shared/corpus/web3}
 THREADS=${THREADS:-2}
 cargo build --release -q -p webdedup-simhash --examples
+cargo build --release -q -p webdedup
 B=target/release/examples
+W=target/release/webdedup
 echo "# $(date -u +%FT%TZ) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), commit $(git rev-parse --short HEAD)"
 
 echo "## all pairs within k (N random fingerprints + 1% planted neighbours), $THREADS threads"
@@ -30,12 +32,12 @@ if ls "$CORPUS"/*/*.zst >/dev/null 2>&1; then
   tmp=$(mktemp -d)
   for t in 1 "$THREADS"; do
     /usr/bin/time -f "simhash --threads $t: %e s wall, %U s user, %M KB max RSS" \
-      "$B/simhash_cli" simhash --threads "$t" "$CORPUS"/*/*.zst -o "$tmp/fps.tsv"
+      "$W" simhash --threads "$t" "$CORPUS"/*/*.zst -o "$tmp/fps.tsv"
   done
   du -b $(ls "$CORPUS"/*/*.zst) | awk '{s+=$1} END {printf "compressed input: %.1f MB\n", s/1e6}'
   for f in "$CORPUS"/*/*.zst; do zstd -dc "$f"; done | wc -c | awk '{printf "decompressed input: %.1f MB\n", $1/1e6}'
-  /usr/bin/time -f "similar -k 3: %e s wall" "$B/simhash_cli" similar -k 3 "$tmp/fps.tsv" -o "$tmp/pairs.tsv"
-  /usr/bin/time -f "similar -k 3 --dedup: %e s wall" "$B/simhash_cli" similar -k 3 --dedup --output-dir "$tmp/dedup" "$CORPUS"/cc-2023-14/*.zst
+  /usr/bin/time -f "similar -k 3: %e s wall" "$W" similar -k 3 "$tmp/fps.tsv" -o "$tmp/pairs.tsv"
+  /usr/bin/time -f "similar -k 3 --dedup: %e s wall" "$W" similar -k 3 --dedup --output-dir "$tmp/dedup" "$CORPUS"/cc-2023-14/*.zst
   rm -rf "$tmp"
 else
   echo "## corpus $CORPUS not found: fingerprinting benchmarks skipped"

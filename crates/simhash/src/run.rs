@@ -399,30 +399,16 @@ pub fn run_simhash(args: &SimhashArgs) -> Result<i32> {
             line.clear();
             let p = parts(d.fp);
             match args.format {
-                FpFormat::Tsv => {
+                FpFormat::Tsv | FpFormat::Csv => {
+                    let (sep, id) = match args.format {
+                        FpFormat::Csv => (',', csv_field(&d.id)),
+                        _ => ('\t', tsv_field(&d.id)),
+                    };
+                    let (hex, signed) = (to_hex(d.fp), to_signed(d.fp));
                     let _ = writeln!(
                         line,
-                        "{}\t{}\t{}\t{}\t{}\t{}\t{}",
-                        tsv_field(&d.id),
-                        to_hex(d.fp),
-                        to_signed(d.fp),
-                        p[0],
-                        p[1],
-                        p[2],
-                        p[3]
-                    );
-                }
-                FpFormat::Csv => {
-                    let _ = writeln!(
-                        line,
-                        "{},{},{},{},{},{},{}",
-                        csv_field(&d.id),
-                        to_hex(d.fp),
-                        to_signed(d.fp),
-                        p[0],
-                        p[1],
-                        p[2],
-                        p[3]
+                        "{id}{sep}{hex}{sep}{signed}{sep}{}{sep}{}{sep}{}{sep}{}",
+                        p[0], p[1], p[2], p[3]
                     );
                 }
                 FpFormat::Jsonl => {
