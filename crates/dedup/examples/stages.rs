@@ -61,7 +61,7 @@ fn main() {
     let t = Instant::now();
     for c in &chunks {
         planner.plan(c, &mut plan);
-        decide(&plan, &store, &opts, &mut scratch, &mut dec).unwrap();
+        decide(&plan, Default::default(), &store, &opts, &mut scratch, &mut dec).unwrap();
     }
     report("plan+decide", t);
     println!("words bytes {}", n.0);

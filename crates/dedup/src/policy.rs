@@ -18,7 +18,20 @@
 
 use crate::options::{DocCheck, Options};
 use crate::plan::ChunkPlan;
-use webdedup_store::{Store, StoreError};
+use webdedup_store::{BatchId, Store, StoreError};
+
+/// Request ids a chunk may use: `decide` numbers its rounds from `seq` upwards.
+pub const REQUESTS_PER_CHUNK: u64 = 8;
+
+/// The identity of a chunk's first store request: the same for the same input file
+/// (relative path) and chunk index in every run, so a remote store can recognise a
+/// retried chunk (see [`BatchId`]).
+pub fn chunk_identity(rel: &[u8], chunk: u64) -> BatchId {
+    BatchId {
+        stream: xxhash_rust::xxh3::xxh3_64(rel),
+        seq: chunk * REQUESTS_PER_CHUNK,
+    }
+}
 
 /// What happened to a document.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,6 +82,7 @@ pub struct Scratch {
 /// Asks the store about the chunk's keys and decides what is kept.
 pub fn decide(
     plan: &ChunkPlan,
+    id: BatchId,
     store: &dyn Store,
     opts: &Options,
     s: &mut Scratch,
@@ -81,7 +95,11 @@ pub fn decide(
     // Round 1: URL+title keys, every document.
     s.keys.clear();
     s.keys.extend(plan.docs.iter().map(|d| d.url_title_key));
-    store.test_and_insert(&s.keys, &mut out.url_title_repeat)?;
+    let round = |n: u64| BatchId {
+        stream: id.stream,
+        seq: id.seq + n,
+    };
+    store.test_and_insert_batch(round(0), &s.keys, &mut out.url_title_repeat)?;
 
     // Round 2: document keys.
     s.keys.clear();
@@ -93,7 +111,7 @@ pub fn decide(
             .filter(|(i, _)| tested(*i))
             .map(|(_, d)| d.doc_key),
     );
-    store.test_and_insert(&s.keys, &mut s.seen)?;
+    store.test_and_insert_batch(round(1), &s.keys, &mut s.seen)?;
     s.doc_seen.clear();
     let mut answers = s.seen.iter();
     for i in 0..plan.docs.len() {
@@ -113,7 +131,7 @@ pub fn decide(
             );
         }
     }
-    store.test_and_insert(&s.keys, &mut s.seen)?;
+    store.test_and_insert_batch(round(2), &s.keys, &mut s.seen)?;
 
     let mut answers = s.seen.iter();
     for (doc, &dup) in plan.docs.iter().zip(&s.doc_seen) {

@@ -17,7 +17,7 @@
 
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
-use webdedup_store::{Store, StoreError};
+use webdedup_store::{BatchId, Store, StoreError};
 
 const TAG_VERSION: u8 = 1;
 
@@ -126,12 +126,33 @@ pub struct Recorder<'a> {
     pub log: Mutex<(Vec<u64>, Vec<bool>)>,
 }
 
-impl Store for Recorder<'_> {
-    fn test_and_insert(&self, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError> {
-        self.inner.test_and_insert(keys, seen)?;
+impl Recorder<'_> {
+    fn log(&self, keys: &[u64], seen: &[bool]) {
         let mut log = self.log.lock();
         log.0.extend_from_slice(keys);
         log.1.extend_from_slice(seen);
+    }
+}
+
+impl Store for Recorder<'_> {
+    fn test_and_insert(&self, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError> {
+        self.inner.test_and_insert(keys, seen)?;
+        self.log(keys, seen);
+        Ok(())
+    }
+    fn test_and_insert_batch(
+        &self,
+        id: BatchId,
+        keys: &[u64],
+        seen: &mut Vec<bool>,
+    ) -> Result<(), StoreError> {
+        self.inner.test_and_insert_batch(id, keys, seen)?;
+        self.log(keys, seen);
+        Ok(())
+    }
+    fn test(&self, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError> {
+        self.inner.test(keys, seen)?;
+        self.log(keys, seen);
         Ok(())
     }
     fn len(&self) -> u64 {
@@ -183,6 +204,10 @@ impl Store for Replayer<'_> {
         }
         st.0 += keys.len();
         Ok(())
+    }
+    /// Test-only requests were recorded in the same sequence as the others.
+    fn test(&self, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError> {
+        self.test_and_insert(keys, seen)
     }
     fn len(&self) -> u64 {
         0

@@ -8,7 +8,7 @@
 
 use crate::options::Options;
 use crate::plan::{ChunkPlan, Planner};
-use crate::policy::{decide, Decisions, Scratch};
+use crate::policy::{chunk_identity, decide, Decisions, Scratch};
 use crate::render::render;
 use crate::report::{ChunkStats, RunStats};
 use crate::resume::{encode_tag, Recorded, Recorder, Replayer};
@@ -256,11 +256,13 @@ impl Worker {
         dur: &Durability,
     ) -> Result<()> {
         let rel = rel_bytes(&file.rel);
+        let id = chunk_identity(rel, job.index);
         self.record_due = false;
         if let Some(v) = dur.recorded.and_then(|r| r.get(rel, job.index)) {
             let replay = Replayer::new(v);
             let r = decide(
                 &self.plan,
+                id,
                 &replay,
                 opts,
                 &mut self.scratch,
@@ -278,6 +280,7 @@ impl Worker {
         if dur.journal.is_none() {
             return decide(
                 &self.plan,
+                id,
                 store,
                 opts,
                 &mut self.scratch,
@@ -296,6 +299,7 @@ impl Worker {
         rec.log.lock().1.clear();
         let r = decide(
             &self.plan,
+            id,
             &rec,
             opts,
             &mut self.scratch,

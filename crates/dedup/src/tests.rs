@@ -45,7 +45,7 @@ fn run(inputs: &[String], opts: &Options) -> Vec<(String, Vec<String>)> {
                 ..Default::default()
             };
             planner.plan(&chunk, &mut plan);
-            decide(&plan, &store, opts, &mut scratch, &mut dec).unwrap();
+            decide(&plan, Default::default(), &store, opts, &mut scratch, &mut dec).unwrap();
             let mut out = Vec::new();
             let mut dd = Vec::new();
             render(

@@ -75,10 +75,42 @@ impl BlockMap {
     }
 }
 
+/// The identity of one store request, stable across runs over the same input.
+///
+/// A store that keeps answers (the hash server, Redis) answers a repeated id with
+/// the verdicts of its first attempt, so a retried request (reconnect, worker
+/// restart with `--restore`) never turns the worker's own new keys into
+/// "duplicate". `stream` names a sequence of requests (the dedup runner: a hash of
+/// the input file's relative path, mixed by the remote store with the run's salt);
+/// `seq` orders the requests within it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct BatchId {
+    pub stream: u64,
+    pub seq: u64,
+}
+
+/// Where a key was first seen (feedback mode): the input file's id (xxh3-64 of
+/// its path relative to the input directory) and the record number, from 1, of the
+/// paragraph or row in that file. `Location::UNKNOWN` (all zero) when a store no
+/// longer knows (locations are not persisted).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Location {
+    pub file: u64,
+    pub record: u64,
+}
+
+impl Location {
+    pub const UNKNOWN: Location = Location { file: 0, record: 0 };
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("store unavailable: {0}")]
     Unavailable(String),
+    /// The store cannot do what was asked (for example feedback locations on a
+    /// backend that keeps none).
+    #[error("not supported by this store: {0}")]
+    Unsupported(String),
     #[error("store settings mismatch: {0}")]
     Mismatch(String),
     /// A snapshot or journal that is damaged: where, and what is wrong.
@@ -105,6 +137,41 @@ pub trait Store: Send + Sync {
     /// For each key in order, pushes onto `seen` whether it was already present, and
     /// inserts it. `seen` is cleared first.
     fn test_and_insert(&self, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError>;
+
+    /// [`Store::test_and_insert`] for a request with an identity (see [`BatchId`]).
+    /// Stores that keep no per-request answers simply forward.
+    fn test_and_insert_batch(
+        &self,
+        id: BatchId,
+        keys: &[u64],
+        seen: &mut Vec<bool>,
+    ) -> Result<(), StoreError> {
+        let _ = id;
+        self.test_and_insert(keys, seen)
+    }
+
+    /// For each key in order, pushes whether it is present, inserting nothing
+    /// (near mode tests a paragraph's n-grams before deciding to insert them).
+    fn test(&self, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError> {
+        let _ = (keys, seen);
+        Err(StoreError::Unsupported("testing without inserting".into()))
+    }
+
+    /// [`Store::test_and_insert`] that also remembers where each new key was seen
+    /// (`locs[i]` for `keys[i]`) and, for each key already present, pushes onto
+    /// `originals` the location of its first sighting ([`Location::UNKNOWN`] if
+    /// the store no longer knows, e.g. after loading a snapshot); for new keys it
+    /// pushes [`Location::UNKNOWN`]. `seen` and `originals` are cleared first.
+    fn test_and_insert_located(
+        &self,
+        keys: &[u64],
+        locs: &[Location],
+        seen: &mut Vec<bool>,
+        originals: &mut Vec<Location>,
+    ) -> Result<(), StoreError> {
+        let _ = (keys, locs, seen, originals);
+        Err(StoreError::Unsupported("feedback locations".into()))
+    }
 
     /// Number of distinct keys stored.
     fn len(&self) -> u64;

@@ -145,6 +145,12 @@ impl Store for MemStore {
         Ok(())
     }
 
+    fn test(&self, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError> {
+        seen.clear();
+        seen.extend(keys.iter().map(|&k| self.contains(k)));
+        Ok(())
+    }
+
     fn len(&self) -> u64 {
         self.shards
             .iter()
