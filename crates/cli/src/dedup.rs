@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use webdedup_dedup::Persistence;
-use webdedup_dedup::{DocCheck, Options, RunConfig};
+use webdedup_dedup::{DocCheck, NearOptions, Options, RunConfig};
 use webdedup_formats::output::OutputCompression;
 use webdedup_store::{SyncMode, DEFAULT_BLOCKS};
 use webdedup_text::Normalization;
@@ -77,12 +77,57 @@ pub struct DedupArgs {
     /// `--fsync` alone means `always`.
     #[arg(long, value_name = "MODE", default_value = "batch", num_args = 0..=1, default_missing_value = "always")]
     fsync: SyncMode,
+    /// Near-duplicate paragraphs too (onion's method): a long paragraph is dropped
+    /// when more than --threshold of its tokens are covered by word n-grams seen
+    /// before.
+    #[arg(short = 'n', long)]
+    near: bool,
+    /// Words per n-gram (near mode).
+    #[arg(long, default_value_t = 7, value_name = "N", requires = "near")]
+    ngram: usize,
+    /// Share of a paragraph's tokens that seen n-grams must cover, exclusive (near mode).
+    #[arg(long, default_value_t = 0.5, value_name = "SHARE", requires = "near")]
+    threshold: f64,
+    /// Also drop short runs of kept paragraphs between dropped ones (near mode).
+    #[arg(long, requires = "near")]
+    smooth: bool,
+    /// Longest run, in tokens, that --smooth drops.
+    #[arg(long, default_value_t = 20, value_name = "TOKENS", requires = "smooth")]
+    max_stub: usize,
+    /// Drop documents whose URL matches a rule of FILE (status U), before any
+    /// store request. One rule a line: URL, `host:H`, `domain:D`, `prefix:P`, `re:REGEX`.
+    #[arg(long = "url-filter", value_name = "FILE")]
+    url_filter: Option<PathBuf>,
+    /// Feedback mode: write each dropped paragraph to `REL.dedup.dropped` after a
+    /// `<t>FILE:REC\tFILE:REC</f>` line naming it and its original; `files.idx` maps
+    /// file ids to paths. Check the claims with `webdedup check`.
+    #[arg(short = 'f', long)]
+    feedback: bool,
 }
 
 pub fn run(args: &DedupArgs) -> Result<u8> {
     if args.blocks == 0 {
         anyhow::bail!("--blocks must be at least 1");
     }
+    if args.ngram == 0 || args.ngram > 64 {
+        anyhow::bail!("--ngram must be between 1 and 64");
+    }
+    if !(0.0..1.0).contains(&args.threshold) {
+        anyhow::bail!("--threshold must be at least 0 and below 1");
+    }
+    let mut input_problems = false;
+    let url_filter = match &args.url_filter {
+        None => None,
+        Some(path) => {
+            let (filter, problems) = webdedup_dedup::UrlFilter::load(path)
+                .with_context(|| format!("cannot read URL filter {}", path.display()))?;
+            for p in &problems {
+                eprintln!("{p}");
+            }
+            input_problems |= !problems.is_empty();
+            Some(Arc::new(filter))
+        }
+    };
     let threads = args
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
@@ -95,6 +140,14 @@ pub fn run(args: &DedupArgs) -> Result<u8> {
             normalization: args.normalization,
             min_para_chars: args.min_para_chars,
             doc_check: args.doc_check,
+            near: args.near.then(|| NearOptions {
+                ngram: args.ngram,
+                threshold: args.threshold,
+                smooth: args.smooth,
+                max_stub: args.max_stub,
+            }),
+            url_filter,
+            feedback: args.feedback,
         },
         dd: args.dd,
         compress: args.compress,
@@ -193,7 +246,7 @@ pub fn run(args: &DedupArgs) -> Result<u8> {
             EXIT_STOPPED
         });
     }
-    Ok(if stats.had_input_problems() {
+    Ok(if stats.had_input_problems() || input_problems {
         EXIT_INPUT_PROBLEMS
     } else {
         EXIT_OK

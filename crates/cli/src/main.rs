@@ -1,5 +1,6 @@
 //! `webdedup`: the command line. Subcommands only; the work is in the library crates.
 
+mod check;
 mod dedup;
 
 use clap::{Parser, Subcommand};
@@ -32,6 +33,9 @@ enum Command {
     /// Exact dedup of vertical files: keep the first instance of every document and
     /// every long paragraph (the KNOT worker).
     Dedup(dedup::DedupArgs),
+    /// Follow the references of a feedback-mode run (`dedup -f`) and confirm that
+    /// every dropped paragraph repeats its named original; exit 1 on any mismatch.
+    Check(check::CheckArgs),
     /// 64-bit SimHash fingerprints of documents (verticals, JSON Lines, plain text).
     Simhash(webdedup_simhash::SimhashArgs),
     /// Near-duplicate documents by SimHash: all pairs within k bits, clusters, dedup,
@@ -64,6 +68,7 @@ fn main() -> ExitCode {
     };
     let result = match &cli.command {
         Command::Dedup(args) => dedup::run(args),
+        Command::Check(args) => check::run(args),
         Command::Simhash(args) => webdedup_simhash::run_simhash(args).map(exit_code),
         Command::Similar(args) => webdedup_simhash::run_similar(args).map(exit_code),
         Command::Cdx(cmd) => webdedup_archive::run_cdx(cmd).map(exit_code),

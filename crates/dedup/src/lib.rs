@@ -6,6 +6,7 @@
 //! kept bytes, and [`runner`] drives all of it over a directory with threads while
 //! keeping the output identical to a sequential pass.
 
+pub mod check;
 pub mod options;
 pub mod persist;
 pub mod plan;
@@ -14,8 +15,10 @@ pub mod render;
 pub mod report;
 pub mod resume;
 pub mod runner;
+pub mod url_filter;
 
-pub use options::{DocCheck, Options};
+pub use options::{DocCheck, NearOptions, Options};
+pub use url_filter::UrlFilter;
 pub use persist::{run_persistent, Persistence};
 pub use report::RunStats;
 pub use runner::{run, run_with, Durability, RunConfig};

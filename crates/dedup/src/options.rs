@@ -1,5 +1,7 @@
 //! Settings of the dedup policy.
 
+use crate::url_filter::UrlFilter;
+use std::sync::Arc;
 use webdedup_text::Normalization;
 
 /// Which documents get their whole-content key tested.
@@ -28,12 +30,44 @@ impl std::str::FromStr for DocCheck {
     }
 }
 
+/// Near-duplicate paragraphs by word n-grams (onion's method).
+#[derive(Clone, Debug, PartialEq)]
+pub struct NearOptions {
+    /// Words per n-gram.
+    pub ngram: usize,
+    /// A long paragraph is a near duplicate when more than this share of its tokens
+    /// is covered by n-grams seen before.
+    pub threshold: f64,
+    /// Drop short runs of kept paragraphs between dropped ones.
+    pub smooth: bool,
+    /// Longest run (in tokens) that smoothing drops.
+    pub max_stub: usize,
+}
+
+impl Default for NearOptions {
+    fn default() -> Self {
+        NearOptions {
+            ngram: 7,
+            threshold: 0.5,
+            smooth: false,
+            max_stub: 20,
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Options {
     pub normalization: Normalization,
     /// A paragraph is long when its raw text has at least this many characters.
     pub min_para_chars: usize,
     pub doc_check: DocCheck,
+    /// Near-duplicate mode (`-n`): paragraphs judged by n-gram overlap as well.
+    pub near: Option<NearOptions>,
+    /// Documents whose URL matches are dropped before any store request.
+    pub url_filter: Option<Arc<UrlFilter>>,
+    /// Feedback mode (`-f`): remember where keys were first seen and write every
+    /// dropped paragraph with a reference to its original.
+    pub feedback: bool,
 }
 
 impl Default for Options {
@@ -42,6 +76,9 @@ impl Default for Options {
             normalization: Normalization::Loose,
             min_para_chars: 50,
             doc_check: DocCheck::All,
+            near: None,
+            url_filter: None,
+            feedback: false,
         }
     }
 }

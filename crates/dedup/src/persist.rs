@@ -77,7 +77,7 @@ fn run_info(cfg: &RunConfig) -> Result<String> {
     let canon = |p: &Path| {
         std::fs::canonicalize(p).with_context(|| format!("cannot resolve {}", p.display()))
     };
-    Ok(format!(
+    let mut info = format!(
         "input={}\noutput={}\nmin-para-chars={}\ndoc-check={:?}\nchunk-bytes={}\nmax-line-bytes={}\ndd={}\ncompress={}\n",
         canon(&cfg.input)?.display(),
         canon(&cfg.output)?.display(),
@@ -87,7 +87,21 @@ fn run_info(cfg: &RunConfig) -> Result<String> {
         cfg.max_line_bytes,
         cfg.dd,
         cfg.compress.suffix(),
-    ))
+    );
+    // Written only when set, so journals of runs without them still match.
+    if let Some(n) = &cfg.options.near {
+        info.push_str(&format!(
+            "near=ngram {} threshold {} smooth {} max-stub {}\n",
+            n.ngram, n.threshold, n.smooth, n.max_stub
+        ));
+    }
+    if let Some(f) = &cfg.options.url_filter {
+        info.push_str(&format!("url-filter-rules={}\n", f.len()));
+    }
+    if cfg.options.feedback {
+        info.push_str("feedback=true\n");
+    }
+    Ok(info)
 }
 
 /// "name 'a' in the interrupted run, 'b' now" for every differing line.

@@ -2,7 +2,9 @@
 //! ranges and keys: everything the policy needs, nothing copied.
 
 use crate::options::Options;
+use crate::url_filter::UrlFilter;
 use std::ops::Range;
+use std::sync::Arc;
 use webdedup_formats::vertical::{self, parse_chunk, Chunk, Issue, IssueKind, Sink};
 use webdedup_text::{key, KeyKind, StreamKey, TextBuilder};
 
@@ -13,6 +15,8 @@ pub const DOC_LEVEL: u32 = u32::MAX;
 pub struct ParaPlan {
     pub key: u64,
     pub long: bool,
+    /// Its tokens in [`ChunkPlan::tokens`] (near mode only; empty otherwise).
+    pub tokens: Range<u32>,
 }
 
 /// A contiguous run of a document's bytes: written when the document is, if
@@ -34,6 +38,8 @@ pub struct DocPlan {
     pub paras: Range<usize>,
     /// Indexes into [`ChunkPlan::pieces`].
     pub pieces: Range<usize>,
+    /// Its URL matched the URL filter: dropped before any store request.
+    pub filtered: bool,
 }
 
 #[derive(Debug, Default)]
@@ -42,10 +48,13 @@ pub struct ChunkPlan {
     pub paras: Vec<ParaPlan>,
     pub pieces: Vec<Piece>,
     pub issues: Vec<Issue>,
+    /// Near mode: the hash of every token (normalized word) of the chunk, in order.
+    pub tokens: Vec<u64>,
 }
 
 impl ChunkPlan {
     pub fn clear(&mut self) {
+        self.tokens.clear();
         self.docs.clear();
         self.paras.clear();
         self.pieces.clear();
@@ -62,6 +71,10 @@ pub struct Planner {
     para_start: usize,
     last_invalid_line: u64,
     chunk_start: usize,
+    /// Near mode: hash every token.
+    tokens: bool,
+    para_tokens: u32,
+    url_filter: Option<Arc<UrlFilter>>,
 }
 
 impl Planner {
@@ -74,6 +87,9 @@ impl Planner {
             para_start: 0,
             last_invalid_line: 0,
             chunk_start: 0,
+            tokens: opts.near.is_some(),
+            para_tokens: 0,
+            url_filter: opts.url_filter.clone(),
         }
     }
 
@@ -89,6 +105,27 @@ impl Planner {
         };
         parse_chunk(chunk, &mut sink);
     }
+}
+
+/// The hash of one normalized token (an n-gram's key is computed from these).
+#[inline]
+pub fn token_hash(token: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(token)
+}
+
+/// The key of the n-gram made of `tokens` (their hashes, in order): its own key
+/// space (`KeyKind::NGram`), so it never meets paragraph or document keys.
+#[inline]
+pub fn ngram_key(tokens: &[u64]) -> u64 {
+    let mut buf = [0u8; 8 * 16];
+    if tokens.len() <= 16 {
+        for (i, t) in tokens.iter().enumerate() {
+            buf[i * 8..i * 8 + 8].copy_from_slice(&t.to_le_bytes());
+        }
+        return key(KeyKind::NGram, &buf[..tokens.len() * 8]);
+    }
+    let bytes: Vec<u8> = tokens.iter().flat_map(|t| t.to_le_bytes()).collect();
+    key(KeyKind::NGram, &bytes)
 }
 
 /// The key of a document's `url TAB title` (unescaped attribute values).
@@ -126,6 +163,9 @@ impl Sink for PlanSink<'_> {
             doc_key: 0,
             paras: self.plan.paras.len()..self.plan.paras.len(),
             pieces: pieces..pieces,
+            filtered: p.url_filter.as_ref().is_some_and(|f| {
+                f.matches(&vertical::attr(attrs, b"url").unwrap_or_default())
+            }),
         });
     }
 
@@ -139,12 +179,24 @@ impl Sink for PlanSink<'_> {
     fn para_start(&mut self, start: usize, _line: u64, _implicit: bool) {
         self.planner.para_start = start;
         self.planner.text.clear();
+        self.planner.para_tokens = self.plan.tokens.len() as u32;
     }
 
     #[inline]
     fn word(&mut self, word: &[u8], glued: bool, line: u64) {
         let p = &mut *self.planner;
-        if !p.text.push_word(word, glued) && p.last_invalid_line != line {
+        let before = p.text.text().len();
+        let valid = p.text.push_word(word, glued);
+        if p.tokens {
+            // A token is what normalization made of the word (punctuation alone
+            // makes none), so n-grams see the same text the paragraph key does.
+            let new = &p.text.text()[before..];
+            let new = new.strip_prefix(b" ").unwrap_or(new);
+            if !new.is_empty() {
+                self.plan.tokens.push(token_hash(new));
+            }
+        }
+        if !valid && p.last_invalid_line != line {
             p.last_invalid_line = line;
             self.plan.issues.push(Issue {
                 line,
@@ -165,6 +217,7 @@ impl Sink for PlanSink<'_> {
         self.plan.paras.push(ParaPlan {
             key: key(KeyKind::Paragraph, text),
             long: p.text.raw_chars() >= p.min_para_chars,
+            tokens: p.para_tokens..self.plan.tokens.len() as u32,
         });
         self.plan.pieces.push(Piece {
             range: p.para_start..end,

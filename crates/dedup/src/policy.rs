@@ -10,6 +10,14 @@
 //! | short paragraphs after the last long one | kept iff some long paragraph of the document was kept |
 //! | document without any long paragraph | kept whole (unless its document key repeated) |
 //! | document left with no paragraph | not written, status `E` |
+//! | URL matches `--url-filter` | not written, status `U`, no store request |
+//!
+//! Near mode (`-n`) adds a fourth and fifth round: every word n-gram of the
+//! documents still standing is *tested* (not inserted); a long paragraph is also
+//! dropped when more than `--threshold` of its tokens are covered by n-grams seen
+//! before (in the store, in an earlier document of the chunk, or earlier in the same
+//! document); then the n-grams of the kept paragraphs are inserted. See
+//! [`near`](self::near) for the rules.
 //!
 //! Store requests go in three rounds per chunk (URL+title keys, document keys,
 //! paragraph keys). Each key kind has a hash space of its own, so this equals asking
@@ -18,7 +26,7 @@
 
 use crate::options::{DocCheck, Options};
 use crate::plan::ChunkPlan;
-use webdedup_store::{BatchId, Store, StoreError};
+use webdedup_store::{BatchId, Location, Store, StoreError};
 
 /// Request ids a chunk may use: `decide` numbers its rounds from `seq` upwards.
 pub const REQUESTS_PER_CHUNK: u64 = 8;
@@ -44,6 +52,8 @@ pub enum DocStatus {
     Duplicate,
     /// Every paragraph was dropped (`E`).
     Emptied,
+    /// Its URL matched the URL filter (`U`): dropped before any store request.
+    UrlFiltered,
 }
 
 impl DocStatus {
@@ -57,6 +67,7 @@ impl DocStatus {
             DocStatus::Partial { kept, total } => format!("{kept}/{total}"),
             DocStatus::Duplicate => "D".into(),
             DocStatus::Emptied => "E".into(),
+            DocStatus::UrlFiltered => "U".into(),
         }
     }
 }
@@ -69,20 +80,46 @@ pub struct Decisions {
     pub keep_para: Vec<bool>,
     /// One per document: its URL+title was seen before.
     pub url_title_repeat: Vec<bool>,
+    /// Feedback mode: one per paragraph, where a dropped paragraph's original was
+    /// first seen ([`Location::UNKNOWN`] for kept paragraphs and short ones that
+    /// rode along).
+    pub originals: Vec<Location>,
+}
+
+/// What a chunk's store requests need besides its plan.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ChunkContext {
+    /// The identity of the chunk's first request ([`chunk_identity`]).
+    pub id: BatchId,
+    /// Feedback mode: the input file's id ([`file_id`]).
+    pub file: u64,
+    /// Feedback mode: the record number of the chunk's first paragraph in its
+    /// file (records count from 1).
+    pub first_record: u64,
+}
+
+/// The id of an input file in feedback references: xxh3-64 of its path relative
+/// to the input directory.
+pub fn file_id(rel: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(rel)
 }
 
 /// Reusable buffers for [`decide`].
 #[derive(Default)]
 pub struct Scratch {
     keys: Vec<u64>,
+    locs: Vec<Location>,
     seen: Vec<bool>,
+    originals: Vec<Location>,
     doc_seen: Vec<bool>,
+    doc_original: Vec<Location>,
+    near: near::NearScratch,
 }
 
 /// Asks the store about the chunk's keys and decides what is kept.
 pub fn decide(
     plan: &ChunkPlan,
-    id: BatchId,
+    ctx: ChunkContext,
     store: &dyn Store,
     opts: &Options,
     s: &mut Scratch,
@@ -91,71 +128,162 @@ pub fn decide(
     out.docs.clear();
     out.keep_para.clear();
     out.keep_para.resize(plan.paras.len(), false);
-
-    // Round 1: URL+title keys, every document.
-    s.keys.clear();
-    s.keys.extend(plan.docs.iter().map(|d| d.url_title_key));
+    out.originals.clear();
+    out.originals.resize(plan.paras.len(), Location::UNKNOWN);
+    let id = ctx.id;
     let round = |n: u64| BatchId {
         stream: id.stream,
         seq: id.seq + n,
     };
-    store.test_and_insert_batch(round(0), &s.keys, &mut out.url_title_repeat)?;
+    let located = opts.feedback;
+    let record_of = |para: usize| Location {
+        file: ctx.file,
+        record: ctx.first_record + para as u64,
+    };
+    let live = |i: usize| !plan.docs[i].filtered;
 
-    // Round 2: document keys.
+    // Round 1: URL+title keys of every document the URL filter let through.
     s.keys.clear();
-    let tested = |i: usize| opts.doc_check == DocCheck::All || out.url_title_repeat[i];
     s.keys.extend(
         plan.docs
             .iter()
-            .enumerate()
-            .filter(|(i, _)| tested(*i))
-            .map(|(_, d)| d.doc_key),
+            .filter(|d| !d.filtered)
+            .map(|d| d.url_title_key),
     );
-    store.test_and_insert_batch(round(1), &s.keys, &mut s.seen)?;
-    s.doc_seen.clear();
+    store.test_and_insert_batch(round(0), &s.keys, &mut s.seen)?;
+    out.url_title_repeat.clear();
     let mut answers = s.seen.iter();
     for i in 0..plan.docs.len() {
-        s.doc_seen
-            .push(tested(i) && *answers.next().expect("one answer per tested document"));
+        out.url_title_repeat
+            .push(live(i) && *answers.next().expect("one answer per document"));
+    }
+
+    // Round 2: document keys.
+    s.keys.clear();
+    s.locs.clear();
+    let tested = |i: usize| {
+        live(i) && (opts.doc_check == DocCheck::All || out.url_title_repeat[i])
+    };
+    for (i, d) in plan.docs.iter().enumerate() {
+        if tested(i) {
+            s.keys.push(d.doc_key);
+            // A document is located by its first paragraph: its paragraphs then
+            // correspond one to one with the original's (same normalized texts).
+            s.locs.push(record_of(d.paras.start));
+        }
+    }
+    if located {
+        store.test_and_insert_located(&s.keys, &s.locs, &mut s.seen, &mut s.originals)?;
+    } else {
+        store.test_and_insert_batch(round(1), &s.keys, &mut s.seen)?;
+    }
+    s.doc_seen.clear();
+    s.doc_original.clear();
+    let mut answers = s.seen.iter().zip(s.originals.iter().chain(std::iter::repeat(&Location::UNKNOWN)));
+    for i in 0..plan.docs.len() {
+        let (seen, orig) = if tested(i) {
+            let (a, o) = answers.next().expect("one answer per tested document");
+            (*a, *o)
+        } else {
+            (false, Location::UNKNOWN)
+        };
+        s.doc_seen.push(seen);
+        s.doc_original.push(orig);
     }
 
     // Round 3: long paragraphs of the documents not dropped whole.
     s.keys.clear();
-    for (doc, &dup) in plan.docs.iter().zip(&s.doc_seen) {
-        if !dup {
-            s.keys.extend(
-                plan.paras[doc.paras.clone()]
-                    .iter()
-                    .filter(|p| p.long)
-                    .map(|p| p.key),
-            );
+    s.locs.clear();
+    for (i, doc) in plan.docs.iter().enumerate() {
+        if live(i) && !s.doc_seen[i] {
+            for (j, p) in plan.paras[doc.paras.clone()].iter().enumerate() {
+                if p.long {
+                    s.keys.push(p.key);
+                    s.locs.push(record_of(doc.paras.start + j));
+                }
+            }
         }
     }
-    store.test_and_insert_batch(round(2), &s.keys, &mut s.seen)?;
+    if located {
+        store.test_and_insert_located(&s.keys, &s.locs, &mut s.seen, &mut s.originals)?;
+    } else {
+        store.test_and_insert_batch(round(2), &s.keys, &mut s.seen)?;
+    }
 
-    let mut answers = s.seen.iter();
-    for (doc, &dup) in plan.docs.iter().zip(&s.doc_seen) {
-        if dup {
-            out.docs.push(DocStatus::Duplicate);
+    // Exact verdicts per paragraph (long ones: seen before; the rest: false).
+    let mut para_dup = std::mem::take(&mut s.near.para_dup);
+    para_dup.clear();
+    para_dup.resize(plan.paras.len(), false);
+    {
+        let mut k = 0;
+        for (i, doc) in plan.docs.iter().enumerate() {
+            if live(i) && !s.doc_seen[i] {
+                for j in doc.paras.clone() {
+                    if plan.paras[j].long {
+                        para_dup[j] = s.seen[k];
+                        if located && s.seen[k] {
+                            out.originals[j] = s.originals[k];
+                        }
+                        k += 1;
+                    }
+                }
+            }
+        }
+    }
+
+    s.near.para_dup = para_dup;
+    if let Some(n) = &opts.near {
+        let doc_seen = &s.doc_seen;
+        s.near
+            .test_round(plan, |i| live(i) && !doc_seen[i], n.ngram, store, located)?;
+    }
+
+    for (i, doc) in plan.docs.iter().enumerate() {
+        if !live(i) {
+            out.docs.push(DocStatus::UrlFiltered);
             continue;
+        }
+        if s.doc_seen[i] {
+            out.docs.push(DocStatus::Duplicate);
+            if located && s.doc_original[i] != Location::UNKNOWN {
+                let o = s.doc_original[i];
+                for (n, j) in doc.paras.clone().enumerate() {
+                    out.originals[j] = Location {
+                        file: o.file,
+                        record: o.record + n as u64,
+                    };
+                }
+            }
+            continue;
+        }
+        if let Some(n) = &opts.near {
+            s.near
+                .judge_doc(plan, i, n, record_of, &mut out.originals);
         }
         let paras = &plan.paras[doc.paras.clone()];
         let keep = &mut out.keep_para[doc.paras.clone()];
+        let dup = &s.near.para_dup[doc.paras.clone()];
         let mut buffered_from = 0;
         let mut any_long = false;
         let mut any_long_kept = false;
-        for (i, p) in paras.iter().enumerate() {
+        for (k, p) in paras.iter().enumerate() {
             if !p.long {
                 continue;
             }
-            let kept = !*answers.next().expect("one answer per long paragraph");
+            let kept = !dup[k];
             any_long = true;
             any_long_kept |= kept;
             // The short paragraphs buffered before it share its fate.
-            keep[buffered_from..=i].fill(kept);
-            buffered_from = i + 1;
+            keep[buffered_from..=k].fill(kept);
+            buffered_from = k + 1;
         }
         keep[buffered_from..].fill(any_long_kept || !any_long);
+        if let Some(n) = &opts.near {
+            if n.smooth {
+                near::smooth(plan, doc.paras.clone(), keep, n.max_stub);
+            }
+            s.near.keep_doc(plan, i, n.ngram, keep, record_of);
+        }
         let total = paras.len() as u32;
         let kept = keep.iter().filter(|&&k| k).count() as u32;
         out.docs.push(if kept == total {
@@ -166,5 +294,11 @@ pub fn decide(
             DocStatus::Partial { kept, total }
         });
     }
+
+    if opts.near.is_some() {
+        s.near.insert_round(store, round(4), located)?;
+    }
     Ok(())
 }
+
+pub mod near;

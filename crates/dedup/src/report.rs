@@ -13,6 +13,7 @@ pub struct ChunkStats {
     pub docs_partial: u64,
     pub docs_duplicate: u64,
     pub docs_emptied: u64,
+    pub docs_url_filtered: u64,
     pub paras: u64,
     pub long_paras: u64,
     pub paras_kept: u64,
@@ -26,6 +27,7 @@ impl ChunkStats {
         self.docs_partial += o.docs_partial;
         self.docs_duplicate += o.docs_duplicate;
         self.docs_emptied += o.docs_emptied;
+        self.docs_url_filtered += o.docs_url_filtered;
         self.paras += o.paras;
         self.long_paras += o.long_paras;
         self.paras_kept += o.paras_kept;
@@ -55,6 +57,8 @@ pub struct RunStats {
     pub documents_dropped: u64,
     pub documents_dropped_duplicate: u64,
     pub documents_dropped_all_paragraphs: u64,
+    /// Dropped by `--url-filter` (status `U`), before any store request.
+    pub documents_dropped_url_filter: u64,
     pub paragraphs_read: u64,
     pub paragraphs_long: u64,
     pub paragraphs_retained: u64,
@@ -76,8 +80,10 @@ impl RunStats {
         self.documents_kept = self.documents_kept_whole + self.documents_kept_partly;
         self.documents_dropped_duplicate += c.docs_duplicate;
         self.documents_dropped_all_paragraphs += c.docs_emptied;
-        self.documents_dropped =
-            self.documents_dropped_duplicate + self.documents_dropped_all_paragraphs;
+        self.documents_dropped_url_filter += c.docs_url_filtered;
+        self.documents_dropped = self.documents_dropped_duplicate
+            + self.documents_dropped_all_paragraphs
+            + self.documents_dropped_url_filter;
         self.paragraphs_read += c.paras;
         self.paragraphs_long += c.long_paras;
         self.paragraphs_retained += c.paras_kept;
@@ -156,6 +162,13 @@ impl RunStats {
             n(self.documents_dropped_duplicate),
             n(self.documents_dropped_all_paragraphs)
         );
+        if self.documents_dropped_url_filter > 0 {
+            let _ = writeln!(
+                s,
+                "Documents URL-filtered:   {} (status U, never looked up)",
+                n(self.documents_dropped_url_filter)
+            );
+        }
         let _ = writeln!(
             s,
             "Paragraphs retained:      {} ({:.2}%)",

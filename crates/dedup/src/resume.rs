@@ -17,7 +17,7 @@
 
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
-use webdedup_store::{BatchId, Store, StoreError};
+use webdedup_store::{BatchId, Location, Store, StoreError};
 
 const TAG_VERSION: u8 = 1;
 
@@ -155,6 +155,28 @@ impl Store for Recorder<'_> {
         self.log(keys, seen);
         Ok(())
     }
+    fn test_located(
+        &self,
+        keys: &[u64],
+        seen: &mut Vec<bool>,
+        originals: &mut Vec<Location>,
+    ) -> Result<(), StoreError> {
+        self.inner.test_located(keys, seen, originals)?;
+        self.log(keys, seen);
+        Ok(())
+    }
+    fn test_and_insert_located(
+        &self,
+        keys: &[u64],
+        locs: &[Location],
+        seen: &mut Vec<bool>,
+        originals: &mut Vec<Location>,
+    ) -> Result<(), StoreError> {
+        self.inner
+            .test_and_insert_located(keys, locs, seen, originals)?;
+        self.log(keys, seen);
+        Ok(())
+    }
     fn len(&self) -> u64 {
         self.inner.len()
     }
@@ -208,6 +230,27 @@ impl Store for Replayer<'_> {
     /// Test-only requests were recorded in the same sequence as the others.
     fn test(&self, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError> {
         self.test_and_insert(keys, seen)
+    }
+    /// Locations are not journaled: replayed chunks refer to unknown originals.
+    fn test_located(
+        &self,
+        keys: &[u64],
+        seen: &mut Vec<bool>,
+        originals: &mut Vec<Location>,
+    ) -> Result<(), StoreError> {
+        self.test_and_insert(keys, seen)?;
+        originals.clear();
+        originals.resize(keys.len(), Location::UNKNOWN);
+        Ok(())
+    }
+    fn test_and_insert_located(
+        &self,
+        keys: &[u64],
+        _locs: &[Location],
+        seen: &mut Vec<bool>,
+        originals: &mut Vec<Location>,
+    ) -> Result<(), StoreError> {
+        self.test_located(keys, seen, originals)
     }
     fn len(&self) -> u64 {
         0

@@ -8,7 +8,8 @@
 
 use crate::options::Options;
 use crate::plan::{ChunkPlan, Planner};
-use crate::policy::{chunk_identity, decide, Decisions, Scratch};
+use crate::policy::{chunk_identity, decide, file_id, ChunkContext, Decisions, Scratch};
+use crate::render::DroppedOut;
 use crate::render::render;
 use crate::report::{ChunkStats, RunStats};
 use crate::resume::{encode_tag, Recorded, Recorder, Replayer};
@@ -157,6 +158,34 @@ pub fn dd_path(out_dir: &Path, rel: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// Feedback mode's dropped paragraphs: `OUT/REL.dedup.dropped`, never compressed.
+pub fn dropped_path(out_dir: &Path, rel: &Path) -> PathBuf {
+    let mut name = output_stem(out_dir, rel).into_os_string();
+    name.push(".dropped");
+    PathBuf::from(name)
+}
+
+/// Feedback mode's index of input file ids: `OUT/files.idx`, one `ID TAB REL` a line.
+pub const FILES_INDEX: &str = "files.idx";
+
+/// Writes `OUT/files.idx` for `files` (atomically).
+pub fn write_files_index(out_dir: &Path, files: &[InputFile]) -> Result<()> {
+    let path = out_dir.join(FILES_INDEX);
+    let mut text = Vec::new();
+    for f in files {
+        let rel = rel_bytes(&f.rel);
+        text.extend_from_slice(format!("{:016x}\t", file_id(rel)).as_bytes());
+        text.extend_from_slice(rel);
+        text.push(b'\n');
+    }
+    let mut out = AtomicOutput::create(&path, OutputCompression::None)
+        .with_context(|| format!("cannot create {}", path.display()))?;
+    out.write_all(&text)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    out.finish(false)
+        .with_context(|| format!("cannot finish {}", path.display()))
+}
+
 /// `OUT/REL` without its compression suffix, plus `.dedup`.
 fn output_stem(out_dir: &Path, rel: &Path) -> PathBuf {
     let mut name: OsString = rel.as_os_str().to_owned();
@@ -208,6 +237,9 @@ struct Worker {
     decisions: Decisions,
     out: Vec<u8>,
     dd: Vec<u8>,
+    dropped: Vec<u8>,
+    /// Record number (from 1) of the chunk's first paragraph in its file.
+    first_record: u64,
     stats: ChunkStats,
     asked: Vec<u64>,
     seen: Vec<bool>,
@@ -228,6 +260,8 @@ impl Worker {
             decisions: Decisions::default(),
             out: Vec::new(),
             dd: Vec::new(),
+            dropped: Vec::new(),
+            first_record: 1,
             stats: ChunkStats::default(),
             asked: Vec::new(),
             seen: Vec::new(),
@@ -256,7 +290,11 @@ impl Worker {
         dur: &Durability,
     ) -> Result<()> {
         let rel = rel_bytes(&file.rel);
-        let id = chunk_identity(rel, job.index);
+        let id = ChunkContext {
+            id: chunk_identity(rel, job.index),
+            file: file_id(rel),
+            first_record: self.first_record,
+        };
         self.record_due = false;
         if let Some(v) = dur.recorded.and_then(|r| r.get(rel, job.index)) {
             let replay = Replayer::new(v);
@@ -341,18 +379,25 @@ impl Worker {
         encode_record(&self.tag, &self.new_keys, &mut self.record);
     }
 
-    fn render(&mut self, job: &Job, dd: bool) {
+    fn render(&mut self, job: &Job, file: &InputFile, dd: bool, feedback: bool) {
         self.out.clear();
         self.dd.clear();
+        self.dropped.clear();
         self.stats = ChunkStats::default();
         if let Ok(chunk) = &job.chunk {
             let dd_buf = if dd { Some(&mut self.dd) } else { None };
+            let dropped = feedback.then(|| DroppedOut {
+                out: &mut self.dropped,
+                file: file_id(rel_bytes(&file.rel)),
+                first_record: self.first_record,
+            });
             render(
                 &chunk.data,
                 &self.plan,
                 &self.decisions,
                 &mut self.out,
                 dd_buf,
+                dropped,
                 &mut self.stats,
             );
         }
@@ -363,6 +408,7 @@ impl Worker {
 struct Finish {
     main: AtomicOutput,
     dd: Option<AtomicOutput>,
+    dropped: Option<AtomicOutput>,
 }
 
 /// Syncs the journal (the decisions behind the output must be durable before it
@@ -373,7 +419,12 @@ fn finish_file(f: Finish, journal: Option<&Journal>, sync: bool) -> Result<()> {
         j.sync().context("cannot sync the journal")?;
     }
     fault::hit("rename");
-    // The `.dd` first: a file is finished when its main output exists.
+    // The `.dd` and `.dropped` first: a file is finished when its main output exists.
+    if let Some(d) = f.dropped {
+        let path = d.path().to_owned();
+        d.finish(sync)
+            .with_context(|| format!("cannot finish {}", path.display()))?;
+    }
     if let Some(dd) = f.dd {
         let path = dd.path().to_owned();
         dd.finish(sync)
@@ -400,7 +451,7 @@ struct Writer<'a> {
     finisher: Option<crossbeam_channel::Sender<Finish>>,
     files: &'a [InputFile],
     report: &'a (dyn Fn(&str) + Sync),
-    current: Option<(AtomicOutput, Option<AtomicOutput>)>,
+    current: Option<(AtomicOutput, Option<AtomicOutput>, Option<AtomicOutput>)>,
     issues_in_file: u64,
     stats: RunStats,
     progress: Option<indicatif::ProgressBar>,
@@ -434,9 +485,18 @@ impl Writer<'_> {
             } else {
                 None
             };
+            let dropped = if self.cfg.options.feedback {
+                let p = dropped_path(&self.cfg.output, &file.rel);
+                Some(
+                    AtomicOutput::create(&p, OutputCompression::None)
+                        .with_context(|| format!("cannot create {}", p.display()))?,
+                )
+            } else {
+                None
+            };
             let main = AtomicOutput::create(&out, self.cfg.compress)
                 .with_context(|| format!("cannot create {}", out.display()))?;
-            self.current = Some((main, dd));
+            self.current = Some((main, dd, dropped));
             self.issues_in_file = 0;
         }
         // The chunk's keys and verdicts reach the journal in input order, before
@@ -446,7 +506,7 @@ impl Writer<'_> {
                 .context("cannot write the journal")?;
         }
         self.report_issues(file, &w.plan.issues);
-        let (main, dd) = self
+        let (main, dd, dropped) = self
             .current
             .as_mut()
             .ok_or_else(|| anyhow!("internal: no open output for {}", file.path.display()))?;
@@ -459,12 +519,16 @@ impl Writer<'_> {
             dd.write_all(&w.dd)
                 .with_context(|| format!("cannot write {}", dd.path().display()))?;
         }
+        if let Some(d) = dropped {
+            d.write_all(&w.dropped)
+                .with_context(|| format!("cannot write {}", d.path().display()))?;
+        }
         self.stats.bytes_in += chunk.data.len() as u64;
         self.stats.bytes_out += w.out.len() as u64;
         self.stats.add_chunk(&w.stats);
         if chunk.last {
-            let (main, dd) = self.current.take().expect("checked above");
-            let done = Finish { main, dd };
+            let (main, dd, dropped) = self.current.take().expect("checked above");
+            let done = Finish { main, dd, dropped };
             match &self.finisher {
                 Some(tx) => tx
                     .send(done)
@@ -583,6 +647,25 @@ fn read_jobs(
     }
 }
 
+/// Numbers paragraphs within each input file (feedback records, from 1): advanced
+/// in the commit gate, so in input order.
+#[derive(Default)]
+struct RecordCounter {
+    next: u64,
+}
+
+impl RecordCounter {
+    /// The record number of the job's first paragraph; counts its `paras`.
+    fn next(&mut self, job: &Job, paras: usize) -> u64 {
+        if job.first {
+            self.next = 1;
+        }
+        let first = self.next;
+        self.next += paras as u64;
+        first
+    }
+}
+
 /// Lets threads through one at a time, in sequence-number order.
 struct Gate<T> {
     state: Mutex<(u64, T)>,
@@ -634,6 +717,9 @@ pub fn run_with(
     check_output_names(&files, &cfg.output)?;
     fs::create_dir_all(&cfg.output)
         .with_context(|| format!("cannot create output directory {}", cfg.output.display()))?;
+    if cfg.options.feedback {
+        write_files_index(&cfg.output, &files)?;
+    }
     let listed = files.len();
     if dur.skip_finished {
         files.retain(|f| !output_path(&cfg.output, &f.rel, cfg.compress).exists());
@@ -694,13 +780,15 @@ pub fn run_with(
         let stats = if threads == 1 {
             let mut w = Worker::new(&cfg.options);
             let mut failure = None;
+            let mut records = RecordCounter::default();
             read_jobs(&files, cfg, &pool, &should_stop, |job| {
                 w.plan(&job);
+                w.first_record = records.next(&job, w.plan.paras.len());
                 let r = w
                     .decide(&job, &files[job.file], store, &cfg.options, dur)
                     .and_then(|_| {
                         w.build_record(&job, &files[job.file]);
-                        w.render(&job, cfg.dd);
+                        w.render(&job, &files[job.file], cfg.dd, cfg.options.feedback);
                         writer.write(&job, &w)
                     });
                 if let Ok(chunk) = job.chunk {
@@ -720,7 +808,7 @@ pub fn run_with(
             writer.finisher = None;
             std::mem::take(&mut writer.stats)
         } else {
-            let commit_gate = Gate::new(());
+            let commit_gate = Gate::new(RecordCounter::default());
             let write_gate = Gate::new(writer);
             let failure: Mutex<Option<anyhow::Error>> = Mutex::new(None);
             let (tx, rx) = crossbeam_channel::bounded::<Job>(threads * 2);
@@ -741,7 +829,8 @@ pub fn run_with(
                             }
                             // Every job passes both gates, even after a failure, so no
                             // thread waits forever for a turn that never comes.
-                            let r = commit_gate.pass(job.seq, |_| {
+                            let r = commit_gate.pass(job.seq, |records| {
+                                w.first_record = records.next(&job, w.plan.paras.len());
                                 if failed() {
                                     Ok(())
                                 } else {
@@ -751,7 +840,7 @@ pub fn run_with(
                             let r = r.map(|_| {
                                 if !failed() {
                                     w.build_record(&job, &files[job.file]);
-                                    w.render(&job, cfg.dd)
+                                    w.render(&job, &files[job.file], cfg.dd, cfg.options.feedback)
                                 }
                             });
                             let r = write_gate.pass(job.seq, |wr| {

@@ -54,6 +54,7 @@ fn run(inputs: &[String], opts: &Options) -> Vec<(String, Vec<String>)> {
                 &dec,
                 &mut out,
                 Some(&mut dd),
+                None,
                 &mut ChunkStats::default(),
             );
             let statuses = dec.docs.iter().map(|s| s.code()).collect();

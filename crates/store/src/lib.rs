@@ -162,6 +162,18 @@ pub trait Store: Send + Sync {
     /// `originals` the location of its first sighting ([`Location::UNKNOWN`] if
     /// the store no longer knows, e.g. after loading a snapshot); for new keys it
     /// pushes [`Location::UNKNOWN`]. `seen` and `originals` are cleared first.
+    /// [`Store::test`] that also pushes, for each key, the location of its first
+    /// sighting ([`Location::UNKNOWN`] if absent or not known).
+    fn test_located(
+        &self,
+        keys: &[u64],
+        seen: &mut Vec<bool>,
+        originals: &mut Vec<Location>,
+    ) -> Result<(), StoreError> {
+        let _ = (keys, seen, originals);
+        Err(StoreError::Unsupported("feedback locations".into()))
+    }
+
     fn test_and_insert_located(
         &self,
         keys: &[u64],

@@ -5,8 +5,9 @@
 //! connections) work on different blocks at once.
 
 use crate::table::Table;
-use crate::{BlockMap, Store, StoreError, DEFAULT_BLOCKS};
+use crate::{BlockMap, Location, Store, StoreError, DEFAULT_BLOCKS};
 use parking_lot::Mutex;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
 /// A block's table, plus where its slots are, readable without the lock for
@@ -44,6 +45,40 @@ impl Shard {
 pub struct MemStore {
     map: BlockMap,
     shards: Box<[Shard]>,
+    /// Feedback mode: the input file ids seen, interned so that a location packs
+    /// into 8 bytes beside its key: `(file index + 1) << 32 | record`.
+    files: Mutex<FileIds>,
+}
+
+#[derive(Default)]
+struct FileIds {
+    index: HashMap<u64, u32>,
+    ids: Vec<u64>,
+}
+
+impl FileIds {
+    fn pack(&mut self, loc: Location) -> u64 {
+        if loc == Location::UNKNOWN {
+            return 0;
+        }
+        let next = self.ids.len() as u32;
+        let i = *self.index.entry(loc.file).or_insert_with(|| {
+            self.ids.push(loc.file);
+            next
+        });
+        // Records past 2^32 - 1 in one file are not told apart (none is that long).
+        ((i as u64 + 1) << 32) | loc.record.min(u32::MAX as u64)
+    }
+
+    fn unpack(&self, p: u64) -> Location {
+        match (p >> 32) as usize {
+            0 => Location::UNKNOWN,
+            i => Location {
+                file: self.ids[i - 1],
+                record: p & u32::MAX as u64,
+            },
+        }
+    }
 }
 
 /// How many keys ahead of the current one a batch prefetches.
@@ -70,6 +105,7 @@ impl MemStore {
         MemStore {
             map: BlockMap::new(blocks),
             shards,
+            files: Mutex::new(FileIds::default()),
         }
     }
 
@@ -79,6 +115,7 @@ impl MemStore {
         MemStore {
             map: BlockMap::new(blocks),
             shards: tables.into_iter().map(Shard::new).collect(),
+            files: Mutex::new(FileIds::default()),
         }
     }
 
@@ -148,6 +185,60 @@ impl Store for MemStore {
     fn test(&self, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError> {
         seen.clear();
         seen.extend(keys.iter().map(|&k| self.contains(k)));
+        Ok(())
+    }
+
+    fn test_located(
+        &self,
+        keys: &[u64],
+        seen: &mut Vec<bool>,
+        originals: &mut Vec<Location>,
+    ) -> Result<(), StoreError> {
+        seen.clear();
+        originals.clear();
+        let files = self.files.lock();
+        for &k in keys {
+            let p = self.shards[self.map.block(k) as usize]
+                .table
+                .lock()
+                .get_payload(k);
+            seen.push(p.is_some());
+            originals.push(files.unpack(p.unwrap_or(0)));
+        }
+        Ok(())
+    }
+
+    fn test_and_insert_located(
+        &self,
+        keys: &[u64],
+        locs: &[Location],
+        seen: &mut Vec<bool>,
+        originals: &mut Vec<Location>,
+    ) -> Result<(), StoreError> {
+        if keys.len() != locs.len() {
+            return Err(StoreError::Mismatch(format!(
+                "{} keys but {} locations",
+                keys.len(),
+                locs.len()
+            )));
+        }
+        seen.clear();
+        originals.clear();
+        // One lock for the file table per batch; block locks are taken inside it,
+        // always in this order, so no two batches can wait on each other.
+        let mut files = self.files.lock();
+        for (&k, &loc) in keys.iter().zip(locs) {
+            let packed = files.pack(loc);
+            let shard = &self.shards[self.map.block(k) as usize];
+            let mut t = shard.table.lock();
+            t.keep_payloads();
+            let r = t.test_and_insert_payload(k, packed);
+            let (slots, capacity) = t.layout();
+            shard.slots.store(slots as *mut u64, Ordering::Relaxed);
+            shard.capacity.store(capacity, Ordering::Relaxed);
+            seen.push(r.is_some());
+            originals.push(files.unpack(r.unwrap_or(0)));
+        }
         Ok(())
     }
 

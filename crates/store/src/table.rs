@@ -62,6 +62,10 @@ pub(crate) struct Table {
     capacity: usize,
     len: usize,
     has_zero: bool,
+    /// Feedback mode: one payload (a packed location) per slot, moved with its
+    /// slot; empty when locations are not kept.
+    payload: Vec<u64>,
+    zero_payload: u64,
 }
 
 impl Default for Table {
@@ -88,7 +92,76 @@ impl Table {
             capacity,
             len: 0,
             has_zero: false,
+            payload: Vec::new(),
+            zero_payload: 0,
         }
+    }
+
+    /// Starts keeping a payload per key (0 for the keys already present).
+    pub(crate) fn keep_payloads(&mut self) {
+        if self.payload.len() != self.slots.len() {
+            self.payload = vec![0; self.slots.len()];
+        }
+    }
+
+    /// Inserts `key` with `payload` if new: returns None; if present, returns
+    /// its payload (0 if none was kept). Needs [`keep_payloads`](Self::keep_payloads).
+    pub(crate) fn test_and_insert_payload(&mut self, key: u64, payload: u64) -> Option<u64> {
+        if key == 0 {
+            if self.has_zero {
+                return Some(self.zero_payload);
+            }
+            self.has_zero = true;
+            self.zero_payload = payload;
+            return None;
+        }
+        let h = mix(key);
+        loop {
+            let mut i = home(h, self.capacity);
+            let n = self.slots.len();
+            while i < n {
+                let s = self.slots[i];
+                if s == h {
+                    return Some(self.payload[i]);
+                }
+                if s == 0 || s > h {
+                    break;
+                }
+                i += 1;
+            }
+            if (self.len + 1) * 100 <= self.capacity * MAX_LOAD_NUM {
+                if let Some(empty) = self.slots[i..].iter().position(|&s| s == 0) {
+                    let j = i + empty;
+                    self.slots.copy_within(i..j, i + 1);
+                    self.payload.copy_within(i..j, i + 1);
+                    self.slots[i] = h;
+                    self.payload[i] = payload;
+                    self.len += 1;
+                    return None;
+                }
+            }
+            self.grow();
+        }
+    }
+
+    /// The payload of `key` if present (0 if none was kept).
+    pub(crate) fn get_payload(&self, key: u64) -> Option<u64> {
+        if key == 0 {
+            return self.has_zero.then_some(self.zero_payload);
+        }
+        let h = mix(key);
+        let mut i = home(h, self.capacity);
+        while i < self.slots.len() {
+            let s = self.slots[i];
+            if s == h {
+                return Some(self.payload.get(i).copied().unwrap_or(0));
+            }
+            if s == 0 || s > h {
+                return None;
+            }
+            i += 1;
+        }
+        None
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -96,7 +169,7 @@ impl Table {
     }
 
     pub(crate) fn memory_bytes(&self) -> usize {
-        self.slots.capacity() * 8
+        (self.slots.capacity() + self.payload.capacity()) * 8
     }
 
     /// Where the slots are and how many homes they have (for prefetching).
@@ -134,6 +207,11 @@ impl Table {
                     let j = i + empty;
                     self.slots.copy_within(i..j, i + 1);
                     self.slots[i] = h;
+                    if !self.payload.is_empty() {
+                        // A key inserted without a location: payload 0 (unknown).
+                        self.payload.copy_within(i..j, i + 1);
+                        self.payload[i] = 0;
+                    }
                     self.len += 1;
                     return false;
                 }
@@ -165,13 +243,43 @@ impl Table {
     fn grow(&mut self) {
         let mut capacity = (self.capacity + self.capacity / GROWTH_DIV).max(MIN_CAPACITY);
         loop {
-            if let Some(slots) = Self::rebuild(&self.slots, capacity) {
+            if self.payload.is_empty() {
+                if let Some(slots) = Self::rebuild(&self.slots, capacity) {
+                    self.slots = slots;
+                    self.capacity = capacity;
+                    return;
+                }
+            } else if let Some((slots, payload)) =
+                Self::rebuild_with_payload(&self.slots, &self.payload, capacity)
+            {
                 self.slots = slots;
+                self.payload = payload;
                 self.capacity = capacity;
                 return;
             }
             capacity += capacity / GROWTH_DIV;
         }
+    }
+
+    /// [`rebuild`](Self::rebuild), moving each slot's payload with it.
+    fn rebuild_with_payload(
+        old: &[u64],
+        old_payload: &[u64],
+        capacity: usize,
+    ) -> Option<(Vec<u64>, Vec<u64>)> {
+        let mut slots = vec![0u64; capacity + tail_for(capacity)];
+        let mut payload = vec![0u64; slots.len()];
+        let mut next = 0usize;
+        for (&h, &p) in old.iter().zip(old_payload).filter(|(&h, _)| h != 0) {
+            let pos = home(h, capacity).max(next);
+            if pos >= slots.len() {
+                return None;
+            }
+            slots[pos] = h;
+            payload[pos] = p;
+            next = pos + 1;
+        }
+        Some((slots, payload))
     }
 
     /// Places the sorted values of `old` into a fresh array of `capacity` homes; None
@@ -203,6 +311,8 @@ impl Table {
                     capacity,
                     len: sorted.len(),
                     has_zero,
+                    payload: Vec::new(),
+                    zero_payload: 0,
                 };
             }
             capacity += capacity / GROWTH_DIV;
@@ -275,6 +385,24 @@ mod tests {
         }
     }
     use proptest::strategy::Strategy;
+
+    proptest::proptest! {
+        #[test]
+        fn payloads_follow_their_keys_through_shifts_and_growth(keys in proptest::collection::vec(proptest::num::u64::ANY.prop_map(|k| k % 3000), 0..2000)) {
+            let mut t = Table::default();
+            t.keep_payloads();
+            let mut first = std::collections::HashMap::new();
+            for (i, &k) in keys.iter().enumerate() {
+                let got = t.test_and_insert_payload(k, i as u64 + 1);
+                let want = first.get(&k).copied();
+                proptest::prop_assert_eq!(got, want);
+                first.entry(k).or_insert(i as u64 + 1);
+            }
+            for (&k, &p) in &first {
+                proptest::prop_assert_eq!(t.get_payload(k), Some(p));
+            }
+        }
+    }
 
     #[test]
     fn bulk_load_equals_inserts() {

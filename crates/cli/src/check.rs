@@ -1,0 +1,74 @@
+//! `webdedup check`: verify the references of a feedback-mode run.
+
+use crate::{EXIT_INPUT_PROBLEMS, EXIT_OK};
+use anyhow::{Context, Result};
+use clap::Args;
+use std::path::PathBuf;
+use webdedup_dedup::check::{check, CheckConfig};
+use webdedup_dedup::{NearOptions, Options};
+use webdedup_text::Normalization;
+
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// The input directory of the checked run.
+    #[arg(short, long, value_name = "DIR")]
+    input: PathBuf,
+    /// The output directory of the checked run (made with -f/--feedback).
+    #[arg(short, long, value_name = "DIR")]
+    output: PathBuf,
+    /// Check only every Nth reference.
+    #[arg(short = 'n', long = "every", default_value_t = 1, value_name = "N")]
+    every: usize,
+    /// The run's normalization.
+    #[arg(long = "normalize", default_value = "loose", value_name = "MODE")]
+    normalization: Normalization,
+    /// The run was in near mode: references hold when the texts overlap.
+    #[arg(long)]
+    near: bool,
+    /// The run's n-gram size (near mode).
+    #[arg(long, default_value_t = 7, value_name = "N")]
+    ngram: usize,
+    /// The run's threshold (near mode).
+    #[arg(long, default_value_t = 0.5, value_name = "SHARE")]
+    threshold: f64,
+    /// Print the report as JSON on stdout (and nothing else there).
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: &CheckArgs) -> Result<u8> {
+    let cfg = CheckConfig {
+        input: args.input.clone(),
+        output: args.output.clone(),
+        every: args.every.max(1),
+        options: Options {
+            normalization: args.normalization,
+            near: args.near.then(|| NearOptions {
+                ngram: args.ngram.clamp(1, 64),
+                threshold: args.threshold,
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+    };
+    let report = check(&cfg)?;
+    for m in &report.mismatches {
+        eprintln!(
+            "{}: mismatch: dropped {} original {}: {}",
+            m.at, m.dropped, m.original, m.reason
+        );
+    }
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).context("cannot write JSON")?
+        );
+    } else {
+        eprint!("{}", report.table());
+    }
+    Ok(if report.mismatches.is_empty() {
+        EXIT_OK
+    } else {
+        EXIT_INPUT_PROBLEMS
+    })
+}
