@@ -245,3 +245,177 @@ fn status_codes() {
     assert_eq!(DocStatus::Emptied.code(), "E");
     assert!(!DocStatus::Emptied.written() && DocStatus::Partial { kept: 1, total: 2 }.written());
 }
+
+// ---- Near mode (-n): onion's rules on hand-made documents -------------------------
+
+/// A paragraph of the given words (one token per line).
+fn para(words: &str) -> String {
+    format!("<p>\n{}\n</p>\n", words.split(' ').collect::<Vec<_>>().join("\n"))
+}
+
+fn near(ngram: usize, smooth: bool) -> Options {
+    Options {
+        near: Some(crate::NearOptions {
+            ngram,
+            threshold: 0.5,
+            smooth,
+            max_stub: 20,
+        }),
+        // Every test paragraph below is long enough to be judged.
+        min_para_chars: 10,
+        ..Options::default()
+    }
+}
+
+const P1: &str = "the quick brown fox jumps over the lazy dog near the river bank today";
+const P2: &str = "a completely different sentence about databases tables indexes and queries";
+
+#[test]
+fn near_drops_a_paragraph_that_differs_by_one_word() {
+    // 13 tokens, one changed at the end: n-grams of 3 cover 12 of 13 tokens.
+    let a = doc("a", &[para(P1), para(P2)]);
+    let b = doc(
+        "b",
+        &[para("the quick brown fox jumps over the lazy dog near the river bank tomorrow")],
+    );
+    let res = run(&[a.clone(), b.clone()], &near(3, false));
+    assert_eq!(res[1].1, ["E"], "near duplicate dropped");
+    let exact = run(&[a, b], &Options { min_para_chars: 10, ..Options::default() });
+    assert_eq!(exact[1].1, ["K"], "exact mode keeps it");
+}
+
+#[test]
+fn near_keeps_a_paragraph_at_or_below_the_threshold() {
+    // 8 tokens; the first 4 form the only seen 4-gram: exactly 4/8 covered, not more than 0.5.
+    let a = doc("a", &[para("alpha beta gamma delta")]);
+    let b = doc("b", &[para("alpha beta gamma delta one two three four")]);
+    let res = run(&[a, b], &near(4, false));
+    assert_eq!(res[1].1, ["K"]);
+    // With 5 of 8 covered it is dropped.
+    let a = doc("a", &[para("alpha beta gamma delta epsilon")]);
+    let b = doc("b", &[para("alpha beta gamma delta epsilon two three four")]);
+    assert_eq!(run(&[a, b], &near(4, false))[1].1, ["E"]);
+}
+
+#[test]
+fn near_sees_ngrams_earlier_in_the_same_document() {
+    let d = doc("a", &[para(P1), para(P2), para(P1)]);
+    let (out, st) = run(&[d], &near(3, false)).pop().unwrap();
+    assert_eq!(st, ["2/3"]);
+    assert_eq!(out, doc("a", &[para(P1), para(P2)]));
+}
+
+#[test]
+fn near_ngrams_cross_paragraph_boundaries() {
+    // The second document splits the first one's paragraph in two halves of 3
+    // tokens: with n = 4 neither half holds a whole 4-gram, but the windows
+    // crossing the boundary are seen, and each half is more than half covered.
+    let a = doc("a", &[para("one two three four five six")]);
+    let b = doc("b", &[para("one two three"), para("four five six")]);
+    let res = run(&[a, b], &near(4, false));
+    // "one two three": no 4-gram ends in it; not covered; kept. "four five six":
+    // the 4-grams ending in it are all seen and cover it whole.
+    assert_eq!(res[1].1, ["1/2"]);
+    assert_eq!(res[1].0, doc("b", &[para("one two three")]));
+}
+
+#[test]
+fn near_inserts_only_the_ngrams_of_kept_paragraphs() {
+    let first = doc("a", &[para(P1)]);
+    // Dropped as a near duplicate: its new last words must not be inserted...
+    let variant = doc(
+        "b",
+        &[para("the quick brown fox jumps over the lazy dog near the river bank xx yy zz")],
+    );
+    // ...so a paragraph made of them is new.
+    let tail = doc("c", &[para("bank xx yy zz ww")]);
+    let res = run(&[first, variant, tail], &near(3, false));
+    assert_eq!(res[1].1, ["E"]);
+    assert_eq!(res[2].1, ["K"]);
+}
+
+#[test]
+fn smoothing_drops_short_kept_runs_between_dropped_paragraphs() {
+    let a = doc("a", &[para(P1), para(P2)]);
+    // A 4-token paragraph between two dropped ones: a stub.
+    let b = doc("b", &[para(P1), para("only four new words"), para(P2)]);
+    assert_eq!(run(&[a.clone(), b.clone()], &near(3, false))[1].1, ["1/3"]);
+    assert_eq!(run(&[a.clone(), b.clone()], &near(3, true))[1].1, ["E"]);
+    // A run longer than --max-stub is left alone.
+    // (Distinct words without digits: `loose` maps every digit to 0.)
+    let long_run = "ka kb kc kd ke kf kg kh ki kj kk kl km kn ko kp kq kr ks kt ku";
+    let c = doc("c", &[para(P1), para(long_run), para(P2)]);
+    assert_eq!(run(&[a.clone(), c], &near(3, true))[1].1, ["1/3"]);
+    // A document with nothing dropped is not smoothed.
+    let d = doc("d", &[para("short kept one"), para("another short kept")]);
+    assert_eq!(run(&[d], &near(3, true))[0].1, ["K"]);
+}
+
+#[test]
+fn near_mode_short_paragraphs_ride_along_as_in_exact_mode() {
+    let a = doc("a", &[para(P1)]);
+    let b = doc("b", &[short("hi"), para(P1), short("bye"), para(P2)]);
+    let (out, st) = run(&[a, b], &near(3, false)).pop().unwrap();
+    // "hi" shares the fate of the dropped P1; "bye" that of the kept P2.
+    assert_eq!(st, ["2/4"]);
+    assert_eq!(out, doc("b", &[short("bye"), para(P2)]));
+}
+
+#[test]
+fn url_filter_drops_documents_before_any_store_request() {
+    let (filter, problems) = crate::UrlFilter::parse("host:spam.example\n");
+    assert!(problems.is_empty());
+    let opts = Options {
+        url_filter: Some(std::sync::Arc::new(filter)),
+        ..Options::default()
+    };
+    let spam = doc("http://spam.example/a", &[long("alpha")]);
+    let ham = doc("http://ham.example/a", &[long("alpha")]);
+    let (out, st) = run(&[spam + &ham.clone()], &opts).pop().unwrap();
+    // The filtered copy came first but asked nothing: the second one is new.
+    assert_eq!(st, ["U", "K"]);
+    assert_eq!(out, ham);
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+    /// Near mode drops at least what exact mode drops: the exact verdicts are the
+    /// same in both (same keys asked), and near mode only adds drops.
+    #[test]
+    fn near_mode_never_keeps_more_than_exact_mode(
+        docs in proptest::collection::vec(
+            proptest::collection::vec(proptest::collection::vec(0u8..6, 1..12), 1..5),
+            1..8,
+        ),
+        ngram in 2usize..5,
+        smooth: bool,
+    ) {
+        let words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta"];
+        let input: String = docs
+            .iter()
+            .enumerate()
+            .map(|(i, paras)| {
+                let body: Vec<String> = paras
+                    .iter()
+                    .map(|p| para(&p.iter().map(|&w| words[w as usize]).collect::<Vec<_>>().join(" ")))
+                    .collect();
+                doc(&format!("u{}", i % 3), &body)
+            })
+            .collect();
+        let exact_opts = Options { min_para_chars: 20, ..Options::default() };
+        let near_opts = Options { min_para_chars: 20, ..near(ngram, smooth) };
+        let exact = run(&[input.clone()], &exact_opts).pop().unwrap();
+        let near_res = run(&[input], &near_opts).pop().unwrap();
+        proptest::prop_assert!(near_res.0.len() <= exact.0.len());
+        // Every line near mode keeps, exact mode keeps too (same order).
+        let exact_lines: Vec<&str> = exact.0.lines().collect();
+        let mut i = 0;
+        for line in near_res.0.lines() {
+            while i < exact_lines.len() && exact_lines[i] != line {
+                i += 1;
+            }
+            proptest::prop_assert!(i < exact_lines.len(), "near kept a line exact mode dropped");
+            i += 1;
+        }
+    }
+}

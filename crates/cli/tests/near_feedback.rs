@@ -1,0 +1,176 @@
+//! End to end: near mode, the URL filter, feedback mode and `webdedup check`, with
+//! the real binary.
+
+mod common;
+use common::*;
+use std::path::Path;
+
+fn para(words: &str) -> String {
+    format!("<p>\n{}\n</p>\n", words.split(' ').collect::<Vec<_>>().join("\n"))
+}
+
+fn doc(url: &str, body: &[String]) -> String {
+    format!("<doc url=\"{url}\" title=\"t\">\n{}</doc>\n", body.concat())
+}
+
+const P1: &str = "the quick brown fox jumps over the lazy dog near the river bank today";
+const P2: &str = "a completely different sentence about databases tables indexes and queries";
+const P3: &str = "yet another paragraph which talks about compilers parsers and the lexers";
+
+fn write(dir: &Path, rel: &str, text: &str) {
+    let p = dir.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+#[test]
+fn feedback_mode_writes_dropped_paragraphs_with_references_that_check_confirms() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (input, output) = (tmp.path().join("in"), tmp.path().join("out"));
+    write(&input, "a.vert", &doc("a", &[para(P1), para(P2)]));
+    write(&input, "b.vert", &(doc("b", &[para(P3), para(P2)]) + &doc("a", &[para(P1), para(P2)])));
+    let o = dedup(&input, &output, &["-f", "--dd", "--min-para-chars", "10"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+
+    let idx = read(output.join("files.idx"));
+    let id = |rel: &str| format!("{:016x}", xxhash_rust::xxh3::xxh3_64(rel.as_bytes()));
+    assert_eq!(idx, format!("{}\ta.vert\n{}\tb.vert\n", id("a.vert"), id("b.vert")));
+    // b.vert: record 2 (P2) repeats a.vert's record 2; the second document of b
+    // repeats a.vert's document whole: its records 3 and 4 are a.vert's 1 and 2.
+    let dropped = read(output.join("b.vert.dedup.dropped"));
+    let (a, b) = (id("a.vert"), id("b.vert"));
+    assert_eq!(
+        dropped,
+        format!(
+            "<t>{b}:2\t{a}:2</f>\n{}<t>{b}:3\t{a}:1</f>\n{}<t>{b}:4\t{a}:2</f>\n{}",
+            para(P2),
+            para(P1),
+            para(P2)
+        )
+    );
+    assert_eq!(read(output.join("a.vert.dedup.dropped")), "");
+    assert_eq!(read(output.join("b.vert.dedup.dd")).matches("status=\"D\"").count(), 1);
+
+    let c = webdedup(&["check", "-i", input.to_str().unwrap(), "-o", output.to_str().unwrap(), "--json"]);
+    assert!(c.status.success(), "{}", stderr(&c));
+    let report: serde_json::Value = serde_json::from_slice(&c.stdout).unwrap();
+    assert_eq!(report["references"], 3);
+    assert_eq!(report["confirmed"], 3);
+    assert_eq!(report["mismatches"].as_array().unwrap().len(), 0);
+
+    // A planted wrong reference is a mismatch naming both places; exit status 1.
+    let forged = dropped.replacen(&format!("{b}:2\t{a}:2"), &format!("{b}:2\t{a}:1"), 1);
+    std::fs::write(output.join("b.vert.dedup.dropped"), forged).unwrap();
+    let c = webdedup(&["check", "-i", input.to_str().unwrap(), "-o", output.to_str().unwrap()]);
+    assert_eq!(c.status.code(), Some(1), "{}", stderr(&c));
+    let err = stderr(&c);
+    assert!(err.contains("mismatch") && err.contains("b.vert:2") && err.contains("a.vert:1"), "{err}");
+    assert!(err.contains("b.vert.dedup.dropped:1"), "{err}");
+}
+
+#[test]
+fn check_over_a_feedback_run_of_the_sample_finds_no_mismatch() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (mode, extra) in [("exact", &[][..]), ("near", &["-n"][..])] {
+        let out = tmp.path().join(mode);
+        let mut args = vec!["-f", "-t", "2"];
+        args.extend_from_slice(extra);
+        let o = dedup(&sample_dir(), &out, &args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let sample = sample_dir();
+        let mut check = vec!["check", "-i", sample.to_str().unwrap(), "-o", out.to_str().unwrap(), "--json"];
+        if mode == "near" {
+            check.push("--near");
+        }
+        let c = webdedup(&check);
+        assert!(c.status.success(), "{mode}: {}", stderr(&c));
+        let r: serde_json::Value = serde_json::from_slice(&c.stdout).unwrap();
+        assert!(r["references"].as_u64().unwrap() > 10_000, "{mode}: {r}");
+        assert_eq!(r["mismatches"].as_array().unwrap().len(), 0, "{mode}: {r}");
+        assert_eq!(r["unknown_original"], 0, "{mode}: {r}");
+        if mode == "exact" {
+            // Every exact reference names a paragraph with the same text.
+            assert_eq!(r["confirmed"], r["references"], "{r}");
+        }
+    }
+}
+
+#[test]
+fn near_mode_output_is_the_same_for_any_thread_count_and_chunk_size() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut first = None;
+    for (threads, chunk) in [("1", "1000000"), ("2", "20000"), ("3", "7000")] {
+        let out = tmp.path().join(format!("o{threads}"));
+        let o = dedup(
+            &sample_dir(),
+            &out,
+            &["-n", "--smooth", "-f", "--dd", "-t", threads, "--chunk-bytes", chunk],
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+        let t = tree(&out);
+        match &first {
+            None => first = Some(t),
+            Some(f) => assert!(f == &t, "outputs differ with -t {threads} --chunk-bytes {chunk}"),
+        }
+    }
+}
+
+#[test]
+fn near_mode_keeps_fewer_paragraphs_than_exact_mode_on_the_sample() {
+    let tmp = tempfile::tempdir().unwrap();
+    let figures = |extra: &[&str], name: &str| {
+        let out = tmp.path().join(name);
+        let json = tmp.path().join(format!("{name}.json"));
+        let mut args = vec!["--json", json.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let o = dedup(&sample_dir(), &out, &args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_str(&read(&json)).unwrap();
+        v["paragraphs_retained"].as_u64().unwrap()
+    };
+    let exact = figures(&[], "exact");
+    let near = figures(&["-n"], "near");
+    let smooth = figures(&["-n", "--smooth"], "smooth");
+    assert!(near < exact, "near {near} exact {exact}");
+    assert!(smooth <= near, "smooth {smooth} near {near}");
+}
+
+#[test]
+fn url_filter_rules_give_status_u_and_bad_rules_are_reported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (input, output) = (tmp.path().join("in"), tmp.path().join("out"));
+    write(
+        &input,
+        "x.vert",
+        &(doc("http://spam.example/1", &[para(P1)])
+            + &doc("https://www.example.org/docs/a", &[para(P2)])
+            + &doc("https://keep.example/", &[para(P3)])),
+    );
+    let rules = tmp.path().join("rules.txt");
+    std::fs::write(&rules, "# spam\nhost:spam.example\nprefix:https://www.example.org/docs/\nre:([\n").unwrap();
+    let json = tmp.path().join("run.json");
+    let o = dedup(
+        &input,
+        &output,
+        &["--dd", "--url-filter", rules.to_str().unwrap(), "--json", json.to_str().unwrap()],
+    );
+    // The bad rule is an input problem (exit 1) named by file and line; the rest applies.
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains(&format!("{}:4: bad regular expression", rules.display())), "{}", stderr(&o));
+    let dd = read(output.join("x.vert.dedup.dd"));
+    let statuses: Vec<&str> = dd.lines().map(|l| l.rsplit("status=\"").next().unwrap()).collect();
+    assert_eq!(statuses, ["U\"/>", "U\"/>", "K\"/>"]);
+    assert_eq!(read(output.join("x.vert.dedup")), doc("https://keep.example/", &[para(P3)]));
+    let v: serde_json::Value = serde_json::from_str(&read(&json)).unwrap();
+    assert_eq!(v["documents_dropped_url_filter"], 2);
+}
+
+#[test]
+fn near_options_are_checked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = dedup(&sample_dir(), &tmp.path().join("o"), &["-n", "--threshold", "1.5"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--threshold"), "{}", stderr(&o));
+    let o = dedup(&sample_dir(), &tmp.path().join("o"), &["--smooth"]);
+    assert_eq!(o.status.code(), Some(2), "--smooth needs -n");
+}
