@@ -103,6 +103,10 @@ pub struct DedupArgs {
     /// file ids to paths. Check the claims with `webdedup check`.
     #[arg(short = 'f', long)]
     feedback: bool,
+    /// Input format: `vertical` (KNOT verticals) or `wikilinks` (tab-separated
+    /// link rows; one thread, embedded store only).
+    #[arg(long, default_value = "vertical", value_name = "FORMAT", value_parser = ["vertical", "wikilinks"])]
+    format: String,
 }
 
 pub fn run(args: &DedupArgs) -> Result<u8> {
@@ -182,6 +186,9 @@ pub fn run(args: &DedupArgs) -> Result<u8> {
             .context("cannot install a signal handler")?;
     }
     let report = |line: &str| eprintln!("{line}");
+    if args.format == "wikilinks" {
+        return run_wikilinks(args, &cfg, &report, input_problems);
+    }
     let (stats, persisted) =
         webdedup_dedup::run_persistent(&cfg, &persistence, Some(&stop), &report)?;
     if let Some(path) = &args.json {
@@ -245,6 +252,45 @@ pub fn run(args: &DedupArgs) -> Result<u8> {
         } else {
             EXIT_STOPPED
         });
+    }
+    Ok(if stats.had_input_problems() || input_problems {
+        EXIT_INPUT_PROBLEMS
+    } else {
+        EXIT_OK
+    })
+}
+
+/// `--format wikilinks`: rows through the embedded store, one thread.
+fn run_wikilinks(
+    args: &DedupArgs,
+    cfg: &RunConfig,
+    report: &(dyn Fn(&str) + Sync),
+    input_problems: bool,
+) -> Result<u8> {
+    if args.store.is_some() || args.restore {
+        anyhow::bail!("--format wikilinks keeps its store in memory: --store and --restore are not supported");
+    }
+    if args.url_filter.is_some() || args.dd {
+        anyhow::bail!("--format wikilinks has no documents: --url-filter and --dd do not apply");
+    }
+    if let Some(why) = webdedup_dedup::wikilinks::unsupported(cfg.options.near.as_ref()) {
+        anyhow::bail!("{why}");
+    }
+    let store = webdedup_store::MemStore::with_capacity(args.blocks, args.capacity);
+    let stats = webdedup_dedup::wikilinks::run(cfg, &store, report)?;
+    if let Some(path) = &args.json {
+        let json = serde_json::to_string_pretty(&stats)?;
+        std::fs::write(path, json + "\n")
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if !args.quiet {
+        eprintln!(
+            "Rows read:                {}\nRows kept:                {}\nRows dropped:             {}\nRows passed through (short): {}",
+            stats.paragraphs_read,
+            stats.paragraphs_retained,
+            stats.paragraphs_thrown_away,
+            stats.issues.get("short-row").copied().unwrap_or(0)
+        );
     }
     Ok(if stats.had_input_problems() || input_problems {
         EXIT_INPUT_PROBLEMS

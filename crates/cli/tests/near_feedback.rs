@@ -174,3 +174,43 @@ fn near_options_are_checked() {
     let o = dedup(&sample_dir(), &tmp.path().join("o"), &["--smooth"]);
     assert_eq!(o.status.code(), Some(2), "--smooth needs -n");
 }
+
+#[test]
+fn wikilinks_rows_exact_and_near_rules() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("in");
+    let ctx_l = "the reference manual describes how the parser reads every statement";
+    let ctx_r = "before the planner chooses an index for the query at hand";
+    let row = |c1: &str, c2: &str, c3: &str, c4: &str, c5: &str, c6: &str| {
+        format!("{c1}\t{c2}\t{c3}\t{c4}\t{c5}\t{c6}\n")
+    };
+    let r1 = row("p1", "Parser", "parser", "7", ctx_l, ctx_r);
+    // Columns 1 and 4 differ only: an exact duplicate.
+    let r2 = row("p2", "Parser", "parser", "9", ctx_l, ctx_r);
+    // Another target, same text: kept in both modes (near needs the target seen).
+    let r3 = row("p3", "Planner", "parser", "7", ctx_l, ctx_r);
+    // Same target, one word of context changed: near duplicate only.
+    let r4 = row("p4", "Parser", "parser", "7", ctx_l, &ctx_r.replace("hand", "last"));
+    let short = "only\tthree\tcolumns\n".to_string();
+    write(&input, "links.tsv", &[r1.clone(), r2, short.clone(), r3.clone(), r4.clone()].concat());
+
+    let exact_out = tmp.path().join("exact");
+    let o = dedup(&input, &exact_out, &["--format", "wikilinks", "-f"]);
+    assert_eq!(o.status.code(), Some(1), "the short row is an input problem: {}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("{}:3: row has 3 columns", input.join("links.tsv").display())),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(read(exact_out.join("links.tsv.dedup")), [r1.clone(), short.clone(), r3.clone(), r4.clone()].concat());
+    let id = format!("{:016x}", xxhash_rust::xxh3::xxh3_64(b"links.tsv"));
+    assert_eq!(
+        read(exact_out.join("links.tsv.dedup.dropped")),
+        format!("<t>{id}:2\t{id}:1</f>\n{}", row("p2", "Parser", "parser", "9", ctx_l, ctx_r))
+    );
+
+    let near_out = tmp.path().join("near");
+    let o = dedup(&input, &near_out, &["--format", "wikilinks", "-n"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(read(near_out.join("links.tsv.dedup")), [r1, short, r3].concat());
+}

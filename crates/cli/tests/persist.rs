@@ -506,3 +506,31 @@ fn leftover_state_needs_restore_and_the_same_settings() {
         stderr(&o)
     );
 }
+
+#[test]
+fn near_mode_kill_then_restore_is_byte_identical() {
+    // Near mode asks test-only and insert rounds too: the decision records must
+    // replay them all, and the store must end with the same n-gram keys.
+    let dir = tempfile::tempdir().unwrap();
+    let want = {
+        let r = Run::new(dir.path(), "near-ref", &["-t", "2", "-n", "--smooth"]).with_store();
+        let o = r.run(false, None);
+        assert!(o.status.success(), "{}", stderr(&o));
+        r.state()
+    };
+    for (i, (fault, threads)) in [("journal-record:5", "1"), ("commit:9", "2"), ("output-bytes:100000", "1"), ("renamed:2", "2")]
+        .iter()
+        .enumerate()
+    {
+        let r = Run::new(dir.path(), &format!("near{i}"), &["-t", threads, "-n", "--smooth"]).with_store();
+        let o = r.run(false, Some(fault));
+        assert!(
+            !o.status.success() && stderr(&o).contains("fault injection: abort at"),
+            "fault {fault} not reached: {}",
+            stderr(&o)
+        );
+        let o = r.run(true, None);
+        assert!(o.status.success(), "restore after {fault}: {}", stderr(&o));
+        assert_same(&format!("near mode, {fault}"), &r.state(), &want);
+    }
+}

@@ -16,6 +16,7 @@ pub mod report;
 pub mod resume;
 pub mod runner;
 pub mod url_filter;
+pub mod wikilinks;
 
 pub use options::{DocCheck, NearOptions, Options};
 pub use url_filter::UrlFilter;

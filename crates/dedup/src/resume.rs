@@ -120,17 +120,24 @@ pub fn decode_tag(tag: &[u8]) -> Result<(Vec<u8>, u64, ChunkVerdicts), String> {
     Ok((rel, chunk, ChunkVerdicts { asked, hash, bits }))
 }
 
-/// A store that forwards to another and remembers every key asked and its verdict.
+/// A store that forwards to another and remembers every key asked, its verdict,
+/// and whether it was only tested (near mode's probe round: not inserted, so not a
+/// new key of the store even when absent).
 pub struct Recorder<'a> {
     pub inner: &'a dyn Store,
-    pub log: Mutex<(Vec<u64>, Vec<bool>)>,
+    pub log: Mutex<(Vec<u64>, Vec<bool>, Vec<bool>)>,
 }
 
 impl Recorder<'_> {
     fn log(&self, keys: &[u64], seen: &[bool]) {
+        self.log_as(keys, seen, false);
+    }
+    fn log_as(&self, keys: &[u64], seen: &[bool], test_only: bool) {
         let mut log = self.log.lock();
         log.0.extend_from_slice(keys);
         log.1.extend_from_slice(seen);
+        let n = log.2.len() + keys.len();
+        log.2.resize(n, test_only);
     }
 }
 
@@ -152,7 +159,7 @@ impl Store for Recorder<'_> {
     }
     fn test(&self, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError> {
         self.inner.test(keys, seen)?;
-        self.log(keys, seen);
+        self.log_as(keys, seen, true);
         Ok(())
     }
     fn test_located(
@@ -162,7 +169,7 @@ impl Store for Recorder<'_> {
         originals: &mut Vec<Location>,
     ) -> Result<(), StoreError> {
         self.inner.test_located(keys, seen, originals)?;
-        self.log(keys, seen);
+        self.log_as(keys, seen, true);
         Ok(())
     }
     fn test_and_insert_located(

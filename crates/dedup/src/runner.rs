@@ -243,6 +243,7 @@ struct Worker {
     stats: ChunkStats,
     asked: Vec<u64>,
     seen: Vec<bool>,
+    test_only: Vec<bool>,
     new_keys: Vec<u64>,
     tag: Vec<u8>,
     /// The journal record of the chunk (empty when none is due): built outside
@@ -265,6 +266,7 @@ impl Worker {
             stats: ChunkStats::default(),
             asked: Vec::new(),
             seen: Vec::new(),
+            test_only: Vec::new(),
             new_keys: Vec::new(),
             tag: Vec::new(),
             record: Vec::new(),
@@ -331,10 +333,15 @@ impl Worker {
             log: parking_lot::Mutex::new((
                 std::mem::take(&mut self.asked),
                 std::mem::take(&mut self.seen),
+                std::mem::take(&mut self.test_only),
             )),
         };
-        rec.log.lock().0.clear();
-        rec.log.lock().1.clear();
+        {
+            let mut log = rec.log.lock();
+            log.0.clear();
+            log.1.clear();
+            log.2.clear();
+        }
         let r = decide(
             &self.plan,
             id,
@@ -343,7 +350,7 @@ impl Worker {
             &mut self.scratch,
             &mut self.decisions,
         );
-        (self.asked, self.seen) = rec.log.into_inner();
+        (self.asked, self.seen, self.test_only) = rec.log.into_inner();
         r.context("store request failed")?;
         fault::hit("commit");
         self.record_due = true;
@@ -362,12 +369,14 @@ impl Worker {
             return;
         }
         self.new_keys.clear();
+        // Keys only tested (near mode's probes) were not inserted: not new keys.
         self.new_keys.extend(
             self.asked
                 .iter()
                 .zip(&self.seen)
-                .filter(|(_, &s)| !s)
-                .map(|(&k, _)| k),
+                .zip(&self.test_only)
+                .filter(|((_, &s), &t)| !s && !t)
+                .map(|((&k, _), _)| k),
         );
         encode_tag(
             rel_bytes(&file.rel),

@@ -16,6 +16,10 @@ pub enum KeyKind {
     NGram,
     /// URL + payload digest of a web-archive capture.
     UrlDigest,
+    /// A wikilinks row: its columns 2, 3, 5 and 6, normalized, joined by tabs.
+    WikilinksRow,
+    /// A wikilinks row's column 2 (the link target), normalized.
+    WikilinksTarget,
 }
 
 impl KeyKind {
@@ -28,6 +32,8 @@ impl KeyKind {
             KeyKind::UrlTitle => 0x7572_6c2b_7469_746c, // "url+titl"
             KeyKind::NGram => 0x6e2d_6772_616d_7321,    // "n-grams!"
             KeyKind::UrlDigest => 0x7572_6c2b_6467_7374, // "url+dgst"
+            KeyKind::WikilinksRow => 0x776b_6c6e_6b72_6f77, // "wklnkrow"
+            KeyKind::WikilinksTarget => 0x776b_6c6e_6b74_6774, // "wklnktgt"
         }
     }
 }
@@ -85,6 +91,8 @@ mod tests {
             KeyKind::UrlTitle,
             KeyKind::NGram,
             KeyKind::UrlDigest,
+            KeyKind::WikilinksRow,
+            KeyKind::WikilinksTarget,
         ];
         let keys: std::collections::HashSet<u64> =
             kinds.iter().map(|k| key(*k, b"same text")).collect();
