@@ -184,7 +184,16 @@ impl Store for MemStore {
 
     fn test(&self, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError> {
         seen.clear();
-        seen.extend(keys.iter().map(|&k| self.contains(k)));
+        seen.reserve(keys.len());
+        for &k in keys.iter().take(PREFETCH_DISTANCE) {
+            self.prefetch(k);
+        }
+        for (i, &key) in keys.iter().enumerate() {
+            if let Some(&ahead) = keys.get(i + PREFETCH_DISTANCE) {
+                self.prefetch(ahead);
+            }
+            seen.push(self.contains(key));
+        }
         Ok(())
     }
 
