@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The whole test suite (the README's test command; CI runs exactly this):
-# the Rust tests, then the Python checks against real tools (warcio, cdxj-indexer)
-# in a virtual environment under target/. Needs the Rust toolchain, python3 and
-# access to PyPI; tests never read ../shared.
+# the Rust tests (some against real redis-server processes, installed by
+# scripts/deps.sh from Debian's packages when missing), then the Python checks
+# against real tools (warcio, cdxj-indexer) in a virtual environment under target/.
+# Needs the Rust toolchain, python3 and access to PyPI and Debian's packages; tests
+# never read ../shared.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+scripts/deps.sh
 cargo test --workspace --locked
 cargo build --locked -p webdedup
 venv=target/test-venv

@@ -53,6 +53,20 @@ pub struct DupsArgs {
     /// Output file (default stdout); `.gz` / `.zst` compress.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// Where the "seen" set lives, for the commands that can share it.
+#[derive(Debug, Args, Default)]
+pub struct StoreArgs {
+    /// Keep the seen versions in Redis / Valkey, `redis://HOST:PORT[,HOST:PORT...]`
+    /// (`valkey://`, `rediss://` for TLS), shared with other runs; default: in memory.
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
+    /// A file holding the Redis / Valkey password (first line).
+    #[arg(long, value_name = "FILE")]
+    pub store_password_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -196,6 +210,8 @@ pub struct DedupArgs {
     /// end, so later crawls dedup against earlier ones.
     #[arg(long)]
     pub locations: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 /// Runs a `warc` subcommand with the embedded in-memory store. Exit codes as

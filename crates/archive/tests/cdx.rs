@@ -46,6 +46,7 @@ fn dups_prints_all_but_first_occurrence() {
     let input = write(dir.path(), "foo.cdx", &nutchwax_example());
     let out = dir.path().join("foo.dup");
     let code = run_cdx(&CdxCommand::Dups(DupsArgs {
+        store: Default::default(),
         files: vec![input],
         lines: false,
         output: Some(out.clone()),
@@ -81,6 +82,7 @@ fn dups_across_files_formats_and_digest_spellings() {
     );
     let out = dir.path().join("out.txt");
     let code = run_cdx(&CdxCommand::Dups(DupsArgs {
+        store: Default::default(),
         files: vec![a, b.clone()],
         lines: true,
         output: Some(out.clone()),
@@ -106,6 +108,7 @@ fn malformed_lines_are_reported_and_skipped() {
     let missing = dir.path().join("missing.cdx");
     let out = dir.path().join("out");
     let code = run_cdx(&CdxCommand::Dups(DupsArgs {
+        store: Default::default(),
         files: vec![missing, input],
         lines: false,
         output: Some(out.clone()),
@@ -249,6 +252,7 @@ fn dups_with_a_shared_store_spans_runs() {
     let out = dir.path().join("out");
     for (file, want) in [(a, ""), (b, "a)/ sha1:D1 20200202000000\n")] {
         let cmd = CdxCommand::Dups(DupsArgs {
+        store: Default::default(),
             files: vec![file],
             lines: false,
             output: Some(out.clone()),

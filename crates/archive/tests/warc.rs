@@ -136,6 +136,7 @@ fn crawls(dir: &Path, gzip: bool) -> (PathBuf, PathBuf) {
 
 fn dedup(inputs: Vec<PathBuf>, out: &Path, by: DedupBy, locations: Option<PathBuf>) -> i32 {
     run_warc(&WarcCommand::Dedup(DedupArgs {
+        store: Default::default(),
         inputs,
         output: out.to_owned(),
         by,
@@ -368,6 +369,7 @@ fn refuses_to_overwrite_its_input() {
     let before = fs::read(&c1).unwrap();
     // `-o DIR/.` names the input's own directory in another spelling.
     let r = run_warc(&WarcCommand::Dedup(DedupArgs {
+        store: Default::default(),
         inputs: vec![c1.clone()],
         output: dir.path().join("."),
         by: DedupBy::Digest,

@@ -64,9 +64,14 @@ pub struct DedupArgs {
     #[arg(long, default_value_t = webdedup_formats::vertical::DEFAULT_MAX_LINE_BYTES, value_name = "BYTES")]
     max_line_bytes: usize,
     /// Keep the store in DIR between runs: load `DIR/store.snap` if present,
-    /// journal to `DIR/journal` while running, save at the end.
-    #[arg(long, value_name = "DIR")]
+    /// journal to `DIR/journal` while running, save at the end. Or a Redis / Valkey
+    /// URL, `redis://HOST:PORT[,HOST:PORT...]` (`valkey://`, `rediss://` for TLS):
+    /// the key set then lives there (single node or Cluster).
+    #[arg(long, value_name = "DIR|URL")]
     store: Option<PathBuf>,
+    /// A file holding the Redis / Valkey password (first line).
+    #[arg(long, value_name = "FILE")]
+    store_password_file: Option<PathBuf>,
     /// Finish an interrupted run (same command plus `-r`): finished outputs are
     /// skipped, unfinished ones redone with the decisions already taken.
     #[arg(short = 'r', long)]
@@ -189,8 +194,10 @@ pub fn run(args: &DedupArgs) -> Result<u8> {
     if args.format == "wikilinks" {
         return run_wikilinks(args, &cfg, &report, input_problems);
     }
-    let (stats, persisted) =
-        webdedup_dedup::run_persistent(&cfg, &persistence, Some(&stop), &report)?;
+    let (stats, persisted) = match args.store.as_deref().filter(|s| crate::remote::is_engine_url(s)) {
+        Some(url) => (run_on_engine(args, &cfg, url, &stop, &report)?, Default::default()),
+        None => webdedup_dedup::run_persistent(&cfg, &persistence, Some(&stop), &report)?,
+    };
     if let Some(path) = &args.json {
         let mut value = serde_json::to_value(&stats)?;
         if let Some(map) = value.as_object_mut() {
@@ -297,4 +304,45 @@ fn run_wikilinks(
     } else {
         EXIT_OK
     })
+}
+
+/// `--store redis://...`: the key set lives in Redis / Valkey. Crash safety comes
+/// from the engine's persistence plus idempotent requests: with `--restore`,
+/// finished outputs are skipped and the others redone with the interrupted run's
+/// salt, so their requests are answered from the engine's retry records.
+fn run_on_engine(
+    args: &DedupArgs,
+    cfg: &RunConfig,
+    url: &std::path::Path,
+    stop: &AtomicBool,
+    report: &(dyn Fn(&str) + Sync),
+) -> Result<webdedup_dedup::RunStats> {
+    if args.feedback {
+        anyhow::bail!("feedback mode (-f) needs first-seen locations, which the Redis layout does not keep; use the embedded store");
+    }
+    let salt = crate::remote::run_salt(&args.output, args.restore)?;
+    let _lock = webdedup_store::DirLock::acquire(
+        &args.output.join(webdedup_dedup::persist::OUTPUT_LOCK_FILE),
+    )?;
+    let expected = if args.capacity > 0 { args.capacity as u64 } else { 1 << 28 };
+    let store = crate::remote::open_redis(
+        url,
+        args.store_password_file.as_deref(),
+        args.normalization.name(),
+        webdedup_dedup::persist::KEY_KIND,
+        expected,
+        args.blocks,
+        salt,
+    )?;
+    let dur = webdedup_dedup::Durability {
+        journal: None,
+        recorded: None,
+        skip_finished: args.restore,
+        stop: Some(stop),
+    };
+    let stats = webdedup_dedup::run_with(cfg, store.as_ref(), &dur, report)?;
+    if !stats.interrupted {
+        let _ = std::fs::remove_file(_lock.path());
+    }
+    Ok(stats)
 }

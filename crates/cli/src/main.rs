@@ -2,6 +2,7 @@
 
 mod check;
 mod dedup;
+mod remote;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -71,8 +72,18 @@ fn main() -> ExitCode {
         Command::Check(args) => check::run(args),
         Command::Simhash(args) => webdedup_simhash::run_simhash(args).map(exit_code),
         Command::Similar(args) => webdedup_simhash::run_similar(args).map(exit_code),
-        Command::Cdx(cmd) => webdedup_archive::run_cdx(cmd).map(exit_code),
-        Command::Warc(cmd) => webdedup_archive::run_warc(cmd).map(exit_code),
+        Command::Cdx(cmd) => remote::archive_store(match cmd {
+            webdedup_archive::CdxCommand::Dups(a) => Some(&a.store),
+            _ => None,
+        })
+        .and_then(|s| webdedup_archive::run_cdx_with_store(cmd, s.as_deref()))
+        .map(exit_code),
+        Command::Warc(cmd) => remote::archive_store(match cmd {
+            webdedup_archive::WarcCommand::Dedup(a) => Some(&a.store),
+            _ => None,
+        })
+        .and_then(|s| webdedup_archive::run_warc_with_store(cmd, s.as_deref()))
+        .map(exit_code),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -1,0 +1,277 @@
+//! The Redis / Valkey store against real `redis-server` processes on loopback: one
+//! node, and a 3-master Cluster built with `redis-cli --cluster create`.
+//! (`scripts/deps.sh` installs Debian's redis-server; the tests fail, they do not
+//! skip, when it is missing.)
+
+mod common;
+use common::*;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn free_port() -> u16 {
+    // A cluster node also listens on port + 10000: keep both below 65536.
+    loop {
+        let p = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        if p < 55000 && TcpListener::bind(("127.0.0.1", p + 10000)).is_ok() {
+            return p;
+        }
+    }
+}
+
+fn cli(port: u16, args: &[&str]) -> String {
+    let o = Command::new("redis-cli")
+        .args(["-h", "127.0.0.1", "-p", &port.to_string()])
+        .args(args)
+        .output()
+        .expect("redis-cli (install redis-tools / redis-server: scripts/deps.sh)");
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// A redis-server on loopback, killed on drop.
+struct Node {
+    port: u16,
+    child: Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Node {
+    fn start(cluster: bool) -> Node {
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let mut cmd = Command::new("redis-server");
+        cmd.args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--set-max-intset-entries",
+            "4096",
+            "--dir",
+            dir.path().to_str().unwrap(),
+        ]);
+        if cluster {
+            cmd.args(["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"]);
+        }
+        let child = cmd
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server (scripts/deps.sh installs it)");
+        let node = Node { port, child, _dir: dir };
+        let start = Instant::now();
+        while cli(port, &["PING"]).trim() != "PONG" {
+            assert!(start.elapsed() < Duration::from_secs(10), "redis-server did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        node
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+struct Cluster {
+    nodes: Vec<Node>,
+}
+
+impl Cluster {
+    fn start() -> Cluster {
+        let nodes: Vec<Node> = (0..3).map(|_| Node::start(true)).collect();
+        let addrs: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
+        let o = Command::new("redis-cli")
+            .args(["--cluster", "create"])
+            .args(&addrs)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "cluster create: {}", String::from_utf8_lossy(&o.stdout));
+        let start = Instant::now();
+        while !nodes.iter().all(|n| cli(n.port, &["CLUSTER", "INFO"]).contains("cluster_state:ok")) {
+            assert!(start.elapsed() < Duration::from_secs(20), "cluster did not become ready");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Cluster { nodes }
+    }
+
+    fn url(&self) -> String {
+        let hosts: Vec<String> = self.nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
+        format!("redis://{}", hosts.join(","))
+    }
+}
+
+/// Output files without the run's salt file.
+fn outputs(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    tree(dir)
+        .into_iter()
+        .filter(|(name, _)| !name.ends_with(".webdedup.run-id"))
+        .collect()
+}
+
+fn embedded(tmp: &Path, extra: &[&str]) -> Vec<(String, Vec<u8>)> {
+    let out = tmp.join(format!("embedded{}", extra.join("")));
+    let mut args = vec!["--dd", "-t", "1"];
+    args.extend_from_slice(extra);
+    let o = dedup(&sample_dir(), &out, &args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    outputs(&out)
+}
+
+fn on_store(url: &str, out: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["--dd", "--store", url, "--capacity", "100000"];
+    args.extend_from_slice(extra);
+    dedup(&sample_dir(), out, &args)
+}
+
+#[test]
+fn single_node_outputs_equal_the_embedded_store_in_exact_and_near_mode() {
+    let tmp = tempfile::tempdir().unwrap();
+    let node = Node::start(false);
+    for (i, extra) in [&["-t", "2"][..], &["-t", "1", "-n"][..]].iter().enumerate() {
+        cli(node.port, &["FLUSHALL"]);
+        let out = tmp.path().join(format!("redis{i}"));
+        let o = on_store(&node.url(), &out, extra);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let want_extra: Vec<&str> = extra.iter().filter(|a| **a == "-n").copied().collect();
+        assert!(outputs(&out) == embedded(tmp.path(), &want_extra), "outputs differ ({extra:?})");
+    }
+    // The layout: buckets are intsets, the settings are recorded.
+    let settings = cli(node.port, &["HGET", "wd:settings", "layout"]);
+    assert!(settings.starts_with("buckets-v1 bits="), "{settings}");
+    let some_bucket = cli(node.port, &["--scan", "--pattern", "wd:{*}:[0-9a-f]*"]);
+    let bucket = some_bucket.lines().find(|k| !k.contains(":r:")).expect("a bucket");
+    assert_eq!(cli(node.port, &["OBJECT", "ENCODING", bucket]).trim(), "intset");
+}
+
+#[test]
+fn cluster_outputs_equal_the_embedded_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cluster = Cluster::start();
+    let out = tmp.path().join("cluster");
+    let o = on_store(&cluster.url(), &out, &["-t", "2"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(outputs(&out) == embedded(tmp.path(), &[]), "outputs differ");
+    // Every master holds some buckets.
+    for n in &cluster.nodes {
+        let keys: u64 = cli(n.port, &["DBSIZE"]).trim().parse().unwrap();
+        assert!(keys > 0, "node {} holds nothing", n.port);
+    }
+}
+
+#[test]
+fn a_restored_run_is_answered_from_its_retry_records_not_its_own_keys() {
+    let tmp = tempfile::tempdir().unwrap();
+    let node = Node::start(false);
+    let out = tmp.path().join("out");
+    let o = on_store(&node.url(), &out, &["-t", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let want = outputs(&out);
+    // As if the run died before finishing its last output: the keys of that file
+    // are in Redis already. --restore redoes it with the same salt.
+    let last = out.join("cc-2024-33/part-00000.vert.dedup");
+    std::fs::remove_file(&last).unwrap();
+    let o = on_store(&node.url(), &out, &["-t", "1", "--restore"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(outputs(&out) == want, "the restored output differs");
+    // A fresh run (new salt) into another directory sees everything as seen.
+    let again = tmp.path().join("again");
+    let o = on_store(&node.url(), &again, &["-t", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(read(again.join("cc-2024-33/part-00000.vert.dedup")).is_empty());
+}
+
+#[test]
+fn other_settings_are_refused_and_a_dead_node_is_a_clear_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let node = Node::start(false);
+    let o = on_store(&node.url(), &tmp.path().join("a"), &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = on_store(&node.url(), &tmp.path().join("b"), &["--normalize", "none"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("normalization: 'loose' in the database, 'none' for this run"), "{}", stderr(&o));
+
+    let url = node.url();
+    drop(node);
+    let o = on_store(&url, &tmp.path().join("c"), &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains(&url), "{}", stderr(&o));
+    assert!(!tmp.path().join("c/cc-2023-14/part-00000.vert.dedup").exists());
+}
+
+#[test]
+fn killing_a_cluster_node_mid_run_stops_with_an_error_never_wrong_output() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut cluster = Cluster::start();
+    // Enough input for the run to last well past the kill.
+    let input = tmp.path().join("in");
+    for i in 0..6 {
+        let dst = input.join(format!("copy{i}"));
+        std::fs::create_dir_all(&dst).unwrap();
+        for crawl in ["cc-2023-14", "cc-2023-50", "cc-2024-33"] {
+            std::fs::copy(
+                sample_dir().join(crawl).join("part-00000.vert.gz"),
+                dst.join(format!("{crawl}.vert.gz")),
+            )
+            .unwrap();
+        }
+    }
+    let want_dir = tmp.path().join("want");
+    let o = dedup(&input, &want_dir, &["-t", "1"]);
+    assert!(o.status.success());
+    let out = tmp.path().join("out");
+    let child = Command::new(env!("CARGO_BIN_EXE_webdedup"))
+        .args(["dedup", "-q", "-t", "1", "--capacity", "100000", "-i"])
+        .arg(&input)
+        .arg("-o")
+        .arg(&out)
+        .args(["--store", &cluster.url()])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    drop(cluster.nodes.remove(1));
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "expected a fatal store error: {err}");
+    assert!(err.contains("store"), "{err}");
+    // Whatever was finished before the error is exactly what an uninterrupted run wrote.
+    for (name, bytes) in outputs(&out) {
+        if name.ends_with(".dedup") {
+            let want = std::fs::read(want_dir.join(&name)).unwrap();
+            assert!(bytes == want, "{name} differs");
+        }
+    }
+}
+
+#[test]
+fn cdx_dups_on_redis_equals_the_embedded_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    let node = Node::start(false);
+    let mut cdx = String::from(" CDX N b a m s k r M S V g\n");
+    for (d, k) in [("20071001", "abc"), ("20071002", "abc"), ("20071003", "def"), ("20071004", "abc"), ("20071005", "def")] {
+        cdx += &format!("org,example)/ {d} http://example.org/ text/html 200 {k} - - 100 0 a.warc.gz\n");
+    }
+    let f: PathBuf = tmp.path().join("a.cdx");
+    std::fs::write(&f, cdx).unwrap();
+    let mem = webdedup(&["cdx", "dups", f.to_str().unwrap()]);
+    let red = webdedup(&["cdx", "dups", "--store", &node.url(), f.to_str().unwrap()]);
+    assert!(mem.status.success() && red.status.success(), "{}", stderr(&red));
+    assert_eq!(String::from_utf8_lossy(&mem.stdout).lines().count(), 3);
+    assert_eq!(mem.stdout, red.stdout);
+    // The versions persist in Redis: a second run finds all five seen.
+    let again = webdedup(&["cdx", "dups", "--store", &node.url(), f.to_str().unwrap()]);
+    assert_eq!(String::from_utf8_lossy(&again.stdout).lines().count(), 5);
+}
