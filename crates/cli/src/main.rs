@@ -1,5 +1,6 @@
 //! `webdedup`: the command line. Subcommands only; the work is in the library crates.
 
+mod batch;
 mod check;
 mod dedup;
 mod remote;
@@ -37,6 +38,10 @@ enum Command {
     /// Follow the references of a feedback-mode run (`dedup -f`) and confirm that
     /// every dropped paragraph repeats its named original; exit 1 on any mismatch.
     Check(check::CheckArgs),
+    /// Deterministic batch mode: hash / resolve / filter phases as idempotent tasks
+    /// (Slurm arrays, Spark, Ray); outputs equal `webdedup dedup`'s.
+    #[command(subcommand)]
+    Batch(batch::BatchCommand),
     /// 64-bit SimHash fingerprints of documents (verticals, JSON Lines, plain text).
     Simhash(webdedup_simhash::SimhashArgs),
     /// Near-duplicate documents by SimHash: all pairs within k bits, clusters, dedup,
@@ -70,6 +75,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Dedup(args) => dedup::run(args),
         Command::Check(args) => check::run(args),
+        Command::Batch(cmd) => batch::run(cmd),
         Command::Simhash(args) => webdedup_simhash::run_simhash(args).map(exit_code),
         Command::Similar(args) => webdedup_simhash::run_similar(args).map(exit_code),
         Command::Cdx(cmd) => remote::archive_store(match cmd {

@@ -6,6 +6,7 @@
 //! kept bytes, and [`runner`] drives all of it over a directory with threads while
 //! keeping the output identical to a sequential pass.
 
+pub mod batch;
 pub mod check;
 pub mod options;
 pub mod persist;

@@ -720,9 +720,21 @@ pub fn run_with(
     dur: &Durability,
     report: &(dyn Fn(&str) + Sync),
 ) -> Result<RunStats> {
-    let started = Instant::now();
-    let mut files = list_inputs(&cfg.input, &cfg.output)
+    let files = list_inputs(&cfg.input, &cfg.output)
         .with_context(|| format!("cannot list input {}", cfg.input.display()))?;
+    run_files(cfg, files, store, dur, report)
+}
+
+/// [`run_with`] over the given input files (a subset of `cfg.input`'s, in sorted
+/// relative-path order), e.g. one batch-mode task's share.
+pub fn run_files(
+    cfg: &RunConfig,
+    mut files: Vec<InputFile>,
+    store: &dyn Store,
+    dur: &Durability,
+    report: &(dyn Fn(&str) + Sync),
+) -> Result<RunStats> {
+    let started = Instant::now();
     check_output_names(&files, &cfg.output)?;
     fs::create_dir_all(&cfg.output)
         .with_context(|| format!("cannot create output directory {}", cfg.output.display()))?;

@@ -1,0 +1,256 @@
+//! `webdedup batch ...`: deterministic batch mode (see `webdedup_dedup::batch`).
+
+use crate::{EXIT_INPUT_PROBLEMS, EXIT_OK};
+use anyhow::{bail, Result};
+use clap::{Args, Subcommand};
+use std::path::PathBuf;
+use webdedup_dedup::batch::{self, BatchConfig, Stage};
+use webdedup_dedup::{DocCheck, Options, RunConfig, RunStats};
+use webdedup_formats::output::OutputCompression;
+use webdedup_store::DEFAULT_BLOCKS;
+use webdedup_text::Normalization;
+
+#[derive(Debug, Subcommand)]
+pub enum BatchCommand {
+    /// Phase 1, one task: plan this task's share of the input files and write every
+    /// key with its position as sorted runs, one per partition.
+    Hash(TaskArgs),
+    /// Phase 2, one task and stage (`url-title`, then `docs`, then `paras`): the first
+    /// occurrence of every key of this task's partitions.
+    Resolve(ResolveArgs),
+    /// Phase 3, one task: write this task's share of the outputs, the same bytes
+    /// as `webdedup dedup`.
+    Filter(FilterArgs),
+    /// Fold the run's new keys into a store directory (`--store` of `dedup`).
+    Publish(PublishArgs),
+    /// Every phase locally, tasks on threads.
+    Run(RunArgs),
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct Common {
+    /// Input directory (or file), as for `webdedup dedup`.
+    #[arg(short, long, value_name = "DIR")]
+    input: PathBuf,
+    /// Work directory shared by all tasks (runs, verdicts, completion markers).
+    #[arg(short, long, value_name = "DIR")]
+    work: PathBuf,
+    /// Number of tasks of each phase (fixed for a work directory).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    task_count: usize,
+    /// Hash partitions (groups of blocks), spread over the resolve tasks.
+    #[arg(long, default_value_t = 64, value_name = "N")]
+    partitions: u32,
+    #[arg(long, default_value_t = DEFAULT_BLOCKS, value_name = "N")]
+    blocks: u32,
+    #[arg(long = "normalize", default_value = "loose", value_name = "MODE")]
+    normalization: Normalization,
+    #[arg(long, default_value_t = 50, value_name = "N")]
+    min_para_chars: usize,
+    #[arg(long, default_value = "all", value_name = "WHICH")]
+    doc_check: DocCheck,
+    #[arg(long, default_value_t = webdedup_formats::vertical::DEFAULT_CHUNK_BYTES, value_name = "BYTES")]
+    chunk_bytes: usize,
+    #[arg(long, default_value_t = webdedup_formats::vertical::DEFAULT_MAX_LINE_BYTES, value_name = "BYTES")]
+    max_line_bytes: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct TaskArgs {
+    #[command(flatten)]
+    common: Common,
+    /// This task's index, from 0 (Slurm: $SLURM_ARRAY_TASK_ID).
+    #[arg(long, value_name = "I")]
+    task_index: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct ResolveArgs {
+    #[command(flatten)]
+    task: TaskArgs,
+    /// `url-title`, `docs` or `paras` (each needs the one before finished).
+    #[arg(long)]
+    stage: Stage,
+    /// The store directory of earlier runs: its keys are always seen.
+    #[arg(long, value_name = "DIR")]
+    store: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct Outputs {
+    /// Output directory (names as `webdedup dedup` gives them).
+    #[arg(short, long, value_name = "DIR")]
+    output: PathBuf,
+    #[arg(short = 'd', long = "dd")]
+    dd: bool,
+    #[arg(long, default_value = "none", value_name = "KIND")]
+    compress: OutputCompression,
+}
+
+#[derive(Debug, Args)]
+pub struct FilterArgs {
+    #[command(flatten)]
+    task: TaskArgs,
+    #[command(flatten)]
+    out: Outputs,
+}
+
+#[derive(Debug, Args)]
+pub struct PublishArgs {
+    #[command(flatten)]
+    common: Common,
+    #[arg(long, value_name = "DIR")]
+    store: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    common: Common,
+    #[command(flatten)]
+    out: Outputs,
+    /// Threads (one task of each phase per thread unless --task-count is given).
+    #[arg(short, long, value_name = "N")]
+    threads: Option<usize>,
+    /// Store directory of earlier runs: read by resolve, updated at the end.
+    #[arg(long, value_name = "DIR")]
+    store: Option<PathBuf>,
+}
+
+fn config(c: &Common, task_count: usize) -> BatchConfig {
+    BatchConfig {
+        input: c.input.clone(),
+        work: c.work.clone(),
+        task_count,
+        partitions: c.partitions,
+        blocks: c.blocks,
+        options: Options {
+            normalization: c.normalization,
+            min_para_chars: c.min_para_chars,
+            doc_check: c.doc_check,
+            ..Default::default()
+        },
+        chunk_bytes: c.chunk_bytes.max(1),
+        max_line_bytes: c.max_line_bytes.max(1),
+    }
+}
+
+fn run_config(c: &Common, o: &Outputs) -> RunConfig {
+    let mut r = RunConfig::new(&c.input, &o.output);
+    r.options = config(c, 1).options;
+    r.dd = o.dd;
+    r.compress = o.compress;
+    r.chunk_bytes = c.chunk_bytes.max(1);
+    r.max_line_bytes = c.max_line_bytes.max(1);
+    r.sync = true;
+    r
+}
+
+fn check_task(t: &TaskArgs) -> Result<BatchConfig> {
+    let cfg = config(&t.common, t.common.task_count);
+    if t.task_index >= cfg.task_count {
+        bail!("--task-index {} is not below --task-count {}", t.task_index, cfg.task_count);
+    }
+    Ok(cfg)
+}
+
+fn status(stats: &[RunStats]) -> u8 {
+    if stats.iter().any(|s| s.had_input_problems()) {
+        EXIT_INPUT_PROBLEMS
+    } else {
+        EXIT_OK
+    }
+}
+
+pub fn run(cmd: &BatchCommand) -> Result<u8> {
+    let report = |line: &str| eprintln!("{line}");
+    match cmd {
+        BatchCommand::Hash(t) => {
+            let cfg = check_task(t)?;
+            if !batch::hash(&cfg, t.task_index, &report)? {
+                eprintln!("hash task {} already finished", t.task_index);
+            }
+            Ok(EXIT_OK)
+        }
+        BatchCommand::Resolve(r) => {
+            let cfg = check_task(&r.task)?;
+            if !batch::resolve(&cfg, r.stage, r.task.task_index, r.store.as_deref())? {
+                eprintln!("resolve --stage {} task {} already finished", r.stage.name(), r.task.task_index);
+            }
+            Ok(EXIT_OK)
+        }
+        BatchCommand::Filter(f) => {
+            let cfg = check_task(&f.task)?;
+            match batch::filter(&cfg, &run_config(&f.task.common, &f.out), f.task.task_index, &report)? {
+                Some(s) => Ok(status(&[s])),
+                None => {
+                    eprintln!("filter task {} already finished", f.task.task_index);
+                    Ok(EXIT_OK)
+                }
+            }
+        }
+        BatchCommand::Publish(p) => {
+            let cfg = config(&p.common, p.common.task_count);
+            let keys = batch::publish(&cfg, &p.store)?;
+            eprintln!("store {}: {keys} keys", p.store.display());
+            Ok(EXIT_OK)
+        }
+        BatchCommand::Run(a) => run_all(a, &report),
+    }
+}
+
+fn run_all(a: &RunArgs, report: &(dyn Fn(&str) + Sync)) -> Result<u8> {
+    let threads = a
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
+    let tasks = if a.common.task_count > 1 { a.common.task_count } else { threads };
+    let cfg = config(&a.common, tasks);
+    cfg.prepare()?;
+    let started = std::time::Instant::now();
+    // Each phase: its tasks on `threads` threads, taking task indexes in turn.
+    let phase = |f: &(dyn Fn(usize) -> Result<Option<RunStats>> + Sync)| -> Result<Vec<RunStats>> {
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let out = parking_lot::Mutex::new((Vec::new(), None::<anyhow::Error>));
+        std::thread::scope(|s| {
+            for _ in 0..threads.min(tasks) {
+                s.spawn(|| loop {
+                    let t = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if t >= tasks {
+                        break;
+                    }
+                    match f(t) {
+                        Ok(Some(st)) => out.lock().0.push(st),
+                        Ok(None) => {}
+                        Err(e) => {
+                            out.lock().1.get_or_insert(e);
+                        }
+                    }
+                });
+            }
+        });
+        let (stats, err) = out.into_inner();
+        match err {
+            Some(e) => Err(e),
+            None => Ok(stats),
+        }
+    };
+    phase(&|t| batch::hash(&cfg, t, report).map(|_| None))?;
+    for stage in Stage::ALL {
+        phase(&|t| batch::resolve(&cfg, stage, t, a.store.as_deref()).map(|_| None))?;
+    }
+    let run = run_config(&a.common, &a.out);
+    let stats = phase(&|t| batch::filter(&cfg, &run, t, report))?;
+    if let Some(store) = &a.store {
+        let keys = batch::publish(&cfg, store)?;
+        eprintln!("store {}: {keys} keys", store.display());
+    }
+    let work = batch::work_bytes(&cfg.work);
+    eprintln!(
+        "batch run: {} tasks, {:.3} s, work directory {} bytes",
+        tasks,
+        started.elapsed().as_secs_f64(),
+        work
+    );
+    Ok(status(&stats))
+}

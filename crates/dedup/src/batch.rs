@@ -1,0 +1,563 @@
+//! Deterministic batch mode: hash / resolve / filter as idempotent tasks.
+//!
+//! Stream mode answers a key "seen" iff it was in the store before the run or was
+//! asked earlier in (file, position) order. Which keys are asked depends on earlier
+//! answers only within a document (a document dropped whole asks no paragraph key;
+//! with `--doc-check url-title` only documents whose URL+title repeated ask their
+//! document key). Batch mode computes the same answers with tasks that each see a
+//! slice of the work:
+//!
+//! 1. **hash** (task I of N): the files of rank `r ≡ I (mod N)` (sorted relative
+//!    paths) are planned exactly as stream mode plans them, and every key that may
+//!    be asked is written with its position (file rank, index within its kind in
+//!    the file, document index) into sorted runs, one per (kind, partition);
+//!    partition = block mod partitions.
+//! 2. **resolve**, three stages (`url-title`, `docs`, `paras`), each task owning the
+//!    partitions `p ≡ J (mod N)`: the stage's records are filtered by the previous
+//!    stage's answers (is this key asked at all?), sorted by (key, file, index), and
+//!    the first occurrence of every key not in the persisted store of earlier runs is
+//!    *new*; every other ask is *seen*. The new first occurrences are written per
+//!    partition (position and key).
+//! 3. **filter** (task J): the files of rank `r ≡ J (mod N)` go through the stream
+//!    runner itself (plan, decide, render) with a store that answers from the new
+//!    keys of that file: an asked key is new the first time it is asked in the file
+//!    if it is listed there, seen otherwise. So outputs equal stream mode's, byte for
+//!    byte, for any task count and order.
+//! 4. **publish** folds the new keys into the store directory's snapshot.
+//!
+//! Every task writes into a temporary directory and renames it into place, then
+//! writes its completion marker: a task killed at any point is simply run again, and
+//! a finished one is skipped. The work directory records its settings and refuses
+//! others. Exact mode only (no `-n`, `-f`, `--url-filter`).
+
+use crate::options::{DocCheck, Options};
+use crate::plan::{ChunkPlan, Planner};
+use crate::runner::{list_inputs, rel_bytes, Durability, InputFile, RunConfig};
+use crate::report::RunStats;
+use anyhow::{anyhow, bail, Context, Result};
+use parking_lot::Mutex;
+use std::collections::{HashMap, HashSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use webdedup_formats::input::open_input;
+use webdedup_formats::vertical::ChunkReader;
+use webdedup_store::{BatchId, MemStore, Store, StoreError, StoreMeta};
+
+/// The key kinds, in stage order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    UrlTitle = 0,
+    Docs = 1,
+    Paras = 2,
+}
+
+impl Stage {
+    pub const ALL: [Stage; 3] = [Stage::UrlTitle, Stage::Docs, Stage::Paras];
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::UrlTitle => "url-title",
+            Stage::Docs => "docs",
+            Stage::Paras => "paras",
+        }
+    }
+}
+
+impl std::str::FromStr for Stage {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Stage::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| format!("unknown stage '{s}' (expected url-title, docs or paras)"))
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct BatchConfig {
+    pub input: PathBuf,
+    pub work: PathBuf,
+    pub task_count: usize,
+    pub partitions: u32,
+    pub blocks: u32,
+    pub options: Options,
+    pub chunk_bytes: usize,
+    pub max_line_bytes: usize,
+}
+
+impl BatchConfig {
+    fn settings(&self) -> String {
+        format!(
+            "webdedup-batch 1\nhash=xxh3-64\nnormalization={}\nmin-para-chars={}\ndoc-check={:?}\nchunk-bytes={}\nmax-line-bytes={}\nblocks={}\npartitions={}\ntasks={}\n",
+            self.options.normalization.name(),
+            self.options.min_para_chars,
+            self.options.doc_check,
+            self.chunk_bytes,
+            self.max_line_bytes,
+            self.blocks,
+            self.partitions,
+            self.task_count
+        )
+    }
+
+    /// Writes the work directory's settings, or checks them against an existing one.
+    pub fn prepare(&self) -> Result<()> {
+        if self.task_count == 0 || self.partitions == 0 {
+            bail!("--task-count and --partitions must be at least 1");
+        }
+        if self.options.near.is_some() || self.options.feedback || self.options.url_filter.is_some() {
+            bail!("batch mode is exact mode: -n, -f and --url-filter are not supported");
+        }
+        std::fs::create_dir_all(&self.work)
+            .with_context(|| format!("cannot create work directory {}", self.work.display()))?;
+        let path = self.work.join("settings");
+        let want = self.settings();
+        match std::fs::read_to_string(&path) {
+            Ok(have) if have == want => Ok(()),
+            Ok(have) => {
+                let diff: Vec<String> = have
+                    .lines()
+                    .zip(want.lines())
+                    .filter(|(a, b)| a != b)
+                    .map(|(a, b)| format!("'{a}' in the work directory, '{b}' now"))
+                    .collect();
+                bail!(
+                    "{} was made with other settings ({}); use a new work directory",
+                    path.display(),
+                    diff.join("; ")
+                )
+            }
+            Err(_) => write_atomic(&path, want.as_bytes()),
+        }
+    }
+
+    fn files(&self) -> Result<Vec<InputFile>> {
+        list_inputs(&self.input, &self.work)
+            .with_context(|| format!("cannot list input {}", self.input.display()))
+    }
+
+    fn partition(&self, key: u64) -> u32 {
+        webdedup_store::block_of(key, self.blocks) % self.partitions
+    }
+
+    fn owner(&self, n: usize) -> usize {
+        n % self.task_count
+    }
+}
+
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = path.with_extension("tmp");
+    let mut f = std::fs::File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+    f.write_all(bytes)
+        .and_then(|_| f.sync_all())
+        .with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot rename {}", tmp.display()))
+}
+
+/// Replaces `dir` by the contents built in `tmp` (both under the work directory).
+fn publish_dir(tmp: &Path, dir: &Path) -> Result<()> {
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).with_context(|| format!("cannot remove {}", dir.display()))?;
+    }
+    std::fs::rename(tmp, dir).with_context(|| format!("cannot rename {}", tmp.display()))
+}
+
+fn marker(dir: &Path, name: &str) -> PathBuf {
+    dir.join(format!("{name}.done"))
+}
+
+// ---- Records and their encoding --------------------------------------------------
+
+/// A key that may be asked: where (file rank, index among its kind's keys in that
+/// file) and, for paragraphs, in which document.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Rec {
+    key: u64,
+    file: u32,
+    seq: u32,
+    doc: u32,
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn get_varint(data: &[u8], pos: &mut usize) -> Result<u64> {
+    let mut v = 0u64;
+    for shift in (0..64).step_by(7) {
+        let b = *data.get(*pos).ok_or_else(|| anyhow!("truncated record"))?;
+        *pos += 1;
+        v |= ((b & 0x7f) as u64) << shift;
+        if b < 0x80 {
+            return Ok(v);
+        }
+    }
+    bail!("bad varint")
+}
+
+/// Sorted records as (key gap, file, seq, doc) varints behind a count and a
+/// checksum: about 10 bytes a record.
+fn encode(recs: &[Rec]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(recs.len() * 10 + 16);
+    put_varint(&mut out, recs.len() as u64);
+    let mut prev = 0u64;
+    for r in recs {
+        put_varint(&mut out, r.key.wrapping_sub(prev));
+        prev = r.key;
+        put_varint(&mut out, r.file as u64);
+        put_varint(&mut out, r.seq as u64);
+        put_varint(&mut out, r.seq.wrapping_sub(r.doc) as u64);
+    }
+    let sum = xxhash_rust::xxh3::xxh3_64(&out);
+    out.extend_from_slice(&sum.to_le_bytes());
+    out
+}
+
+fn decode(path: &Path, out: &mut Vec<Rec>) -> Result<()> {
+    let data = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let bad = |why: &str| anyhow!("{}: {why}", path.display());
+    if data.len() < 8 {
+        return Err(bad("truncated"));
+    }
+    let (body, sum) = data.split_at(data.len() - 8);
+    if xxhash_rust::xxh3::xxh3_64(body) != u64::from_le_bytes(sum.try_into().unwrap()) {
+        return Err(bad("checksum mismatch (damaged file; rerun the task that wrote it)"));
+    }
+    let mut pos = 0;
+    let n = get_varint(body, &mut pos).map_err(|e| bad(&e.to_string()))?;
+    let mut key = 0u64;
+    for _ in 0..n {
+        let mut next = || get_varint(body, &mut pos).map_err(|e| bad(&e.to_string()));
+        key = key.wrapping_add(next()?);
+        let file = next()? as u32;
+        let seq = next()? as u32;
+        let doc = seq.wrapping_sub(next()? as u32);
+        out.push(Rec { key, file, seq, doc });
+    }
+    Ok(())
+}
+
+// ---- Hash ------------------------------------------------------------------------
+
+fn hash_dir(work: &Path) -> PathBuf {
+    work.join("hash")
+}
+
+fn run_name(stage: Stage, part: u32) -> String {
+    format!("{}-{part}.run", stage.name())
+}
+
+/// The hash phase for one task; returns false if it had already finished.
+pub fn hash(cfg: &BatchConfig, task: usize, report: &(dyn Fn(&str) + Sync)) -> Result<bool> {
+    cfg.prepare()?;
+    let dir = hash_dir(&cfg.work);
+    std::fs::create_dir_all(&dir)?;
+    let name = format!("task-{task}");
+    if marker(&dir, &name).exists() {
+        return Ok(false);
+    }
+    let files = cfg.files()?;
+    let mut runs: Vec<Vec<Vec<Rec>>> = vec![vec![Vec::new(); cfg.partitions as usize]; 3];
+    let mut planner = Planner::new(&cfg.options);
+    let mut plan = ChunkPlan::default();
+    for (rank, f) in files.iter().enumerate().filter(|(r, _)| cfg.owner(*r) == task) {
+        let rank = rank as u32;
+        let reader = match open_input(&f.path) {
+            Ok((r, _)) => r,
+            Err(e) => {
+                // The filter task reports it (and writes nothing for it).
+                report(&format!("{}: cannot read: {e}", f.path.display()));
+                continue;
+            }
+        };
+        let mut chunks = ChunkReader::with_sizes(reader, cfg.chunk_bytes, cfg.max_line_bytes);
+        let (mut doc_index, mut long_index) = (0u32, 0u32);
+        while let Some(chunk) = chunks.next_chunk() {
+            planner.plan(&chunk, &mut plan);
+            for d in &plan.docs {
+                let mut push = |stage: Stage, key: u64, seq: u32| {
+                    runs[stage as usize][cfg.partition(key) as usize].push(Rec {
+                        key,
+                        file: rank,
+                        seq,
+                        doc: doc_index,
+                    })
+                };
+                push(Stage::UrlTitle, d.url_title_key, doc_index);
+                push(Stage::Docs, d.doc_key, doc_index);
+                for p in plan.paras[d.paras.clone()].iter().filter(|p| p.long) {
+                    push(Stage::Paras, p.key, long_index);
+                    long_index += 1;
+                }
+                doc_index += 1;
+            }
+        }
+    }
+    let tmp = dir.join(format!("{name}.tmp"));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp)?;
+    for stage in Stage::ALL {
+        for (p, recs) in runs[stage as usize].iter_mut().enumerate() {
+            recs.sort_unstable();
+            write_atomic(&tmp.join(run_name(stage, p as u32)), &encode(recs))?;
+        }
+    }
+    publish_dir(&tmp, &dir.join(&name))?;
+    write_atomic(&marker(&dir, &name), b"")?;
+    Ok(true)
+}
+
+// ---- Resolve ---------------------------------------------------------------------
+
+fn verdict_dir(work: &Path, stage: Stage) -> PathBuf {
+    work.join("verdicts").join(stage.name())
+}
+
+fn require_markers(dir: &Path, count: usize, what: &str) -> Result<()> {
+    for t in 0..count {
+        if !marker(dir, &format!("task-{t}")).exists() {
+            bail!("{what} task {t} of {count} has not finished ({} is missing); run it first", marker(dir, &format!("task-{t}")).display());
+        }
+    }
+    Ok(())
+}
+
+/// The new first occurrences of a stage, all partitions: per file rank, the
+/// positions (seq) and the keys.
+fn read_new(cfg: &BatchConfig, stage: Stage) -> Result<Vec<Rec>> {
+    let dir = verdict_dir(&cfg.work, stage);
+    require_markers(&dir, cfg.task_count, &format!("resolve --stage {}", stage.name()))?;
+    let mut all = Vec::new();
+    for p in 0..cfg.partitions {
+        let owner = cfg.owner(p as usize);
+        decode(&dir.join(format!("task-{owner}")).join(format!("new-{p}")), &mut all)?;
+    }
+    Ok(all)
+}
+
+fn store_meta(cfg: &BatchConfig) -> StoreMeta {
+    StoreMeta {
+        hash: "xxh3-64".into(),
+        normalization: cfg.options.normalization.name().into(),
+        blocks: cfg.blocks,
+        key_kind: crate::persist::KEY_KIND.into(),
+    }
+}
+
+fn load_store(cfg: &BatchConfig, store: Option<&Path>) -> Result<Option<MemStore>> {
+    let Some(dir) = store else { return Ok(None) };
+    let snap = dir.join(crate::persist::SNAPSHOT_FILE);
+    if !snap.exists() {
+        return Ok(None);
+    }
+    Ok(Some(MemStore::load(&snap, &store_meta(cfg), 0)?.0))
+}
+
+/// One resolve stage for one task; returns false if it had already finished.
+pub fn resolve(cfg: &BatchConfig, stage: Stage, task: usize, store: Option<&Path>) -> Result<bool> {
+    cfg.prepare()?;
+    require_markers(&hash_dir(&cfg.work), cfg.task_count, "hash")?;
+    let dir = verdict_dir(&cfg.work, stage);
+    std::fs::create_dir_all(&dir)?;
+    let name = format!("task-{task}");
+    if marker(&dir, &name).exists() {
+        return Ok(false);
+    }
+    // Which records of this stage are asked at all, from the previous stages.
+    let asked: Box<dyn Fn(&Rec) -> bool> = match stage {
+        Stage::UrlTitle => Box::new(|_| true),
+        Stage::Docs if cfg.options.doc_check == DocCheck::All => Box::new(|_| true),
+        Stage::Docs => {
+            // Only documents whose URL+title repeated: asked, and not new.
+            let new: HashSet<(u32, u32)> =
+                read_new(cfg, Stage::UrlTitle)?.iter().map(|r| (r.file, r.seq)).collect();
+            let hashes = hash_dir(&cfg.work);
+            let mut all_ut = Vec::new();
+            for t in 0..cfg.task_count {
+                for p in 0..cfg.partitions {
+                    decode(&hashes.join(format!("task-{t}")).join(run_name(Stage::UrlTitle, p)), &mut all_ut)?;
+                }
+            }
+            let repeated: HashSet<(u32, u32)> = all_ut
+                .iter()
+                .map(|r| (r.file, r.seq))
+                .filter(|pos| !new.contains(pos))
+                .collect();
+            Box::new(move |r: &Rec| repeated.contains(&(r.file, r.doc)))
+        }
+        Stage::Paras => {
+            // Documents not dropped whole: the document key was not asked, or new.
+            let new: HashSet<(u32, u32)> =
+                read_new(cfg, Stage::Docs)?.iter().map(|r| (r.file, r.seq)).collect();
+            let asked_docs: Option<HashSet<(u32, u32)>> = if cfg.options.doc_check == DocCheck::All {
+                None
+            } else {
+                let ut_new: HashSet<(u32, u32)> =
+                    read_new(cfg, Stage::UrlTitle)?.iter().map(|r| (r.file, r.seq)).collect();
+                let hashes = hash_dir(&cfg.work);
+                let mut all_ut = Vec::new();
+                for t in 0..cfg.task_count {
+                    for p in 0..cfg.partitions {
+                        decode(&hashes.join(format!("task-{t}")).join(run_name(Stage::UrlTitle, p)), &mut all_ut)?;
+                    }
+                }
+                Some(
+                    all_ut
+                        .iter()
+                        .map(|r| (r.file, r.seq))
+                        .filter(|pos| !ut_new.contains(pos))
+                        .collect(),
+                )
+            };
+            Box::new(move |r: &Rec| {
+                let doc = (r.file, r.doc);
+                let doc_asked = asked_docs.as_ref().is_none_or(|a| a.contains(&doc));
+                !doc_asked || new.contains(&doc)
+            })
+        }
+    };
+    let old = load_store(cfg, store)?;
+    let tmp = dir.join(format!("{name}.tmp"));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp)?;
+    let mut recs = Vec::new();
+    for p in (0..cfg.partitions).filter(|p| cfg.owner(*p as usize) == task) {
+        recs.clear();
+        for t in 0..cfg.task_count {
+            decode(&hash_dir(&cfg.work).join(format!("task-{t}")).join(run_name(stage, p)), &mut recs)?;
+        }
+        recs.retain(|r| asked(r));
+        recs.sort_unstable();
+        let mut new = Vec::new();
+        let mut i = 0;
+        while i < recs.len() {
+            let key = recs[i].key;
+            // Sorted by (key, file, seq): the first of a run of equal keys is the
+            // first occurrence in canonical order.
+            if !old.as_ref().is_some_and(|s| s.contains(key)) {
+                new.push(recs[i]);
+            }
+            while i < recs.len() && recs[i].key == key {
+                i += 1;
+            }
+        }
+        write_atomic(&tmp.join(format!("new-{p}")), &encode(&new))?;
+    }
+    publish_dir(&tmp, &dir.join(&name))?;
+    write_atomic(&marker(&dir, &name), b"")?;
+    Ok(true)
+}
+
+// ---- Filter ----------------------------------------------------------------------
+
+/// Answers the stream runner's requests from the resolved first occurrences: per
+/// input file (by its stream id), the keys that are new in it; an asked key is new
+/// the first time it is asked in that file if listed, seen otherwise.
+struct Replay {
+    new: Mutex<HashMap<u64, HashSet<u64>>>,
+}
+
+impl Store for Replay {
+    fn test_and_insert(&self, keys: &[u64], _seen: &mut Vec<bool>) -> Result<(), StoreError> {
+        Err(StoreError::Unsupported(format!(
+            "batch filter: a request of {} keys without a chunk identity",
+            keys.len()
+        )))
+    }
+    fn test_and_insert_batch(&self, id: BatchId, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError> {
+        seen.clear();
+        let mut map = self.new.lock();
+        let set = map.entry(id.stream).or_default();
+        seen.extend(keys.iter().map(|k| !set.remove(k)));
+        Ok(())
+    }
+    fn len(&self) -> u64 {
+        0
+    }
+    fn memory_bytes(&self) -> u64 {
+        0
+    }
+    fn blocks(&self) -> u32 {
+        1
+    }
+}
+
+/// The filter phase for one task: writes the outputs of its files into `output`
+/// (as `webdedup dedup` names them). A finished task is skipped.
+pub fn filter(
+    cfg: &BatchConfig,
+    run: &RunConfig,
+    task: usize,
+    report: &(dyn Fn(&str) + Sync),
+) -> Result<Option<RunStats>> {
+    cfg.prepare()?;
+    let dir = cfg.work.join("filter");
+    std::fs::create_dir_all(&dir)?;
+    let name = format!("task-{task}");
+    if marker(&dir, &name).exists() {
+        return Ok(None);
+    }
+    let files = cfg.files()?;
+    let mine: HashSet<u32> = (0..files.len() as u32).filter(|r| cfg.owner(*r as usize) == task).collect();
+    let stream_of: HashMap<u32, u64> = files
+        .iter()
+        .enumerate()
+        .map(|(r, f)| (r as u32, crate::policy::chunk_identity(rel_bytes(&f.rel), 0).stream))
+        .collect();
+    let mut new: HashMap<u64, HashSet<u64>> = HashMap::new();
+    for stage in Stage::ALL {
+        for r in read_new(cfg, stage)? {
+            if mine.contains(&r.file) {
+                new.entry(stream_of[&r.file]).or_default().insert(r.key);
+            }
+        }
+    }
+    let store = Replay { new: Mutex::new(new) };
+    let selected: Vec<InputFile> = files
+        .into_iter()
+        .enumerate()
+        .filter(|(r, _)| mine.contains(&(*r as u32)))
+        .map(|(_, f)| f)
+        .collect();
+    let dur = Durability {
+        journal: None,
+        recorded: None,
+        skip_finished: false,
+        stop: None,
+    };
+    let stats = crate::runner::run_files(run, selected, &store, &dur, report)?;
+    write_atomic(&marker(&dir, &name), b"")?;
+    Ok(Some(stats))
+}
+
+// ---- Publish ---------------------------------------------------------------------
+
+/// Folds the run's new keys into `store` (loading its snapshot if there is one) and
+/// saves it. Idempotent: the keys are a set.
+pub fn publish(cfg: &BatchConfig, store: &Path) -> Result<u64> {
+    cfg.prepare()?;
+    let mem = load_store(cfg, Some(store))?.unwrap_or_else(|| MemStore::new(cfg.blocks));
+    let mut keys = Vec::new();
+    for stage in Stage::ALL {
+        keys.extend(read_new(cfg, stage)?.into_iter().map(|r| r.key));
+    }
+    mem.insert_all(&keys);
+    std::fs::create_dir_all(store)?;
+    mem.save(&store.join(crate::persist::SNAPSHOT_FILE), &store_meta(cfg))?;
+    Ok(mem.len())
+}
+
+/// Bytes of the work directory's files (runs, verdicts, markers).
+pub fn work_bytes(dir: &Path) -> u64 {
+    let mut total = 0;
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            total += if p.is_dir() { work_bytes(&p) } else { e.metadata().map_or(0, |m| m.len()) };
+        }
+    }
+    total
+}
