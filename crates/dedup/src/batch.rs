@@ -41,7 +41,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use webdedup_formats::input::open_input;
 use webdedup_formats::vertical::ChunkReader;
-use webdedup_store::{BatchId, MemStore, Store, StoreError, StoreMeta};
+use webdedup_store::{fault, BatchId, MemStore, Store, StoreError, StoreMeta};
 
 /// The key kinds, in stage order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -305,7 +305,9 @@ pub fn hash(cfg: &BatchConfig, task: usize, report: &(dyn Fn(&str) + Sync)) -> R
             write_atomic(&tmp.join(run_name(stage, p as u32)), &encode(recs))?;
         }
     }
+    fault::hit("batch-hash-written");
     publish_dir(&tmp, &dir.join(&name))?;
+    fault::hit("batch-hash-published");
     write_atomic(&marker(&dir, &name), b"")?;
     Ok(true)
 }
@@ -445,8 +447,10 @@ pub fn resolve(cfg: &BatchConfig, stage: Stage, task: usize, store: Option<&Path
             }
         }
         write_atomic(&tmp.join(format!("new-{p}")), &encode(&new))?;
+        fault::hit("batch-resolve-partition");
     }
     publish_dir(&tmp, &dir.join(&name))?;
+    fault::hit("batch-resolve-published");
     write_atomic(&marker(&dir, &name), b"")?;
     Ok(true)
 }
@@ -529,6 +533,7 @@ pub fn filter(
         stop: None,
     };
     let stats = crate::runner::run_files(run, selected, &store, &dur, report)?;
+    fault::hit("batch-filter-written");
     write_atomic(&marker(&dir, &name), b"")?;
     Ok(Some(stats))
 }
@@ -560,4 +565,118 @@ pub fn work_bytes(dir: &Path) -> u64 {
         }
     }
     total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::run;
+    use proptest::prelude::*;
+
+    fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(tree(&p));
+            } else {
+                out.push((p.strip_prefix(dir).unwrap().to_owned(), std::fs::read(&p).unwrap()));
+            }
+        }
+        out.sort();
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        /// Random small corpora (few words, so many exact repeats of paragraphs,
+        /// documents and URLs): batch phases in any task count and order write what
+        /// stream mode writes.
+        #[test]
+        fn batch_phases_equal_stream_mode(
+            files in proptest::collection::vec(
+                proptest::collection::vec((0u8..4, proptest::collection::vec((0u8..5, 1usize..4), 0..4)), 0..6),
+                1..4,
+            ),
+            tasks in 1usize..5,
+            rotate in 0usize..5,
+            url_title: bool,
+            chunk in prop_oneof![Just(1usize), Just(1 << 20)],
+        ) {
+            let words = ["alpha", "beta", "gamma", "delta", "epsilon"];
+            let tmp = tempfile::tempdir().unwrap();
+            let input = tmp.path().join("in");
+            std::fs::create_dir_all(&input).unwrap();
+            for (i, docs) in files.iter().enumerate() {
+                let mut text = String::new();
+                for (url, paras) in docs {
+                    text += &format!("<doc url=\"u{url}\" title=\"t\">\n");
+                    for (w, n) in paras {
+                        text += "<p>\n";
+                        for _ in 0..*n * 4 {
+                            text += words[*w as usize];
+                            text += "\n";
+                        }
+                        text += "</p>\n";
+                    }
+                    text += "</doc>\n";
+                }
+                std::fs::write(input.join(format!("f{i}.vert")), text).unwrap();
+            }
+            let options = Options {
+                min_para_chars: 20,
+                doc_check: if url_title { DocCheck::UrlTitle } else { DocCheck::All },
+                ..Options::default()
+            };
+            let mut rc = RunConfig::new(&input, tmp.path().join("stream"));
+            rc.options = options.clone();
+            rc.dd = true;
+            rc.chunk_bytes = chunk;
+            run(&rc, &MemStore::new(13), &|_| {}).unwrap();
+
+            let cfg = BatchConfig {
+                input: input.clone(),
+                work: tmp.path().join("work"),
+                task_count: tasks,
+                partitions: 3,
+                blocks: 13,
+                options,
+                chunk_bytes: chunk,
+                max_line_bytes: 1 << 20,
+            };
+            let order: Vec<usize> = (0..tasks).map(|t| (t + rotate) % tasks).collect();
+            for &t in &order {
+                hash(&cfg, t, &|_| {}).unwrap();
+            }
+            for stage in Stage::ALL {
+                for &t in order.iter().rev() {
+                    resolve(&cfg, stage, t, None).unwrap();
+                }
+            }
+            let mut brc = rc.clone();
+            brc.output = tmp.path().join("batch");
+            for &t in &order {
+                filter(&cfg, &brc, t, &|_| {}).unwrap();
+            }
+            prop_assert!(tree(&rc.output) == tree(&brc.output));
+        }
+    }
+
+    #[test]
+    fn records_round_trip_and_damage_is_detected() {
+        let recs = vec![
+            Rec { key: 1, file: 0, seq: 3, doc: 1 },
+            Rec { key: u64::MAX, file: 7, seq: 0, doc: 0 },
+        ];
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join("r");
+        std::fs::write(&p, encode(&recs)).unwrap();
+        let mut back = Vec::new();
+        decode(&p, &mut back).unwrap();
+        assert_eq!(back, recs);
+        let mut bytes = encode(&recs);
+        bytes[2] ^= 1;
+        std::fs::write(&p, bytes).unwrap();
+        assert!(decode(&p, &mut Vec::new()).unwrap_err().to_string().contains("checksum"));
+    }
 }

@@ -1,0 +1,159 @@
+//! Batch mode end to end with the real binary: outputs equal `webdedup dedup`'s for
+//! any task count and order, tasks killed and relaunched (a simulated Slurm array),
+//! incremental runs with a store, settings checks.
+
+mod common;
+use common::*;
+use std::path::Path;
+use std::process::Command;
+
+fn batch(args: &[&str], fault: Option<&str>) -> std::process::Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_webdedup"));
+    c.arg("batch").args(args);
+    match fault {
+        Some(f) => c.env("WEBDEDUP_FAULT", f),
+        None => c.env_remove("WEBDEDUP_FAULT"),
+    };
+    c.output().unwrap()
+}
+
+fn stream(input: &Path, out: &Path, extra: &[&str]) -> Vec<(String, Vec<u8>)> {
+    let mut args = vec!["--dd", "-t", "1"];
+    args.extend_from_slice(extra);
+    let o = dedup(input, out, &args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    tree(out)
+}
+
+#[test]
+fn batch_run_equals_stream_mode_for_any_task_count() {
+    let tmp = tempfile::tempdir().unwrap();
+    for doc_check in ["all", "url-title"] {
+        let want = stream(&sample_dir(), &tmp.path().join(format!("stream-{doc_check}")), &["--doc-check", doc_check]);
+        for tasks in ["1", "2", "5"] {
+            let out = tmp.path().join(format!("out-{doc_check}-{tasks}"));
+            let work = tmp.path().join(format!("work-{doc_check}-{tasks}"));
+            let o = batch(
+                &[
+                    "run", "-i", sample_dir().to_str().unwrap(), "-o", out.to_str().unwrap(),
+                    "-w", work.to_str().unwrap(), "-t", "2", "--task-count", tasks, "--dd",
+                    "--partitions", "7", "--doc-check", doc_check,
+                ],
+                None,
+            );
+            assert!(o.status.success(), "{}", stderr(&o));
+            assert!(tree(&out) == want, "doc-check {doc_check}, {tasks} tasks: outputs differ from stream mode");
+        }
+    }
+}
+
+/// A Slurm array simulated by a loop: every task of every phase as its own process,
+/// in shuffled order, some killed at a fault point and relaunched.
+#[test]
+fn simulated_slurm_array_with_killed_tasks_equals_stream_mode() {
+    let tmp = tempfile::tempdir().unwrap();
+    let want = stream(&sample_dir(), &tmp.path().join("stream"), &[]);
+    let (out, work) = (tmp.path().join("out"), tmp.path().join("work"));
+    let n = 4;
+    let common = |task: usize| -> Vec<String> {
+        vec![
+            "-i".into(), sample_dir().to_str().unwrap().into(),
+            "-w".into(), work.to_str().unwrap().into(),
+            "--task-count".into(), n.to_string(),
+            "--task-index".into(), task.to_string(),
+            "--partitions".into(), "9".into(),
+        ]
+    };
+    let order = [2, 0, 3, 1];
+    let kills = [
+        ("hash", 0, "batch-hash-written:1"),
+        ("hash", 3, "batch-hash-published:1"),
+        ("url-title", 1, "batch-resolve-partition:2"),
+        ("paras", 2, "batch-resolve-published:1"),
+        ("filter", 1, "batch-filter-written:1"),
+    ];
+    let phases: Vec<(&str, Vec<String>)> = vec![
+        ("hash", vec!["hash".into()]),
+        ("url-title", vec!["resolve".into(), "--stage".into(), "url-title".into()]),
+        ("docs", vec!["resolve".into(), "--stage".into(), "docs".into()]),
+        ("paras", vec!["resolve".into(), "--stage".into(), "paras".into()]),
+        ("filter", vec!["filter".into(), "-o".into(), out.to_str().unwrap().into(), "--dd".into()]),
+    ];
+    for (phase, head) in &phases {
+        for &t in &order {
+            let mut args = head.clone();
+            args.extend(common(t));
+            let args: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+            if let Some((_, _, fault)) = kills.iter().find(|(p, task, _)| p == phase && *task == t) {
+                let o = batch(&args, Some(fault));
+                assert!(
+                    !o.status.success() && stderr(&o).contains("fault injection: abort at"),
+                    "{phase} task {t}: the fault {fault} was not reached: {}",
+                    stderr(&o)
+                );
+            }
+            let o = batch(&args, None);
+            assert!(o.status.success(), "{phase} task {t}: {}", stderr(&o));
+            // A finished task is skipped when launched again.
+            let again = batch(&args, None);
+            assert!(again.status.success() && stderr(&again).contains("already finished"), "{}", stderr(&again));
+        }
+    }
+    assert!(tree(&out) == want, "outputs differ from stream mode");
+}
+
+#[test]
+fn crawl_by_crawl_with_a_store_equals_stream_mode_outputs_and_snapshot() {
+    let tmp = tempfile::tempdir().unwrap();
+    let crawls = ["cc-2023-14", "cc-2023-50", "cc-2024-33"];
+    for (i, crawl) in crawls.iter().enumerate() {
+        let input = sample_dir().join(crawl);
+        let s_out = tmp.path().join(format!("s{i}"));
+        let o = dedup(&input, &s_out, &["--store", tmp.path().join("s-store").to_str().unwrap()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let b_out = tmp.path().join(format!("b{i}"));
+        let o = batch(
+            &[
+                "run", "-i", input.to_str().unwrap(), "-o", b_out.to_str().unwrap(),
+                "-w", tmp.path().join(format!("w{i}")).to_str().unwrap(), "-t", "2",
+                "--store", tmp.path().join("b-store").to_str().unwrap(),
+            ],
+            None,
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(tree(&s_out) == tree(&b_out), "crawl {crawl}: outputs differ");
+    }
+    assert!(
+        std::fs::read(tmp.path().join("s-store/store.snap")).unwrap()
+            == std::fs::read(tmp.path().join("b-store/store.snap")).unwrap(),
+        "the stores differ"
+    );
+}
+
+#[test]
+fn a_work_directory_refuses_other_settings_and_missing_phases() {
+    let tmp = tempfile::tempdir().unwrap();
+    let work = tmp.path().join("w");
+    let sample = sample_dir();
+    let base = |extra: &[&str]| {
+        let mut a = vec!["hash", "-i", sample.to_str().unwrap(), "-w", work.to_str().unwrap(), "--task-count", "2", "--task-index", "0"];
+        a.extend_from_slice(extra);
+        a.iter().map(|s| s.to_string()).collect::<Vec<_>>()
+    };
+    let args = base(&[]);
+    let o = batch(&args.iter().map(|s| s.as_str()).collect::<Vec<_>>(), None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let other = base(&["--min-para-chars", "80"]);
+    let o = batch(&other.iter().map(|s| s.as_str()).collect::<Vec<_>>(), None);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("'min-para-chars=50' in the work directory, 'min-para-chars=80' now"), "{}", stderr(&o));
+    // Resolve before hash task 1 finished: a clear error naming it.
+    let o = batch(
+        &["resolve", "--stage", "url-title", "-i", sample_dir().to_str().unwrap(), "-w", work.to_str().unwrap(), "--task-count", "2", "--task-index", "0"],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("hash task 1 of 2 has not finished"), "{}", stderr(&o));
+    let o = batch(&["hash", "-i", "x", "-w", work.to_str().unwrap(), "--task-count", "2", "--task-index", "2"], None);
+    assert_eq!(o.status.code(), Some(2));
+}
