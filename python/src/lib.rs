@@ -1,0 +1,504 @@
+//! `import webdedup`: the seed's deduplication library (libdedup), on the same
+//! policy, store and renderer as the `webdedup` command line.
+//!
+//! Thread-safety: a `Dedup` owns one store shared by all its workers; a `Worker`
+//! keeps its own buffers behind a lock, so one worker used from several threads
+//! serializes, and several workers (one per thread) run in parallel. Every call that
+//! works on text releases the GIL.
+
+use parking_lot::Mutex;
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyNotImplementedError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyString};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use webdedup_dedup::plan::{ChunkPlan, Planner};
+use webdedup_dedup::policy::{decide, ChunkContext, Decisions, Scratch};
+use webdedup_dedup::render::render;
+use webdedup_dedup::report::ChunkStats;
+use webdedup_dedup::{DocCheck, NearOptions, Options};
+use webdedup_formats::vertical::{escape_attr, Chunk};
+use webdedup_store::{BatchId, MemStore, Store, StoreMeta};
+use webdedup_text::Normalization;
+
+mod batch;
+
+create_exception!(webdedup, WebdedupError, PyException, "An error of webdedup, with the Rust error's context.");
+
+fn err(e: impl std::fmt::Display) -> PyErr {
+    WebdedupError::new_err(e.to_string())
+}
+
+struct Shared {
+    store: MemStore,
+    options: Options,
+    store_dir: Option<PathBuf>,
+    meta: StoreMeta,
+    workers: AtomicU64,
+}
+
+/// The deduplicator: the key store and the settings every worker uses.
+///
+/// `map=None` keeps the store in this process (the embedded store); `store_dir`
+/// loads the command line's snapshot (`DIR/store.snap`) if present, and `save()`
+/// writes it back, so Python and `webdedup dedup --store DIR` share key sets.
+#[pyclass(module = "webdedup", frozen)]
+struct Dedup {
+    shared: Arc<Shared>,
+}
+
+#[pymethods]
+impl Dedup {
+    #[new]
+    #[pyo3(signature = (map=None, port=1234, store_dir=None, *, normalize="loose", min_para_chars=50, doc_check="all", near=false, ngram=7, threshold=0.5, smooth=false, max_stub=20, feedback=false, blocks=1999, capacity=0))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        map: Option<PathBuf>,
+        port: u16,
+        store_dir: Option<PathBuf>,
+        normalize: &str,
+        min_para_chars: usize,
+        doc_check: &str,
+        near: bool,
+        ngram: usize,
+        threshold: f64,
+        smooth: bool,
+        max_stub: usize,
+        feedback: bool,
+        blocks: u32,
+        capacity: usize,
+    ) -> PyResult<Self> {
+        let _ = port;
+        if let Some(m) = map {
+            return Err(PyNotImplementedError::new_err(format!(
+                "map={}: the hash-server cluster is not available in this version; use map=None (the embedded store)",
+                m.display()
+            )));
+        }
+        if feedback {
+            return Err(PyNotImplementedError::new_err(
+                "feedback=True: feedback records number paragraphs within an input file, and worker calls have no file; use `webdedup dedup -f`",
+            ));
+        }
+        if blocks == 0 {
+            return Err(PyValueError::new_err("blocks must be at least 1"));
+        }
+        if !(1..=64).contains(&ngram) || !(0.0..1.0).contains(&threshold) {
+            return Err(PyValueError::new_err("ngram must be 1..64 and threshold in [0, 1)"));
+        }
+        let normalization: Normalization = normalize.parse().map_err(PyValueError::new_err)?;
+        let doc_check: DocCheck = doc_check.parse().map_err(PyValueError::new_err)?;
+        let options = Options {
+            normalization,
+            min_para_chars,
+            doc_check,
+            near: near.then_some(NearOptions {
+                ngram,
+                threshold,
+                smooth,
+                max_stub,
+            }),
+            url_filter: None,
+            feedback: false,
+        };
+        let meta = StoreMeta {
+            hash: "xxh3-64".into(),
+            normalization: normalization.name().into(),
+            blocks,
+            key_kind: webdedup_dedup::persist::KEY_KIND.into(),
+        };
+        let snap = store_dir.as_ref().map(|d| d.join(webdedup_dedup::persist::SNAPSHOT_FILE));
+        let store = match &snap {
+            Some(p) if p.exists() => MemStore::load(p, &meta, capacity).map_err(err)?.0,
+            _ => MemStore::with_capacity(blocks, capacity),
+        };
+        Ok(Dedup {
+            shared: Arc::new(Shared {
+                store,
+                options,
+                store_dir,
+                meta,
+                workers: AtomicU64::new(0),
+            }),
+        })
+    }
+
+    /// A new worker (cheap; one per thread is the fastest way to use several).
+    fn create_worker(&self) -> Worker {
+        let id = self.shared.workers.fetch_add(1, Ordering::Relaxed);
+        Worker {
+            shared: self.shared.clone(),
+            state: Mutex::new(WorkerState::new(&self.shared.options, id)),
+        }
+    }
+
+    /// The seed's server control: with the embedded store there is nothing to
+    /// start, so these succeed (return 0) at once.
+    fn start_servers(&self) -> i32 {
+        0
+    }
+
+    fn stop_servers(&self) -> i32 {
+        0
+    }
+
+    fn test_servers(&self) -> i32 {
+        0
+    }
+
+    /// Saves the store to `store_dir` (the command line's snapshot format); returns
+    /// the number of keys.
+    fn save(&self, py: Python<'_>) -> PyResult<u64> {
+        let dir = self
+            .shared
+            .store_dir
+            .clone()
+            .ok_or_else(|| PyValueError::new_err("save() needs Dedup(store_dir=...)"))?;
+        let shared = self.shared.clone();
+        py.allow_threads(move || {
+            std::fs::create_dir_all(&dir).map_err(err)?;
+            let info = shared
+                .store
+                .save(&dir.join(webdedup_dedup::persist::SNAPSHOT_FILE), &shared.meta)
+                .map_err(err)?;
+            Ok(info.keys)
+        })
+    }
+
+    /// Keys in the store.
+    fn __len__(&self) -> usize {
+        self.shared.store.len() as usize
+    }
+}
+
+struct WorkerState {
+    planner: Planner,
+    plan: ChunkPlan,
+    scratch: Scratch,
+    decisions: Decisions,
+    stream: u64,
+    calls: u64,
+}
+
+impl WorkerState {
+    fn new(opts: &Options, id: u64) -> Self {
+        WorkerState {
+            planner: Planner::new(opts),
+            plan: ChunkPlan::default(),
+            scratch: Scratch::default(),
+            decisions: Decisions::default(),
+            stream: id,
+            calls: 0,
+        }
+    }
+
+    /// Plans and decides `data` as one chunk; returns the kept bytes, the
+    /// documents' statuses, kept and dropped paragraphs, and input problems.
+    fn run(&mut self, shared: &Shared, data: Vec<u8>) -> Result<Vert, String> {
+        let chunk = Chunk {
+            data,
+            first_line: 1,
+            last: true,
+            ..Default::default()
+        };
+        self.planner.plan(&chunk, &mut self.plan);
+        let ctx = ChunkContext {
+            id: BatchId {
+                stream: self.stream,
+                seq: self.calls * webdedup_dedup::policy::REQUESTS_PER_CHUNK,
+            },
+            ..Default::default()
+        };
+        self.calls += 1;
+        decide(
+            &self.plan,
+            ctx,
+            &shared.store,
+            &shared.options,
+            &mut self.scratch,
+            &mut self.decisions,
+        )
+        .map_err(|e| e.to_string())?;
+        let mut out = Vec::with_capacity(chunk.data.len());
+        let mut stats = ChunkStats::default();
+        render(&chunk.data, &self.plan, &self.decisions, &mut out, None, None, &mut stats);
+        Ok(Vert {
+            data: out,
+            statuses: self.decisions.docs.iter().map(|s| s.code()).collect(),
+            kept: stats.paras_kept,
+            dropped: stats.paras - stats.paras_kept,
+            problems: self
+                .plan
+                .issues
+                .iter()
+                .map(|i| (i.line, i.kind.to_string()))
+                .collect(),
+        })
+    }
+}
+
+/// Deduplicates verticals against its `Dedup`'s store. Thread-safe (see module).
+#[pyclass(module = "webdedup", frozen)]
+struct Worker {
+    shared: Arc<Shared>,
+    state: Mutex<WorkerState>,
+}
+
+fn input_bytes(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    if let Ok(b) = obj.downcast::<PyBytes>() {
+        Ok(b.as_bytes().to_vec())
+    } else if let Ok(s) = obj.downcast::<PyString>() {
+        Ok(s.to_cow()?.as_bytes().to_vec())
+    } else {
+        Err(PyTypeError::new_err("expected str or bytes"))
+    }
+}
+
+#[pymethods]
+impl Worker {
+    /// Deduplicates one or more verticalized documents (`<doc ...>` ... `</doc>`)
+    /// and returns a `Vert`: the kept bytes exactly as the command line writes them
+    /// for these documents, their statuses and counts. Malformed input is handled by
+    /// the command line's rules and listed in `Vert.problems`; it never raises.
+    fn process(&self, py: Python<'_>, vert: &Bound<'_, PyAny>) -> PyResult<Vert> {
+        let data = input_bytes(vert)?;
+        py.allow_threads(|| self.state.lock().run(&self.shared, data))
+            .map_err(err)
+    }
+
+    /// Deduplicates plain text (JSON Lines pipelines): paragraphs are the non-blank
+    /// lines, words split on whitespace. Returns a `Document` with the kept text and
+    /// the dropped spans as character offsets `(start, end)` into `text` (each span
+    /// a whole line with its newline, never splitting a character).
+    #[pyo3(signature = (text, url=None, title=None))]
+    fn process_document(
+        &self,
+        py: Python<'_>,
+        text: &str,
+        url: Option<&str>,
+        title: Option<&str>,
+    ) -> PyResult<Document> {
+        let text = text.to_owned();
+        let (url, title) = (url.unwrap_or("").to_owned(), title.unwrap_or("").to_owned());
+        py.allow_threads(|| {
+            // Lines as (byte start, byte end including the newline, blank).
+            let mut lines = Vec::new();
+            let mut pos = 0;
+            for l in text.split_inclusive('\n') {
+                lines.push((pos, pos + l.len(), l.trim().is_empty()));
+                pos += l.len();
+            }
+            let mut vert = b"<doc url=\"".to_vec();
+            escape_attr(&url, &mut vert);
+            vert.extend_from_slice(b"\" title=\"");
+            escape_attr(&title, &mut vert);
+            vert.extend_from_slice(b"\">\n");
+            for &(a, b, blank) in &lines {
+                if blank {
+                    continue;
+                }
+                vert.extend_from_slice(b"<p>\n");
+                for w in text[a..b].split_whitespace() {
+                    vert.extend_from_slice(w.as_bytes());
+                    vert.push(b'\n');
+                }
+                vert.extend_from_slice(b"</p>\n");
+            }
+            vert.extend_from_slice(b"</doc>\n");
+            let mut st = self.state.lock();
+            let v = st.run(&self.shared, vert)?;
+            let keep = &st.decisions.keep_para;
+            let written = v.statuses.first().is_some_and(|s| s != "D" && s != "E");
+            let mut kept = String::new();
+            let mut dropped = Vec::new();
+            let mut para = 0;
+            let mut chars = 0usize;
+            for &(a, b, blank) in &lines {
+                let n = text[a..b].chars().count();
+                let keep_line = if blank {
+                    true
+                } else {
+                    para += 1;
+                    written && keep[para - 1]
+                };
+                if keep_line {
+                    kept.push_str(&text[a..b]);
+                } else {
+                    match dropped.last_mut() {
+                        Some((_, end)) if *end == chars => *end += n,
+                        _ => dropped.push((chars, chars + n)),
+                    }
+                }
+                chars += n;
+            }
+            Ok(Document {
+                text: kept,
+                status: v.statuses.into_iter().next().unwrap_or_default(),
+                dropped,
+            })
+        })
+        .map_err(|e: String| err(e))
+    }
+}
+
+/// What `Worker.process` returns.
+#[pyclass(module = "webdedup", frozen)]
+struct Vert {
+    /// The kept bytes (use `text` for a str).
+    data: Vec<u8>,
+    /// One status per input document: `K`, `N/M`, `D`, `E`.
+    #[pyo3(get)]
+    statuses: Vec<String>,
+    /// Paragraphs kept and dropped.
+    #[pyo3(get)]
+    kept: u64,
+    #[pyo3(get)]
+    dropped: u64,
+    /// Input problems as (line, reason), lines counted from 1 in this input.
+    #[pyo3(get)]
+    problems: Vec<(u64, String)>,
+}
+
+#[pymethods]
+impl Vert {
+    /// The kept text (invalid UTF-8 replaced).
+    #[getter]
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.data).into_owned()
+    }
+
+    /// The status of the first document (`None` if there was none).
+    #[getter]
+    fn status(&self) -> Option<String> {
+        self.statuses.first().cloned()
+    }
+
+    #[getter]
+    fn data<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.data)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Vert(statuses={:?}, kept={}, dropped={}, bytes={})",
+            self.statuses,
+            self.kept,
+            self.dropped,
+            self.data.len()
+        )
+    }
+}
+
+/// What `Worker.process_document` returns.
+#[pyclass(module = "webdedup", frozen, get_all)]
+struct Document {
+    /// The text without its dropped lines.
+    text: String,
+    /// `K`, `N/M`, `D` or `E`.
+    status: String,
+    /// Dropped spans, character offsets `(start, end)` into the input text.
+    dropped: Vec<(usize, usize)>,
+}
+
+#[pymethods]
+impl Document {
+    fn __repr__(&self) -> String {
+        format!("Document(status={:?}, dropped={:?})", self.status, self.dropped)
+    }
+}
+
+/// The 64-bit SimHash of `text` with the command line's default settings (or
+/// `settings`, in the form `webdedup simhash` prints in its header); `None` when the
+/// text has no feature.
+#[pyfunction]
+#[pyo3(signature = (text, settings=None))]
+fn simhash(py: Python<'_>, text: &str, settings: Option<&str>) -> PyResult<Option<u64>> {
+    use webdedup_simhash::tokenize::{Fingerprinter, Settings};
+    let settings = match settings {
+        Some(s) => Settings::parse(s).map_err(PyValueError::new_err)?,
+        None => Settings::default(),
+    };
+    let text = text.to_owned();
+    Ok(py.allow_threads(move || Fingerprinter::new(settings).fingerprint(&text)))
+}
+
+/// The number of bits in which `a` and `b` differ.
+#[pyfunction]
+fn hamming(a: u64, b: u64) -> u32 {
+    webdedup_simhash::core::hamming(a, b)
+}
+
+/// All pairs `(i, j, distance)` with `i < j` of `fingerprints` within `k` bits, sorted
+/// (permuted-table search, exact).
+#[pyfunction]
+fn similar(py: Python<'_>, fingerprints: Vec<u64>, k: u32) -> PyResult<Vec<(usize, usize, u32)>> {
+    if k > 32 {
+        return Err(PyValueError::new_err("k must be at most 32"));
+    }
+    Ok(py.allow_threads(move || {
+        let mut at: std::collections::HashMap<u64, Vec<usize>> = std::collections::HashMap::new();
+        for (i, f) in fingerprints.iter().enumerate() {
+            at.entry(*f).or_default().push(i);
+        }
+        let mut distinct: Vec<u64> = at.keys().copied().collect();
+        distinct.sort_unstable();
+        let mut out = Vec::new();
+        for idx in at.values() {
+            for (x, &i) in idx.iter().enumerate() {
+                for &j in &idx[x + 1..] {
+                    out.push((i, j, 0));
+                }
+            }
+        }
+        if k > 0 && distinct.len() > 1 {
+            let plan = webdedup_simhash::search::Plan::choose(distinct.len(), k);
+            for (a, b, d) in plan.all_pairs(&distinct) {
+                for &i in &at[&a] {
+                    for &j in &at[&b] {
+                        out.push((i.min(j), i.max(j), d));
+                    }
+                }
+            }
+        }
+        out.sort_unstable();
+        out
+    }))
+}
+
+/// The CDX lines whose (urlkey, digest) appeared on an earlier line: all but the
+/// first capture of every version (NutchWAX dedup-cdx), in input order.
+#[pyfunction]
+fn cdx_dups(py: Python<'_>, lines: Vec<String>) -> PyResult<Vec<String>> {
+    py.allow_threads(move || {
+        let dir = tempfile::tempdir().map_err(err)?;
+        let path = dir.path().join("input.cdx");
+        let mut text = lines.join("\n");
+        text.push('\n');
+        std::fs::write(&path, text).map_err(err)?;
+        let store = MemStore::default();
+        let mut out = Vec::new();
+        let mut report = webdedup_archive::util::Report::default();
+        webdedup_archive::cdx_cmd::dups(&[path], true, &store, &mut out, &mut report)
+            .map_err(|e| err(format!("{e:#}")))?;
+        Ok(String::from_utf8_lossy(&out).lines().map(str::to_owned).collect())
+    })
+}
+
+#[pymodule]
+fn webdedup(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Dedup>()?;
+    m.add_class::<Worker>()?;
+    m.add_class::<Vert>()?;
+    m.add_class::<Document>()?;
+    // The seed's names.
+    m.add("dedup", m.getattr("Dedup")?)?;
+    m.add("WebdedupError", m.py().get_type::<WebdedupError>())?;
+    m.add_function(wrap_pyfunction!(simhash, m)?)?;
+    m.add_function(wrap_pyfunction!(hamming, m)?)?;
+    m.add_function(wrap_pyfunction!(similar, m)?)?;
+    m.add_function(wrap_pyfunction!(cdx_dups, m)?)?;
+    batch::register(m)?;
+    Ok(())
+}

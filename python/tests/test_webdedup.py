@@ -1,0 +1,185 @@
+"""pytest for `import webdedup`, against the real embedded store and the real
+`webdedup` binary (WEBDEDUP_BIN, set by scripts/test.sh) for comparisons."""
+
+import gzip
+import os
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+import webdedup
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "sample" / "web3-mini"
+BIN = os.environ.get("WEBDEDUP_BIN", str(ROOT / "target" / "debug" / "webdedup"))
+
+
+def documents(path):
+    """The documents of a vertical file, as bytes, in order."""
+    data = gzip.decompress(path.read_bytes())
+    docs, cur = [], []
+    for line in data.splitlines(keepends=True):
+        if line.startswith(b"<doc") and cur:
+            docs.append(b"".join(cur))
+            cur = []
+        cur.append(line)
+    if cur:
+        docs.append(b"".join(cur))
+    return docs
+
+
+def cli_output(tmp_path, src, *extra):
+    out = tmp_path / ("cli" + "".join(extra))
+    subprocess.run([BIN, "dedup", "-q", "-t", "1", "-i", str(src), "-o", str(out), *extra], check=True)
+    return (out / (src.name.removesuffix(".gz") + ".dedup")).read_bytes()
+
+
+def long_para(word):
+    return "<p>\n" + "\n".join([word] * 12) + "\n</p>\n"
+
+
+def doc(url, *paras):
+    return f'<doc url="{url}" title="t">\n' + "".join(paras) + "</doc>\n"
+
+
+def test_the_seeds_example_flow():
+    d = webdedup.dedup()  # the seed's lower-case name
+    assert d.start_servers() == 0
+    assert d.test_servers() == 0
+    w = d.create_worker()
+    first = w.process(doc("a", long_para("alpha"), long_para("beta")))
+    assert first.status == "K" and first.kept == 2 and first.dropped == 0
+    again = w.process(doc("b", long_para("beta"), long_para("gamma")))
+    assert again.status == "1/2"
+    assert again.text == doc("b", long_para("gamma"))
+    assert w.process(doc("a", long_para("alpha"), long_para("beta"))).status == "D"
+    assert d.stop_servers() == 0
+    assert len(d) > 0
+
+
+@pytest.mark.parametrize("near", [False, True])
+def test_worker_output_equals_the_command_line_document_by_document(tmp_path, near):
+    src = SAMPLE / "cc-2023-50" / "part-00000.vert.gz"
+    d = webdedup.Dedup(near=near)
+    w = d.create_worker()
+    got = b"".join(w.process(x).data for x in documents(src))
+    want = cli_output(tmp_path, src, *(["-n"] if near else []))
+    assert got == want
+
+
+def test_many_threads_sharing_one_dedup_keep_the_same_key_set():
+    docs = [x for p in sorted(SAMPLE.glob("*/*.gz")) for x in documents(p)]
+    one = webdedup.Dedup()
+    w = one.create_worker()
+    kept_one = sum(w.process(x).kept for x in docs)
+    shared = webdedup.Dedup()
+    errors = []
+
+    def work(part):
+        try:
+            wk = shared.create_worker()
+            for x in part:
+                wk.process(x)
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(docs[i::8],)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert len(shared) == len(one)
+    assert kept_one > 0
+    # One worker used from several threads at once is safe too.
+    shared_worker = webdedup.Dedup().create_worker()
+    results = []
+    ts = [threading.Thread(target=lambda x=x: results.append(shared_worker.process(x))) for x in docs[:40]]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert len(results) == 40
+
+
+def test_process_document_gives_character_offsets():
+    d = webdedup.Dedup(min_para_chars=10)
+    w = d.create_worker()
+    first = "Ünïcödé paragraph number one, long enough\n\nsecond paragraph, also long enough\n"
+    r = w.process_document(first, url="u1", title="t")
+    assert r.status == "K" and r.dropped == [] and r.text == first
+    text = "brand new opening paragraph with ñ\nÜnïcödé paragraph number one, long enough\nlast\n"
+    r = w.process_document(text, url="u2")
+    line = "Ünïcödé paragraph number one, long enough\n"
+    start = text.index(line)
+    assert r.dropped == [(start, start + len(line))]
+    assert text[r.dropped[0][0]:r.dropped[0][1]] == line
+    assert r.text == text.replace(line, "")
+
+
+def test_bad_input_is_reported_not_raised():
+    w = webdedup.Dedup().create_worker()
+    v = w.process(b'<doc url="x">\n<p>\nbad \xff\xfe bytes\n</p>\n<p>\nunclosed\n')
+    assert v.problems, v
+    assert any("UTF-8" in reason or "utf-8" in reason.lower() for _, reason in v.problems)
+    assert w.process(b"no document here\n").statuses == []
+    with pytest.raises(TypeError):
+        w.process(123)
+    with pytest.raises(ValueError):
+        webdedup.Dedup(normalize="bogus")
+    with pytest.raises(NotImplementedError):
+        webdedup.Dedup(map="hashmap.conf")
+
+
+def test_store_dir_is_shared_with_the_command_line(tmp_path):
+    store = tmp_path / "store"
+    d = webdedup.Dedup(store_dir=store)
+    w = d.create_worker()
+    for x in documents(SAMPLE / "cc-2023-14" / "part-00000.vert.gz"):
+        w.process(x)
+    keys = d.save()
+    assert keys == len(d) and (store / "store.snap").exists()
+    assert len(webdedup.Dedup(store_dir=store)) == keys
+    # The CLI continues from it: the same crawl again keeps nothing.
+    out = tmp_path / "out"
+    subprocess.run([BIN, "dedup", "-q", "-i", str(SAMPLE / "cc-2023-14"), "-o", str(out), "--store", str(store)], check=True)
+    assert (out / "part-00000.vert.dedup").read_bytes() == b""
+    with pytest.raises(webdedup.WebdedupError):
+        webdedup.Dedup(store_dir=store, normalize="none")
+
+
+def test_simhash_hamming_similar_and_cdx_dups():
+    a = webdedup.simhash("the quick brown fox jumps over the lazy dog " * 5)
+    b = webdedup.simhash("the quick brown fox jumps over the lazy cat " * 5)
+    assert isinstance(a, int) and webdedup.simhash("") is None
+    assert webdedup.hamming(a, a) == 0 and webdedup.hamming(0, 0b1011) == 3
+    pairs = webdedup.similar([a, b, a ^ (1 << 63), 0], 3)
+    assert (0, 2, 1) in pairs and all(i < j for i, j, _ in pairs)
+    assert webdedup.similar([5, 5], 0) == [(0, 1, 0)]
+    line = "org,example)/ {} http://example.org/ text/html 200 {} - - 100 0 a.warc.gz"
+    lines = [line.format("20070101", "AAA"), line.format("20070102", "AAA"), line.format("20070103", "BBB")]
+    assert webdedup.cdx_dups(lines) == [lines[1]]
+
+
+def test_batch_phases_from_python_equal_the_command_line(tmp_path):
+    work, out = tmp_path / "work", tmp_path / "out"
+    n = 3
+    for t in range(n):
+        assert webdedup.batch_hash(SAMPLE, work, t, n)
+    for stage in ("url-title", "docs", "paras"):
+        for t in reversed(range(n)):
+            assert webdedup.batch_resolve(SAMPLE, work, t, n, stage)
+    for t in range(n):
+        assert webdedup.batch_filter(SAMPLE, work, out, t, n, dd=True)
+    assert not webdedup.batch_filter(SAMPLE, work, out, 0, n, dd=True)  # finished: skipped
+    want = tmp_path / "cli"
+    subprocess.run([BIN, "dedup", "-q", "-i", str(SAMPLE), "-o", str(want), "--dd"], check=True)
+    for f in want.rglob("*"):
+        if f.is_file():
+            assert (out / f.relative_to(want)).read_bytes() == f.read_bytes(), f
+    with pytest.raises(ValueError):
+        webdedup.batch_hash(SAMPLE, work, 5, n)
+    with pytest.raises(webdedup.WebdedupError):
+        webdedup.batch_hash(SAMPLE, work, 0, n, min_para_chars=80)

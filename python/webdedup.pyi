@@ -1,0 +1,131 @@
+"""webdedup: remove duplicate text from web corpora (KNOT-style dedup of verticals,
+SimHash, CDX). The seed's libdedup API, on the same policy, store and renderer as
+the `webdedup` command line."""
+
+from os import PathLike
+from typing import List, Optional, Sequence, Tuple, Union
+
+class WebdedupError(Exception):
+    """An error of webdedup, with the Rust error's context."""
+
+class Vert:
+    """What `Worker.process` returns."""
+    @property
+    def data(self) -> bytes:
+        """The kept bytes, exactly as `webdedup dedup` writes them."""
+    @property
+    def text(self) -> str:
+        """The kept text (invalid UTF-8 replaced)."""
+    @property
+    def status(self) -> Optional[str]:
+        """The status of the first document: K, N/M, D or E."""
+    @property
+    def statuses(self) -> List[str]:
+        """One status per input document."""
+    @property
+    def kept(self) -> int:
+        """Paragraphs kept."""
+    @property
+    def dropped(self) -> int:
+        """Paragraphs dropped."""
+    @property
+    def problems(self) -> List[Tuple[int, str]]:
+        """Input problems as (line, reason), lines from 1 in this input."""
+
+class Document:
+    """What `Worker.process_document` returns."""
+    @property
+    def text(self) -> str:
+        """The text without its dropped lines."""
+    @property
+    def status(self) -> str:
+        """K, N/M, D or E."""
+    @property
+    def dropped(self) -> List[Tuple[int, int]]:
+        """Dropped spans as character offsets (start, end) into the input."""
+
+class Worker:
+    """Deduplicates against its Dedup's store. Thread-safe; one per thread is fastest."""
+    def process(self, vert: Union[str, bytes]) -> Vert:
+        """Deduplicates verticalized documents; releases the GIL."""
+    def process_document(
+        self, text: str, url: Optional[str] = None, title: Optional[str] = None
+    ) -> Document:
+        """Deduplicates plain text: paragraphs are the non-blank lines."""
+
+class Dedup:
+    """The key store and the settings every worker uses.
+
+    map=None: the embedded store in this process. store_dir: load and save the
+    command line's snapshot (DIR/store.snap).
+    """
+    def __init__(
+        self,
+        map: Optional[Union[str, PathLike]] = None,
+        port: int = 1234,
+        store_dir: Optional[Union[str, PathLike]] = None,
+        *,
+        normalize: str = "loose",
+        min_para_chars: int = 50,
+        doc_check: str = "all",
+        near: bool = False,
+        ngram: int = 7,
+        threshold: float = 0.5,
+        smooth: bool = False,
+        max_stub: int = 20,
+        feedback: bool = False,
+        blocks: int = 1999,
+        capacity: int = 0,
+    ) -> None: ...
+    def create_worker(self) -> Worker:
+        """A new worker."""
+    def start_servers(self) -> int:
+        """0 on success (the embedded store has no server to start)."""
+    def stop_servers(self) -> int:
+        """0 on success."""
+    def test_servers(self) -> int:
+        """0 when every server answers."""
+    def save(self) -> int:
+        """Saves the store to store_dir; returns the number of keys."""
+    def __len__(self) -> int: ...
+
+dedup = Dedup
+
+def simhash(text: str, settings: Optional[str] = None) -> Optional[int]:
+    """The 64-bit SimHash of text (None when it has no feature)."""
+
+def hamming(a: int, b: int) -> int:
+    """Bits in which a and b differ."""
+
+def similar(fingerprints: Sequence[int], k: int) -> List[Tuple[int, int, int]]:
+    """All pairs (i, j, distance), i < j, within k bits."""
+
+def cdx_dups(lines: Sequence[str]) -> List[str]:
+    """The CDX lines whose (urlkey, digest) appeared on an earlier line."""
+
+def batch_hash(
+    input: Union[str, PathLike], work: Union[str, PathLike], task_index: int, task_count: int,
+    *, partitions: int = 64, normalize: str = "loose", min_para_chars: int = 50, doc_check: str = "all",
+) -> bool:
+    """Batch phase 1 for one task; False if it had already finished."""
+
+def batch_resolve(
+    input: Union[str, PathLike], work: Union[str, PathLike], task_index: int, task_count: int,
+    stage: str, *, store: Optional[Union[str, PathLike]] = None, partitions: int = 64,
+    normalize: str = "loose", min_para_chars: int = 50, doc_check: str = "all",
+) -> bool:
+    """Batch phase 2 for one task and stage (url-title, docs, paras)."""
+
+def batch_filter(
+    input: Union[str, PathLike], work: Union[str, PathLike], output: Union[str, PathLike],
+    task_index: int, task_count: int, *, dd: bool = False, partitions: int = 64,
+    normalize: str = "loose", min_para_chars: int = 50, doc_check: str = "all",
+) -> bool:
+    """Batch phase 3 for one task: writes its outputs."""
+
+def batch_publish(
+    input: Union[str, PathLike], work: Union[str, PathLike], task_count: int,
+    store: Union[str, PathLike], *, partitions: int = 64, normalize: str = "loose",
+    min_para_chars: int = 50, doc_check: str = "all",
+) -> int:
+    """Folds the run's new keys into the store directory; returns its key count."""
