@@ -157,3 +157,34 @@ fn a_work_directory_refuses_other_settings_and_missing_phases() {
     let o = batch(&["hash", "-i", "x", "-w", work.to_str().unwrap(), "--task-count", "2", "--task-index", "2"], None);
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn two_copies_of_every_task_running_at_once_still_equal_stream_mode() {
+    // Spark's speculative execution and retries can run one task twice at once.
+    let tmp = tempfile::tempdir().unwrap();
+    let want = stream(&sample_dir(), &tmp.path().join("stream"), &[]);
+    let (out, work) = (tmp.path().join("out"), tmp.path().join("work"));
+    let sample = sample_dir();
+    let phases: [&[&str]; 5] = [
+        &["hash"],
+        &["resolve", "--stage", "url-title"],
+        &["resolve", "--stage", "docs"],
+        &["resolve", "--stage", "paras"],
+        &["filter", "-o", out.to_str().unwrap(), "--dd"],
+    ];
+    for phase in phases {
+        let mut children = Vec::new();
+        for t in ["0", "1", "0", "1"] {
+            let mut c = Command::new(env!("CARGO_BIN_EXE_webdedup"));
+            c.arg("batch").args(phase).args([
+                "-i", sample.to_str().unwrap(), "-w", work.to_str().unwrap(),
+                "--task-count", "2", "--task-index", t, "--partitions", "5",
+            ]);
+            children.push(c.spawn().unwrap());
+        }
+        for mut c in children {
+            assert!(c.wait().unwrap().success(), "{phase:?}");
+        }
+    }
+    assert!(tree(&out) == want, "outputs differ from stream mode");
+}

@@ -111,6 +111,10 @@ impl BatchConfig {
             .with_context(|| format!("cannot create work directory {}", self.work.display()))?;
         let path = self.work.join("settings");
         let want = self.settings();
+        // Concurrent first tasks may both write it: the content is the same.
+        if !path.exists() {
+            write_atomic(&path, want.as_bytes())?;
+        }
         match std::fs::read_to_string(&path) {
             Ok(have) if have == want => Ok(()),
             Ok(have) => {
@@ -126,7 +130,7 @@ impl BatchConfig {
                     diff.join("; ")
                 )
             }
-            Err(_) => write_atomic(&path, want.as_bytes()),
+            Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
         }
     }
 
@@ -144,8 +148,19 @@ impl BatchConfig {
     }
 }
 
+/// A temporary name beside `path`, unique to this process and call: two copies of
+/// one task (a retry, a speculative copy) may run at once, and must not write into
+/// each other's files.
+fn temp_name(path: &Path) -> PathBuf {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut name = path.as_os_str().to_owned();
+    name.push(format!(".tmp.{}.{n}", std::process::id()));
+    PathBuf::from(name)
+}
+
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = path.with_extension("tmp");
+    let tmp = temp_name(path);
     let mut f = std::fs::File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
     f.write_all(bytes)
         .and_then(|_| f.sync_all())
@@ -154,11 +169,20 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 /// Replaces `dir` by the contents built in `tmp` (both under the work directory).
+/// If another copy of the same task put its (identical: tasks are deterministic)
+/// result there first, ours is dropped.
 fn publish_dir(tmp: &Path, dir: &Path) -> Result<()> {
     if dir.exists() {
-        std::fs::remove_dir_all(dir).with_context(|| format!("cannot remove {}", dir.display()))?;
+        let _ = std::fs::remove_dir_all(dir);
     }
-    std::fs::rename(tmp, dir).with_context(|| format!("cannot rename {}", tmp.display()))
+    match std::fs::rename(tmp, dir) {
+        Ok(()) => Ok(()),
+        Err(_) if dir.exists() => {
+            let _ = std::fs::remove_dir_all(tmp);
+            Ok(())
+        }
+        Err(e) => Err(e).with_context(|| format!("cannot rename {}", tmp.display())),
+    }
 }
 
 fn marker(dir: &Path, name: &str) -> PathBuf {
@@ -296,8 +320,7 @@ pub fn hash(cfg: &BatchConfig, task: usize, report: &(dyn Fn(&str) + Sync)) -> R
             }
         }
     }
-    let tmp = dir.join(format!("{name}.tmp"));
-    let _ = std::fs::remove_dir_all(&tmp);
+    let tmp = temp_name(&dir.join(&name));
     std::fs::create_dir_all(&tmp)?;
     for stage in Stage::ALL {
         for (p, recs) in runs[stage as usize].iter_mut().enumerate() {
@@ -422,8 +445,7 @@ pub fn resolve(cfg: &BatchConfig, stage: Stage, task: usize, store: Option<&Path
         }
     };
     let old = load_store(cfg, store)?;
-    let tmp = dir.join(format!("{name}.tmp"));
-    let _ = std::fs::remove_dir_all(&tmp);
+    let tmp = temp_name(&dir.join(&name));
     std::fs::create_dir_all(&tmp)?;
     let mut recs = Vec::new();
     for p in (0..cfg.partitions).filter(|p| cfg.owner(*p as usize) == task) {
