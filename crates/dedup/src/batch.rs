@@ -554,10 +554,36 @@ pub fn filter(
         skip_finished: false,
         stop: None,
     };
-    let stats = crate::runner::run_files(run, selected, &store, &dur, report)?;
+    // Outputs are made in a staging directory of this attempt, then moved into
+    // place file by file: two copies of one task may run at once.
+    let staging = temp_name(&dir.join(&name));
+    let mut staged = run.clone();
+    staged.output = staging.clone();
+    let stats = crate::runner::run_files(&staged, selected, &store, &dur, report)?;
     fault::hit("batch-filter-written");
+    move_tree(&staging, &run.output)?;
+    let _ = std::fs::remove_dir_all(&staging);
     write_atomic(&marker(&dir, &name), b"")?;
     Ok(Some(stats))
+}
+
+/// Moves every file under `from` to the same relative path under `to` (rename, or
+/// copy and rename when they are on different file systems).
+fn move_tree(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to).with_context(|| format!("cannot create {}", to.display()))?;
+    for e in std::fs::read_dir(from).with_context(|| format!("cannot list {}", from.display()))? {
+        let e = e?;
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        if e.file_type()?.is_dir() {
+            std::fs::create_dir_all(&dst).with_context(|| format!("cannot create {}", dst.display()))?;
+            move_tree(&src, &dst)?;
+        } else if std::fs::rename(&src, &dst).is_err() {
+            let tmp = temp_name(&dst);
+            std::fs::copy(&src, &tmp).with_context(|| format!("cannot copy to {}", tmp.display()))?;
+            std::fs::rename(&tmp, &dst).with_context(|| format!("cannot rename {}", tmp.display()))?;
+        }
+    }
+    Ok(())
 }
 
 // ---- Publish ---------------------------------------------------------------------
