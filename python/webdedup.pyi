@@ -57,7 +57,8 @@ class Dedup:
     """The key store and the settings every worker uses.
 
     map=None: the embedded store in this process. store_dir: load and save the
-    command line's snapshot (DIR/store.snap).
+    command line's snapshot (DIR/store.snap). store="redis://HOST:PORT[,...]": the
+    key set in Redis / Valkey (one node or a Cluster).
     """
     def __init__(
         self,
@@ -65,6 +66,8 @@ class Dedup:
         port: int = 1234,
         store_dir: Optional[Union[str, PathLike]] = None,
         *,
+        store: Optional[str] = None,
+        store_password: Optional[str] = None,
         normalize: str = "loose",
         min_para_chars: int = 50,
         doc_check: str = "all",

@@ -31,8 +31,23 @@ fn err(e: impl std::fmt::Display) -> PyErr {
     WebdedupError::new_err(e.to_string())
 }
 
+enum Keys {
+    Embedded(MemStore),
+    /// Redis / Valkey (`store="redis://..."`).
+    Engine(Box<dyn Store>),
+}
+
+impl Keys {
+    fn store(&self) -> &dyn Store {
+        match self {
+            Keys::Embedded(m) => m,
+            Keys::Engine(s) => s.as_ref(),
+        }
+    }
+}
+
 struct Shared {
-    store: MemStore,
+    store: Keys,
     options: Options,
     store_dir: Option<PathBuf>,
     meta: StoreMeta,
@@ -44,6 +59,7 @@ struct Shared {
 /// `map=None` keeps the store in this process (the embedded store); `store_dir`
 /// loads the command line's snapshot (`DIR/store.snap`) if present, and `save()`
 /// writes it back, so Python and `webdedup dedup --store DIR` share key sets.
+/// `store="redis://HOST:PORT[,...]"` keeps the key set in Redis / Valkey instead.
 #[pyclass(module = "webdedup", frozen)]
 struct Dedup {
     shared: Arc<Shared>,
@@ -52,12 +68,14 @@ struct Dedup {
 #[pymethods]
 impl Dedup {
     #[new]
-    #[pyo3(signature = (map=None, port=1234, store_dir=None, *, normalize="loose", min_para_chars=50, doc_check="all", near=false, ngram=7, threshold=0.5, smooth=false, max_stub=20, feedback=false, blocks=1999, capacity=0))]
+    #[pyo3(signature = (map=None, port=1234, store_dir=None, *, store=None, store_password=None, normalize="loose", min_para_chars=50, doc_check="all", near=false, ngram=7, threshold=0.5, smooth=false, max_stub=20, feedback=false, blocks=1999, capacity=0))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         map: Option<PathBuf>,
         port: u16,
         store_dir: Option<PathBuf>,
+        store: Option<String>,
+        store_password: Option<String>,
         normalize: &str,
         min_para_chars: usize,
         doc_check: &str,
@@ -110,9 +128,31 @@ impl Dedup {
             key_kind: webdedup_dedup::persist::KEY_KIND.into(),
         };
         let snap = store_dir.as_ref().map(|d| d.join(webdedup_dedup::persist::SNAPSHOT_FILE));
-        let store = match &snap {
-            Some(p) if p.exists() => MemStore::load(p, &meta, capacity).map_err(err)?.0,
-            _ => MemStore::with_capacity(blocks, capacity),
+        let store = match (store, &snap) {
+            (Some(_), Some(_)) => {
+                return Err(PyValueError::new_err("give store (a Redis URL) or store_dir, not both"))
+            }
+            (Some(url), None) => {
+                let expected = if capacity > 0 { capacity as u64 } else { 1 << 28 };
+                let settings = webdedup_redis::RedisSettings::for_keys(
+                    "xxh3-64",
+                    normalization.name(),
+                    webdedup_dedup::persist::KEY_KIND,
+                    expected,
+                );
+                // Worker requests carry ids unique to this Dedup: salt them apart
+                // from every other process's.
+                let salt = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos() as u64)
+                    ^ ((std::process::id() as u64) << 32);
+                Keys::Engine(Box::new(
+                    webdedup_redis::RedisStore::open(&url, store_password.as_deref(), settings, blocks, salt)
+                        .map_err(err)?,
+                ))
+            }
+            (None, Some(p)) if p.exists() => Keys::Embedded(MemStore::load(p, &meta, capacity).map_err(err)?.0),
+            (None, _) => Keys::Embedded(MemStore::with_capacity(blocks, capacity)),
         };
         Ok(Dedup {
             shared: Arc::new(Shared {
@@ -158,9 +198,11 @@ impl Dedup {
             .ok_or_else(|| PyValueError::new_err("save() needs Dedup(store_dir=...)"))?;
         let shared = self.shared.clone();
         py.allow_threads(move || {
+            let Keys::Embedded(mem) = &shared.store else {
+                return Err(err("save(): the key set lives in Redis, which persists it"));
+            };
             std::fs::create_dir_all(&dir).map_err(err)?;
-            let info = shared
-                .store
+            let info = mem
                 .save(&dir.join(webdedup_dedup::persist::SNAPSHOT_FILE), &shared.meta)
                 .map_err(err)?;
             Ok(info.keys)
@@ -169,7 +211,7 @@ impl Dedup {
 
     /// Keys in the store.
     fn __len__(&self) -> usize {
-        self.shared.store.len() as usize
+        self.shared.store.store().len() as usize
     }
 }
 
@@ -215,7 +257,7 @@ impl WorkerState {
         decide(
             &self.plan,
             ctx,
-            &shared.store,
+            shared.store.store(),
             &shared.options,
             &mut self.scratch,
             &mut self.decisions,

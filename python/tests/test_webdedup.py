@@ -183,3 +183,38 @@ def test_batch_phases_from_python_equal_the_command_line(tmp_path):
         webdedup.batch_hash(SAMPLE, work, 5, n)
     with pytest.raises(webdedup.WebdedupError):
         webdedup.batch_hash(SAMPLE, work, 0, n, min_para_chars=80)
+
+
+def test_a_redis_store_gives_the_embedded_stores_output(tmp_path):
+    import shutil
+    import socket
+    import time
+
+    if shutil.which("redis-server") is None:
+        pytest.fail("redis-server is missing (scripts/deps.sh installs it)")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+         "--dir", str(tmp_path)],
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(200):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+                break
+            except OSError:
+                time.sleep(0.02)
+        docs = documents(SAMPLE / "cc-2024-33" / "part-00000.vert.gz")
+        red = webdedup.Dedup(store=f"redis://127.0.0.1:{port}", capacity=100000).create_worker()
+        emb = webdedup.Dedup().create_worker()
+        assert [red.process(x).data for x in docs] == [emb.process(x).data for x in docs]
+        with pytest.raises(webdedup.WebdedupError):
+            webdedup.Dedup(store=f"redis://127.0.0.1:{port}", normalize="none")
+    finally:
+        server.kill()
+        server.wait()
+    with pytest.raises(webdedup.WebdedupError):
+        webdedup.Dedup(store=f"redis://127.0.0.1:{port}")
