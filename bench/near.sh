@@ -8,18 +8,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 corpus=${1:-../shared/corpus/web3}
-[ -d "$corpus" ] || { echo "no corpus at $corpus" >&2; exit 1; }
 cargo build --release -q -p webdedup
 bin=target/release/webdedup
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-for f in $(cd "$corpus" && find . -name '*.zst' | sort); do
-  mkdir -p "$tmp/in/$(dirname "$f")"
-  zstd -qdc "$corpus/$f" > "$tmp/in/${f%.zst}"
-done
-cat $(find "$tmp/in" -type f) > /dev/null
-bytes=$(cat $(find "$tmp/in" -type f) | wc -c)
-echo "input: $(find "$tmp/in" -type f | wc -l) files, $bytes bytes, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+source bench/lib.sh
+prepare_corpus "$corpus" "$tmp"
 run() { # name, args...
   local name=$1; shift
   local best

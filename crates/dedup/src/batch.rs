@@ -381,6 +381,27 @@ fn load_store(cfg: &BatchConfig, store: Option<&Path>) -> Result<Option<MemStore
     Ok(Some(MemStore::load(&snap, &store_meta(cfg), 0)?.0))
 }
 
+/// The documents (file rank, document index) whose URL+title was asked before:
+/// every URL+title key is asked, and all but the new first occurrences are seen.
+fn url_title_repeats(cfg: &BatchConfig) -> Result<HashSet<(u32, u32)>> {
+    let new: HashSet<(u32, u32)> = read_new(cfg, Stage::UrlTitle)?
+        .iter()
+        .map(|r| (r.file, r.seq))
+        .collect();
+    let mut all = Vec::new();
+    for t in 0..cfg.task_count {
+        for p in 0..cfg.partitions {
+            let run = hash_dir(&cfg.work).join(format!("task-{t}")).join(run_name(Stage::UrlTitle, p));
+            decode(&run, &mut all)?;
+        }
+    }
+    Ok(all
+        .iter()
+        .map(|r| (r.file, r.seq))
+        .filter(|pos| !new.contains(pos))
+        .collect())
+}
+
 /// One resolve stage for one task; returns false if it had already finished.
 pub fn resolve(cfg: &BatchConfig, stage: Stage, task: usize, store: Option<&Path>) -> Result<bool> {
     cfg.prepare()?;
@@ -396,46 +417,17 @@ pub fn resolve(cfg: &BatchConfig, stage: Stage, task: usize, store: Option<&Path
         Stage::UrlTitle => Box::new(|_| true),
         Stage::Docs if cfg.options.doc_check == DocCheck::All => Box::new(|_| true),
         Stage::Docs => {
-            // Only documents whose URL+title repeated: asked, and not new.
-            let new: HashSet<(u32, u32)> =
-                read_new(cfg, Stage::UrlTitle)?.iter().map(|r| (r.file, r.seq)).collect();
-            let hashes = hash_dir(&cfg.work);
-            let mut all_ut = Vec::new();
-            for t in 0..cfg.task_count {
-                for p in 0..cfg.partitions {
-                    decode(&hashes.join(format!("task-{t}")).join(run_name(Stage::UrlTitle, p)), &mut all_ut)?;
-                }
-            }
-            let repeated: HashSet<(u32, u32)> = all_ut
-                .iter()
-                .map(|r| (r.file, r.seq))
-                .filter(|pos| !new.contains(pos))
-                .collect();
+            // Only documents whose URL+title repeated.
+            let repeated = url_title_repeats(cfg)?;
             Box::new(move |r: &Rec| repeated.contains(&(r.file, r.doc)))
         }
         Stage::Paras => {
             // Documents not dropped whole: the document key was not asked, or new.
             let new: HashSet<(u32, u32)> =
                 read_new(cfg, Stage::Docs)?.iter().map(|r| (r.file, r.seq)).collect();
-            let asked_docs: Option<HashSet<(u32, u32)>> = if cfg.options.doc_check == DocCheck::All {
-                None
-            } else {
-                let ut_new: HashSet<(u32, u32)> =
-                    read_new(cfg, Stage::UrlTitle)?.iter().map(|r| (r.file, r.seq)).collect();
-                let hashes = hash_dir(&cfg.work);
-                let mut all_ut = Vec::new();
-                for t in 0..cfg.task_count {
-                    for p in 0..cfg.partitions {
-                        decode(&hashes.join(format!("task-{t}")).join(run_name(Stage::UrlTitle, p)), &mut all_ut)?;
-                    }
-                }
-                Some(
-                    all_ut
-                        .iter()
-                        .map(|r| (r.file, r.seq))
-                        .filter(|pos| !ut_new.contains(pos))
-                        .collect(),
-                )
+            let asked_docs = match cfg.options.doc_check {
+                DocCheck::All => None,
+                DocCheck::UrlTitle => Some(url_title_repeats(cfg)?),
             };
             Box::new(move |r: &Rec| {
                 let doc = (r.file, r.doc);
