@@ -72,6 +72,16 @@ pub struct DedupArgs {
     /// A file holding the Redis / Valkey password (first line).
     #[arg(long, value_name = "FILE")]
     store_password_file: Option<PathBuf>,
+    /// Ask the hash servers of block map MAP (`webdedup server`, `webdedup
+    /// distribute`) instead of keeping the keys in this process.
+    #[arg(short = 's', long = "servers", value_name = "MAP", conflicts_with = "store")]
+    servers: Option<PathBuf>,
+    /// The servers' shared secret (first line of FILE).
+    #[arg(long, value_name = "FILE", requires = "servers")]
+    auth_token_file: Option<PathBuf>,
+    /// Give up on a server that stays unreachable this many seconds.
+    #[arg(long, default_value_t = 120, value_name = "SECONDS")]
+    server_timeout: u64,
     /// Finish an interrupted run (same command plus `-r`): finished outputs are
     /// skipped, unfinished ones redone with the decisions already taken.
     #[arg(short = 'r', long)]
@@ -194,9 +204,26 @@ pub fn run(args: &DedupArgs) -> Result<u8> {
     if args.format == "wikilinks" {
         return run_wikilinks(args, &cfg, &report, input_problems);
     }
-    let (stats, persisted) = match args.store.as_deref().filter(|s| crate::remote::is_engine_url(s)) {
-        Some(url) => (run_on_engine(args, &cfg, url, &stop, &report)?, Default::default()),
-        None => webdedup_dedup::run_persistent(&cfg, &persistence, Some(&stop), &report)?,
+    let engine = args.store.as_deref().filter(|s| crate::remote::is_engine_url(s));
+    let (stats, persisted) = if let Some(map) = &args.servers {
+        let open = |salt| crate::remote::open_servers(map, args.auth_token_file.as_deref(), &cfg, args.blocks, args.server_timeout, salt);
+        (run_on_external(args, &cfg, &stop, &report, "the hash servers", open)?, Default::default())
+    } else if let Some(url) = engine {
+        let expected = if args.capacity > 0 { args.capacity as u64 } else { 1 << 28 };
+        let open = |salt| {
+            crate::remote::open_redis(
+                url,
+                args.store_password_file.as_deref(),
+                args.normalization.name(),
+                webdedup_dedup::persist::KEY_KIND,
+                expected,
+                args.blocks,
+                salt,
+            )
+        };
+        (run_on_external(args, &cfg, &stop, &report, "Redis", open)?, Default::default())
+    } else {
+        webdedup_dedup::run_persistent(&cfg, &persistence, Some(&stop), &report)?
     };
     if let Some(path) = &args.json {
         let mut value = serde_json::to_value(&stats)?;
@@ -306,34 +333,27 @@ fn run_wikilinks(
     })
 }
 
-/// `--store redis://...`: the key set lives in Redis / Valkey. Crash safety comes
-/// from the engine's persistence plus idempotent requests: with `--restore`,
-/// finished outputs are skipped and the others redone with the interrupted run's
-/// salt, so their requests are answered from the engine's retry records.
-fn run_on_engine(
+/// `--store redis://...` or `--servers MAP`: the key set lives outside this
+/// process. Crash safety comes from the store's own persistence plus idempotent
+/// requests: with `--restore`, finished outputs are skipped and the others redone
+/// with the interrupted run's salt, so their requests are answered from the
+/// store's retry records.
+fn run_on_external(
     args: &DedupArgs,
     cfg: &RunConfig,
-    url: &std::path::Path,
     stop: &AtomicBool,
     report: &(dyn Fn(&str) + Sync),
+    what: &str,
+    open: impl FnOnce(u64) -> Result<Box<dyn webdedup_store::Store>>,
 ) -> Result<webdedup_dedup::RunStats> {
     if args.feedback {
-        anyhow::bail!("feedback mode (-f) needs first-seen locations, which the Redis layout does not keep; use the embedded store");
+        anyhow::bail!("feedback mode (-f) needs first-seen locations, which {what} do not keep; use the embedded store");
     }
     let salt = crate::remote::run_salt(&args.output, args.restore)?;
     let _lock = webdedup_store::DirLock::acquire(
         &args.output.join(webdedup_dedup::persist::OUTPUT_LOCK_FILE),
     )?;
-    let expected = if args.capacity > 0 { args.capacity as u64 } else { 1 << 28 };
-    let store = crate::remote::open_redis(
-        url,
-        args.store_password_file.as_deref(),
-        args.normalization.name(),
-        webdedup_dedup::persist::KEY_KIND,
-        expected,
-        args.blocks,
-        salt,
-    )?;
+    let store = open(salt)?;
     let dur = webdedup_dedup::Durability {
         journal: None,
         recorded: None,

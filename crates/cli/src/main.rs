@@ -4,6 +4,8 @@ mod batch;
 mod check;
 mod dedup;
 mod remote;
+mod server;
+mod status;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -42,6 +44,11 @@ enum Command {
     /// (Slurm arrays, Spark, Ray); outputs equal `webdedup dedup`'s.
     #[command(subcommand)]
     Batch(batch::BatchCommand),
+    /// A hash server: owns the blocks a block map gives it and answers workers
+    /// (`dedup -s MAP`) and KNOT one-hash clients.
+    Server(server::ServerArgs),
+    /// Are the servers of a block map up, and how far is a run? Exit 1 if not all is well.
+    Status(status::StatusArgs),
     /// 64-bit SimHash fingerprints of documents (verticals, JSON Lines, plain text).
     Simhash(webdedup_simhash::SimhashArgs),
     /// Near-duplicate documents by SimHash: all pairs within k bits, clusters, dedup,
@@ -53,6 +60,18 @@ enum Command {
     /// WARC/ARC files: build CDX(J) indexes, rewrite repeated payloads as revisit records.
     #[command(subcommand)]
     Warc(webdedup_archive::WarcCommand),
+}
+
+/// Logs of long-running commands (servers) go to stderr through `tracing`;
+/// `RUST_LOG` picks the level (default `info`).
+pub fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
 }
 
 /// The library crates' exit codes (0, 1) as a process status; anything else is fatal.
@@ -76,6 +95,8 @@ fn main() -> ExitCode {
         Command::Dedup(args) => dedup::run(args),
         Command::Check(args) => check::run(args),
         Command::Batch(cmd) => batch::run(cmd),
+        Command::Server(args) => server::run(args),
+        Command::Status(args) => status::run(args),
         Command::Simhash(args) => webdedup_simhash::run_simhash(args).map(exit_code),
         Command::Similar(args) => webdedup_simhash::run_similar(args).map(exit_code),
         Command::Cdx(cmd) => remote::archive_store(match cmd {

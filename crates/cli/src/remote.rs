@@ -94,3 +94,24 @@ pub fn archive_store(args: Option<&webdedup_archive::StoreArgs>) -> Result<Optio
     )
     .map(Some)
 }
+
+/// `dedup -s MAP`: the hash servers of a block map as the store.
+pub fn open_servers(
+    map: &Path,
+    token: Option<&Path>,
+    cfg: &webdedup_dedup::RunConfig,
+    blocks: u32,
+    timeout_seconds: u64,
+    salt: u64,
+) -> Result<Box<dyn Store>> {
+    let server_map = webdedup_store::server_map::ServerMap::read(map).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let opts = webdedup_net::ClientOptions {
+        secret: token.map(webdedup_net::auth::Secret::read).transpose()?,
+        give_up_after: std::time::Duration::from_secs(timeout_seconds),
+        ..Default::default()
+    };
+    let meta = webdedup_dedup::persist::store_meta(cfg, blocks);
+    let store = webdedup_net::RemoteStore::connect(server_map, meta, opts, salt)
+        .with_context(|| format!("cannot use the servers of {}", map.display()))?;
+    Ok(Box::new(store))
+}

@@ -287,6 +287,15 @@ impl Journal {
         Ok(())
     }
 
+    /// Hands every record appended so far to the OS (no fsync; the background
+    /// syncer of `batch` still fsyncs them): enough for a record to survive a
+    /// process kill, which is what a server needs before it acknowledges.
+    pub fn flush_to_os(&self) -> Result<(), StoreError> {
+        let mut g = self.shared.inner.lock();
+        self.check(&mut g)?;
+        g.w.flush().map_err(io_err(&self.path))
+    }
+
     /// Records appended through this handle.
     pub fn records(&self) -> u64 {
         self.shared.inner.lock().records
@@ -705,4 +714,9 @@ mod tests {
             .to_string();
         assert!(e.contains("'xxh3-64'") && e.contains("'other'"), "{e}");
     }
+}
+
+/// The settings recorded in a journal's header.
+pub fn read_meta(path: &Path) -> Result<StoreMeta, StoreError> {
+    crate::snapshot::read_header_meta(path, JOURNAL_MAGIC, "journal", StoreMeta::decode)
 }

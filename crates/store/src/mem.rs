@@ -141,6 +141,24 @@ impl MemStore {
         out.extend(self.shards[block as usize].table.lock().keys());
     }
 
+    /// Drops every key of `block` (migration: the block was handed to its new
+    /// owner), returning how many there were.
+    pub fn clear_block(&self, block: u32) -> u64 {
+        let shard = &self.shards[block as usize];
+        let mut t = shard.table.lock();
+        let n = t.len() as u64;
+        *t = Table::with_capacity(0);
+        let (slots, capacity) = t.layout();
+        shard.slots.store(slots as *mut u64, Ordering::Relaxed);
+        shard.capacity.store(capacity, Ordering::Relaxed);
+        n
+    }
+
+    /// Number of keys in `block`.
+    pub fn block_len(&self, block: u32) -> u64 {
+        self.shards[block as usize].table.lock().len() as u64
+    }
+
     /// The keys of one block, sorted.
     pub fn block_keys(&self, block: u32) -> Vec<u64> {
         let mut keys: Vec<u64> = self.shards[block as usize].table.lock().keys().collect();

@@ -1,0 +1,118 @@
+//! `webdedup status` (the seed's `dedup_check.py`): are the servers of a map up,
+//! and how far is a run over an input directory?
+
+use anyhow::{Context, Result};
+use clap::Args;
+use std::path::{Path, PathBuf};
+use webdedup_dedup::runner::{list_inputs, log_path, output_path};
+use webdedup_formats::output::OutputCompression;
+
+#[derive(Args, Debug)]
+pub struct StatusArgs {
+    /// The block map whose servers to ask.
+    #[arg(short = 'm', long = "map", value_name = "FILE")]
+    map: Option<PathBuf>,
+    /// Input directory of the run (with --output: count finished outputs).
+    #[arg(short = 'i', long, value_name = "DIR", requires = "output")]
+    input: Option<PathBuf>,
+    /// Output directory of the run.
+    #[arg(short = 'o', long, value_name = "DIR", requires = "input")]
+    output: Option<PathBuf>,
+    /// The servers' shared secret.
+    #[arg(long, value_name = "FILE")]
+    auth_token_file: Option<PathBuf>,
+    /// Print the findings as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Default, serde::Serialize)]
+struct FileCounts {
+    total: usize,
+    finished: usize,
+    unfinished: usize,
+    missing: usize,
+}
+
+fn files(input: &Path, output: &Path) -> Result<FileCounts> {
+    let inputs = list_inputs(input, output).with_context(|| format!("cannot list {}", input.display()))?;
+    let mut c = FileCounts { total: inputs.len(), ..Default::default() };
+    for f in &inputs {
+        let outs: Vec<PathBuf> = [OutputCompression::None, OutputCompression::Gzip, OutputCompression::Zstd]
+            .iter()
+            .map(|&z| output_path(output, &f.rel, z))
+            .collect();
+        if outs.iter().any(|o| log_path(o).exists()) {
+            c.unfinished += 1;
+        } else if outs.iter().any(|o| o.exists()) {
+            c.finished += 1;
+        } else {
+            c.missing += 1;
+        }
+    }
+    Ok(c)
+}
+
+fn pct(n: usize, total: usize) -> f64 {
+    if total == 0 { 0.0 } else { 100.0 * n as f64 / total as f64 }
+}
+
+pub fn run(args: &StatusArgs) -> Result<u8> {
+    if args.map.is_none() && args.input.is_none() {
+        anyhow::bail!("give a block map (-m) and/or an input and output directory (-i, -o)");
+    }
+    let mut wrong = false;
+    let servers = match &args.map {
+        Some(m) => {
+            let map = webdedup_store::server_map::ServerMap::read(m).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let opts = webdedup_net::ClientOptions {
+                secret: args.auth_token_file.as_deref().map(webdedup_net::auth::Secret::read).transpose()?,
+                connect_timeout: std::time::Duration::from_secs(3),
+                ..Default::default()
+            };
+            let reports = webdedup_net::status::probe(&map, &opts);
+            wrong |= reports.iter().any(|r| !r.healthy() || r.note.is_some());
+            reports
+        }
+        None => Vec::new(),
+    };
+    let counts = match (&args.input, &args.output) {
+        (Some(i), Some(o)) => {
+            let c = files(i, o)?;
+            wrong |= c.missing > 0 || c.unfinished > 0;
+            Some(c)
+        }
+        _ => None,
+    };
+    if args.json {
+        let v = serde_json::json!({ "servers": servers, "files": counts, "ok": !wrong });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        if !servers.is_empty() {
+            println!("{:<28} {:<10} {:>14} {:<8} NOTE", "SERVER", "STATE", "KEYS", "JOURNAL");
+            for r in &servers {
+                println!(
+                    "{:<28} {:<10} {:>14} {:<8} {}",
+                    r.server,
+                    r.state,
+                    r.keys.map_or("-".into(), |k| k.to_string()),
+                    r.journal_present.map_or("-", |j| if j { "present" } else { "none" }),
+                    r.note.as_deref().unwrap_or("")
+                );
+            }
+        }
+        if let Some(c) = &counts {
+            println!(
+                "Files: {} total, {} finished ({:.1}%), {} unfinished ({:.1}%), {} missing ({:.1}%)",
+                c.total,
+                c.finished,
+                pct(c.finished, c.total),
+                c.unfinished,
+                pct(c.unfinished, c.total),
+                c.missing,
+                pct(c.missing, c.total)
+            );
+        }
+    }
+    Ok(if wrong { crate::EXIT_INPUT_PROBLEMS } else { crate::EXIT_OK })
+}

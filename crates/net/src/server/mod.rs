@@ -1,0 +1,541 @@
+//! `webdedup server`: owns the blocks the block map gives it and answers batched
+//! test-and-insert requests from workers (and the KNOT one-hash protocol).
+//!
+//! Durability: every answered request is journaled (and handed to the OS) before
+//! its answer is sent, so a server killed at any instant and restarted loses no
+//! acknowledged key. The journal record of a request also holds its verdicts, keyed
+//! by (stream, sequence number): a retried request gets the first attempt's
+//! verdicts back, even across a server restart. A save (SIGHUP, SIGTERM) writes the
+//! snapshot, the retry records and the migration progress, then starts a new
+//! journal.
+//!
+//! Journal record tags (the first byte says which):
+//! `S stream seq n bitmap` a worker request (keys: the new ones), `K` a KNOT key,
+//! `M block` keys taken over from a block's previous owner, `F block` that block
+//! fully taken over, `R block` a block handed over to its new owner (dropped here).
+
+mod conn;
+mod http;
+mod migrate;
+mod retry;
+
+use crate::auth::Secret;
+use crate::wire::{self, ServerState};
+use anyhow::{bail, Context, Result};
+use parking_lot::{Mutex, RwLock};
+use retry::RetryRecords;
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use webdedup_store::server_map::{ServerAddr, ServerMap};
+use webdedup_store::{journal, snapshot, BlockMap, Journal, MemStore, Store, StoreMeta, SyncMode};
+
+/// Everything `webdedup server` is told.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// The block map this server serves by.
+    pub map: PathBuf,
+    /// The previous block map: take over (and hand over) the blocks whose owner
+    /// changed between it and `map` before serving workers.
+    pub from_map: Option<PathBuf>,
+    /// How the maps name this server (default: the listen address).
+    pub me: Option<ServerAddr>,
+    pub listen: SocketAddr,
+    /// A second port speaking only the KNOT one-hash protocol.
+    pub knot_port: Option<u16>,
+    /// Where to serve `/metrics` (Prometheus text) and `/status` (JSON) over HTTP.
+    pub metrics: Option<SocketAddr>,
+    pub load: Option<PathBuf>,
+    pub save: Option<PathBuf>,
+    pub journal: Option<PathBuf>,
+    pub fsync: SyncMode,
+    pub capacity: usize,
+    pub auth: Option<Secret>,
+    /// Allow listening beyond loopback without a shared secret.
+    pub insecure: bool,
+    pub max_frame: u32,
+    pub max_connections: usize,
+    pub idle_timeout: Duration,
+    /// Memory for retry records (oldest dropped first beyond it).
+    pub retry_memory: usize,
+}
+
+impl ServerConfig {
+    /// A configuration with the defaults of the command line.
+    pub fn new(map: PathBuf, listen: SocketAddr) -> Self {
+        ServerConfig {
+            map,
+            from_map: None,
+            me: None,
+            listen,
+            knot_port: None,
+            metrics: None,
+            load: None,
+            save: None,
+            journal: None,
+            fsync: SyncMode::Batch(journal::DEFAULT_BATCH_DELAY),
+            capacity: 0,
+            auth: None,
+            insecure: false,
+            max_frame: wire::DEFAULT_MAX_FRAME,
+            max_connections: 1024,
+            idle_timeout: Duration::from_secs(600),
+            retry_memory: 256 << 20,
+        }
+    }
+
+    /// The journal's path: `-j`, else next to the save file.
+    pub fn journal_path(&self) -> Option<PathBuf> {
+        self.journal.clone().or_else(|| {
+            self.save.as_ref().map(|s| sidecar(s, "journal"))
+        })
+    }
+}
+
+/// `FILE.ext` beside `FILE`.
+pub fn sidecar(path: &Path, ext: &str) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(".");
+    s.push(ext);
+    PathBuf::from(s)
+}
+
+/// Counters for status and metrics.
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub requests: AtomicU64,
+    pub keys_tested: AtomicU64,
+    pub keys_new: AtomicU64,
+    pub retried_requests: AtomicU64,
+    pub knot_requests: AtomicU64,
+    pub connections: AtomicU64,
+    pub connections_total: AtomicU64,
+    pub rejected_connections: AtomicU64,
+    pub bad_frames: AtomicU64,
+    pub auth_failures: AtomicU64,
+}
+
+/// Migration progress: blocks still to take over, and to hand over.
+#[derive(Default, Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Migration {
+    pub incoming: BTreeSet<u32>,
+    pub outgoing: BTreeSet<u32>,
+    /// Done, kept across saves (so a restart does not redo them).
+    pub fetched: BTreeSet<u32>,
+    pub released: BTreeSet<u32>,
+}
+
+pub(crate) struct Shared {
+    pub cfg: ServerConfig,
+    pub map: ServerMap,
+    pub fingerprint: u64,
+    pub me_addr: ServerAddr,
+    /// This server's index in `map` (None: an excluded server, handing over only).
+    pub me: Option<usize>,
+    pub owned: Vec<bool>,
+    pub rule: BlockMap,
+    pub store: MemStore,
+    /// Requests hold it shared; a save holds it exclusively (a consistent cut).
+    pub gate: RwLock<()>,
+    pub meta: Mutex<Option<StoreMeta>>,
+    pub journal: Mutex<Option<Arc<Journal>>>,
+    pub retry: RetryRecords,
+    pub state: AtomicU8,
+    pub migration: Mutex<Migration>,
+    pub old_map: Option<ServerMap>,
+    pub counters: Counters,
+    pub started: Instant,
+    pub shutdown: tokio::sync::Notify,
+}
+
+impl Shared {
+    pub fn state(&self) -> ServerState {
+        match self.state.load(Ordering::SeqCst) {
+            0 => ServerState::Ready,
+            1 => ServerState::Migrating,
+            2 => ServerState::Finished,
+            _ => ServerState::Starting,
+        }
+    }
+
+    pub fn set_state(&self, s: ServerState) {
+        self.state.store(s as u8, Ordering::SeqCst);
+    }
+
+    pub fn journal(&self) -> Option<Arc<Journal>> {
+        self.journal.lock().clone()
+    }
+
+    /// Fixes the settings of the keys this server keeps: the first client's, if
+    /// neither a snapshot nor a journal said. Starts the journal then.
+    pub fn adopt_meta(&self, theirs: &StoreMeta) -> Result<(), String> {
+        let mut meta = self.meta.lock();
+        match &*meta {
+            Some(mine) => match mine.mismatch(theirs, "this server's store") {
+                Some(m) => Err(format!("the client's settings differ from the server's: {m}")),
+                None => Ok(()),
+            },
+            None => {
+                if theirs.blocks != self.map.blocks {
+                    return Err(format!(
+                        "the client has {} blocks, the block map {}",
+                        theirs.blocks, self.map.blocks
+                    ));
+                }
+                if let Some(path) = self.cfg.journal_path() {
+                    let j = Journal::create(&path, theirs, self.run_info().as_bytes(), self.cfg.fsync)
+                        .map_err(|e| format!("cannot create the journal: {e}"))?;
+                    *self.journal.lock() = Some(Arc::new(j));
+                }
+                *meta = Some(theirs.clone());
+                Ok(())
+            }
+        }
+    }
+
+    fn run_info(&self) -> String {
+        format!("webdedup server {} pid {}", self.me_addr, std::process::id())
+    }
+
+    pub fn status_json(&self) -> serde_json::Value {
+        let c = &self.counters;
+        let m = self.migration.lock().clone();
+        let meta = self.meta.lock().clone();
+        let journal_path = self.cfg.journal_path();
+        serde_json::json!({
+            "server": self.me_addr.to_string(),
+            "index": self.me,
+            "state": self.state().name(),
+            "pid": std::process::id(),
+            "keys": self.store.len(),
+            "memory_bytes": self.store.memory_bytes(),
+            "blocks": self.map.blocks,
+            "blocks_owned": self.owned.iter().filter(|&&o| o).count(),
+            "map_fingerprint": format!("{:016x}", self.fingerprint),
+            "journal": journal_path.as_ref().map(|p| p.display().to_string()),
+            "journal_present": journal_path.as_ref().is_some_and(|p| p.exists()),
+            "save": self.cfg.save.as_ref().map(|p| p.display().to_string()),
+            "settings": meta.map(|m| serde_json::json!({
+                "hash": m.hash, "normalization": m.normalization, "blocks": m.blocks, "key_kind": m.key_kind,
+            })),
+            "migration": {
+                "incoming_pending": m.incoming.len(),
+                "outgoing_pending": m.outgoing.len(),
+            },
+            "retry_records": self.retry.len(),
+            "uptime_seconds": self.started.elapsed().as_secs_f64(),
+            "requests": c.requests.load(Ordering::Relaxed),
+            "retried_requests": c.retried_requests.load(Ordering::Relaxed),
+            "keys_tested": c.keys_tested.load(Ordering::Relaxed),
+            "keys_inserted": c.keys_new.load(Ordering::Relaxed),
+            "knot_requests": c.knot_requests.load(Ordering::Relaxed),
+            "connections": c.connections.load(Ordering::Relaxed),
+            "connections_total": c.connections_total.load(Ordering::Relaxed),
+            "rejected_connections": c.rejected_connections.load(Ordering::Relaxed),
+            "bad_frames": c.bad_frames.load(Ordering::Relaxed),
+            "auth_failures": c.auth_failures.load(Ordering::Relaxed),
+        })
+    }
+
+    /// Migration bookkeeping after a block was handed over or taken over.
+    pub fn migration_step(&self) {
+        let m = self.migration.lock();
+        let state = self.state();
+        if state == ServerState::Finished {
+            return;
+        }
+        if self.me.is_none() {
+            if m.outgoing.is_empty() {
+                tracing::info!("every block handed over: finished");
+                self.set_state(ServerState::Finished);
+                self.shutdown.notify_one();
+            }
+        } else if m.incoming.is_empty() && m.outgoing.is_empty() {
+            if state == ServerState::Migrating {
+                tracing::info!("migration finished: serving");
+            }
+            self.set_state(ServerState::Ready);
+        } else if m.incoming.is_empty() {
+            // Serving needs only the blocks we own; handing over goes on meanwhile.
+            self.set_state(ServerState::Ready);
+        }
+    }
+
+    /// Saves snapshot, retry records and migration progress, then starts a new
+    /// journal (or removes it when `last`). Holds every request off meanwhile.
+    pub fn save(&self, last: bool) -> Result<()> {
+        let Some(path) = self.cfg.save.clone() else {
+            return Ok(());
+        };
+        let _cut = self.gate.write();
+        let Some(meta) = self.meta.lock().clone() else {
+            tracing::info!("nothing to save: no client has connected and no store was loaded");
+            return Ok(());
+        };
+        let info = self
+            .store
+            .save(&path, &meta)
+            .with_context(|| format!("cannot save the store to {}", path.display()))?;
+        self.retry.save(&sidecar(&path, "retry"))?;
+        let m = self.migration.lock().clone();
+        let json = serde_json::to_vec_pretty(&m)?;
+        snapshot::write_atomic(&sidecar(&path, "migration"), &[&json], "server-migration")
+            .context("cannot save the migration progress")?;
+        tracing::info!(
+            keys = info.keys,
+            bytes = info.bytes,
+            seconds = info.seconds,
+            "saved {}",
+            path.display()
+        );
+        let old = self.journal.lock().take();
+        if let Some(j) = old {
+            let j = Arc::try_unwrap(j).map_err(|_| anyhow::anyhow!("journal still in use"))?;
+            j.remove().context("cannot remove the journal after saving")?;
+        }
+        if !last {
+            if let Some(jp) = self.cfg.journal_path() {
+                let j = Journal::create(&jp, &meta, self.run_info().as_bytes(), self.cfg.fsync)?;
+                *self.journal.lock() = Some(Arc::new(j));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How a server stopped.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// SIGTERM / SIGINT: saved and stopped.
+    Stopped,
+    /// An excluded server that handed every block over.
+    Finished,
+}
+
+fn read_map(path: &Path) -> Result<ServerMap> {
+    ServerMap::read(path).map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// Loads the snapshot, retry records, migration progress and journal.
+fn open_store(cfg: &ServerConfig, blocks: u32) -> Result<(MemStore, Option<StoreMeta>, RetryRecords, Option<Migration>, Vec<u8>)> {
+    let mut meta = None;
+    let load = cfg.load.as_ref().filter(|p| p.exists());
+    if let Some(p) = &cfg.load {
+        if !p.exists() {
+            tracing::warn!("{} does not exist yet: starting empty", p.display());
+        }
+    }
+    let jpath = cfg.journal_path().filter(|p| p.exists());
+    if let Some(p) = load {
+        meta = Some(snapshot::read_meta(p).with_context(|| format!("cannot read {}", p.display()))?);
+    } else if let Some(j) = &jpath {
+        meta = Some(journal::read_meta(j).with_context(|| format!("cannot read {}", j.display()))?);
+    }
+    if let Some(m) = &meta {
+        if m.blocks != blocks {
+            bail!("the stored keys have {} blocks, the block map {blocks}", m.blocks);
+        }
+    }
+    let store = match (load, &meta) {
+        (Some(p), Some(m)) => {
+            let (s, info) = MemStore::load(p, m, cfg.capacity)
+                .with_context(|| format!("cannot load {}", p.display()))?;
+            tracing::info!(keys = info.keys, seconds = info.seconds, "loaded {}", p.display());
+            s
+        }
+        _ => MemStore::with_capacity(blocks, cfg.capacity),
+    };
+    let retry = RetryRecords::new(cfg.retry_memory);
+    let mut migration = None;
+    if let Some(p) = load {
+        retry.load(&sidecar(p, "retry"))?;
+        let mp = sidecar(p, "migration");
+        if mp.exists() {
+            let text = std::fs::read(&mp).with_context(|| format!("cannot read {}", mp.display()))?;
+            migration = Some(serde_json::from_slice::<Migration>(&text).with_context(|| format!("{}: not migration progress", mp.display()))?);
+        }
+    }
+    Ok((store, meta, retry, migration, Vec::new()))
+}
+
+/// Runs a server until SIGTERM / SIGINT (or, for an excluded server, until every
+/// block is handed over). Binds before returning `bound` through the callback so
+/// tests and launchers can learn the ports.
+pub fn run(cfg: ServerConfig, on_bound: impl FnOnce(SocketAddr) + Send + 'static) -> Result<Exit> {
+    if !cfg.listen.ip().is_loopback() && cfg.auth.is_none() && !cfg.insecure {
+        bail!(
+            "listening on {} (beyond loopback) needs --auth-token-file (or --insecure on a trusted network)",
+            cfg.listen
+        );
+    }
+    let map = read_map(&cfg.map)?;
+    let me_addr = cfg.me.clone().unwrap_or_else(|| ServerAddr {
+        host: cfg.listen.ip().to_string(),
+        port: cfg.listen.port(),
+    });
+    let me = map.index_of(&me_addr);
+    let old_map = cfg.from_map.as_deref().map(read_map).transpose()?;
+    if let Some(old) = &old_map {
+        if old.blocks != map.blocks {
+            bail!("the previous map has {} blocks, the new one {}: blocks are fixed once used", old.blocks, map.blocks);
+        }
+    }
+    let in_old = old_map.as_ref().and_then(|m| m.index_of(&me_addr));
+    if me.is_none() && in_old.is_none() {
+        bail!(
+            "{} is not a server of {} (use --me HOST:PORT to say how the map names this server)",
+            me_addr,
+            cfg.map.display()
+        );
+    }
+    let (store, meta, retry, saved_migration, _) = open_store(&cfg, map.blocks)?;
+    let owned: Vec<bool> = map.owner.iter().map(|&o| Some(o as usize) == me).collect();
+    let shared = Arc::new(Shared {
+        fingerprint: wire::map_fingerprint(&map),
+        rule: BlockMap::new(map.blocks),
+        owned,
+        me,
+        me_addr: me_addr.clone(),
+        store,
+        gate: RwLock::new(()),
+        meta: Mutex::new(meta.clone()),
+        journal: Mutex::new(None),
+        retry,
+        state: AtomicU8::new(ServerState::Starting as u8),
+        migration: Mutex::new(saved_migration.unwrap_or_default()),
+        old_map,
+        counters: Counters::default(),
+        started: Instant::now(),
+        shutdown: tokio::sync::Notify::new(),
+        map,
+        cfg,
+    });
+    // The journal: replay what a crash left, then append to it.
+    if let (Some(jp), Some(meta)) = (shared.cfg.journal_path(), &meta) {
+        if jp.exists() {
+            let replay = Journal::replay(&jp, meta, |tag, keys| replay_record(&shared, tag, keys))
+                .with_context(|| format!("cannot replay the journal {}", jp.display()))?;
+            if let Some((offset, why)) = &replay.torn {
+                tracing::warn!("{}: dropped a torn last record at byte {offset}: {why}", jp.display());
+            }
+            tracing::info!(records = replay.records, keys = replay.keys, "replayed the journal {}", jp.display());
+            let j = Journal::open_append(&jp, replay.valid_len, shared.cfg.fsync)?;
+            *shared.journal.lock() = Some(Arc::new(j));
+        } else {
+            let j = Journal::create(&jp, meta, shared.run_info().as_bytes(), shared.cfg.fsync)?;
+            *shared.journal.lock() = Some(Arc::new(j));
+        }
+    }
+    migrate::plan(&shared);
+    let state = if shared.migration.lock().incoming.is_empty() { ServerState::Ready } else { ServerState::Migrating };
+    shared.set_state(state);
+    shared.migration_step();
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .worker_threads(std::thread::available_parallelism().map_or(2, |n| n.get()).max(2))
+        .build()
+        .context("cannot start the server runtime")?;
+    rt.block_on(serve(shared, on_bound))
+}
+
+/// Replays one journal record into the store, retry records and migration progress.
+fn replay_record(shared: &Shared, tag: &[u8], keys: &[u64]) -> Result<(), String> {
+    let bad = || format!("journal record with a bad tag of {} bytes", tag.len());
+    match tag.first() {
+        Some(b'S') => {
+            if tag.len() < 21 {
+                return Err(bad());
+            }
+            let stream = u64::from_le_bytes(tag[1..9].try_into().unwrap());
+            let seq = u64::from_le_bytes(tag[9..17].try_into().unwrap());
+            let n = u32::from_le_bytes(tag[17..21].try_into().unwrap());
+            let bitmap = &tag[21..];
+            if bitmap.len() != n.div_ceil(8) as usize {
+                return Err(bad());
+            }
+            shared.store.insert_all(keys);
+            shared.retry.insert((stream, seq), n, bitmap.to_vec());
+        }
+        Some(b'K') | Some(b'M') => {
+            shared.store.insert_all(keys);
+        }
+        Some(b'F') | Some(b'R') if tag.len() == 5 => {
+            let block = u32::from_le_bytes(tag[1..5].try_into().unwrap());
+            if block >= shared.map.blocks {
+                return Err(format!("block {block} out of range"));
+            }
+            let mut m = shared.migration.lock();
+            if tag[0] == b'F' {
+                m.fetched.insert(block);
+            } else {
+                shared.store.clear_block(block);
+                m.released.insert(block);
+            }
+        }
+        _ => return Err(bad()),
+    }
+    Ok(())
+}
+
+async fn serve(shared: Arc<Shared>, on_bound: impl FnOnce(SocketAddr) + Send + 'static) -> Result<Exit> {
+    use tokio::net::TcpListener;
+    let listener = TcpListener::bind(shared.cfg.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", shared.cfg.listen))?;
+    let bound = listener.local_addr()?;
+    let limit = Arc::new(tokio::sync::Semaphore::new(shared.cfg.max_connections));
+    tokio::spawn(conn::accept_loop(listener, shared.clone(), limit.clone(), false));
+    if let Some(port) = shared.cfg.knot_port {
+        let addr = SocketAddr::new(shared.cfg.listen.ip(), port);
+        let l = TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
+        tokio::spawn(conn::accept_loop(l, shared.clone(), limit.clone(), true));
+    }
+    if let Some(addr) = shared.cfg.metrics {
+        let l = TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
+        tokio::spawn(http::serve(l, shared.clone()));
+    }
+    tracing::info!(
+        "serving {} blocks of {} as {} on {bound}{}",
+        shared.owned.iter().filter(|&&o| o).count(),
+        shared.map.blocks,
+        shared.me_addr,
+        if shared.cfg.auth.is_some() { " (authenticated)" } else { "" }
+    );
+    on_bound(bound);
+    if !shared.migration.lock().incoming.is_empty() {
+        let s = shared.clone();
+        std::thread::spawn(move || migrate::take_over(&s));
+    }
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut hup = signal(SignalKind::hangup())?;
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    loop {
+        tokio::select! {
+            _ = hup.recv() => {
+                let s = shared.clone();
+                match tokio::task::spawn_blocking(move || s.save(false)).await? {
+                    Ok(()) => {}
+                    Err(e) => tracing::error!("save on SIGHUP failed: {e:#}"),
+                }
+            }
+            _ = term.recv() => break,
+            _ = int.recv() => break,
+            _ = shared.shutdown.notified() => break,
+        }
+    }
+    let finished = shared.state() == ServerState::Finished;
+    let s = shared.clone();
+    tokio::task::spawn_blocking(move || s.save(true)).await??;
+    // Without a save file the journal is what holds the keys: keep it.
+    if let Some(j) = shared.journal.lock().take() {
+        if let Ok(j) = Arc::try_unwrap(j) {
+            j.close()?;
+        }
+    }
+    Ok(if finished { Exit::Finished } else { Exit::Stopped })
+}
