@@ -64,6 +64,8 @@ pub struct Conn {
     pub state: ServerState,
     pub index: u32,
     max_frame: u32,
+    /// The largest frame body the server accepts (told in the handshake).
+    pub server_max_frame: u32,
     body: Vec<u8>,
 }
 
@@ -90,7 +92,7 @@ impl Conn {
         s.set_nodelay(true).map_err(io(addr))?;
         s.set_read_timeout(Some(Duration::from_secs(30).max(opts.connect_timeout))).map_err(io(addr))?;
         let w = s.try_clone().map_err(io(addr))?;
-        let mut c = Conn { r: BufReader::with_capacity(1 << 16, s), w, state: ServerState::Starting, index: 0, max_frame: opts.max_frame, body: Vec::new() };
+        let mut c = Conn { r: BufReader::with_capacity(1 << 16, s), w, state: ServerState::Starting, index: 0, max_frame: opts.max_frame, server_max_frame: wire::DEFAULT_MAX_FRAME, body: Vec::new() };
         let nonce = auth::random::<16>();
         let mut out = wire::PREAMBLE.to_vec();
         wire::encode(&Msg::Hello { version: wire::VERSION, nonce }, &mut out);
@@ -113,7 +115,7 @@ impl Conn {
         wire::encode(&Msg::Auth { mac, role, settings: settings.cloned() }, &mut out);
         c.send(&out).map_err(io(addr))?;
         match c.recv(addr)? {
-            Msg::Ready { state, index, mac } => {
+            Msg::Ready { state, index, max_frame, mac } => {
                 if let (Some(secret), true) = (&opts.secret, auth_required) {
                     if !secret.verify_server(&challenge, &nonce, &mac) {
                         return Err(ConnError::Refused { code: ErrorCode::AuthFailed, message: format!("{addr} could not prove it knows the token") });
@@ -121,6 +123,7 @@ impl Conn {
                 }
                 c.state = state;
                 c.index = index;
+                c.server_max_frame = max_frame;
                 // Requests may wait on a busy server longer than a handshake.
                 let _ = c.w.set_read_timeout(Some(opts.give_up_after.max(Duration::from_secs(30))));
                 Ok(c)
@@ -264,7 +267,7 @@ impl RemoteStore {
     /// Sends one server's share as frames; returns how many frames.
     fn send_share(&self, conn: &mut Conn, share: &Share, id: Option<BatchId>, insert: bool) -> std::io::Result<usize> {
         let mut out = Vec::with_capacity(share.keys.len() * 8 + 64);
-        let parts = share.keys.chunks(self.opts.frame_keys.max(1));
+        let parts = share.keys.chunks(self.frame_keys(conn));
         let n = parts.len();
         for (part, chunk) in parts.enumerate() {
             // Each frame has its own id: (salted stream, seq * 1024 + part).
@@ -276,9 +279,15 @@ impl RemoteStore {
     }
 
     /// Reads the answers to `frames` frames of `share` into `seen`.
+    /// Keys per frame: ours, or fewer if the server takes smaller frames.
+    fn frame_keys(&self, conn: &Conn) -> usize {
+        let fits = (conn.server_max_frame as usize).saturating_sub(64) / 8;
+        self.opts.frame_keys.min(fits).max(1)
+    }
+
     fn read_share(&self, conn: &mut Conn, share: &Share, frames: usize, seen: &mut [bool]) -> Result<(), ConnError> {
         let addr = self.addr(share.server);
-        let fk = self.opts.frame_keys.max(1);
+        let fk = self.frame_keys(conn);
         for _ in 0..frames {
             match conn.recv(addr)? {
                 Msg::Verdicts { req, n, bitmap } => {

@@ -129,7 +129,8 @@ pub enum Msg {
     Hello { version: u16, nonce: [u8; 16] },
     Challenge { version: u16, auth_required: bool, challenge: [u8; 32] },
     Auth { mac: [u8; 32], role: Role, settings: Option<Settings> },
-    Ready { state: ServerState, index: u32, mac: [u8; 32] },
+    /// `max_frame`: the largest frame body the server accepts.
+    Ready { state: ServerState, index: u32, max_frame: u32, mac: [u8; 32] },
     /// Test and insert; `id` = (stream, seq) makes a retried request get the
     /// first attempt's verdicts.
     TestAndInsert { req: u32, id: Option<(u64, u64)>, keys: Vec<u64> },
@@ -214,10 +215,11 @@ pub fn encode(msg: &Msg, out: &mut Vec<u8>) {
                 }
             }
         }
-        Msg::Ready { state, index, mac } => {
+        Msg::Ready { state, index, max_frame, mac } => {
             out.push(kind::READY);
             out.push(*state as u8);
             u32le(out, *index);
+            u32le(out, *max_frame);
             out.extend_from_slice(mac);
         }
         Msg::TestAndInsert { req, id, keys: k } => {
@@ -441,6 +443,7 @@ pub fn decode(body: &[u8]) -> Result<Msg, WireError> {
         kind::READY => Msg::Ready {
             state: ServerState::from_u8(r.u8("state")?).ok_or_else(|| WireError::Malformed("unknown state".into()))?,
             index: r.u32("index")?,
+            max_frame: r.u32("max frame")?,
             mac: r.array("mac")?,
         },
         kind::TEST_AND_INSERT | kind::TEST => {
@@ -528,7 +531,7 @@ mod tests {
         roundtrip(Msg::Challenge { version: 1, auth_required: true, challenge: [3; 32] });
         roundtrip(Msg::Auth { mac: [1; 32], role: Role::Worker, settings: Some(Settings { meta, map: 42 }) });
         roundtrip(Msg::Auth { mac: [0; 32], role: Role::Status, settings: None });
-        roundtrip(Msg::Ready { state: ServerState::Migrating, index: 2, mac: [9; 32] });
+        roundtrip(Msg::Ready { state: ServerState::Migrating, index: 2, max_frame: 4096, mac: [9; 32] });
         roundtrip(Msg::TestAndInsert { req: 5, id: Some((1, 2)), keys: vec![1, u64::MAX, 3] });
         roundtrip(Msg::TestAndInsert { req: 5, id: None, keys: vec![] });
         roundtrip(Msg::Test { req: 6, keys: vec![4, 5] });
@@ -603,7 +606,7 @@ mod tests {
                 Msg::BlockKeys { req: 1, block: 2, last: false, keys: vec![5] },
                 Msg::Error { req: 1, code: ErrorCode::Busy, message: "x".into() },
                 Msg::Verdicts { req: 1, n: 9, bitmap: vec![1, 2] },
-                Msg::Ready { state: ServerState::Ready, index: 0, mac: [0; 32] },
+                Msg::Ready { state: ServerState::Ready, index: 0, max_frame: 1 << 20, mac: [0; 32] },
             ];
             let mut out = Vec::new();
             encode(&msgs[kind_pick], &mut out);

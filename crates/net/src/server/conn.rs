@@ -119,7 +119,7 @@ async fn handshake(r: &mut BufReader<OwnedReadHalf>, w: &mut BufWriter<OwnedWrit
         shared.counters.bad_frames.fetch_add(1, Ordering::Relaxed);
         why
     };
-    if !read_frame(r, &mut body, 4096, HANDSHAKE_TIMEOUT).await? {
+    if !read_frame(r, &mut body, 4096, HANDSHAKE_TIMEOUT).await.map_err(|e| bad(shared, e))? {
         return Err("left during the handshake".into());
     }
     let nonce = match wire::decode(&body) {
@@ -136,7 +136,7 @@ async fn handshake(r: &mut BufReader<OwnedReadHalf>, w: &mut BufWriter<OwnedWrit
     };
     let challenge = auth::random::<32>();
     send(w, &Msg::Challenge { version: wire::VERSION, auth_required: shared.cfg.auth.is_some(), challenge }).await?;
-    if !read_frame(r, &mut body, 8192, HANDSHAKE_TIMEOUT).await? {
+    if !read_frame(r, &mut body, 8192, HANDSHAKE_TIMEOUT).await.map_err(|e| bad(shared, e))? {
         return Err("left during the handshake".into());
     }
     let (mac, role, settings) = match wire::decode(&body) {
@@ -172,7 +172,7 @@ async fn handshake(r: &mut BufReader<OwnedReadHalf>, w: &mut BufWriter<OwnedWrit
             return Err(message);
         }
     }
-    send(w, &Msg::Ready { state: shared.state(), index: shared.me.map_or(u32::MAX, |i| i as u32), mac: proof }).await?;
+    send(w, &Msg::Ready { state: shared.state(), index: shared.me.map_or(u32::MAX, |i| i as u32), max_frame: shared.cfg.max_frame, mac: proof }).await?;
     Ok(role)
 }
 
@@ -182,11 +182,19 @@ async fn serve_requests(mut r: BufReader<OwnedReadHalf>, mut w: BufWriter<OwnedW
     let mut seen = Vec::new();
     let mut out = Vec::new();
     loop {
-        if !read_frame(&mut r, &mut body, shared.cfg.max_frame, shared.cfg.idle_timeout).await.map_err(|e| {
-            shared.counters.bad_frames.fetch_add(1, Ordering::Relaxed);
-            e
-        })? {
-            return Ok(());
+        match read_frame(&mut r, &mut body, shared.cfg.max_frame, shared.cfg.idle_timeout).await {
+            Ok(true) => {}
+            Ok(false) => return Ok(()),
+            Err(why) => {
+                shared.counters.bad_frames.fetch_add(1, Ordering::Relaxed);
+                // Say why before hanging up (best effort: the client may be gone).
+                let _ = tokio::time::timeout(
+                    Duration::from_secs(1),
+                    send(&mut w, &Msg::Error { req: 0, code: ErrorCode::BadFrame, message: why.clone() }),
+                )
+                .await;
+                return Err(why);
+            }
         }
         out.clear();
         match wire::decode_keys_request(&body, &mut keys) {

@@ -1,0 +1,586 @@
+//! Hash servers as real processes on loopback: `webdedup server` and workers
+//! (`webdedup dedup -s MAP`), crashes (kill -9) of servers and workers,
+//! migration 2 -> 3 -> 2 servers, the KNOT protocol, auth, hostile clients.
+
+mod common;
+
+use common::*;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use webdedup_store::server_map::{ServerAddr, ServerEntry, ServerMap};
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn addr(port: u16) -> ServerAddr {
+    ServerAddr { host: "127.0.0.1".into(), port }
+}
+
+/// A block map over `ports` with block b owned by `owner(b)`.
+fn write_map(path: &Path, ports: &[u16], owner: impl Fn(u32) -> u32) -> ServerMap {
+    let blocks = 1999;
+    let map = ServerMap {
+        blocks,
+        servers: ports.iter().map(|&p| ServerEntry { addr: addr(p), weight: 1.0 }).collect(),
+        owner: (0..blocks).map(owner).collect(),
+    };
+    std::fs::write(path, map.to_text()).unwrap();
+    map
+}
+
+struct Server {
+    child: Option<Child>,
+    port: u16,
+    log: PathBuf,
+}
+
+impl Server {
+    fn start(dir: &Path, map: &Path, port: u16, extra: &[&str]) -> Server {
+        let ready = dir.join(format!("ready-{port}"));
+        let _ = std::fs::remove_file(&ready);
+        let log = dir.join(format!("server-{port}.log"));
+        let child = Command::new(env!("CARGO_BIN_EXE_webdedup"))
+            .args(["server", "-m"])
+            .arg(map)
+            .args(["--listen", &format!("127.0.0.1:{port}"), "--ready-file"])
+            .arg(&ready)
+            .args(extra)
+            .stderr(std::fs::OpenOptions::new().create(true).append(true).open(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let mut s = Server { child: Some(child), port, log };
+        let started = Instant::now();
+        while !ready.exists() {
+            if let Some(status) = s.child.as_mut().unwrap().try_wait().unwrap() {
+                panic!("server {port} exited ({status}): {}", read(&s.log));
+            }
+            assert!(started.elapsed() < Duration::from_secs(30), "server {port} did not start: {}", read(&s.log));
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        s
+    }
+
+    /// Starts a server that saves to `DIR/s-PORT.snap` and loads it if present.
+    fn persistent(dir: &Path, map: &Path, port: u16, extra: &[&str]) -> Server {
+        let snap = snap_path(dir, port);
+        let snap = snap.to_str().unwrap();
+        let mut args = vec!["-i", snap, "-o", snap];
+        args.extend_from_slice(extra);
+        Server::start(dir, map, port, &args)
+    }
+
+    fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            c.kill().unwrap();
+            c.wait().unwrap();
+        }
+    }
+
+    /// SIGTERM: save and stop; waits for the exit.
+    fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            unsafe_kill(c.id(), "TERM");
+            let status = c.wait().unwrap();
+            assert!(status.success(), "server {} stopped with {status}: {}", self.port, read(&self.log));
+        }
+    }
+
+    fn wait_exit(&mut self, within: Duration) {
+        let c = self.child.as_mut().unwrap();
+        let started = Instant::now();
+        loop {
+            if let Some(status) = c.try_wait().unwrap() {
+                assert!(status.success(), "{}", read(&self.log));
+                self.child = None;
+                return;
+            }
+            assert!(started.elapsed() < within, "server {} did not exit: {}", self.port, read(&self.log));
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+fn unsafe_kill(pid: u32, sig: &str) {
+    let ok = Command::new("kill").args([&format!("-{sig}"), &pid.to_string()]).status().unwrap();
+    assert!(ok.success());
+}
+
+fn snap_path(dir: &Path, port: u16) -> PathBuf {
+    dir.join(format!("s-{port}.snap"))
+}
+
+fn outputs(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    tree(dir).into_iter().filter(|(n, _)| !n.ends_with(".webdedup.run-id")).collect()
+}
+
+/// Input big enough for a run to last past a kill: `copies` copies of the sample.
+fn big_input(dir: &Path, copies: usize) -> PathBuf {
+    let input = dir.join("in");
+    for i in 0..copies {
+        let dst = input.join(format!("copy{i}"));
+        std::fs::create_dir_all(&dst).unwrap();
+        for crawl in ["cc-2023-14", "cc-2023-50", "cc-2024-33"] {
+            std::fs::copy(sample_dir().join(crawl).join("part-00000.vert.gz"), dst.join(format!("{crawl}.vert.gz"))).unwrap();
+        }
+    }
+    input
+}
+
+/// Finished `.dedup` outputs under `dir` (read while a worker writes there).
+fn finished_outputs(dir: &Path) -> usize {
+    let mut n = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "dedup") {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+fn worker(input: &Path, out: &Path, map: &Path, extra: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_webdedup"));
+    c.args(["dedup", "-q", "--dd", "-i"]).arg(input).arg("-o").arg(out).arg("-s").arg(map).args(extra);
+    c
+}
+
+/// The keys of a saved server snapshot.
+fn snapshot_keys(path: &Path) -> Vec<u64> {
+    let meta = webdedup_store::snapshot::read_meta(path).unwrap();
+    let (store, _) = webdedup_store::MemStore::load(path, &meta, 0).unwrap();
+    let mut keys: Vec<u64> = (0..meta.blocks).flat_map(|b| store.block_keys(b)).collect();
+    keys.sort_unstable();
+    keys
+}
+
+#[test]
+fn three_servers_answer_one_worker_exactly_as_the_embedded_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ports = [free_port(), free_port(), free_port()];
+    let map = tmp.path().join("map");
+    write_map(&map, &ports, |b| b % 3);
+    let _servers: Vec<Server> = ports.iter().map(|&p| Server::start(tmp.path(), &map, p, &[])).collect();
+    for near in [false, true] {
+        let extra: &[&str] = if near { &["-t", "1", "--near"] } else { &["-t", "1"] };
+        let want = tmp.path().join(format!("embedded-{near}"));
+        let o = dedup(&sample_dir(), &want, &[&["--dd"], extra].concat());
+        assert!(o.status.success(), "{}", stderr(&o));
+        // Fresh servers per mode would be cleaner; a second key kind is refused,
+        // so the near run uses its own servers below.
+        if near {
+            break;
+        }
+        let out = tmp.path().join("remote");
+        let o = worker(&sample_dir(), &out, &map, extra).output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(outputs(&out) == outputs(&want), "remote outputs differ from the embedded store's");
+    }
+}
+
+#[test]
+fn near_mode_on_servers_equals_the_embedded_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ports = [free_port(), free_port()];
+    let map = tmp.path().join("map");
+    write_map(&map, &ports, |b| b % 2);
+    let _servers: Vec<Server> = ports.iter().map(|&p| Server::start(tmp.path(), &map, p, &[])).collect();
+    let want = tmp.path().join("embedded");
+    let o = dedup(&sample_dir(), &want, &["--dd", "-t", "1", "--near"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = tmp.path().join("remote");
+    let o = worker(&sample_dir(), &out, &map, &["-t", "1", "--near"]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(outputs(&out) == outputs(&want));
+    // Other settings than the servers' keys are refused, naming the difference.
+    let o = worker(&sample_dir(), &tmp.path().join("other"), &map, &["--normalize", "none"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("normalization"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_server_killed_mid_run_restarts_from_its_journal_and_the_outputs_are_unchanged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = big_input(tmp.path(), 8);
+    let want = tmp.path().join("want");
+    let o = dedup(&input, &want, &["--dd", "-t", "1"]);
+    assert!(o.status.success());
+    let ports = [free_port(), free_port(), free_port()];
+    let map = tmp.path().join("map");
+    write_map(&map, &ports, |b| b % 3);
+    let mut servers: Vec<Server> = ports.iter().map(|&p| Server::persistent(tmp.path(), &map, p, &[])).collect();
+    let out = tmp.path().join("out");
+    let child = worker(&input, &out, &map, &["-t", "1"]).stderr(Stdio::piped()).spawn().unwrap();
+    // Let it get going, then kill -9 a server and bring it back from its journal.
+    let journal = PathBuf::from(format!("{}.journal", snap_path(tmp.path(), ports[1]).display()));
+    let started = Instant::now();
+    while std::fs::metadata(&journal).map_or(0, |m| m.len()) < 20_000 {
+        assert!(started.elapsed() < Duration::from_secs(60), "no journal growth");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    servers[1].kill9();
+    std::thread::sleep(Duration::from_millis(300));
+    servers[1] = Server::persistent(tmp.path(), &map, ports[1], &[]);
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "worker failed: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(read(&servers[1].log).contains("replayed the journal"), "{}", read(&servers[1].log));
+    assert!(outputs(&out) == outputs(&want), "outputs differ from an uninterrupted run's");
+}
+
+#[test]
+fn a_worker_killed_mid_run_finishes_with_restore_and_the_outputs_are_unchanged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = big_input(tmp.path(), 8);
+    let want = tmp.path().join("want");
+    let o = dedup(&input, &want, &["--dd", "-t", "1"]);
+    assert!(o.status.success());
+    let ports = [free_port(), free_port(), free_port()];
+    let map = tmp.path().join("map");
+    write_map(&map, &ports, |b| b % 3);
+    let _servers: Vec<Server> = ports.iter().map(|&p| Server::persistent(tmp.path(), &map, p, &[])).collect();
+    let out = tmp.path().join("out");
+    let mut child = worker(&input, &out, &map, &["-t", "1"]).spawn().unwrap();
+    // Kill it once a few outputs are done (some finished, one under way).
+    let started = Instant::now();
+    while finished_outputs(&out) < 4 {
+        assert!(started.elapsed() < Duration::from_secs(60));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let o = worker(&input, &out, &map, &["-t", "1", "--restore"]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(outputs(&out) == outputs(&want), "restored outputs differ from an uninterrupted run's");
+}
+
+#[test]
+fn two_workers_on_three_servers_keep_every_paragraph_once_even_with_a_server_crash() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = big_input(tmp.path(), 6);
+    let ports = [free_port(), free_port(), free_port()];
+    let map = tmp.path().join("map");
+    write_map(&map, &ports, |b| b % 3);
+    let mut servers: Vec<Server> = ports.iter().map(|&p| Server::persistent(tmp.path(), &map, p, &[])).collect();
+    // Two workers over disjoint halves of the input, at once.
+    let halves = [tmp.path().join("h0"), tmp.path().join("h1")];
+    for (i, h) in halves.iter().enumerate() {
+        for c in 0..6 {
+            if c % 2 == i {
+                std::fs::rename(input.join(format!("copy{c}")), h.join(format!("copy{c}"))).or_else(|_| {
+                    std::fs::create_dir_all(h).and_then(|_| std::fs::rename(input.join(format!("copy{c}")), h.join(format!("copy{c}"))))
+                }).unwrap();
+            }
+        }
+    }
+    let outs = [tmp.path().join("o0"), tmp.path().join("o1")];
+    let children: Vec<Child> = (0..2).map(|i| worker(&halves[i], &outs[i], &map, &["-t", "2"]).stderr(Stdio::piped()).spawn().unwrap()).collect();
+    std::thread::sleep(Duration::from_millis(200));
+    servers[2].kill9();
+    servers[2] = Server::persistent(tmp.path(), &map, ports[2], &[]);
+    for c in children {
+        let o = c.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    // The whole input at once through the embedded store keeps the same number of
+    // paragraphs; which copy is kept depends on timing, how many does not.
+    let all = tmp.path().join("all");
+    std::fs::create_dir_all(&all).unwrap();
+    for h in &halves {
+        for e in std::fs::read_dir(h).unwrap() {
+            let e = e.unwrap();
+            std::fs::rename(e.path(), all.join(e.file_name())).unwrap();
+        }
+    }
+    let want = tmp.path().join("want");
+    let o = dedup(&all, &want, &["-t", "1", "--dd"]);
+    assert!(o.status.success());
+    let kept = |dirs: &[&Path]| -> (usize, std::collections::BTreeSet<String>) {
+        let mut n = 0;
+        let mut distinct = std::collections::BTreeSet::new();
+        for d in dirs {
+            for (name, bytes) in outputs(d) {
+                if name.ends_with(".dedup") {
+                    for para in String::from_utf8(bytes).unwrap().split("<p").skip(1) {
+                        n += 1;
+                        distinct.insert(para.to_owned());
+                    }
+                }
+            }
+        }
+        (n, distinct)
+    };
+    let (n_remote, d_remote) = kept(&[&outs[0], &outs[1]]);
+    let (n_want, d_want) = kept(&[&want]);
+    assert_eq!(n_remote, n_want, "paragraphs kept");
+    assert!(d_remote == d_want, "distinct kept paragraphs differ");
+}
+
+fn status_ok(map: &Path) -> bool {
+    Command::new(env!("CARGO_BIN_EXE_webdedup")).args(["status", "-m"]).arg(map).output().unwrap().status.success()
+}
+
+#[test]
+fn migration_two_three_two_servers_loses_and_doubles_no_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let p = [free_port(), free_port(), free_port()];
+    let map_a = d.join("map-a");
+    let a = write_map(&map_a, &p[..2], |b| b % 2);
+    // 1. Two servers, one worker over the first crawl.
+    let only = |crawl: &str| {
+        let dir = d.join(format!("in-{crawl}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(sample_dir().join(crawl).join("part-00000.vert.gz"), dir.join("part.vert.gz")).unwrap();
+        dir
+    };
+    let mut s: Vec<Server> = p[..2].iter().map(|&port| Server::persistent(d, &map_a, port, &[])).collect();
+    let o = worker(&only("cc-2023-14"), &d.join("o1"), &map_a, &[]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    s.iter_mut().for_each(Server::stop);
+    let union = |ports: &[u16], map: &ServerMap| -> Vec<u64> {
+        let mut all = Vec::new();
+        for &port in ports {
+            let path = snap_path(d, port);
+            if !path.exists() {
+                continue;
+            }
+            let keys = snapshot_keys(&path);
+            let me = map.index_of(&addr(port));
+            for &k in &keys {
+                assert_eq!(Some(map.owner_of_key(k)), me, "key {k:#x} saved by {port}, which does not own its block");
+            }
+            all.extend(keys);
+        }
+        all.sort_unstable();
+        all
+    };
+    let u1 = union(&p[..2], &a);
+    assert!(u1.len() > 1000);
+
+    // 2. Three servers: the third takes over a third of the blocks; a worker
+    //    started at once waits for the migration, then runs on the new map.
+    let map_b = d.join("map-b");
+    let b = write_map(&map_b, &p, |b| b % 3);
+    let from_a = ["--from-map", map_a.to_str().unwrap()];
+    let mut s: Vec<Server> = p.iter().map(|&port| Server::persistent(d, &map_b, port, &from_a)).collect();
+    let o = worker(&only("cc-2023-50"), &d.join("o2"), &map_b, &[]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(status_ok(&map_b));
+    s.iter_mut().for_each(Server::stop);
+    let u2 = union(&p, &b);
+    assert!(u2.windows(2).all(|w| w[0] != w[1]), "a key saved by two servers");
+    assert!(u1.iter().all(|k| u2.binary_search(k).is_ok()), "keys lost in migration");
+    assert!(u2.len() > u1.len());
+    assert!(snapshot_keys(&snap_path(d, p[2])).len() > 100, "the new server took nothing over");
+
+    // 3. Back to two: the third server hands everything over and exits.
+    let map_c = d.join("map-c");
+    let c = write_map(&map_c, &p[..2], |b| b % 2);
+    let from_b = ["--from-map", map_b.to_str().unwrap()];
+    let mut s: Vec<Server> = p[..2].iter().map(|&port| Server::persistent(d, &map_c, port, &from_b)).collect();
+    let me = format!("127.0.0.1:{}", p[2]);
+    let mut leaving = Server::persistent(d, &map_c, p[2], &[&from_b[..], &["--me", &me]].concat());
+    leaving.wait_exit(Duration::from_secs(60));
+    assert!(read(&leaving.log).contains("every block handed over"));
+    let started = Instant::now();
+    while !status_ok(&map_c) {
+        assert!(started.elapsed() < Duration::from_secs(30), "servers not ready after migration");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    s.iter_mut().for_each(Server::stop);
+    let u3 = union(&p[..2], &c);
+    assert!(u3 == u2, "the key sets differ after 3 -> 2: {} vs {}", u3.len(), u2.len());
+    assert!(snapshot_keys(&snap_path(d, p[2])).is_empty(), "the excluded server kept keys");
+}
+
+/// Speaks the wire protocol by hand: preamble, hello, auth, ready.
+fn handshake(port: u16) -> TcpStream {
+    use webdedup_net::wire::{self, Msg, Role};
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut out = wire::PREAMBLE.to_vec();
+    wire::encode(&Msg::Hello { version: wire::VERSION, nonce: [1; 16] }, &mut out);
+    s.write_all(&out).unwrap();
+    let _challenge = recv(&mut s);
+    out.clear();
+    wire::encode(&Msg::Auth { mac: [0; 32], role: Role::Peer, settings: None }, &mut out);
+    s.write_all(&out).unwrap();
+    assert!(matches!(recv(&mut s), Msg::Ready { .. }));
+    s
+}
+
+use webdedup_net::wire::Msg;
+
+fn recv(s: &mut TcpStream) -> Msg {
+    let mut head = [0u8; 4];
+    s.read_exact(&mut head).unwrap();
+    let mut body = vec![0u8; u32::from_le_bytes(head) as usize];
+    s.read_exact(&mut body).unwrap();
+    webdedup_net::wire::decode(&body).unwrap()
+}
+
+#[test]
+fn knot_one_hash_protocol_answers_ascii_digits_on_both_ports() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (port, knot) = (free_port(), free_port());
+    let map = tmp.path().join("map");
+    write_map(&map, &[port], |_| 0);
+    let _s = Server::start(tmp.path(), &map, port, &["--knot-port", &knot.to_string()]);
+    for p in [port, knot] {
+        let mut c = TcpStream::connect(("127.0.0.1", p)).unwrap();
+        let hash: u64 = 0x0123_4567_89ab_cdef ^ p as u64;
+        let mut answer = [0u8; 1];
+        c.write_all(&hash.to_be_bytes()).unwrap();
+        c.read_exact(&mut answer).unwrap();
+        assert_eq!(&answer, b"0", "new");
+        c.write_all(&hash.to_be_bytes()).unwrap();
+        c.read_exact(&mut answer).unwrap();
+        assert_eq!(&answer, b"1", "seen");
+        // Pipelined: three hashes in one write, three answers.
+        let mut batch = Vec::new();
+        for h in [hash, hash + 1, hash + 1] {
+            batch.extend_from_slice(&h.to_be_bytes());
+        }
+        c.write_all(&batch).unwrap();
+        let mut three = [0u8; 3];
+        c.read_exact(&mut three).unwrap();
+        assert_eq!(&three, b"101");
+    }
+}
+
+#[test]
+fn a_retried_request_gets_its_first_verdicts_even_after_a_server_crash() {
+    use webdedup_net::wire;
+    let tmp = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let map = tmp.path().join("map");
+    write_map(&map, &[port], |_| 0);
+    // A worker's settings first (the server adopts them), then raw requests.
+    let mut s = Server::persistent(tmp.path(), &map, port, &[]);
+    let o = worker(&sample_dir(), &tmp.path().join("o"), &map, &[]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let keys: Vec<u64> = (1..=100u64).map(|k| k.wrapping_mul(0x9e37_79b9_7f4a_7c15)).collect();
+    let ask = |c: &mut TcpStream, id: Option<(u64, u64)>| -> Vec<bool> {
+        let mut out = Vec::new();
+        wire::encode_keys_request(7, id, true, &keys, &mut out);
+        c.write_all(&out).unwrap();
+        match recv(c) {
+            Msg::Verdicts { req: 7, n: 100, bitmap } => (0..100).map(|i| wire::bit(&bitmap, i)).collect(),
+            other => panic!("{other:?}"),
+        }
+    };
+    let mut c = handshake(port);
+    assert!(ask(&mut c, Some((42, 1))).iter().all(|&v| !v), "new keys");
+    assert!(ask(&mut c, Some((42, 1))).iter().all(|&v| !v), "a retry is answered as the first attempt");
+    assert!(ask(&mut c, Some((42, 2))).iter().all(|&v| v), "another request sees them");
+    s.kill9();
+    let _s = Server::persistent(tmp.path(), &map, port, &[]);
+    let mut c = handshake(port);
+    assert!(ask(&mut c, Some((42, 1))).iter().all(|&v| !v), "retry records survive kill -9");
+    assert!(ask(&mut c, None).iter().all(|&v| v), "the keys survive kill -9");
+}
+
+#[test]
+fn hostile_clients_are_dropped_and_everyone_else_is_served() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (port, metrics) = (free_port(), free_port());
+    let map = tmp.path().join("map");
+    write_map(&map, &[port], |_| 0);
+    let token = tmp.path().join("token");
+    std::fs::write(&token, "correct-horse-battery-staple-42\n").unwrap();
+    let s = Server::start(
+        tmp.path(),
+        &map,
+        port,
+        &["--auth-token-file", token.to_str().unwrap(), "--max-frame", "4096", "--metrics", &format!("127.0.0.1:{metrics}")],
+    );
+    // Garbage instead of a preamble (and no KNOT on an authenticated server).
+    let mut g = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    g.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+    let mut buf = Vec::new();
+    let _ = g.read_to_end(&mut buf);
+    // A preamble, then a frame far over the limit.
+    let mut g = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut out = webdedup_net::wire::PREAMBLE.to_vec();
+    out.extend_from_slice(&u32::MAX.to_le_bytes());
+    g.write_all(&out).unwrap();
+    let _ = g.read_to_end(&mut buf);
+    // Random bytes after the preamble.
+    for seed in 0..20u64 {
+        let mut g = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let mut out = webdedup_net::wire::PREAMBLE.to_vec();
+        let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        for _ in 0..64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            out.push(x as u8);
+        }
+        let _ = g.write_all(&out);
+        let _ = g.read_to_end(&mut buf);
+    }
+    // Without the token, and with a wrong one: clear errors.
+    let o = worker(&sample_dir(), &tmp.path().join("a"), &map, &[]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("requires authentication"), "{}", stderr(&o));
+    let wrong = tmp.path().join("wrong");
+    std::fs::write(&wrong, "not-the-right-token-at-all\n").unwrap();
+    let o = worker(&sample_dir(), &tmp.path().join("b"), &map, &["--auth-token-file", wrong.to_str().unwrap()]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("authentication failed"), "{}", stderr(&o));
+    // The right token: served, as if nothing had happened.
+    let o = worker(&sample_dir(), &tmp.path().join("c"), &map, &["--auth-token-file", token.to_str().unwrap()]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let log = read(&s.log);
+    assert!(log.contains("disconnected"), "{log}");
+    // Prometheus metrics count what happened.
+    let mut m = TcpStream::connect(("127.0.0.1", metrics)).unwrap();
+    m.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+    let mut text = String::new();
+    m.read_to_string(&mut text).unwrap();
+    assert!(text.starts_with("HTTP/1.0 200"), "{text}");
+    let value = |name: &str| -> f64 {
+        text.lines().find(|l| l.starts_with(&format!("{name} "))).unwrap_or_else(|| panic!("{name} in {text}")).split(' ').nth(1).unwrap().parse().unwrap()
+    };
+    assert!(value("webdedup_bad_frames_total") >= 22.0, "{text}");
+    assert!(value("webdedup_auth_failures_total") >= 1.0);
+    assert!(value("webdedup_keys") > 1000.0);
+    assert!(text.contains("webdedup_state{state=\"ready\"} 1"));
+}
+
+#[test]
+fn listening_beyond_loopback_needs_a_token_and_status_reports_a_dead_server() {
+    let tmp = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let map = tmp.path().join("map");
+    write_map(&map, &[port], |_| 0);
+    let o = webdedup(&["server", "-m", map.to_str().unwrap(), "--listen", &format!("0.0.0.0:{port}")]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--auth-token-file"), "{}", stderr(&o));
+    // Nobody listening: status says crashed and exits non-zero.
+    let o = webdedup(&["status", "-m", map.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("crashed"), "{out}");
+    // A worker gives up on it with an error naming it.
+    let o = worker(&sample_dir(), &tmp.path().join("o"), &map, &["--server-timeout", "1"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains(&format!("127.0.0.1:{port}")), "{}", stderr(&o));
+    // Unfinished and missing outputs are reported with the run's directories.
+    let o = webdedup(&["status", "-i", sample_dir().to_str().unwrap(), "-o", tmp.path().join("o").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("3 missing (100.0%)"), "{}", String::from_utf8_lossy(&o.stdout));
+}
