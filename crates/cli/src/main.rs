@@ -3,6 +3,7 @@
 mod batch;
 mod check;
 mod dedup;
+mod distribute;
 mod remote;
 mod server;
 mod status;
@@ -47,6 +48,9 @@ enum Command {
     /// A hash server: owns the blocks a block map gives it and answers workers
     /// (`dedup -s MAP`) and KNOT one-hash clients.
     Server(server::ServerArgs),
+    /// Write a block map: which server owns which block (the seed's remainder
+    /// method with its 5% optimisation, or --balanced); prints the seed's report.
+    Distribute(distribute::DistributeArgs),
     /// Are the servers of a block map up, and how far is a run? Exit 1 if not all is well.
     Status(status::StatusArgs),
     /// 64-bit SimHash fingerprints of documents (verticals, JSON Lines, plain text).
@@ -96,6 +100,7 @@ fn main() -> ExitCode {
         Command::Check(args) => check::run(args),
         Command::Batch(cmd) => batch::run(cmd),
         Command::Server(args) => server::run(args),
+        Command::Distribute(args) => distribute::run(args),
         Command::Status(args) => status::run(args),
         Command::Simhash(args) => webdedup_simhash::run_simhash(args).map(exit_code),
         Command::Similar(args) => webdedup_simhash::run_similar(args).map(exit_code),

@@ -584,3 +584,34 @@ fn listening_beyond_loopback_needs_a_token_and_status_reports_a_dead_server() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stdout).contains("3 missing (100.0%)"), "{}", String::from_utf8_lossy(&o.stdout));
 }
+
+#[test]
+fn distribute_writes_maps_servers_use_and_prints_the_seeds_report() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let ports: Vec<u16> = (0..10).map(|_| free_port()).collect();
+    let list = |n: usize| ports[..n].iter().map(|p| format!("127.0.0.1:{p}\n")).collect::<String>();
+    std::fs::write(d.join("two"), list(2)).unwrap();
+    std::fs::write(d.join("ten"), list(10)).unwrap();
+    let p = |f: &str| d.join(f).to_str().unwrap().to_owned();
+    let o = webdedup(&["distribute", "-s", &p("two"), "-o", &p("m2")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = webdedup(&["distribute", "-f", "-i", &p("m2"), "-s", &p("ten"), "-o", &p("m10")]);
+    assert_eq!(
+        stderr(&o),
+        "Servers: 2 -> 10\nBlocks to be redistributed: 1599 (79.99%)\nAverage aberrancy: 0 blocks(0.0450225%)\nMax. aberrancy: 1 blocks(0.050025%)\n"
+    );
+    // The KNOT layout reads back as the same map.
+    let o = webdedup(&["distribute", "-i", &p("m10"), "--knot", "-o", &p("m10.knot")]);
+    assert!(o.status.success());
+    let knot = ServerMap::read(&d.join("m10.knot")).unwrap();
+    assert_eq!(knot.owner, ServerMap::read(&d.join("m10")).unwrap().owner);
+    // The block count is fixed once used.
+    let o = webdedup(&["distribute", "-i", &p("m2"), "-b", "7"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("fixed once used"));
+    // A worker routes by a distributed map.
+    let _servers: Vec<Server> = ports[..2].iter().map(|&port| Server::start(d, &d.join("m2"), port, &[])).collect();
+    let o = worker(&sample_dir(), &d.join("out"), &d.join("m2"), &[]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+}

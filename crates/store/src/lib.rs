@@ -9,6 +9,7 @@ pub mod fault;
 pub mod journal;
 mod lock;
 mod mem;
+pub mod distribute;
 pub mod server_map;
 pub mod snapshot;
 mod table;
