@@ -314,7 +314,7 @@ impl RemoteStore {
         }
         let mut pending = self.split(keys);
         let started = Instant::now();
-        let mut waiting_since: Option<Instant> = None;
+        let mut last_said = Instant::now();
         let mut delay = Duration::from_millis(20);
         loop {
             // Send every share first, then read: all servers work at once.
@@ -322,10 +322,7 @@ impl RemoteStore {
             let mut failed = Vec::new();
             let mut last_error = String::new();
             for share in pending {
-                let mut conn = match self.take(share.server) {
-                    Ok(c) => c,
-                    Err(e) => return Err(e),
-                };
+                let mut conn = self.take(share.server)?;
                 match self.send_share(&mut conn, &share, id, insert) {
                     Ok(frames) => sent.push((share, conn, frames)),
                     Err(e) => {
@@ -354,9 +351,10 @@ impl RemoteStore {
                 return Ok(());
             }
             if migrating {
-                let since = *waiting_since.get_or_insert_with(Instant::now);
-                if self.opts.verbose && since.elapsed().as_secs() % 30 == 0 && delay >= Duration::from_millis(500) {
-                    eprintln!("webdedup: waiting for a migration to end ({} s)", since.elapsed().as_secs());
+                // Waiting for a migration has no deadline: say so now and then.
+                if self.opts.verbose && last_said.elapsed() >= Duration::from_secs(30) {
+                    eprintln!("webdedup: waiting for a migration to end ({} s)", started.elapsed().as_secs());
+                    last_said = Instant::now();
                 }
             } else if started.elapsed() >= self.opts.give_up_after {
                 return Err(StoreError::Unavailable(format!(

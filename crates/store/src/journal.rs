@@ -492,6 +492,11 @@ pub fn remove_durably(path: &Path) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// The settings recorded in a journal's header.
+pub fn read_meta(path: &Path) -> Result<StoreMeta, StoreError> {
+    crate::snapshot::read_header_meta(path, JOURNAL_MAGIC, "journal", StoreMeta::decode)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -714,9 +719,4 @@ mod tests {
             .to_string();
         assert!(e.contains("'xxh3-64'") && e.contains("'other'"), "{e}");
     }
-}
-
-/// The settings recorded in a journal's header.
-pub fn read_meta(path: &Path) -> Result<StoreMeta, StoreError> {
-    crate::snapshot::read_header_meta(path, JOURNAL_MAGIC, "journal", StoreMeta::decode)
 }

@@ -807,6 +807,51 @@ impl MemStore {
     }
 }
 
+/// The settings recorded in a snapshot's header (a server learns from its
+/// snapshot what keys it keeps).
+pub fn read_meta(path: &Path) -> Result<StoreMeta, StoreError> {
+    read_header_meta(path, SNAPSHOT_MAGIC, "snapshot", |c| {
+        let blocks = c.u32()?;
+        let _keys = c.u64()?;
+        let hash = c.str()?;
+        let normalization = c.str()?;
+        let key_kind = c.str()?;
+        Ok(StoreMeta { hash, normalization, blocks, key_kind })
+    })
+}
+
+/// Reads a `magic, u32 version, u32 fields_len, fields, u32 crc` header and
+/// decodes its fields with `decode`.
+pub(crate) fn read_header_meta(
+    path: &Path,
+    magic: &[u8; 8],
+    what: &str,
+    decode: impl FnOnce(&mut Cursor) -> Result<StoreMeta, String>,
+) -> Result<StoreMeta, StoreError> {
+    let corrupt = |reason: String| StoreError::Corrupt { path: path.to_owned(), offset: 0, reason };
+    let mut file = File::open(path).map_err(io_err(path))?;
+    let mut head = [0u8; 16];
+    file.read_exact(&mut head)
+        .map_err(|_| corrupt(format!("{what} header cut short")))?;
+    if &head[..8] != magic {
+        return Err(corrupt(format!("not a webdedup {what} (bad magic)")));
+    }
+    let fields_len = u32::from_le_bytes(head[12..16].try_into().unwrap()) as usize;
+    if fields_len > 1 << 20 {
+        return Err(corrupt(format!("{what} header of {fields_len} bytes")));
+    }
+    let mut buf = head.to_vec();
+    buf.resize(16 + fields_len + 4, 0);
+    file.read_exact(&mut buf[16..])
+        .map_err(|_| corrupt(format!("{what} header cut short")))?;
+    let crc_at = 16 + fields_len;
+    if u32::from_le_bytes(buf[crc_at..].try_into().unwrap()) != crc32c::crc32c(&buf[..crc_at]) {
+        return Err(corrupt(format!("{what} header CRC mismatch")));
+    }
+    let mut c = Cursor::new(&buf[..crc_at], 16);
+    decode(&mut c).map_err(corrupt)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1018,49 +1063,4 @@ mod tests {
             proptest::prop_assert_eq!(got, keys);
         }
     }
-}
-
-/// The settings recorded in a snapshot's header (a server learns from its
-/// snapshot what keys it keeps).
-pub fn read_meta(path: &Path) -> Result<StoreMeta, StoreError> {
-    read_header_meta(path, SNAPSHOT_MAGIC, "snapshot", |c| {
-        let blocks = c.u32()?;
-        let _keys = c.u64()?;
-        let hash = c.str()?;
-        let normalization = c.str()?;
-        let key_kind = c.str()?;
-        Ok(StoreMeta { hash, normalization, blocks, key_kind })
-    })
-}
-
-/// Reads a `magic, u32 version, u32 fields_len, fields, u32 crc` header and
-/// decodes its fields with `decode`.
-pub(crate) fn read_header_meta(
-    path: &Path,
-    magic: &[u8; 8],
-    what: &str,
-    decode: impl FnOnce(&mut Cursor) -> Result<StoreMeta, String>,
-) -> Result<StoreMeta, StoreError> {
-    let corrupt = |reason: String| StoreError::Corrupt { path: path.to_owned(), offset: 0, reason };
-    let mut file = File::open(path).map_err(io_err(path))?;
-    let mut head = [0u8; 16];
-    file.read_exact(&mut head)
-        .map_err(|_| corrupt(format!("{what} header cut short")))?;
-    if &head[..8] != magic {
-        return Err(corrupt(format!("not a webdedup {what} (bad magic)")));
-    }
-    let fields_len = u32::from_le_bytes(head[12..16].try_into().unwrap()) as usize;
-    if fields_len > 1 << 20 {
-        return Err(corrupt(format!("{what} header of {fields_len} bytes")));
-    }
-    let mut buf = head.to_vec();
-    buf.resize(16 + fields_len + 4, 0);
-    file.read_exact(&mut buf[16..])
-        .map_err(|_| corrupt(format!("{what} header cut short")))?;
-    let crc_at = 16 + fields_len;
-    if u32::from_le_bytes(buf[crc_at..].try_into().unwrap()) != crc32c::crc32c(&buf[..crc_at]) {
-        return Err(corrupt(format!("{what} header CRC mismatch")));
-    }
-    let mut c = Cursor::new(&buf[..crc_at], 16);
-    decode(&mut c).map_err(corrupt)
 }

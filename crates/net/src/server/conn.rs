@@ -79,12 +79,11 @@ async fn handle(sock: TcpStream, peer: SocketAddr, shared: &Arc<Shared>, knot_on
         }
         return knot(first, r, w, shared).await;
     }
-    let role = match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake(&mut r, &mut w, shared)).await {
-        Ok(Ok(role)) => role,
+    match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake(&mut r, &mut w, shared)).await {
+        Ok(Ok(_role)) => {}
         Ok(Err(why)) => return Err(why),
         Err(_) => return Err("handshake timed out".into()),
-    };
-    let _ = role;
+    }
     serve_requests(r, w, peer, shared).await
 }
 
@@ -276,9 +275,7 @@ fn answer_keys(shared: &Shared, req: KeysRequest, keys: &[u64], seen: &mut Vec<b
             }
             match insert(shared, keys, seen, Some(id)) {
                 Ok(bits) => {
-                    let start = out.len();
                     verdicts(out, req, seen);
-                    let _ = start;
                     shard.insert(id, keys.len() as u32, bits, shared.retry.budget_per_shard());
                 }
                 Err(e) => error_frame(out, req, ErrorCode::Internal, e),

@@ -319,8 +319,17 @@ fn read_map(path: &Path) -> Result<ServerMap> {
     ServerMap::read(path).map_err(|e| anyhow::anyhow!("{e}"))
 }
 
-/// Loads the snapshot, retry records, migration progress and journal.
-fn open_store(cfg: &ServerConfig, blocks: u32) -> Result<(MemStore, Option<StoreMeta>, RetryRecords, Option<Migration>, Vec<u8>)> {
+/// What a server starts from.
+struct Opened {
+    store: MemStore,
+    meta: Option<StoreMeta>,
+    retry: RetryRecords,
+    migration: Option<Migration>,
+}
+
+/// Loads the snapshot, its retry records and migration progress (the journal is
+/// replayed later, on top).
+fn open_store(cfg: &ServerConfig, blocks: u32) -> Result<Opened> {
     let mut meta = None;
     let load = cfg.load.as_ref().filter(|p| p.exists());
     if let Some(p) = &cfg.load {
@@ -358,7 +367,7 @@ fn open_store(cfg: &ServerConfig, blocks: u32) -> Result<(MemStore, Option<Store
             migration = Some(serde_json::from_slice::<Migration>(&text).with_context(|| format!("{}: not migration progress", mp.display()))?);
         }
     }
-    Ok((store, meta, retry, migration, Vec::new()))
+    Ok(Opened { store, meta, retry, migration })
 }
 
 /// Runs a server until SIGTERM / SIGINT (or, for an excluded server, until every
@@ -391,7 +400,7 @@ pub fn run(cfg: ServerConfig, on_bound: impl FnOnce(SocketAddr) + Send + 'static
             cfg.map.display()
         );
     }
-    let (store, meta, retry, saved_migration, _) = open_store(&cfg, map.blocks)?;
+    let Opened { store, meta, retry, migration: saved_migration } = open_store(&cfg, map.blocks)?;
     let owned: Vec<bool> = map.owner.iter().map(|&o| Some(o as usize) == me).collect();
     let shared = Arc::new(Shared {
         fingerprint: wire::map_fingerprint(&map),

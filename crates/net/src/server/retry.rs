@@ -16,9 +16,12 @@ const SHARDS: usize = 64;
 /// Per-record overhead counted against the budget (map entry, queue entry, box).
 const OVERHEAD: usize = 64;
 
+/// A request's verdicts: how many keys, and their bitmap.
+type Verdicts = (u32, Box<[u8]>);
+
 #[derive(Default)]
 pub(crate) struct Shard {
-    map: HashMap<(u64, u64), (u32, Box<[u8]>)>,
+    map: HashMap<(u64, u64), Verdicts>,
     order: VecDeque<(u64, u64)>,
     bytes: usize,
 }
@@ -120,7 +123,7 @@ impl RetryRecords {
 }
 
 impl Shard {
-    pub fn get(&self, id: &(u64, u64)) -> Option<&(u32, Box<[u8]>)> {
+    pub fn get(&self, id: &(u64, u64)) -> Option<&Verdicts> {
         self.map.get(id)
     }
 
