@@ -58,7 +58,10 @@ class Dedup:
 
     map=None: the embedded store in this process. store_dir: load and save the
     command line's snapshot (DIR/store.snap). store="redis://HOST:PORT[,...]": the
-    key set in Redis / Valkey (one node or a Cluster).
+    key set in Redis / Valkey (one node or a Cluster). map=PATH: the hash servers
+    of a block map (`webdedup distribute`), connected at the first request;
+    start_servers() starts the map's servers on this machine (with store_dir,
+    saving to store_dir/server-PORT.snap).
     """
     def __init__(
         self,
@@ -83,11 +86,12 @@ class Dedup:
     def create_worker(self) -> Worker:
         """A new worker."""
     def start_servers(self) -> int:
-        """0 on success (the embedded store has no server to start)."""
+        """Starts `webdedup server` ($WEBDEDUP_BIN) for the map's loopback servers;
+        0 once all listen (raises WebdedupError otherwise). 0 at once without a map."""
     def stop_servers(self) -> int:
-        """0 on success."""
+        """SIGTERM to the started servers (they save); 0 if all exited cleanly."""
     def test_servers(self) -> int:
-        """0 when every server answers."""
+        """0 when every server of the map answers and is ready, 1 otherwise."""
     def save(self) -> int:
         """Saves the store to store_dir; returns the number of keys."""
     def __len__(self) -> int: ...

@@ -6,6 +6,7 @@
 //! serializes, and several workers (one per thread) run in parallel. Every call that
 //! works on text releases the GIL.
 
+mod servers;
 use parking_lot::Mutex;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyNotImplementedError, PyTypeError, PyValueError};
@@ -35,13 +36,17 @@ enum Keys {
     Embedded(MemStore),
     /// Redis / Valkey (`store="redis://..."`).
     Engine(Box<dyn Store>),
+    /// The hash servers of a block map (`map=PATH`), connected at first use so
+    /// that `start_servers()` may come first (the seed's flow).
+    Servers(servers::Servers),
 }
 
 impl Keys {
-    fn store(&self) -> &dyn Store {
+    fn store(&self) -> Result<&dyn Store, String> {
         match self {
-            Keys::Embedded(m) => m,
-            Keys::Engine(s) => s.as_ref(),
+            Keys::Embedded(m) => Ok(m),
+            Keys::Engine(s) => Ok(s.as_ref()),
+            Keys::Servers(s) => s.store(),
         }
     }
 }
@@ -89,12 +94,6 @@ impl Dedup {
         capacity: usize,
     ) -> PyResult<Self> {
         let _ = port;
-        if let Some(m) = map {
-            return Err(PyNotImplementedError::new_err(format!(
-                "map={}: the hash-server cluster is not available in this version; use map=None (the embedded store)",
-                m.display()
-            )));
-        }
         if feedback {
             return Err(PyNotImplementedError::new_err(
                 "feedback=True: feedback records number paragraphs within an input file, and worker calls have no file; use `webdedup dedup -f`",
@@ -128,7 +127,13 @@ impl Dedup {
             key_kind: webdedup_dedup::persist::KEY_KIND.into(),
         };
         let snap = store_dir.as_ref().map(|d| d.join(webdedup_dedup::persist::SNAPSHOT_FILE));
+        if map.is_some() && store.is_some() {
+            return Err(PyValueError::new_err("give map (hash servers) or store (Redis), not both"));
+        }
         let store = match (store, &snap) {
+            (None, _) if map.is_some() => {
+                Keys::Servers(servers::Servers::new(map.unwrap(), meta.clone(), store_dir.clone()).map_err(err)?)
+            }
             (Some(_), Some(_)) => {
                 return Err(PyValueError::new_err("give store (a Redis URL) or store_dir, not both"))
             }
@@ -174,18 +179,33 @@ impl Dedup {
         }
     }
 
-    /// The seed's server control: with the embedded store there is nothing to
-    /// start, so these succeed (return 0) at once.
-    fn start_servers(&self) -> i32 {
-        0
+    /// The seed's server control. With `map=PATH`: starts a `webdedup server` for
+    /// every server of the map on this machine (loopback addresses; the binary is
+    /// `$WEBDEDUP_BIN` or `webdedup` on the PATH; with `store_dir`, each saves to
+    /// `store_dir/server-PORT.snap`) and returns 0 once all listen; raises
+    /// otherwise. Without a map there is nothing to start: 0.
+    fn start_servers(&self, py: Python<'_>) -> PyResult<i32> {
+        match &self.shared.store {
+            Keys::Servers(s) => py.allow_threads(|| s.start()).map(|_| 0).map_err(err),
+            _ => Ok(0),
+        }
     }
 
-    fn stop_servers(&self) -> i32 {
-        0
+    /// Stops the servers `start_servers()` started (SIGTERM: they save and exit);
+    /// 0 if all stopped cleanly, 1 otherwise.
+    fn stop_servers(&self, py: Python<'_>) -> i32 {
+        match &self.shared.store {
+            Keys::Servers(s) => py.allow_threads(|| s.stop()),
+            _ => 0,
+        }
     }
 
-    fn test_servers(&self) -> i32 {
-        0
+    /// 0 if every server of the map answers and is ready, 1 otherwise.
+    fn test_servers(&self, py: Python<'_>) -> i32 {
+        match &self.shared.store {
+            Keys::Servers(s) => py.allow_threads(|| s.test()),
+            _ => 0,
+        }
     }
 
     /// Saves the store to `store_dir` (the command line's snapshot format); returns
@@ -199,7 +219,7 @@ impl Dedup {
         let shared = self.shared.clone();
         py.allow_threads(move || {
             let Keys::Embedded(mem) = &shared.store else {
-                return Err(err("save(): the key set lives in Redis, which persists it"));
+                return Err(err("save(): the key set lives in Redis or on the hash servers, which persist it"));
             };
             std::fs::create_dir_all(&dir).map_err(err)?;
             let info = mem
@@ -211,7 +231,7 @@ impl Dedup {
 
     /// Keys in the store.
     fn __len__(&self) -> usize {
-        self.shared.store.store().len() as usize
+        self.shared.store.store().map_or(0, |s| s.len() as usize)
     }
 }
 
@@ -257,7 +277,7 @@ impl WorkerState {
         decide(
             &self.plan,
             ctx,
-            shared.store.store(),
+            shared.store.store()?,
             &shared.options,
             &mut self.scratch,
             &mut self.decisions,

@@ -129,8 +129,8 @@ def test_bad_input_is_reported_not_raised():
         w.process(123)
     with pytest.raises(ValueError):
         webdedup.Dedup(normalize="bogus")
-    with pytest.raises(NotImplementedError):
-        webdedup.Dedup(map="hashmap.conf")
+    with pytest.raises(webdedup.WebdedupError, match="no-such-hashmap.conf"):
+        webdedup.Dedup(map="no-such-hashmap.conf")
 
 
 def test_store_dir_is_shared_with_the_command_line(tmp_path):
@@ -218,3 +218,36 @@ def test_a_redis_store_gives_the_embedded_stores_output(tmp_path):
         server.wait()
     with pytest.raises(webdedup.WebdedupError):
         webdedup.Dedup(store=f"redis://127.0.0.1:{port}")
+
+
+def free_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_hash_servers_from_python_answer_as_the_embedded_store(tmp_path):
+    """The seed's libdedup flow: Dedup(map), start_servers, workers, stop_servers;
+    real `webdedup server` processes on loopback."""
+    ports = [free_port(), free_port()]
+    servers = tmp_path / "servers"
+    servers.write_text("".join(f"127.0.0.1:{p}\n" for p in ports))
+    hashmap = tmp_path / "hashmap.conf"
+    subprocess.run([BIN, "distribute", "-s", str(servers), "-o", str(hashmap)], check=True, capture_output=True)
+    d = webdedup.Dedup(map=str(hashmap), store_dir=str(tmp_path / "state"))
+    assert d.test_servers() != 0, "nothing runs yet"
+    assert d.start_servers() == 0
+    assert d.test_servers() == 0
+    src = SAMPLE / "cc-2023-14" / "part-00000.vert.gz"
+    w = d.create_worker()
+    got = b"".join(w.process(x).data for x in documents(src))
+    embedded = webdedup.Dedup().create_worker()
+    want = b"".join(embedded.process(x).data for x in documents(src))
+    assert got == want
+    assert len(d) > 1000
+    assert d.stop_servers() == 0
+    assert d.test_servers() != 0
+    # The servers saved their keys where store_dir said.
+    assert sorted(p.name for p in (tmp_path / "state").glob("*.snap")) == [f"server-{p}.snap" for p in sorted(ports)]
