@@ -82,16 +82,20 @@ class Dedup:
         feedback: bool = False,
         blocks: int = 1999,
         capacity: int = 0,
+        server_timeout: float = 120.0,
     ) -> None: ...
     def create_worker(self) -> Worker:
         """A new worker."""
-    def start_servers(self) -> int:
-        """Starts `webdedup server` ($WEBDEDUP_BIN) for the map's loopback servers;
-        0 once all listen (raises WebdedupError otherwise). 0 at once without a map."""
-    def stop_servers(self) -> int:
-        """SIGTERM to the started servers (they save); 0 if all exited cleanly."""
-    def test_servers(self) -> int:
-        """0 when every server of the map answers and is ready, 1 otherwise."""
+    def start_servers(self, *, check: bool = False) -> int:
+        """Starts `webdedup server` ($WEBDEDUP_BIN) for the map's loopback servers
+        not running yet; they outlive the interpreter (pids in MAP.servers/). 0 once
+        all listen, else 1 (check=True: raises WebdedupError). 0 without a map."""
+    def stop_servers(self, *, check: bool = False) -> int:
+        """SIGTERM to the map's local servers, whoever started them (they save);
+        0 when all stopped (check=True: raises WebdedupError otherwise)."""
+    def test_servers(self, *, check: bool = False) -> int:
+        """0 when every server of the map answers and is ready, else 1
+        (check=True: raises WebdedupError naming the others)."""
     def save(self) -> int:
         """Saves the store to store_dir; returns the number of keys."""
     def __len__(self) -> int: ...

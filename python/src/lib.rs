@@ -70,10 +70,22 @@ struct Dedup {
     shared: Arc<Shared>,
 }
 
+impl Dedup {
+    /// Runs a server-control call: 0 on success, 1 or (with `check`) an exception.
+    fn server_call(&self, py: Python<'_>, check: bool, f: fn(&servers::Servers) -> Result<(), String>) -> PyResult<i32> {
+        let Keys::Servers(s) = &self.shared.store else { return Ok(0) };
+        match py.allow_threads(|| f(s)) {
+            Ok(()) => Ok(0),
+            Err(e) if check => Err(err(e)),
+            Err(_) => Ok(1),
+        }
+    }
+}
+
 #[pymethods]
 impl Dedup {
     #[new]
-    #[pyo3(signature = (map=None, port=1234, store_dir=None, *, store=None, store_password=None, normalize="loose", min_para_chars=50, doc_check="all", near=false, ngram=7, threshold=0.5, smooth=false, max_stub=20, feedback=false, blocks=1999, capacity=0))]
+    #[pyo3(signature = (map=None, port=1234, store_dir=None, *, store=None, store_password=None, normalize="loose", min_para_chars=50, doc_check="all", near=false, ngram=7, threshold=0.5, smooth=false, max_stub=20, feedback=false, blocks=1999, capacity=0, server_timeout=120.0))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         map: Option<PathBuf>,
@@ -92,6 +104,7 @@ impl Dedup {
         feedback: bool,
         blocks: u32,
         capacity: usize,
+        server_timeout: f64,
     ) -> PyResult<Self> {
         let _ = port;
         if feedback {
@@ -132,7 +145,10 @@ impl Dedup {
         }
         let store = match (store, &snap) {
             (None, _) if map.is_some() => {
-                Keys::Servers(servers::Servers::new(map.unwrap(), meta.clone(), store_dir.clone()).map_err(err)?)
+                Keys::Servers(
+                    servers::Servers::new(map.unwrap(), meta.clone(), store_dir.clone(), std::time::Duration::from_secs_f64(server_timeout.max(0.1)))
+                        .map_err(err)?,
+                )
             }
             (Some(_), Some(_)) => {
                 return Err(PyValueError::new_err("give store (a Redis URL) or store_dir, not both"))
@@ -184,28 +200,24 @@ impl Dedup {
     /// `$WEBDEDUP_BIN` or `webdedup` on the PATH; with `store_dir`, each saves to
     /// `store_dir/server-PORT.snap`) and returns 0 once all listen; raises
     /// otherwise. Without a map there is nothing to start: 0.
-    fn start_servers(&self, py: Python<'_>) -> PyResult<i32> {
-        match &self.shared.store {
-            Keys::Servers(s) => py.allow_threads(|| s.start()).map(|_| 0).map_err(err),
-            _ => Ok(0),
-        }
+    #[pyo3(signature = (*, check=false))]
+    fn start_servers(&self, py: Python<'_>, check: bool) -> PyResult<i32> {
+        self.server_call(py, check, servers::Servers::start)
     }
 
-    /// Stops the servers `start_servers()` started (SIGTERM: they save and exit);
-    /// 0 if all stopped cleanly, 1 otherwise.
-    fn stop_servers(&self, py: Python<'_>) -> i32 {
-        match &self.shared.store {
-            Keys::Servers(s) => py.allow_threads(|| s.stop()),
-            _ => 0,
-        }
+    /// Stops this map's local servers (SIGTERM: they save and exit), whichever
+    /// interpreter started them; 0 on success. `check=True` raises instead of
+    /// returning non-zero.
+    #[pyo3(signature = (*, check=false))]
+    fn stop_servers(&self, py: Python<'_>, check: bool) -> PyResult<i32> {
+        self.server_call(py, check, servers::Servers::stop)
     }
 
-    /// 0 if every server of the map answers and is ready, 1 otherwise.
-    fn test_servers(&self, py: Python<'_>) -> i32 {
-        match &self.shared.store {
-            Keys::Servers(s) => py.allow_threads(|| s.test()),
-            _ => 0,
-        }
+    /// 0 if every server of the map answers and is ready, 1 otherwise (or, with
+    /// `check=True`, a WebdedupError naming the servers that are not).
+    #[pyo3(signature = (*, check=false))]
+    fn test_servers(&self, py: Python<'_>, check: bool) -> PyResult<i32> {
+        self.server_call(py, check, servers::Servers::test)
     }
 
     /// Saves the store to `store_dir` (the command line's snapshot format); returns

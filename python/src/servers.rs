@@ -1,14 +1,17 @@
 //! `Dedup(map=PATH)`: the hash servers of a block map as the store, and the
 //! seed's `start_servers` / `stop_servers` / `test_servers` for the servers of
-//! that map on this machine.
+//! that map on this machine. As in the seed, started servers outlive the
+//! interpreter until stopped: each runs in its own process group, with its pid
+//! and log in `MAP.servers/PORT.pid` and `PORT.log`, so any later `Dedup` over the
+//! same map can stop them.
 
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
-use parking_lot::Mutex;
 use webdedup_net::{ClientOptions, RemoteStore};
-use webdedup_store::server_map::ServerMap;
+use webdedup_store::server_map::{ServerAddr, ServerMap};
 use webdedup_store::{Store, StoreMeta};
 
 pub struct Servers {
@@ -16,17 +19,27 @@ pub struct Servers {
     map: ServerMap,
     meta: StoreMeta,
     store_dir: Option<PathBuf>,
+    timeout: Duration,
     remote: OnceLock<RemoteStore>,
-    children: Mutex<Vec<Child>>,
     salt: u64,
 }
 
 fn is_local(host: &str) -> bool {
-    matches!(host, "127.0.0.1" | "localhost" | "::1") || host.starts_with("127.")
+    matches!(host, "localhost" | "::1") || host.starts_with("127.")
+}
+
+extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+fn alive(pid: i32) -> bool {
+    // SAFETY: kill(2) with signal 0 only checks that the process exists.
+    pid > 0 && unsafe { libc_kill(pid, 0) } == 0
 }
 
 impl Servers {
-    pub fn new(path: PathBuf, meta: StoreMeta, store_dir: Option<PathBuf>) -> Result<Servers, String> {
+    pub fn new(path: PathBuf, meta: StoreMeta, store_dir: Option<PathBuf>, timeout: Duration) -> Result<Servers, String> {
         let map = ServerMap::read(&path).map_err(|e| e.to_string())?;
         if map.blocks != meta.blocks {
             return Err(format!("{} has {} blocks, this Dedup {}", path.display(), map.blocks, meta.blocks));
@@ -36,7 +49,11 @@ impl Servers {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64)
             ^ ((std::process::id() as u64) << 32);
-        Ok(Servers { path, map, meta, store_dir, remote: OnceLock::new(), children: Mutex::new(Vec::new()), salt })
+        Ok(Servers { path, map, meta, store_dir, timeout, remote: OnceLock::new(), salt })
+    }
+
+    fn options(&self) -> ClientOptions {
+        ClientOptions { verbose: false, give_up_after: self.timeout, ..Default::default() }
     }
 
     /// The remote store, connected at first use.
@@ -44,91 +61,117 @@ impl Servers {
         if let Some(r) = self.remote.get() {
             return Ok(r);
         }
-        let opts = ClientOptions { verbose: false, ..Default::default() };
-        let r = RemoteStore::connect(self.map.clone(), self.meta.clone(), opts, self.salt)
+        let r = RemoteStore::connect(self.map.clone(), self.meta.clone(), self.options(), self.salt)
             .map_err(|e| format!("cannot use the servers of {}: {e}", self.path.display()))?;
         let _ = self.remote.set(r);
         Ok(self.remote.get().expect("just set"))
     }
 
-    fn binary() -> String {
-        std::env::var("WEBDEDUP_BIN").unwrap_or_else(|_| "webdedup".into())
+    fn run_dir(&self) -> PathBuf {
+        let mut s = self.path.as_os_str().to_owned();
+        s.push(".servers");
+        PathBuf::from(s)
     }
 
-    /// Starts a server for each local server of the map; waits until all listen.
+    fn pid_file(&self, a: &ServerAddr) -> PathBuf {
+        self.run_dir().join(format!("{}.pid", a.port))
+    }
+
+    fn read_pid(path: &Path) -> Option<i32> {
+        std::fs::read_to_string(path).ok()?.trim().parse().ok()
+    }
+
+    fn local(&self) -> impl Iterator<Item = &ServerAddr> {
+        self.map.servers.iter().map(|s| &s.addr).filter(|a| is_local(&a.host))
+    }
+
+    /// Starts a server for each local server of the map not running yet; waits
+    /// until all listen.
     pub fn start(&self) -> Result<(), String> {
-        let ready_dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let bin = std::env::var("WEBDEDUP_BIN").unwrap_or_else(|_| "webdedup".into());
+        let dir = self.run_dir();
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let mut started = Vec::new();
-        for s in self.map.servers.iter().filter(|s| is_local(&s.addr.host)) {
-            let ready = ready_dir.path().join(format!("ready-{}", s.addr.port));
-            let mut cmd = Command::new(Self::binary());
-            cmd.arg("server").arg("-m").arg(&self.path).arg("--listen").arg(s.addr.to_string()).arg("--ready-file").arg(&ready);
+        for a in self.local() {
+            let pid_file = self.pid_file(a);
+            if Self::read_pid(&pid_file).is_some_and(alive) {
+                continue;
+            }
+            let ready = dir.join(format!("{}.ready", a.port));
+            let _ = std::fs::remove_file(&ready);
+            let log = std::fs::File::create(dir.join(format!("{}.log", a.port))).map_err(|e| e.to_string())?;
+            let mut cmd = Command::new(&bin);
+            cmd.arg("server").arg("-m").arg(&self.path).arg("--listen").arg(a.to_string()).arg("--ready-file").arg(&ready);
             if let Some(d) = &self.store_dir {
                 std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
-                let snap = d.join(format!("server-{}.snap", s.addr.port));
+                let snap = d.join(format!("server-{}.snap", a.port));
                 cmd.arg("-i").arg(&snap).arg("-o").arg(&snap);
             }
+            // Its own process group: a Ctrl-C in the notebook does not stop it.
             let child = cmd
                 .stdin(Stdio::null())
-                .stderr(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(log)
+                .process_group(0)
                 .spawn()
-                .map_err(|e| format!("cannot start {} server: {e} (set WEBDEDUP_BIN to the webdedup binary)", Self::binary()))?;
-            started.push((child, ready, s.addr.to_string()));
+                .map_err(|e| format!("cannot start `{bin} server`: {e} (set WEBDEDUP_BIN to the webdedup binary)"))?;
+            std::fs::write(&pid_file, format!("{}\n", child.id())).map_err(|e| e.to_string())?;
+            started.push((child, ready, a.to_string()));
         }
         let deadline = Instant::now() + Duration::from_secs(30);
-        let mut failed = None;
         for (child, ready, addr) in &mut started {
             while !ready.exists() {
                 if let Ok(Some(status)) = child.try_wait() {
-                    failed = Some(format!("server {addr} exited at start ({status})"));
-                    break;
+                    return Err(format!("server {addr} exited at start ({status}); see {}", self.run_dir().display()));
                 }
                 if Instant::now() > deadline {
-                    failed = Some(format!("server {addr} did not start within 30 s"));
-                    break;
+                    return Err(format!("server {addr} did not start within 30 s"));
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }
         }
-        self.children.lock().extend(started.into_iter().map(|(c, _, _)| c));
-        match failed {
-            Some(e) => {
-                self.stop();
-                Err(e)
-            }
-            None => Ok(()),
-        }
+        Ok(())
     }
 
-    /// SIGTERM to every started server (they save and exit); 0 if all exited cleanly.
-    pub fn stop(&self) -> i32 {
-        let mut bad = 0;
-        for mut c in self.children.lock().drain(..) {
-            // SAFETY: kill(2) on the pid of a child we own and have not reaped.
-            let sent = unsafe { libc_kill(c.id() as i32, 15) } == 0;
-            match c.wait() {
-                Ok(s) if sent && s.success() => {}
-                _ => bad = 1,
+    /// SIGTERM to every local server with a pid file (they save and exit); waits
+    /// for them. Errors name the servers that would not stop.
+    pub fn stop(&self) -> Result<(), String> {
+        let mut stuck = Vec::new();
+        for a in self.local() {
+            let pid_file = self.pid_file(a);
+            let Some(pid) = Self::read_pid(&pid_file) else { continue };
+            if alive(pid) {
+                // SAFETY: kill(2) on a pid this map's start_servers recorded.
+                unsafe { libc_kill(pid, 15) };
+                let deadline = Instant::now() + Duration::from_secs(120);
+                while alive(pid) && Instant::now() < deadline {
+                    // Reap it if it is our child (a zombie counts as alive).
+                    let mut status = 0;
+                    unsafe { waitpid(pid, &mut status, 1) };
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                if alive(pid) {
+                    stuck.push(a.to_string());
+                    continue;
+                }
             }
+            let _ = std::fs::remove_file(&pid_file);
         }
-        bad
+        if stuck.is_empty() { Ok(()) } else { Err(format!("servers still running: {}", stuck.join(", "))) }
     }
 
-    /// 0 if every server of the map answers and is ready.
-    pub fn test(&self) -> i32 {
+    /// Ok if every server of the map answers and is ready.
+    pub fn test(&self) -> Result<(), String> {
         let opts = ClientOptions { connect_timeout: Duration::from_secs(2), verbose: false, ..Default::default() };
-        let reports = webdedup_net::status::probe(&self.map, &opts);
-        i32::from(!reports.iter().all(|r| r.state == "ready" && r.note.is_none()))
+        let bad: Vec<String> = webdedup_net::status::probe(&self.map, &opts)
+            .into_iter()
+            .filter(|r| !(r.state == "ready" && r.note.is_none()))
+            .map(|r| format!("{} {}{}", r.server, r.state, r.note.map(|n| format!(" ({n})")).unwrap_or_default()))
+            .collect();
+        if bad.is_empty() { Ok(()) } else { Err(bad.join("; ")) }
     }
 }
 
 extern "C" {
-    #[link_name = "kill"]
-    fn libc_kill(pid: i32, sig: i32) -> i32;
-}
-
-impl Drop for Servers {
-    fn drop(&mut self) {
-        let _ = self.stop();
-    }
+    fn waitpid(pid: i32, status: *mut i32, options: i32) -> i32;
 }

@@ -236,8 +236,10 @@ def test_hash_servers_from_python_answer_as_the_embedded_store(tmp_path):
     servers.write_text("".join(f"127.0.0.1:{p}\n" for p in ports))
     hashmap = tmp_path / "hashmap.conf"
     subprocess.run([BIN, "distribute", "-s", str(servers), "-o", str(hashmap)], check=True, capture_output=True)
-    d = webdedup.Dedup(map=str(hashmap), store_dir=str(tmp_path / "state"))
-    assert d.test_servers() != 0, "nothing runs yet"
+    d = webdedup.Dedup(map=str(hashmap), store_dir=str(tmp_path / "state"), server_timeout=1)
+    assert d.test_servers() == 1, "nothing runs yet"
+    with pytest.raises(webdedup.WebdedupError, match="crashed"):
+        d.test_servers(check=True)
     assert d.start_servers() == 0
     assert d.test_servers() == 0
     src = SAMPLE / "cc-2023-14" / "part-00000.vert.gz"
@@ -247,7 +249,14 @@ def test_hash_servers_from_python_answer_as_the_embedded_store(tmp_path):
     want = b"".join(embedded.process(x).data for x in documents(src))
     assert got == want
     assert len(d) > 1000
-    assert d.stop_servers() == 0
-    assert d.test_servers() != 0
+    # The servers outlive this Dedup: another one (as in a new interpreter) stops them.
+    del d
+    other = webdedup.Dedup(map=str(hashmap), server_timeout=1)
+    assert other.test_servers() == 0
+    assert other.stop_servers() == 0
+    assert other.test_servers() == 1
+    # A worker used after its servers stopped raises a clear error.
+    with pytest.raises(webdedup.WebdedupError, match="127.0.0.1"):
+        w.process(documents(src)[0])
     # The servers saved their keys where store_dir said.
     assert sorted(p.name for p in (tmp_path / "state").glob("*.snap")) == [f"server-{p}.snap" for p in sorted(ports)]
