@@ -6,7 +6,7 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use webdedup_dedup::plan::{ChunkPlan, Planner};
-use webdedup_dedup::policy::{decide, Decisions, Scratch};
+use webdedup_dedup::policy::{decide, ChunkContext, Decisions, Scratch};
 use webdedup_dedup::render::render;
 use webdedup_dedup::report::ChunkStats;
 use webdedup_dedup::Options;
@@ -24,9 +24,9 @@ fuzz_target!(|data: &[u8]| {
     let mut reader = ChunkReader::with_sizes(body, target, max_line);
     while let Some(chunk) = reader.next_chunk() {
         planner.plan(&chunk, &mut plan);
-        decide(&plan, &store, &opts, &mut scratch, &mut dec).unwrap();
+        decide(&plan, ChunkContext::default(), &store, &opts, &mut scratch, &mut dec).unwrap();
         let mut out = Vec::new();
-        render(&chunk.data, &plan, &dec, &mut out, None, &mut ChunkStats::default());
+        render(&chunk.data, &plan, &dec, &mut out, None, None, &mut ChunkStats::default());
         let mut lines = chunk.data.split(|&b| b == b'\n');
         for line in out.split(|&b| b == b'\n') {
             assert!(lines.any(|l| l == line));
