@@ -3,6 +3,7 @@ SimHash, CDX). The seed's libdedup API, on the same policy, store and renderer a
 the `webdedup` command line."""
 
 from os import PathLike
+from pathlib import Path
 from typing import List, Optional, Sequence, Tuple, Union
 
 class WebdedupError(Exception):
@@ -31,6 +32,21 @@ class Vert:
     @property
     def problems(self) -> List[Tuple[int, str]]:
         """Input problems as (line, reason), lines from 1 in this input."""
+    @property
+    def feedback(self) -> bytes:
+        """Feedback mode: the dropped paragraphs, each long one after a
+        `<t>FILE:REC\\tFILE:REC</f>` line (what `webdedup dedup -f` writes to
+        REL.dedup.dropped); b"" otherwise."""
+    @property
+    def references(self) -> List[Tuple[int, Optional[str], int]]:
+        """Feedback mode: (dropped record, original source, original record) per
+        referenced dropped paragraph; the source is None where it is not known."""
+    @property
+    def source(self) -> Optional[str]:
+        """Feedback mode: the source this input's records are numbered in."""
+    @property
+    def first_record(self) -> int:
+        """Feedback mode: the record number (from 1) of this input's first paragraph."""
 
 class Document:
     """What `Worker.process_document` returns."""
@@ -43,13 +59,22 @@ class Document:
     @property
     def dropped(self) -> List[Tuple[int, int]]:
         """Dropped spans as character offsets (start, end) into the input."""
+    @property
+    def references(self) -> List[Tuple[int, int, Optional[str], int]]:
+        """Feedback mode: (start, end, original source, original record) of every
+        dropped line whose original is named."""
 
 class Worker:
     """Deduplicates against its Dedup's store. Thread-safe; one per thread is fastest."""
-    def process(self, vert: Union[str, bytes]) -> Vert:
-        """Deduplicates verticalized documents; releases the GIL."""
+    def process(self, vert: Union[str, bytes], source: Optional[str] = None) -> Vert:
+        """Deduplicates verticalized documents; releases the GIL. `source` (feedback
+        mode) names where they come from; records are numbered within it."""
     def process_document(
-        self, text: str, url: Optional[str] = None, title: Optional[str] = None
+        self,
+        text: str,
+        url: Optional[str] = None,
+        title: Optional[str] = None,
+        source: Optional[str] = None,
     ) -> Document:
         """Deduplicates plain text: paragraphs are the non-blank lines."""
 
@@ -61,12 +86,18 @@ class Dedup:
     key set in Redis / Valkey (one node or a Cluster). map=PATH: the hash servers
     of a block map (`webdedup distribute`), connected at the first request;
     start_servers() starts the map's servers on this machine (with store_dir,
-    saving to store_dir/server-PORT.snap).
+    saving to store_dir/server-PORT.snap). port: the seed's servers' port, checked
+    against the map (which names each server's port).
+
+    url_filter: a rules file or a list of rules (`webdedup dedup --url-filter`);
+    matching documents get status U. feedback=True (embedded store only): dropped
+    paragraphs come with references to their originals (Vert.feedback,
+    Vert.references, Document.references), numbered within each call's `source`.
     """
     def __init__(
         self,
         map: Optional[Union[str, PathLike]] = None,
-        port: int = 1234,
+        port: Optional[int] = None,
         store_dir: Optional[Union[str, PathLike]] = None,
         *,
         store: Optional[str] = None,
@@ -79,6 +110,7 @@ class Dedup:
         threshold: float = 0.5,
         smooth: bool = False,
         max_stub: int = 20,
+        url_filter: Optional[Union[str, PathLike, Sequence[str]]] = None,
         feedback: bool = False,
         blocks: int = 1999,
         capacity: int = 0,
@@ -98,6 +130,9 @@ class Dedup:
         (check=True: raises WebdedupError naming the others)."""
     def save(self) -> int:
         """Saves the store to store_dir; returns the number of keys."""
+    def write_files_index(self, dir: Union[str, PathLike]) -> Path:
+        """Feedback mode: writes DIR/files.idx (the file ids of every source used),
+        for `webdedup check`; returns its path."""
     def __len__(self) -> int: ...
 
 dedup = Dedup

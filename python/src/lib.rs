@@ -6,10 +6,11 @@
 //! serializes, and several workers (one per thread) run in parallel. Every call that
 //! works on text releases the GIL.
 
+mod feedback;
 mod servers;
 use parking_lot::Mutex;
 use pyo3::create_exception;
-use pyo3::exceptions::{PyException, PyNotImplementedError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 use std::path::PathBuf;
@@ -17,11 +18,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use webdedup_dedup::plan::{ChunkPlan, Planner};
 use webdedup_dedup::policy::{decide, ChunkContext, Decisions, Scratch};
-use webdedup_dedup::render::render;
+use webdedup_dedup::render::{carries_reference, render, DroppedOut};
 use webdedup_dedup::report::ChunkStats;
-use webdedup_dedup::{DocCheck, NearOptions, Options};
-use webdedup_formats::vertical::{escape_attr, Chunk};
-use webdedup_store::{BatchId, MemStore, Store, StoreMeta};
+use webdedup_dedup::{DocCheck, NearOptions, Options, UrlFilter};
+use webdedup_formats::vertical::{escape_attr, parse_tag, Chunk};
+use webdedup_store::{BatchId, Location, MemStore, Store, StoreMeta};
 use webdedup_text::Normalization;
 
 mod batch;
@@ -38,7 +39,7 @@ enum Keys {
     Engine(Box<dyn Store>),
     /// The hash servers of a block map (`map=PATH`), connected at first use so
     /// that `start_servers()` may come first (the seed's flow).
-    Servers(servers::Servers),
+    Servers(Box<servers::Servers>),
 }
 
 impl Keys {
@@ -57,6 +58,8 @@ struct Shared {
     store_dir: Option<PathBuf>,
     meta: StoreMeta,
     workers: AtomicU64,
+    /// Feedback mode: the sources named by worker calls and their record numbers.
+    sources: feedback::Sources,
 }
 
 /// The deduplicator: the key store and the settings every worker uses.
@@ -85,11 +88,11 @@ impl Dedup {
 #[pymethods]
 impl Dedup {
     #[new]
-    #[pyo3(signature = (map=None, port=1234, store_dir=None, *, store=None, store_password=None, normalize="loose", min_para_chars=50, doc_check="all", near=false, ngram=7, threshold=0.5, smooth=false, max_stub=20, feedback=false, blocks=1999, capacity=0, server_timeout=120.0))]
+    #[pyo3(signature = (map=None, port=None, store_dir=None, *, store=None, store_password=None, normalize="loose", min_para_chars=50, doc_check="all", near=false, ngram=7, threshold=0.5, smooth=false, max_stub=20, url_filter=None, feedback=false, blocks=1999, capacity=0, server_timeout=120.0))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         map: Option<PathBuf>,
-        port: u16,
+        port: Option<u16>,
         store_dir: Option<PathBuf>,
         store: Option<String>,
         store_password: Option<String>,
@@ -101,17 +104,21 @@ impl Dedup {
         threshold: f64,
         smooth: bool,
         max_stub: usize,
+        url_filter: Option<&Bound<'_, PyAny>>,
         feedback: bool,
         blocks: u32,
         capacity: usize,
         server_timeout: f64,
     ) -> PyResult<Self> {
-        let _ = port;
-        if feedback {
-            return Err(PyNotImplementedError::new_err(
-                "feedback=True: feedback records number paragraphs within an input file, and worker calls have no file; use `webdedup dedup -f`",
+        if port.is_some() && map.is_none() {
+            return Err(PyValueError::new_err("port is the hash servers' port: it goes with map=PATH"));
+        }
+        if feedback && (map.is_some() || store.is_some()) {
+            return Err(PyValueError::new_err(
+                "feedback=True needs the embedded store: only it keeps where each key was first seen (as `webdedup dedup -f`)",
             ));
         }
+        let url_filter = url_filter.map(load_url_filter).transpose()?;
         if blocks == 0 {
             return Err(PyValueError::new_err("blocks must be at least 1"));
         }
@@ -130,8 +137,8 @@ impl Dedup {
                 smooth,
                 max_stub,
             }),
-            url_filter: None,
-            feedback: false,
+            url_filter,
+            feedback,
         };
         let meta = StoreMeta {
             hash: "xxh3-64".into(),
@@ -145,10 +152,10 @@ impl Dedup {
         }
         let store = match (store, &snap) {
             (None, _) if map.is_some() => {
-                Keys::Servers(
-                    servers::Servers::new(map.unwrap(), meta.clone(), store_dir.clone(), std::time::Duration::from_secs_f64(server_timeout.max(0.1)))
+                Keys::Servers(Box::new(
+                    servers::Servers::new(map.unwrap(), port, meta.clone(), store_dir.clone(), std::time::Duration::from_secs_f64(server_timeout.max(0.1)))
                         .map_err(err)?,
-                )
+                ))
             }
             (Some(_), Some(_)) => {
                 return Err(PyValueError::new_err("give store (a Redis URL) or store_dir, not both"))
@@ -182,6 +189,7 @@ impl Dedup {
                 store_dir,
                 meta,
                 workers: AtomicU64::new(0),
+                sources: feedback::Sources::default(),
             }),
         })
     }
@@ -245,6 +253,36 @@ impl Dedup {
     fn __len__(&self) -> usize {
         self.shared.store.store().map_or(0, |s| s.len() as usize)
     }
+
+    /// Feedback mode: writes `DIR/files.idx`, the file ids of every source the
+    /// workers named, so that `webdedup check -i INPUT -o DIR` can follow the
+    /// references written to `DIR/SOURCE.dedup.dropped`. Returns its path.
+    fn write_files_index(&self, dir: PathBuf) -> PyResult<PathBuf> {
+        if !self.shared.options.feedback {
+            return Err(PyValueError::new_err("write_files_index() needs Dedup(feedback=True)"));
+        }
+        self.shared.sources.write_index(&dir).map_err(err)
+    }
+}
+
+/// `url_filter=`: a rules file (str or path-like) or a list of rules; bad rules
+/// raise, naming their line.
+fn load_url_filter(arg: &Bound<'_, PyAny>) -> PyResult<Arc<UrlFilter>> {
+    let (origin, text) = if let Ok(rules) = arg.extract::<Vec<String>>().and_then(|r| {
+        if arg.is_instance_of::<PyString>() { Err(PyTypeError::new_err("a str")) } else { Ok(r) }
+    }) {
+        ("url_filter rule".to_owned(), rules.join("\n"))
+    } else {
+        let path: PathBuf = arg.extract()?;
+        let text = std::fs::read(&path).map_err(|e| err(format!("cannot read URL filter {}: {e}", path.display())))?;
+        (path.display().to_string(), String::from_utf8_lossy(&text).into_owned())
+    };
+    let (filter, problems) = UrlFilter::parse(&text);
+    if !problems.is_empty() {
+        let lines: Vec<String> = problems.iter().map(|(line, why)| format!("{origin}:{line}: {why}")).collect();
+        return Err(PyValueError::new_err(lines.join("; ")));
+    }
+    Ok(Arc::new(filter))
 }
 
 struct WorkerState {
@@ -269,8 +307,10 @@ impl WorkerState {
     }
 
     /// Plans and decides `data` as one chunk; returns the kept bytes, the
-    /// documents' statuses, kept and dropped paragraphs, and input problems.
-    fn run(&mut self, shared: &Shared, data: Vec<u8>) -> Result<Vert, String> {
+    /// documents' statuses, kept and dropped paragraphs, and input problems (and,
+    /// in feedback mode, the dropped paragraphs with references to their
+    /// originals, numbered within `source`).
+    fn run(&mut self, shared: &Shared, data: Vec<u8>, source: &str) -> Result<Vert, String> {
         let chunk = Chunk {
             data,
             first_line: 1,
@@ -278,12 +318,18 @@ impl WorkerState {
             ..Default::default()
         };
         self.planner.plan(&chunk, &mut self.plan);
+        let (file, first_record) = if shared.options.feedback {
+            shared.sources.reserve(source, self.plan.paras.len())?
+        } else {
+            (0, 0)
+        };
         let ctx = ChunkContext {
             id: BatchId {
                 stream: self.stream,
                 seq: self.calls * webdedup_dedup::policy::REQUESTS_PER_CHUNK,
             },
-            ..Default::default()
+            file,
+            first_record,
         };
         self.calls += 1;
         decide(
@@ -296,10 +342,17 @@ impl WorkerState {
         )
         .map_err(|e| e.to_string())?;
         let mut out = Vec::with_capacity(chunk.data.len());
+        let mut dropped_out = Vec::new();
+        let dropped = shared.options.feedback.then_some(DroppedOut { out: &mut dropped_out, file, first_record });
         let mut stats = ChunkStats::default();
-        render(&chunk.data, &self.plan, &self.decisions, &mut out, None, None, &mut stats);
+        render(&chunk.data, &self.plan, &self.decisions, &mut out, None, dropped, &mut stats);
+        let references = if shared.options.feedback { self.references(shared, first_record) } else { Vec::new() };
         Ok(Vert {
             data: out,
+            feedback: dropped_out,
+            references,
+            source: shared.options.feedback.then(|| source.to_owned()),
+            first_record,
             statuses: self.decisions.docs.iter().map(|s| s.code()).collect(),
             kept: stats.paras_kept,
             dropped: stats.paras - stats.paras_kept,
@@ -310,6 +363,30 @@ impl WorkerState {
                 .map(|i| (i.line, i.kind.to_string()))
                 .collect(),
         })
+    }
+
+    /// Feedback mode: (paragraph index in this call, original source, original
+    /// record) of every dropped paragraph that carries a reference, in order; the
+    /// source is `None` where the original is not known.
+    fn reference_list(&self, shared: &Shared) -> Vec<(usize, Option<String>, u64)> {
+        let mut refs = Vec::new();
+        for (doc, &status) in self.plan.docs.iter().zip(&self.decisions.docs) {
+            for j in doc.paras.clone() {
+                if !self.decisions.keep_para[j] && carries_reference(&self.plan, status, j) {
+                    let orig = self.decisions.originals[j];
+                    let name = (orig != Location::UNKNOWN).then(|| shared.sources.name(orig.file)).flatten();
+                    refs.push((j, name, orig.record));
+                }
+            }
+        }
+        refs
+    }
+
+    fn references(&self, shared: &Shared, first_record: u64) -> Vec<(u64, Option<String>, u64)> {
+        self.reference_list(shared)
+            .into_iter()
+            .map(|(j, name, rec)| (first_record + j as u64, name, rec))
+            .collect()
     }
 }
 
@@ -336,9 +413,13 @@ impl Worker {
     /// and returns a `Vert`: the kept bytes exactly as the command line writes them
     /// for these documents, their statuses and counts. Malformed input is handled by
     /// the command line's rules and listed in `Vert.problems`; it never raises.
-    fn process(&self, py: Python<'_>, vert: &Bound<'_, PyAny>) -> PyResult<Vert> {
+    /// `source` names where the text comes from, for feedback references (see
+    /// `Dedup(feedback=True)`); it is not used otherwise.
+    #[pyo3(signature = (vert, source=None))]
+    fn process(&self, py: Python<'_>, vert: &Bound<'_, PyAny>, source: Option<&str>) -> PyResult<Vert> {
         let data = input_bytes(vert)?;
-        py.allow_threads(|| self.state.lock().run(&self.shared, data))
+        let source = source.unwrap_or(feedback::DEFAULT_SOURCE);
+        py.allow_threads(|| self.state.lock().run(&self.shared, data, source))
             .map_err(err)
     }
 
@@ -346,14 +427,16 @@ impl Worker {
     /// lines, words split on whitespace. Returns a `Document` with the kept text and
     /// the dropped spans as character offsets `(start, end)` into `text` (each span
     /// a whole line with its newline, never splitting a character).
-    #[pyo3(signature = (text, url=None, title=None))]
+    #[pyo3(signature = (text, url=None, title=None, source=None))]
     fn process_document(
         &self,
         py: Python<'_>,
         text: &str,
         url: Option<&str>,
         title: Option<&str>,
+        source: Option<&str>,
     ) -> PyResult<Document> {
+        let source = source.unwrap_or(feedback::DEFAULT_SOURCE);
         let text = text.to_owned();
         let (url, title) = (url.unwrap_or("").to_owned(), title.unwrap_or("").to_owned());
         py.allow_threads(|| {
@@ -375,15 +458,28 @@ impl Worker {
                 }
                 vert.extend_from_slice(b"<p>\n");
                 for w in text[a..b].split_whitespace() {
-                    vert.extend_from_slice(w.as_bytes());
+                    // A word such as `</doc>` must stay a token, not become
+                    // structure; NUL is refused by the vertical reader.
+                    let w = match parse_tag(w.as_bytes()) {
+                        Some(_) => {
+                            vert.extend_from_slice(b"&lt;");
+                            &w.as_bytes()[1..]
+                        }
+                        None => w.as_bytes(),
+                    };
+                    vert.extend(w.iter().filter(|&&c| c != 0));
                     vert.push(b'\n');
                 }
                 vert.extend_from_slice(b"</p>\n");
             }
             vert.extend_from_slice(b"</doc>\n");
             let mut st = self.state.lock();
-            let v = st.run(&self.shared, vert)?;
+            let v = st.run(&self.shared, vert, source)?;
             let keep = &st.decisions.keep_para;
+            // Paragraph index -> (original source, record), feedback mode only.
+            let refs = if self.shared.options.feedback { st.reference_list(&self.shared) } else { Vec::new() };
+            let mut originals = refs.into_iter().peekable();
+            let mut references = Vec::new();
             let written = v.statuses.first().is_some_and(|s| s != "D" && s != "E");
             let mut kept = String::new();
             let mut dropped = Vec::new();
@@ -397,6 +493,10 @@ impl Worker {
                     para += 1;
                     written && keep[para - 1]
                 };
+                if !keep_line && originals.peek().is_some_and(|r| r.0 == para - 1) {
+                    let (_, name, record) = originals.next().expect("peeked");
+                    references.push((chars, chars + n, name, record));
+                }
                 if keep_line {
                     kept.push_str(&text[a..b]);
                 } else {
@@ -411,6 +511,7 @@ impl Worker {
                 text: kept,
                 status: v.statuses.into_iter().next().unwrap_or_default(),
                 dropped,
+                references,
             })
         })
         .map_err(|e: String| err(e))
@@ -433,6 +534,17 @@ struct Vert {
     /// Input problems as (line, reason), lines counted from 1 in this input.
     #[pyo3(get)]
     problems: Vec<(u64, String)>,
+    /// Feedback mode: the `.dropped` text (the command line's `-f` format).
+    feedback: Vec<u8>,
+    /// Feedback mode: (dropped record, original source, original record).
+    #[pyo3(get)]
+    references: Vec<(u64, Option<String>, u64)>,
+    /// Feedback mode: the source the records are numbered in.
+    #[pyo3(get)]
+    source: Option<String>,
+    /// Feedback mode: the record number of this input's first paragraph.
+    #[pyo3(get)]
+    first_record: u64,
 }
 
 #[pymethods]
@@ -452,6 +564,14 @@ impl Vert {
     #[getter]
     fn data<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
         PyBytes::new(py, &self.data)
+    }
+
+    /// Feedback mode: the dropped paragraphs, each long one after a
+    /// `<t>FILE:REC\tFILE:REC</f>` line (what `webdedup dedup -f` writes to
+    /// `REL.dedup.dropped`); empty otherwise.
+    #[getter]
+    fn feedback<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.feedback)
     }
 
     fn __repr__(&self) -> String {
@@ -474,6 +594,10 @@ struct Document {
     status: String,
     /// Dropped spans, character offsets `(start, end)` into the input text.
     dropped: Vec<(usize, usize)>,
+    /// Feedback mode: `(start, end, original source, original record)` of every
+    /// dropped line whose original is named (the source is `None` where the store
+    /// no longer knows it).
+    references: Vec<(usize, usize, Option<String>, u64)>,
 }
 
 #[pymethods]

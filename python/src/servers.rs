@@ -39,8 +39,17 @@ fn alive(pid: i32) -> bool {
 }
 
 impl Servers {
-    pub fn new(path: PathBuf, meta: StoreMeta, store_dir: Option<PathBuf>, timeout: Duration) -> Result<Servers, String> {
+    /// `port`: the seed's one port for all servers. The block map names each
+    /// server's port, so a port given here is checked against it, never applied
+    /// behind the servers' backs (they read the same map).
+    pub fn new(path: PathBuf, port: Option<u16>, meta: StoreMeta, store_dir: Option<PathBuf>, timeout: Duration) -> Result<Servers, String> {
         let map = ServerMap::read(&path).map_err(|e| e.to_string())?;
+        if let Some(port) = port {
+            let other: Vec<String> = map.servers.iter().filter(|s| s.addr.port != port).map(|s| s.addr.to_string()).collect();
+            if !other.is_empty() {
+                return Err(format!("{}: port={port}, but the map puts servers on other ports: {}", path.display(), other.join(", ")));
+            }
+        }
         if map.blocks != meta.blocks {
             return Err(format!("{} has {} blocks, this Dedup {}", path.display(), map.blocks, meta.blocks));
         }

@@ -260,3 +260,129 @@ def test_hash_servers_from_python_answer_as_the_embedded_store(tmp_path):
         w.process(documents(src)[0])
     # The servers saved their keys where store_dir said.
     assert sorted(p.name for p in (tmp_path / "state").glob("*.snap")) == [f"server-{p}.snap" for p in sorted(ports)]
+
+
+def test_feedback_references_equal_the_command_lines_and_check_confirms_them(tmp_path):
+    """Feedback mode: sources named by the input's relative path, fed in file order,
+    give the `.dropped` files and files.idx of `webdedup dedup -f`, and `webdedup
+    check` confirms every reference."""
+    d = webdedup.Dedup(feedback=True)
+    w = d.create_worker()
+    out = tmp_path / "py"
+    refs = 0
+    for path in sorted(SAMPLE.glob("*/*.gz")):
+        rel = str(path.relative_to(SAMPLE))
+        dropped = b""
+        for x in documents(path):
+            v = w.process(x, source=rel)
+            assert v.source == rel
+            dropped += v.feedback
+            for record, source, original in v.references:
+                assert record >= v.first_record
+                # Originals come earlier: in an earlier source, or earlier in this one.
+                assert source is not None and original >= 1
+                assert source < rel or (source == rel and original < record)
+            refs += len(v.references)
+        target = out / rel.removesuffix(".gz")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.with_name(target.name + ".dedup.dropped").write_bytes(dropped)
+    assert refs > 1000
+    assert d.write_files_index(out) == out / "files.idx"
+    cli = tmp_path / "cli"
+    subprocess.run([BIN, "dedup", "-q", "-t", "1", "-f", "-i", str(SAMPLE), "-o", str(cli)], check=True)
+    for f in sorted(cli.rglob("*.dropped")) + [cli / "files.idx"]:
+        assert (out / f.relative_to(cli)).read_bytes() == f.read_bytes(), f
+    check = subprocess.run([BIN, "check", "--json", "-i", str(SAMPLE), "-o", str(out)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stderr
+    import json
+
+    report = json.loads(check.stdout)
+    assert report["confirmed"] == report["references"] == refs and report["mismatches"] == []
+
+
+def test_feedback_from_process_document_names_the_original_line():
+    d = webdedup.Dedup(feedback=True, min_para_chars=10)
+    w = d.create_worker()
+    first = "a paragraph that will come back later\nan opening line of the first document\n"
+    assert w.process_document(first, url="u1", source="a").references == []
+    text = "brand new opening paragraph here\n\nan opening line of the first document\n"
+    r = w.process_document(text, url="u2", source="b")
+    line = "an opening line of the first document\n"
+    start = text.index(line)
+    assert r.references == [(start, start + len(line), "a", 2)]
+    assert r.dropped == [(start, start + len(line))]
+    # Without feedback there are no references, and no feedback text.
+    plain = webdedup.Dedup(min_para_chars=10).create_worker()
+    plain.process_document(first)
+    assert plain.process_document(first).references == []
+    assert plain.process(doc("x", long_para("alpha"))).feedback == b""
+    # Feedback needs the embedded store (only it keeps locations).
+    with pytest.raises(ValueError, match="embedded store"):
+        webdedup.Dedup(feedback=True, store="redis://127.0.0.1:1")
+    with pytest.raises(ValueError, match="feedback"):
+        webdedup.Dedup().write_files_index("somewhere")
+    with pytest.raises(webdedup.WebdedupError, match="tabs"):
+        w.process_document("some text here", source="a\tb")
+
+
+def test_url_filter_from_rules_or_a_file(tmp_path):
+    rules = tmp_path / "filter.txt"
+    rules.write_text("# spam\nhost:spam.example\n")
+    for url_filter in (["host:spam.example"], rules, str(rules)):
+        w = webdedup.Dedup(url_filter=url_filter).create_worker()
+        v = w.process(doc("https://spam.example/x", long_para("alpha")) + doc("https://ok.example/", long_para("alpha")))
+        assert v.statuses == ["U", "K"], url_filter
+        assert v.text == doc("https://ok.example/", long_para("alpha"))
+    with pytest.raises(ValueError, match="url_filter rule:2"):
+        webdedup.Dedup(url_filter=["host:ok.example", "re:("])
+    with pytest.raises(webdedup.WebdedupError, match="no-such-filter"):
+        webdedup.Dedup(url_filter=tmp_path / "no-such-filter")
+
+
+def test_words_that_look_like_structure_stay_text():
+    w = webdedup.Dedup(min_para_chars=5).create_worker()
+    text = "closing </doc> and <p> inside a line\nanother line with \x00 a NUL\n"
+    r = w.process_document(text, url="u")
+    assert r.status == "K" and r.text == text
+    again = w.process_document(text, url="u2")
+    assert again.status == "D" and again.text == ""
+
+
+def test_port_is_checked_against_the_map(tmp_path):
+    port = free_port()
+    servers = tmp_path / "servers"
+    servers.write_text(f"127.0.0.1:{port}\n")
+    hashmap = tmp_path / "hashmap.conf"
+    subprocess.run([BIN, "distribute", "-s", str(servers), "-o", str(hashmap)], check=True, capture_output=True)
+    assert webdedup.Dedup(map=str(hashmap), port=port).test_servers() == 1
+    with pytest.raises(webdedup.WebdedupError, match=f"127.0.0.1:{port}"):
+        webdedup.Dedup(map=str(hashmap), port=port + 1 if port < 65535 else port - 1)
+    with pytest.raises(ValueError, match="map"):
+        webdedup.Dedup(port=1234)
+
+
+def test_started_servers_outlive_the_interpreter_that_started_them(tmp_path):
+    import sys
+
+    port = free_port()
+    servers = tmp_path / "servers"
+    servers.write_text(f"127.0.0.1:{port}\n")
+    hashmap = tmp_path / "hashmap.conf"
+    subprocess.run([BIN, "distribute", "-s", str(servers), "-o", str(hashmap)], check=True, capture_output=True)
+    script = (
+        "import sys, webdedup\n"
+        "d = webdedup.Dedup(map=sys.argv[1])\n"
+        "assert d.start_servers() == 0\n"
+        "w = d.create_worker()\n"
+        "assert w.process(sys.argv[2]).status == 'K'\n"
+    )
+    first = doc("a", long_para("alpha"))
+    subprocess.run([sys.executable, "-c", script, str(hashmap), first], check=True, env=os.environ, timeout=120)
+    d = webdedup.Dedup(map=str(hashmap), server_timeout=1)
+    try:
+        assert d.test_servers() == 0
+        # The key the other interpreter sent is still there.
+        assert d.create_worker().process(first).status == "D"
+    finally:
+        assert d.stop_servers() == 0
+    assert d.test_servers() == 1

@@ -159,7 +159,7 @@ pub fn run(args: &DedupArgs) -> Result<u8> {
             normalization: args.normalization,
             min_para_chars: args.min_para_chars,
             doc_check: args.doc_check,
-            near: args.near.then(|| NearOptions {
+            near: args.near.then_some(NearOptions {
                 ngram: args.ngram,
                 threshold: args.threshold,
                 smooth: args.smooth,

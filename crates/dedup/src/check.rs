@@ -170,7 +170,7 @@ fn read_references(
     for (i, &(line, start, body)) in heads.iter().enumerate() {
         report.references += 1;
         *counter += 1;
-        if (*counter - 1) % every as u64 != 0 {
+        if !(*counter - 1).is_multiple_of(every as u64) {
             continue;
         }
         let at = format!("{}:{line}", path.display());

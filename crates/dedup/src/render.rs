@@ -27,6 +27,14 @@ pub fn feedback_header(dropped: Location, original: Location, out: &mut Vec<u8>)
     );
 }
 
+/// Whether dropped paragraph `j` of a document with `status` gets a feedback
+/// reference: every paragraph of a duplicate document, and long paragraphs
+/// otherwise (short ones rode along with a long one and have no original of
+/// their own, as in the seed).
+pub fn carries_reference(plan: &ChunkPlan, status: DocStatus, j: usize) -> bool {
+    status != DocStatus::UrlFiltered && (status == DocStatus::Duplicate || plan.paras[j].long)
+}
+
 /// Appends the kept content of the chunk to `out` (byte for byte as read) and, when
 /// `dd` is given, one `<dd url=".." title=".." status=".."/>` line per document.
 /// With `dropped`, every paragraph dropped as a duplicate is appended there, byte for
@@ -60,8 +68,7 @@ pub fn render(
                 if piece.para == DOC_LEVEL || dec.keep_para[j] {
                     continue;
                 }
-                let whole = status == DocStatus::Duplicate;
-                if whole || plan.paras[j].long {
+                if carries_reference(plan, status, j) {
                     let here = Location {
                         file: d.file,
                         record: d.first_record + j as u64,

@@ -170,10 +170,18 @@ pub const FILES_INDEX: &str = "files.idx";
 
 /// Writes `OUT/files.idx` for `files` (atomically).
 pub fn write_files_index(out_dir: &Path, files: &[InputFile]) -> Result<()> {
+    write_files_index_of(out_dir, files.iter().map(|f| rel_bytes(&f.rel)))
+}
+
+/// Writes `OUT/files.idx` for inputs named by their paths relative to the input
+/// directory (atomically).
+pub fn write_files_index_of<'a>(
+    out_dir: &Path,
+    rels: impl IntoIterator<Item = &'a [u8]>,
+) -> Result<()> {
     let path = out_dir.join(FILES_INDEX);
     let mut text = Vec::new();
-    for f in files {
-        let rel = rel_bytes(&f.rel);
+    for rel in rels {
         text.extend_from_slice(format!("{:016x}\t", file_id(rel)).as_bytes());
         text.extend_from_slice(rel);
         text.push(b'\n');

@@ -404,7 +404,7 @@ proptest::proptest! {
             .collect();
         let exact_opts = Options { min_para_chars: 20, ..Options::default() };
         let near_opts = Options { min_para_chars: 20, ..near(ngram, smooth) };
-        let exact = run(&[input.clone()], &exact_opts).pop().unwrap();
+        let exact = run(std::slice::from_ref(&input), &exact_opts).pop().unwrap();
         let near_res = run(&[input], &near_opts).pop().unwrap();
         proptest::prop_assert!(near_res.0.len() <= exact.0.len());
         // Every line near mode keeps, exact mode keeps too (same order).

@@ -114,6 +114,8 @@ impl RedisSettings {
     }
 }
 
+// One per open connection: boxing the larger variant would save nothing that matters.
+#[allow(clippy::large_enum_variant)]
 enum Conn {
     Node(Connection),
     Cluster(ClusterConnection),
