@@ -4,7 +4,9 @@
 Usage: python bench/python.py [CORPUS_DIR]   (default ../shared/corpus/web3)
 Needs `pip install ./python` in the running interpreter and target/release/webdedup
 (cargo build --release). Documents are read into memory first (both sides read
-decompressed files from the page cache or memory); best of 3 each.
+decompressed files from the page cache or memory); best of 3 each. Cases: one
+thread (the issue's target), two threads (workers in two Python threads: the GIL is
+released while working), and feedback mode (`feedback=True` against `dedup -f`).
 """
 
 import subprocess
@@ -35,22 +37,52 @@ for f in files:
     if cur:
         docs.append(b"".join(cur))
 
-best_py = float("inf")
-for _ in range(3):
-    w = webdedup.Dedup().create_worker()
-    t = time.perf_counter()
-    for d in docs:
-        w.process(d)
-    best_py = min(best_py, time.perf_counter() - t)
+import threading
 
-best_cli = float("inf")
-for i in range(3):
+
+def python_run(threads, **options):
+    """Seconds for all documents through `threads` workers of one Dedup, each in its
+    own Python thread (documents dealt round-robin)."""
+    d = webdedup.Dedup(**options)
+    workers = [d.create_worker() for _ in range(threads)]
+
+    def work(k):
+        w = workers[k]
+        if options.get("feedback"):
+            for x in docs[k::threads]:
+                w.process(x, source="bench")
+        else:
+            for x in docs[k::threads]:
+                w.process(x)
+
     t = time.perf_counter()
-    subprocess.run([str(root / "target/release/webdedup"), "dedup", "-q", "-t", "1", "--fsync", "off",
+    ts = [threading.Thread(target=work, args=(k,)) for k in range(threads)]
+    for th in ts:
+        th.start()
+    for th in ts:
+        th.join()
+    return time.perf_counter() - t
+
+
+def cli_run(i, *args):
+    t = time.perf_counter()
+    subprocess.run([str(root / "target/release/webdedup"), "dedup", "-q", "--fsync", "off", *args,
                     "-i", str(tmp / "in"), "-o", str(tmp / f"out{i}")], check=True)
-    best_cli = min(best_cli, time.perf_counter() - t)
+    return time.perf_counter() - t
 
+
+# Each case: (label, Python runner, CLI runner); best of 3, the runs interleaved.
+cases = [
+    ("one thread", lambda: python_run(1), lambda i: cli_run(i, "-t", "1")),
+    ("two threads", lambda: python_run(2), lambda i: cli_run(i, "-t", "2")),
+    ("feedback, one thread", lambda: python_run(1, feedback=True), lambda i: cli_run(i, "-t", "1", "-f")),
+]
 print(f"{len(docs)} documents, {total / 1e6:.1f} MB")
-print(f"worker.process (Python, one thread): {best_py:.2f} s, {total / best_py / 1e6:.1f} MB/s")
-print(f"webdedup dedup -t 1:                 {best_cli:.2f} s, {total / best_cli / 1e6:.1f} MB/s")
-print(f"ratio: {best_cli / best_py * 100:.0f}% of the command line's throughput")
+for label, py, cli in cases:
+    best_py = best_cli = float("inf")
+    for i in range(3):
+        best_py = min(best_py, py())
+        best_cli = min(best_cli, cli(i))
+    print(f"{label}: worker.process {best_py:.2f} s ({total / best_py / 1e6:.1f} MB/s), "
+          f"webdedup dedup {best_cli:.2f} s ({total / best_cli / 1e6:.1f} MB/s): "
+          f"{best_cli / best_py * 100:.0f}% of the command line's throughput")

@@ -9,6 +9,9 @@ from typing import List, Optional, Sequence, Tuple, Union
 class WebdedupError(Exception):
     """An error of webdedup, with the Rust error's context."""
 
+class WebdedupWarning(UserWarning):
+    """Bad input that webdedup skipped (the rest was processed)."""
+
 class Vert:
     """What `Worker.process` returns."""
     @property
@@ -147,7 +150,8 @@ def similar(fingerprints: Sequence[int], k: int) -> List[Tuple[int, int, int]]:
     """All pairs (i, j, distance), i < j, within k bits."""
 
 def cdx_dups(lines: Sequence[str]) -> List[str]:
-    """The CDX lines whose (urlkey, digest) appeared on an earlier line."""
+    """The CDX lines whose (urlkey, digest) appeared on an earlier line. Lines that
+    are not CDX are skipped with a WebdedupWarning naming them (lines[I])."""
 
 def batch_hash(
     input: Union[str, PathLike], work: Union[str, PathLike], task_index: int, task_count: int,

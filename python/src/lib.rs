@@ -10,7 +10,7 @@ mod feedback;
 mod servers;
 use parking_lot::Mutex;
 use pyo3::create_exception;
-use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyException, PyTypeError, PyUserWarning, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 use std::path::PathBuf;
@@ -28,6 +28,7 @@ use webdedup_text::Normalization;
 mod batch;
 
 create_exception!(webdedup, WebdedupError, PyException, "An error of webdedup, with the Rust error's context.");
+create_exception!(webdedup, WebdedupWarning, PyUserWarning, "Bad input that webdedup skipped (the rest was processed).");
 
 fn err(e: impl std::fmt::Display) -> PyErr {
     WebdedupError::new_err(e.to_string())
@@ -666,10 +667,11 @@ fn similar(py: Python<'_>, fingerprints: Vec<u64>, k: u32) -> PyResult<Vec<(usiz
 }
 
 /// The CDX lines whose (urlkey, digest) appeared on an earlier line: all but the
-/// first capture of every version (NutchWAX dedup-cdx), in input order.
+/// first capture of every version (NutchWAX dedup-cdx), in input order. Lines that
+/// are not CDX are skipped with a `WebdedupWarning` naming them (`lines[I]`).
 #[pyfunction]
 fn cdx_dups(py: Python<'_>, lines: Vec<String>) -> PyResult<Vec<String>> {
-    py.allow_threads(move || {
+    let (dups, problems) = py.allow_threads(move || {
         let dir = tempfile::tempdir().map_err(err)?;
         let path = dir.path().join("input.cdx");
         let mut text = lines.join("\n");
@@ -677,11 +679,28 @@ fn cdx_dups(py: Python<'_>, lines: Vec<String>) -> PyResult<Vec<String>> {
         std::fs::write(&path, text).map_err(err)?;
         let store = MemStore::default();
         let mut out = Vec::new();
-        let mut report = webdedup_archive::util::Report::default();
-        webdedup_archive::cdx_cmd::dups(&[path], true, &store, &mut out, &mut report)
+        let mut report = webdedup_archive::util::Report::collecting();
+        webdedup_archive::cdx_cmd::dups(std::slice::from_ref(&path), true, &store, &mut out, &mut report)
             .map_err(|e| err(format!("{e:#}")))?;
-        Ok(String::from_utf8_lossy(&out).lines().map(str::to_owned).collect())
-    })
+        // The reader names `TEMPFILE:LINE`; the caller knows its list.
+        let prefix = format!("{}:", path.display());
+        let problems: Vec<String> = report
+            .kept()
+            .iter()
+            .map(|(place, reason)| match place.strip_prefix(&prefix).and_then(|n| n.parse::<usize>().ok()) {
+                Some(n) => format!("lines[{}]: {reason}", n - 1),
+                None => format!("{place}: {reason}"),
+            })
+            .collect();
+        let dups = String::from_utf8_lossy(&out).lines().map(str::to_owned).collect();
+        Ok::<_, PyErr>((dups, problems))
+    })?;
+    let warning = py.get_type::<WebdedupWarning>();
+    for p in problems {
+        let text = std::ffi::CString::new(p.replace('\0', "\\0")).expect("NUL replaced");
+        PyErr::warn(py, &warning, &text, 1)?;
+    }
+    Ok(dups)
 }
 
 #[pymodule]
@@ -693,6 +712,7 @@ fn webdedup(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // The seed's names.
     m.add("dedup", m.getattr("Dedup")?)?;
     m.add("WebdedupError", m.py().get_type::<WebdedupError>())?;
+    m.add("WebdedupWarning", m.py().get_type::<WebdedupWarning>())?;
     m.add_function(wrap_pyfunction!(simhash, m)?)?;
     m.add_function(wrap_pyfunction!(hamming, m)?)?;
     m.add_function(wrap_pyfunction!(similar, m)?)?;

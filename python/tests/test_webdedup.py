@@ -386,3 +386,40 @@ def test_started_servers_outlive_the_interpreter_that_started_them(tmp_path):
     finally:
         assert d.stop_servers() == 0
     assert d.test_servers() == 1
+
+
+def test_cdx_dups_skips_bad_lines_with_a_warning_naming_them():
+    line = "org,example)/ {} http://example.org/ text/html 200 {} - - 100 0 a.warc.gz"
+    lines = [line.format("20070101", "AAA"), "not a cdx line", line.format("20070102", "AAA")]
+    with pytest.warns(webdedup.WebdedupWarning, match=r"lines\[1\]: .*not a known CDX layout"):
+        assert webdedup.cdx_dups(lines) == [lines[2]]
+
+
+def test_random_bytes_never_raise_and_keep_every_good_document():
+    """Garbage mixed into verticals: never an exception (a Rust panic would surface
+    as one), problems reported, and the good documents around it still decided."""
+    import random
+
+    rng = random.Random(8)
+    pieces = [b"<doc url=\"u\">\n", b"</doc>\n", b"<p>\n", b"</p>\n", b"word\n", b"\xff\xfe\n", b"\x00\n",
+              b"<doc", b"<g/>\n", b"<doc url=\"\xc3\x28\">\n", b"\n", b"\t\t\n", b"<p>" * 3]
+    d = webdedup.Dedup(near=True, feedback=True, min_para_chars=3)
+    w = d.create_worker()
+
+    def fresh(i):
+        # Letters only: loose normalization folds digits, and near mode counts a
+        # repeated n-gram within a document as seen.
+        words = "".join("".join(chr(97 + rng.randrange(26)) for _ in range(8)) + "\n" for k in range(12))
+        return doc(f"https://good{i}.example/", f"<p>\n{words}</p>\n")
+
+    for i in range(300):
+        junk = b"".join(rng.choice(pieces) for _ in range(rng.randrange(1, 30)))
+        junk += bytes(rng.randrange(256) for _ in range(rng.randrange(0, 40)))
+        good = fresh(i).encode()
+        v = w.process(junk + b"\n" + good)
+        # The good document after the junk is kept whole.
+        assert v.statuses[-1] == "K" and v.data.endswith(good), (junk, v)
+        text = junk.decode("utf-8", "replace") + "\n" + "".join(chr(rng.randrange(1, 0x2FFF)) for _ in range(50))
+        r = w.process_document(text, url=f"https://junk{i}.example/")
+        assert all(0 <= a < b <= len(text) for a, b in r.dropped)
+    assert w.process(b"<doc url=\"x\">\n\xff\n").problems

@@ -7,20 +7,37 @@ use std::path::{Path, PathBuf};
 use webdedup_formats::output::{AtomicOutput, OutputCompression};
 
 /// Problems found in the input: printed to stderr as `webdedup: WHERE: REASON` and
-/// counted. Any problem makes the command exit with status 1.
+/// counted (or, for library callers, kept: [`Report::collecting`]). Any problem
+/// makes the command exit with status 1.
 #[derive(Default)]
 pub struct Report {
     problems: u64,
     printed: u64,
+    kept: Option<Vec<(String, String)>>,
 }
 
 /// Messages printed before the rest are only counted.
 const MAX_PRINTED: u64 = 1000;
 
 impl Report {
+    /// A report that keeps the first problems as (place, reason) instead of printing
+    /// them (for callers with their own way to tell, such as the Python module).
+    pub fn collecting() -> Report {
+        Report { kept: Some(Vec::new()), ..Report::default() }
+    }
+
+    /// The problems kept by a [`Report::collecting`] report.
+    pub fn kept(&self) -> &[(String, String)] {
+        self.kept.as_deref().unwrap_or_default()
+    }
+
     pub fn bad(&mut self, place: impl Display, reason: impl Display) {
         self.problems += 1;
-        if self.printed < MAX_PRINTED {
+        if let Some(kept) = &mut self.kept {
+            if (kept.len() as u64) < MAX_PRINTED {
+                kept.push((place.to_string(), reason.to_string()));
+            }
+        } else if self.printed < MAX_PRINTED {
             self.printed += 1;
             eprintln!("webdedup: {place}: {reason}");
         } else if self.printed == MAX_PRINTED {
