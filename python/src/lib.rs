@@ -114,9 +114,9 @@ impl Dedup {
         if port.is_some() && map.is_none() {
             return Err(PyValueError::new_err("port is the hash servers' port: it goes with map=PATH"));
         }
-        if feedback && (map.is_some() || store.is_some()) {
+        if feedback && store.is_some() {
             return Err(PyValueError::new_err(
-                "feedback=True needs the embedded store: only it keeps where each key was first seen (as `webdedup dedup -f`)",
+                "feedback=True needs where each key was first seen, which Redis does not keep: use the embedded store or the hash servers (map=...)",
             ));
         }
         let url_filter = url_filter.map(load_url_filter).transpose()?;

@@ -317,7 +317,7 @@ def test_feedback_from_process_document_names_the_original_line():
     assert plain.process_document(first).references == []
     assert plain.process(doc("x", long_para("alpha"))).feedback == b""
     # Feedback needs the embedded store (only it keeps locations).
-    with pytest.raises(ValueError, match="embedded store"):
+    with pytest.raises(ValueError, match="Redis does not keep"):
         webdedup.Dedup(feedback=True, store="redis://127.0.0.1:1")
     with pytest.raises(ValueError, match="feedback"):
         webdedup.Dedup().write_files_index("somewhere")
@@ -423,3 +423,24 @@ def test_random_bytes_never_raise_and_keep_every_good_document():
         r = w.process_document(text, url=f"https://junk{i}.example/")
         assert all(0 <= a < b <= len(text) for a, b in r.dropped)
     assert w.process(b"<doc url=\"x\">\n\xff\n").problems
+
+
+def test_feedback_on_hash_servers_gives_the_embedded_stores_references(tmp_path):
+    ports = [free_port(), free_port()]
+    servers = tmp_path / "servers"
+    servers.write_text("".join(f"127.0.0.1:{p}\n" for p in ports))
+    hashmap = tmp_path / "hashmap.conf"
+    subprocess.run([BIN, "distribute", "-s", str(servers), "-o", str(hashmap)], check=True, capture_output=True)
+    d = webdedup.Dedup(map=str(hashmap), feedback=True, server_timeout=1)
+    assert d.start_servers() == 0
+    try:
+        remote, local = d.create_worker(), webdedup.Dedup(feedback=True).create_worker()
+        refs = 0
+        for path in sorted(SAMPLE.glob("*/*.gz"))[:2]:
+            for x in documents(path):
+                r, l = remote.process(x, source=path.parent.name), local.process(x, source=path.parent.name)
+                assert (r.data, r.feedback, r.references) == (l.data, l.feedback, l.references)
+                refs += len(r.references)
+        assert refs > 100
+    finally:
+        assert d.stop_servers() == 0

@@ -207,8 +207,11 @@ pub fn run(args: &DedupArgs) -> Result<u8> {
     let engine = args.store.as_deref().filter(|s| crate::remote::is_engine_url(s));
     let (stats, persisted) = if let Some(map) = &args.servers {
         let open = |salt| crate::remote::open_servers(map, args.auth_token_file.as_deref(), &cfg, args.blocks, args.server_timeout, salt);
-        (run_on_external(args, &cfg, &stop, &report, "the hash servers", open)?, Default::default())
+        (run_on_external(args, &cfg, &stop, &report, open)?, Default::default())
     } else if let Some(url) = engine {
+        if args.feedback {
+            anyhow::bail!("feedback mode (-f) needs first-seen locations, which Redis does not keep; use the embedded store or the hash servers");
+        }
         let expected = if args.capacity > 0 { args.capacity as u64 } else { 1 << 28 };
         let open = |salt| {
             crate::remote::open_redis(
@@ -221,7 +224,7 @@ pub fn run(args: &DedupArgs) -> Result<u8> {
                 salt,
             )
         };
-        (run_on_external(args, &cfg, &stop, &report, "Redis", open)?, Default::default())
+        (run_on_external(args, &cfg, &stop, &report, open)?, Default::default())
     } else {
         webdedup_dedup::run_persistent(&cfg, &persistence, Some(&stop), &report)?
     };
@@ -343,12 +346,8 @@ fn run_on_external(
     cfg: &RunConfig,
     stop: &AtomicBool,
     report: &(dyn Fn(&str) + Sync),
-    what: &str,
     open: impl FnOnce(u64) -> Result<Box<dyn webdedup_store::Store>>,
 ) -> Result<webdedup_dedup::RunStats> {
-    if args.feedback {
-        anyhow::bail!("feedback mode (-f) needs first-seen locations, which {what} do not keep; use the embedded store");
-    }
     let salt = crate::remote::run_salt(&args.output, args.restore)?;
     let _lock = webdedup_store::DirLock::acquire(
         &args.output.join(webdedup_dedup::persist::OUTPUT_LOCK_FILE),

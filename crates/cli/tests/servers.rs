@@ -615,3 +615,78 @@ fn distribute_writes_maps_servers_use_and_prints_the_seeds_report() {
     let o = worker(&sample_dir(), &d.join("out"), &d.join("m2"), &[]).output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+/// `webdedup check` on a feedback run: its JSON report.
+fn check(input: &Path, out: &Path, near: bool) -> serde_json::Value {
+    let mut args = vec!["check", "--json", "-i", input.to_str().unwrap(), "-o", out.to_str().unwrap()];
+    if near {
+        args.push("--near");
+    }
+    let o = webdedup(&args);
+    assert!(o.status.success(), "check failed: {}", stderr(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+#[test]
+fn feedback_on_servers_equals_the_embedded_stores_and_check_confirms_it() {
+    // The servers keep locations beside keys from the first located request on,
+    // with no option: `dedup -f -s` gives the embedded store's `.dropped` files.
+    for near in [false, true] {
+        let tmp = tempfile::tempdir().unwrap();
+        let ports = [free_port(), free_port(), free_port()];
+        let map = tmp.path().join("map");
+        write_map(&map, &ports, |b| b % 3);
+        let _servers: Vec<Server> = ports.iter().map(|&p| Server::start(tmp.path(), &map, p, &[])).collect();
+        let extra: &[&str] = if near { &["-t", "1", "-f", "--near"] } else { &["-t", "1", "-f"] };
+        let want = tmp.path().join("embedded");
+        let o = dedup(&sample_dir(), &want, &[&["--dd"], extra].concat());
+        assert!(o.status.success(), "{}", stderr(&o));
+        let out = tmp.path().join("remote");
+        let o = worker(&sample_dir(), &out, &map, extra).output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        let got = outputs(&out);
+        assert!(got.iter().any(|(n, b)| n.ends_with(".dropped") && b.windows(3).any(|w| w == b"<t>")), "no references written");
+        assert!(got == outputs(&want), "near={near}: remote feedback outputs differ from the embedded store's");
+        let report = check(&sample_dir(), &out, near);
+        assert_eq!(report["mismatches"].as_array().unwrap().len(), 0, "{report}");
+        assert_eq!(report["unknown_original"], 0, "{report}");
+        assert!(report["references"].as_u64().unwrap() > 1000, "{report}");
+    }
+}
+
+#[test]
+fn feedback_survives_a_server_killed_mid_run() {
+    // Locations live as long as the server process (as in the seed): after a
+    // kill -9 and a restart from the journal, the keys are back without them, so
+    // references to earlier originals read 0:0. No own paragraph may turn into a
+    // duplicate, and every reference that names an original must hold.
+    let tmp = tempfile::tempdir().unwrap();
+    let input = big_input(tmp.path(), 8);
+    let want = tmp.path().join("want");
+    let o = dedup(&input, &want, &["--dd", "-t", "1", "-f"]);
+    assert!(o.status.success());
+    let ports = [free_port(), free_port(), free_port()];
+    let map = tmp.path().join("map");
+    write_map(&map, &ports, |b| b % 3);
+    let mut servers: Vec<Server> = ports.iter().map(|&p| Server::persistent(tmp.path(), &map, p, &[])).collect();
+    let out = tmp.path().join("out");
+    let child = worker(&input, &out, &map, &["-t", "1", "-f"]).stderr(Stdio::piped()).spawn().unwrap();
+    let journal = PathBuf::from(format!("{}.journal", snap_path(tmp.path(), ports[1]).display()));
+    let started = Instant::now();
+    while std::fs::metadata(&journal).map_or(0, |m| m.len()) < 20_000 {
+        assert!(started.elapsed() < Duration::from_secs(60), "no journal growth");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    servers[1].kill9();
+    std::thread::sleep(Duration::from_millis(300));
+    servers[1] = Server::persistent(tmp.path(), &map, ports[1], &[]);
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "worker failed: {}", String::from_utf8_lossy(&o.stderr));
+    // What is kept is exactly an uninterrupted run's.
+    let kept = |d: &Path| outputs(d).into_iter().filter(|(n, _)| !n.ends_with(".dropped")).collect::<Vec<_>>();
+    assert!(kept(&out) == kept(&want), "kept outputs differ from an uninterrupted run's");
+    let report = check(&input, &out, false);
+    assert_eq!(report["mismatches"].as_array().unwrap().len(), 0, "{report}");
+    let known = report["confirmed"].as_u64().unwrap();
+    assert!(known > 1000, "{report}");
+}

@@ -173,7 +173,7 @@ pub fn decide(
         }
     }
     if located {
-        store.test_and_insert_located(&s.keys, &s.locs, &mut s.seen, &mut s.originals)?;
+        store.test_and_insert_located_batch(round(1), &s.keys, &s.locs, &mut s.seen, &mut s.originals)?;
     } else {
         store.test_and_insert_batch(round(1), &s.keys, &mut s.seen)?;
     }
@@ -205,7 +205,7 @@ pub fn decide(
         }
     }
     if located {
-        store.test_and_insert_located(&s.keys, &s.locs, &mut s.seen, &mut s.originals)?;
+        store.test_and_insert_located_batch(round(2), &s.keys, &s.locs, &mut s.seen, &mut s.originals)?;
     } else {
         store.test_and_insert_batch(round(2), &s.keys, &mut s.seen)?;
     }

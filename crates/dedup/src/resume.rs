@@ -184,6 +184,19 @@ impl Store for Recorder<'_> {
         self.log(keys, seen);
         Ok(())
     }
+    fn test_and_insert_located_batch(
+        &self,
+        id: BatchId,
+        keys: &[u64],
+        locs: &[Location],
+        seen: &mut Vec<bool>,
+        originals: &mut Vec<Location>,
+    ) -> Result<(), StoreError> {
+        self.inner
+            .test_and_insert_located_batch(id, keys, locs, seen, originals)?;
+        self.log(keys, seen);
+        Ok(())
+    }
     fn len(&self) -> u64 {
         self.inner.len()
     }

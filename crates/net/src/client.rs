@@ -19,7 +19,7 @@ use std::io::{BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 use webdedup_store::server_map::{ServerAddr, ServerMap};
-use webdedup_store::{BatchId, BlockMap, Store, StoreError, StoreMeta};
+use webdedup_store::{BatchId, BlockMap, Location, Store, StoreError, StoreMeta};
 
 /// How a client connects and how long it keeps trying.
 #[derive(Clone, Debug)]
@@ -179,6 +179,17 @@ struct Share {
     server: usize,
     positions: Vec<u32>,
     keys: Vec<u64>,
+    /// Feedback mode's inserts: each key's location.
+    locs: Vec<Location>,
+}
+
+/// What a request asks of the servers.
+#[derive(Clone, Copy)]
+struct Ask<'a> {
+    insert: bool,
+    /// Feedback mode: answers carry first-seen locations; inserts carry `locs`.
+    located: bool,
+    locs: &'a [Location],
 }
 
 impl RemoteStore {
@@ -248,71 +259,107 @@ impl RemoteStore {
         self.connect_with_retry(server)
     }
 
-    fn split(&self, keys: &[u64]) -> Vec<Share> {
+    fn split(&self, keys: &[u64], locs: &[Location]) -> Vec<Share> {
         let mut shares: Vec<Share> = Vec::new();
         let mut slot = vec![usize::MAX; self.map.servers.len()];
         for (i, &k) in keys.iter().enumerate() {
             let server = self.map.owner[self.rule.block(k) as usize] as usize;
             if slot[server] == usize::MAX {
                 slot[server] = shares.len();
-                shares.push(Share { server, positions: Vec::new(), keys: Vec::new() });
+                shares.push(Share { server, positions: Vec::new(), keys: Vec::new(), locs: Vec::new() });
             }
             let s = &mut shares[slot[server]];
             s.positions.push(i as u32);
             s.keys.push(k);
+            if let Some(&l) = locs.get(i) {
+                s.locs.push(l);
+            }
         }
         shares
     }
 
     /// Sends one server's share as frames; returns how many frames.
-    fn send_share(&self, conn: &mut Conn, share: &Share, id: Option<BatchId>, insert: bool) -> std::io::Result<usize> {
+    fn send_share(&self, conn: &mut Conn, share: &Share, id: Option<BatchId>, ask: Ask) -> std::io::Result<usize> {
+        let fk = self.frame_keys(conn, ask);
         let mut out = Vec::with_capacity(share.keys.len() * 8 + 64);
-        let parts = share.keys.chunks(self.frame_keys(conn));
+        let parts = share.keys.chunks(fk);
         let n = parts.len();
         for (part, chunk) in parts.enumerate() {
             // Each frame has its own id: (salted stream, seq * 1024 + part).
             let wire_id = id.map(|id| (id.stream ^ self.salt, id.seq.wrapping_mul(1024).wrapping_add(part as u64)));
-            wire::encode_keys_request(part as u32, wire_id, insert, chunk, &mut out);
+            let req = part as u32;
+            match (ask.located, ask.insert) {
+                (false, insert) => wire::encode_keys_request(req, wire_id, insert, chunk, &mut out),
+                (true, false) => wire::encode(&Msg::TestLocated { req, keys: chunk.to_vec() }, &mut out),
+                (true, true) => {
+                    let locs = share.locs[part * fk..part * fk + chunk.len()].to_vec();
+                    wire::encode(&Msg::TestAndInsertLocated { req, id: wire_id, keys: chunk.to_vec(), locs }, &mut out)
+                }
+            }
         }
         conn.send(&out)?;
         Ok(n)
     }
 
-    /// Reads the answers to `frames` frames of `share` into `seen`.
-    /// Keys per frame: ours, or fewer if the server takes smaller frames.
-    fn frame_keys(&self, conn: &Conn) -> usize {
-        let fits = (conn.server_max_frame as usize).saturating_sub(64) / 8;
+    /// Keys per frame: ours, or fewer if the server takes smaller frames (a
+    /// located insert sends 24 bytes a key).
+    fn frame_keys(&self, conn: &Conn, ask: Ask) -> usize {
+        let per_key = if ask.located && ask.insert { 24 } else { 8 };
+        let fits = (conn.server_max_frame as usize).saturating_sub(64) / per_key;
         self.opts.frame_keys.min(fits).max(1)
     }
 
-    fn read_share(&self, conn: &mut Conn, share: &Share, frames: usize, seen: &mut [bool]) -> Result<(), ConnError> {
+    /// Reads the answers to `frames` frames of `share` into `seen` (and, for a
+    /// located request, the originals of the keys found into `originals`).
+    fn read_share(&self, conn: &mut Conn, share: &Share, frames: usize, ask: Ask, seen: &mut [bool], originals: &mut [Location]) -> Result<(), ConnError> {
         let addr = self.addr(share.server);
-        let fk = self.frame_keys(conn);
+        let fk = self.frame_keys(conn, ask);
+        let misfit = || ConnError::Io(format!("{addr}: an answer that does not fit the request"));
         for _ in 0..frames {
-            match conn.recv(addr)? {
-                Msg::Verdicts { req, n, bitmap } => {
-                    let start = req as usize * fk;
-                    let end = (start + fk).min(share.keys.len());
-                    if start >= share.keys.len() || n as usize != end - start {
-                        return Err(ConnError::Io(format!("{addr}: an answer that does not fit the request")));
-                    }
-                    for (j, &pos) in share.positions[start..end].iter().enumerate() {
-                        seen[pos as usize] = wire::bit(&bitmap, j);
-                    }
-                }
+            let (req, n, bitmap, found) = match conn.recv(addr)? {
+                Msg::Verdicts { req, n, bitmap } if !ask.located => (req, n, bitmap, Vec::new()),
+                Msg::LocatedVerdicts { req, n, bitmap, originals } if ask.located => (req, n, bitmap, originals),
                 other => return Err(ConnError::Io(format!("{addr}: unexpected {other:?}"))),
+            };
+            let start = req as usize * fk;
+            let end = (start + fk).min(share.keys.len());
+            if start >= share.keys.len() || n as usize != end - start {
+                return Err(misfit());
+            }
+            let mut found = found.into_iter();
+            for (j, &pos) in share.positions[start..end].iter().enumerate() {
+                let s = wire::bit(&bitmap, j);
+                seen[pos as usize] = s;
+                if s && ask.located {
+                    originals[pos as usize] = found.next().ok_or_else(misfit)?;
+                }
+            }
+            if found.next().is_some() {
+                return Err(misfit());
             }
         }
         Ok(())
     }
 
     fn request(&self, id: Option<BatchId>, insert: bool, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError> {
+        let ask = Ask { insert, located: false, locs: &[] };
+        self.request_as(id, ask, keys, seen, &mut Vec::new())
+    }
+
+    fn request_as(&self, id: Option<BatchId>, ask: Ask, keys: &[u64], seen: &mut Vec<bool>, originals: &mut Vec<Location>) -> Result<(), StoreError> {
         seen.clear();
         seen.resize(keys.len(), false);
+        originals.clear();
+        if ask.located {
+            originals.resize(keys.len(), Location::UNKNOWN);
+        }
+        if ask.located && ask.insert && ask.locs.len() != keys.len() {
+            return Err(StoreError::Mismatch(format!("{} keys but {} locations", keys.len(), ask.locs.len())));
+        }
         if keys.is_empty() {
             return Ok(());
         }
-        let mut pending = self.split(keys);
+        let mut pending = self.split(keys, ask.locs);
         let started = Instant::now();
         let mut last_said = Instant::now();
         let mut delay = Duration::from_millis(20);
@@ -323,7 +370,7 @@ impl RemoteStore {
             let mut last_error = String::new();
             for share in pending {
                 let mut conn = self.take(share.server)?;
-                match self.send_share(&mut conn, &share, id, insert) {
+                match self.send_share(&mut conn, &share, id, ask) {
                     Ok(frames) => sent.push((share, conn, frames)),
                     Err(e) => {
                         last_error = format!("{}: {e}", self.addr(share.server));
@@ -333,7 +380,7 @@ impl RemoteStore {
             }
             let mut migrating = false;
             for (share, mut conn, frames) in sent {
-                match self.read_share(&mut conn, &share, frames, seen) {
+                match self.read_share(&mut conn, &share, frames, ask, seen, originals) {
                     Ok(()) => self.pools[share.server].lock().push(conn),
                     Err(ConnError::Refused { code: ErrorCode::Migrating, .. }) => {
                         // The rest of this connection's answers are unread: drop it.
@@ -398,6 +445,18 @@ impl Store for RemoteStore {
 
     fn test(&self, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError> {
         self.request(None, false, keys, seen)
+    }
+
+    fn test_located(&self, keys: &[u64], seen: &mut Vec<bool>, originals: &mut Vec<Location>) -> Result<(), StoreError> {
+        self.request_as(None, Ask { insert: false, located: true, locs: &[] }, keys, seen, originals)
+    }
+
+    fn test_and_insert_located(&self, keys: &[u64], locs: &[Location], seen: &mut Vec<bool>, originals: &mut Vec<Location>) -> Result<(), StoreError> {
+        self.request_as(None, Ask { insert: true, located: true, locs }, keys, seen, originals)
+    }
+
+    fn test_and_insert_located_batch(&self, id: BatchId, keys: &[u64], locs: &[Location], seen: &mut Vec<bool>, originals: &mut Vec<Location>) -> Result<(), StoreError> {
+        self.request_as(Some(id), Ask { insert: true, located: true, locs }, keys, seen, originals)
     }
 
     fn len(&self) -> u64 {

@@ -13,6 +13,12 @@
 //! server proves itself back with HMAC-SHA256(secret, "server" || client nonce ||
 //! challenge): no secret on the wire, no replay of an old answer.
 //!
+//! Feedback mode (`dedup -f`) sends the located kinds: `TestLocated` and
+//! `TestAndInsertLocated` (each key with where the worker saw it, 16 bytes: file
+//! id, record), answered by `LocatedVerdicts`, the bitmap plus the first-seen
+//! location of every key found. The server needs no option for it: it keeps
+//! locations beside keys from the first located request on.
+//!
 //! Verdicts come back as a bitmap (bit i of byte i/8, least significant first) so a
 //! 4096-key batch is answered in 512 bytes. Every request carries a `req` number
 //! chosen by the client, echoed in its answer, so several requests can be in
@@ -21,7 +27,7 @@
 //! [`decode`] never panics on any input: a malformed body is a [`WireError`], and
 //! the server disconnects whoever sent it (fuzzed in the tests below).
 
-use webdedup_store::StoreMeta;
+use webdedup_store::{Location, StoreMeta};
 
 /// First bytes a client sends. A KNOT client sends a bare 64-bit hash instead; the
 /// server tells them apart by these 8 bytes (a hash equal to them, one chance in
@@ -144,6 +150,14 @@ pub enum Msg {
     BlockKeys { req: u32, block: u32, last: bool, keys: Vec<u64> },
     /// Peer: I hold `block` durably now; drop it (answered by empty `Verdicts`).
     ReleaseBlock { req: u32, block: u32 },
+    /// Feedback mode: `Test` that also asks where each key present was first seen.
+    TestLocated { req: u32, keys: Vec<u64> },
+    /// Feedback mode: `TestAndInsert` with each key's location (`locs[i]` for
+    /// `keys[i]`), kept for the keys that are new.
+    TestAndInsertLocated { req: u32, id: Option<(u64, u64)>, keys: Vec<u64>, locs: Vec<Location> },
+    /// The answer to a located request: the bitmap, then the first-seen location
+    /// of each key found (in key order, one per set bit).
+    LocatedVerdicts { req: u32, n: u32, bitmap: Vec<u8>, originals: Vec<Location> },
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -168,6 +182,9 @@ mod kind {
     pub const FETCH_BLOCK: u8 = 30;
     pub const BLOCK_KEYS: u8 = 31;
     pub const RELEASE_BLOCK: u8 = 32;
+    pub const TEST_LOCATED: u8 = 14;
+    pub const TEST_AND_INSERT_LOCATED: u8 = 15;
+    pub const LOCATED_VERDICTS: u8 = 16;
 }
 
 /// Appends `msg` as a whole frame (length and body) to `out`.
@@ -182,6 +199,21 @@ pub fn encode(msg: &Msg, out: &mut Vec<u8>) {
         for k in keys {
             out.extend_from_slice(&k.to_le_bytes());
         }
+    };
+    let locations = |out: &mut Vec<u8>, locs: &[Location]| {
+        out.reserve(locs.len() * 16);
+        for l in locs {
+            out.extend_from_slice(&l.file.to_le_bytes());
+            out.extend_from_slice(&l.record.to_le_bytes());
+        }
+    };
+    let id_field = |out: &mut Vec<u8>, id: &Option<(u64, u64)>| match id {
+        Some((stream, seq)) => {
+            out.push(1);
+            out.extend_from_slice(&stream.to_le_bytes());
+            out.extend_from_slice(&seq.to_le_bytes());
+        }
+        None => out.push(0),
     };
     let string = |out: &mut Vec<u8>, s: &str| {
         out.extend_from_slice(&(s.len() as u32).to_le_bytes());
@@ -225,15 +257,30 @@ pub fn encode(msg: &Msg, out: &mut Vec<u8>) {
         Msg::TestAndInsert { req, id, keys: k } => {
             out.push(kind::TEST_AND_INSERT);
             u32le(out, *req);
-            match id {
-                Some((stream, seq)) => {
-                    out.push(1);
-                    u64le(out, *stream);
-                    u64le(out, *seq);
-                }
-                None => out.push(0),
-            }
+            id_field(out, id);
             keys(out, k);
+        }
+        Msg::TestLocated { req, keys: k } => {
+            out.push(kind::TEST_LOCATED);
+            u32le(out, *req);
+            keys(out, k);
+        }
+        Msg::TestAndInsertLocated { req, id, keys: k, locs } => {
+            out.push(kind::TEST_AND_INSERT_LOCATED);
+            u32le(out, *req);
+            id_field(out, id);
+            keys(out, k);
+            // One location per key: the key count says how many.
+            debug_assert_eq!(locs.len(), k.len());
+            locations(out, locs);
+        }
+        Msg::LocatedVerdicts { req, n, bitmap, originals } => {
+            out.push(kind::LOCATED_VERDICTS);
+            u32le(out, *req);
+            u32le(out, *n);
+            out.extend_from_slice(bitmap);
+            u32le(out, originals.len() as u32);
+            locations(out, originals);
         }
         Msg::Test { req, keys: k } => {
             out.push(kind::TEST);
@@ -370,6 +417,16 @@ impl<'a> Reader<'a> {
         out.extend(b.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())));
         Ok(())
     }
+    /// `n` locations (file, record), checked against the bytes present first.
+    fn locations(&mut self, n: usize) -> Result<Vec<Location>, WireError> {
+        let b = self.bytes(n.checked_mul(16).ok_or_else(|| WireError::Malformed("location count".into()))?, "locations")?;
+        Ok(b.chunks_exact(16)
+            .map(|c| Location {
+                file: u64::from_le_bytes(c[..8].try_into().unwrap()),
+                record: u64::from_le_bytes(c[8..].try_into().unwrap()),
+            })
+            .collect())
+    }
     fn end(&self) -> Result<(), WireError> {
         if self.pos != self.data.len() {
             return Err(WireError::Malformed(format!("{} bytes after the message", self.data.len() - self.pos)));
@@ -475,6 +532,29 @@ pub fn decode(body: &[u8]) -> Result<Msg, WireError> {
             keys: r.keys()?,
         },
         kind::RELEASE_BLOCK => Msg::ReleaseBlock { req: r.u32("req")?, block: r.u32("block")? },
+        kind::TEST_LOCATED => Msg::TestLocated { req: r.u32("req")?, keys: r.keys()? },
+        kind::TEST_AND_INSERT_LOCATED => {
+            let req = r.u32("req")?;
+            let id = match r.u8("id flag")? {
+                0 => None,
+                1 => Some((r.u64("stream")?, r.u64("seq")?)),
+                f => return Err(WireError::Malformed(format!("id flag {f}"))),
+            };
+            let keys = r.keys()?;
+            let locs = r.locations(keys.len())?;
+            Msg::TestAndInsertLocated { req, id, keys, locs }
+        }
+        kind::LOCATED_VERDICTS => {
+            let req = r.u32("req")?;
+            let n = r.u32("count")?;
+            let bitmap = r.bytes(n.div_ceil(8) as usize, "bitmap")?.to_vec();
+            let found = r.u32("location count")?;
+            if found > n {
+                return Err(WireError::Malformed(format!("{found} locations for {n} keys")));
+            }
+            let originals = r.locations(found as usize)?;
+            Msg::LocatedVerdicts { req, n, bitmap, originals }
+        }
         k => return Err(WireError::Malformed(format!("unknown message kind {k}"))),
     };
     r.end()?;
@@ -542,6 +622,11 @@ mod tests {
         roundtrip(Msg::FetchBlock { req: 1, block: 1998 });
         roundtrip(Msg::BlockKeys { req: 1, block: 3, last: true, keys: vec![9, 8] });
         roundtrip(Msg::ReleaseBlock { req: 1, block: 3 });
+        let loc = |file, record| Location { file, record };
+        roundtrip(Msg::TestLocated { req: 2, keys: vec![3, 4] });
+        roundtrip(Msg::TestAndInsertLocated { req: 2, id: Some((5, 6)), keys: vec![3, 4], locs: vec![loc(7, 1), loc(u64::MAX, 2)] });
+        roundtrip(Msg::TestAndInsertLocated { req: 2, id: None, keys: vec![], locs: vec![] });
+        roundtrip(Msg::LocatedVerdicts { req: 3, n: 9, bitmap: vec![0b101, 1], originals: vec![loc(1, 2), loc(3, 4), loc(0, 0)] });
     }
 
     #[test]
@@ -599,7 +684,7 @@ mod tests {
 
         /// Mutated valid frames never panic either (reaches deeper than random bytes).
         #[test]
-        fn decoder_never_panics_on_mutated_frames(kind_pick in 0usize..6, flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..4), cut in any::<usize>()) {
+        fn decoder_never_panics_on_mutated_frames(kind_pick in 0usize..8, flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..4), cut in any::<usize>()) {
             let msgs = [
                 Msg::TestAndInsert { req: 1, id: Some((2, 3)), keys: vec![1, 2, 3] },
                 Msg::Auth { mac: [0; 32], role: Role::Worker, settings: Some(Settings { meta: StoreMeta { hash: "h".into(), normalization: "n".into(), blocks: 3, key_kind: "k".into() }, map: 1 }) },
@@ -607,6 +692,8 @@ mod tests {
                 Msg::Error { req: 1, code: ErrorCode::Busy, message: "x".into() },
                 Msg::Verdicts { req: 1, n: 9, bitmap: vec![1, 2] },
                 Msg::Ready { state: ServerState::Ready, index: 0, max_frame: 1 << 20, mac: [0; 32] },
+                Msg::TestAndInsertLocated { req: 1, id: Some((2, 3)), keys: vec![1, 2], locs: vec![Location { file: 1, record: 2 }; 2] },
+                Msg::LocatedVerdicts { req: 1, n: 3, bitmap: vec![5], originals: vec![Location { file: 1, record: 2 }; 2] },
             ];
             let mut out = Vec::new();
             encode(&msgs[kind_pick], &mut out);

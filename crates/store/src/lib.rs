@@ -159,11 +159,6 @@ pub trait Store: Send + Sync {
         Err(StoreError::Unsupported("testing without inserting".into()))
     }
 
-    /// [`Store::test_and_insert`] that also remembers where each new key was seen
-    /// (`locs[i]` for `keys[i]`) and, for each key already present, pushes onto
-    /// `originals` the location of its first sighting ([`Location::UNKNOWN`] if
-    /// the store no longer knows, e.g. after loading a snapshot); for new keys it
-    /// pushes [`Location::UNKNOWN`]. `seen` and `originals` are cleared first.
     /// [`Store::test`] that also pushes, for each key, the location of its first
     /// sighting ([`Location::UNKNOWN`] if absent or not known).
     fn test_located(
@@ -176,6 +171,11 @@ pub trait Store: Send + Sync {
         Err(StoreError::Unsupported("feedback locations".into()))
     }
 
+    /// [`Store::test_and_insert`] that also remembers where each new key was seen
+    /// (`locs[i]` for `keys[i]`) and, for each key already present, pushes onto
+    /// `originals` the location of its first sighting ([`Location::UNKNOWN`] if
+    /// the store no longer knows, e.g. after loading a snapshot); for new keys it
+    /// pushes [`Location::UNKNOWN`]. `seen` and `originals` are cleared first.
     fn test_and_insert_located(
         &self,
         keys: &[u64],
@@ -185,6 +185,22 @@ pub trait Store: Send + Sync {
     ) -> Result<(), StoreError> {
         let _ = (keys, locs, seen, originals);
         Err(StoreError::Unsupported("feedback locations".into()))
+    }
+
+    /// [`Store::test_and_insert_located`] for a request with an identity (see
+    /// [`BatchId`]): a store reached over a network answers a retried request from
+    /// its records, so the retry never finds the request's own keys "seen".
+    /// Stores in this process simply forward.
+    fn test_and_insert_located_batch(
+        &self,
+        id: BatchId,
+        keys: &[u64],
+        locs: &[Location],
+        seen: &mut Vec<bool>,
+        originals: &mut Vec<Location>,
+    ) -> Result<(), StoreError> {
+        let _ = id;
+        self.test_and_insert_located(keys, locs, seen, originals)
     }
 
     /// Number of distinct keys stored.

@@ -205,7 +205,8 @@ impl NearScratch {
         located: bool,
     ) -> Result<(), StoreError> {
         if located {
-            store.test_and_insert_located(
+            store.test_and_insert_located_batch(
+                id,
                 &self.insert,
                 &self.insert_locs,
                 &mut self.ignored,

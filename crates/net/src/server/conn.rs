@@ -5,6 +5,7 @@
 use super::Shared;
 use crate::auth;
 use crate::wire::{self, ErrorCode, KeysRequest, Msg, Role, ServerState};
+use webdedup_store::Location;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -199,6 +200,10 @@ async fn serve_requests(mut r: BufReader<OwnedReadHalf>, mut w: BufWriter<OwnedW
         match wire::decode_keys_request(&body, &mut keys) {
             Ok(Some(req)) => answer_keys(shared, req, &keys, &mut seen, &mut out),
             Ok(None) => match wire::decode(&body) {
+                Ok(Msg::TestLocated { req, keys }) => answer_located(shared, req, None, &keys, None, &mut out),
+                Ok(Msg::TestAndInsertLocated { req, id, keys, locs }) => {
+                    answer_located(shared, req, id, &keys, Some(&locs), &mut out)
+                }
                 Ok(msg) => {
                     if let Some(end) = answer_other(shared, msg, &mut w).await? {
                         return end;
@@ -228,28 +233,41 @@ fn error_frame(out: &mut Vec<u8>, req: u32, code: ErrorCode, message: String) {
     wire::encode(&Msg::Error { req, code, message }, out);
 }
 
-/// Test-and-insert or test: the hot path. Answers into `out`.
-fn answer_keys(shared: &Shared, req: KeysRequest, keys: &[u64], seen: &mut Vec<bool>, out: &mut Vec<u8>) {
-    let req_no = match req {
-        KeysRequest::TestAndInsert { req, .. } | KeysRequest::Test { req } => req,
-    };
+/// Whether a key request may be answered now (ready, and every key of a block
+/// this server owns); otherwise writes the error answer to `out`. Counts it.
+fn admit(shared: &Shared, req: u32, keys: &[u64], out: &mut Vec<u8>) -> bool {
     match shared.state() {
         ServerState::Ready => {}
         ServerState::Migrating | ServerState::Starting => {
-            return error_frame(out, req_no, ErrorCode::Migrating, "taking over blocks from their previous owners; retry".into());
+            error_frame(out, req, ErrorCode::Migrating, "taking over blocks from their previous owners; retry".into());
+            return false;
         }
         ServerState::Finished => {
-            return error_frame(out, req_no, ErrorCode::WrongOwner, "this server has handed every block over".into());
+            error_frame(out, req, ErrorCode::WrongOwner, "this server has handed every block over".into());
+            return false;
         }
     }
     if let Some(&k) = keys.iter().find(|&&k| !shared.owned[shared.rule.block(k) as usize]) {
         let b = shared.rule.block(k);
         let owner = &shared.map.servers[shared.map.owner[b as usize] as usize].addr;
-        return error_frame(out, req_no, ErrorCode::WrongOwner, format!("block {b} belongs to {owner}, not to {}", shared.me_addr));
+        error_frame(out, req, ErrorCode::WrongOwner, format!("block {b} belongs to {owner}, not to {}", shared.me_addr));
+        return false;
     }
     let c = &shared.counters;
     c.requests.fetch_add(1, Ordering::Relaxed);
     c.keys_tested.fetch_add(keys.len() as u64, Ordering::Relaxed);
+    true
+}
+
+/// Test-and-insert or test: the hot path. Answers into `out`.
+fn answer_keys(shared: &Shared, req: KeysRequest, keys: &[u64], seen: &mut Vec<bool>, out: &mut Vec<u8>) {
+    let req_no = match req {
+        KeysRequest::TestAndInsert { req, .. } | KeysRequest::Test { req } => req,
+    };
+    if !admit(shared, req_no, keys, out) {
+        return;
+    }
+    let c = &shared.counters;
     let _gate = shared.gate.read();
     match req {
         KeysRequest::Test { req } => {
@@ -258,7 +276,7 @@ fn answer_keys(shared: &Shared, req: KeysRequest, keys: &[u64], seen: &mut Vec<b
             verdicts(out, req, seen);
         }
         KeysRequest::TestAndInsert { req, id: None } => {
-            if let Err(e) = insert(shared, keys, seen, None) {
+            if let Err(e) = insert(shared, keys, None, seen, None) {
                 return error_frame(out, req, ErrorCode::Internal, e);
             }
             verdicts(out, req, seen);
@@ -273,7 +291,7 @@ fn answer_keys(shared: &Shared, req: KeysRequest, keys: &[u64], seen: &mut Vec<b
                 }
                 // Another request under the same id: answer it afresh.
             }
-            match insert(shared, keys, seen, Some(id)) {
+            match insert(shared, keys, None, seen, Some(id)) {
                 Ok(bits) => {
                     verdicts(out, req, seen);
                     shard.insert(id, keys.len() as u32, bits, shared.retry.budget_per_shard());
@@ -284,11 +302,73 @@ fn answer_keys(shared: &Shared, req: KeysRequest, keys: &[u64], seen: &mut Vec<b
     }
 }
 
-/// Tests and inserts, journals the new keys (with the verdicts when the request
-/// has an id) and hands the record to the OS, all before the answer goes out.
-fn insert(shared: &Shared, keys: &[u64], seen: &mut Vec<bool>, id: Option<(u64, u64)>) -> Result<Vec<u8>, String> {
+/// Feedback mode's requests: `locs` given, test and insert (keeping each new
+/// key's location), else test only; the answer carries the first-seen location of
+/// every key found. A retried insert (same id, same size) gets its first
+/// attempt's verdicts, with the locations the store holds now.
+fn answer_located(shared: &Shared, req: u32, id: Option<(u64, u64)>, keys: &[u64], locs: Option<&[Location]>, out: &mut Vec<u8>) {
     use webdedup_store::Store;
-    shared.store.test_and_insert(keys, seen).map_err(|e| e.to_string())?;
+    if !admit(shared, req, keys, out) {
+        return;
+    }
+    let (mut seen, mut originals) = (Vec::new(), Vec::new());
+    let _gate = shared.gate.read();
+    let bits = match (locs, id) {
+        (None, _) => {
+            if let Err(e) = shared.store.test_located(keys, &mut seen, &mut originals) {
+                return error_frame(out, req, ErrorCode::Internal, e.to_string());
+            }
+            let mut bits = Vec::new();
+            wire::pack_bits(&seen, &mut bits);
+            bits
+        }
+        (Some(locs), id) => {
+            let mut shard = id.map(|id| (id, shared.retry.lock(id.0)));
+            let recorded = shard.as_ref().and_then(|(id, s)| s.get(id).filter(|(n, _)| *n as usize == keys.len()).map(|(_, b)| b.to_vec()));
+            match recorded {
+                Some(bits) => {
+                    shared.counters.retried_requests.fetch_add(1, Ordering::Relaxed);
+                    if let Err(e) = shared.store.test_located(keys, &mut seen, &mut originals) {
+                        return error_frame(out, req, ErrorCode::Internal, e.to_string());
+                    }
+                    seen.clear();
+                    seen.extend((0..keys.len()).map(|i| wire::bit(&bits, i)));
+                    bits
+                }
+                None => match insert(shared, keys, Some((locs, &mut originals)), &mut seen, id) {
+                    Ok(bits) => {
+                        if let Some((id, s)) = shard.as_mut() {
+                            s.insert(*id, keys.len() as u32, bits.clone(), shared.retry.budget_per_shard());
+                        }
+                        bits
+                    }
+                    Err(e) => return error_frame(out, req, ErrorCode::Internal, e),
+                },
+            }
+        }
+    };
+    let found = seen.iter().zip(&originals).filter(|(&s, _)| s).map(|(_, &o)| o).collect();
+    wire::encode(&Msg::LocatedVerdicts { req, n: keys.len() as u32, bitmap: bits, originals: found }, out);
+}
+
+/// Tests and inserts (with `located`, keeping each new key's location and
+/// pushing the originals of the others), journals the new keys (with the
+/// verdicts when the request has an id) and hands the record to the OS, all
+/// before the answer goes out. Locations are not journaled: as in the seed, they
+/// live as long as the process.
+fn insert(
+    shared: &Shared,
+    keys: &[u64],
+    located: Option<(&[Location], &mut Vec<Location>)>,
+    seen: &mut Vec<bool>,
+    id: Option<(u64, u64)>,
+) -> Result<Vec<u8>, String> {
+    use webdedup_store::Store;
+    match located {
+        Some((locs, originals)) => shared.store.test_and_insert_located(keys, locs, seen, originals),
+        None => shared.store.test_and_insert(keys, seen),
+    }
+    .map_err(|e| e.to_string())?;
     let mut bits = Vec::new();
     wire::pack_bits(seen, &mut bits);
     let new: Vec<u64> = keys.iter().zip(seen.iter()).filter(|(_, &s)| !s).map(|(&k, _)| k).collect();
@@ -409,7 +489,7 @@ async fn knot(first: [u8; 8], mut r: BufReader<OwnedReadHalf>, mut w: BufWriter<
         shared.counters.keys_tested.fetch_add(1, Ordering::Relaxed);
         let answer = {
             let _gate = shared.gate.read();
-            insert(shared, &[key], &mut seen, None)?;
+            insert(shared, &[key], None, &mut seen, None)?;
             if seen[0] { b'1' } else { b'0' }
         };
         w.write_all(&[answer]).await.map_err(|e| e.to_string())?;
