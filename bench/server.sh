@@ -64,28 +64,34 @@ if [ -d "$corpus" ]; then
       cat "$tmp/time"
     done | sort -n | head -1
   }
-  e=$(best embedded)
-  echo "embedded store:      ${e}s  $(python3 -c "print(f'{$bytes/$e/1e6:.1f}')") MB/s"
-  for n in 1 3; do
-    ports=(); for i in $(seq "$n"); do ports+=($((base++))); done
-    map "$tmp/map-w$n" "${ports[@]}"
-    # Fresh servers for each try: the second try would find every key seen.
-    times=()
+  # Fresh servers for each try: a second try would find every key seen.
+  remote_best() { # servers, dedup args...
+    local n=$1; shift
+    local times=() ports first
     for i in 1 2 3; do
+      ports=(); for j in $(seq "$n"); do ports+=($((base++))); done
+      map "$tmp/map-w$n" "${ports[@]}"
       first=${#pids[@]}
       for p in "${ports[@]}"; do start "$p" "$tmp/map-w$n" --fsync off; done
       rm -rf "$tmp/w$n"
-      /usr/bin/time -f "%e" -o "$tmp/time" $bin dedup -i "$tmp/in" -o "$tmp/w$n" -t 2 -q -s "$tmp/map-w$n"
+      /usr/bin/time -f "%e" -o "$tmp/time" $bin dedup -i "$tmp/in" -o "$tmp/w$n" -t 2 -q -s "$tmp/map-w$n" "$@"
       times+=("$(cat "$tmp/time")")
-      diff -rq -x .webdedup.run-id "$tmp/embedded" "$tmp/w$n" >/dev/null || echo "note: outputs differ from the embedded store's (2 threads: order of first sightings)"
       for p in "${pids[@]:$first}"; do kill "$p"; wait "$p" 2>/dev/null || true; done
       pids=("${pids[@]:0:$first}")
-      ports=(); for j in $(seq "$n"); do ports+=($((base++))); done
-      map "$tmp/map-w$n" "${ports[@]}"
     done
-    r=$(printf '%s\n' "${times[@]}" | sort -n | head -1)
-    echo "remote, $n server(s): ${r}s  $(python3 -c "print(f'{$bytes/$r/1e6:.1f}')") MB/s  = $(python3 -c "print(f'{$e/$r:.2f}')")x the embedded store"
+    printf '%s\n' "${times[@]}" | sort -n | head -1
+  }
+  mbs() { python3 -c "print(f'{$bytes/$1/1e6:.1f}')"; }
+  e=$(best embedded)
+  echo "embedded store:      ${e}s  $(mbs "$e") MB/s"
+  for n in 1 3; do
+    r=$(remote_best "$n")
+    echo "remote, $n server(s): ${r}s  $(mbs "$r") MB/s  = $(python3 -c "print(f'{$e/$r:.2f}')")x the embedded store"
   done
+  # Feedback mode (-f): located requests (24 bytes a key out, originals back).
+  ef=$(best embedded-f -f)
+  rf=$(remote_best 3 -f)
+  echo "feedback -f: embedded ${ef}s $(mbs "$ef") MB/s, remote 3 servers ${rf}s $(mbs "$rf") MB/s = $(python3 -c "print(f'{$ef/$rf:.2f}')")x the embedded store"
 else
   echo "no corpus at $corpus: worker comparison skipped"
 fi
