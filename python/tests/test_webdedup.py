@@ -220,6 +220,15 @@ def test_a_redis_store_gives_the_embedded_stores_output(tmp_path):
         webdedup.Dedup(store=f"redis://127.0.0.1:{port}")
 
 
+def block_map(tmp_path, ports):
+    """A block map (`webdedup distribute`) over servers on these loopback ports."""
+    servers = tmp_path / "servers"
+    servers.write_text("".join(f"127.0.0.1:{p}\n" for p in ports))
+    hashmap = tmp_path / "hashmap.conf"
+    subprocess.run([BIN, "distribute", "-s", str(servers), "-o", str(hashmap)], check=True, capture_output=True)
+    return hashmap
+
+
 def free_port():
     import socket
 
@@ -232,10 +241,7 @@ def test_hash_servers_from_python_answer_as_the_embedded_store(tmp_path):
     """The seed's libdedup flow: Dedup(map), start_servers, workers, stop_servers;
     real `webdedup server` processes on loopback."""
     ports = [free_port(), free_port()]
-    servers = tmp_path / "servers"
-    servers.write_text("".join(f"127.0.0.1:{p}\n" for p in ports))
-    hashmap = tmp_path / "hashmap.conf"
-    subprocess.run([BIN, "distribute", "-s", str(servers), "-o", str(hashmap)], check=True, capture_output=True)
+    hashmap = block_map(tmp_path, ports)
     d = webdedup.Dedup(map=str(hashmap), store_dir=str(tmp_path / "state"), server_timeout=1)
     assert d.test_servers() == 1, "nothing runs yet"
     with pytest.raises(webdedup.WebdedupError, match="crashed"):
@@ -350,10 +356,7 @@ def test_words_that_look_like_structure_stay_text():
 
 def test_port_is_checked_against_the_map(tmp_path):
     port = free_port()
-    servers = tmp_path / "servers"
-    servers.write_text(f"127.0.0.1:{port}\n")
-    hashmap = tmp_path / "hashmap.conf"
-    subprocess.run([BIN, "distribute", "-s", str(servers), "-o", str(hashmap)], check=True, capture_output=True)
+    hashmap = block_map(tmp_path, [port])
     assert webdedup.Dedup(map=str(hashmap), port=port).test_servers() == 1
     with pytest.raises(webdedup.WebdedupError, match=f"127.0.0.1:{port}"):
         webdedup.Dedup(map=str(hashmap), port=port + 1 if port < 65535 else port - 1)
@@ -365,10 +368,7 @@ def test_started_servers_outlive_the_interpreter_that_started_them(tmp_path):
     import sys
 
     port = free_port()
-    servers = tmp_path / "servers"
-    servers.write_text(f"127.0.0.1:{port}\n")
-    hashmap = tmp_path / "hashmap.conf"
-    subprocess.run([BIN, "distribute", "-s", str(servers), "-o", str(hashmap)], check=True, capture_output=True)
+    hashmap = block_map(tmp_path, [port])
     script = (
         "import sys, webdedup\n"
         "d = webdedup.Dedup(map=sys.argv[1])\n"
@@ -427,10 +427,7 @@ def test_random_bytes_never_raise_and_keep_every_good_document():
 
 def test_feedback_on_hash_servers_gives_the_embedded_stores_references(tmp_path):
     ports = [free_port(), free_port()]
-    servers = tmp_path / "servers"
-    servers.write_text("".join(f"127.0.0.1:{p}\n" for p in ports))
-    hashmap = tmp_path / "hashmap.conf"
-    subprocess.run([BIN, "distribute", "-s", str(servers), "-o", str(hashmap)], check=True, capture_output=True)
+    hashmap = block_map(tmp_path, ports)
     d = webdedup.Dedup(map=str(hashmap), feedback=True, server_timeout=1)
     assert d.start_servers() == 0
     try:

@@ -219,14 +219,22 @@ fn a_server_killed_mid_run_restarts_from_its_journal_and_the_outputs_are_unchang
     let want = tmp.path().join("want");
     let o = dedup(&input, &want, &["--dd", "-t", "1"]);
     assert!(o.status.success());
-    let ports = [free_port(), free_port(), free_port()];
-    let map = tmp.path().join("map");
-    write_map(&map, &ports, |b| b % 3);
-    let mut servers: Vec<Server> = ports.iter().map(|&p| Server::persistent(tmp.path(), &map, p, &[])).collect();
     let out = tmp.path().join("out");
-    let child = worker(&input, &out, &map, &["-t", "1"]).stderr(Stdio::piped()).spawn().unwrap();
+    worker_through_a_server_crash(tmp.path(), &input, &out, &["-t", "1"]);
+    assert!(outputs(&out) == outputs(&want), "outputs differ from an uninterrupted run's");
+}
+
+/// Runs a worker with `extra` on 3 persistent servers, kills one with kill -9
+/// once its journal has grown, brings it back from the journal, and waits for the
+/// worker (which must succeed).
+fn worker_through_a_server_crash(dir: &Path, input: &Path, out: &Path, extra: &[&str]) {
+    let ports = [free_port(), free_port(), free_port()];
+    let map = dir.join("map");
+    write_map(&map, &ports, |b| b % 3);
+    let mut servers: Vec<Server> = ports.iter().map(|&p| Server::persistent(dir, &map, p, &[])).collect();
+    let child = worker(input, out, &map, extra).stderr(Stdio::piped()).spawn().unwrap();
     // Let it get going, then kill -9 a server and bring it back from its journal.
-    let journal = PathBuf::from(format!("{}.journal", snap_path(tmp.path(), ports[1]).display()));
+    let journal = PathBuf::from(format!("{}.journal", snap_path(dir, ports[1]).display()));
     let started = Instant::now();
     while std::fs::metadata(&journal).map_or(0, |m| m.len()) < 20_000 {
         assert!(started.elapsed() < Duration::from_secs(60), "no journal growth");
@@ -234,11 +242,10 @@ fn a_server_killed_mid_run_restarts_from_its_journal_and_the_outputs_are_unchang
     }
     servers[1].kill9();
     std::thread::sleep(Duration::from_millis(300));
-    servers[1] = Server::persistent(tmp.path(), &map, ports[1], &[]);
+    servers[1] = Server::persistent(dir, &map, ports[1], &[]);
     let o = child.wait_with_output().unwrap();
     assert!(o.status.success(), "worker failed: {}", String::from_utf8_lossy(&o.stderr));
     assert!(read(&servers[1].log).contains("replayed the journal"), "{}", read(&servers[1].log));
-    assert!(outputs(&out) == outputs(&want), "outputs differ from an uninterrupted run's");
 }
 
 #[test]
@@ -665,23 +672,8 @@ fn feedback_survives_a_server_killed_mid_run() {
     let want = tmp.path().join("want");
     let o = dedup(&input, &want, &["--dd", "-t", "1", "-f"]);
     assert!(o.status.success());
-    let ports = [free_port(), free_port(), free_port()];
-    let map = tmp.path().join("map");
-    write_map(&map, &ports, |b| b % 3);
-    let mut servers: Vec<Server> = ports.iter().map(|&p| Server::persistent(tmp.path(), &map, p, &[])).collect();
     let out = tmp.path().join("out");
-    let child = worker(&input, &out, &map, &["-t", "1", "-f"]).stderr(Stdio::piped()).spawn().unwrap();
-    let journal = PathBuf::from(format!("{}.journal", snap_path(tmp.path(), ports[1]).display()));
-    let started = Instant::now();
-    while std::fs::metadata(&journal).map_or(0, |m| m.len()) < 20_000 {
-        assert!(started.elapsed() < Duration::from_secs(60), "no journal growth");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    servers[1].kill9();
-    std::thread::sleep(Duration::from_millis(300));
-    servers[1] = Server::persistent(tmp.path(), &map, ports[1], &[]);
-    let o = child.wait_with_output().unwrap();
-    assert!(o.status.success(), "worker failed: {}", String::from_utf8_lossy(&o.stderr));
+    worker_through_a_server_crash(tmp.path(), &input, &out, &["-t", "1", "-f"]);
     // What is kept is exactly an uninterrupted run's.
     let kept = |d: &Path| outputs(d).into_iter().filter(|(n, _)| !n.ends_with(".dropped")).collect::<Vec<_>>();
     assert!(kept(&out) == kept(&want), "kept outputs differ from an uninterrupted run's");

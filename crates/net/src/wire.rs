@@ -417,6 +417,14 @@ impl<'a> Reader<'a> {
         out.extend(b.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())));
         Ok(())
     }
+    /// An optional request id: a flag, then (stream, seq).
+    fn id(&mut self) -> Result<Option<(u64, u64)>, WireError> {
+        match self.u8("id flag")? {
+            0 => Ok(None),
+            1 => Ok(Some((self.u64("stream")?, self.u64("seq")?))),
+            f => Err(WireError::Malformed(format!("id flag {f}"))),
+        }
+    }
     /// `n` locations (file, record), checked against the bytes present first.
     fn locations(&mut self, n: usize) -> Result<Vec<Location>, WireError> {
         let b = self.bytes(n.checked_mul(16).ok_or_else(|| WireError::Malformed("location count".into()))?, "locations")?;
@@ -448,11 +456,7 @@ pub fn decode_keys_request(body: &[u8], keys: &mut Vec<u64>) -> Result<Option<Ke
     let out = match r.u8("kind")? {
         kind::TEST_AND_INSERT => {
             let req = r.u32("req")?;
-            let id = match r.u8("id flag")? {
-                0 => None,
-                1 => Some((r.u64("stream")?, r.u64("seq")?)),
-                f => return Err(WireError::Malformed(format!("id flag {f}"))),
-            };
+            let id = r.id()?;
             r.keys_into(keys)?;
             KeysRequest::TestAndInsert { req, id }
         }
@@ -535,11 +539,7 @@ pub fn decode(body: &[u8]) -> Result<Msg, WireError> {
         kind::TEST_LOCATED => Msg::TestLocated { req: r.u32("req")?, keys: r.keys()? },
         kind::TEST_AND_INSERT_LOCATED => {
             let req = r.u32("req")?;
-            let id = match r.u8("id flag")? {
-                0 => None,
-                1 => Some((r.u64("stream")?, r.u64("seq")?)),
-                f => return Err(WireError::Malformed(format!("id flag {f}"))),
-            };
+            let id = r.id()?;
             let keys = r.keys()?;
             let locs = r.locations(keys.len())?;
             Msg::TestAndInsertLocated { req, id, keys, locs }
