@@ -5,6 +5,7 @@
 //! that splits the key space into blocks, the unit of persistence, ownership and
 //! migration.
 
+pub mod bits;
 pub mod fault;
 pub mod journal;
 mod lock;

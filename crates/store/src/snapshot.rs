@@ -18,6 +18,7 @@
 //! At 10M keys in 1999 blocks that is about 42 bits (5.3 bytes) a key. The bytes
 //! depend on the key set only (no timestamp): the same keys give the same file.
 
+use crate::bits::{best_rice_k, BitReader, BitWriter};
 use crate::mem::MemStore;
 use crate::table::{mix, Table};
 use crate::{fault, Store, StoreError};
@@ -172,121 +173,6 @@ fn threads_for(work: usize) -> usize {
         .max(1)
 }
 
-// ---------------------------------------------------------------- bit coding
-
-struct BitWriter {
-    out: Vec<u8>,
-    acc: u64,
-    n: u32,
-}
-
-impl BitWriter {
-    /// Appends the `k <= 56` low bits of `v`.
-    #[inline]
-    fn put(&mut self, v: u64, k: u32) {
-        debug_assert!(k <= 56 && v >> k == 0);
-        self.acc |= v << self.n;
-        self.n += k;
-        let whole = (self.n / 8) as usize;
-        self.out.extend_from_slice(&self.acc.to_le_bytes()[..whole]);
-        self.acc = if whole == 8 {
-            0
-        } else {
-            self.acc >> (whole * 8)
-        };
-        self.n -= whole as u32 * 8;
-    }
-
-    fn put_wide(&mut self, v: u64, k: u32) {
-        if k > 56 {
-            self.put(v & 0xffff_ffff, 32);
-            self.put(v >> 32, k - 32);
-        } else {
-            self.put(v, k);
-        }
-    }
-
-    /// `u` zero bits, then a one bit.
-    #[inline]
-    fn unary(&mut self, mut u: u64) {
-        while u >= 48 {
-            self.put(0, 48);
-            u -= 48;
-        }
-        self.put(1 << u, u as u32 + 1);
-    }
-
-    fn finish(mut self) -> Vec<u8> {
-        if self.n > 0 {
-            self.out.push(self.acc as u8);
-        }
-        self.out
-    }
-}
-
-struct BitReader<'a> {
-    data: &'a [u8],
-    pos: usize,
-}
-
-impl BitReader<'_> {
-    /// At least 57 valid bits starting at `pos` (zeros past the end).
-    #[inline]
-    fn peek(&self) -> u64 {
-        let byte = self.pos >> 3;
-        let w = if byte + 8 <= self.data.len() {
-            u64::from_le_bytes(self.data[byte..byte + 8].try_into().unwrap())
-        } else {
-            let mut b = [0u8; 8];
-            if byte < self.data.len() {
-                let rest = &self.data[byte..];
-                b[..rest.len()].copy_from_slice(rest);
-            }
-            u64::from_le_bytes(b)
-        };
-        w >> (self.pos & 7)
-    }
-
-    #[inline]
-    fn get(&mut self, k: u32) -> u64 {
-        let v = if k == 0 {
-            0
-        } else {
-            self.peek() & (u64::MAX >> (64 - k))
-        };
-        self.pos += k as usize;
-        v
-    }
-
-    fn get_wide(&mut self, k: u32) -> u64 {
-        if k > 56 {
-            let lo = self.get(32);
-            lo | self.get(k - 32) << 32
-        } else {
-            self.get(k)
-        }
-    }
-
-    #[inline]
-    fn unary(&mut self) -> Option<u64> {
-        let limit = self.data.len() * 8;
-        let mut acc = 0u64;
-        loop {
-            let w = self.peek();
-            let tz = w.trailing_zeros();
-            if tz <= 56 {
-                self.pos += tz as usize + 1;
-                return Some(acc + tz as u64);
-            }
-            acc += 56;
-            self.pos += 56;
-            if self.pos > limit {
-                return None;
-            }
-        }
-    }
-}
-
 /// Sorts values spread about uniformly over `u64` (mixed keys) in linear time:
 /// one counting pass on the top bits into about one bucket per value, a scatter,
 /// then each (tiny) bucket sorted on its own. Skewed input stays correct, only
@@ -348,11 +234,6 @@ pub(crate) struct SortScratch {
     tmp: Vec<u64>,
 }
 
-/// Bits of the Rice code of `gaps` with parameter `k`.
-fn rice_cost(gaps: &[u64], k: u32) -> u64 {
-    gaps.iter().map(|&g| (g >> k) + 1 + k as u64).sum()
-}
-
 /// One block's section: head, Rice-coded quotient gaps, CRC.
 pub(crate) fn encode_section(block: u32, blocks: u32, sorted_keys: &[u64], out: &mut Vec<u8>) {
     let mut gaps = Vec::with_capacity(sorted_keys.len());
@@ -365,20 +246,8 @@ pub(crate) fn encode_section(block: u32, blocks: u32, sorted_keys: &[u64], out: 
         });
         prev = Some(q);
     }
-    let k = if gaps.is_empty() {
-        0
-    } else {
-        let mean = (gaps.iter().map(|&g| g as u128).sum::<u128>() / gaps.len() as u128) as u64;
-        let guess = 63 - mean.max(1).leading_zeros();
-        (guess.saturating_sub(2)..=(guess + 1).min(63))
-            .min_by_key(|&k| rice_cost(&gaps, k))
-            .unwrap_or(0)
-    };
-    let mut w = BitWriter {
-        out: Vec::with_capacity(sorted_keys.len() * (k as usize + 3) / 8 + 8),
-        acc: 0,
-        n: 0,
-    };
+    let k = best_rice_k(&gaps);
+    let mut w = BitWriter::with_capacity(sorted_keys.len() * (k as usize + 3) / 8 + 8);
     for &g in &gaps {
         w.unary(g >> k);
         let low = if k == 0 {
@@ -422,10 +291,7 @@ fn decode_payload(
     let max_q = (u64::MAX - block as u64) / blocks as u64;
     keys.clear();
     keys.reserve(count as usize);
-    let mut r = BitReader {
-        data: payload,
-        pos: 0,
-    };
+    let mut r = BitReader::new(payload);
     let limit = payload.len() * 8;
     let mut q: Option<u64> = None;
     let mask = if k == 0 { 0 } else { u64::MAX >> (64 - k) };
@@ -433,8 +299,8 @@ fn decode_payload(
         // Fast path: the unary part and the k low bits in one 57-bit window.
         let w = r.peek();
         let tz = w.trailing_zeros();
-        let gap = if tz + 1 + k <= 57 && r.pos + (tz + 1 + k) as usize <= limit {
-            r.pos += (tz + 1 + k) as usize;
+        let gap = if tz + 1 + k <= 57 && r.position() + (tz + 1 + k) as usize <= limit {
+            r.advance((tz + 1 + k) as usize);
             (tz as u64) << k | (w >> (tz + 1)) & mask
         } else {
             let hi = r.unary().ok_or("payload ends inside a key")?;
@@ -453,11 +319,11 @@ fn decode_payload(
         keys.push(nq * blocks as u64 + block as u64);
         q = Some(nq);
     }
-    if r.pos.div_ceil(8) != payload.len() {
+    if r.position().div_ceil(8) != payload.len() {
         return Err(format!(
             "payload has {} bytes, its keys use {}",
             payload.len(),
-            r.pos.div_ceil(8)
+            r.position().div_ceil(8)
         ));
     }
     Ok(())
