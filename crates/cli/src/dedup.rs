@@ -358,6 +358,7 @@ fn run_on_external(
         recorded: None,
         skip_finished: args.restore,
         stop: Some(stop),
+        plans: None,
     };
     let stats = webdedup_dedup::run_with(cfg, store.as_ref(), &dur, report)?;
     if !stats.interrupted {

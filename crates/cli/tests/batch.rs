@@ -43,8 +43,28 @@ fn batch_run_equals_stream_mode_for_any_task_count() {
             );
             assert!(o.status.success(), "{}", stderr(&o));
             assert!(tree(&out) == want, "doc-check {doc_check}, {tasks} tasks: outputs differ from stream mode");
+            // The filter phase used the hash phase's plans, every one of them.
+            let said = stderr(&o);
+            let counts = said
+                .split(" kept plans reused")
+                .next()
+                .and_then(|s| s.rsplit(", ").next())
+                .and_then(|s| s.split_once(" of "))
+                .map(|(r, k)| (r.parse::<u64>().unwrap(), k.parse::<u64>().unwrap()));
+            let (reused, kept) = counts.unwrap_or_else(|| panic!("no plan counts in: {said}"));
+            assert!(kept > 0 && reused == kept, "{said}");
         }
     }
+    // Without the cache the outputs are the same.
+    let out = tmp.path().join("no-cache");
+    let work = tmp.path().join("work-no-cache");
+    let o = batch(
+        &["run", "-i", sample_dir().to_str().unwrap(), "-o", out.to_str().unwrap(), "-w", work.to_str().unwrap(), "--plan-cache-mib", "0", "--dd"],
+        None,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("0 of 0 kept plans reused"), "{}", stderr(&o));
+    assert!(tree(&out) == stream(&sample_dir(), &tmp.path().join("stream-plain"), &[]));
 }
 
 /// A Slurm array simulated by a loop: every task of every phase as its own process,

@@ -31,12 +31,14 @@
 //! others. Exact mode only (no `-n`, `-f`, `--url-filter`).
 
 use crate::options::{DocCheck, Options};
-use crate::plan::{ChunkPlan, Planner};
+use crate::plan::{ChunkPlan, PlanCache, Planner};
 use crate::runner::{list_inputs, rel_bytes, Durability, InputFile, RunConfig};
 use crate::report::RunStats;
 use anyhow::{anyhow, bail, Context, Result};
 use parking_lot::Mutex;
-use std::collections::{HashMap, HashSet};
+// Keys and positions are hashed millions of times per stage; SipHash's DoS
+// resistance buys nothing on our own records.
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use webdedup_formats::input::open_input;
@@ -325,6 +327,17 @@ fn run_name(stage: Stage, part: u32) -> String {
 
 /// The hash phase for one task; returns false if it had already finished.
 pub fn hash(cfg: &BatchConfig, task: usize, report: &(dyn Fn(&str) + Sync)) -> Result<bool> {
+    hash_keeping_plans(cfg, task, report, None)
+}
+
+/// [`hash`] that also keeps the chunk plans in `plans` (as far as its budget
+/// goes), so a [`filter_with_plans`] in the same process need not plan them again.
+pub fn hash_keeping_plans(
+    cfg: &BatchConfig,
+    task: usize,
+    report: &(dyn Fn(&str) + Sync),
+    plans: Option<&PlanCache>,
+) -> Result<bool> {
     cfg.prepare()?;
     let dir = hash_dir(&cfg.work);
     std::fs::create_dir_all(&dir)?;
@@ -348,6 +361,7 @@ pub fn hash(cfg: &BatchConfig, task: usize, report: &(dyn Fn(&str) + Sync)) -> R
         };
         let mut chunks = ChunkReader::with_sizes(reader, cfg.chunk_bytes, cfg.max_line_bytes);
         let (mut doc_index, mut long_index) = (0u32, 0u32);
+        let mut chunk_index = 0u64;
         while let Some(chunk) = chunks.next_chunk() {
             planner.plan(&chunk, &mut plan);
             for d in &plan.docs {
@@ -367,6 +381,10 @@ pub fn hash(cfg: &BatchConfig, task: usize, report: &(dyn Fn(&str) + Sync)) -> R
                 }
                 doc_index += 1;
             }
+            if let Some(cache) = plans {
+                cache.put(rel_bytes(&f.rel), chunk_index, &chunk.data, std::mem::take(&mut plan));
+            }
+            chunk_index += 1;
         }
     }
     let tmp = temp_name(&dir.join(&name));
@@ -563,6 +581,18 @@ pub fn filter(
     task: usize,
     report: &(dyn Fn(&str) + Sync),
 ) -> Result<Option<RunStats>> {
+    filter_with_plans(cfg, run, task, report, None)
+}
+
+/// [`filter`] using the plans a [`hash_keeping_plans`] kept, where they match the
+/// chunks read (the others are planned as usual).
+pub fn filter_with_plans(
+    cfg: &BatchConfig,
+    run: &RunConfig,
+    task: usize,
+    report: &(dyn Fn(&str) + Sync),
+    plans: Option<&PlanCache>,
+) -> Result<Option<RunStats>> {
     cfg.prepare()?;
     let dir = cfg.work.join("filter");
     std::fs::create_dir_all(&dir)?;
@@ -577,7 +607,7 @@ pub fn filter(
         .enumerate()
         .map(|(r, f)| (r as u32, crate::policy::chunk_identity(rel_bytes(&f.rel), 0).stream))
         .collect();
-    let mut new: HashMap<u64, HashSet<u64>> = HashMap::new();
+    let mut new: HashMap<u64, HashSet<u64>> = HashMap::default();
     for stage in Stage::ALL {
         for r in read_new(cfg, stage)? {
             if mine.contains(&r.file) {
@@ -597,6 +627,7 @@ pub fn filter(
         recorded: None,
         skip_finished: false,
         stop: None,
+        plans,
     };
     // Outputs are made in a staging directory of this attempt, then moved into
     // place file by file: two copies of one task may run at once.

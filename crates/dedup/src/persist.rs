@@ -242,6 +242,7 @@ pub fn run_persistent(
         recorded: Some(&recorded),
         skip_finished: p.restore,
         stop,
+        plans: None,
     };
     let mut stats = run_with(cfg, &store, &dur, report)?;
     journal.sync()?;

@@ -244,3 +244,84 @@ impl Sink for PlanSink<'_> {
         self.plan.issues.push(issue);
     }
 }
+
+/// Plans kept between two passes over the same input (a local `batch run`: the hash
+/// phase plans every chunk, the filter phase would plan it again). A plan is used
+/// only for a chunk with the same file, index and bytes (xxh3-64 of its data), so
+/// a chunking that differs is planned afresh, never misapplied. Bounded: past
+/// `budget` bytes nothing more is kept, and those chunks are planned again.
+pub struct PlanCache {
+    inner: parking_lot::Mutex<PlanCacheInner>,
+    budget: usize,
+}
+
+#[derive(Default)]
+struct PlanCacheInner {
+    plans: std::collections::HashMap<(Vec<u8>, u64), (u64, ChunkPlan)>,
+    bytes: usize,
+    kept: u64,
+    reused: u64,
+}
+
+impl ChunkPlan {
+    /// Bytes its buffers hold (what keeping it costs).
+    pub fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        self.docs.capacity() * size_of::<DocPlan>()
+            + self.paras.capacity() * size_of::<ParaPlan>()
+            + self.pieces.capacity() * size_of::<Piece>()
+            + self.issues.capacity() * size_of::<Issue>()
+            + self.tokens.capacity() * size_of::<u64>()
+    }
+}
+
+impl PlanCache {
+    pub fn new(budget: usize) -> Self {
+        PlanCache { inner: Default::default(), budget }
+    }
+
+    /// Keeps `plan` of chunk `index` of file `rel` (whose bytes are `data`); false
+    /// when over the budget (the plan is dropped).
+    pub fn put(&self, rel: &[u8], index: u64, data: &[u8], plan: ChunkPlan) -> bool {
+        let bytes = plan.heap_bytes() + rel.len() + 64;
+        let mut g = self.inner.lock();
+        if g.bytes + bytes > self.budget {
+            return false;
+        }
+        g.bytes += bytes;
+        g.kept += 1;
+        g.plans.insert((rel.to_vec(), index), (xxhash_rust::xxh3::xxh3_64(data), plan));
+        true
+    }
+
+    /// Takes the plan kept for these bytes into `plan`; false if there is none.
+    pub fn take(&self, rel: &[u8], index: u64, data: &[u8], plan: &mut ChunkPlan) -> bool {
+        let mut g = self.inner.lock();
+        let Some((hash, kept)) = g.plans.remove(&(rel.to_vec(), index)) else {
+            return false;
+        };
+        g.bytes = g.bytes.saturating_sub(kept.heap_bytes() + rel.len() + 64);
+        drop(g);
+        if hash != xxhash_rust::xxh3::xxh3_64(data) {
+            return false;
+        }
+        *plan = kept;
+        self.inner.lock().reused += 1;
+        true
+    }
+
+    /// Plans kept so far, and how many of them were used.
+    pub fn counts(&self) -> (u64, u64) {
+        let g = self.inner.lock();
+        (g.kept, g.reused)
+    }
+
+    /// Plans kept now.
+    pub fn len(&self) -> usize {
+        self.inner.lock().plans.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}

@@ -44,6 +44,9 @@ pub struct Durability<'a> {
     /// Set (by a signal handler) to stop reading: chunks already read are finished,
     /// the file being written stays unfinished.
     pub stop: Option<&'a AtomicBool>,
+    /// Plans made by an earlier pass over the same input (local `batch run`),
+    /// used instead of planning those chunks again.
+    pub plans: Option<&'a crate::plan::PlanCache>,
 }
 
 /// The per-file decision log of an unfinished output: `OUT.log` (`REL.dedup.log`).
@@ -282,9 +285,16 @@ impl Worker {
         }
     }
 
-    fn plan(&mut self, job: &Job) {
+    fn plan(&mut self, job: &Job, file: &InputFile, dur: &Durability) {
         match &job.chunk {
-            Ok(chunk) => self.planner.plan(chunk, &mut self.plan),
+            Ok(chunk) => {
+                let cached = dur
+                    .plans
+                    .is_some_and(|c| c.take(rel_bytes(&file.rel), job.index, &chunk.data, &mut self.plan));
+                if !cached {
+                    self.planner.plan(chunk, &mut self.plan);
+                }
+            }
             Err(_) => self.plan.clear(),
         }
     }
@@ -811,7 +821,7 @@ pub fn run_files(
             let mut failure = None;
             let mut records = RecordCounter::default();
             read_jobs(&files, cfg, &pool, &should_stop, |job| {
-                w.plan(&job);
+                w.plan(&job, &files[job.file], dur);
                 w.first_record = records.next(&job, w.plan.paras.len());
                 let r = w
                     .decide(&job, &files[job.file], store, &cfg.options, dur)
@@ -854,7 +864,7 @@ pub fn run_files(
                         for job in rx.iter() {
                             let failed = || stop.load(Ordering::Relaxed);
                             if !failed() {
-                                w.plan(&job);
+                                w.plan(&job, &files[job.file], dur);
                             }
                             // Every job passes both gates, even after a failure, so no
                             // thread waits forever for a turn that never comes.

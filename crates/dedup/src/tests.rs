@@ -419,3 +419,34 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn a_kept_plan_is_used_only_for_the_same_bytes_and_within_its_budget() {
+    use crate::plan::PlanCache;
+    let opts = Options::default();
+    let mut planner = Planner::new(&opts);
+    let plan_of = |planner: &mut Planner, text: &str| {
+        let chunk = Chunk { data: text.as_bytes().to_vec(), first_line: 1, last: true, ..Default::default() };
+        let mut plan = ChunkPlan::default();
+        planner.plan(&chunk, &mut plan);
+        plan
+    };
+    let a = doc("a", &[long("alpha"), short("x")]);
+    let b = doc("b", &[long("beta")]);
+    let cache = PlanCache::new(1 << 20);
+    assert!(cache.put(b"f", 0, a.as_bytes(), plan_of(&mut planner, &a)));
+    let mut got = ChunkPlan::default();
+    // Other bytes under the same name and index: not used (and dropped).
+    assert!(!cache.take(b"f", 0, b.as_bytes(), &mut got));
+    assert!(got.docs.is_empty() && cache.is_empty());
+    assert!(cache.put(b"f", 0, a.as_bytes(), plan_of(&mut planner, &a)));
+    assert!(!cache.take(b"f", 1, a.as_bytes(), &mut got), "another chunk index");
+    assert!(cache.take(b"f", 0, a.as_bytes(), &mut got));
+    let want = plan_of(&mut planner, &a);
+    assert_eq!(format!("{:?}", got), format!("{:?}", want));
+    assert!(!cache.take(b"f", 0, a.as_bytes(), &mut got), "taken once");
+    // Past the budget nothing is kept.
+    let tiny = PlanCache::new(10);
+    assert!(!tiny.put(b"f", 0, a.as_bytes(), plan_of(&mut planner, &a)));
+    assert!(tiny.is_empty());
+}
