@@ -682,3 +682,24 @@ fn feedback_survives_a_server_killed_mid_run() {
     let known = report["confirmed"].as_u64().unwrap();
     assert!(known > 1000, "{report}");
 }
+
+#[test]
+fn a_client_of_another_protocol_version_is_told_why() {
+    use webdedup_net::wire::{self, ErrorCode};
+    let tmp = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let map = tmp.path().join("map");
+    write_map(&map, &[port], |_| 0);
+    let _s = Server::start(tmp.path(), &map, port, &[]);
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut out = wire::PREAMBLE.to_vec();
+    wire::encode(&Msg::Hello { version: wire::VERSION - 1, nonce: [1; 16] }, &mut out);
+    s.write_all(&out).unwrap();
+    match recv(&mut s) {
+        Msg::Error { code, message, .. } => {
+            assert_eq!(code, ErrorCode::Version);
+            assert!(message.contains(&format!("protocol version {}", wire::VERSION - 1)), "{message}");
+        }
+        other => panic!("expected a version error, got {other:?}"),
+    }
+}

@@ -33,7 +33,9 @@ use webdedup_store::{Location, StoreMeta};
 /// server tells them apart by these 8 bytes (a hash equal to them, one chance in
 /// 2^64, would be taken for our handshake: `--knot-port` avoids even that).
 pub const PREAMBLE: [u8; 8] = *b"\x00WDDP\r\n\x1a";
-pub const VERSION: u16 = 1;
+/// 2: the located kinds of feedback mode (a version-1 peer would hang up on them
+/// mid-run; refusing it at the handshake says why).
+pub const VERSION: u16 = 2;
 /// Default largest frame body a peer accepts (a 1M-key batch is 8 MiB).
 pub const DEFAULT_MAX_FRAME: u32 = 64 << 20;
 /// Most keys one frame may carry (bounded by the frame size anyway).
