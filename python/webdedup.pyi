@@ -93,9 +93,10 @@ class Dedup:
     against the map (which names each server's port).
 
     url_filter: a rules file or a list of rules (`webdedup dedup --url-filter`);
-    matching documents get status U. feedback=True (embedded store only): dropped
-    paragraphs come with references to their originals (Vert.feedback,
-    Vert.references, Document.references), numbered within each call's `source`.
+    matching documents get status U. feedback=True (the embedded store or a map,
+    not Redis): dropped paragraphs come with references to their originals
+    (Vert.feedback, Vert.references, Document.references), numbered within each
+    call's `source`.
     """
     def __init__(
         self,
