@@ -20,13 +20,33 @@ fuzz_target!(|data: &[u8]| {
     let opts = Options::default();
     let store = MemStore::new(7);
     let mut planner = Planner::new(&opts);
-    let (mut plan, mut scratch, mut dec) = (ChunkPlan::default(), Scratch::default(), Decisions::default());
+    let (mut plan, mut scratch, mut dec) = (
+        ChunkPlan::default(),
+        Scratch::default(),
+        Decisions::default(),
+    );
     let mut reader = ChunkReader::with_sizes(body, target, max_line);
     while let Some(chunk) = reader.next_chunk() {
         planner.plan(&chunk, &mut plan);
-        decide(&plan, ChunkContext::default(), &store, &opts, &mut scratch, &mut dec).unwrap();
+        decide(
+            &plan,
+            ChunkContext::default(),
+            &store,
+            &opts,
+            &mut scratch,
+            &mut dec,
+        )
+        .unwrap();
         let mut out = Vec::new();
-        render(&chunk.data, &plan, &dec, &mut out, None, None, &mut ChunkStats::default());
+        render(
+            &chunk.data,
+            &plan,
+            &dec,
+            &mut out,
+            None,
+            None,
+            &mut ChunkStats::default(),
+        );
         let mut lines = chunk.data.split(|&b| b == b'\n');
         for line in out.split(|&b| b == b'\n') {
             assert!(lines.any(|l| l == line));

@@ -65,7 +65,15 @@ fn batch_hash(
     min_para_chars: usize,
     doc_check: &str,
 ) -> PyResult<bool> {
-    let cfg = config(input, work, task_count, partitions, normalize, min_para_chars, doc_check)?;
+    let cfg = config(
+        input,
+        work,
+        task_count,
+        partitions,
+        normalize,
+        min_para_chars,
+        doc_check,
+    )?;
     check_index(&cfg, task_index)?;
     py.allow_threads(|| batch::hash(&cfg, task_index, &|l| eprintln!("{l}")))
         .map_err(|e| err(format!("{e:#}")))
@@ -89,7 +97,15 @@ fn batch_resolve(
     min_para_chars: usize,
     doc_check: &str,
 ) -> PyResult<bool> {
-    let cfg = config(input, work, task_count, partitions, normalize, min_para_chars, doc_check)?;
+    let cfg = config(
+        input,
+        work,
+        task_count,
+        partitions,
+        normalize,
+        min_para_chars,
+        doc_check,
+    )?;
     check_index(&cfg, task_index)?;
     let stage: Stage = stage.parse().map_err(PyValueError::new_err)?;
     py.allow_threads(|| batch::resolve(&cfg, stage, task_index, store.as_deref()))
@@ -114,7 +130,15 @@ fn batch_filter(
     min_para_chars: usize,
     doc_check: &str,
 ) -> PyResult<bool> {
-    let cfg = config(input.clone(), work, task_count, partitions, normalize, min_para_chars, doc_check)?;
+    let cfg = config(
+        input.clone(),
+        work,
+        task_count,
+        partitions,
+        normalize,
+        min_para_chars,
+        doc_check,
+    )?;
     check_index(&cfg, task_index)?;
     let mut run = RunConfig::new(input, output);
     run.options = cfg.options.clone();
@@ -141,7 +165,15 @@ fn batch_publish(
     min_para_chars: usize,
     doc_check: &str,
 ) -> PyResult<u64> {
-    let cfg = config(input, work, task_count, partitions, normalize, min_para_chars, doc_check)?;
+    let cfg = config(
+        input,
+        work,
+        task_count,
+        partitions,
+        normalize,
+        min_para_chars,
+        doc_check,
+    )?;
     py.allow_threads(|| batch::publish(&cfg, &store))
         .map_err(|e| err(format!("{e:#}")))
 }

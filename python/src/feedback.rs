@@ -35,14 +35,19 @@ impl Sources {
     /// file id and the first reserved number.
     pub fn reserve(&self, name: &str, records: usize) -> Result<(u64, u64), String> {
         if name.contains(['\t', '\n', '\r']) {
-            return Err(format!("source {name:?}: tabs and line breaks cannot stand in files.idx"));
+            return Err(format!(
+                "source {name:?}: tabs and line breaks cannot stand in files.idx"
+            ));
         }
         let id = file_id(name.as_bytes());
         let mut r = self.inner.lock();
         let i = match r.index.get(&id) {
             Some(&i) if r.names[i] == name => i,
             Some(&i) => {
-                return Err(format!("sources {name:?} and {:?} have the same file id {id:016x}", r.names[i]))
+                return Err(format!(
+                    "sources {name:?} and {:?} have the same file id {id:016x}",
+                    r.names[i]
+                ))
             }
             None => {
                 r.names.push(name.to_owned());

@@ -27,8 +27,18 @@ use webdedup_text::Normalization;
 
 mod batch;
 
-create_exception!(webdedup, WebdedupError, PyException, "An error of webdedup, with the Rust error's context.");
-create_exception!(webdedup, WebdedupWarning, PyUserWarning, "Bad input that webdedup skipped (the rest was processed).");
+create_exception!(
+    webdedup,
+    WebdedupError,
+    PyException,
+    "An error of webdedup, with the Rust error's context."
+);
+create_exception!(
+    webdedup,
+    WebdedupWarning,
+    PyUserWarning,
+    "Bad input that webdedup skipped (the rest was processed)."
+);
 
 fn err(e: impl std::fmt::Display) -> PyErr {
     WebdedupError::new_err(e.to_string())
@@ -76,8 +86,15 @@ struct Dedup {
 
 impl Dedup {
     /// Runs a server-control call: 0 on success, 1 or (with `check`) an exception.
-    fn server_call(&self, py: Python<'_>, check: bool, f: fn(&servers::Servers) -> Result<(), String>) -> PyResult<i32> {
-        let Keys::Servers(s) = &self.shared.store else { return Ok(0) };
+    fn server_call(
+        &self,
+        py: Python<'_>,
+        check: bool,
+        f: fn(&servers::Servers) -> Result<(), String>,
+    ) -> PyResult<i32> {
+        let Keys::Servers(s) = &self.shared.store else {
+            return Ok(0);
+        };
         match py.allow_threads(|| f(s)) {
             Ok(()) => Ok(0),
             Err(e) if check => Err(err(e)),
@@ -112,7 +129,9 @@ impl Dedup {
         server_timeout: f64,
     ) -> PyResult<Self> {
         if port.is_some() && map.is_none() {
-            return Err(PyValueError::new_err("port is the hash servers' port: it goes with map=PATH"));
+            return Err(PyValueError::new_err(
+                "port is the hash servers' port: it goes with map=PATH",
+            ));
         }
         if feedback && store.is_some() {
             return Err(PyValueError::new_err(
@@ -124,7 +143,9 @@ impl Dedup {
             return Err(PyValueError::new_err("blocks must be at least 1"));
         }
         if !(1..=64).contains(&ngram) || !(0.0..1.0).contains(&threshold) {
-            return Err(PyValueError::new_err("ngram must be 1..64 and threshold in [0, 1)"));
+            return Err(PyValueError::new_err(
+                "ngram must be 1..64 and threshold in [0, 1)",
+            ));
         }
         let normalization: Normalization = normalize.parse().map_err(PyValueError::new_err)?;
         let doc_check: DocCheck = doc_check.parse().map_err(PyValueError::new_err)?;
@@ -147,22 +168,36 @@ impl Dedup {
             blocks,
             key_kind: webdedup_dedup::persist::KEY_KIND.into(),
         };
-        let snap = store_dir.as_ref().map(|d| d.join(webdedup_dedup::persist::SNAPSHOT_FILE));
+        let snap = store_dir
+            .as_ref()
+            .map(|d| d.join(webdedup_dedup::persist::SNAPSHOT_FILE));
         if map.is_some() && store.is_some() {
-            return Err(PyValueError::new_err("give map (hash servers) or store (Redis), not both"));
+            return Err(PyValueError::new_err(
+                "give map (hash servers) or store (Redis), not both",
+            ));
         }
         let store = match (store, &snap) {
-            (None, _) if map.is_some() => {
-                Keys::Servers(Box::new(
-                    servers::Servers::new(map.unwrap(), port, meta.clone(), store_dir.clone(), std::time::Duration::from_secs_f64(server_timeout.max(0.1)))
-                        .map_err(err)?,
+            (None, _) if map.is_some() => Keys::Servers(Box::new(
+                servers::Servers::new(
+                    map.unwrap(),
+                    port,
+                    meta.clone(),
+                    store_dir.clone(),
+                    std::time::Duration::from_secs_f64(server_timeout.max(0.1)),
+                )
+                .map_err(err)?,
+            )),
+            (Some(_), Some(_)) => {
+                return Err(PyValueError::new_err(
+                    "give store (a Redis URL) or store_dir, not both",
                 ))
             }
-            (Some(_), Some(_)) => {
-                return Err(PyValueError::new_err("give store (a Redis URL) or store_dir, not both"))
-            }
             (Some(url), None) => {
-                let expected = if capacity > 0 { capacity as u64 } else { 1 << 28 };
+                let expected = if capacity > 0 {
+                    capacity as u64
+                } else {
+                    1 << 28
+                };
                 let settings = webdedup_redis::RedisSettings::for_keys(
                     "xxh3-64",
                     normalization.name(),
@@ -176,11 +211,19 @@ impl Dedup {
                     .map_or(0, |d| d.as_nanos() as u64)
                     ^ ((std::process::id() as u64) << 32);
                 Keys::Engine(Box::new(
-                    webdedup_redis::RedisStore::open(&url, store_password.as_deref(), settings, blocks, salt)
-                        .map_err(err)?,
+                    webdedup_redis::RedisStore::open(
+                        &url,
+                        store_password.as_deref(),
+                        settings,
+                        blocks,
+                        salt,
+                    )
+                    .map_err(err)?,
                 ))
             }
-            (None, Some(p)) if p.exists() => Keys::Embedded(MemStore::load(p, &meta, capacity).map_err(err)?.0),
+            (None, Some(p)) if p.exists() => {
+                Keys::Embedded(MemStore::load(p, &meta, capacity).map_err(err)?.0)
+            }
             (None, _) => Keys::Embedded(MemStore::with_capacity(blocks, capacity)),
         };
         Ok(Dedup {
@@ -240,11 +283,16 @@ impl Dedup {
         let shared = self.shared.clone();
         py.allow_threads(move || {
             let Keys::Embedded(mem) = &shared.store else {
-                return Err(err("save(): the key set lives in Redis or on the hash servers, which persist it"));
+                return Err(err(
+                    "save(): the key set lives in Redis or on the hash servers, which persist it",
+                ));
             };
             std::fs::create_dir_all(&dir).map_err(err)?;
             let info = mem
-                .save(&dir.join(webdedup_dedup::persist::SNAPSHOT_FILE), &shared.meta)
+                .save(
+                    &dir.join(webdedup_dedup::persist::SNAPSHOT_FILE),
+                    &shared.meta,
+                )
                 .map_err(err)?;
             Ok(info.keys)
         })
@@ -260,7 +308,9 @@ impl Dedup {
     /// references written to `DIR/SOURCE.dedup.dropped`. Returns its path.
     fn write_files_index(&self, dir: PathBuf) -> PyResult<PathBuf> {
         if !self.shared.options.feedback {
-            return Err(PyValueError::new_err("write_files_index() needs Dedup(feedback=True)"));
+            return Err(PyValueError::new_err(
+                "write_files_index() needs Dedup(feedback=True)",
+            ));
         }
         self.shared.sources.write_index(&dir).map_err(err)
     }
@@ -270,17 +320,28 @@ impl Dedup {
 /// raise, naming their line.
 fn load_url_filter(arg: &Bound<'_, PyAny>) -> PyResult<Arc<UrlFilter>> {
     let (origin, text) = if let Ok(rules) = arg.extract::<Vec<String>>().and_then(|r| {
-        if arg.is_instance_of::<PyString>() { Err(PyTypeError::new_err("a str")) } else { Ok(r) }
+        if arg.is_instance_of::<PyString>() {
+            Err(PyTypeError::new_err("a str"))
+        } else {
+            Ok(r)
+        }
     }) {
         ("url_filter rule".to_owned(), rules.join("\n"))
     } else {
         let path: PathBuf = arg.extract()?;
-        let text = std::fs::read(&path).map_err(|e| err(format!("cannot read URL filter {}: {e}", path.display())))?;
-        (path.display().to_string(), String::from_utf8_lossy(&text).into_owned())
+        let text = std::fs::read(&path)
+            .map_err(|e| err(format!("cannot read URL filter {}: {e}", path.display())))?;
+        (
+            path.display().to_string(),
+            String::from_utf8_lossy(&text).into_owned(),
+        )
     };
     let (filter, problems) = UrlFilter::parse(&text);
     if !problems.is_empty() {
-        let lines: Vec<String> = problems.iter().map(|(line, why)| format!("{origin}:{line}: {why}")).collect();
+        let lines: Vec<String> = problems
+            .iter()
+            .map(|(line, why)| format!("{origin}:{line}: {why}"))
+            .collect();
         return Err(PyValueError::new_err(lines.join("; ")));
     }
     Ok(Arc::new(filter))
@@ -344,10 +405,26 @@ impl WorkerState {
         .map_err(|e| e.to_string())?;
         let mut out = Vec::with_capacity(chunk.data.len());
         let mut dropped_out = Vec::new();
-        let dropped = shared.options.feedback.then_some(DroppedOut { out: &mut dropped_out, file, first_record });
+        let dropped = shared.options.feedback.then_some(DroppedOut {
+            out: &mut dropped_out,
+            file,
+            first_record,
+        });
         let mut stats = ChunkStats::default();
-        render(&chunk.data, &self.plan, &self.decisions, &mut out, None, dropped, &mut stats);
-        let references = if shared.options.feedback { self.references(shared, first_record) } else { Vec::new() };
+        render(
+            &chunk.data,
+            &self.plan,
+            &self.decisions,
+            &mut out,
+            None,
+            dropped,
+            &mut stats,
+        );
+        let references = if shared.options.feedback {
+            self.references(shared, first_record)
+        } else {
+            Vec::new()
+        };
         Ok(Vert {
             data: out,
             feedback: dropped_out,
@@ -375,7 +452,9 @@ impl WorkerState {
             for j in doc.paras.clone() {
                 if !self.decisions.keep_para[j] && carries_reference(&self.plan, status, j) {
                     let orig = self.decisions.originals[j];
-                    let name = (orig != Location::UNKNOWN).then(|| shared.sources.name(orig.file)).flatten();
+                    let name = (orig != Location::UNKNOWN)
+                        .then(|| shared.sources.name(orig.file))
+                        .flatten();
                     refs.push((j, name, orig.record));
                 }
             }
@@ -417,7 +496,12 @@ impl Worker {
     /// `source` names where the text comes from, for feedback references (see
     /// `Dedup(feedback=True)`); it is not used otherwise.
     #[pyo3(signature = (vert, source=None))]
-    fn process(&self, py: Python<'_>, vert: &Bound<'_, PyAny>, source: Option<&str>) -> PyResult<Vert> {
+    fn process(
+        &self,
+        py: Python<'_>,
+        vert: &Bound<'_, PyAny>,
+        source: Option<&str>,
+    ) -> PyResult<Vert> {
         let data = input_bytes(vert)?;
         let source = source.unwrap_or(feedback::DEFAULT_SOURCE);
         py.allow_threads(|| self.state.lock().run(&self.shared, data, source))
@@ -478,7 +562,11 @@ impl Worker {
             let v = st.run(&self.shared, vert, source)?;
             let keep = &st.decisions.keep_para;
             // Paragraph index -> (original source, record), feedback mode only.
-            let refs = if self.shared.options.feedback { st.reference_list(&self.shared) } else { Vec::new() };
+            let refs = if self.shared.options.feedback {
+                st.reference_list(&self.shared)
+            } else {
+                Vec::new()
+            };
             let mut originals = refs.into_iter().peekable();
             let mut references = Vec::new();
             let written = v.statuses.first().is_some_and(|s| s != "D" && s != "E");
@@ -604,7 +692,10 @@ struct Document {
 #[pymethods]
 impl Document {
     fn __repr__(&self) -> String {
-        format!("Document(status={:?}, dropped={:?})", self.status, self.dropped)
+        format!(
+            "Document(status={:?}, dropped={:?})",
+            self.status, self.dropped
+        )
     }
 }
 
@@ -680,19 +771,33 @@ fn cdx_dups(py: Python<'_>, lines: Vec<String>) -> PyResult<Vec<String>> {
         let store = MemStore::default();
         let mut out = Vec::new();
         let mut report = webdedup_archive::util::Report::collecting();
-        webdedup_archive::cdx_cmd::dups(std::slice::from_ref(&path), true, &store, &mut out, &mut report)
-            .map_err(|e| err(format!("{e:#}")))?;
+        webdedup_archive::cdx_cmd::dups(
+            std::slice::from_ref(&path),
+            true,
+            &store,
+            &mut out,
+            &mut report,
+        )
+        .map_err(|e| err(format!("{e:#}")))?;
         // The reader names `TEMPFILE:LINE`; the caller knows its list.
         let prefix = format!("{}:", path.display());
         let problems: Vec<String> = report
             .kept()
             .iter()
-            .map(|(place, reason)| match place.strip_prefix(&prefix).and_then(|n| n.parse::<usize>().ok()) {
-                Some(n) => format!("lines[{}]: {reason}", n - 1),
-                None => format!("{place}: {reason}"),
+            .map(|(place, reason)| {
+                match place
+                    .strip_prefix(&prefix)
+                    .and_then(|n| n.parse::<usize>().ok())
+                {
+                    Some(n) => format!("lines[{}]: {reason}", n - 1),
+                    None => format!("{place}: {reason}"),
+                }
             })
             .collect();
-        let dups = String::from_utf8_lossy(&out).lines().map(str::to_owned).collect();
+        let dups = String::from_utf8_lossy(&out)
+            .lines()
+            .map(str::to_owned)
+            .collect();
         Ok::<_, PyErr>((dups, problems))
     })?;
     let warning = py.get_type::<WebdedupWarning>();

@@ -42,27 +42,59 @@ impl Servers {
     /// `port`: the seed's one port for all servers. The block map names each
     /// server's port, so a port given here is checked against it, never applied
     /// behind the servers' backs (they read the same map).
-    pub fn new(path: PathBuf, port: Option<u16>, meta: StoreMeta, store_dir: Option<PathBuf>, timeout: Duration) -> Result<Servers, String> {
+    pub fn new(
+        path: PathBuf,
+        port: Option<u16>,
+        meta: StoreMeta,
+        store_dir: Option<PathBuf>,
+        timeout: Duration,
+    ) -> Result<Servers, String> {
         let map = ServerMap::read(&path).map_err(|e| e.to_string())?;
         if let Some(port) = port {
-            let other: Vec<String> = map.servers.iter().filter(|s| s.addr.port != port).map(|s| s.addr.to_string()).collect();
+            let other: Vec<String> = map
+                .servers
+                .iter()
+                .filter(|s| s.addr.port != port)
+                .map(|s| s.addr.to_string())
+                .collect();
             if !other.is_empty() {
-                return Err(format!("{}: port={port}, but the map puts servers on other ports: {}", path.display(), other.join(", ")));
+                return Err(format!(
+                    "{}: port={port}, but the map puts servers on other ports: {}",
+                    path.display(),
+                    other.join(", ")
+                ));
             }
         }
         if map.blocks != meta.blocks {
-            return Err(format!("{} has {} blocks, this Dedup {}", path.display(), map.blocks, meta.blocks));
+            return Err(format!(
+                "{} has {} blocks, this Dedup {}",
+                path.display(),
+                map.blocks,
+                meta.blocks
+            ));
         }
         // Worker requests carry ids unique to this Dedup: salt them apart.
         let salt = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64)
             ^ ((std::process::id() as u64) << 32);
-        Ok(Servers { path, map, meta, store_dir, timeout, remote: OnceLock::new(), salt })
+        Ok(Servers {
+            path,
+            map,
+            meta,
+            store_dir,
+            timeout,
+            remote: OnceLock::new(),
+            salt,
+        })
     }
 
     fn options(&self) -> ClientOptions {
-        ClientOptions { verbose: false, give_up_after: self.timeout, ..Default::default() }
+        ClientOptions {
+            verbose: false,
+            give_up_after: self.timeout,
+            ..Default::default()
+        }
     }
 
     /// The remote store, connected at first use.
@@ -70,8 +102,13 @@ impl Servers {
         if let Some(r) = self.remote.get() {
             return Ok(r);
         }
-        let r = RemoteStore::connect(self.map.clone(), self.meta.clone(), self.options(), self.salt)
-            .map_err(|e| format!("cannot use the servers of {}: {e}", self.path.display()))?;
+        let r = RemoteStore::connect(
+            self.map.clone(),
+            self.meta.clone(),
+            self.options(),
+            self.salt,
+        )
+        .map_err(|e| format!("cannot use the servers of {}: {e}", self.path.display()))?;
         let _ = self.remote.set(r);
         Ok(self.remote.get().expect("just set"))
     }
@@ -91,7 +128,11 @@ impl Servers {
     }
 
     fn local(&self) -> impl Iterator<Item = &ServerAddr> {
-        self.map.servers.iter().map(|s| &s.addr).filter(|a| is_local(&a.host))
+        self.map
+            .servers
+            .iter()
+            .map(|s| &s.addr)
+            .filter(|a| is_local(&a.host))
     }
 
     /// Starts a server for each local server of the map not running yet; waits
@@ -108,9 +149,16 @@ impl Servers {
             }
             let ready = dir.join(format!("{}.ready", a.port));
             let _ = std::fs::remove_file(&ready);
-            let log = std::fs::File::create(dir.join(format!("{}.log", a.port))).map_err(|e| e.to_string())?;
+            let log = std::fs::File::create(dir.join(format!("{}.log", a.port)))
+                .map_err(|e| e.to_string())?;
             let mut cmd = Command::new(&bin);
-            cmd.arg("server").arg("-m").arg(&self.path).arg("--listen").arg(a.to_string()).arg("--ready-file").arg(&ready);
+            cmd.arg("server")
+                .arg("-m")
+                .arg(&self.path)
+                .arg("--listen")
+                .arg(a.to_string())
+                .arg("--ready-file")
+                .arg(&ready);
             if let Some(d) = &self.store_dir {
                 std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
                 let snap = d.join(format!("server-{}.snap", a.port));
@@ -131,7 +179,10 @@ impl Servers {
         for (child, ready, addr) in &mut started {
             while !ready.exists() {
                 if let Ok(Some(status)) = child.try_wait() {
-                    return Err(format!("server {addr} exited at start ({status}); see {}", self.run_dir().display()));
+                    return Err(format!(
+                        "server {addr} exited at start ({status}); see {}",
+                        self.run_dir().display()
+                    ));
                 }
                 if Instant::now() > deadline {
                     return Err(format!("server {addr} did not start within 30 s"));
@@ -148,7 +199,9 @@ impl Servers {
         let mut stuck = Vec::new();
         for a in self.local() {
             let pid_file = self.pid_file(a);
-            let Some(pid) = Self::read_pid(&pid_file) else { continue };
+            let Some(pid) = Self::read_pid(&pid_file) else {
+                continue;
+            };
             if alive(pid) {
                 // SAFETY: kill(2) on a pid this map's start_servers recorded.
                 unsafe { libc_kill(pid, 15) };
@@ -166,18 +219,37 @@ impl Servers {
             }
             let _ = std::fs::remove_file(&pid_file);
         }
-        if stuck.is_empty() { Ok(()) } else { Err(format!("servers still running: {}", stuck.join(", "))) }
+        if stuck.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("servers still running: {}", stuck.join(", ")))
+        }
     }
 
     /// Ok if every server of the map answers and is ready.
     pub fn test(&self) -> Result<(), String> {
-        let opts = ClientOptions { connect_timeout: Duration::from_secs(2), verbose: false, ..Default::default() };
+        let opts = ClientOptions {
+            connect_timeout: Duration::from_secs(2),
+            verbose: false,
+            ..Default::default()
+        };
         let bad: Vec<String> = webdedup_net::status::probe(&self.map, &opts)
             .into_iter()
             .filter(|r| !(r.state == "ready" && r.note.is_none()))
-            .map(|r| format!("{} {}{}", r.server, r.state, r.note.map(|n| format!(" ({n})")).unwrap_or_default()))
+            .map(|r| {
+                format!(
+                    "{} {}{}",
+                    r.server,
+                    r.state,
+                    r.note.map(|n| format!(" ({n})")).unwrap_or_default()
+                )
+            })
             .collect();
-        if bad.is_empty() { Ok(()) } else { Err(bad.join("; ")) }
+        if bad.is_empty() {
+            Ok(())
+        } else {
+            Err(bad.join("; "))
+        }
     }
 }
 

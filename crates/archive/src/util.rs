@@ -23,7 +23,10 @@ impl Report {
     /// A report that keeps the first problems as (place, reason) instead of printing
     /// them (for callers with their own way to tell, such as the Python module).
     pub fn collecting() -> Report {
-        Report { kept: Some(Vec::new()), ..Report::default() }
+        Report {
+            kept: Some(Vec::new()),
+            ..Report::default()
+        }
     }
 
     /// The problems kept by a [`Report::collecting`] report.

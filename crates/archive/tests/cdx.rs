@@ -252,7 +252,7 @@ fn dups_with_a_shared_store_spans_runs() {
     let out = dir.path().join("out");
     for (file, want) in [(a, ""), (b, "a)/ sha1:D1 20200202000000\n")] {
         let cmd = CdxCommand::Dups(DupsArgs {
-        store: Default::default(),
+            store: Default::default(),
             files: vec![file],
             lines: false,
             output: Some(out.clone()),

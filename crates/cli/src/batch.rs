@@ -154,7 +154,11 @@ fn run_config(c: &Common, o: &Outputs) -> RunConfig {
 fn check_task(t: &TaskArgs) -> Result<BatchConfig> {
     let cfg = config(&t.common, t.common.task_count);
     if t.task_index >= cfg.task_count {
-        bail!("--task-index {} is not below --task-count {}", t.task_index, cfg.task_count);
+        bail!(
+            "--task-index {} is not below --task-count {}",
+            t.task_index,
+            cfg.task_count
+        );
     }
     Ok(cfg)
 }
@@ -180,13 +184,22 @@ pub fn run(cmd: &BatchCommand) -> Result<u8> {
         BatchCommand::Resolve(r) => {
             let cfg = check_task(&r.task)?;
             if !batch::resolve(&cfg, r.stage, r.task.task_index, r.store.as_deref())? {
-                eprintln!("resolve --stage {} task {} already finished", r.stage.name(), r.task.task_index);
+                eprintln!(
+                    "resolve --stage {} task {} already finished",
+                    r.stage.name(),
+                    r.task.task_index
+                );
             }
             Ok(EXIT_OK)
         }
         BatchCommand::Filter(f) => {
             let cfg = check_task(&f.task)?;
-            match batch::filter(&cfg, &run_config(&f.task.common, &f.out), f.task.task_index, &report)? {
+            match batch::filter(
+                &cfg,
+                &run_config(&f.task.common, &f.out),
+                f.task.task_index,
+                &report,
+            )? {
                 Some(s) => Ok(status(&[s])),
                 None => {
                     eprintln!("filter task {} already finished", f.task.task_index);
@@ -209,7 +222,11 @@ fn run_all(a: &RunArgs, report: &(dyn Fn(&str) + Sync)) -> Result<u8> {
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
-    let tasks = if a.common.task_count > 1 { a.common.task_count } else { threads };
+    let tasks = if a.common.task_count > 1 {
+        a.common.task_count
+    } else {
+        threads
+    };
     let cfg = config(&a.common, tasks);
     cfg.prepare()?;
     let started = std::time::Instant::now();

@@ -74,7 +74,12 @@ pub struct DedupArgs {
     store_password_file: Option<PathBuf>,
     /// Ask the hash servers of block map MAP (`webdedup server`, `webdedup
     /// distribute`) instead of keeping the keys in this process.
-    #[arg(short = 's', long = "servers", value_name = "MAP", conflicts_with = "store")]
+    #[arg(
+        short = 's',
+        long = "servers",
+        value_name = "MAP",
+        conflicts_with = "store"
+    )]
     servers: Option<PathBuf>,
     /// The servers' shared secret (first line of FILE).
     #[arg(long, value_name = "FILE", requires = "servers")]
@@ -204,15 +209,34 @@ pub fn run(args: &DedupArgs) -> Result<u8> {
     if args.format == "wikilinks" {
         return run_wikilinks(args, &cfg, &report, input_problems);
     }
-    let engine = args.store.as_deref().filter(|s| crate::remote::is_engine_url(s));
+    let engine = args
+        .store
+        .as_deref()
+        .filter(|s| crate::remote::is_engine_url(s));
     let (stats, persisted) = if let Some(map) = &args.servers {
-        let open = |salt| crate::remote::open_servers(map, args.auth_token_file.as_deref(), &cfg, args.blocks, args.server_timeout, salt);
-        (run_on_external(args, &cfg, &stop, &report, open)?, Default::default())
+        let open = |salt| {
+            crate::remote::open_servers(
+                map,
+                args.auth_token_file.as_deref(),
+                &cfg,
+                args.blocks,
+                args.server_timeout,
+                salt,
+            )
+        };
+        (
+            run_on_external(args, &cfg, &stop, &report, open)?,
+            Default::default(),
+        )
     } else if let Some(url) = engine {
         if args.feedback {
             anyhow::bail!("feedback mode (-f) needs first-seen locations, which Redis does not keep; use the embedded store or the hash servers");
         }
-        let expected = if args.capacity > 0 { args.capacity as u64 } else { 1 << 28 };
+        let expected = if args.capacity > 0 {
+            args.capacity as u64
+        } else {
+            1 << 28
+        };
         let open = |salt| {
             crate::remote::open_redis(
                 url,
@@ -224,7 +248,10 @@ pub fn run(args: &DedupArgs) -> Result<u8> {
                 salt,
             )
         };
-        (run_on_external(args, &cfg, &stop, &report, open)?, Default::default())
+        (
+            run_on_external(args, &cfg, &stop, &report, open)?,
+            Default::default(),
+        )
     } else {
         webdedup_dedup::run_persistent(&cfg, &persistence, Some(&stop), &report)?
     };
@@ -305,7 +332,9 @@ fn run_wikilinks(
     input_problems: bool,
 ) -> Result<u8> {
     if args.store.is_some() || args.restore {
-        anyhow::bail!("--format wikilinks keeps its store in memory: --store and --restore are not supported");
+        anyhow::bail!(
+            "--format wikilinks keeps its store in memory: --store and --restore are not supported"
+        );
     }
     if args.url_filter.is_some() || args.dd {
         anyhow::bail!("--format wikilinks has no documents: --url-filter and --dd do not apply");

@@ -41,10 +41,19 @@ pub struct DistributeArgs {
 }
 
 pub fn run(args: &DistributeArgs) -> Result<u8> {
-    let prev = args.input.as_deref().map(ServerMap::read).transpose().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let prev = args
+        .input
+        .as_deref()
+        .map(ServerMap::read)
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let blocks = match (&prev, args.blocks) {
         (Some(p), Some(b)) if p.blocks != b => {
-            bail!("{} has {} blocks, not {b}: blocks are fixed once used", args.input.as_ref().unwrap().display(), p.blocks)
+            bail!(
+                "{} has {} blocks, not {b}: blocks are fixed once used",
+                args.input.as_ref().unwrap().display(),
+                p.blocks
+            )
         }
         (Some(p), _) => p.blocks,
         (None, b) => b.unwrap_or(webdedup_store::DEFAULT_BLOCKS),
@@ -58,13 +67,24 @@ pub fn run(args: &DistributeArgs) -> Result<u8> {
         (None, None) => bail!("give a servers file (-s) or the map in use (-i)"),
     };
     let excluded: Vec<_> = match &args.exclude {
-        Some(f) => read_servers_file(f).map_err(|e| anyhow::anyhow!("{e}"))?.into_iter().map(|e| e.addr).collect(),
+        Some(f) => read_servers_file(f)
+            .map_err(|e| anyhow::anyhow!("{e}"))?
+            .into_iter()
+            .map(|e| e.addr)
+            .collect(),
         None => Vec::new(),
     };
     let next = if args.balanced {
         balanced(prev.as_ref(), &servers, &excluded, blocks)
     } else {
-        remainder(prev.as_ref(), &servers, &excluded, blocks, args.quick, args.full)
+        remainder(
+            prev.as_ref(),
+            &servers,
+            &excluded,
+            blocks,
+            args.quick,
+            args.full,
+        )
     }
     .map_err(|e| anyhow::anyhow!(e))?;
     // The report goes to stderr: the seed sends the map to stdout.
@@ -72,9 +92,15 @@ pub fn run(args: &DistributeArgs) -> Result<u8> {
     if args.dry_run {
         return Ok(crate::EXIT_OK);
     }
-    let text = if args.knot { next.to_knot_text() } else { next.to_text() };
+    let text = if args.knot {
+        next.to_knot_text()
+    } else {
+        next.to_text()
+    };
     match &args.output {
-        Some(f) => std::fs::write(f, text).with_context(|| format!("cannot write {}", f.display()))?,
+        Some(f) => {
+            std::fs::write(f, text).with_context(|| format!("cannot write {}", f.display()))?
+        }
         None => print!("{text}"),
     }
     Ok(crate::EXIT_OK)

@@ -104,7 +104,8 @@ pub fn open_servers(
     timeout_seconds: u64,
     salt: u64,
 ) -> Result<Box<dyn Store>> {
-    let server_map = webdedup_store::server_map::ServerMap::read(map).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let server_map =
+        webdedup_store::server_map::ServerMap::read(map).map_err(|e| anyhow::anyhow!("{e}"))?;
     let opts = webdedup_net::ClientOptions {
         secret: token.map(webdedup_net::auth::Secret::read).transpose()?,
         give_up_after: std::time::Duration::from_secs(timeout_seconds),

@@ -104,8 +104,16 @@ pub fn run(args: &ServerArgs) -> Result<u8> {
     cfg.fsync = args.fsync;
     cfg.capacity = args.capacity;
     cfg.knot_port = args.knot_port;
-    cfg.metrics = args.metrics.as_deref().map(|m| socket_addr(m, None)).transpose()?;
-    cfg.auth = args.auth_token_file.as_deref().map(Secret::read).transpose()?;
+    cfg.metrics = args
+        .metrics
+        .as_deref()
+        .map(|m| socket_addr(m, None))
+        .transpose()?;
+    cfg.auth = args
+        .auth_token_file
+        .as_deref()
+        .map(Secret::read)
+        .transpose()?;
     cfg.insecure = args.insecure;
     cfg.max_frame = args.max_frame.max(1024);
     cfg.max_connections = args.max_connections.max(1);

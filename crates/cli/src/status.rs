@@ -35,13 +35,21 @@ struct FileCounts {
 }
 
 fn files(input: &Path, output: &Path) -> Result<FileCounts> {
-    let inputs = list_inputs(input, output).with_context(|| format!("cannot list {}", input.display()))?;
-    let mut c = FileCounts { total: inputs.len(), ..Default::default() };
+    let inputs =
+        list_inputs(input, output).with_context(|| format!("cannot list {}", input.display()))?;
+    let mut c = FileCounts {
+        total: inputs.len(),
+        ..Default::default()
+    };
     for f in &inputs {
-        let outs: Vec<PathBuf> = [OutputCompression::None, OutputCompression::Gzip, OutputCompression::Zstd]
-            .iter()
-            .map(|&z| output_path(output, &f.rel, z))
-            .collect();
+        let outs: Vec<PathBuf> = [
+            OutputCompression::None,
+            OutputCompression::Gzip,
+            OutputCompression::Zstd,
+        ]
+        .iter()
+        .map(|&z| output_path(output, &f.rel, z))
+        .collect();
         if outs.iter().any(|o| log_path(o).exists()) {
             c.unfinished += 1;
         } else if outs.iter().any(|o| o.exists()) {
@@ -54,7 +62,11 @@ fn files(input: &Path, output: &Path) -> Result<FileCounts> {
 }
 
 fn pct(n: usize, total: usize) -> f64 {
-    if total == 0 { 0.0 } else { 100.0 * n as f64 / total as f64 }
+    if total == 0 {
+        0.0
+    } else {
+        100.0 * n as f64 / total as f64
+    }
 }
 
 pub fn run(args: &StatusArgs) -> Result<u8> {
@@ -64,9 +76,14 @@ pub fn run(args: &StatusArgs) -> Result<u8> {
     let mut wrong = false;
     let servers = match &args.map {
         Some(m) => {
-            let map = webdedup_store::server_map::ServerMap::read(m).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let map = webdedup_store::server_map::ServerMap::read(m)
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
             let opts = webdedup_net::ClientOptions {
-                secret: args.auth_token_file.as_deref().map(webdedup_net::auth::Secret::read).transpose()?,
+                secret: args
+                    .auth_token_file
+                    .as_deref()
+                    .map(webdedup_net::auth::Secret::read)
+                    .transpose()?,
                 connect_timeout: std::time::Duration::from_secs(3),
                 ..Default::default()
             };
@@ -89,14 +106,18 @@ pub fn run(args: &StatusArgs) -> Result<u8> {
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         if !servers.is_empty() {
-            println!("{:<28} {:<10} {:>14} {:<8} NOTE", "SERVER", "STATE", "KEYS", "JOURNAL");
+            println!(
+                "{:<28} {:<10} {:>14} {:<8} NOTE",
+                "SERVER", "STATE", "KEYS", "JOURNAL"
+            );
             for r in &servers {
                 println!(
                     "{:<28} {:<10} {:>14} {:<8} {}",
                     r.server,
                     r.state,
                     r.keys.map_or("-".into(), |k| k.to_string()),
-                    r.journal_present.map_or("-", |j| if j { "present" } else { "none" }),
+                    r.journal_present
+                        .map_or("-", |j| if j { "present" } else { "none" }),
                     r.note.as_deref().unwrap_or("")
                 );
             }
@@ -114,5 +135,9 @@ pub fn run(args: &StatusArgs) -> Result<u8> {
             );
         }
     }
-    Ok(if wrong { crate::EXIT_INPUT_PROBLEMS } else { crate::EXIT_OK })
+    Ok(if wrong {
+        crate::EXIT_INPUT_PROBLEMS
+    } else {
+        crate::EXIT_OK
+    })
 }

@@ -29,20 +29,40 @@ fn stream(input: &Path, out: &Path, extra: &[&str]) -> Vec<(String, Vec<u8>)> {
 fn batch_run_equals_stream_mode_for_any_task_count() {
     let tmp = tempfile::tempdir().unwrap();
     for doc_check in ["all", "url-title"] {
-        let want = stream(&sample_dir(), &tmp.path().join(format!("stream-{doc_check}")), &["--doc-check", doc_check]);
+        let want = stream(
+            &sample_dir(),
+            &tmp.path().join(format!("stream-{doc_check}")),
+            &["--doc-check", doc_check],
+        );
         for tasks in ["1", "2", "5"] {
             let out = tmp.path().join(format!("out-{doc_check}-{tasks}"));
             let work = tmp.path().join(format!("work-{doc_check}-{tasks}"));
             let o = batch(
                 &[
-                    "run", "-i", sample_dir().to_str().unwrap(), "-o", out.to_str().unwrap(),
-                    "-w", work.to_str().unwrap(), "-t", "2", "--task-count", tasks, "--dd",
-                    "--partitions", "7", "--doc-check", doc_check,
+                    "run",
+                    "-i",
+                    sample_dir().to_str().unwrap(),
+                    "-o",
+                    out.to_str().unwrap(),
+                    "-w",
+                    work.to_str().unwrap(),
+                    "-t",
+                    "2",
+                    "--task-count",
+                    tasks,
+                    "--dd",
+                    "--partitions",
+                    "7",
+                    "--doc-check",
+                    doc_check,
                 ],
                 None,
             );
             assert!(o.status.success(), "{}", stderr(&o));
-            assert!(tree(&out) == want, "doc-check {doc_check}, {tasks} tasks: outputs differ from stream mode");
+            assert!(
+                tree(&out) == want,
+                "doc-check {doc_check}, {tasks} tasks: outputs differ from stream mode"
+            );
             // The filter phase used the hash phase's plans, every one of them.
             let said = stderr(&o);
             let counts = said
@@ -59,11 +79,26 @@ fn batch_run_equals_stream_mode_for_any_task_count() {
     let out = tmp.path().join("no-cache");
     let work = tmp.path().join("work-no-cache");
     let o = batch(
-        &["run", "-i", sample_dir().to_str().unwrap(), "-o", out.to_str().unwrap(), "-w", work.to_str().unwrap(), "--plan-cache-mib", "0", "--dd"],
+        &[
+            "run",
+            "-i",
+            sample_dir().to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "-w",
+            work.to_str().unwrap(),
+            "--plan-cache-mib",
+            "0",
+            "--dd",
+        ],
         None,
     );
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stderr(&o).contains("0 of 0 kept plans reused"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("0 of 0 kept plans reused"),
+        "{}",
+        stderr(&o)
+    );
     assert!(tree(&out) == stream(&sample_dir(), &tmp.path().join("stream-plain"), &[]));
 }
 
@@ -77,11 +112,16 @@ fn simulated_slurm_array_with_killed_tasks_equals_stream_mode() {
     let n = 4;
     let common = |task: usize| -> Vec<String> {
         vec![
-            "-i".into(), sample_dir().to_str().unwrap().into(),
-            "-w".into(), work.to_str().unwrap().into(),
-            "--task-count".into(), n.to_string(),
-            "--task-index".into(), task.to_string(),
-            "--partitions".into(), "9".into(),
+            "-i".into(),
+            sample_dir().to_str().unwrap().into(),
+            "-w".into(),
+            work.to_str().unwrap().into(),
+            "--task-count".into(),
+            n.to_string(),
+            "--task-index".into(),
+            task.to_string(),
+            "--partitions".into(),
+            "9".into(),
         ]
     };
     let order = [2, 0, 3, 1];
@@ -94,17 +134,35 @@ fn simulated_slurm_array_with_killed_tasks_equals_stream_mode() {
     ];
     let phases: Vec<(&str, Vec<String>)> = vec![
         ("hash", vec!["hash".into()]),
-        ("url-title", vec!["resolve".into(), "--stage".into(), "url-title".into()]),
-        ("docs", vec!["resolve".into(), "--stage".into(), "docs".into()]),
-        ("paras", vec!["resolve".into(), "--stage".into(), "paras".into()]),
-        ("filter", vec!["filter".into(), "-o".into(), out.to_str().unwrap().into(), "--dd".into()]),
+        (
+            "url-title",
+            vec!["resolve".into(), "--stage".into(), "url-title".into()],
+        ),
+        (
+            "docs",
+            vec!["resolve".into(), "--stage".into(), "docs".into()],
+        ),
+        (
+            "paras",
+            vec!["resolve".into(), "--stage".into(), "paras".into()],
+        ),
+        (
+            "filter",
+            vec![
+                "filter".into(),
+                "-o".into(),
+                out.to_str().unwrap().into(),
+                "--dd".into(),
+            ],
+        ),
     ];
     for (phase, head) in &phases {
         for &t in &order {
             let mut args = head.clone();
             args.extend(common(t));
             let args: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
-            if let Some((_, _, fault)) = kills.iter().find(|(p, task, _)| p == phase && *task == t) {
+            if let Some((_, _, fault)) = kills.iter().find(|(p, task, _)| p == phase && *task == t)
+            {
                 let o = batch(&args, Some(fault));
                 assert!(
                     !o.status.success() && stderr(&o).contains("fault injection: abort at"),
@@ -116,7 +174,11 @@ fn simulated_slurm_array_with_killed_tasks_equals_stream_mode() {
             assert!(o.status.success(), "{phase} task {t}: {}", stderr(&o));
             // A finished task is skipped when launched again.
             let again = batch(&args, None);
-            assert!(again.status.success() && stderr(&again).contains("already finished"), "{}", stderr(&again));
+            assert!(
+                again.status.success() && stderr(&again).contains("already finished"),
+                "{}",
+                stderr(&again)
+            );
         }
     }
     assert!(tree(&out) == want, "outputs differ from stream mode");
@@ -129,19 +191,34 @@ fn crawl_by_crawl_with_a_store_equals_stream_mode_outputs_and_snapshot() {
     for (i, crawl) in crawls.iter().enumerate() {
         let input = sample_dir().join(crawl);
         let s_out = tmp.path().join(format!("s{i}"));
-        let o = dedup(&input, &s_out, &["--store", tmp.path().join("s-store").to_str().unwrap()]);
+        let o = dedup(
+            &input,
+            &s_out,
+            &["--store", tmp.path().join("s-store").to_str().unwrap()],
+        );
         assert!(o.status.success(), "{}", stderr(&o));
         let b_out = tmp.path().join(format!("b{i}"));
         let o = batch(
             &[
-                "run", "-i", input.to_str().unwrap(), "-o", b_out.to_str().unwrap(),
-                "-w", tmp.path().join(format!("w{i}")).to_str().unwrap(), "-t", "2",
-                "--store", tmp.path().join("b-store").to_str().unwrap(),
+                "run",
+                "-i",
+                input.to_str().unwrap(),
+                "-o",
+                b_out.to_str().unwrap(),
+                "-w",
+                tmp.path().join(format!("w{i}")).to_str().unwrap(),
+                "-t",
+                "2",
+                "--store",
+                tmp.path().join("b-store").to_str().unwrap(),
             ],
             None,
         );
         assert!(o.status.success(), "{}", stderr(&o));
-        assert!(tree(&s_out) == tree(&b_out), "crawl {crawl}: outputs differ");
+        assert!(
+            tree(&s_out) == tree(&b_out),
+            "crawl {crawl}: outputs differ"
+        );
     }
     assert!(
         std::fs::read(tmp.path().join("s-store/store.snap")).unwrap()
@@ -156,7 +233,17 @@ fn a_work_directory_refuses_other_settings_and_missing_phases() {
     let work = tmp.path().join("w");
     let sample = sample_dir();
     let base = |extra: &[&str]| {
-        let mut a = vec!["hash", "-i", sample.to_str().unwrap(), "-w", work.to_str().unwrap(), "--task-count", "2", "--task-index", "0"];
+        let mut a = vec![
+            "hash",
+            "-i",
+            sample.to_str().unwrap(),
+            "-w",
+            work.to_str().unwrap(),
+            "--task-count",
+            "2",
+            "--task-index",
+            "0",
+        ];
         a.extend_from_slice(extra);
         a.iter().map(|s| s.to_string()).collect::<Vec<_>>()
     };
@@ -166,15 +253,48 @@ fn a_work_directory_refuses_other_settings_and_missing_phases() {
     let other = base(&["--min-para-chars", "80"]);
     let o = batch(&other.iter().map(|s| s.as_str()).collect::<Vec<_>>(), None);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("'min-para-chars=50' in the work directory, 'min-para-chars=80' now"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("'min-para-chars=50' in the work directory, 'min-para-chars=80' now"),
+        "{}",
+        stderr(&o)
+    );
     // Resolve before hash task 1 finished: a clear error naming it.
     let o = batch(
-        &["resolve", "--stage", "url-title", "-i", sample_dir().to_str().unwrap(), "-w", work.to_str().unwrap(), "--task-count", "2", "--task-index", "0"],
+        &[
+            "resolve",
+            "--stage",
+            "url-title",
+            "-i",
+            sample_dir().to_str().unwrap(),
+            "-w",
+            work.to_str().unwrap(),
+            "--task-count",
+            "2",
+            "--task-index",
+            "0",
+        ],
         None,
     );
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("hash task 1 of 2 has not finished"), "{}", stderr(&o));
-    let o = batch(&["hash", "-i", "x", "-w", work.to_str().unwrap(), "--task-count", "2", "--task-index", "2"], None);
+    assert!(
+        stderr(&o).contains("hash task 1 of 2 has not finished"),
+        "{}",
+        stderr(&o)
+    );
+    let o = batch(
+        &[
+            "hash",
+            "-i",
+            "x",
+            "-w",
+            work.to_str().unwrap(),
+            "--task-count",
+            "2",
+            "--task-index",
+            "2",
+        ],
+        None,
+    );
     assert_eq!(o.status.code(), Some(2));
 }
 
@@ -197,8 +317,16 @@ fn two_copies_of_every_task_running_at_once_still_equal_stream_mode() {
         for t in ["0", "1", "0", "1"] {
             let mut c = Command::new(env!("CARGO_BIN_EXE_webdedup"));
             c.arg("batch").args(phase).args([
-                "-i", sample.to_str().unwrap(), "-w", work.to_str().unwrap(),
-                "--task-count", "2", "--task-index", t, "--partitions", "5",
+                "-i",
+                sample.to_str().unwrap(),
+                "-w",
+                work.to_str().unwrap(),
+                "--task-count",
+                "2",
+                "--task-index",
+                t,
+                "--partitions",
+                "5",
             ]);
             children.push(c.spawn().unwrap());
         }

@@ -6,7 +6,10 @@ use common::*;
 use std::path::Path;
 
 fn para(words: &str) -> String {
-    format!("<p>\n{}\n</p>\n", words.split(' ').collect::<Vec<_>>().join("\n"))
+    format!(
+        "<p>\n{}\n</p>\n",
+        words.split(' ').collect::<Vec<_>>().join("\n")
+    )
 }
 
 fn doc(url: &str, body: &[String]) -> String {
@@ -28,13 +31,20 @@ fn feedback_mode_writes_dropped_paragraphs_with_references_that_check_confirms()
     let tmp = tempfile::tempdir().unwrap();
     let (input, output) = (tmp.path().join("in"), tmp.path().join("out"));
     write(&input, "a.vert", &doc("a", &[para(P1), para(P2)]));
-    write(&input, "b.vert", &(doc("b", &[para(P3), para(P2)]) + &doc("a", &[para(P1), para(P2)])));
+    write(
+        &input,
+        "b.vert",
+        &(doc("b", &[para(P3), para(P2)]) + &doc("a", &[para(P1), para(P2)])),
+    );
     let o = dedup(&input, &output, &["-f", "--dd", "--min-para-chars", "10"]);
     assert!(o.status.success(), "{}", stderr(&o));
 
     let idx = read(output.join("files.idx"));
     let id = |rel: &str| format!("{:016x}", xxhash_rust::xxh3::xxh3_64(rel.as_bytes()));
-    assert_eq!(idx, format!("{}\ta.vert\n{}\tb.vert\n", id("a.vert"), id("b.vert")));
+    assert_eq!(
+        idx,
+        format!("{}\ta.vert\n{}\tb.vert\n", id("a.vert"), id("b.vert"))
+    );
     // b.vert: record 2 (P2) repeats a.vert's record 2; the second document of b
     // repeats a.vert's document whole: its records 3 and 4 are a.vert's 1 and 2.
     let dropped = read(output.join("b.vert.dedup.dropped"));
@@ -49,9 +59,21 @@ fn feedback_mode_writes_dropped_paragraphs_with_references_that_check_confirms()
         )
     );
     assert_eq!(read(output.join("a.vert.dedup.dropped")), "");
-    assert_eq!(read(output.join("b.vert.dedup.dd")).matches("status=\"D\"").count(), 1);
+    assert_eq!(
+        read(output.join("b.vert.dedup.dd"))
+            .matches("status=\"D\"")
+            .count(),
+        1
+    );
 
-    let c = webdedup(&["check", "-i", input.to_str().unwrap(), "-o", output.to_str().unwrap(), "--json"]);
+    let c = webdedup(&[
+        "check",
+        "-i",
+        input.to_str().unwrap(),
+        "-o",
+        output.to_str().unwrap(),
+        "--json",
+    ]);
     assert!(c.status.success(), "{}", stderr(&c));
     let report: serde_json::Value = serde_json::from_slice(&c.stdout).unwrap();
     assert_eq!(report["references"], 3);
@@ -61,10 +83,19 @@ fn feedback_mode_writes_dropped_paragraphs_with_references_that_check_confirms()
     // A planted wrong reference is a mismatch naming both places; exit status 1.
     let forged = dropped.replacen(&format!("{b}:2\t{a}:2"), &format!("{b}:2\t{a}:1"), 1);
     std::fs::write(output.join("b.vert.dedup.dropped"), forged).unwrap();
-    let c = webdedup(&["check", "-i", input.to_str().unwrap(), "-o", output.to_str().unwrap()]);
+    let c = webdedup(&[
+        "check",
+        "-i",
+        input.to_str().unwrap(),
+        "-o",
+        output.to_str().unwrap(),
+    ]);
     assert_eq!(c.status.code(), Some(1), "{}", stderr(&c));
     let err = stderr(&c);
-    assert!(err.contains("mismatch") && err.contains("b.vert:2") && err.contains("a.vert:1"), "{err}");
+    assert!(
+        err.contains("mismatch") && err.contains("b.vert:2") && err.contains("a.vert:1"),
+        "{err}"
+    );
     assert!(err.contains("b.vert.dedup.dropped:1"), "{err}");
 }
 
@@ -78,7 +109,14 @@ fn check_over_a_feedback_run_of_the_sample_finds_no_mismatch() {
         let o = dedup(&sample_dir(), &out, &args);
         assert!(o.status.success(), "{}", stderr(&o));
         let sample = sample_dir();
-        let mut check = vec!["check", "-i", sample.to_str().unwrap(), "-o", out.to_str().unwrap(), "--json"];
+        let mut check = vec![
+            "check",
+            "-i",
+            sample.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--json",
+        ];
         if mode == "near" {
             check.push("--near");
         }
@@ -104,13 +142,25 @@ fn near_mode_output_is_the_same_for_any_thread_count_and_chunk_size() {
         let o = dedup(
             &sample_dir(),
             &out,
-            &["-n", "--smooth", "-f", "--dd", "-t", threads, "--chunk-bytes", chunk],
+            &[
+                "-n",
+                "--smooth",
+                "-f",
+                "--dd",
+                "-t",
+                threads,
+                "--chunk-bytes",
+                chunk,
+            ],
         );
         assert!(o.status.success(), "{}", stderr(&o));
         let t = tree(&out);
         match &first {
             None => first = Some(t),
-            Some(f) => assert!(f == &t, "outputs differ with -t {threads} --chunk-bytes {chunk}"),
+            Some(f) => assert!(
+                f == &t,
+                "outputs differ with -t {threads} --chunk-bytes {chunk}"
+            ),
         }
     }
 }
@@ -147,20 +197,40 @@ fn url_filter_rules_give_status_u_and_bad_rules_are_reported() {
             + &doc("https://keep.example/", &[para(P3)])),
     );
     let rules = tmp.path().join("rules.txt");
-    std::fs::write(&rules, "# spam\nhost:spam.example\nprefix:https://www.example.org/docs/\nre:([\n").unwrap();
+    std::fs::write(
+        &rules,
+        "# spam\nhost:spam.example\nprefix:https://www.example.org/docs/\nre:([\n",
+    )
+    .unwrap();
     let json = tmp.path().join("run.json");
     let o = dedup(
         &input,
         &output,
-        &["--dd", "--url-filter", rules.to_str().unwrap(), "--json", json.to_str().unwrap()],
+        &[
+            "--dd",
+            "--url-filter",
+            rules.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ],
     );
     // The bad rule is an input problem (exit 1) named by file and line; the rest applies.
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(stderr(&o).contains(&format!("{}:4: bad regular expression", rules.display())), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("{}:4: bad regular expression", rules.display())),
+        "{}",
+        stderr(&o)
+    );
     let dd = read(output.join("x.vert.dedup.dd"));
-    let statuses: Vec<&str> = dd.lines().map(|l| l.rsplit("status=\"").next().unwrap()).collect();
+    let statuses: Vec<&str> = dd
+        .lines()
+        .map(|l| l.rsplit("status=\"").next().unwrap())
+        .collect();
     assert_eq!(statuses, ["U\"/>", "U\"/>", "K\"/>"]);
-    assert_eq!(read(output.join("x.vert.dedup")), doc("https://keep.example/", &[para(P3)]));
+    assert_eq!(
+        read(output.join("x.vert.dedup")),
+        doc("https://keep.example/", &[para(P3)])
+    );
     let v: serde_json::Value = serde_json::from_str(&read(&json)).unwrap();
     assert_eq!(v["documents_dropped_url_filter"], 2);
 }
@@ -168,7 +238,11 @@ fn url_filter_rules_give_status_u_and_bad_rules_are_reported() {
 #[test]
 fn near_options_are_checked() {
     let tmp = tempfile::tempdir().unwrap();
-    let o = dedup(&sample_dir(), &tmp.path().join("o"), &["-n", "--threshold", "1.5"]);
+    let o = dedup(
+        &sample_dir(),
+        &tmp.path().join("o"),
+        &["-n", "--threshold", "1.5"],
+    );
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--threshold"), "{}", stderr(&o));
     let o = dedup(&sample_dir(), &tmp.path().join("o"), &["--smooth"]);
@@ -190,27 +264,55 @@ fn wikilinks_rows_exact_and_near_rules() {
     // Another target, same text: kept in both modes (near needs the target seen).
     let r3 = row("p3", "Planner", "parser", "7", ctx_l, ctx_r);
     // Same target, one word of context changed: near duplicate only.
-    let r4 = row("p4", "Parser", "parser", "7", ctx_l, &ctx_r.replace("hand", "last"));
+    let r4 = row(
+        "p4",
+        "Parser",
+        "parser",
+        "7",
+        ctx_l,
+        &ctx_r.replace("hand", "last"),
+    );
     let short = "only\tthree\tcolumns\n".to_string();
-    write(&input, "links.tsv", &[r1.clone(), r2, short.clone(), r3.clone(), r4.clone()].concat());
+    write(
+        &input,
+        "links.tsv",
+        &[r1.clone(), r2, short.clone(), r3.clone(), r4.clone()].concat(),
+    );
 
     let exact_out = tmp.path().join("exact");
     let o = dedup(&input, &exact_out, &["--format", "wikilinks", "-f"]);
-    assert_eq!(o.status.code(), Some(1), "the short row is an input problem: {}", stderr(&o));
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "the short row is an input problem: {}",
+        stderr(&o)
+    );
     assert!(
-        stderr(&o).contains(&format!("{}:3: row has 3 columns", input.join("links.tsv").display())),
+        stderr(&o).contains(&format!(
+            "{}:3: row has 3 columns",
+            input.join("links.tsv").display()
+        )),
         "{}",
         stderr(&o)
     );
-    assert_eq!(read(exact_out.join("links.tsv.dedup")), [r1.clone(), short.clone(), r3.clone(), r4.clone()].concat());
+    assert_eq!(
+        read(exact_out.join("links.tsv.dedup")),
+        [r1.clone(), short.clone(), r3.clone(), r4.clone()].concat()
+    );
     let id = format!("{:016x}", xxhash_rust::xxh3::xxh3_64(b"links.tsv"));
     assert_eq!(
         read(exact_out.join("links.tsv.dedup.dropped")),
-        format!("<t>{id}:2\t{id}:1</f>\n{}", row("p2", "Parser", "parser", "9", ctx_l, ctx_r))
+        format!(
+            "<t>{id}:2\t{id}:1</f>\n{}",
+            row("p2", "Parser", "parser", "9", ctx_l, ctx_r)
+        )
     );
 
     let near_out = tmp.path().join("near");
     let o = dedup(&input, &near_out, &["--format", "wikilinks", "-n"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert_eq!(read(near_out.join("links.tsv.dedup")), [r1, short, r3].concat());
+    assert_eq!(
+        read(near_out.join("links.tsv.dedup")),
+        [r1, short, r3].concat()
+    );
 }

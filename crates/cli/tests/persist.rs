@@ -518,11 +518,21 @@ fn near_mode_kill_then_restore_is_byte_identical() {
         assert!(o.status.success(), "{}", stderr(&o));
         r.state()
     };
-    for (i, (fault, threads)) in [("journal-record:5", "1"), ("commit:9", "2"), ("output-bytes:100000", "1"), ("renamed:2", "2")]
-        .iter()
-        .enumerate()
+    for (i, (fault, threads)) in [
+        ("journal-record:5", "1"),
+        ("commit:9", "2"),
+        ("output-bytes:100000", "1"),
+        ("renamed:2", "2"),
+    ]
+    .iter()
+    .enumerate()
     {
-        let r = Run::new(dir.path(), &format!("near{i}"), &["-t", threads, "-n", "--smooth"]).with_store();
+        let r = Run::new(
+            dir.path(),
+            &format!("near{i}"),
+            &["-t", threads, "-n", "--smooth"],
+        )
+        .with_store();
         let o = r.run(false, Some(fault));
         assert!(
             !o.status.success() && stderr(&o).contains("fault injection: abort at"),

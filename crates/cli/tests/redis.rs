@@ -13,7 +13,11 @@ use std::time::{Duration, Instant};
 fn free_port() -> u16 {
     // A cluster node also listens on port + 10000: keep both below 65536.
     loop {
-        let p = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let p = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
         if p < 55000 && TcpListener::bind(("127.0.0.1", p + 10000)).is_ok() {
             return p;
         }
@@ -56,17 +60,29 @@ impl Node {
             dir.path().to_str().unwrap(),
         ]);
         if cluster {
-            cmd.args(["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"]);
+            cmd.args([
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                "nodes.conf",
+            ]);
         }
         let child = cmd
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("redis-server (scripts/deps.sh installs it)");
-        let node = Node { port, child, _dir: dir };
+        let node = Node {
+            port,
+            child,
+            _dir: dir,
+        };
         let start = Instant::now();
         while cli(port, &["PING"]).trim() != "PONG" {
-            assert!(start.elapsed() < Duration::from_secs(10), "redis-server did not start");
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "redis-server did not start"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
         node
@@ -91,24 +107,41 @@ struct Cluster {
 impl Cluster {
     fn start() -> Cluster {
         let nodes: Vec<Node> = (0..3).map(|_| Node::start(true)).collect();
-        let addrs: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
+        let addrs: Vec<String> = nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect();
         let o = Command::new("redis-cli")
             .args(["--cluster", "create"])
             .args(&addrs)
             .args(["--cluster-replicas", "0", "--cluster-yes"])
             .output()
             .unwrap();
-        assert!(o.status.success(), "cluster create: {}", String::from_utf8_lossy(&o.stdout));
+        assert!(
+            o.status.success(),
+            "cluster create: {}",
+            String::from_utf8_lossy(&o.stdout)
+        );
         let start = Instant::now();
-        while !nodes.iter().all(|n| cli(n.port, &["CLUSTER", "INFO"]).contains("cluster_state:ok")) {
-            assert!(start.elapsed() < Duration::from_secs(20), "cluster did not become ready");
+        while !nodes
+            .iter()
+            .all(|n| cli(n.port, &["CLUSTER", "INFO"]).contains("cluster_state:ok"))
+        {
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "cluster did not become ready"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
         Cluster { nodes }
     }
 
     fn url(&self) -> String {
-        let hosts: Vec<String> = self.nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
+        let hosts: Vec<String> = self
+            .nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect();
         format!("redis://{}", hosts.join(","))
     }
 }
@@ -140,20 +173,32 @@ fn on_store(url: &str, out: &Path, extra: &[&str]) -> std::process::Output {
 fn single_node_outputs_equal_the_embedded_store_in_exact_and_near_mode() {
     let tmp = tempfile::tempdir().unwrap();
     let node = Node::start(false);
-    for (i, extra) in [&["-t", "2"][..], &["-t", "1", "-n"][..]].iter().enumerate() {
+    for (i, extra) in [&["-t", "2"][..], &["-t", "1", "-n"][..]]
+        .iter()
+        .enumerate()
+    {
         cli(node.port, &["FLUSHALL"]);
         let out = tmp.path().join(format!("redis{i}"));
         let o = on_store(&node.url(), &out, extra);
         assert!(o.status.success(), "{}", stderr(&o));
         let want_extra: Vec<&str> = extra.iter().filter(|a| **a == "-n").copied().collect();
-        assert!(outputs(&out) == embedded(tmp.path(), &want_extra), "outputs differ ({extra:?})");
+        assert!(
+            outputs(&out) == embedded(tmp.path(), &want_extra),
+            "outputs differ ({extra:?})"
+        );
     }
     // The layout: buckets are intsets, the settings are recorded.
     let settings = cli(node.port, &["HGET", "wd:settings", "layout"]);
     assert!(settings.starts_with("buckets-v1 bits="), "{settings}");
     let some_bucket = cli(node.port, &["--scan", "--pattern", "wd:{*}:[0-9a-f]*"]);
-    let bucket = some_bucket.lines().find(|k| !k.contains(":r:")).expect("a bucket");
-    assert_eq!(cli(node.port, &["OBJECT", "ENCODING", bucket]).trim(), "intset");
+    let bucket = some_bucket
+        .lines()
+        .find(|k| !k.contains(":r:"))
+        .expect("a bucket");
+    assert_eq!(
+        cli(node.port, &["OBJECT", "ENCODING", bucket]).trim(),
+        "intset"
+    );
 }
 
 #[test]
@@ -201,14 +246,21 @@ fn other_settings_are_refused_and_a_dead_node_is_a_clear_error() {
     assert!(o.status.success(), "{}", stderr(&o));
     let o = on_store(&node.url(), &tmp.path().join("b"), &["--normalize", "none"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("normalization: 'loose' in the database, 'none' for this run"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("normalization: 'loose' in the database, 'none' for this run"),
+        "{}",
+        stderr(&o)
+    );
 
     let url = node.url();
     drop(node);
     let o = on_store(&url, &tmp.path().join("c"), &[]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains(&url), "{}", stderr(&o));
-    assert!(!tmp.path().join("c/cc-2023-14/part-00000.vert.dedup").exists());
+    assert!(!tmp
+        .path()
+        .join("c/cc-2023-14/part-00000.vert.dedup")
+        .exists());
 }
 
 #[test]
@@ -245,7 +297,11 @@ fn killing_a_cluster_node_mid_run_stops_with_an_error_never_wrong_output() {
     drop(cluster.nodes.remove(1));
     let o = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "expected a fatal store error: {err}");
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "expected a fatal store error: {err}"
+    );
     assert!(err.contains("store"), "{err}");
     // Whatever was finished before the error is exactly what an uninterrupted run wrote.
     for (name, bytes) in outputs(&out) {
@@ -261,14 +317,26 @@ fn cdx_dups_on_redis_equals_the_embedded_store() {
     let tmp = tempfile::tempdir().unwrap();
     let node = Node::start(false);
     let mut cdx = String::from(" CDX N b a m s k r M S V g\n");
-    for (d, k) in [("20071001", "abc"), ("20071002", "abc"), ("20071003", "def"), ("20071004", "abc"), ("20071005", "def")] {
-        cdx += &format!("org,example)/ {d} http://example.org/ text/html 200 {k} - - 100 0 a.warc.gz\n");
+    for (d, k) in [
+        ("20071001", "abc"),
+        ("20071002", "abc"),
+        ("20071003", "def"),
+        ("20071004", "abc"),
+        ("20071005", "def"),
+    ] {
+        cdx += &format!(
+            "org,example)/ {d} http://example.org/ text/html 200 {k} - - 100 0 a.warc.gz\n"
+        );
     }
     let f: PathBuf = tmp.path().join("a.cdx");
     std::fs::write(&f, cdx).unwrap();
     let mem = webdedup(&["cdx", "dups", f.to_str().unwrap()]);
     let red = webdedup(&["cdx", "dups", "--store", &node.url(), f.to_str().unwrap()]);
-    assert!(mem.status.success() && red.status.success(), "{}", stderr(&red));
+    assert!(
+        mem.status.success() && red.status.success(),
+        "{}",
+        stderr(&red)
+    );
     assert_eq!(String::from_utf8_lossy(&mem.stdout).lines().count(), 3);
     assert_eq!(mem.stdout, red.stdout);
     // The versions persist in Redis: a second run finds all five seen.

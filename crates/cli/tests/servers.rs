@@ -13,11 +13,18 @@ use std::time::{Duration, Instant};
 use webdedup_store::server_map::{ServerAddr, ServerEntry, ServerMap};
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 fn addr(port: u16) -> ServerAddr {
-    ServerAddr { host: "127.0.0.1".into(), port }
+    ServerAddr {
+        host: "127.0.0.1".into(),
+        port,
+    }
 }
 
 /// A block map over `ports` with block b owned by `owner(b)`.
@@ -25,7 +32,13 @@ fn write_map(path: &Path, ports: &[u16], owner: impl Fn(u32) -> u32) -> ServerMa
     let blocks = 1999;
     let map = ServerMap {
         blocks,
-        servers: ports.iter().map(|&p| ServerEntry { addr: addr(p), weight: 1.0 }).collect(),
+        servers: ports
+            .iter()
+            .map(|&p| ServerEntry {
+                addr: addr(p),
+                weight: 1.0,
+            })
+            .collect(),
         owner: (0..blocks).map(owner).collect(),
     };
     std::fs::write(path, map.to_text()).unwrap();
@@ -49,16 +62,30 @@ impl Server {
             .args(["--listen", &format!("127.0.0.1:{port}"), "--ready-file"])
             .arg(&ready)
             .args(extra)
-            .stderr(std::fs::OpenOptions::new().create(true).append(true).open(&log).unwrap())
+            .stderr(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&log)
+                    .unwrap(),
+            )
             .spawn()
             .unwrap();
-        let mut s = Server { child: Some(child), port, log };
+        let mut s = Server {
+            child: Some(child),
+            port,
+            log,
+        };
         let started = Instant::now();
         while !ready.exists() {
             if let Some(status) = s.child.as_mut().unwrap().try_wait().unwrap() {
                 panic!("server {port} exited ({status}): {}", read(&s.log));
             }
-            assert!(started.elapsed() < Duration::from_secs(30), "server {port} did not start: {}", read(&s.log));
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "server {port} did not start: {}",
+                read(&s.log)
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
         s
@@ -85,7 +112,12 @@ impl Server {
         if let Some(mut c) = self.child.take() {
             unsafe_kill(c.id(), "TERM");
             let status = c.wait().unwrap();
-            assert!(status.success(), "server {} stopped with {status}: {}", self.port, read(&self.log));
+            assert!(
+                status.success(),
+                "server {} stopped with {status}: {}",
+                self.port,
+                read(&self.log)
+            );
         }
     }
 
@@ -98,7 +130,12 @@ impl Server {
                 self.child = None;
                 return;
             }
-            assert!(started.elapsed() < within, "server {} did not exit: {}", self.port, read(&self.log));
+            assert!(
+                started.elapsed() < within,
+                "server {} did not exit: {}",
+                self.port,
+                read(&self.log)
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -111,7 +148,10 @@ impl Drop for Server {
 }
 
 fn unsafe_kill(pid: u32, sig: &str) {
-    let ok = Command::new("kill").args([&format!("-{sig}"), &pid.to_string()]).status().unwrap();
+    let ok = Command::new("kill")
+        .args([&format!("-{sig}"), &pid.to_string()])
+        .status()
+        .unwrap();
     assert!(ok.success());
 }
 
@@ -120,7 +160,10 @@ fn snap_path(dir: &Path, port: u16) -> PathBuf {
 }
 
 fn outputs(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    tree(dir).into_iter().filter(|(n, _)| !n.ends_with(".webdedup.run-id")).collect()
+    tree(dir)
+        .into_iter()
+        .filter(|(n, _)| !n.ends_with(".webdedup.run-id"))
+        .collect()
 }
 
 /// Input big enough for a run to last past a kill: `copies` copies of the sample.
@@ -130,7 +173,11 @@ fn big_input(dir: &Path, copies: usize) -> PathBuf {
         let dst = input.join(format!("copy{i}"));
         std::fs::create_dir_all(&dst).unwrap();
         for crawl in ["cc-2023-14", "cc-2023-50", "cc-2024-33"] {
-            std::fs::copy(sample_dir().join(crawl).join("part-00000.vert.gz"), dst.join(format!("{crawl}.vert.gz"))).unwrap();
+            std::fs::copy(
+                sample_dir().join(crawl).join("part-00000.vert.gz"),
+                dst.join(format!("{crawl}.vert.gz")),
+            )
+            .unwrap();
         }
     }
     input
@@ -155,7 +202,13 @@ fn finished_outputs(dir: &Path) -> usize {
 
 fn worker(input: &Path, out: &Path, map: &Path, extra: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_webdedup"));
-    c.args(["dedup", "-q", "--dd", "-i"]).arg(input).arg("-o").arg(out).arg("-s").arg(map).args(extra);
+    c.args(["dedup", "-q", "--dd", "-i"])
+        .arg(input)
+        .arg("-o")
+        .arg(out)
+        .arg("-s")
+        .arg(map)
+        .args(extra);
     c
 }
 
@@ -174,9 +227,16 @@ fn three_servers_answer_one_worker_exactly_as_the_embedded_store() {
     let ports = [free_port(), free_port(), free_port()];
     let map = tmp.path().join("map");
     write_map(&map, &ports, |b| b % 3);
-    let _servers: Vec<Server> = ports.iter().map(|&p| Server::start(tmp.path(), &map, p, &[])).collect();
+    let _servers: Vec<Server> = ports
+        .iter()
+        .map(|&p| Server::start(tmp.path(), &map, p, &[]))
+        .collect();
     for near in [false, true] {
-        let extra: &[&str] = if near { &["-t", "1", "--near"] } else { &["-t", "1"] };
+        let extra: &[&str] = if near {
+            &["-t", "1", "--near"]
+        } else {
+            &["-t", "1"]
+        };
         let want = tmp.path().join(format!("embedded-{near}"));
         let o = dedup(&sample_dir(), &want, &[&["--dd"], extra].concat());
         assert!(o.status.success(), "{}", stderr(&o));
@@ -188,7 +248,10 @@ fn three_servers_answer_one_worker_exactly_as_the_embedded_store() {
         let out = tmp.path().join("remote");
         let o = worker(&sample_dir(), &out, &map, extra).output().unwrap();
         assert!(o.status.success(), "{}", stderr(&o));
-        assert!(outputs(&out) == outputs(&want), "remote outputs differ from the embedded store's");
+        assert!(
+            outputs(&out) == outputs(&want),
+            "remote outputs differ from the embedded store's"
+        );
     }
 }
 
@@ -198,16 +261,28 @@ fn near_mode_on_servers_equals_the_embedded_store() {
     let ports = [free_port(), free_port()];
     let map = tmp.path().join("map");
     write_map(&map, &ports, |b| b % 2);
-    let _servers: Vec<Server> = ports.iter().map(|&p| Server::start(tmp.path(), &map, p, &[])).collect();
+    let _servers: Vec<Server> = ports
+        .iter()
+        .map(|&p| Server::start(tmp.path(), &map, p, &[]))
+        .collect();
     let want = tmp.path().join("embedded");
     let o = dedup(&sample_dir(), &want, &["--dd", "-t", "1", "--near"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = tmp.path().join("remote");
-    let o = worker(&sample_dir(), &out, &map, &["-t", "1", "--near"]).output().unwrap();
+    let o = worker(&sample_dir(), &out, &map, &["-t", "1", "--near"])
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(outputs(&out) == outputs(&want));
     // Other settings than the servers' keys are refused, naming the difference.
-    let o = worker(&sample_dir(), &tmp.path().join("other"), &map, &["--normalize", "none"]).output().unwrap();
+    let o = worker(
+        &sample_dir(),
+        &tmp.path().join("other"),
+        &map,
+        &["--normalize", "none"],
+    )
+    .output()
+    .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("normalization"), "{}", stderr(&o));
 }
@@ -221,7 +296,10 @@ fn a_server_killed_mid_run_restarts_from_its_journal_and_the_outputs_are_unchang
     assert!(o.status.success());
     let out = tmp.path().join("out");
     worker_through_a_server_crash(tmp.path(), &input, &out, &["-t", "1"]);
-    assert!(outputs(&out) == outputs(&want), "outputs differ from an uninterrupted run's");
+    assert!(
+        outputs(&out) == outputs(&want),
+        "outputs differ from an uninterrupted run's"
+    );
 }
 
 /// Runs a worker with `extra` on 3 persistent servers, kills one with kill -9
@@ -231,21 +309,38 @@ fn worker_through_a_server_crash(dir: &Path, input: &Path, out: &Path, extra: &[
     let ports = [free_port(), free_port(), free_port()];
     let map = dir.join("map");
     write_map(&map, &ports, |b| b % 3);
-    let mut servers: Vec<Server> = ports.iter().map(|&p| Server::persistent(dir, &map, p, &[])).collect();
-    let child = worker(input, out, &map, extra).stderr(Stdio::piped()).spawn().unwrap();
+    let mut servers: Vec<Server> = ports
+        .iter()
+        .map(|&p| Server::persistent(dir, &map, p, &[]))
+        .collect();
+    let child = worker(input, out, &map, extra)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     // Let it get going, then kill -9 a server and bring it back from its journal.
     let journal = PathBuf::from(format!("{}.journal", snap_path(dir, ports[1]).display()));
     let started = Instant::now();
     while std::fs::metadata(&journal).map_or(0, |m| m.len()) < 20_000 {
-        assert!(started.elapsed() < Duration::from_secs(60), "no journal growth");
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no journal growth"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
     servers[1].kill9();
     std::thread::sleep(Duration::from_millis(300));
     servers[1] = Server::persistent(dir, &map, ports[1], &[]);
     let o = child.wait_with_output().unwrap();
-    assert!(o.status.success(), "worker failed: {}", String::from_utf8_lossy(&o.stderr));
-    assert!(read(&servers[1].log).contains("replayed the journal"), "{}", read(&servers[1].log));
+    assert!(
+        o.status.success(),
+        "worker failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        read(&servers[1].log).contains("replayed the journal"),
+        "{}",
+        read(&servers[1].log)
+    );
 }
 
 #[test]
@@ -258,7 +353,10 @@ fn a_worker_killed_mid_run_finishes_with_restore_and_the_outputs_are_unchanged()
     let ports = [free_port(), free_port(), free_port()];
     let map = tmp.path().join("map");
     write_map(&map, &ports, |b| b % 3);
-    let _servers: Vec<Server> = ports.iter().map(|&p| Server::persistent(tmp.path(), &map, p, &[])).collect();
+    let _servers: Vec<Server> = ports
+        .iter()
+        .map(|&p| Server::persistent(tmp.path(), &map, p, &[]))
+        .collect();
     let out = tmp.path().join("out");
     let mut child = worker(&input, &out, &map, &["-t", "1"]).spawn().unwrap();
     // Kill it once a few outputs are done (some finished, one under way).
@@ -269,9 +367,14 @@ fn a_worker_killed_mid_run_finishes_with_restore_and_the_outputs_are_unchanged()
     }
     child.kill().unwrap();
     child.wait().unwrap();
-    let o = worker(&input, &out, &map, &["-t", "1", "--restore"]).output().unwrap();
+    let o = worker(&input, &out, &map, &["-t", "1", "--restore"])
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(outputs(&out) == outputs(&want), "restored outputs differ from an uninterrupted run's");
+    assert!(
+        outputs(&out) == outputs(&want),
+        "restored outputs differ from an uninterrupted run's"
+    );
 }
 
 #[test]
@@ -281,20 +384,37 @@ fn two_workers_on_three_servers_keep_every_paragraph_once_even_with_a_server_cra
     let ports = [free_port(), free_port(), free_port()];
     let map = tmp.path().join("map");
     write_map(&map, &ports, |b| b % 3);
-    let mut servers: Vec<Server> = ports.iter().map(|&p| Server::persistent(tmp.path(), &map, p, &[])).collect();
+    let mut servers: Vec<Server> = ports
+        .iter()
+        .map(|&p| Server::persistent(tmp.path(), &map, p, &[]))
+        .collect();
     // Two workers over disjoint halves of the input, at once.
     let halves = [tmp.path().join("h0"), tmp.path().join("h1")];
     for (i, h) in halves.iter().enumerate() {
         for c in 0..6 {
             if c % 2 == i {
-                std::fs::rename(input.join(format!("copy{c}")), h.join(format!("copy{c}"))).or_else(|_| {
-                    std::fs::create_dir_all(h).and_then(|_| std::fs::rename(input.join(format!("copy{c}")), h.join(format!("copy{c}"))))
-                }).unwrap();
+                std::fs::rename(input.join(format!("copy{c}")), h.join(format!("copy{c}")))
+                    .or_else(|_| {
+                        std::fs::create_dir_all(h).and_then(|_| {
+                            std::fs::rename(
+                                input.join(format!("copy{c}")),
+                                h.join(format!("copy{c}")),
+                            )
+                        })
+                    })
+                    .unwrap();
             }
         }
     }
     let outs = [tmp.path().join("o0"), tmp.path().join("o1")];
-    let children: Vec<Child> = (0..2).map(|i| worker(&halves[i], &outs[i], &map, &["-t", "2"]).stderr(Stdio::piped()).spawn().unwrap()).collect();
+    let children: Vec<Child> = (0..2)
+        .map(|i| {
+            worker(&halves[i], &outs[i], &map, &["-t", "2"])
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
     std::thread::sleep(Duration::from_millis(200));
     servers[2].kill9();
     servers[2] = Server::persistent(tmp.path(), &map, ports[2], &[]);
@@ -326,7 +446,12 @@ fn two_workers_on_three_servers_keep_every_paragraph_once_even_with_a_server_cra
         for d in dirs {
             for (name, data) in outputs(d) {
                 if name.ends_with(".dedup") {
-                    let chunk = webdedup_formats::vertical::Chunk { data, first_line: 1, last: true, ..Default::default() };
+                    let chunk = webdedup_formats::vertical::Chunk {
+                        data,
+                        first_line: 1,
+                        last: true,
+                        ..Default::default()
+                    };
                     planner.plan(&chunk, &mut plan);
                     keys.extend(plan.paras.iter().filter(|p| p.long).map(|p| p.key));
                 }
@@ -337,13 +462,27 @@ fn two_workers_on_three_servers_keep_every_paragraph_once_even_with_a_server_cra
     };
     let remote = long_paragraph_keys(&[&outs[0], &outs[1]]);
     let wanted = long_paragraph_keys(&[&want]);
-    assert!(remote.windows(2).all(|w| w[0] != w[1]), "a long paragraph was kept twice");
+    assert!(
+        remote.windows(2).all(|w| w[0] != w[1]),
+        "a long paragraph was kept twice"
+    );
     assert!(remote.len() > 1000, "{} long paragraphs", remote.len());
-    assert!(remote == wanted, "the long paragraphs kept differ: {} against {}", remote.len(), wanted.len());
+    assert!(
+        remote == wanted,
+        "the long paragraphs kept differ: {} against {}",
+        remote.len(),
+        wanted.len()
+    );
 }
 
 fn status_ok(map: &Path) -> bool {
-    Command::new(env!("CARGO_BIN_EXE_webdedup")).args(["status", "-m"]).arg(map).output().unwrap().status.success()
+    Command::new(env!("CARGO_BIN_EXE_webdedup"))
+        .args(["status", "-m"])
+        .arg(map)
+        .output()
+        .unwrap()
+        .status
+        .success()
 }
 
 #[test]
@@ -357,11 +496,20 @@ fn migration_two_three_two_servers_loses_and_doubles_no_key() {
     let only = |crawl: &str| {
         let dir = d.join(format!("in-{crawl}"));
         std::fs::create_dir_all(&dir).unwrap();
-        std::fs::copy(sample_dir().join(crawl).join("part-00000.vert.gz"), dir.join("part.vert.gz")).unwrap();
+        std::fs::copy(
+            sample_dir().join(crawl).join("part-00000.vert.gz"),
+            dir.join("part.vert.gz"),
+        )
+        .unwrap();
         dir
     };
-    let mut s: Vec<Server> = p[..2].iter().map(|&port| Server::persistent(d, &map_a, port, &[])).collect();
-    let o = worker(&only("cc-2023-14"), &d.join("o1"), &map_a, &[]).output().unwrap();
+    let mut s: Vec<Server> = p[..2]
+        .iter()
+        .map(|&port| Server::persistent(d, &map_a, port, &[]))
+        .collect();
+    let o = worker(&only("cc-2023-14"), &d.join("o1"), &map_a, &[])
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     s.iter_mut().for_each(Server::stop);
     let union = |ports: &[u16], map: &ServerMap| -> Vec<u64> {
@@ -374,7 +522,11 @@ fn migration_two_three_two_servers_loses_and_doubles_no_key() {
             let keys = snapshot_keys(&path);
             let me = map.index_of(&addr(port));
             for &k in &keys {
-                assert_eq!(Some(map.owner_of_key(k)), me, "key {k:#x} saved by {port}, which does not own its block");
+                assert_eq!(
+                    Some(map.owner_of_key(k)),
+                    me,
+                    "key {k:#x} saved by {port}, which does not own its block"
+                );
             }
             all.extend(keys);
         }
@@ -389,35 +541,63 @@ fn migration_two_three_two_servers_loses_and_doubles_no_key() {
     let map_b = d.join("map-b");
     let b = write_map(&map_b, &p, |b| b % 3);
     let from_a = ["--from-map", map_a.to_str().unwrap()];
-    let mut s: Vec<Server> = p.iter().map(|&port| Server::persistent(d, &map_b, port, &from_a)).collect();
-    let o = worker(&only("cc-2023-50"), &d.join("o2"), &map_b, &[]).output().unwrap();
+    let mut s: Vec<Server> = p
+        .iter()
+        .map(|&port| Server::persistent(d, &map_b, port, &from_a))
+        .collect();
+    let o = worker(&only("cc-2023-50"), &d.join("o2"), &map_b, &[])
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(status_ok(&map_b));
     s.iter_mut().for_each(Server::stop);
     let u2 = union(&p, &b);
-    assert!(u2.windows(2).all(|w| w[0] != w[1]), "a key saved by two servers");
-    assert!(u1.iter().all(|k| u2.binary_search(k).is_ok()), "keys lost in migration");
+    assert!(
+        u2.windows(2).all(|w| w[0] != w[1]),
+        "a key saved by two servers"
+    );
+    assert!(
+        u1.iter().all(|k| u2.binary_search(k).is_ok()),
+        "keys lost in migration"
+    );
     assert!(u2.len() > u1.len());
-    assert!(snapshot_keys(&snap_path(d, p[2])).len() > 100, "the new server took nothing over");
+    assert!(
+        snapshot_keys(&snap_path(d, p[2])).len() > 100,
+        "the new server took nothing over"
+    );
 
     // 3. Back to two: the third server hands everything over and exits.
     let map_c = d.join("map-c");
     let c = write_map(&map_c, &p[..2], |b| b % 2);
     let from_b = ["--from-map", map_b.to_str().unwrap()];
-    let mut s: Vec<Server> = p[..2].iter().map(|&port| Server::persistent(d, &map_c, port, &from_b)).collect();
+    let mut s: Vec<Server> = p[..2]
+        .iter()
+        .map(|&port| Server::persistent(d, &map_c, port, &from_b))
+        .collect();
     let me = format!("127.0.0.1:{}", p[2]);
     let mut leaving = Server::persistent(d, &map_c, p[2], &[&from_b[..], &["--me", &me]].concat());
     leaving.wait_exit(Duration::from_secs(60));
     assert!(read(&leaving.log).contains("every block handed over"));
     let started = Instant::now();
     while !status_ok(&map_c) {
-        assert!(started.elapsed() < Duration::from_secs(30), "servers not ready after migration");
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "servers not ready after migration"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     s.iter_mut().for_each(Server::stop);
     let u3 = union(&p[..2], &c);
-    assert!(u3 == u2, "the key sets differ after 3 -> 2: {} vs {}", u3.len(), u2.len());
-    assert!(snapshot_keys(&snap_path(d, p[2])).is_empty(), "the excluded server kept keys");
+    assert!(
+        u3 == u2,
+        "the key sets differ after 3 -> 2: {} vs {}",
+        u3.len(),
+        u2.len()
+    );
+    assert!(
+        snapshot_keys(&snap_path(d, p[2])).is_empty(),
+        "the excluded server kept keys"
+    );
 }
 
 /// Speaks the wire protocol by hand: preamble, hello, auth, ready.
@@ -425,11 +605,24 @@ fn handshake(port: u16) -> TcpStream {
     use webdedup_net::wire::{self, Msg, Role};
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     let mut out = wire::PREAMBLE.to_vec();
-    wire::encode(&Msg::Hello { version: wire::VERSION, nonce: [1; 16] }, &mut out);
+    wire::encode(
+        &Msg::Hello {
+            version: wire::VERSION,
+            nonce: [1; 16],
+        },
+        &mut out,
+    );
     s.write_all(&out).unwrap();
     let _challenge = recv(&mut s);
     out.clear();
-    wire::encode(&Msg::Auth { mac: [0; 32], role: Role::Peer, settings: None }, &mut out);
+    wire::encode(
+        &Msg::Auth {
+            mac: [0; 32],
+            role: Role::Peer,
+            settings: None,
+        },
+        &mut out,
+    );
     s.write_all(&out).unwrap();
     assert!(matches!(recv(&mut s), Msg::Ready { .. }));
     s
@@ -483,27 +676,47 @@ fn a_retried_request_gets_its_first_verdicts_even_after_a_server_crash() {
     write_map(&map, &[port], |_| 0);
     // A worker's settings first (the server adopts them), then raw requests.
     let mut s = Server::persistent(tmp.path(), &map, port, &[]);
-    let o = worker(&sample_dir(), &tmp.path().join("o"), &map, &[]).output().unwrap();
+    let o = worker(&sample_dir(), &tmp.path().join("o"), &map, &[])
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
-    let keys: Vec<u64> = (1..=100u64).map(|k| k.wrapping_mul(0x9e37_79b9_7f4a_7c15)).collect();
+    let keys: Vec<u64> = (1..=100u64)
+        .map(|k| k.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+        .collect();
     let ask = |c: &mut TcpStream, id: Option<(u64, u64)>| -> Vec<bool> {
         let mut out = Vec::new();
         wire::encode_keys_request(7, id, true, &keys, &mut out);
         c.write_all(&out).unwrap();
         match recv(c) {
-            Msg::Verdicts { req: 7, n: 100, bitmap } => (0..100).map(|i| wire::bit(&bitmap, i)).collect(),
+            Msg::Verdicts {
+                req: 7,
+                n: 100,
+                bitmap,
+            } => (0..100).map(|i| wire::bit(&bitmap, i)).collect(),
             other => panic!("{other:?}"),
         }
     };
     let mut c = handshake(port);
     assert!(ask(&mut c, Some((42, 1))).iter().all(|&v| !v), "new keys");
-    assert!(ask(&mut c, Some((42, 1))).iter().all(|&v| !v), "a retry is answered as the first attempt");
-    assert!(ask(&mut c, Some((42, 2))).iter().all(|&v| v), "another request sees them");
+    assert!(
+        ask(&mut c, Some((42, 1))).iter().all(|&v| !v),
+        "a retry is answered as the first attempt"
+    );
+    assert!(
+        ask(&mut c, Some((42, 2))).iter().all(|&v| v),
+        "another request sees them"
+    );
     s.kill9();
     let _s = Server::persistent(tmp.path(), &map, port, &[]);
     let mut c = handshake(port);
-    assert!(ask(&mut c, Some((42, 1))).iter().all(|&v| !v), "retry records survive kill -9");
-    assert!(ask(&mut c, None).iter().all(|&v| v), "the keys survive kill -9");
+    assert!(
+        ask(&mut c, Some((42, 1))).iter().all(|&v| !v),
+        "retry records survive kill -9"
+    );
+    assert!(
+        ask(&mut c, None).iter().all(|&v| v),
+        "the keys survive kill -9"
+    );
 }
 
 #[test]
@@ -518,7 +731,14 @@ fn hostile_clients_are_dropped_and_everyone_else_is_served() {
         tmp.path(),
         &map,
         port,
-        &["--auth-token-file", token.to_str().unwrap(), "--max-frame", "4096", "--metrics", &format!("127.0.0.1:{metrics}")],
+        &[
+            "--auth-token-file",
+            token.to_str().unwrap(),
+            "--max-frame",
+            "4096",
+            "--metrics",
+            &format!("127.0.0.1:{metrics}"),
+        ],
     );
     // Garbage instead of a preamble (and no KNOT on an authenticated server).
     let mut g = TcpStream::connect(("127.0.0.1", port)).unwrap();
@@ -546,16 +766,40 @@ fn hostile_clients_are_dropped_and_everyone_else_is_served() {
         let _ = g.read_to_end(&mut buf);
     }
     // Without the token, and with a wrong one: clear errors.
-    let o = worker(&sample_dir(), &tmp.path().join("a"), &map, &[]).output().unwrap();
+    let o = worker(&sample_dir(), &tmp.path().join("a"), &map, &[])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("requires authentication"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("requires authentication"),
+        "{}",
+        stderr(&o)
+    );
     let wrong = tmp.path().join("wrong");
     std::fs::write(&wrong, "not-the-right-token-at-all\n").unwrap();
-    let o = worker(&sample_dir(), &tmp.path().join("b"), &map, &["--auth-token-file", wrong.to_str().unwrap()]).output().unwrap();
+    let o = worker(
+        &sample_dir(),
+        &tmp.path().join("b"),
+        &map,
+        &["--auth-token-file", wrong.to_str().unwrap()],
+    )
+    .output()
+    .unwrap();
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("authentication failed"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("authentication failed"),
+        "{}",
+        stderr(&o)
+    );
     // The right token: served, as if nothing had happened.
-    let o = worker(&sample_dir(), &tmp.path().join("c"), &map, &["--auth-token-file", token.to_str().unwrap()]).output().unwrap();
+    let o = worker(
+        &sample_dir(),
+        &tmp.path().join("c"),
+        &map,
+        &["--auth-token-file", token.to_str().unwrap()],
+    )
+    .output()
+    .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     let log = read(&s.log);
     assert!(log.contains("disconnected"), "{log}");
@@ -566,7 +810,14 @@ fn hostile_clients_are_dropped_and_everyone_else_is_served() {
     m.read_to_string(&mut text).unwrap();
     assert!(text.starts_with("HTTP/1.0 200"), "{text}");
     let value = |name: &str| -> f64 {
-        text.lines().find(|l| l.starts_with(&format!("{name} "))).unwrap_or_else(|| panic!("{name} in {text}")).split(' ').nth(1).unwrap().parse().unwrap()
+        text.lines()
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("{name} in {text}"))
+            .split(' ')
+            .nth(1)
+            .unwrap()
+            .parse()
+            .unwrap()
     };
     assert!(value("webdedup_bad_frames_total") >= 22.0, "{text}");
     assert!(value("webdedup_auth_failures_total") >= 1.0);
@@ -580,7 +831,13 @@ fn listening_beyond_loopback_needs_a_token_and_status_reports_a_dead_server() {
     let port = free_port();
     let map = tmp.path().join("map");
     write_map(&map, &[port], |_| 0);
-    let o = webdedup(&["server", "-m", map.to_str().unwrap(), "--listen", &format!("0.0.0.0:{port}")]);
+    let o = webdedup(&[
+        "server",
+        "-m",
+        map.to_str().unwrap(),
+        "--listen",
+        &format!("0.0.0.0:{port}"),
+    ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--auth-token-file"), "{}", stderr(&o));
     // Nobody listening: status says crashed and exits non-zero.
@@ -589,13 +846,34 @@ fn listening_beyond_loopback_needs_a_token_and_status_reports_a_dead_server() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("crashed"), "{out}");
     // A worker gives up on it with an error naming it.
-    let o = worker(&sample_dir(), &tmp.path().join("o"), &map, &["--server-timeout", "1"]).output().unwrap();
+    let o = worker(
+        &sample_dir(),
+        &tmp.path().join("o"),
+        &map,
+        &["--server-timeout", "1"],
+    )
+    .output()
+    .unwrap();
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains(&format!("127.0.0.1:{port}")), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("127.0.0.1:{port}")),
+        "{}",
+        stderr(&o)
+    );
     // Unfinished and missing outputs are reported with the run's directories.
-    let o = webdedup(&["status", "-i", sample_dir().to_str().unwrap(), "-o", tmp.path().join("o").to_str().unwrap()]);
+    let o = webdedup(&[
+        "status",
+        "-i",
+        sample_dir().to_str().unwrap(),
+        "-o",
+        tmp.path().join("o").to_str().unwrap(),
+    ]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("3 missing (100.0%)"), "{}", String::from_utf8_lossy(&o.stdout));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("3 missing (100.0%)"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
 }
 
 #[test]
@@ -603,19 +881,40 @@ fn distribute_writes_maps_servers_use_and_prints_the_seeds_report() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
     let ports: Vec<u16> = (0..10).map(|_| free_port()).collect();
-    let list = |n: usize| ports[..n].iter().map(|p| format!("127.0.0.1:{p}\n")).collect::<String>();
+    let list = |n: usize| {
+        ports[..n]
+            .iter()
+            .map(|p| format!("127.0.0.1:{p}\n"))
+            .collect::<String>()
+    };
     std::fs::write(d.join("two"), list(2)).unwrap();
     std::fs::write(d.join("ten"), list(10)).unwrap();
     let p = |f: &str| d.join(f).to_str().unwrap().to_owned();
     let o = webdedup(&["distribute", "-s", &p("two"), "-o", &p("m2")]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let o = webdedup(&["distribute", "-f", "-i", &p("m2"), "-s", &p("ten"), "-o", &p("m10")]);
+    let o = webdedup(&[
+        "distribute",
+        "-f",
+        "-i",
+        &p("m2"),
+        "-s",
+        &p("ten"),
+        "-o",
+        &p("m10"),
+    ]);
     assert_eq!(
         stderr(&o),
         "Servers: 2 -> 10\nBlocks to be redistributed: 1599 (79.99%)\nAverage aberrancy: 0 blocks(0.0450225%)\nMax. aberrancy: 1 blocks(0.050025%)\n"
     );
     // The KNOT layout reads back as the same map.
-    let o = webdedup(&["distribute", "-i", &p("m10"), "--knot", "-o", &p("m10.knot")]);
+    let o = webdedup(&[
+        "distribute",
+        "-i",
+        &p("m10"),
+        "--knot",
+        "-o",
+        &p("m10.knot"),
+    ]);
     assert!(o.status.success());
     let knot = ServerMap::read(&d.join("m10.knot")).unwrap();
     assert_eq!(knot.owner, ServerMap::read(&d.join("m10")).unwrap().owner);
@@ -624,14 +923,26 @@ fn distribute_writes_maps_servers_use_and_prints_the_seeds_report() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("fixed once used"));
     // A worker routes by a distributed map.
-    let _servers: Vec<Server> = ports[..2].iter().map(|&port| Server::start(d, &d.join("m2"), port, &[])).collect();
-    let o = worker(&sample_dir(), &d.join("out"), &d.join("m2"), &[]).output().unwrap();
+    let _servers: Vec<Server> = ports[..2]
+        .iter()
+        .map(|&port| Server::start(d, &d.join("m2"), port, &[]))
+        .collect();
+    let o = worker(&sample_dir(), &d.join("out"), &d.join("m2"), &[])
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
 }
 
 /// `webdedup check` on a feedback run: its JSON report.
 fn check(input: &Path, out: &Path, near: bool) -> serde_json::Value {
-    let mut args = vec!["check", "--json", "-i", input.to_str().unwrap(), "-o", out.to_str().unwrap()];
+    let mut args = vec![
+        "check",
+        "--json",
+        "-i",
+        input.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ];
     if near {
         args.push("--near");
     }
@@ -649,8 +960,15 @@ fn feedback_on_servers_equals_the_embedded_stores_and_check_confirms_it() {
         let ports = [free_port(), free_port(), free_port()];
         let map = tmp.path().join("map");
         write_map(&map, &ports, |b| b % 3);
-        let _servers: Vec<Server> = ports.iter().map(|&p| Server::start(tmp.path(), &map, p, &[])).collect();
-        let extra: &[&str] = if near { &["-t", "1", "-f", "--near"] } else { &["-t", "1", "-f"] };
+        let _servers: Vec<Server> = ports
+            .iter()
+            .map(|&p| Server::start(tmp.path(), &map, p, &[]))
+            .collect();
+        let extra: &[&str] = if near {
+            &["-t", "1", "-f", "--near"]
+        } else {
+            &["-t", "1", "-f"]
+        };
         let want = tmp.path().join("embedded");
         let o = dedup(&sample_dir(), &want, &[&["--dd"], extra].concat());
         assert!(o.status.success(), "{}", stderr(&o));
@@ -658,10 +976,21 @@ fn feedback_on_servers_equals_the_embedded_stores_and_check_confirms_it() {
         let o = worker(&sample_dir(), &out, &map, extra).output().unwrap();
         assert!(o.status.success(), "{}", stderr(&o));
         let got = outputs(&out);
-        assert!(got.iter().any(|(n, b)| n.ends_with(".dropped") && b.windows(3).any(|w| w == b"<t>")), "no references written");
-        assert!(got == outputs(&want), "near={near}: remote feedback outputs differ from the embedded store's");
+        assert!(
+            got.iter()
+                .any(|(n, b)| n.ends_with(".dropped") && b.windows(3).any(|w| w == b"<t>")),
+            "no references written"
+        );
+        assert!(
+            got == outputs(&want),
+            "near={near}: remote feedback outputs differ from the embedded store's"
+        );
         let report = check(&sample_dir(), &out, near);
-        assert_eq!(report["mismatches"].as_array().unwrap().len(), 0, "{report}");
+        assert_eq!(
+            report["mismatches"].as_array().unwrap().len(),
+            0,
+            "{report}"
+        );
         assert_eq!(report["unknown_original"], 0, "{report}");
         assert!(report["references"].as_u64().unwrap() > 1000, "{report}");
     }
@@ -681,10 +1010,22 @@ fn feedback_survives_a_server_killed_mid_run() {
     let out = tmp.path().join("out");
     worker_through_a_server_crash(tmp.path(), &input, &out, &["-t", "1", "-f"]);
     // What is kept is exactly an uninterrupted run's.
-    let kept = |d: &Path| outputs(d).into_iter().filter(|(n, _)| !n.ends_with(".dropped")).collect::<Vec<_>>();
-    assert!(kept(&out) == kept(&want), "kept outputs differ from an uninterrupted run's");
+    let kept = |d: &Path| {
+        outputs(d)
+            .into_iter()
+            .filter(|(n, _)| !n.ends_with(".dropped"))
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        kept(&out) == kept(&want),
+        "kept outputs differ from an uninterrupted run's"
+    );
     let report = check(&input, &out, false);
-    assert_eq!(report["mismatches"].as_array().unwrap().len(), 0, "{report}");
+    assert_eq!(
+        report["mismatches"].as_array().unwrap().len(),
+        0,
+        "{report}"
+    );
     let known = report["confirmed"].as_u64().unwrap();
     assert!(known > 1000, "{report}");
 }
@@ -699,12 +1040,21 @@ fn a_client_of_another_protocol_version_is_told_why() {
     let _s = Server::start(tmp.path(), &map, port, &[]);
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     let mut out = wire::PREAMBLE.to_vec();
-    wire::encode(&Msg::Hello { version: wire::VERSION - 1, nonce: [1; 16] }, &mut out);
+    wire::encode(
+        &Msg::Hello {
+            version: wire::VERSION - 1,
+            nonce: [1; 16],
+        },
+        &mut out,
+    );
     s.write_all(&out).unwrap();
     match recv(&mut s) {
         Msg::Error { code, message, .. } => {
             assert_eq!(code, ErrorCode::Version);
-            assert!(message.contains(&format!("protocol version {}", wire::VERSION - 1)), "{message}");
+            assert!(
+                message.contains(&format!("protocol version {}", wire::VERSION - 1)),
+                "{message}"
+            );
         }
         other => panic!("expected a version error, got {other:?}"),
     }

@@ -61,7 +61,15 @@ fn main() {
     let t = Instant::now();
     for c in &chunks {
         planner.plan(c, &mut plan);
-        decide(&plan, Default::default(), &store, &opts, &mut scratch, &mut dec).unwrap();
+        decide(
+            &plan,
+            Default::default(),
+            &store,
+            &opts,
+            &mut scratch,
+            &mut dec,
+        )
+        .unwrap();
     }
     report("plan+decide", t);
     println!("words bytes {}", n.0);

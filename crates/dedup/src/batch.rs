@@ -32,8 +32,8 @@
 
 use crate::options::{DocCheck, Options};
 use crate::plan::{ChunkPlan, PlanCache, Planner};
-use crate::runner::{list_inputs, rel_bytes, Durability, InputFile, RunConfig};
 use crate::report::RunStats;
+use crate::runner::{list_inputs, rel_bytes, Durability, InputFile, RunConfig};
 use anyhow::{anyhow, bail, Context, Result};
 use parking_lot::Mutex;
 // Keys and positions are hashed millions of times per stage; SipHash's DoS
@@ -106,7 +106,8 @@ impl BatchConfig {
         if self.task_count == 0 || self.partitions == 0 {
             bail!("--task-count and --partitions must be at least 1");
         }
-        if self.options.near.is_some() || self.options.feedback || self.options.url_filter.is_some() {
+        if self.options.near.is_some() || self.options.feedback || self.options.url_filter.is_some()
+        {
             bail!("batch mode is exact mode: -n, -f and --url-filter are not supported");
         }
         std::fs::create_dir_all(&self.work)
@@ -163,7 +164,8 @@ fn temp_name(path: &Path) -> PathBuf {
 
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = temp_name(path);
-    let mut f = std::fs::File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+    let mut f =
+        std::fs::File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
     f.write_all(bytes)
         .and_then(|_| f.sync_all())
         .with_context(|| format!("cannot write {}", tmp.display()))?;
@@ -251,7 +253,12 @@ fn encode(recs: &[Rec]) -> Vec<u8> {
         let (file_bits, seq_bits) = (width(max(|r| r.file)), width(max(|r| r.seq)));
         let doc_is_seq = recs.iter().all(|r| r.doc == r.seq);
         let doc_bits = if doc_is_seq { 0 } else { width(max(|r| r.doc)) };
-        out.extend_from_slice(&[k as u8, file_bits as u8, seq_bits as u8, if doc_is_seq { 255 } else { doc_bits as u8 }]);
+        out.extend_from_slice(&[
+            k as u8,
+            file_bits as u8,
+            seq_bits as u8,
+            if doc_is_seq { 255 } else { doc_bits as u8 },
+        ]);
         let mut w = webdedup_store::bits::BitWriter::with_capacity(recs.len() * 10);
         w.put_wide(first.key, 64);
         for (i, r) in recs.iter().enumerate() {
@@ -279,16 +286,24 @@ fn decode(path: &Path, out: &mut Vec<Rec>) -> Result<()> {
     }
     let (body, sum) = data.split_at(data.len() - 8);
     if xxhash_rust::xxh3::xxh3_64(body) != u64::from_le_bytes(sum.try_into().unwrap()) {
-        return Err(bad("checksum mismatch (damaged file; rerun the task that wrote it)"));
+        return Err(bad(
+            "checksum mismatch (damaged file; rerun the task that wrote it)",
+        ));
     }
     let mut pos = 0;
     let n = get_varint(body, &mut pos).map_err(|e| bad(&e.to_string()))?;
     if n == 0 {
         return Ok(());
     }
-    let head = body.get(pos..pos + 4).ok_or_else(|| bad("truncated header"))?;
+    let head = body
+        .get(pos..pos + 4)
+        .ok_or_else(|| bad("truncated header"))?;
     let (k, file_bits, seq_bits) = (head[0] as u32, head[1] as u32, head[2] as u32);
-    let (doc_is_seq, doc_bits) = if head[3] == 255 { (true, 0) } else { (false, head[3] as u32) };
+    let (doc_is_seq, doc_bits) = if head[3] == 255 {
+        (true, 0)
+    } else {
+        (false, head[3] as u32)
+    };
     if k > 63 || file_bits > 32 || seq_bits > 32 || doc_bits > 32 {
         return Err(bad("bad field widths"));
     }
@@ -302,12 +317,23 @@ fn decode(path: &Path, out: &mut Vec<Rec>) -> Result<()> {
     for i in 0..n {
         if i > 0 {
             let gap = r.rice(k).ok_or_else(|| bad("truncated record"))?;
-            key = key.checked_add(gap).ok_or_else(|| bad("keys out of order"))?;
+            key = key
+                .checked_add(gap)
+                .ok_or_else(|| bad("keys out of order"))?;
         }
         let file = r.get(file_bits) as u32;
         let seq = r.get(seq_bits) as u32;
-        let doc = if doc_is_seq { seq } else { r.get(doc_bits) as u32 };
-        out.push(Rec { key, file, seq, doc });
+        let doc = if doc_is_seq {
+            seq
+        } else {
+            r.get(doc_bits) as u32
+        };
+        out.push(Rec {
+            key,
+            file,
+            seq,
+            doc,
+        });
     }
     if r.position().div_ceil(8) != bits.len() {
         return Err(bad("records and length disagree"));
@@ -349,7 +375,11 @@ pub fn hash_keeping_plans(
     let mut runs: Vec<Vec<Vec<Rec>>> = vec![vec![Vec::new(); cfg.partitions as usize]; 3];
     let mut planner = Planner::new(&cfg.options);
     let mut plan = ChunkPlan::default();
-    for (rank, f) in files.iter().enumerate().filter(|(r, _)| cfg.owner(*r) == task) {
+    for (rank, f) in files
+        .iter()
+        .enumerate()
+        .filter(|(r, _)| cfg.owner(*r) == task)
+    {
         let rank = rank as u32;
         let reader = match open_input(&f.path) {
             Ok((r, _)) => r,
@@ -382,7 +412,12 @@ pub fn hash_keeping_plans(
                 doc_index += 1;
             }
             if let Some(cache) = plans {
-                cache.put(rel_bytes(&f.rel), chunk_index, &chunk.data, std::mem::take(&mut plan));
+                cache.put(
+                    rel_bytes(&f.rel),
+                    chunk_index,
+                    &chunk.data,
+                    std::mem::take(&mut plan),
+                );
             }
             chunk_index += 1;
         }
@@ -411,7 +446,10 @@ fn verdict_dir(work: &Path, stage: Stage) -> PathBuf {
 fn require_markers(dir: &Path, count: usize, what: &str) -> Result<()> {
     for t in 0..count {
         if !marker(dir, &format!("task-{t}")).exists() {
-            bail!("{what} task {t} of {count} has not finished ({} is missing); run it first", marker(dir, &format!("task-{t}")).display());
+            bail!(
+                "{what} task {t} of {count} has not finished ({} is missing); run it first",
+                marker(dir, &format!("task-{t}")).display()
+            );
         }
     }
     Ok(())
@@ -421,11 +459,18 @@ fn require_markers(dir: &Path, count: usize, what: &str) -> Result<()> {
 /// positions (seq) and the keys.
 fn read_new(cfg: &BatchConfig, stage: Stage) -> Result<Vec<Rec>> {
     let dir = verdict_dir(&cfg.work, stage);
-    require_markers(&dir, cfg.task_count, &format!("resolve --stage {}", stage.name()))?;
+    require_markers(
+        &dir,
+        cfg.task_count,
+        &format!("resolve --stage {}", stage.name()),
+    )?;
     let mut all = Vec::new();
     for p in 0..cfg.partitions {
         let owner = cfg.owner(p as usize);
-        decode(&dir.join(format!("task-{owner}")).join(format!("new-{p}")), &mut all)?;
+        decode(
+            &dir.join(format!("task-{owner}")).join(format!("new-{p}")),
+            &mut all,
+        )?;
     }
     Ok(all)
 }
@@ -458,7 +503,9 @@ fn url_title_repeats(cfg: &BatchConfig) -> Result<HashSet<(u32, u32)>> {
     let mut all = Vec::new();
     for t in 0..cfg.task_count {
         for p in 0..cfg.partitions {
-            let run = hash_dir(&cfg.work).join(format!("task-{t}")).join(run_name(Stage::UrlTitle, p));
+            let run = hash_dir(&cfg.work)
+                .join(format!("task-{t}"))
+                .join(run_name(Stage::UrlTitle, p));
             decode(&run, &mut all)?;
         }
     }
@@ -490,8 +537,10 @@ pub fn resolve(cfg: &BatchConfig, stage: Stage, task: usize, store: Option<&Path
         }
         Stage::Paras => {
             // Documents not dropped whole: the document key was not asked, or new.
-            let new: HashSet<(u32, u32)> =
-                read_new(cfg, Stage::Docs)?.iter().map(|r| (r.file, r.seq)).collect();
+            let new: HashSet<(u32, u32)> = read_new(cfg, Stage::Docs)?
+                .iter()
+                .map(|r| (r.file, r.seq))
+                .collect();
             let asked_docs = match cfg.options.doc_check {
                 DocCheck::All => None,
                 DocCheck::UrlTitle => Some(url_title_repeats(cfg)?),
@@ -510,7 +559,12 @@ pub fn resolve(cfg: &BatchConfig, stage: Stage, task: usize, store: Option<&Path
     for p in (0..cfg.partitions).filter(|p| cfg.owner(*p as usize) == task) {
         recs.clear();
         for t in 0..cfg.task_count {
-            decode(&hash_dir(&cfg.work).join(format!("task-{t}")).join(run_name(stage, p)), &mut recs)?;
+            decode(
+                &hash_dir(&cfg.work)
+                    .join(format!("task-{t}"))
+                    .join(run_name(stage, p)),
+                &mut recs,
+            )?;
         }
         recs.retain(|r| asked(r));
         recs.sort_unstable();
@@ -523,7 +577,11 @@ pub fn resolve(cfg: &BatchConfig, stage: Stage, task: usize, store: Option<&Path
             if !old.as_ref().is_some_and(|s| s.contains(key)) {
                 // Readers of new first occurrences use (file, seq) and the key;
                 // a paragraph's document would only cost bits.
-                let doc = if stage == Stage::Paras { 0 } else { recs[i].doc };
+                let doc = if stage == Stage::Paras {
+                    0
+                } else {
+                    recs[i].doc
+                };
                 new.push(Rec { doc, ..recs[i] });
             }
             while i < recs.len() && recs[i].key == key {
@@ -555,7 +613,12 @@ impl Store for Replay {
             keys.len()
         )))
     }
-    fn test_and_insert_batch(&self, id: BatchId, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError> {
+    fn test_and_insert_batch(
+        &self,
+        id: BatchId,
+        keys: &[u64],
+        seen: &mut Vec<bool>,
+    ) -> Result<(), StoreError> {
         seen.clear();
         let mut map = self.new.lock();
         let set = map.entry(id.stream).or_default();
@@ -601,11 +664,18 @@ pub fn filter_with_plans(
         return Ok(None);
     }
     let files = cfg.files()?;
-    let mine: HashSet<u32> = (0..files.len() as u32).filter(|r| cfg.owner(*r as usize) == task).collect();
+    let mine: HashSet<u32> = (0..files.len() as u32)
+        .filter(|r| cfg.owner(*r as usize) == task)
+        .collect();
     let stream_of: HashMap<u32, u64> = files
         .iter()
         .enumerate()
-        .map(|(r, f)| (r as u32, crate::policy::chunk_identity(rel_bytes(&f.rel), 0).stream))
+        .map(|(r, f)| {
+            (
+                r as u32,
+                crate::policy::chunk_identity(rel_bytes(&f.rel), 0).stream,
+            )
+        })
         .collect();
     let mut new: HashMap<u64, HashSet<u64>> = HashMap::default();
     for stage in Stage::ALL {
@@ -615,7 +685,9 @@ pub fn filter_with_plans(
             }
         }
     }
-    let store = Replay { new: Mutex::new(new) };
+    let store = Replay {
+        new: Mutex::new(new),
+    };
     let selected: Vec<InputFile> = files
         .into_iter()
         .enumerate()
@@ -650,12 +722,15 @@ fn move_tree(from: &Path, to: &Path) -> Result<()> {
         let e = e?;
         let (src, dst) = (e.path(), to.join(e.file_name()));
         if e.file_type()?.is_dir() {
-            std::fs::create_dir_all(&dst).with_context(|| format!("cannot create {}", dst.display()))?;
+            std::fs::create_dir_all(&dst)
+                .with_context(|| format!("cannot create {}", dst.display()))?;
             move_tree(&src, &dst)?;
         } else if std::fs::rename(&src, &dst).is_err() {
             let tmp = temp_name(&dst);
-            std::fs::copy(&src, &tmp).with_context(|| format!("cannot copy to {}", tmp.display()))?;
-            std::fs::rename(&tmp, &dst).with_context(|| format!("cannot rename {}", tmp.display()))?;
+            std::fs::copy(&src, &tmp)
+                .with_context(|| format!("cannot copy to {}", tmp.display()))?;
+            std::fs::rename(&tmp, &dst)
+                .with_context(|| format!("cannot rename {}", tmp.display()))?;
         }
     }
     Ok(())
@@ -684,7 +759,11 @@ pub fn work_bytes(dir: &Path) -> u64 {
     if let Ok(rd) = std::fs::read_dir(dir) {
         for e in rd.flatten() {
             let p = e.path();
-            total += if p.is_dir() { work_bytes(&p) } else { e.metadata().map_or(0, |m| m.len()) };
+            total += if p.is_dir() {
+                work_bytes(&p)
+            } else {
+                e.metadata().map_or(0, |m| m.len())
+            };
         }
     }
     total
@@ -703,7 +782,10 @@ mod tests {
             if p.is_dir() {
                 out.extend(tree(&p));
             } else {
-                out.push((p.strip_prefix(dir).unwrap().to_owned(), std::fs::read(&p).unwrap()));
+                out.push((
+                    p.strip_prefix(dir).unwrap().to_owned(),
+                    std::fs::read(&p).unwrap(),
+                ));
             }
         }
         out.sort();
@@ -822,15 +904,33 @@ mod tests {
     fn records_round_trip_and_damage_is_detected() {
         let tmp = tempfile::tempdir().unwrap();
         let p = tmp.path().join("r");
-        for recs in [vec![], vec![Rec { key: 0, file: 0, seq: 0, doc: 0 }]] {
+        for recs in [
+            vec![],
+            vec![Rec {
+                key: 0,
+                file: 0,
+                seq: 0,
+                doc: 0,
+            }],
+        ] {
             std::fs::write(&p, encode(&recs)).unwrap();
             let mut back = Vec::new();
             decode(&p, &mut back).unwrap();
             assert_eq!(back, recs);
         }
         let recs = vec![
-            Rec { key: 1, file: 0, seq: 3, doc: 1 },
-            Rec { key: u64::MAX, file: 7, seq: 0, doc: 0 },
+            Rec {
+                key: 1,
+                file: 0,
+                seq: 3,
+                doc: 1,
+            },
+            Rec {
+                key: u64::MAX,
+                file: 7,
+                seq: 0,
+                doc: 0,
+            },
         ];
         let tmp = tempfile::tempdir().unwrap();
         let p = tmp.path().join("r");
@@ -841,6 +941,9 @@ mod tests {
         let mut bytes = encode(&recs);
         bytes[2] ^= 1;
         std::fs::write(&p, bytes).unwrap();
-        assert!(decode(&p, &mut Vec::new()).unwrap_err().to_string().contains("checksum"));
+        assert!(decode(&p, &mut Vec::new())
+            .unwrap_err()
+            .to_string()
+            .contains("checksum"));
     }
 }

@@ -232,7 +232,8 @@ fn read_originals(
     planner: &mut Planner,
     plan: &mut ChunkPlan,
 ) -> Result<HashMap<u64, (u64, Vec<u64>)>> {
-    let (reader, _) = open_input(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let (reader, _) =
+        open_input(path).with_context(|| format!("cannot open {}", path.display()))?;
     let mut chunks = ChunkReader::new(reader);
     let mut found = HashMap::new();
     let mut record = 0u64;
@@ -300,7 +301,10 @@ pub fn check(cfg: &CheckConfig) -> Result<CheckReport> {
     let mut wanted: HashMap<u64, HashSet<u64>> = HashMap::new();
     for r in &refs {
         if r.original != Location::UNKNOWN {
-            wanted.entry(r.original.file).or_default().insert(r.original.record);
+            wanted
+                .entry(r.original.file)
+                .or_default()
+                .insert(r.original.record);
         }
     }
     let n = opts.near.as_ref().map_or(7, |n: &NearOptions| n.ngram);
@@ -327,9 +331,9 @@ pub fn check(cfg: &CheckConfig) -> Result<CheckReport> {
             reason,
         };
         let Some(file) = originals.get(&r.original.file) else {
-            report
-                .mismatches
-                .push(mismatch("the original's file id is not in files.idx".into()));
+            report.mismatches.push(mismatch(
+                "the original's file id is not in files.idx".into(),
+            ));
             continue;
         };
         let Some((key, tokens)) = file.get(&r.original.record) else {

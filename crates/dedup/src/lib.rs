@@ -20,10 +20,10 @@ pub mod url_filter;
 pub mod wikilinks;
 
 pub use options::{DocCheck, NearOptions, Options};
-pub use url_filter::UrlFilter;
 pub use persist::{run_persistent, Persistence};
 pub use report::RunStats;
 pub use runner::{run, run_with, Durability, RunConfig};
+pub use url_filter::UrlFilter;
 
 #[cfg(test)]
 mod tests;

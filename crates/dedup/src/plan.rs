@@ -163,9 +163,10 @@ impl Sink for PlanSink<'_> {
             doc_key: 0,
             paras: self.plan.paras.len()..self.plan.paras.len(),
             pieces: pieces..pieces,
-            filtered: p.url_filter.as_ref().is_some_and(|f| {
-                f.matches(&vertical::attr(attrs, b"url").unwrap_or_default())
-            }),
+            filtered: p
+                .url_filter
+                .as_ref()
+                .is_some_and(|f| f.matches(&vertical::attr(attrs, b"url").unwrap_or_default())),
         });
     }
 
@@ -277,7 +278,10 @@ impl ChunkPlan {
 
 impl PlanCache {
     pub fn new(budget: usize) -> Self {
-        PlanCache { inner: Default::default(), budget }
+        PlanCache {
+            inner: Default::default(),
+            budget,
+        }
     }
 
     /// Keeps `plan` of chunk `index` of file `rel` (whose bytes are `data`); false
@@ -290,7 +294,10 @@ impl PlanCache {
         }
         g.bytes += bytes;
         g.kept += 1;
-        g.plans.insert((rel.to_vec(), index), (xxhash_rust::xxh3::xxh3_64(data), plan));
+        g.plans.insert(
+            (rel.to_vec(), index),
+            (xxhash_rust::xxh3::xxh3_64(data), plan),
+        );
         true
     }
 

@@ -161,9 +161,7 @@ pub fn decide(
     // Round 2: document keys.
     s.keys.clear();
     s.locs.clear();
-    let tested = |i: usize| {
-        live(i) && (opts.doc_check == DocCheck::All || out.url_title_repeat[i])
-    };
+    let tested = |i: usize| live(i) && (opts.doc_check == DocCheck::All || out.url_title_repeat[i]);
     for (i, d) in plan.docs.iter().enumerate() {
         if tested(i) {
             s.keys.push(d.doc_key);
@@ -173,13 +171,23 @@ pub fn decide(
         }
     }
     if located {
-        store.test_and_insert_located_batch(round(1), &s.keys, &s.locs, &mut s.seen, &mut s.originals)?;
+        store.test_and_insert_located_batch(
+            round(1),
+            &s.keys,
+            &s.locs,
+            &mut s.seen,
+            &mut s.originals,
+        )?;
     } else {
         store.test_and_insert_batch(round(1), &s.keys, &mut s.seen)?;
     }
     s.doc_seen.clear();
     s.doc_original.clear();
-    let mut answers = s.seen.iter().zip(s.originals.iter().chain(std::iter::repeat(&Location::UNKNOWN)));
+    let mut answers = s.seen.iter().zip(
+        s.originals
+            .iter()
+            .chain(std::iter::repeat(&Location::UNKNOWN)),
+    );
     for i in 0..plan.docs.len() {
         let (seen, orig) = if tested(i) {
             let (a, o) = answers.next().expect("one answer per tested document");
@@ -205,7 +213,13 @@ pub fn decide(
         }
     }
     if located {
-        store.test_and_insert_located_batch(round(2), &s.keys, &s.locs, &mut s.seen, &mut s.originals)?;
+        store.test_and_insert_located_batch(
+            round(2),
+            &s.keys,
+            &s.locs,
+            &mut s.seen,
+            &mut s.originals,
+        )?;
     } else {
         store.test_and_insert_batch(round(2), &s.keys, &mut s.seen)?;
     }
@@ -257,8 +271,7 @@ pub fn decide(
             continue;
         }
         if let Some(n) = &opts.near {
-            s.near
-                .judge_doc(plan, i, n, record_of, &mut out.originals);
+            s.near.judge_doc(plan, i, n, record_of, &mut out.originals);
         }
         let paras = &plan.paras[doc.paras.clone()];
         let keep = &mut out.keep_para[doc.paras.clone()];

@@ -9,8 +9,8 @@
 use crate::options::Options;
 use crate::plan::{ChunkPlan, Planner};
 use crate::policy::{chunk_identity, decide, file_id, ChunkContext, Decisions, Scratch};
-use crate::render::DroppedOut;
 use crate::render::render;
+use crate::render::DroppedOut;
 use crate::report::{ChunkStats, RunStats};
 use crate::resume::{encode_tag, Recorded, Recorder, Replayer};
 use anyhow::{anyhow, Context, Result};
@@ -288,9 +288,9 @@ impl Worker {
     fn plan(&mut self, job: &Job, file: &InputFile, dur: &Durability) {
         match &job.chunk {
             Ok(chunk) => {
-                let cached = dur
-                    .plans
-                    .is_some_and(|c| c.take(rel_bytes(&file.rel), job.index, &chunk.data, &mut self.plan));
+                let cached = dur.plans.is_some_and(|c| {
+                    c.take(rel_bytes(&file.rel), job.index, &chunk.data, &mut self.plan)
+                });
                 if !cached {
                     self.planner.plan(chunk, &mut self.plan);
                 }

@@ -45,7 +45,15 @@ fn run(inputs: &[String], opts: &Options) -> Vec<(String, Vec<String>)> {
                 ..Default::default()
             };
             planner.plan(&chunk, &mut plan);
-            decide(&plan, Default::default(), &store, opts, &mut scratch, &mut dec).unwrap();
+            decide(
+                &plan,
+                Default::default(),
+                &store,
+                opts,
+                &mut scratch,
+                &mut dec,
+            )
+            .unwrap();
             let mut out = Vec::new();
             let mut dd = Vec::new();
             render(
@@ -250,7 +258,10 @@ fn status_codes() {
 
 /// A paragraph of the given words (one token per line).
 fn para(words: &str) -> String {
-    format!("<p>\n{}\n</p>\n", words.split(' ').collect::<Vec<_>>().join("\n"))
+    format!(
+        "<p>\n{}\n</p>\n",
+        words.split(' ').collect::<Vec<_>>().join("\n")
+    )
 }
 
 fn near(ngram: usize, smooth: bool) -> Options {
@@ -276,11 +287,19 @@ fn near_drops_a_paragraph_that_differs_by_one_word() {
     let a = doc("a", &[para(P1), para(P2)]);
     let b = doc(
         "b",
-        &[para("the quick brown fox jumps over the lazy dog near the river bank tomorrow")],
+        &[para(
+            "the quick brown fox jumps over the lazy dog near the river bank tomorrow",
+        )],
     );
     let res = run(&[a.clone(), b.clone()], &near(3, false));
     assert_eq!(res[1].1, ["E"], "near duplicate dropped");
-    let exact = run(&[a, b], &Options { min_para_chars: 10, ..Options::default() });
+    let exact = run(
+        &[a, b],
+        &Options {
+            min_para_chars: 10,
+            ..Options::default()
+        },
+    );
     assert_eq!(exact[1].1, ["K"], "exact mode keeps it");
 }
 
@@ -293,7 +312,10 @@ fn near_keeps_a_paragraph_at_or_below_the_threshold() {
     assert_eq!(res[1].1, ["K"]);
     // With 5 of 8 covered it is dropped.
     let a = doc("a", &[para("alpha beta gamma delta epsilon")]);
-    let b = doc("b", &[para("alpha beta gamma delta epsilon two three four")]);
+    let b = doc(
+        "b",
+        &[para("alpha beta gamma delta epsilon two three four")],
+    );
     assert_eq!(run(&[a, b], &near(4, false))[1].1, ["E"]);
 }
 
@@ -325,7 +347,9 @@ fn near_inserts_only_the_ngrams_of_kept_paragraphs() {
     // Dropped as a near duplicate: its new last words must not be inserted...
     let variant = doc(
         "b",
-        &[para("the quick brown fox jumps over the lazy dog near the river bank xx yy zz")],
+        &[para(
+            "the quick brown fox jumps over the lazy dog near the river bank xx yy zz",
+        )],
     );
     // ...so a paragraph made of them is new.
     let tail = doc("c", &[para("bank xx yy zz ww")]);
@@ -426,7 +450,12 @@ fn a_kept_plan_is_used_only_for_the_same_bytes_and_within_its_budget() {
     let opts = Options::default();
     let mut planner = Planner::new(&opts);
     let plan_of = |planner: &mut Planner, text: &str| {
-        let chunk = Chunk { data: text.as_bytes().to_vec(), first_line: 1, last: true, ..Default::default() };
+        let chunk = Chunk {
+            data: text.as_bytes().to_vec(),
+            first_line: 1,
+            last: true,
+            ..Default::default()
+        };
         let mut plan = ChunkPlan::default();
         planner.plan(&chunk, &mut plan);
         plan
@@ -440,7 +469,10 @@ fn a_kept_plan_is_used_only_for_the_same_bytes_and_within_its_budget() {
     assert!(!cache.take(b"f", 0, b.as_bytes(), &mut got));
     assert!(got.docs.is_empty() && cache.is_empty());
     assert!(cache.put(b"f", 0, a.as_bytes(), plan_of(&mut planner, &a)));
-    assert!(!cache.take(b"f", 1, a.as_bytes(), &mut got), "another chunk index");
+    assert!(
+        !cache.take(b"f", 1, a.as_bytes(), &mut got),
+        "another chunk index"
+    );
     assert!(cache.take(b"f", 0, a.as_bytes(), &mut got));
     let want = plan_of(&mut planner, &a);
     assert_eq!(format!("{:?}", got), format!("{:?}", want));

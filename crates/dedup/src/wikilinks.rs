@@ -95,7 +95,10 @@ impl Batch {
                         .extend(self.tokens.windows(n.ngram).map(ngram_key));
                 }
                 let target = norm(cols[1], opts);
-                (key(KeyKind::WikilinksTarget, target.as_bytes()), self.tokens.len())
+                (
+                    key(KeyKind::WikilinksTarget, target.as_bytes()),
+                    self.tokens.len(),
+                )
             }
         };
         let end = self.ngrams.len();
@@ -128,7 +131,12 @@ impl Batch {
             });
         }
         if opts.feedback {
-            store.test_and_insert_located(&self.keys, &self.locs, &mut self.seen, &mut self.originals)?;
+            store.test_and_insert_located(
+                &self.keys,
+                &self.locs,
+                &mut self.seen,
+                &mut self.originals,
+            )?;
         } else {
             store.test_and_insert(&self.keys, &mut self.seen)?;
             self.originals.clear();
@@ -190,7 +198,11 @@ pub fn run(cfg: &RunConfig, store: &dyn Store, report: &(dyn Fn(&str) + Sync)) -
     }
     stats.threads = 1;
     stats.paragraphs_thrown_away = stats.paragraphs_read - stats.paragraphs_retained;
-    stats.finish(started.elapsed().as_secs_f64(), store.len(), store.memory_bytes());
+    stats.finish(
+        started.elapsed().as_secs_f64(),
+        store.len(),
+        store.memory_bytes(),
+    );
     Ok(stats)
 }
 
@@ -238,7 +250,9 @@ fn run_file(
         let mut short: Option<Vec<u8>> = None;
         while batch.rows.len() < BATCH_ROWS {
             let mut line = Vec::new();
-            let n = reader.read_until(b'\n', &mut line).with_context(|| format!("read error after line {line_no}"))?;
+            let n = reader
+                .read_until(b'\n', &mut line)
+                .with_context(|| format!("read error after line {line_no}"))?;
             if n == 0 {
                 eof = true;
                 break;
@@ -273,7 +287,14 @@ fn run_file(
                 out.write_all(&row.line)?;
             } else if let Some(d) = dropped.as_mut() {
                 let mut head = Vec::new();
-                feedback_header(Location { file, record: row.record }, origin[i], &mut head);
+                feedback_header(
+                    Location {
+                        file,
+                        record: row.record,
+                    },
+                    origin[i],
+                    &mut head,
+                );
                 d.write_all(&head)?;
                 d.write_all(&row.line)?;
             }

@@ -27,8 +27,16 @@ fn main() {
     let conns: u64 = a[4].parse().unwrap();
     let batch: usize = a[5].parse().unwrap();
     let depth: usize = a[6].parse().unwrap();
-    let meta = StoreMeta { hash: "xxh3-64".into(), normalization: "none".into(), blocks: map.blocks, key_kind: "bench".into() };
-    let settings = Settings { meta, map: wire::map_fingerprint(&map) };
+    let meta = StoreMeta {
+        hash: "xxh3-64".into(),
+        normalization: "none".into(),
+        blocks: map.blocks,
+        key_kind: "bench".into(),
+    };
+    let settings = Settings {
+        meta,
+        map: wire::map_fingerprint(&map),
+    };
     let started = Instant::now();
     let threads: Vec<_> = (0..conns)
         .map(|c| {
@@ -38,12 +46,25 @@ fn main() {
                 let mut s = TcpStream::connect(&addr).unwrap();
                 s.set_nodelay(true).unwrap();
                 let mut out = wire::PREAMBLE.to_vec();
-                wire::encode(&Msg::Hello { version: wire::VERSION, nonce: [0; 16] }, &mut out);
+                wire::encode(
+                    &Msg::Hello {
+                        version: wire::VERSION,
+                        nonce: [0; 16],
+                    },
+                    &mut out,
+                );
                 s.write_all(&out).unwrap();
                 let mut r = BufReader::with_capacity(1 << 16, s.try_clone().unwrap());
                 let _ = recv(&mut r);
                 out.clear();
-                wire::encode(&Msg::Auth { mac: [0; 32], role: Role::Worker, settings: Some(settings) }, &mut out);
+                wire::encode(
+                    &Msg::Auth {
+                        mac: [0; 32],
+                        role: Role::Worker,
+                        settings: Some(settings),
+                    },
+                    &mut out,
+                );
                 s.write_all(&out).unwrap();
                 assert!(matches!(recv(&mut r), Msg::Ready { .. }));
                 let per = total / conns;
@@ -65,7 +86,13 @@ fn main() {
                     while in_flight < depth && sent < requests {
                         keys.iter_mut().for_each(|k| *k = next_key());
                         out.clear();
-                        wire::encode_keys_request(sent as u32, Some((c, sent as u64)), true, &keys, &mut out);
+                        wire::encode_keys_request(
+                            sent as u32,
+                            Some((c, sent as u64)),
+                            true,
+                            &keys,
+                            &mut out,
+                        );
                         s.write_all(&out).unwrap();
                         sent += 1;
                         in_flight += 1;
@@ -83,5 +110,8 @@ fn main() {
         .collect();
     let keys: u64 = threads.into_iter().map(|t| t.join().unwrap()).sum();
     let secs = started.elapsed().as_secs_f64();
-    println!("keys={keys} seconds={secs:.3} keys_per_second={:.0}", keys as f64 / secs);
+    println!(
+        "keys={keys} seconds={secs:.3} keys_per_second={:.0}",
+        keys as f64 / secs
+    );
 }

@@ -96,8 +96,14 @@ mod tests {
         let p = s.client_proof(&c, &n);
         assert!(s.verify_client(&c, &n, &p));
         assert!(!other.verify_client(&c, &n, &p));
-        assert!(!s.verify_server(&c, &n, &p), "a client proof is not a server proof");
-        assert!(!s.verify_client(&random::<32>(), &n, &p), "an answer to another challenge");
+        assert!(
+            !s.verify_server(&c, &n, &p),
+            "a client proof is not a server proof"
+        );
+        assert!(
+            !s.verify_client(&random::<32>(), &n, &p),
+            "an answer to another challenge"
+        );
         assert!(s.verify_server(&c, &n, &s.server_proof(&c, &n)));
     }
 

@@ -74,7 +74,12 @@ fn io(addr: &ServerAddr) -> impl Fn(std::io::Error) -> ConnError + '_ {
 }
 
 impl Conn {
-    pub fn connect(addr: &ServerAddr, role: Role, settings: Option<&Settings>, opts: &ClientOptions) -> Result<Conn, ConnError> {
+    pub fn connect(
+        addr: &ServerAddr,
+        role: Role,
+        settings: Option<&Settings>,
+        opts: &ClientOptions,
+    ) -> Result<Conn, ConnError> {
         let sock_addrs = (addr.host.as_str(), addr.port)
             .to_socket_addrs()
             .map_err(|e| ConnError::Io(format!("{addr}: cannot resolve: {e}")))?;
@@ -88,47 +93,103 @@ impl Conn {
         Err(last)
     }
 
-    fn handshake(s: TcpStream, addr: &ServerAddr, role: Role, settings: Option<&Settings>, opts: &ClientOptions) -> Result<Conn, ConnError> {
+    fn handshake(
+        s: TcpStream,
+        addr: &ServerAddr,
+        role: Role,
+        settings: Option<&Settings>,
+        opts: &ClientOptions,
+    ) -> Result<Conn, ConnError> {
         s.set_nodelay(true).map_err(io(addr))?;
-        s.set_read_timeout(Some(Duration::from_secs(30).max(opts.connect_timeout))).map_err(io(addr))?;
+        s.set_read_timeout(Some(Duration::from_secs(30).max(opts.connect_timeout)))
+            .map_err(io(addr))?;
         let w = s.try_clone().map_err(io(addr))?;
-        let mut c = Conn { r: BufReader::with_capacity(1 << 16, s), w, state: ServerState::Starting, index: 0, max_frame: opts.max_frame, server_max_frame: wire::DEFAULT_MAX_FRAME, body: Vec::new() };
+        let mut c = Conn {
+            r: BufReader::with_capacity(1 << 16, s),
+            w,
+            state: ServerState::Starting,
+            index: 0,
+            max_frame: opts.max_frame,
+            server_max_frame: wire::DEFAULT_MAX_FRAME,
+            body: Vec::new(),
+        };
         let nonce = auth::random::<16>();
         let mut out = wire::PREAMBLE.to_vec();
-        wire::encode(&Msg::Hello { version: wire::VERSION, nonce }, &mut out);
+        wire::encode(
+            &Msg::Hello {
+                version: wire::VERSION,
+                nonce,
+            },
+            &mut out,
+        );
         c.send(&out).map_err(io(addr))?;
         let (auth_required, challenge) = match c.recv(addr)? {
-            Msg::Challenge { version, auth_required, challenge } if version == wire::VERSION => (auth_required, challenge),
+            Msg::Challenge {
+                version,
+                auth_required,
+                challenge,
+            } if version == wire::VERSION => (auth_required, challenge),
             Msg::Challenge { version, .. } => {
-                return Err(ConnError::Refused { code: ErrorCode::Version, message: format!("{addr} speaks protocol version {version}, this client {}", wire::VERSION) })
+                return Err(ConnError::Refused {
+                    code: ErrorCode::Version,
+                    message: format!(
+                        "{addr} speaks protocol version {version}, this client {}",
+                        wire::VERSION
+                    ),
+                })
             }
-            other => return Err(ConnError::Io(format!("{addr}: unexpected {other:?} in the handshake"))),
+            other => {
+                return Err(ConnError::Io(format!(
+                    "{addr}: unexpected {other:?} in the handshake"
+                )))
+            }
         };
         let mac = match (&opts.secret, auth_required) {
             (Some(s), _) => s.client_proof(&challenge, &nonce),
             (None, true) => {
-                return Err(ConnError::Refused { code: ErrorCode::AuthFailed, message: format!("{addr} requires authentication: give --auth-token-file") })
+                return Err(ConnError::Refused {
+                    code: ErrorCode::AuthFailed,
+                    message: format!("{addr} requires authentication: give --auth-token-file"),
+                })
             }
             (None, false) => [0; 32],
         };
         out.clear();
-        wire::encode(&Msg::Auth { mac, role, settings: settings.cloned() }, &mut out);
+        wire::encode(
+            &Msg::Auth {
+                mac,
+                role,
+                settings: settings.cloned(),
+            },
+            &mut out,
+        );
         c.send(&out).map_err(io(addr))?;
         match c.recv(addr)? {
-            Msg::Ready { state, index, max_frame, mac } => {
+            Msg::Ready {
+                state,
+                index,
+                max_frame,
+                mac,
+            } => {
                 if let (Some(secret), true) = (&opts.secret, auth_required) {
                     if !secret.verify_server(&challenge, &nonce, &mac) {
-                        return Err(ConnError::Refused { code: ErrorCode::AuthFailed, message: format!("{addr} could not prove it knows the token") });
+                        return Err(ConnError::Refused {
+                            code: ErrorCode::AuthFailed,
+                            message: format!("{addr} could not prove it knows the token"),
+                        });
                     }
                 }
                 c.state = state;
                 c.index = index;
                 c.server_max_frame = max_frame;
                 // Requests may wait on a busy server longer than a handshake.
-                let _ = c.w.set_read_timeout(Some(opts.give_up_after.max(Duration::from_secs(30))));
+                let _ =
+                    c.w.set_read_timeout(Some(opts.give_up_after.max(Duration::from_secs(30))));
                 Ok(c)
             }
-            other => Err(ConnError::Io(format!("{addr}: unexpected {other:?} in the handshake"))),
+            other => Err(ConnError::Io(format!(
+                "{addr}: unexpected {other:?} in the handshake"
+            ))),
         }
     }
 
@@ -140,12 +201,16 @@ impl Conn {
     pub fn recv(&mut self, addr: &ServerAddr) -> Result<Msg, ConnError> {
         let mut head = [0u8; 4];
         self.r.read_exact(&mut head).map_err(io(addr))?;
-        let len = wire::frame_len(head, self.max_frame).map_err(|e| ConnError::Io(format!("{addr}: {e}")))?;
+        let len = wire::frame_len(head, self.max_frame)
+            .map_err(|e| ConnError::Io(format!("{addr}: {e}")))?;
         self.body.clear();
         self.body.resize(len, 0);
         self.r.read_exact(&mut self.body).map_err(io(addr))?;
         match wire::decode(&self.body) {
-            Ok(Msg::Error { code, message, .. }) => Err(ConnError::Refused { code, message: format!("{addr}: {message}") }),
+            Ok(Msg::Error { code, message, .. }) => Err(ConnError::Refused {
+                code,
+                message: format!("{addr}: {message}"),
+            }),
             Ok(m) => Ok(m),
             Err(e) => Err(ConnError::Io(format!("{addr}: {e}"))),
         }
@@ -157,7 +222,8 @@ impl Conn {
         wire::encode(&Msg::StatusRequest { req: 1 }, &mut out);
         self.send(&out).map_err(io(addr))?;
         match self.recv(addr)? {
-            Msg::Status { json, .. } => serde_json::from_str(&json).map_err(|e| ConnError::Io(format!("{addr}: bad status: {e}"))),
+            Msg::Status { json, .. } => serde_json::from_str(&json)
+                .map_err(|e| ConnError::Io(format!("{addr}: bad status: {e}"))),
             other => Err(ConnError::Io(format!("{addr}: unexpected {other:?}"))),
         }
     }
@@ -195,11 +261,22 @@ struct Ask<'a> {
 impl RemoteStore {
     /// Connects to every server of `map` once (settings and map are checked
     /// then: a mismatch is an error now, not at the first request).
-    pub fn connect(map: ServerMap, meta: StoreMeta, opts: ClientOptions, salt: u64) -> Result<RemoteStore, StoreError> {
+    pub fn connect(
+        map: ServerMap,
+        meta: StoreMeta,
+        opts: ClientOptions,
+        salt: u64,
+    ) -> Result<RemoteStore, StoreError> {
         if meta.blocks != map.blocks {
-            return Err(StoreError::Mismatch(format!("the run uses {} blocks, the block map {}", meta.blocks, map.blocks)));
+            return Err(StoreError::Mismatch(format!(
+                "the run uses {} blocks, the block map {}",
+                meta.blocks, map.blocks
+            )));
         }
-        let settings = Settings { map: wire::map_fingerprint(&map), meta };
+        let settings = Settings {
+            map: wire::map_fingerprint(&map),
+            meta,
+        };
         let store = RemoteStore {
             rule: BlockMap::new(map.blocks),
             pools: map.servers.iter().map(|_| Mutex::new(Vec::new())).collect(),
@@ -234,7 +311,9 @@ impl RemoteStore {
         loop {
             match Conn::connect(addr, Role::Worker, Some(&self.settings), &self.opts) {
                 Ok(c) => return Ok(c),
-                Err(ConnError::Refused { code, message }) => return Err(self.refused(code, message)),
+                Err(ConnError::Refused { code, message }) => {
+                    return Err(self.refused(code, message))
+                }
                 Err(ConnError::Io(e)) => {
                     if started.elapsed() >= self.opts.give_up_after {
                         return Err(StoreError::Unavailable(format!(
@@ -266,7 +345,12 @@ impl RemoteStore {
             let server = self.map.owner[self.rule.block(k) as usize] as usize;
             if slot[server] == usize::MAX {
                 slot[server] = shares.len();
-                shares.push(Share { server, positions: Vec::new(), keys: Vec::new(), locs: Vec::new() });
+                shares.push(Share {
+                    server,
+                    positions: Vec::new(),
+                    keys: Vec::new(),
+                    locs: Vec::new(),
+                });
             }
             let s = &mut shares[slot[server]];
             s.positions.push(i as u32);
@@ -279,21 +363,46 @@ impl RemoteStore {
     }
 
     /// Sends one server's share as frames; returns how many frames.
-    fn send_share(&self, conn: &mut Conn, share: &Share, id: Option<BatchId>, ask: Ask) -> std::io::Result<usize> {
+    fn send_share(
+        &self,
+        conn: &mut Conn,
+        share: &Share,
+        id: Option<BatchId>,
+        ask: Ask,
+    ) -> std::io::Result<usize> {
         let fk = self.frame_keys(conn, ask);
         let mut out = Vec::with_capacity(share.keys.len() * 8 + 64);
         let parts = share.keys.chunks(fk);
         let n = parts.len();
         for (part, chunk) in parts.enumerate() {
             // Each frame has its own id: (salted stream, seq * 1024 + part).
-            let wire_id = id.map(|id| (id.stream ^ self.salt, id.seq.wrapping_mul(1024).wrapping_add(part as u64)));
+            let wire_id = id.map(|id| {
+                (
+                    id.stream ^ self.salt,
+                    id.seq.wrapping_mul(1024).wrapping_add(part as u64),
+                )
+            });
             let req = part as u32;
             match (ask.located, ask.insert) {
                 (false, insert) => wire::encode_keys_request(req, wire_id, insert, chunk, &mut out),
-                (true, false) => wire::encode(&Msg::TestLocated { req, keys: chunk.to_vec() }, &mut out),
+                (true, false) => wire::encode(
+                    &Msg::TestLocated {
+                        req,
+                        keys: chunk.to_vec(),
+                    },
+                    &mut out,
+                ),
                 (true, true) => {
                     let locs = share.locs[part * fk..part * fk + chunk.len()].to_vec();
-                    wire::encode(&Msg::TestAndInsertLocated { req, id: wire_id, keys: chunk.to_vec(), locs }, &mut out)
+                    wire::encode(
+                        &Msg::TestAndInsertLocated {
+                            req,
+                            id: wire_id,
+                            keys: chunk.to_vec(),
+                            locs,
+                        },
+                        &mut out,
+                    )
                 }
             }
         }
@@ -311,14 +420,27 @@ impl RemoteStore {
 
     /// Reads the answers to `frames` frames of `share` into `seen` (and, for a
     /// located request, the originals of the keys found into `originals`).
-    fn read_share(&self, conn: &mut Conn, share: &Share, frames: usize, ask: Ask, seen: &mut [bool], originals: &mut [Location]) -> Result<(), ConnError> {
+    fn read_share(
+        &self,
+        conn: &mut Conn,
+        share: &Share,
+        frames: usize,
+        ask: Ask,
+        seen: &mut [bool],
+        originals: &mut [Location],
+    ) -> Result<(), ConnError> {
         let addr = self.addr(share.server);
         let fk = self.frame_keys(conn, ask);
         let misfit = || ConnError::Io(format!("{addr}: an answer that does not fit the request"));
         for _ in 0..frames {
             let (req, n, bitmap, found) = match conn.recv(addr)? {
                 Msg::Verdicts { req, n, bitmap } if !ask.located => (req, n, bitmap, Vec::new()),
-                Msg::LocatedVerdicts { req, n, bitmap, originals } if ask.located => (req, n, bitmap, originals),
+                Msg::LocatedVerdicts {
+                    req,
+                    n,
+                    bitmap,
+                    originals,
+                } if ask.located => (req, n, bitmap, originals),
                 other => return Err(ConnError::Io(format!("{addr}: unexpected {other:?}"))),
             };
             let start = req as usize * fk;
@@ -341,12 +463,29 @@ impl RemoteStore {
         Ok(())
     }
 
-    fn request(&self, id: Option<BatchId>, insert: bool, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError> {
-        let ask = Ask { insert, located: false, locs: &[] };
+    fn request(
+        &self,
+        id: Option<BatchId>,
+        insert: bool,
+        keys: &[u64],
+        seen: &mut Vec<bool>,
+    ) -> Result<(), StoreError> {
+        let ask = Ask {
+            insert,
+            located: false,
+            locs: &[],
+        };
         self.request_as(id, ask, keys, seen, &mut Vec::new())
     }
 
-    fn request_as(&self, id: Option<BatchId>, ask: Ask, keys: &[u64], seen: &mut Vec<bool>, originals: &mut Vec<Location>) -> Result<(), StoreError> {
+    fn request_as(
+        &self,
+        id: Option<BatchId>,
+        ask: Ask,
+        keys: &[u64],
+        seen: &mut Vec<bool>,
+        originals: &mut Vec<Location>,
+    ) -> Result<(), StoreError> {
         seen.clear();
         seen.resize(keys.len(), false);
         originals.clear();
@@ -354,7 +493,11 @@ impl RemoteStore {
             originals.resize(keys.len(), Location::UNKNOWN);
         }
         if ask.located && ask.insert && ask.locs.len() != keys.len() {
-            return Err(StoreError::Mismatch(format!("{} keys but {} locations", keys.len(), ask.locs.len())));
+            return Err(StoreError::Mismatch(format!(
+                "{} keys but {} locations",
+                keys.len(),
+                ask.locs.len()
+            )));
         }
         if keys.is_empty() {
             return Ok(());
@@ -382,12 +525,17 @@ impl RemoteStore {
             for (share, mut conn, frames) in sent {
                 match self.read_share(&mut conn, &share, frames, ask, seen, originals) {
                     Ok(()) => self.pools[share.server].lock().push(conn),
-                    Err(ConnError::Refused { code: ErrorCode::Migrating, .. }) => {
+                    Err(ConnError::Refused {
+                        code: ErrorCode::Migrating,
+                        ..
+                    }) => {
                         // The rest of this connection's answers are unread: drop it.
                         migrating = true;
                         failed.push(share);
                     }
-                    Err(ConnError::Refused { code, message }) => return Err(self.refused(code, message)),
+                    Err(ConnError::Refused { code, message }) => {
+                        return Err(self.refused(code, message))
+                    }
                     Err(ConnError::Io(e)) => {
                         last_error = e;
                         failed.push(share);
@@ -400,7 +548,10 @@ impl RemoteStore {
             if migrating {
                 // Waiting for a migration has no deadline: say so now and then.
                 if self.opts.verbose && last_said.elapsed() >= Duration::from_secs(30) {
-                    eprintln!("webdedup: waiting for a migration to end ({} s)", started.elapsed().as_secs());
+                    eprintln!(
+                        "webdedup: waiting for a migration to end ({} s)",
+                        started.elapsed().as_secs()
+                    );
                     last_said = Instant::now();
                 }
             } else if started.elapsed() >= self.opts.give_up_after {
@@ -420,7 +571,8 @@ impl RemoteStore {
         (0..self.map.servers.len())
             .map(|s| {
                 let addr = self.addr(s);
-                let mut c = Conn::connect(addr, Role::Status, None, &self.opts).map_err(|e| e.to_string())?;
+                let mut c = Conn::connect(addr, Role::Status, None, &self.opts)
+                    .map_err(|e| e.to_string())?;
                 c.status(addr).map_err(|e| e.to_string())
             })
             .collect()
@@ -439,7 +591,12 @@ impl Store for RemoteStore {
         self.request(None, true, keys, seen)
     }
 
-    fn test_and_insert_batch(&self, id: BatchId, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError> {
+    fn test_and_insert_batch(
+        &self,
+        id: BatchId,
+        keys: &[u64],
+        seen: &mut Vec<bool>,
+    ) -> Result<(), StoreError> {
         self.request(Some(id), true, keys, seen)
     }
 
@@ -447,16 +604,64 @@ impl Store for RemoteStore {
         self.request(None, false, keys, seen)
     }
 
-    fn test_located(&self, keys: &[u64], seen: &mut Vec<bool>, originals: &mut Vec<Location>) -> Result<(), StoreError> {
-        self.request_as(None, Ask { insert: false, located: true, locs: &[] }, keys, seen, originals)
+    fn test_located(
+        &self,
+        keys: &[u64],
+        seen: &mut Vec<bool>,
+        originals: &mut Vec<Location>,
+    ) -> Result<(), StoreError> {
+        self.request_as(
+            None,
+            Ask {
+                insert: false,
+                located: true,
+                locs: &[],
+            },
+            keys,
+            seen,
+            originals,
+        )
     }
 
-    fn test_and_insert_located(&self, keys: &[u64], locs: &[Location], seen: &mut Vec<bool>, originals: &mut Vec<Location>) -> Result<(), StoreError> {
-        self.request_as(None, Ask { insert: true, located: true, locs }, keys, seen, originals)
+    fn test_and_insert_located(
+        &self,
+        keys: &[u64],
+        locs: &[Location],
+        seen: &mut Vec<bool>,
+        originals: &mut Vec<Location>,
+    ) -> Result<(), StoreError> {
+        self.request_as(
+            None,
+            Ask {
+                insert: true,
+                located: true,
+                locs,
+            },
+            keys,
+            seen,
+            originals,
+        )
     }
 
-    fn test_and_insert_located_batch(&self, id: BatchId, keys: &[u64], locs: &[Location], seen: &mut Vec<bool>, originals: &mut Vec<Location>) -> Result<(), StoreError> {
-        self.request_as(Some(id), Ask { insert: true, located: true, locs }, keys, seen, originals)
+    fn test_and_insert_located_batch(
+        &self,
+        id: BatchId,
+        keys: &[u64],
+        locs: &[Location],
+        seen: &mut Vec<bool>,
+        originals: &mut Vec<Location>,
+    ) -> Result<(), StoreError> {
+        self.request_as(
+            Some(id),
+            Ask {
+                insert: true,
+                located: true,
+                locs,
+            },
+            keys,
+            seen,
+            originals,
+        )
     }
 
     fn len(&self) -> u64 {

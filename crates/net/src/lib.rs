@@ -9,4 +9,4 @@ pub mod status;
 pub mod wire;
 
 pub use client::{ClientOptions, RemoteStore};
-pub use server::{ServerConfig, Exit};
+pub use server::{Exit, ServerConfig};

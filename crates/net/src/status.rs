@@ -32,15 +32,17 @@ pub fn probe(map: &ServerMap, opts: &ClientOptions) -> Vec<ServerReport> {
         .iter()
         .map(|s| {
             let addr = &s.addr;
-            let got = Conn::connect(addr, Role::Status, None, opts).and_then(|mut c| c.status(addr));
+            let got =
+                Conn::connect(addr, Role::Status, None, opts).and_then(|mut c| c.status(addr));
             match got {
                 Ok(v) => ServerReport {
                     server: addr.to_string(),
                     state: v["state"].as_str().unwrap_or("unknown").to_owned(),
                     keys: v["keys"].as_u64(),
                     journal_present: v["journal_present"].as_bool(),
-                    note: (v["map_fingerprint"].as_str() != Some(&format!("{:016x}", crate::wire::map_fingerprint(map))))
-                        .then(|| "serves by a different block map".to_owned()),
+                    note: (v["map_fingerprint"].as_str()
+                        != Some(&format!("{:016x}", crate::wire::map_fingerprint(map))))
+                    .then(|| "serves by a different block map".to_owned()),
                     details: Some(v),
                 },
                 Err(e) => ServerReport {

@@ -134,32 +134,92 @@ pub struct Settings {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Msg {
-    Hello { version: u16, nonce: [u8; 16] },
-    Challenge { version: u16, auth_required: bool, challenge: [u8; 32] },
-    Auth { mac: [u8; 32], role: Role, settings: Option<Settings> },
+    Hello {
+        version: u16,
+        nonce: [u8; 16],
+    },
+    Challenge {
+        version: u16,
+        auth_required: bool,
+        challenge: [u8; 32],
+    },
+    Auth {
+        mac: [u8; 32],
+        role: Role,
+        settings: Option<Settings>,
+    },
     /// `max_frame`: the largest frame body the server accepts.
-    Ready { state: ServerState, index: u32, max_frame: u32, mac: [u8; 32] },
+    Ready {
+        state: ServerState,
+        index: u32,
+        max_frame: u32,
+        mac: [u8; 32],
+    },
     /// Test and insert; `id` = (stream, seq) makes a retried request get the
     /// first attempt's verdicts.
-    TestAndInsert { req: u32, id: Option<(u64, u64)>, keys: Vec<u64> },
-    Test { req: u32, keys: Vec<u64> },
-    Verdicts { req: u32, n: u32, bitmap: Vec<u8> },
-    Error { req: u32, code: ErrorCode, message: String },
-    StatusRequest { req: u32 },
-    Status { req: u32, json: String },
+    TestAndInsert {
+        req: u32,
+        id: Option<(u64, u64)>,
+        keys: Vec<u64>,
+    },
+    Test {
+        req: u32,
+        keys: Vec<u64>,
+    },
+    Verdicts {
+        req: u32,
+        n: u32,
+        bitmap: Vec<u8>,
+    },
+    Error {
+        req: u32,
+        code: ErrorCode,
+        message: String,
+    },
+    StatusRequest {
+        req: u32,
+    },
+    Status {
+        req: u32,
+        json: String,
+    },
     /// Peer: send me the keys of `block` (answered by one or more `BlockKeys`).
-    FetchBlock { req: u32, block: u32 },
-    BlockKeys { req: u32, block: u32, last: bool, keys: Vec<u64> },
+    FetchBlock {
+        req: u32,
+        block: u32,
+    },
+    BlockKeys {
+        req: u32,
+        block: u32,
+        last: bool,
+        keys: Vec<u64>,
+    },
     /// Peer: I hold `block` durably now; drop it (answered by empty `Verdicts`).
-    ReleaseBlock { req: u32, block: u32 },
+    ReleaseBlock {
+        req: u32,
+        block: u32,
+    },
     /// Feedback mode: `Test` that also asks where each key present was first seen.
-    TestLocated { req: u32, keys: Vec<u64> },
+    TestLocated {
+        req: u32,
+        keys: Vec<u64>,
+    },
     /// Feedback mode: `TestAndInsert` with each key's location (`locs[i]` for
     /// `keys[i]`), kept for the keys that are new.
-    TestAndInsertLocated { req: u32, id: Option<(u64, u64)>, keys: Vec<u64>, locs: Vec<Location> },
+    TestAndInsertLocated {
+        req: u32,
+        id: Option<(u64, u64)>,
+        keys: Vec<u64>,
+        locs: Vec<Location>,
+    },
     /// The answer to a located request: the bitmap, then the first-seen location
     /// of each key found (in key order, one per set bit).
-    LocatedVerdicts { req: u32, n: u32, bitmap: Vec<u8>, originals: Vec<Location> },
+    LocatedVerdicts {
+        req: u32,
+        n: u32,
+        bitmap: Vec<u8>,
+        originals: Vec<Location>,
+    },
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -227,13 +287,21 @@ pub fn encode(msg: &Msg, out: &mut Vec<u8>) {
             out.extend_from_slice(&version.to_le_bytes());
             out.extend_from_slice(nonce);
         }
-        Msg::Challenge { version, auth_required, challenge } => {
+        Msg::Challenge {
+            version,
+            auth_required,
+            challenge,
+        } => {
             out.push(kind::CHALLENGE);
             out.extend_from_slice(&version.to_le_bytes());
             out.push(*auth_required as u8);
             out.extend_from_slice(challenge);
         }
-        Msg::Auth { mac, role, settings } => {
+        Msg::Auth {
+            mac,
+            role,
+            settings,
+        } => {
             out.push(kind::AUTH);
             out.extend_from_slice(mac);
             out.push(*role as u8);
@@ -249,7 +317,12 @@ pub fn encode(msg: &Msg, out: &mut Vec<u8>) {
                 }
             }
         }
-        Msg::Ready { state, index, max_frame, mac } => {
+        Msg::Ready {
+            state,
+            index,
+            max_frame,
+            mac,
+        } => {
             out.push(kind::READY);
             out.push(*state as u8);
             u32le(out, *index);
@@ -267,7 +340,12 @@ pub fn encode(msg: &Msg, out: &mut Vec<u8>) {
             u32le(out, *req);
             keys(out, k);
         }
-        Msg::TestAndInsertLocated { req, id, keys: k, locs } => {
+        Msg::TestAndInsertLocated {
+            req,
+            id,
+            keys: k,
+            locs,
+        } => {
             out.push(kind::TEST_AND_INSERT_LOCATED);
             u32le(out, *req);
             id_field(out, id);
@@ -276,7 +354,12 @@ pub fn encode(msg: &Msg, out: &mut Vec<u8>) {
             debug_assert_eq!(locs.len(), k.len());
             locations(out, locs);
         }
-        Msg::LocatedVerdicts { req, n, bitmap, originals } => {
+        Msg::LocatedVerdicts {
+            req,
+            n,
+            bitmap,
+            originals,
+        } => {
             out.push(kind::LOCATED_VERDICTS);
             u32le(out, *req);
             u32le(out, *n);
@@ -315,7 +398,12 @@ pub fn encode(msg: &Msg, out: &mut Vec<u8>) {
             u32le(out, *req);
             u32le(out, *block);
         }
-        Msg::BlockKeys { req, block, last, keys: k } => {
+        Msg::BlockKeys {
+            req,
+            block,
+            last,
+            keys: k,
+        } => {
             out.push(kind::BLOCK_KEYS);
             u32le(out, *req);
             u32le(out, *block);
@@ -334,10 +422,20 @@ pub fn encode(msg: &Msg, out: &mut Vec<u8>) {
 
 /// Encodes a `TestAndInsert` / `Test` frame straight from a key slice (the hot
 /// path: no `Msg` with an owned key vector).
-pub fn encode_keys_request(req: u32, id: Option<(u64, u64)>, insert: bool, keys: &[u64], out: &mut Vec<u8>) {
+pub fn encode_keys_request(
+    req: u32,
+    id: Option<(u64, u64)>,
+    insert: bool,
+    keys: &[u64],
+    out: &mut Vec<u8>,
+) {
     let start = out.len();
     out.extend_from_slice(&[0; 4]);
-    out.push(if insert { kind::TEST_AND_INSERT } else { kind::TEST });
+    out.push(if insert {
+        kind::TEST_AND_INSERT
+    } else {
+        kind::TEST
+    });
     out.extend_from_slice(&req.to_le_bytes());
     if insert {
         match id {
@@ -402,7 +500,8 @@ impl<'a> Reader<'a> {
     fn string(&mut self, what: &str) -> Result<String, WireError> {
         let n = self.u32(what)? as usize;
         let b = self.bytes(n, what)?;
-        String::from_utf8(b.to_vec()).map_err(|_| WireError::Malformed(format!("{what} is not UTF-8")))
+        String::from_utf8(b.to_vec())
+            .map_err(|_| WireError::Malformed(format!("{what} is not UTF-8")))
     }
     fn keys(&mut self) -> Result<Vec<u64>, WireError> {
         let mut out = Vec::new();
@@ -416,7 +515,10 @@ impl<'a> Reader<'a> {
         }
         let b = self.bytes(n as usize * 8, "keys")?;
         out.clear();
-        out.extend(b.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())));
+        out.extend(
+            b.chunks_exact(8)
+                .map(|c| u64::from_le_bytes(c.try_into().unwrap())),
+        );
         Ok(())
     }
     /// An optional request id: a flag, then (stream, seq).
@@ -429,7 +531,11 @@ impl<'a> Reader<'a> {
     }
     /// `n` locations (file, record), checked against the bytes present first.
     fn locations(&mut self, n: usize) -> Result<Vec<Location>, WireError> {
-        let b = self.bytes(n.checked_mul(16).ok_or_else(|| WireError::Malformed("location count".into()))?, "locations")?;
+        let b = self.bytes(
+            n.checked_mul(16)
+                .ok_or_else(|| WireError::Malformed("location count".into()))?,
+            "locations",
+        )?;
         Ok(b.chunks_exact(16)
             .map(|c| Location {
                 file: u64::from_le_bytes(c[..8].try_into().unwrap()),
@@ -439,7 +545,10 @@ impl<'a> Reader<'a> {
     }
     fn end(&self) -> Result<(), WireError> {
         if self.pos != self.data.len() {
-            return Err(WireError::Malformed(format!("{} bytes after the message", self.data.len() - self.pos)));
+            return Err(WireError::Malformed(format!(
+                "{} bytes after the message",
+                self.data.len() - self.pos
+            )));
         }
         Ok(())
     }
@@ -453,7 +562,10 @@ pub enum KeysRequest {
 
 /// Decodes a `TestAndInsert`/`Test` body into `keys` without allocating a new
 /// vector; any other kind gives `Ok(None)` (decode it with [`decode`]).
-pub fn decode_keys_request(body: &[u8], keys: &mut Vec<u64>) -> Result<Option<KeysRequest>, WireError> {
+pub fn decode_keys_request(
+    body: &[u8],
+    keys: &mut Vec<u64>,
+) -> Result<Option<KeysRequest>, WireError> {
     let mut r = Reader { data: body, pos: 0 };
     let out = match r.u8("kind")? {
         kind::TEST_AND_INSERT => {
@@ -477,7 +589,10 @@ pub fn decode_keys_request(body: &[u8], keys: &mut Vec<u64>) -> Result<Option<Ke
 pub fn decode(body: &[u8]) -> Result<Msg, WireError> {
     let mut r = Reader { data: body, pos: 0 };
     let msg = match r.u8("kind")? {
-        kind::HELLO => Msg::Hello { version: r.u16("version")?, nonce: r.array("nonce")? },
+        kind::HELLO => Msg::Hello {
+            version: r.u16("version")?,
+            nonce: r.array("nonce")?,
+        },
         kind::CHALLENGE => Msg::Challenge {
             version: r.u16("version")?,
             auth_required: r.u8("auth flag")? != 0,
@@ -498,13 +613,26 @@ pub fn decode(body: &[u8]) -> Result<Msg, WireError> {
                     let hash = r.string("hash")?;
                     let normalization = r.string("normalization")?;
                     let key_kind = r.string("key kind")?;
-                    Some(Settings { meta: StoreMeta { hash, normalization, blocks, key_kind }, map: r.u64("map")? })
+                    Some(Settings {
+                        meta: StoreMeta {
+                            hash,
+                            normalization,
+                            blocks,
+                            key_kind,
+                        },
+                        map: r.u64("map")?,
+                    })
                 }
             };
-            Msg::Auth { mac, role, settings }
+            Msg::Auth {
+                mac,
+                role,
+                settings,
+            }
         }
         kind::READY => Msg::Ready {
-            state: ServerState::from_u8(r.u8("state")?).ok_or_else(|| WireError::Malformed("unknown state".into()))?,
+            state: ServerState::from_u8(r.u8("state")?)
+                .ok_or_else(|| WireError::Malformed("unknown state".into()))?,
             index: r.u32("index")?,
             max_frame: r.u32("max frame")?,
             mac: r.array("mac")?,
@@ -512,7 +640,9 @@ pub fn decode(body: &[u8]) -> Result<Msg, WireError> {
         kind::TEST_AND_INSERT | kind::TEST => {
             let mut keys = Vec::new();
             return match decode_keys_request(body, &mut keys)? {
-                Some(KeysRequest::TestAndInsert { req, id }) => Ok(Msg::TestAndInsert { req, id, keys }),
+                Some(KeysRequest::TestAndInsert { req, id }) => {
+                    Ok(Msg::TestAndInsert { req, id, keys })
+                }
                 Some(KeysRequest::Test { req }) => Ok(Msg::Test { req, keys }),
                 None => Err(WireError::Malformed("unreachable kind".into())),
             };
@@ -529,22 +659,39 @@ pub fn decode(body: &[u8]) -> Result<Msg, WireError> {
             message: r.string("message")?,
         },
         kind::STATUS_REQUEST => Msg::StatusRequest { req: r.u32("req")? },
-        kind::STATUS => Msg::Status { req: r.u32("req")?, json: r.string("status")? },
-        kind::FETCH_BLOCK => Msg::FetchBlock { req: r.u32("req")?, block: r.u32("block")? },
+        kind::STATUS => Msg::Status {
+            req: r.u32("req")?,
+            json: r.string("status")?,
+        },
+        kind::FETCH_BLOCK => Msg::FetchBlock {
+            req: r.u32("req")?,
+            block: r.u32("block")?,
+        },
         kind::BLOCK_KEYS => Msg::BlockKeys {
             req: r.u32("req")?,
             block: r.u32("block")?,
             last: r.u8("last flag")? != 0,
             keys: r.keys()?,
         },
-        kind::RELEASE_BLOCK => Msg::ReleaseBlock { req: r.u32("req")?, block: r.u32("block")? },
-        kind::TEST_LOCATED => Msg::TestLocated { req: r.u32("req")?, keys: r.keys()? },
+        kind::RELEASE_BLOCK => Msg::ReleaseBlock {
+            req: r.u32("req")?,
+            block: r.u32("block")?,
+        },
+        kind::TEST_LOCATED => Msg::TestLocated {
+            req: r.u32("req")?,
+            keys: r.keys()?,
+        },
         kind::TEST_AND_INSERT_LOCATED => {
             let req = r.u32("req")?;
             let id = r.id()?;
             let keys = r.keys()?;
             let locs = r.locations(keys.len())?;
-            Msg::TestAndInsertLocated { req, id, keys, locs }
+            Msg::TestAndInsertLocated {
+                req,
+                id,
+                keys,
+                locs,
+            }
         }
         kind::LOCATED_VERDICTS => {
             let req = r.u32("req")?;
@@ -552,10 +699,17 @@ pub fn decode(body: &[u8]) -> Result<Msg, WireError> {
             let bitmap = r.bytes(n.div_ceil(8) as usize, "bitmap")?.to_vec();
             let found = r.u32("location count")?;
             if found > n {
-                return Err(WireError::Malformed(format!("{found} locations for {n} keys")));
+                return Err(WireError::Malformed(format!(
+                    "{found} locations for {n} keys"
+                )));
             }
             let originals = r.locations(found as usize)?;
-            Msg::LocatedVerdicts { req, n, bitmap, originals }
+            Msg::LocatedVerdicts {
+                req,
+                n,
+                bitmap,
+                originals,
+            }
         }
         k => return Err(WireError::Malformed(format!("unknown message kind {k}"))),
     };
@@ -608,27 +762,100 @@ mod tests {
 
     #[test]
     fn every_message_round_trips() {
-        let meta = StoreMeta { hash: "xxh3-64".into(), normalization: "loose".into(), blocks: 1999, key_kind: "k".into() };
-        roundtrip(Msg::Hello { version: 1, nonce: [7; 16] });
-        roundtrip(Msg::Challenge { version: 1, auth_required: true, challenge: [3; 32] });
-        roundtrip(Msg::Auth { mac: [1; 32], role: Role::Worker, settings: Some(Settings { meta, map: 42 }) });
-        roundtrip(Msg::Auth { mac: [0; 32], role: Role::Status, settings: None });
-        roundtrip(Msg::Ready { state: ServerState::Migrating, index: 2, max_frame: 4096, mac: [9; 32] });
-        roundtrip(Msg::TestAndInsert { req: 5, id: Some((1, 2)), keys: vec![1, u64::MAX, 3] });
-        roundtrip(Msg::TestAndInsert { req: 5, id: None, keys: vec![] });
-        roundtrip(Msg::Test { req: 6, keys: vec![4, 5] });
-        roundtrip(Msg::Verdicts { req: 7, n: 10, bitmap: vec![0xff, 0x03] });
-        roundtrip(Msg::Error { req: 8, code: ErrorCode::WrongOwner, message: "block 3".into() });
+        let meta = StoreMeta {
+            hash: "xxh3-64".into(),
+            normalization: "loose".into(),
+            blocks: 1999,
+            key_kind: "k".into(),
+        };
+        roundtrip(Msg::Hello {
+            version: 1,
+            nonce: [7; 16],
+        });
+        roundtrip(Msg::Challenge {
+            version: 1,
+            auth_required: true,
+            challenge: [3; 32],
+        });
+        roundtrip(Msg::Auth {
+            mac: [1; 32],
+            role: Role::Worker,
+            settings: Some(Settings { meta, map: 42 }),
+        });
+        roundtrip(Msg::Auth {
+            mac: [0; 32],
+            role: Role::Status,
+            settings: None,
+        });
+        roundtrip(Msg::Ready {
+            state: ServerState::Migrating,
+            index: 2,
+            max_frame: 4096,
+            mac: [9; 32],
+        });
+        roundtrip(Msg::TestAndInsert {
+            req: 5,
+            id: Some((1, 2)),
+            keys: vec![1, u64::MAX, 3],
+        });
+        roundtrip(Msg::TestAndInsert {
+            req: 5,
+            id: None,
+            keys: vec![],
+        });
+        roundtrip(Msg::Test {
+            req: 6,
+            keys: vec![4, 5],
+        });
+        roundtrip(Msg::Verdicts {
+            req: 7,
+            n: 10,
+            bitmap: vec![0xff, 0x03],
+        });
+        roundtrip(Msg::Error {
+            req: 8,
+            code: ErrorCode::WrongOwner,
+            message: "block 3".into(),
+        });
         roundtrip(Msg::StatusRequest { req: 9 });
-        roundtrip(Msg::Status { req: 9, json: "{}".into() });
-        roundtrip(Msg::FetchBlock { req: 1, block: 1998 });
-        roundtrip(Msg::BlockKeys { req: 1, block: 3, last: true, keys: vec![9, 8] });
+        roundtrip(Msg::Status {
+            req: 9,
+            json: "{}".into(),
+        });
+        roundtrip(Msg::FetchBlock {
+            req: 1,
+            block: 1998,
+        });
+        roundtrip(Msg::BlockKeys {
+            req: 1,
+            block: 3,
+            last: true,
+            keys: vec![9, 8],
+        });
         roundtrip(Msg::ReleaseBlock { req: 1, block: 3 });
         let loc = |file, record| Location { file, record };
-        roundtrip(Msg::TestLocated { req: 2, keys: vec![3, 4] });
-        roundtrip(Msg::TestAndInsertLocated { req: 2, id: Some((5, 6)), keys: vec![3, 4], locs: vec![loc(7, 1), loc(u64::MAX, 2)] });
-        roundtrip(Msg::TestAndInsertLocated { req: 2, id: None, keys: vec![], locs: vec![] });
-        roundtrip(Msg::LocatedVerdicts { req: 3, n: 9, bitmap: vec![0b101, 1], originals: vec![loc(1, 2), loc(3, 4), loc(0, 0)] });
+        roundtrip(Msg::TestLocated {
+            req: 2,
+            keys: vec![3, 4],
+        });
+        roundtrip(Msg::TestAndInsertLocated {
+            req: 2,
+            id: Some((5, 6)),
+            keys: vec![3, 4],
+            locs: vec![loc(7, 1), loc(u64::MAX, 2)],
+        });
+        roundtrip(Msg::TestAndInsertLocated {
+            req: 2,
+            id: None,
+            keys: vec![],
+            locs: vec![],
+        });
+        roundtrip(Msg::LocatedVerdicts {
+            req: 3,
+            n: 9,
+            bitmap: vec![0b101, 1],
+            originals: vec![loc(1, 2), loc(3, 4), loc(0, 0)],
+        });
     }
 
     #[test]
@@ -636,7 +863,14 @@ mod tests {
         let keys = vec![1u64, 2, 3, 0xdead_beef];
         let (mut a, mut b) = (Vec::new(), Vec::new());
         encode_keys_request(3, Some((4, 5)), true, &keys, &mut a);
-        encode(&Msg::TestAndInsert { req: 3, id: Some((4, 5)), keys: keys.clone() }, &mut b);
+        encode(
+            &Msg::TestAndInsert {
+                req: 3,
+                id: Some((4, 5)),
+                keys: keys.clone(),
+            },
+            &mut b,
+        );
         assert_eq!(a, b);
         a.clear();
         b.clear();
@@ -658,7 +892,10 @@ mod tests {
 
     #[test]
     fn oversized_and_bad_frames_are_errors() {
-        assert_eq!(frame_len(1000u32.to_le_bytes(), 999), Err(WireError::TooLarge(1000, 999)));
+        assert_eq!(
+            frame_len(1000u32.to_le_bytes(), 999),
+            Err(WireError::TooLarge(1000, 999))
+        );
         assert!(frame_len([0; 4], 10).is_err());
         assert!(decode(&[200]).is_err());
         assert!(decode(&[]).is_err());

@@ -49,7 +49,9 @@ fn run(name: &str, n: usize, threads: usize, batch: usize, f: &(dyn Fn(&[u64]) +
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let url = args.get(1).expect("usage: redis_bench URL [KEYS] [THREADS] [BATCH]");
+    let url = args
+        .get(1)
+        .expect("usage: redis_bench URL [KEYS] [THREADS] [BATCH]");
     let n: usize = args.get(2).map_or(2_000_000, |s| s.parse().unwrap());
     let threads: usize = args.get(3).map_or(2, |s| s.parse().unwrap());
     let batch: usize = args.get(4).map_or(4096, |s| s.parse().unwrap());
@@ -62,7 +64,11 @@ fn main() {
         let mut seen = Vec::new();
         mem.test_and_insert(b, &mut seen).unwrap();
     });
-    println!("{:28} {:>10.2} bytes/key (tables)", "", mem.memory_bytes() as f64 / mem.len() as f64);
+    println!(
+        "{:28} {:>10.2} bytes/key (tables)",
+        "",
+        mem.memory_bytes() as f64 / mem.len() as f64
+    );
 
     let _: () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
     let before = used_memory(&mut con);
@@ -75,17 +81,31 @@ fn main() {
         let _: Vec<redis::Value> = p.query(&mut c).unwrap();
     });
     let after = used_memory(&mut con);
-    println!("{:28} {:>10.2} bytes/key (used_memory)", "", (after - before) as f64 / n as f64);
+    println!(
+        "{:28} {:>10.2} bytes/key (used_memory)",
+        "",
+        (after - before) as f64 / n as f64
+    );
 
     let _: () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
     let before = used_memory(&mut con);
     let settings = RedisSettings::for_keys("xxh3-64", "bench", "random", n as u64);
     let bits = settings.bucket_bits;
     let store = RedisStore::open(url, None, settings, webdedup_store::DEFAULT_BLOCKS, 0).unwrap();
-    run(&format!("redis buckets ({bits} bits)"), n, threads, batch, &|b| {
-        let mut seen = Vec::new();
-        store.test_and_insert(b, &mut seen).unwrap();
-    });
+    run(
+        &format!("redis buckets ({bits} bits)"),
+        n,
+        threads,
+        batch,
+        &|b| {
+            let mut seen = Vec::new();
+            store.test_and_insert(b, &mut seen).unwrap();
+        },
+    );
     let after = used_memory(&mut con);
-    println!("{:28} {:>10.2} bytes/key (used_memory)", "", (after - before) as f64 / n as f64);
+    println!(
+        "{:28} {:>10.2} bytes/key (used_memory)",
+        "",
+        (after - before) as f64 / n as f64
+    );
 }

@@ -109,7 +109,10 @@ impl RedisSettings {
             ("hash", self.hash.clone()),
             ("normalization", self.normalization.clone()),
             ("key_kind", self.key_kind.clone()),
-            ("layout", format!("buckets-v1 bits={} tags={TAGS}", self.bucket_bits)),
+            (
+                "layout",
+                format!("buckets-v1 bits={} tags={TAGS}", self.bucket_bits),
+            ),
         ]
     }
 }
@@ -174,13 +177,20 @@ fn parse_url(url: &str, password: Option<&str>) -> Result<(Vec<String>, bool), S
     let hosts = hosts.trim_end_matches('/');
     let mut out = Vec::new();
     for h in hosts.split(',').filter(|h| !h.is_empty()) {
-        let h = if h.contains(':') { h.to_owned() } else { format!("{h}:6379") };
+        let h = if h.contains(':') {
+            h.to_owned()
+        } else {
+            format!("{h}:6379")
+        };
         let auth = match (&auth, password) {
             (_, Some(p)) => format!(":{}@", p),
             (Some(a), None) => format!("{a}@"),
             (None, None) => String::new(),
         };
-        out.push(format!("{}://{auth}{h}/", if tls { "rediss" } else { "redis" }));
+        out.push(format!(
+            "{}://{auth}{h}/",
+            if tls { "rediss" } else { "redis" }
+        ));
     }
     if out.is_empty() {
         return Err(StoreError::Mismatch(format!("'{url}' names no host")));
@@ -281,9 +291,8 @@ impl RedisStore {
 
     fn check_settings(&self) -> Result<(), StoreError> {
         let want = self.settings.fields();
-        let have: HashMap<String, String> = self.with_conn(|c| {
-            redis::cmd("HGETALL").arg("wd:settings").query(c)
-        })?;
+        let have: HashMap<String, String> =
+            self.with_conn(|c| redis::cmd("HGETALL").arg("wd:settings").query(c))?;
         if have.is_empty() {
             let mut cmd = redis::cmd("HSET");
             cmd.arg("wd:settings");
@@ -390,11 +399,17 @@ impl RedisStore {
                     }
                 }
                 let mut cmd = redis::cmd("EVALSHA");
-                cmd.arg(self.script.get_hash()).arg(buckets.len() + 1).arg(record);
+                cmd.arg(self.script.get_hash())
+                    .arg(buckets.len() + 1)
+                    .arg(record);
                 for &(b, _) in &buckets {
                     cmd.arg(format!("wd:{{{:x}}}:{b:x}", b % TAGS));
                 }
-                let ttl = if id.is_some() && insert { RETRY_TTL_SECONDS } else { 0 };
+                let ttl = if id.is_some() && insert {
+                    RETRY_TTL_SECONDS
+                } else {
+                    0
+                };
                 cmd.arg(ttl).arg(if insert { "i" } else { "t" });
                 for &(_, n) in &buckets {
                     cmd.arg(n);
@@ -485,7 +500,10 @@ impl RedisStore {
         // EVALSHA fails on a node that lacks the script: load it everywhere first.
         match &self.target {
             Target::Node(_) => self.with_conn(|c| {
-                redis::cmd("SCRIPT").arg("LOAD").arg(SCRIPT).query::<String>(c)
+                redis::cmd("SCRIPT")
+                    .arg("LOAD")
+                    .arg(SCRIPT)
+                    .query::<String>(c)
             })?,
             Target::Cluster(_) => self.with_conn(|c| {
                 redis::cmd("SCRIPT")

@@ -9,7 +9,11 @@ pub struct BitWriter {
 
 impl BitWriter {
     pub fn with_capacity(bytes: usize) -> Self {
-        BitWriter { out: Vec::with_capacity(bytes), acc: 0, n: 0 }
+        BitWriter {
+            out: Vec::with_capacity(bytes),
+            acc: 0,
+            n: 0,
+        }
     }
 
     /// Appends the `k <= 56` low bits of `v`.
@@ -206,7 +210,9 @@ mod tests {
 
     #[test]
     fn the_best_parameter_is_the_cheapest() {
-        let values: Vec<u64> = (0..1000u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 20).collect();
+        let values: Vec<u64> = (0..1000u64)
+            .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 20)
+            .collect();
         let k = best_rice_k(&values);
         assert!((0..64).all(|j| rice_cost(&values, k) <= rice_cost(&values, j)));
     }

@@ -49,9 +49,24 @@ impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let pct = |x: f64| six_significant(x * 100.0 / self.blocks as f64);
         writeln!(f, "Servers: {} -> {}", self.from, self.to)?;
-        writeln!(f, "Blocks to be redistributed: {} ({}%)", self.moved, pct(self.moved as f64))?;
-        writeln!(f, "Average aberrancy: {} blocks({}%)", self.avg_aberrancy.trunc() as i64, pct(self.avg_aberrancy))?;
-        writeln!(f, "Max. aberrancy: {} blocks({}%)", self.max_aberrancy, pct(self.max_aberrancy as f64))
+        writeln!(
+            f,
+            "Blocks to be redistributed: {} ({}%)",
+            self.moved,
+            pct(self.moved as f64)
+        )?;
+        writeln!(
+            f,
+            "Average aberrancy: {} blocks({}%)",
+            self.avg_aberrancy.trunc() as i64,
+            pct(self.avg_aberrancy)
+        )?;
+        writeln!(
+            f,
+            "Max. aberrancy: {} blocks({}%)",
+            self.max_aberrancy,
+            pct(self.max_aberrancy as f64)
+        )
     }
 }
 
@@ -61,7 +76,9 @@ pub fn report(prev: Option<&ServerMap>, next: &ServerMap) -> Report {
     let moved = match prev {
         None => next.blocks,
         Some(p) => (0..next.blocks as usize)
-            .filter(|&b| p.servers[p.owner[b] as usize].addr != next.servers[next.owner[b] as usize].addr)
+            .filter(|&b| {
+                p.servers[p.owner[b] as usize].addr != next.servers[next.owner[b] as usize].addr
+            })
             .count() as u32,
     };
     let n = next.servers.len();
@@ -69,12 +86,26 @@ pub fn report(prev: Option<&ServerMap>, next: &ServerMap) -> Report {
     let ab: Vec<i64> = next.counts().iter().map(|&c| c as i64 - floor).collect();
     let avg = ab.iter().map(|a| a.abs() as f64).sum::<f64>() / n as f64;
     // The first of the largest magnitude.
-    let max = ab.iter().copied().fold(0i64, |m, a| if a.abs() > m.abs() { a } else { m });
-    Report { from: prev.map_or(0, |p| p.servers.len()), to: n, blocks: next.blocks, moved, avg_aberrancy: avg, max_aberrancy: max }
+    let max = ab
+        .iter()
+        .copied()
+        .fold(0i64, |m, a| if a.abs() > m.abs() { a } else { m });
+    Report {
+        from: prev.map_or(0, |p| p.servers.len()),
+        to: n,
+        blocks: next.blocks,
+        moved,
+        avg_aberrancy: avg,
+        max_aberrancy: max,
+    }
 }
 
 fn without_excluded(servers: &[ServerEntry], excluded: &[ServerAddr]) -> Vec<ServerEntry> {
-    servers.iter().filter(|s| !excluded.contains(&s.addr)).cloned().collect()
+    servers
+        .iter()
+        .filter(|s| !excluded.contains(&s.addr))
+        .cloned()
+        .collect()
 }
 
 /// The servers of the new map: those of the previous one that stay (in their
@@ -99,12 +130,22 @@ fn ordered(prev: Option<&ServerMap>, servers: &[ServerEntry]) -> Vec<ServerEntry
 /// Ideal (weighted) loads.
 fn ideals(servers: &[ServerEntry], blocks: u32) -> Vec<f64> {
     let total: f64 = servers.iter().map(|s| s.weight).sum();
-    servers.iter().map(|s| blocks as f64 * s.weight / total).collect()
+    servers
+        .iter()
+        .map(|s| blocks as f64 * s.weight / total)
+        .collect()
 }
 
 /// The seed's remainder method (see the module docs). `full` ignores `prev`'s
 /// assignment (a fresh distribution over the new list, in its order).
-pub fn remainder(prev: Option<&ServerMap>, servers: &[ServerEntry], excluded: &[ServerAddr], blocks: u32, quick: bool, full: bool) -> Result<ServerMap, String> {
+pub fn remainder(
+    prev: Option<&ServerMap>,
+    servers: &[ServerEntry],
+    excluded: &[ServerAddr],
+    blocks: u32,
+    quick: bool,
+    full: bool,
+) -> Result<ServerMap, String> {
     let list = without_excluded(servers, excluded);
     if list.is_empty() {
         return Err("no servers left to own the blocks".into());
@@ -118,10 +159,17 @@ pub fn remainder(prev: Option<&ServerMap>, servers: &[ServerEntry], excluded: &[
     let mut owner: Vec<u32> = (0..blocks).map(|b| b % n).collect();
     if let Some(p) = incremental {
         if p.blocks != blocks {
-            return Err(format!("the map has {} blocks, not {blocks}: blocks are fixed once used", p.blocks));
+            return Err(format!(
+                "the map has {} blocks, not {blocks}: blocks are fixed once used",
+                p.blocks
+            ));
         }
         // Index in the new list of each previous server (None: removed).
-        let to_new: Vec<Option<u32>> = p.servers.iter().map(|e| list.iter().position(|s| s.addr == e.addr).map(|i| i as u32)).collect();
+        let to_new: Vec<Option<u32>> = p
+            .servers
+            .iter()
+            .map(|e| list.iter().position(|s| s.addr == e.addr).map(|i| i as u32))
+            .collect();
         let survivors = to_new.iter().flatten().count() as u32;
         for b in 0..blocks {
             let r = b % n;
@@ -133,7 +181,11 @@ pub fn remainder(prev: Option<&ServerMap>, servers: &[ServerEntry], excluded: &[
             };
         }
     }
-    let mut map = ServerMap { blocks, servers: list, owner };
+    let mut map = ServerMap {
+        blocks,
+        servers: list,
+        owner,
+    };
     if !quick {
         optimise(&mut map);
     }
@@ -160,7 +212,9 @@ fn optimise(map: &mut ServerMap) {
             }
             // The least loaded server relative to its ideal.
             let to = (0..map.servers.len())
-                .min_by(|&x, &y| (counts[x] as f64 - ideal[x]).total_cmp(&(counts[y] as f64 - ideal[y])))
+                .min_by(|&x, &y| {
+                    (counts[x] as f64 - ideal[x]).total_cmp(&(counts[y] as f64 - ideal[y]))
+                })
                 .unwrap();
             if to == s || counts[to] as f64 + 1.0 > ideal[to].ceil() {
                 break;
@@ -179,10 +233,15 @@ fn targets(servers: &[ServerEntry], blocks: u32, current: &[u32]) -> Vec<u32> {
     let ideal = ideals(servers, blocks);
     let mut t: Vec<u32> = ideal.iter().map(|x| x.floor() as u32).collect();
     let mut left = blocks - t.iter().sum::<u32>();
-    let mut order: Vec<usize> = (0..servers.len()).filter(|&i| ideal[i].fract() > 1e-9).collect();
+    let mut order: Vec<usize> = (0..servers.len())
+        .filter(|&i| ideal[i].fract() > 1e-9)
+        .collect();
     order.sort_by(|&a, &b| {
         let gain = |i: usize| current[i] as i64 - t[i] as i64;
-        gain(b).cmp(&gain(a)).then(ideal[b].fract().total_cmp(&ideal[a].fract())).then(a.cmp(&b))
+        gain(b)
+            .cmp(&gain(a))
+            .then(ideal[b].fract().total_cmp(&ideal[a].fract()))
+            .then(a.cmp(&b))
     });
     for i in order {
         if left == 0 {
@@ -202,21 +261,33 @@ fn targets(servers: &[ServerEntry], blocks: u32, current: &[u32]) -> Vec<u32> {
 }
 
 /// The fewest moves with every server within one block of its ideal load.
-pub fn balanced(prev: Option<&ServerMap>, servers: &[ServerEntry], excluded: &[ServerAddr], blocks: u32) -> Result<ServerMap, String> {
+pub fn balanced(
+    prev: Option<&ServerMap>,
+    servers: &[ServerEntry],
+    excluded: &[ServerAddr],
+    blocks: u32,
+) -> Result<ServerMap, String> {
     let list = ordered(prev, &without_excluded(servers, excluded));
     if list.is_empty() {
         return Err("no servers left to own the blocks".into());
     }
     if let Some(p) = prev {
         if p.blocks != blocks {
-            return Err(format!("the map has {} blocks, not {blocks}: blocks are fixed once used", p.blocks));
+            return Err(format!(
+                "the map has {} blocks, not {blocks}: blocks are fixed once used",
+                p.blocks
+            ));
         }
     }
     let n = list.len();
     // Current owner in the new list's indices.
     let cur: Vec<Option<usize>> = match prev {
         Some(p) => {
-            let to_new: Vec<Option<usize>> = p.servers.iter().map(|e| list.iter().position(|s| s.addr == e.addr)).collect();
+            let to_new: Vec<Option<usize>> = p
+                .servers
+                .iter()
+                .map(|e| list.iter().position(|s| s.addr == e.addr))
+                .collect();
             p.owner.iter().map(|&o| to_new[o as usize]).collect()
         }
         None => vec![None; blocks as usize],
@@ -246,7 +317,11 @@ pub fn balanced(prev: Option<&ServerMap>, servers: &[ServerEntry], excluded: &[S
         owner[b] = s as u32;
         kept[s] += 1;
     }
-    Ok(ServerMap { blocks, servers: list, owner })
+    Ok(ServerMap {
+        blocks,
+        servers: list,
+        owner,
+    })
 }
 
 #[cfg(test)]
@@ -255,7 +330,15 @@ mod tests {
     use proptest::prelude::*;
 
     fn servers(n: usize) -> Vec<ServerEntry> {
-        (0..n).map(|i| ServerEntry { addr: ServerAddr { host: format!("s{i}"), port: 1234 }, weight: 1.0 }).collect()
+        (0..n)
+            .map(|i| ServerEntry {
+                addr: ServerAddr {
+                    host: format!("s{i}"),
+                    port: 1234,
+                },
+                weight: 1.0,
+            })
+            .collect()
     }
 
     #[test]
@@ -278,11 +361,17 @@ mod tests {
         // The seed's example: 10 -> 11 servers over 100 blocks, quick.
         let ten = remainder(None, &servers(10), &[], 100, true, false).unwrap();
         let eleven = remainder(Some(&ten), &servers(11), &[], 100, true, false).unwrap();
-        assert_eq!(eleven.blocks_of(10), vec![10, 21, 32, 43, 54, 65, 76, 87, 98]);
+        assert_eq!(
+            eleven.blocks_of(10),
+            vec![10, 21, 32, 43, 54, 65, 76, 87, 98]
+        );
         assert_eq!(report(Some(&ten), &eleven).moved, 9);
         // An incremental step moves far fewer blocks than a full one.
         let ten = remainder(None, &servers(10), &[], 1999, false, false).unwrap();
-        let inc = report(Some(&ten), &remainder(Some(&ten), &servers(11), &[], 1999, false, false).unwrap());
+        let inc = report(
+            Some(&ten),
+            &remainder(Some(&ten), &servers(11), &[], 1999, false, false).unwrap(),
+        );
         assert!(inc.moved < 200, "{inc}");
         assert!(inc.max_aberrancy.abs() <= 10, "{inc}");
     }
@@ -299,7 +388,12 @@ mod tests {
         let (rq, ro) = (report(Some(&three), &quick), report(Some(&three), &opt));
         assert!(ro.moved > rq.moved, "{rq}{ro}");
         let ideal = ideals(&opt.servers, 1999);
-        let over = |m: &ServerMap| m.counts().iter().zip(&ideal).any(|(&c, &i)| c as f64 >= i * 1.05);
+        let over = |m: &ServerMap| {
+            m.counts()
+                .iter()
+                .zip(&ideal)
+                .any(|(&c, &i)| c as f64 >= i * 1.05)
+        };
         assert!(over(&quick), "{:?}", quick.counts());
         assert!(!over(&opt), "{:?}", opt.counts());
     }
@@ -308,10 +402,17 @@ mod tests {
     fn excluded_servers_lose_every_block() {
         let three = remainder(None, &servers(3), &[], 1999, false, true).unwrap();
         let ex = [servers(3)[1].addr.clone()];
-        for m in [remainder(Some(&three), &servers(3), &ex, 1999, false, false).unwrap(), balanced(Some(&three), &servers(3), &ex, 1999).unwrap()] {
+        for m in [
+            remainder(Some(&three), &servers(3), &ex, 1999, false, false).unwrap(),
+            balanced(Some(&three), &servers(3), &ex, 1999).unwrap(),
+        ] {
             assert_eq!(m.servers.len(), 2);
             assert!(m.index_of(&ex[0]).is_none());
-            assert!(m.counts().iter().all(|&c| c == 999 || c == 1000), "{:?}", m.counts());
+            assert!(
+                m.counts().iter().all(|&c| c == 999 || c == 1000),
+                "{:?}",
+                m.counts()
+            );
         }
     }
 
@@ -335,7 +436,12 @@ mod tests {
             let mut c = vec![0usize; n];
             a.iter().for_each(|&s| c[s] += 1);
             if c.iter().all(|&x| (x as f64 - ideal).abs() < 1.0) {
-                let moved = (0..blocks).filter(|&b| prev.servers.get(prev.owner[b] as usize).map(|e| &e.addr) != Some(&servers(n)[a[b]].addr)).count() as u32;
+                let moved = (0..blocks)
+                    .filter(|&b| {
+                        prev.servers.get(prev.owner[b] as usize).map(|e| &e.addr)
+                            != Some(&servers(n)[a[b]].addr)
+                    })
+                    .count() as u32;
                 best = best.min(moved);
             }
             let mut i = 0;

@@ -6,11 +6,11 @@
 //! migration.
 
 pub mod bits;
+pub mod distribute;
 pub mod fault;
 pub mod journal;
 mod lock;
 mod mem;
-pub mod distribute;
 pub mod server_map;
 pub mod snapshot;
 mod table;

@@ -36,26 +36,46 @@ impl ServerAddr {
         if s.is_empty() {
             return Err("empty server address".into());
         }
-        let port = |p: &str| p.parse::<u16>().map_err(|_| format!("bad port '{p}' in '{s}'"));
+        let port = |p: &str| {
+            p.parse::<u16>()
+                .map_err(|_| format!("bad port '{p}' in '{s}'"))
+        };
         if let Some(rest) = s.strip_prefix('[') {
-            let (host, after) = rest.split_once(']').ok_or_else(|| format!("unclosed '[' in '{s}'"))?;
+            let (host, after) = rest
+                .split_once(']')
+                .ok_or_else(|| format!("unclosed '[' in '{s}'"))?;
             let port = match after {
                 "" => DEFAULT_PORT,
-                a => port(a.strip_prefix(':').ok_or_else(|| format!("junk after ']' in '{s}'"))?)?,
+                a => port(
+                    a.strip_prefix(':')
+                        .ok_or_else(|| format!("junk after ']' in '{s}'"))?,
+                )?,
             };
-            return Ok(ServerAddr { host: host.into(), port });
+            return Ok(ServerAddr {
+                host: host.into(),
+                port,
+            });
         }
         match s.matches(':').count() {
-            0 => Ok(ServerAddr { host: s.into(), port: DEFAULT_PORT }),
+            0 => Ok(ServerAddr {
+                host: s.into(),
+                port: DEFAULT_PORT,
+            }),
             1 => {
                 let (h, p) = s.split_once(':').unwrap();
                 if h.is_empty() {
                     return Err(format!("no host in '{s}'"));
                 }
-                Ok(ServerAddr { host: h.into(), port: port(p)? })
+                Ok(ServerAddr {
+                    host: h.into(),
+                    port: port(p)?,
+                })
             }
             // A bare IPv6 address.
-            _ => Ok(ServerAddr { host: s.into(), port: DEFAULT_PORT }),
+            _ => Ok(ServerAddr {
+                host: s.into(),
+                port: DEFAULT_PORT,
+            }),
         }
     }
 }
@@ -96,20 +116,44 @@ pub struct MapError {
 }
 
 fn read_text(path: &Path) -> Result<String, MapError> {
-    std::fs::read_to_string(path).map_err(|e| MapError { origin: path.display().to_string(), line: 0, reason: e.to_string() })
+    std::fs::read_to_string(path).map_err(|e| MapError {
+        origin: path.display().to_string(),
+        line: 0,
+        reason: e.to_string(),
+    })
 }
 
 /// A servers file: one `host[:port]` a line, optionally followed by a weight.
 pub fn parse_servers(text: &str, origin: &str) -> Result<Vec<ServerEntry>, MapError> {
     let mut out: Vec<ServerEntry> = Vec::new();
     for (i, line) in text.lines().enumerate() {
-        let err = |reason: String| MapError { origin: origin.into(), line: i + 1, reason };
-        let t: Vec<&str> = line.split('#').next().unwrap_or("").split_whitespace().collect();
+        let err = |reason: String| MapError {
+            origin: origin.into(),
+            line: i + 1,
+            reason,
+        };
+        let t: Vec<&str> = line
+            .split('#')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .collect();
         let (addr, weight) = match t.as_slice() {
             [] => continue,
             [a] => (a, 1.0),
-            [a, w] => (a, w.parse::<f64>().ok().filter(|w| w.is_finite() && *w > 0.0).ok_or_else(|| err(format!("weight '{w}' is not a positive number")))?),
-            _ => return Err(err(format!("expected 'host[:port] [weight]', got '{}'", line.trim()))),
+            [a, w] => (
+                a,
+                w.parse::<f64>()
+                    .ok()
+                    .filter(|w| w.is_finite() && *w > 0.0)
+                    .ok_or_else(|| err(format!("weight '{w}' is not a positive number")))?,
+            ),
+            _ => {
+                return Err(err(format!(
+                    "expected 'host[:port] [weight]', got '{}'",
+                    line.trim()
+                )))
+            }
         };
         let addr = ServerAddr::parse(addr).map_err(err)?;
         if out.iter().any(|e| e.addr == addr) {
@@ -128,7 +172,10 @@ impl ServerMap {
     /// Parses either layout (see the module docs); every block must have exactly
     /// one owner.
     pub fn parse(text: &str, origin: &str) -> Result<ServerMap, MapError> {
-        let first = text.lines().find(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#')).unwrap_or("");
+        let first = text
+            .lines()
+            .find(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+            .unwrap_or("");
         let toks: Vec<&str> = first.split_whitespace().collect();
         if toks.len() == 9 && toks[0] == "blocks" && toks[6] == "format" && toks[7] == "knot" {
             return Self::parse_knot(text, origin);
@@ -139,26 +186,51 @@ impl ServerMap {
         let mut ranges = Vec::new();
         for (i, line) in text.lines().enumerate() {
             let n = i + 1;
-            let err = |reason: String| MapError { origin: origin.into(), line: n, reason };
-            let t: Vec<&str> = line.split('#').next().unwrap_or("").split_whitespace().collect();
+            let err = |reason: String| MapError {
+                origin: origin.into(),
+                line: n,
+                reason,
+            };
+            let t: Vec<&str> = line
+                .split('#')
+                .next()
+                .unwrap_or("")
+                .split_whitespace()
+                .collect();
             match t.as_slice() {
                 [] => {}
                 ["blocks", b] => {
                     if blocks.is_some() {
                         return Err(err("block count given twice".into()));
                     }
-                    let b: u32 = b.parse().ok().filter(|&b| b > 0).ok_or_else(|| err(format!("bad block count '{b}'")))?;
+                    let b: u32 = b
+                        .parse()
+                        .ok()
+                        .filter(|&b| b > 0)
+                        .ok_or_else(|| err(format!("bad block count '{b}'")))?;
                     blocks = Some(b);
                     owner = vec![None; b as usize];
                 }
                 ["server", idx, a, rest @ ..] => {
                     if idx.parse::<usize>().ok() != Some(servers.len()) {
-                        return Err(err(format!("server index {idx}: expected {}", servers.len())));
+                        return Err(err(format!(
+                            "server index {idx}: expected {}",
+                            servers.len()
+                        )));
                     }
                     let weight = match rest {
                         [] => 1.0,
-                        ["weight", w] => w.parse::<f64>().ok().filter(|w| w.is_finite() && *w > 0.0).ok_or_else(|| err(format!("bad weight '{w}'")))?,
-                        _ => return Err(err(format!("expected 'server INDEX HOST:PORT [weight W]', got '{}'", line.trim()))),
+                        ["weight", w] => w
+                            .parse::<f64>()
+                            .ok()
+                            .filter(|w| w.is_finite() && *w > 0.0)
+                            .ok_or_else(|| err(format!("bad weight '{w}'")))?,
+                        _ => {
+                            return Err(err(format!(
+                                "expected 'server INDEX HOST:PORT [weight W]', got '{}'",
+                                line.trim()
+                            )))
+                        }
                     };
                     let addr = ServerAddr::parse(a).map_err(err)?;
                     if servers.iter().any(|e| e.addr == addr) {
@@ -170,7 +242,9 @@ impl ServerMap {
                     let (a, b) = range.split_once('-').unwrap_or((range, range));
                     let a: u32 = a.parse().map_err(|_| err(format!("bad block '{a}'")))?;
                     let b: u32 = b.parse().map_err(|_| err(format!("bad block '{b}'")))?;
-                    let s: u32 = s.parse().map_err(|_| err(format!("bad server index '{s}'")))?;
+                    let s: u32 = s
+                        .parse()
+                        .map_err(|_| err(format!("bad server index '{s}'")))?;
                     if a > b {
                         return Err(err(format!("empty block range {a}-{b}")));
                     }
@@ -179,17 +253,35 @@ impl ServerMap {
                 _ => return Err(err(format!("cannot read '{}'", line.trim()))),
             }
         }
-        let blocks = blocks.ok_or_else(|| MapError { origin: origin.into(), line: 0, reason: "no 'blocks N' line".into() })?;
+        let blocks = blocks.ok_or_else(|| MapError {
+            origin: origin.into(),
+            line: 0,
+            reason: "no 'blocks N' line".into(),
+        })?;
         if servers.is_empty() {
-            return Err(MapError { origin: origin.into(), line: 0, reason: "no servers".into() });
+            return Err(MapError {
+                origin: origin.into(),
+                line: 0,
+                reason: "no servers".into(),
+            });
         }
         for (n, a, b, s) in ranges {
-            let err = |reason: String| MapError { origin: origin.into(), line: n, reason };
+            let err = |reason: String| MapError {
+                origin: origin.into(),
+                line: n,
+                reason,
+            };
             if s as usize >= servers.len() {
-                return Err(err(format!("server index {s}, but only {} servers", servers.len())));
+                return Err(err(format!(
+                    "server index {s}, but only {} servers",
+                    servers.len()
+                )));
             }
             if b >= blocks {
-                return Err(err(format!("block {b} out of range (blocks 0-{})", blocks - 1)));
+                return Err(err(format!(
+                    "block {b} out of range (blocks 0-{})",
+                    blocks - 1
+                )));
             }
             for k in a..=b {
                 if owner[k as usize].replace(s).is_some() {
@@ -200,23 +292,51 @@ impl ServerMap {
         Self::complete(blocks, servers, owner, origin)
     }
 
-    fn complete(blocks: u32, servers: Vec<ServerEntry>, owner: Vec<Option<u32>>, origin: &str) -> Result<ServerMap, MapError> {
+    fn complete(
+        blocks: u32,
+        servers: Vec<ServerEntry>,
+        owner: Vec<Option<u32>>,
+        origin: &str,
+    ) -> Result<ServerMap, MapError> {
         let owner = owner
             .into_iter()
             .enumerate()
-            .map(|(b, o)| o.ok_or_else(|| MapError { origin: origin.into(), line: 0, reason: format!("block {b} has no owner") }))
+            .map(|(b, o)| {
+                o.ok_or_else(|| MapError {
+                    origin: origin.into(),
+                    line: 0,
+                    reason: format!("block {b} has no owner"),
+                })
+            })
             .collect::<Result<_, _>>()?;
-        Ok(ServerMap { blocks, servers, owner })
+        Ok(ServerMap {
+            blocks,
+            servers,
+            owner,
+        })
     }
 
     fn parse_knot(text: &str, origin: &str) -> Result<ServerMap, MapError> {
-        let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with('#'));
+        let mut lines = text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with('#'));
         let (hn, head) = lines.next().unwrap();
-        let err = |n: usize, reason: String| MapError { origin: origin.into(), line: n + 1, reason };
+        let err = |n: usize, reason: String| MapError {
+            origin: origin.into(),
+            line: n + 1,
+            reason,
+        };
         let h: Vec<&str> = head.split_whitespace().collect();
-        let num = |s: &str| s.parse::<u32>().map_err(|_| err(hn, format!("bad number '{s}' in the header")));
+        let num = |s: &str| {
+            s.parse::<u32>()
+                .map_err(|_| err(hn, format!("bad number '{s}' in the header")))
+        };
         if h[2] != "servers" || h[4] != "port" {
-            return Err(err(hn, "expected 'blocks B servers S port P format knot 1'".into()));
+            return Err(err(
+                hn,
+                "expected 'blocks B servers S port P format knot 1'".into(),
+            ));
         }
         let (blocks, nservers, port) = (num(h[1])?, num(h[3])?, num(h[5])?);
         if blocks == 0 || port > u16::MAX as u32 {
@@ -227,13 +347,29 @@ impl ServerMap {
         for (n, line) in lines {
             let t: Vec<&str> = line.split_whitespace().collect();
             let [b, s, host] = t.as_slice() else {
-                return Err(err(n, format!("expected 'block server-index host', got '{}'", line.trim())));
+                return Err(err(
+                    n,
+                    format!("expected 'block server-index host', got '{}'", line.trim()),
+                ));
             };
-            let b: u32 = b.parse().ok().filter(|&b| b < blocks).ok_or_else(|| err(n, format!("bad block '{b}'")))?;
-            let s: u32 = s.parse().ok().filter(|&s| s < nservers).ok_or_else(|| err(n, format!("bad server index '{s}'")))?;
-            let addr = ServerAddr { host: (*host).into(), port: port as u16 };
+            let b: u32 = b
+                .parse()
+                .ok()
+                .filter(|&b| b < blocks)
+                .ok_or_else(|| err(n, format!("bad block '{b}'")))?;
+            let s: u32 = s
+                .parse()
+                .ok()
+                .filter(|&s| s < nservers)
+                .ok_or_else(|| err(n, format!("bad server index '{s}'")))?;
+            let addr = ServerAddr {
+                host: (*host).into(),
+                port: port as u16,
+            };
             match &servers[s as usize] {
-                Some(e) if e.addr != addr => return Err(err(n, format!("server {s} is {} and {addr}", e.addr))),
+                Some(e) if e.addr != addr => {
+                    return Err(err(n, format!("server {s} is {} and {addr}", e.addr)))
+                }
                 _ => servers[s as usize] = Some(ServerEntry { addr, weight: 1.0 }),
             }
             if owner[b as usize].replace(s).is_some() {
@@ -243,7 +379,13 @@ impl ServerMap {
         let servers = servers
             .into_iter()
             .enumerate()
-            .map(|(i, s)| s.ok_or_else(|| MapError { origin: origin.into(), line: 0, reason: format!("server {i} owns no block") }))
+            .map(|(i, s)| {
+                s.ok_or_else(|| MapError {
+                    origin: origin.into(),
+                    line: 0,
+                    reason: format!("server {i} owns no block"),
+                })
+            })
             .collect::<Result<_, _>>()?;
         Self::complete(blocks, servers, owner, origin)
     }
@@ -281,7 +423,11 @@ impl ServerMap {
     pub fn to_knot_text(&self) -> String {
         use fmt::Write;
         let port = self.servers.first().map_or(DEFAULT_PORT, |s| s.addr.port);
-        let mut s = format!("blocks {} servers {} port {port} format knot 1\n", self.blocks, self.servers.len());
+        let mut s = format!(
+            "blocks {} servers {} port {port} format knot 1\n",
+            self.blocks,
+            self.servers.len()
+        );
         for (b, &o) in self.owner.iter().enumerate() {
             let _ = writeln!(s, "{b} {o} {}", self.servers[o as usize].addr.host);
         }
@@ -293,7 +439,9 @@ impl ServerMap {
     }
 
     pub fn blocks_of(&self, server: usize) -> Vec<u32> {
-        (0..self.blocks).filter(|&b| self.owner[b as usize] as usize == server).collect()
+        (0..self.blocks)
+            .filter(|&b| self.owner[b as usize] as usize == server)
+            .collect()
     }
 
     pub fn index_of(&self, addr: &ServerAddr) -> Option<usize> {
@@ -311,7 +459,11 @@ impl ServerMap {
 
     /// Blocks per server address.
     pub fn counts_by_addr(&self) -> HashMap<&ServerAddr, u32> {
-        self.servers.iter().zip(self.counts()).map(|(e, c)| (&e.addr, c)).collect()
+        self.servers
+            .iter()
+            .zip(self.counts())
+            .map(|(e, c)| (&e.addr, c))
+            .collect()
     }
 }
 
@@ -323,8 +475,14 @@ mod tests {
         ServerMap {
             blocks: 10,
             servers: vec![
-                ServerEntry { addr: ServerAddr::parse("10.0.0.1").unwrap(), weight: 1.0 },
-                ServerEntry { addr: ServerAddr::parse("node-b:4000").unwrap(), weight: 2.5 },
+                ServerEntry {
+                    addr: ServerAddr::parse("10.0.0.1").unwrap(),
+                    weight: 1.0,
+                },
+                ServerEntry {
+                    addr: ServerAddr::parse("node-b:4000").unwrap(),
+                    weight: 2.5,
+                },
             ],
             owner: vec![0, 0, 0, 1, 1, 0, 1, 1, 1, 0],
         }
@@ -334,8 +492,24 @@ mod tests {
     fn both_layouts_round_trip() {
         let m = sample();
         assert_eq!(ServerMap::parse(&m.to_text(), "t").unwrap(), m);
-        assert!(m.to_text().contains("0-2 0\n3-4 1\n5 0\n"), "{}", m.to_text());
-        let knot = ServerMap { servers: vec![ServerEntry { addr: ServerAddr::parse("a").unwrap(), weight: 1.0 }, ServerEntry { addr: ServerAddr::parse("b").unwrap(), weight: 1.0 }], ..m };
+        assert!(
+            m.to_text().contains("0-2 0\n3-4 1\n5 0\n"),
+            "{}",
+            m.to_text()
+        );
+        let knot = ServerMap {
+            servers: vec![
+                ServerEntry {
+                    addr: ServerAddr::parse("a").unwrap(),
+                    weight: 1.0,
+                },
+                ServerEntry {
+                    addr: ServerAddr::parse("b").unwrap(),
+                    weight: 1.0,
+                },
+            ],
+            ..m
+        };
         let text = knot.to_knot_text();
         assert_eq!(text.lines().next().unwrap().split_whitespace().count(), 9);
         assert_eq!(ServerMap::parse(&text, "k").unwrap(), knot);
@@ -343,9 +517,21 @@ mod tests {
 
     #[test]
     fn addresses_parse_with_default_port_and_ipv6() {
-        assert_eq!(ServerAddr::parse("h").unwrap(), ServerAddr { host: "h".into(), port: 1234 });
+        assert_eq!(
+            ServerAddr::parse("h").unwrap(),
+            ServerAddr {
+                host: "h".into(),
+                port: 1234
+            }
+        );
         assert_eq!(ServerAddr::parse("h:99").unwrap().port, 99);
-        assert_eq!(ServerAddr::parse("[::1]:5").unwrap(), ServerAddr { host: "::1".into(), port: 5 });
+        assert_eq!(
+            ServerAddr::parse("[::1]:5").unwrap(),
+            ServerAddr {
+                host: "::1".into(),
+                port: 5
+            }
+        );
         assert_eq!(ServerAddr::parse("[::1]:5").unwrap().to_string(), "[::1]:5");
         assert!(ServerAddr::parse("h:x").is_err());
         assert!(ServerAddr::parse(":1").is_err());
@@ -353,15 +539,25 @@ mod tests {
 
     #[test]
     fn bad_maps_name_the_line_and_reason() {
-        let e = ServerMap::parse("blocks 3\nserver 0 a:1\n0-1 0\n1 0\n2 0\n", "m").unwrap_err().to_string();
+        let e = ServerMap::parse("blocks 3\nserver 0 a:1\n0-1 0\n1 0\n2 0\n", "m")
+            .unwrap_err()
+            .to_string();
         assert_eq!(e, "m:4: block 1 assigned twice");
-        let e = ServerMap::parse("blocks 3\nserver 0 a:1\n0-1 0\n", "m").unwrap_err().to_string();
+        let e = ServerMap::parse("blocks 3\nserver 0 a:1\n0-1 0\n", "m")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("block 2 has no owner"), "{e}");
-        let e = ServerMap::parse("blocks 3\nserver 0 a:1\n0-2 1\n", "m").unwrap_err().to_string();
+        let e = ServerMap::parse("blocks 3\nserver 0 a:1\n0-2 1\n", "m")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("m:3: server index 1"), "{e}");
-        let e = ServerMap::parse("blocks 3\nserver 0 a:1\nserver 1 a:1\n", "m").unwrap_err().to_string();
+        let e = ServerMap::parse("blocks 3\nserver 0 a:1\nserver 1 a:1\n", "m")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("m:3: server a:1 listed twice"), "{e}");
-        let e = ServerMap::parse("nonsense here now\n", "m").unwrap_err().to_string();
+        let e = ServerMap::parse("nonsense here now\n", "m")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("m:1:"), "{e}");
     }
 
@@ -371,7 +567,13 @@ mod tests {
         assert_eq!(s.len(), 2);
         assert_eq!(s[0].weight, 2.0);
         assert_eq!(s[1].addr.port, 1234);
-        assert_eq!(parse_servers("a 0\n", "f").unwrap_err().to_string(), "f:1: weight '0' is not a positive number");
-        assert!(parse_servers("a\na\n", "f").unwrap_err().to_string().contains("f:2"));
+        assert_eq!(
+            parse_servers("a 0\n", "f").unwrap_err().to_string(),
+            "f:1: weight '0' is not a positive number"
+        );
+        assert!(parse_servers("a\na\n", "f")
+            .unwrap_err()
+            .to_string()
+            .contains("f:2"));
     }
 }

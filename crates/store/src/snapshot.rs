@@ -682,7 +682,12 @@ pub fn read_meta(path: &Path) -> Result<StoreMeta, StoreError> {
         let hash = c.str()?;
         let normalization = c.str()?;
         let key_kind = c.str()?;
-        Ok(StoreMeta { hash, normalization, blocks, key_kind })
+        Ok(StoreMeta {
+            hash,
+            normalization,
+            blocks,
+            key_kind,
+        })
     })
 }
 
@@ -694,7 +699,11 @@ pub(crate) fn read_header_meta(
     what: &str,
     decode: impl FnOnce(&mut Cursor) -> Result<StoreMeta, String>,
 ) -> Result<StoreMeta, StoreError> {
-    let corrupt = |reason: String| StoreError::Corrupt { path: path.to_owned(), offset: 0, reason };
+    let corrupt = |reason: String| StoreError::Corrupt {
+        path: path.to_owned(),
+        offset: 0,
+        reason,
+    };
     let mut file = File::open(path).map_err(io_err(path))?;
     let mut head = [0u8; 16];
     file.read_exact(&mut head)

@@ -93,8 +93,7 @@ impl NearScratch {
             if ask(i) {
                 let t = doc_tokens(plan, doc.paras.clone());
                 if t.len() >= n {
-                    self.keys
-                        .extend(plan.tokens[t].windows(n).map(ngram_key));
+                    self.keys.extend(plan.tokens[t].windows(n).map(ngram_key));
                 }
             }
             self.doc_ngrams.push(start..self.keys.len());
@@ -127,7 +126,10 @@ impl NearScratch {
         self.covered.resize(t.len(), false);
         for j in doc.paras.clone() {
             let p = &plan.paras[j];
-            let (pa, pb) = (p.tokens.start as usize - t.start, p.tokens.end as usize - t.start);
+            let (pa, pb) = (
+                p.tokens.start as usize - t.start,
+                p.tokens.end as usize - t.start,
+            );
             // The n-grams whose last token lies in this paragraph.
             let first = (pa + 1).saturating_sub(n);
             let last = (pb + 1).saturating_sub(n);
@@ -184,7 +186,10 @@ impl NearScratch {
                 continue;
             }
             let p = &plan.paras[j];
-            let (pa, pb) = (p.tokens.start as usize - t.start, p.tokens.end as usize - t.start);
+            let (pa, pb) = (
+                p.tokens.start as usize - t.start,
+                p.tokens.end as usize - t.start,
+            );
             let first = (pa + 1).saturating_sub(n);
             let last = (pb + 1).saturating_sub(n);
             for g in first..last.min(ngrams.len()) {

@@ -26,7 +26,9 @@ pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>) {
                         Ok(0) | Err(_) => break,
                         Ok(n) => len += n,
                     }
-                    if buf[..len].windows(4).any(|w| w == b"\r\n\r\n") || buf[..len].windows(2).any(|w| w == b"\n\n") {
+                    if buf[..len].windows(4).any(|w| w == b"\r\n\r\n")
+                        || buf[..len].windows(2).any(|w| w == b"\n\n")
+                    {
                         break;
                     }
                 }
@@ -39,8 +41,16 @@ pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>) {
             let path = line.split_whitespace().nth(1).unwrap_or("");
             let (status, ctype, body) = match path {
                 "/metrics" => ("200 OK", "text/plain; version=0.0.4", prometheus(&shared)),
-                "/status" => ("200 OK", "application/json", shared.status_json().to_string() + "\n"),
-                _ => ("404 Not Found", "text/plain", "try /metrics or /status\n".to_string()),
+                "/status" => (
+                    "200 OK",
+                    "application/json",
+                    shared.status_json().to_string() + "\n",
+                ),
+                _ => (
+                    "404 Not Found",
+                    "text/plain",
+                    "try /metrics or /status\n".to_string(),
+                ),
             };
             let head = format!(
                 "HTTP/1.0 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
@@ -58,38 +68,120 @@ pub(crate) fn prometheus(shared: &Shared) -> String {
     let s = shared.status_json();
     let mut out = String::new();
     let mut metric = |name: &str, kind: &str, help: &str, value: f64| {
-        let _ = writeln!(out, "# HELP webdedup_{name} {help}\n# TYPE webdedup_{name} {kind}\nwebdedup_{name} {value}");
+        let _ = writeln!(
+            out,
+            "# HELP webdedup_{name} {help}\n# TYPE webdedup_{name} {kind}\nwebdedup_{name} {value}"
+        );
     };
     let num = |k: &str| s[k].as_f64().unwrap_or(0.0);
     metric("keys", "gauge", "Keys held.", num("keys"));
-    metric("memory_bytes", "gauge", "Bytes of the key tables.", num("memory_bytes"));
-    metric("blocks_owned", "gauge", "Blocks this server owns under its map.", num("blocks_owned"));
-    metric("requests_total", "counter", "Batched requests answered.", num("requests"));
-    metric("retried_requests_total", "counter", "Requests answered from retry records.", num("retried_requests"));
-    metric("keys_tested_total", "counter", "Keys tested.", num("keys_tested"));
-    metric("keys_inserted_total", "counter", "Keys inserted (new).", num("keys_inserted"));
-    metric("knot_requests_total", "counter", "KNOT one-hash requests.", num("knot_requests"));
-    metric("connections", "gauge", "Open connections.", num("connections"));
-    metric("connections_total", "counter", "Connections accepted.", num("connections_total"));
-    metric("rejected_connections_total", "counter", "Connections refused (limit).", num("rejected_connections"));
-    metric("bad_frames_total", "counter", "Connections dropped for malformed input.", num("bad_frames"));
-    metric("auth_failures_total", "counter", "Failed authentications.", num("auth_failures"));
-    metric("uptime_seconds", "gauge", "Seconds since start.", num("uptime_seconds"));
+    metric(
+        "memory_bytes",
+        "gauge",
+        "Bytes of the key tables.",
+        num("memory_bytes"),
+    );
+    metric(
+        "blocks_owned",
+        "gauge",
+        "Blocks this server owns under its map.",
+        num("blocks_owned"),
+    );
+    metric(
+        "requests_total",
+        "counter",
+        "Batched requests answered.",
+        num("requests"),
+    );
+    metric(
+        "retried_requests_total",
+        "counter",
+        "Requests answered from retry records.",
+        num("retried_requests"),
+    );
+    metric(
+        "keys_tested_total",
+        "counter",
+        "Keys tested.",
+        num("keys_tested"),
+    );
+    metric(
+        "keys_inserted_total",
+        "counter",
+        "Keys inserted (new).",
+        num("keys_inserted"),
+    );
+    metric(
+        "knot_requests_total",
+        "counter",
+        "KNOT one-hash requests.",
+        num("knot_requests"),
+    );
+    metric(
+        "connections",
+        "gauge",
+        "Open connections.",
+        num("connections"),
+    );
+    metric(
+        "connections_total",
+        "counter",
+        "Connections accepted.",
+        num("connections_total"),
+    );
+    metric(
+        "rejected_connections_total",
+        "counter",
+        "Connections refused (limit).",
+        num("rejected_connections"),
+    );
+    metric(
+        "bad_frames_total",
+        "counter",
+        "Connections dropped for malformed input.",
+        num("bad_frames"),
+    );
+    metric(
+        "auth_failures_total",
+        "counter",
+        "Failed authentications.",
+        num("auth_failures"),
+    );
+    metric(
+        "uptime_seconds",
+        "gauge",
+        "Seconds since start.",
+        num("uptime_seconds"),
+    );
     metric(
         "journal_present",
         "gauge",
         "1 if the journal file exists.",
-        s["journal_present"].as_bool().map_or(0.0, |b| b as u8 as f64),
+        s["journal_present"]
+            .as_bool()
+            .map_or(0.0, |b| b as u8 as f64),
     );
     let _ = writeln!(out, "# HELP webdedup_migration_blocks_pending Blocks still to take over (in) or hand over (out).\n# TYPE webdedup_migration_blocks_pending gauge");
     for (dir, label) in [("incoming", "in"), ("outgoing", "out")] {
-        let v = s["migration"][format!("{dir}_pending")].as_f64().unwrap_or(0.0);
-        let _ = writeln!(out, "webdedup_migration_blocks_pending{{direction=\"{label}\"}} {v}");
+        let v = s["migration"][format!("{dir}_pending")]
+            .as_f64()
+            .unwrap_or(0.0);
+        let _ = writeln!(
+            out,
+            "webdedup_migration_blocks_pending{{direction=\"{label}\"}} {v}"
+        );
     }
-    let _ = writeln!(out, "# HELP webdedup_state 1 for the server's current state.\n# TYPE webdedup_state gauge");
+    let _ = writeln!(
+        out,
+        "# HELP webdedup_state 1 for the server's current state.\n# TYPE webdedup_state gauge"
+    );
     let state = s["state"].as_str().unwrap_or("");
     for st in ["starting", "migrating", "ready", "finished"] {
-        let _ = writeln!(out, "webdedup_state{{state=\"{st}\"}} {}", (st == state) as u8);
+        let _ = writeln!(
+            out,
+            "webdedup_state{{state=\"{st}\"}} {}",
+            (st == state) as u8
+        );
     }
     out
 }

@@ -49,18 +49,33 @@ pub(crate) fn plan(shared: &Shared) {
         incoming = m.incoming.len(),
         outgoing = m.outgoing.len(),
         "migration from {}",
-        shared.cfg.from_map.as_ref().map(|p| p.display().to_string()).unwrap_or_default()
+        shared
+            .cfg
+            .from_map
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default()
     );
 }
 
 /// Takes over every incoming block (runs on its own thread until done).
 pub(crate) fn take_over(shared: &Shared) {
-    let old = shared.old_map.as_ref().expect("take_over runs with a previous map");
+    let old = shared
+        .old_map
+        .as_ref()
+        .expect("take_over runs with a previous map");
     let mut by_owner: BTreeMap<usize, Vec<u32>> = BTreeMap::new();
     for &b in &shared.migration.lock().incoming {
-        by_owner.entry(old.owner[b as usize] as usize).or_default().push(b);
+        by_owner
+            .entry(old.owner[b as usize] as usize)
+            .or_default()
+            .push(b);
     }
-    let opts = ClientOptions { secret: shared.cfg.auth.clone(), verbose: false, ..Default::default() };
+    let opts = ClientOptions {
+        secret: shared.cfg.auth.clone(),
+        verbose: false,
+        ..Default::default()
+    };
     for (owner, blocks) in by_owner {
         let addr = old.servers[owner].addr.clone();
         let mut delay = Duration::from_millis(100);
@@ -82,7 +97,12 @@ pub(crate) fn take_over(shared: &Shared) {
 
 /// Takes over `blocks` from `addr` in order; returns how many were done (and the
 /// error that stopped it).
-fn take_blocks(shared: &Shared, addr: &ServerAddr, blocks: &[u32], opts: &ClientOptions) -> Result<usize, (usize, String)> {
+fn take_blocks(
+    shared: &Shared,
+    addr: &ServerAddr,
+    blocks: &[u32],
+    opts: &ClientOptions,
+) -> Result<usize, (usize, String)> {
     let mut conn = Conn::connect(addr, Role::Peer, None, opts).map_err(|e| (0, e.to_string()))?;
     // Adopt the previous owner's key settings if this server has none yet.
     if shared.meta.lock().is_none() {
@@ -103,7 +123,12 @@ fn take_blocks(shared: &Shared, addr: &ServerAddr, blocks: &[u32], opts: &Client
     Ok(blocks.len())
 }
 
-fn take_block(shared: &Shared, conn: &mut Conn, addr: &ServerAddr, block: u32) -> Result<(), String> {
+fn take_block(
+    shared: &Shared,
+    conn: &mut Conn,
+    addr: &ServerAddr,
+    block: u32,
+) -> Result<(), String> {
     let mut out = Vec::new();
     crate::wire::encode(&Msg::FetchBlock { req: block, block }, &mut out);
     conn.send(&out).map_err(|e| e.to_string())?;
@@ -111,14 +136,22 @@ fn take_block(shared: &Shared, conn: &mut Conn, addr: &ServerAddr, block: u32) -
     let mut released_already = false;
     loop {
         match conn.recv(addr) {
-            Ok(Msg::BlockKeys { block: b, last, keys: k, .. }) if b == block => {
+            Ok(Msg::BlockKeys {
+                block: b,
+                last,
+                keys: k,
+                ..
+            }) if b == block => {
                 keys.extend(k);
                 if last {
                     break;
                 }
             }
             Ok(other) => return Err(format!("unexpected {other:?}")),
-            Err(ConnError::Refused { code: ErrorCode::Released, .. }) => {
+            Err(ConnError::Refused {
+                code: ErrorCode::Released,
+                ..
+            }) => {
                 released_already = true;
                 break;
             }
@@ -128,15 +161,22 @@ fn take_block(shared: &Shared, conn: &mut Conn, addr: &ServerAddr, block: u32) -
     let mut block_tag = Vec::with_capacity(5);
     block_tag.extend_from_slice(&block.to_le_bytes());
     if !released_already {
-        if let Some(&k) = keys.iter().find(|&&k| webdedup_store::block_of(k, shared.map.blocks) != block) {
-            return Err(format!("{addr} sent key {k:#x}, which is not of block {block}"));
+        if let Some(&k) = keys
+            .iter()
+            .find(|&&k| webdedup_store::block_of(k, shared.map.blocks) != block)
+        {
+            return Err(format!(
+                "{addr} sent key {k:#x}, which is not of block {block}"
+            ));
         }
         {
             let _gate = shared.gate.read();
             shared.store.insert_all(&keys);
             if let Some(j) = shared.journal() {
                 let tag = [&[b'M'][..], &block_tag].concat();
-                j.append(&tag, &keys).and_then(|_| j.sync()).map_err(|e| format!("journal: {e}"))?;
+                j.append(&tag, &keys)
+                    .and_then(|_| j.sync())
+                    .map_err(|e| format!("journal: {e}"))?;
             }
         }
         out.clear();
@@ -152,7 +192,9 @@ fn take_block(shared: &Shared, conn: &mut Conn, addr: &ServerAddr, block: u32) -
         let _gate = shared.gate.read();
         if let Some(j) = shared.journal() {
             let tag = [&[b'F'][..], &block_tag].concat();
-            j.append(&tag, &[]).and_then(|_| j.flush_to_os()).map_err(|e| format!("journal: {e}"))?;
+            j.append(&tag, &[])
+                .and_then(|_| j.flush_to_os())
+                .map_err(|e| format!("journal: {e}"))?;
         }
     }
     let mut m = shared.migration.lock();

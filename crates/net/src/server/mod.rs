@@ -89,9 +89,9 @@ impl ServerConfig {
 
     /// The journal's path: `-j`, else next to the save file.
     pub fn journal_path(&self) -> Option<PathBuf> {
-        self.journal.clone().or_else(|| {
-            self.save.as_ref().map(|s| sidecar(s, "journal"))
-        })
+        self.journal
+            .clone()
+            .or_else(|| self.save.as_ref().map(|s| sidecar(s, "journal")))
     }
 }
 
@@ -175,7 +175,9 @@ impl Shared {
         let mut meta = self.meta.lock();
         match &*meta {
             Some(mine) => match mine.mismatch(theirs, "this server's store") {
-                Some(m) => Err(format!("the client's settings differ from the server's: {m}")),
+                Some(m) => Err(format!(
+                    "the client's settings differ from the server's: {m}"
+                )),
                 None => Ok(()),
             },
             None => {
@@ -186,8 +188,9 @@ impl Shared {
                     ));
                 }
                 if let Some(path) = self.cfg.journal_path() {
-                    let j = Journal::create(&path, theirs, self.run_info().as_bytes(), self.cfg.fsync)
-                        .map_err(|e| format!("cannot create the journal: {e}"))?;
+                    let j =
+                        Journal::create(&path, theirs, self.run_info().as_bytes(), self.cfg.fsync)
+                            .map_err(|e| format!("cannot create the journal: {e}"))?;
                     *self.journal.lock() = Some(Arc::new(j));
                 }
                 *meta = Some(theirs.clone());
@@ -197,7 +200,11 @@ impl Shared {
     }
 
     fn run_info(&self) -> String {
-        format!("webdedup server {} pid {}", self.me_addr, std::process::id())
+        format!(
+            "webdedup server {} pid {}",
+            self.me_addr,
+            std::process::id()
+        )
     }
 
     pub fn status_json(&self) -> serde_json::Value {
@@ -294,7 +301,8 @@ impl Shared {
         let old = self.journal.lock().take();
         if let Some(j) = old {
             let j = Arc::try_unwrap(j).map_err(|_| anyhow::anyhow!("journal still in use"))?;
-            j.remove().context("cannot remove the journal after saving")?;
+            j.remove()
+                .context("cannot remove the journal after saving")?;
         }
         if !last {
             if let Some(jp) = self.cfg.journal_path() {
@@ -339,20 +347,29 @@ fn open_store(cfg: &ServerConfig, blocks: u32) -> Result<Opened> {
     }
     let jpath = cfg.journal_path().filter(|p| p.exists());
     if let Some(p) = load {
-        meta = Some(snapshot::read_meta(p).with_context(|| format!("cannot read {}", p.display()))?);
+        meta =
+            Some(snapshot::read_meta(p).with_context(|| format!("cannot read {}", p.display()))?);
     } else if let Some(j) = &jpath {
         meta = Some(journal::read_meta(j).with_context(|| format!("cannot read {}", j.display()))?);
     }
     if let Some(m) = &meta {
         if m.blocks != blocks {
-            bail!("the stored keys have {} blocks, the block map {blocks}", m.blocks);
+            bail!(
+                "the stored keys have {} blocks, the block map {blocks}",
+                m.blocks
+            );
         }
     }
     let store = match (load, &meta) {
         (Some(p), Some(m)) => {
             let (s, info) = MemStore::load(p, m, cfg.capacity)
                 .with_context(|| format!("cannot load {}", p.display()))?;
-            tracing::info!(keys = info.keys, seconds = info.seconds, "loaded {}", p.display());
+            tracing::info!(
+                keys = info.keys,
+                seconds = info.seconds,
+                "loaded {}",
+                p.display()
+            );
             s
         }
         _ => MemStore::with_capacity(blocks, cfg.capacity),
@@ -363,11 +380,20 @@ fn open_store(cfg: &ServerConfig, blocks: u32) -> Result<Opened> {
         retry.load(&sidecar(p, "retry"))?;
         let mp = sidecar(p, "migration");
         if mp.exists() {
-            let text = std::fs::read(&mp).with_context(|| format!("cannot read {}", mp.display()))?;
-            migration = Some(serde_json::from_slice::<Migration>(&text).with_context(|| format!("{}: not migration progress", mp.display()))?);
+            let text =
+                std::fs::read(&mp).with_context(|| format!("cannot read {}", mp.display()))?;
+            migration = Some(
+                serde_json::from_slice::<Migration>(&text)
+                    .with_context(|| format!("{}: not migration progress", mp.display()))?,
+            );
         }
     }
-    Ok(Opened { store, meta, retry, migration })
+    Ok(Opened {
+        store,
+        meta,
+        retry,
+        migration,
+    })
 }
 
 /// Runs a server until SIGTERM / SIGINT (or, for an excluded server, until every
@@ -389,7 +415,11 @@ pub fn run(cfg: ServerConfig, on_bound: impl FnOnce(SocketAddr) + Send + 'static
     let old_map = cfg.from_map.as_deref().map(read_map).transpose()?;
     if let Some(old) = &old_map {
         if old.blocks != map.blocks {
-            bail!("the previous map has {} blocks, the new one {}: blocks are fixed once used", old.blocks, map.blocks);
+            bail!(
+                "the previous map has {} blocks, the new one {}: blocks are fixed once used",
+                old.blocks,
+                map.blocks
+            );
         }
     }
     let in_old = old_map.as_ref().and_then(|m| m.index_of(&me_addr));
@@ -400,7 +430,12 @@ pub fn run(cfg: ServerConfig, on_bound: impl FnOnce(SocketAddr) + Send + 'static
             cfg.map.display()
         );
     }
-    let Opened { store, meta, retry, migration: saved_migration } = open_store(&cfg, map.blocks)?;
+    let Opened {
+        store,
+        meta,
+        retry,
+        migration: saved_migration,
+    } = open_store(&cfg, map.blocks)?;
     let owned: Vec<bool> = map.owner.iter().map(|&o| Some(o as usize) == me).collect();
     let shared = Arc::new(Shared {
         fingerprint: wire::map_fingerprint(&map),
@@ -428,9 +463,17 @@ pub fn run(cfg: ServerConfig, on_bound: impl FnOnce(SocketAddr) + Send + 'static
             let replay = Journal::replay(&jp, meta, |tag, keys| replay_record(&shared, tag, keys))
                 .with_context(|| format!("cannot replay the journal {}", jp.display()))?;
             if let Some((offset, why)) = &replay.torn {
-                tracing::warn!("{}: dropped a torn last record at byte {offset}: {why}", jp.display());
+                tracing::warn!(
+                    "{}: dropped a torn last record at byte {offset}: {why}",
+                    jp.display()
+                );
             }
-            tracing::info!(records = replay.records, keys = replay.keys, "replayed the journal {}", jp.display());
+            tracing::info!(
+                records = replay.records,
+                keys = replay.keys,
+                "replayed the journal {}",
+                jp.display()
+            );
             let j = Journal::open_append(&jp, replay.valid_len, shared.cfg.fsync)?;
             *shared.journal.lock() = Some(Arc::new(j));
         } else {
@@ -439,13 +482,21 @@ pub fn run(cfg: ServerConfig, on_bound: impl FnOnce(SocketAddr) + Send + 'static
         }
     }
     migrate::plan(&shared);
-    let state = if shared.migration.lock().incoming.is_empty() { ServerState::Ready } else { ServerState::Migrating };
+    let state = if shared.migration.lock().incoming.is_empty() {
+        ServerState::Ready
+    } else {
+        ServerState::Migrating
+    };
     shared.set_state(state);
     shared.migration_step();
 
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
-        .worker_threads(std::thread::available_parallelism().map_or(2, |n| n.get()).max(2))
+        .worker_threads(
+            std::thread::available_parallelism()
+                .map_or(2, |n| n.get())
+                .max(2),
+        )
         .build()
         .context("cannot start the server runtime")?;
     rt.block_on(serve(shared, on_bound))
@@ -490,21 +541,33 @@ fn replay_record(shared: &Shared, tag: &[u8], keys: &[u64]) -> Result<(), String
     Ok(())
 }
 
-async fn serve(shared: Arc<Shared>, on_bound: impl FnOnce(SocketAddr) + Send + 'static) -> Result<Exit> {
+async fn serve(
+    shared: Arc<Shared>,
+    on_bound: impl FnOnce(SocketAddr) + Send + 'static,
+) -> Result<Exit> {
     use tokio::net::TcpListener;
     let listener = TcpListener::bind(shared.cfg.listen)
         .await
         .with_context(|| format!("cannot listen on {}", shared.cfg.listen))?;
     let bound = listener.local_addr()?;
     let limit = Arc::new(tokio::sync::Semaphore::new(shared.cfg.max_connections));
-    tokio::spawn(conn::accept_loop(listener, shared.clone(), limit.clone(), false));
+    tokio::spawn(conn::accept_loop(
+        listener,
+        shared.clone(),
+        limit.clone(),
+        false,
+    ));
     if let Some(port) = shared.cfg.knot_port {
         let addr = SocketAddr::new(shared.cfg.listen.ip(), port);
-        let l = TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
+        let l = TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("cannot listen on {addr}"))?;
         tokio::spawn(conn::accept_loop(l, shared.clone(), limit.clone(), true));
     }
     if let Some(addr) = shared.cfg.metrics {
-        let l = TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
+        let l = TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("cannot listen on {addr}"))?;
         tokio::spawn(http::serve(l, shared.clone()));
     }
     tracing::info!(
@@ -512,7 +575,11 @@ async fn serve(shared: Arc<Shared>, on_bound: impl FnOnce(SocketAddr) + Send + '
         shared.owned.iter().filter(|&&o| o).count(),
         shared.map.blocks,
         shared.me_addr,
-        if shared.cfg.auth.is_some() { " (authenticated)" } else { "" }
+        if shared.cfg.auth.is_some() {
+            " (authenticated)"
+        } else {
+            ""
+        }
     );
     on_bound(bound);
     if !shared.migration.lock().incoming.is_empty() {
@@ -546,5 +613,9 @@ async fn serve(shared: Arc<Shared>, on_bound: impl FnOnce(SocketAddr) + Send + '
             j.close()?;
         }
     }
-    Ok(if finished { Exit::Finished } else { Exit::Stopped })
+    Ok(if finished {
+        Exit::Finished
+    } else {
+        Exit::Stopped
+    })
 }

@@ -129,7 +129,11 @@ impl Shard {
 
     pub fn insert(&mut self, id: (u64, u64), n: u32, bitmap: Vec<u8>, budget: usize) {
         let size = bitmap.len() + OVERHEAD;
-        if self.map.insert(id, (n, bitmap.into_boxed_slice())).is_none() {
+        if self
+            .map
+            .insert(id, (n, bitmap.into_boxed_slice()))
+            .is_none()
+        {
             self.order.push_back(id);
             self.bytes += size;
         }
@@ -157,7 +161,10 @@ mod tests {
         r.save(&p).unwrap();
         let back = RetryRecords::new(1 << 20);
         back.load(&p).unwrap();
-        assert_eq!(back.lock(1).get(&(1, 2)).map(|(n, b)| (*n, b.to_vec())), Some((9, vec![0xff, 1])));
+        assert_eq!(
+            back.lock(1).get(&(1, 2)).map(|(n, b)| (*n, b.to_vec())),
+            Some((9, vec![0xff, 1]))
+        );
         assert_eq!(back.len(), 2);
         // A damaged file is an error, not a silent loss.
         let mut bytes = std::fs::read(&p).unwrap();
