@@ -319,30 +319,24 @@ impl Dedup {
 /// `url_filter=`: a rules file (str or path-like) or a list of rules; bad rules
 /// raise, naming their line.
 fn load_url_filter(arg: &Bound<'_, PyAny>) -> PyResult<Arc<UrlFilter>> {
-    let (origin, text) = if let Ok(rules) = arg.extract::<Vec<String>>().and_then(|r| {
-        if arg.is_instance_of::<PyString>() {
-            Err(PyTypeError::new_err("a str"))
-        } else {
-            Ok(r)
+    // PyO3 never takes a str for a list, so a str is a path, as a PathLike is.
+    let (filter, problems) = match arg.extract::<Vec<String>>() {
+        Ok(rules) => {
+            let (filter, problems) = UrlFilter::parse(&rules.join("\n"));
+            let problems = problems
+                .into_iter()
+                .map(|(line, why)| format!("url_filter rule:{line}: {why}"))
+                .collect();
+            (filter, problems)
         }
-    }) {
-        ("url_filter rule".to_owned(), rules.join("\n"))
-    } else {
-        let path: PathBuf = arg.extract()?;
-        let text = std::fs::read(&path)
-            .map_err(|e| err(format!("cannot read URL filter {}: {e}", path.display())))?;
-        (
-            path.display().to_string(),
-            String::from_utf8_lossy(&text).into_owned(),
-        )
+        Err(_) => {
+            let path: PathBuf = arg.extract()?;
+            UrlFilter::load(&path)
+                .map_err(|e| err(format!("cannot read URL filter {}: {e}", path.display())))?
+        }
     };
-    let (filter, problems) = UrlFilter::parse(&text);
     if !problems.is_empty() {
-        let lines: Vec<String> = problems
-            .iter()
-            .map(|(line, why)| format!("{origin}:{line}: {why}"))
-            .collect();
-        return Err(PyValueError::new_err(lines.join("; ")));
+        return Err(PyValueError::new_err(problems.join("; ")));
     }
     Ok(Arc::new(filter))
 }

@@ -341,6 +341,10 @@ def test_url_filter_from_rules_or_a_file(tmp_path):
         assert v.text == doc("https://ok.example/", long_para("alpha"))
     with pytest.raises(ValueError, match="url_filter rule:2"):
         webdedup.Dedup(url_filter=["host:ok.example", "re:("])
+    bad = tmp_path / "bad-filter.txt"
+    bad.write_text("host:ok.example\nre:(\n")
+    with pytest.raises(ValueError, match="bad-filter.txt:2: "):
+        webdedup.Dedup(url_filter=bad)
     with pytest.raises(webdedup.WebdedupError, match="no-such-filter"):
         webdedup.Dedup(url_filter=tmp_path / "no-such-filter")
 
