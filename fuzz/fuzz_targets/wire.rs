@@ -1,12 +1,10 @@
-//! The server's frame decoder on arbitrary bytes: never a panic.
+//! The server's frame decoder on arbitrary bytes: never a panic
+//! (`harness/wire.rs`, which `cargo test -p webdedup-net` also runs over the
+//! checked-in corpus). Run: `bench/fuzz.sh`, or `cd fuzz && cargo +nightly fuzz run wire`.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| {
-    let _ = webdedup_net::wire::decode(data);
-    let mut keys = Vec::new();
-    let _ = webdedup_net::wire::decode_keys_request(data, &mut keys);
-    if data.len() >= 4 {
-        let _ = webdedup_net::wire::frame_len(data[..4].try_into().unwrap(), 1 << 20);
-    }
-});
+#[path = "../harness/wire.rs"]
+mod harness;
+
+fuzz_target!(|data: &[u8]| harness::run(data));

@@ -544,3 +544,89 @@ fn near_mode_kill_then_restore_is_byte_identical() {
         assert_same(&format!("near mode, {fault}"), &r.state(), &want);
     }
 }
+
+/// Byte ranges of the records of a journal file (after its header).
+fn journal_records(b: &[u8]) -> Vec<std::ops::Range<usize>> {
+    let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap()) as usize;
+    let mut at = 16 + u32_at(12) + 4;
+    let mut records = Vec::new();
+    while at + 12 <= b.len() {
+        let end = at + 12 + u32_at(at);
+        assert!(end <= b.len(), "a whole journal expected");
+        records.push(at..end);
+        at = end;
+    }
+    records
+}
+
+/// Issue 16 F3: a run killed right after finishing outputs, then the journal's last
+/// record damaged (a flipped byte, not a crash). That record must never be one the
+/// finished outputs depend on: the restore ends with the uninterrupted run's store and
+/// outputs, or refuses (exit 2) saying what is damaged and what to do. Never a
+/// silently smaller store.
+#[test]
+fn damaged_last_record_after_finished_outputs_never_shrinks_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let want = reference(dir.path(), true);
+    for (i, fault) in ["renamed:2", "renamed:5"].iter().enumerate() {
+        // The last record flipped: dropped as torn, and the restore is exact.
+        let r = Run::new(dir.path(), &format!("flip-last{i}"), &["-t", "1"]).with_store();
+        assert!(!r.run(false, Some(fault)).status.success());
+        let jp = r.store.join("journal");
+        let mut b = std::fs::read(&jp).unwrap();
+        let last = b.len() - 1;
+        b[last] ^= 0x40;
+        std::fs::write(&jp, &b).unwrap();
+        let o = r.run(true, None);
+        assert!(o.status.success(), "{fault}: {}", stderr(&o));
+        assert!(stderr(&o).contains("torn"), "{}", stderr(&o));
+        assert_same(&format!("{fault}, last record flipped"), &r.state(), &want);
+    }
+
+    // The same without a store directory (the journal in the output directory).
+    let want_nostore = reference(dir.path(), false);
+    let r = Run::new(dir.path(), "flip-last-nostore", &["-t", "2"]);
+    assert!(!r.run(false, Some("renamed:3")).status.success());
+    let jp = r.out.join(".webdedup.journal");
+    let mut b = std::fs::read(&jp).unwrap();
+    let last = b.len() - 1;
+    b[last] ^= 0x40;
+    std::fs::write(&jp, &b).unwrap();
+    let o = r.run(true, None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_same("no store, last record flipped", &r.state(), &want_nostore);
+
+    // The record of the finished output's last chunk damaged (it is no longer the
+    // last one): refused, naming the journal and the offset, saying what to do.
+    let r = Run::new(dir.path(), "flip-chunk", &["-t", "1"]).with_store();
+    assert!(!r.run(false, Some("renamed:2")).status.success());
+    let jp = r.store.join("journal");
+    let mut b = std::fs::read(&jp).unwrap();
+    let recs = journal_records(&b);
+    let chunk = recs[recs.len() - 2].clone();
+    b[chunk.end - 1] ^= 0x40;
+    std::fs::write(&jp, &b).unwrap();
+    let o = r.run(true, None);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(
+        e.contains("journal") && e.contains(&format!("byte offset {}", chunk.start)),
+        "{e}"
+    );
+    assert!(e.contains("without --restore"), "what to do: {e}");
+    assert!(!e.contains("panicked"), "{e}");
+
+    // The journal cut short after a finished output's records (a truncated copy):
+    // the finished output's last records may be gone, so the restore refuses.
+    let r = Run::new(dir.path(), "cut", &["-t", "1"]).with_store();
+    assert!(!r.run(false, Some("renamed:2")).status.success());
+    let jp = r.store.join("journal");
+    let b = std::fs::read(&jp).unwrap();
+    let recs = journal_records(&b);
+    std::fs::write(&jp, &b[..recs.last().unwrap().start]).unwrap();
+    let o = r.run(true, None);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(e.contains("journal") && e.contains("finished"), "{e}");
+    assert!(e.contains("without --restore"), "what to do: {e}");
+}

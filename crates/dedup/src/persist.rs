@@ -18,14 +18,18 @@
 //!    its `REL.dedup.log`, save the snapshot, remove the journal.
 
 use crate::resume::Recorded;
-use crate::runner::{list_inputs, log_path, output_path, rel_bytes, run_with, Durability};
+use crate::runner::{
+    list_inputs, log_path, output_path, rel_bytes, run_with, Durability, InputFile,
+};
 use crate::{RunConfig, RunStats};
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
+use webdedup_formats::open_input;
+use webdedup_formats::vertical::ChunkReader;
 use webdedup_store::journal::remove_durably;
-use webdedup_store::{fault, DirLock, Journal, MemStore, Store, StoreMeta, SyncMode};
+use webdedup_store::{fault, DirLock, Journal, MemStore, Store, StoreError, StoreMeta, SyncMode};
 
 /// What the key set means: recorded in snapshots and journals. Bump the key kind if
 /// the keys of the vertical policy ever change (seeds, what is hashed).
@@ -130,6 +134,38 @@ fn run_info_mismatch(recorded: &str, now: &str) -> Option<String> {
     (!diffs.is_empty()).then(|| diffs.join("; "))
 }
 
+/// The number of chunks the runner cuts the input file at `path` into.
+fn count_chunks(cfg: &RunConfig, path: &Path) -> Result<u64> {
+    let (reader, _) =
+        open_input(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut chunks = ChunkReader::with_sizes(reader, cfg.chunk_bytes, cfg.max_line_bytes);
+    let mut n = 0;
+    while chunks.next_chunk().is_some() {
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// What to do when the journal cannot be restored exactly (for error messages).
+fn start_over(cfg: &RunConfig, p: &Persistence, journal: &Path) -> String {
+    match &p.store_dir {
+        Some(dir) => format!(
+            "To start the run over (keep a copy of the journal to inspect): remove {} and {}, \
+             and run the command again without --restore. The store is then its snapshot, as it \
+             was before this run unless the run was stopped by a signal and restored since (then \
+             put back a copy of {} from before the run, or use a new store directory).",
+            journal.display(),
+            cfg.output.display(),
+            dir.display(),
+        ),
+        None => format!(
+            "To start the run over: remove {} (it holds the journal) and run the command again \
+             without --restore.",
+            cfg.output.display()
+        ),
+    }
+}
+
 /// Runs `cfg` with a persistent store and crash-safe resume (see the module docs).
 pub fn run_persistent(
     cfg: &RunConfig,
@@ -176,10 +212,21 @@ pub fn run_persistent(
         let replay = Journal::replay(&journal_path, &meta, |tag, keys| {
             store.insert_all(keys);
             recorded.add_tag(tag)
+        })
+        .map_err(|e| match e {
+            StoreError::Corrupt { .. } => anyhow!(
+                "{e}: the journal is damaged before its last record, so the keys of that \
+                 record are lost and the store cannot be restored as the interrupted run left it. \
+                 Nothing was changed. {}",
+                start_over(cfg, p, &journal_path)
+            ),
+            e => e.into(),
         })?;
         if let Some((offset, why)) = &replay.torn {
             report(&format!(
-                "{}: dropped a torn last record at byte offset {offset} ({why}); it is redone",
+                "{}: dropped a torn last record at byte offset {offset} ({why}); no finished \
+                 output depends on it (an output's records end with a finish mark before it \
+                 is renamed into place), so what it held is redone",
                 journal_path.display()
             ));
         }
@@ -194,6 +241,35 @@ pub fn run_persistent(
         if replay.records > 0 {
             if let Some(m) = run_info_mismatch(&old, &info) {
                 bail!("cannot restore from {}: {m}", journal_path.display());
+            }
+            // A finished output's records end with its finish mark, synced before the
+            // rename. A journal that ends with a chunk record of a finished output lost
+            // its end after it was synced (cut short, or written by a webdedup without
+            // finish marks): records that output depends on may be gone.
+            // (When the torn last record was that output's finish mark, the chunk is the
+            // file's last one, and nothing is lost.)
+            if let Some((rel, Some(chunk))) = &recorded.last {
+                let finished = files
+                    .iter()
+                    .find(|f| rel_bytes(&f.rel) == rel.as_slice())
+                    .filter(|f| output_path(&cfg.output, &f.rel, cfg.compress).exists());
+                let mark_torn = |f: &InputFile| -> Result<bool> {
+                    Ok(replay.torn.is_some() && count_chunks(cfg, &f.path)? == chunk + 1)
+                };
+                if let Some(f) = finished.filter(|f| !mark_torn(f).unwrap_or(false)) {
+                    let out = output_path(&cfg.output, &f.rel, cfg.compress);
+                    bail!(
+                        "{}: the journal ends with the record of chunk {chunk} of {}, whose output {} is \
+                         finished, without that output's finish mark: the journal was cut short after it \
+                         was written (or by a webdedup version without finish marks: finish the restore \
+                         with that version), so keys that output and the later ones depend on may be \
+                         lost. Nothing was changed. {}",
+                        journal_path.display(),
+                        String::from_utf8_lossy(rel),
+                        out.display(),
+                        start_over(cfg, p, &journal_path)
+                    );
+                }
             }
             rep.journal_records_replayed = replay.records;
             Journal::open_append(&journal_path, replay.valid_len, p.fsync)?

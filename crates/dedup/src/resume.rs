@@ -14,12 +14,27 @@
 //! Replaying the record's keys rebuilds the store; the bits give the verdicts back
 //! without asking the store (which now holds these keys and would say "seen"). The
 //! hash of the asked keys checks that the input is still the same.
+//!
+//! A **finish mark** follows the record of a file's last chunk when its output is
+//! complete (no keys):
+//!
+//! ```text
+//! u8 kind=2  u32 rel_len  rel  u64 chunks (the file's chunk count)
+//! ```
+//!
+//! It is appended before the journal is synced for the output's rename, so the record
+//! of a finished output's chunk is never the journal's last record: a damaged last
+//! record is always one that a restore redoes (an unfinished output's chunk) or a mark
+//! (whose output's records are all intact before it), never keys a finished output
+//! depends on. Damage before the last record is refused by the journal replay.
 
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use webdedup_store::{BatchId, Location, Store, StoreError};
 
 const TAG_VERSION: u8 = 1;
+/// The first byte of a finish mark's tag.
+const TAG_FINISHED: u8 = 2;
 
 /// The verdicts of one chunk.
 #[derive(Clone, Debug)]
@@ -33,6 +48,9 @@ pub struct ChunkVerdicts {
 #[derive(Debug, Default)]
 pub struct Recorded {
     pub files: HashMap<Vec<u8>, BTreeMap<u64, ChunkVerdicts>>,
+    /// The last record added: `(rel, Some(chunk))` for a chunk's decision record,
+    /// `(rel, None)` for a finish mark.
+    pub last: Option<(Vec<u8>, Option<u64>)>,
 }
 
 impl Recorded {
@@ -40,9 +58,15 @@ impl Recorded {
         self.files.get(rel)?.get(&chunk)
     }
 
-    /// Adds a record from its tag.
+    /// Adds a record from its tag (a decision record or a finish mark).
     pub fn add_tag(&mut self, tag: &[u8]) -> Result<(), String> {
+        if tag.first() == Some(&TAG_FINISHED) {
+            let (rel, _chunks) = decode_finished(tag)?;
+            self.last = Some((rel, None));
+            return Ok(());
+        }
         let (rel, chunk, v) = decode_tag(tag)?;
+        self.last = Some((rel.clone(), Some(chunk)));
         self.files.entry(rel).or_default().insert(chunk, v);
         Ok(())
     }
@@ -94,6 +118,24 @@ pub fn encode_verdicts(rel: &[u8], chunk: u64, v: &ChunkVerdicts, out: &mut Vec<
     out.extend_from_slice(&v.asked.to_le_bytes());
     out.extend_from_slice(&v.hash.to_le_bytes());
     out.extend_from_slice(&v.bits);
+}
+
+/// The tag of a finish mark: the output of `rel` (with `chunks` chunks) is complete.
+pub fn encode_finished(rel: &[u8], chunks: u64, out: &mut Vec<u8>) {
+    out.clear();
+    out.push(TAG_FINISHED);
+    out.extend_from_slice(&(rel.len() as u32).to_le_bytes());
+    out.extend_from_slice(rel);
+    out.extend_from_slice(&chunks.to_le_bytes());
+}
+
+fn decode_finished(tag: &[u8]) -> Result<(Vec<u8>, u64), String> {
+    let cut = || "finish mark cut short".to_string();
+    let len = u32::from_le_bytes(tag.get(1..5).ok_or_else(cut)?.try_into().unwrap()) as usize;
+    let rel = tag.get(5..5 + len).ok_or_else(cut)?.to_vec();
+    let chunks = tag.get(5 + len..).ok_or_else(cut)?;
+    let chunks = u64::from_le_bytes(chunks.try_into().map_err(|_| cut())?);
+    Ok((rel, chunks))
 }
 
 pub fn decode_tag(tag: &[u8]) -> Result<(Vec<u8>, u64, ChunkVerdicts), String> {
@@ -309,5 +351,24 @@ mod tests {
         for cut in 0..tag.len() {
             assert!(decode_tag(&tag[..cut]).is_err());
         }
+    }
+
+    #[test]
+    fn finish_marks_are_told_apart_from_decision_records() {
+        let mut rec = Recorded::default();
+        let mut tag = Vec::new();
+        encode_tag(b"a.vert", 3, &[1, 2], &[false, true], &mut tag);
+        rec.add_tag(&tag).unwrap();
+        assert_eq!(rec.last, Some((b"a.vert".to_vec(), Some(3))));
+        encode_finished(b"a.vert", 4, &mut tag);
+        rec.add_tag(&tag).unwrap();
+        assert_eq!(rec.last, Some((b"a.vert".to_vec(), None)));
+        assert_eq!(rec.chunks(), 1, "a mark is no chunk");
+        assert_eq!(decode_finished(&tag).unwrap(), (b"a.vert".to_vec(), 4));
+        for cut in 1..tag.len() {
+            assert!(rec.add_tag(&tag[..cut]).is_err(), "cut at {cut}");
+        }
+        tag.push(0);
+        assert!(rec.add_tag(&tag).is_err(), "stray byte");
     }
 }

@@ -12,7 +12,7 @@ use crate::policy::{chunk_identity, decide, file_id, ChunkContext, Decisions, Sc
 use crate::render::render;
 use crate::render::DroppedOut;
 use crate::report::{ChunkStats, RunStats};
-use crate::resume::{encode_tag, Recorded, Recorder, Replayer};
+use crate::resume::{encode_finished, encode_tag, Recorded, Recorder, Replayer};
 use anyhow::{anyhow, Context, Result};
 use parking_lot::{Condvar, Mutex};
 use std::ffi::OsString;
@@ -554,6 +554,14 @@ impl Writer<'_> {
         self.stats.bytes_out += w.out.len() as u64;
         self.stats.add_chunk(&w.stats);
         if chunk.last {
+            // The finish mark goes after the file's last record and before the sync
+            // that precedes the rename: a finished output's records are then never
+            // the journal's last one, which a restore may drop as torn.
+            if let Some(j) = self.journal {
+                let mut tag = Vec::new();
+                encode_finished(rel_bytes(&file.rel), job.index + 1, &mut tag);
+                j.append(&tag, &[]).context("cannot write the journal")?;
+            }
             let (main, dd, dropped) = self.current.take().expect("checked above");
             let done = Finish { main, dd, dropped };
             match &self.finisher {

@@ -217,8 +217,11 @@ impl<R: Read> ChunkReader<R> {
                 if let Some(split) = find_doc_start(&self.pending, from) {
                     return Some(self.emit(split, false));
                 }
-                // Resume the search where it stopped (minus a partial match).
-                search_from = self.pending.len().saturating_sub(5);
+                // Resume the search where it stopped (minus a partial match), but no
+                // later than the open last line: `fill` may drop an overlong line from
+                // there, so the bytes from `tail_start` on may be new (and `pending`
+                // shorter than where the search stopped).
+                search_from = self.pending.len().min(self.tail_start).saturating_sub(5);
             }
             if self.eof {
                 let n = self.pending.len();

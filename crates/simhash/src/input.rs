@@ -62,6 +62,54 @@ impl fmt::Display for InputFormat {
 /// The first line of a TSV fingerprint file: `# webdedup-simhash v1 ` + settings.
 pub const FP_HEADER_PREFIX: &str = "# webdedup-simhash v1 ";
 
+/// What every fingerprint header starts with, whatever its version: a file that starts
+/// so is a fingerprint file even when this version cannot read its header (it is then
+/// refused, never read as text lines).
+pub const FP_HEADER_MAGIC: &str = "# webdedup-simhash";
+
+/// A `# webdedup-simhash` header line of a fingerprint file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FpHeader {
+    /// A v1 header naming settings this version computes.
+    Known(Settings),
+    /// A header this version cannot vouch for: another format version, an unknown
+    /// tokenizer or feature hash, missing settings. Its fingerprints cannot be
+    /// compared with any this version makes.
+    Unknown {
+        /// The header without the `# webdedup-simhash` magic (e.g. `v2 tokenizer=...`).
+        text: String,
+        /// Why it is not readable.
+        reason: String,
+    },
+}
+
+impl FpHeader {
+    /// Reads a header line (without its line end); `None` if it is no header.
+    pub fn parse(line: &[u8]) -> Option<FpHeader> {
+        let rest = line.strip_prefix(FP_HEADER_MAGIC.as_bytes())?;
+        if !(rest.is_empty() || rest[0] == b' ' || rest[0] == b'\t') {
+            return None; // `# webdedup-simhashes ...`: a comment
+        }
+        let text = String::from_utf8_lossy(rest).trim().to_string();
+        let unknown = |reason: String| FpHeader::Unknown {
+            text: text.clone(),
+            reason,
+        };
+        let mut words = text.splitn(2, char::is_whitespace);
+        Some(match (words.next(), words.next()) {
+            (Some("v1"), Some(settings)) => match Settings::parse(settings) {
+                Ok(s) => FpHeader::Known(s),
+                Err(e) => unknown(e),
+            },
+            (Some("v1"), None) => unknown("no settings".into()),
+            (Some(v), _) if !v.is_empty() => {
+                unknown(format!("format version '{v}', this version reads v1"))
+            }
+            _ => unknown("no format version".into()),
+        })
+    }
+}
+
 /// Counts and prints input problems (`webdedup: FILE:LINE: reason` on stderr).
 #[derive(Debug, Default)]
 pub struct Problems {
@@ -235,7 +283,9 @@ pub fn sniff(head: &[u8]) -> InputFormat {
     if h.starts_with(b"{") {
         return InputFormat::Jsonl;
     }
-    if h.starts_with(FP_HEADER_PREFIX.as_bytes()) {
+    let line = h.split(|&b| b == b'\n').next().unwrap_or(b"");
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    if FpHeader::parse(line).is_some() {
         return InputFormat::Fingerprints;
     }
     let line = h.split(|&b| b == b'\n').next().unwrap_or(b"");
@@ -251,11 +301,12 @@ pub fn sniff(head: &[u8]) -> InputFormat {
 }
 
 /// What reading a file found out.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct FileInfo {
     pub format: InputFormat,
-    /// Settings named by a fingerprint file's header.
-    pub settings: Option<Settings>,
+    /// The `# webdedup-simhash` headers of a fingerprint file with their line
+    /// numbers (usually one, on line 1; more when files were concatenated).
+    pub headers: Vec<(u64, FpHeader)>,
     pub compression: Compression,
     /// Whether the file could be opened at all.
     pub opened: bool,
@@ -271,7 +322,7 @@ pub fn read_items(
 ) -> FileInfo {
     let mut info = FileInfo {
         format: opts.format,
-        settings: None,
+        headers: Vec::new(),
         compression: Compression::None,
         opened: false,
     };
@@ -296,11 +347,11 @@ pub fn read_items(
         };
     }
     info.format = format;
-    let mut settings = None;
+    let mut headers = Vec::new();
     let res = match format {
         InputFormat::File => read_whole(path, &mut r, problems, &mut f),
         InputFormat::Vertical => read_vertical(path, &mut r, problems, &mut f),
-        _ => read_lines(path, format, opts, &mut r, problems, &mut settings, &mut f),
+        _ => read_lines(path, format, opts, &mut r, problems, &mut headers, &mut f),
     };
     if let Err(e) = res {
         problems.report(
@@ -309,7 +360,7 @@ pub fn read_items(
             format_args!("read error (rest of file skipped): {e}"),
         );
     }
-    info.settings = settings;
+    info.headers = headers;
     info
 }
 
@@ -494,7 +545,7 @@ fn read_lines(
     opts: &ReadOptions,
     r: &mut impl BufRead,
     problems: &Problems,
-    settings: &mut Option<Settings>,
+    headers: &mut Vec<(u64, FpHeader)>,
     f: &mut impl FnMut(Item<'_>),
 ) -> io::Result<()> {
     let mut lineno = 0u64;
@@ -511,13 +562,10 @@ fn read_lines(
                     continue;
                 }
                 if content.starts_with(b"#") {
-                    if let Some(rest) = content.strip_prefix(FP_HEADER_PREFIX.as_bytes()) {
-                        match Settings::parse(&String::from_utf8_lossy(rest)) {
-                            Ok(s) => *settings = Some(s),
-                            Err(e) => {
-                                problems.report(path, Some(lineno), format_args!("bad header: {e}"))
-                            }
-                        }
+                    // Headers are judged by the caller (`similar` refuses unknown or
+                    // mismatched ones as fatal), so they are collected, not reported.
+                    if let Some(h) = FpHeader::parse(content) {
+                        headers.push((lineno, h));
                     }
                     f(Item::Other { raw: line });
                     continue;
@@ -657,6 +705,12 @@ mod tests {
             sniff(b"doc1\t0123456789abcdef\t1\n"),
             InputFormat::Fingerprints
         );
+        assert_eq!(
+            sniff(b"# webdedup-simhash v2 tokenizer=unicode"),
+            InputFormat::Fingerprints,
+            "a header of another version is no text line"
+        );
+        assert_eq!(sniff(b"# webdedup-simhashes\n"), InputFormat::Lines);
         assert_eq!(sniff(b"doc1\t0123456789abcdeg\n"), InputFormat::Lines);
         assert_eq!(sniff(b"just text"), InputFormat::Lines);
     }
@@ -770,6 +824,32 @@ mod tests {
         assert_eq!(docs.len(), 2);
         assert_eq!(docs[1].0, "in:2");
         assert_eq!(msgs, vec!["in:2: invalid UTF-8 (replaced by U+FFFD)"]);
+    }
+
+    #[test]
+    fn fingerprint_headers() {
+        let known = FpHeader::parse(
+            b"# webdedup-simhash v1 tokenizer=chars:3 shingle=2 weights=count hash=xxh3-64",
+        );
+        assert!(matches!(known, Some(FpHeader::Known(_))), "{known:?}");
+        assert_eq!(FpHeader::parse(b"# a comment"), None);
+        for (line, reason) in [
+            (
+                &b"# webdedup-simhash v1 tokenizer=unicode shingle=5 weights=distinct hash=md5"[..],
+                "unknown feature hash 'md5'",
+            ),
+            (
+                b"# webdedup-simhash v2 tokenizer=unicode shingle=5",
+                "format version 'v2', this version reads v1",
+            ),
+            (b"# webdedup-simhash v1", "no settings"),
+            (b"# webdedup-simhash", "no format version"),
+        ] {
+            match FpHeader::parse(line) {
+                Some(FpHeader::Unknown { reason: r, .. }) => assert_eq!(r, reason),
+                other => panic!("{other:?}"),
+            }
+        }
     }
 
     #[test]

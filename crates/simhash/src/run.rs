@@ -8,7 +8,8 @@ use crate::cluster::{Leader, Neighbours};
 use crate::core::{parts, to_hex, to_signed};
 use crate::index::FpIndex;
 use crate::input::{
-    read_items, Compression, FileInfo, InputFormat, Item, Problems, ReadOptions, FP_HEADER_PREFIX,
+    read_items, Compression, FileInfo, FpHeader, InputFormat, Item, Problems, ReadOptions,
+    FP_HEADER_PREFIX,
 };
 use crate::tokenize::{Fingerprinter, Settings, Tokenizer, Weights, DEFAULT_SHINGLE};
 use anyhow::{bail, Context, Result};
@@ -217,6 +218,76 @@ fn fingerprint_files(
         }
     }
     Ok(infos)
+}
+
+/// The settings all fingerprints of a `similar` run were made with: fingerprint files
+/// name theirs in their headers, documents are fingerprinted with the command line's.
+/// A header this version cannot read (another format version, an unknown hash or
+/// tokenizer) or other settings than the first input's are fatal: such fingerprints
+/// are not comparable, and comparing them would give plausible-looking nonsense.
+/// Fingerprint files without a header are taken as made with the run's settings.
+fn common_settings(files: &[PathBuf], infos: &[FileInfo], cli: Settings) -> Result<Settings> {
+    // The reference: the first input that says which settings it has.
+    let mut reference: Option<(Settings, String)> = None;
+    for (info, path) in infos.iter().zip(files) {
+        if reference.is_some() {
+            break;
+        }
+        if info.format == InputFormat::Fingerprints {
+            reference = info.headers.iter().find_map(|(line, h)| match h {
+                FpHeader::Known(s) => Some((*s, format!("{}:{line}", path.display()))),
+                FpHeader::Unknown { .. } => None,
+            });
+        } else if info.opened {
+            reference = Some((
+                cli,
+                format!(
+                    "the documents of {}, fingerprinted with the command line's settings",
+                    path.display()
+                ),
+            ));
+        }
+    }
+    let (want, source) = reference.unwrap_or((cli, "the command line".into()));
+    for (info, path) in infos.iter().zip(files) {
+        if info.format != InputFormat::Fingerprints {
+            if info.opened && cli != want {
+                bail!(
+                    "{}: documents are fingerprinted with the command line's settings {}, but this run \
+                     compares fingerprints made with {want_s} ({source}): fingerprints of different \
+                     settings cannot be compared (give the same --tokenizer/--shingle/--weights)",
+                    path.display(),
+                    cli.describe(),
+                    want_s = want.describe(),
+                );
+            }
+            continue;
+        }
+        for (line, header) in &info.headers {
+            match header {
+                FpHeader::Known(s) if *s == want => {}
+                FpHeader::Known(s) => bail!(
+                    "{}:{line}: fingerprints made with {}, but this run compares fingerprints made \
+                     with {} ({source}): fingerprints of different settings cannot be compared (file refused)",
+                    path.display(),
+                    s.describe(),
+                    want.describe(),
+                ),
+                FpHeader::Unknown { text, reason } => bail!(
+                    "{}:{line}: the fingerprint header says '{}', which this version cannot \
+                     read ({}); this run compares fingerprints made with {} ({source}): \
+                     fingerprints of other settings cannot be compared (file refused; fingerprint \
+                     the documents again with this version's `webdedup simhash`)",
+                    path.display(),
+                    // No terminal control bytes from the file.
+                    text.escape_debug(),
+                    reason.escape_debug(),
+                    want.describe(),
+                ),
+            }
+        }
+    }
+    Ok(want)
 }
 
 /// One file: its fingerprinted documents, in order, appended to `out`.
@@ -459,29 +530,7 @@ pub fn run_similar(args: &SimilarArgs) -> Result<i32> {
             Ok(())
         },
     )?;
-    // Settings: fingerprint files name theirs; documents use the command line's.
-    let mut settings: Option<Settings> = None;
-    for (info, path) in infos.iter().zip(&args.files) {
-        let s = match (info.format, info.settings) {
-            (InputFormat::Fingerprints, Some(s)) => Some(s),
-            (InputFormat::Fingerprints, None) => None,
-            _ if info.opened => Some(settings_cli),
-            _ => None,
-        };
-        if let Some(s) = s {
-            match settings {
-                None => settings = Some(s),
-                Some(prev) if prev != s => bail!(
-                    "{} was fingerprinted with {}, an earlier input with {}: fingerprints of different settings cannot be compared",
-                    path.display(),
-                    s.describe(),
-                    prev.describe()
-                ),
-                _ => {}
-            }
-        }
-    }
-    let settings = settings.unwrap_or(settings_cli);
+    let settings = common_settings(&args.files, &infos, settings_cli)?;
 
     let mut index = match &args.index {
         Some(dir) => {

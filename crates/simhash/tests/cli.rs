@@ -469,3 +469,69 @@ fn japanese_and_chinese_fixture() {
         format!("{zh1:016x}")
     );
 }
+
+/// Fingerprints are only comparable under the same settings: a file whose header names
+/// settings this version does not compute (another hash, another format version) or
+/// other settings than the rest of the run is refused (fatal, exit 2), and the message
+/// names the file and both settings. Neither is read as documents or compared.
+#[test]
+fn fingerprint_files_of_unknown_or_other_settings_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let ours = "tokenizer=unicode shingle=5 weights=distinct hash=xxh3-64";
+    let rows = "a\t564ffaa9bed18ad2\nb\t8b80184890bea02d\n";
+    let write = |name: &str, header: &str| {
+        let p = dir.path().join(name);
+        fs::write(&p, format!("{header}\n{rows}")).unwrap();
+        p
+    };
+    let good = write("good.tsv", &format!("# webdedup-simhash v1 {ours}"));
+    let md5_settings = "tokenizer=unicode shingle=5 weights=distinct hash=md5";
+    let md5 = write("md5.tsv", &format!("# webdedup-simhash v1 {md5_settings}"));
+    let v2 = write("v2.tsv", &format!("# webdedup-simhash v2 {ours}"));
+    let other = write(
+        "other.tsv",
+        "# webdedup-simhash v1 tokenizer=unicode shingle=3 weights=distinct hash=xxh3-64",
+    );
+    let out = dir.path().join("pairs.tsv");
+    let refused = |files: &[&Path]| -> String {
+        let mut a = vec!["similar"];
+        a.extend(files.iter().map(|p| s(p)));
+        a.extend(["-o", s(&out)]);
+        match run(&a) {
+            Ok(code) => panic!("{files:?} accepted (exit {code})"),
+            Err(e) => format!("{e:#}"),
+        }
+    };
+    // An unknown hash, beside a good file and alone (then the run's own settings are
+    // the command line's).
+    for files in [vec![&good, &md5], vec![&md5, &good], vec![&md5]] {
+        let e = refused(&files.iter().map(|p| p.as_path()).collect::<Vec<_>>());
+        assert!(e.contains("md5.tsv:1"), "{e}");
+        assert!(e.contains(md5_settings) && e.contains(ours), "{e}");
+    }
+    // Another format version: not silently read as one document per line.
+    for files in [vec![&v2], vec![&good, &v2]] {
+        let e = refused(&files.iter().map(|p| p.as_path()).collect::<Vec<_>>());
+        assert!(e.contains("v2.tsv:1") && e.contains("v2"), "{e}");
+        assert!(e.contains(ours), "{e}");
+    }
+    // Known but different settings.
+    let e = refused(&[&good, &other]);
+    assert!(e.contains("other.tsv") && e.contains("shingle=3") && e.contains(ours));
+    // Two headers in one file (files concatenated): the second one counts too.
+    let cat = dir.path().join("cat.tsv");
+    fs::write(
+        &cat,
+        [fs::read(&good).unwrap(), fs::read(&other).unwrap()].concat(),
+    )
+    .unwrap();
+    let e = refused(&[&cat]);
+    assert!(e.contains("cat.tsv:4") && e.contains("shingle=3"), "{e}");
+    // The same settings twice are fine.
+    let same = write("same.tsv", &format!("# webdedup-simhash v1 {ours}"));
+    assert_eq!(
+        run(&["similar", s(&good), s(&same), "-o", s(&out)]).unwrap(),
+        0
+    );
+    assert_eq!(read_tsv(&out).len(), 2, "a and b of both files pair up");
+}

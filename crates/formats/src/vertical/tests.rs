@@ -420,3 +420,48 @@ proptest::proptest! {
         }
     }
 }
+
+/// Found by the `vertical` fuzz target: a read that completed an overlong line dropped
+/// it from the buffer, and the search for a document start then resumed past the
+/// buffer's new end (a slice index panic) or past the bytes that replaced the line
+/// (a document start missed). Every chunk must still end at the first document start
+/// at or after the target size, and the chunks must tile the input minus the
+/// dropped lines.
+#[test]
+fn dropping_an_overlong_line_mid_search_keeps_document_starts() {
+    let long = "y".repeat(45);
+    let minimal = format!("<g/>\n.The\nrwill\nbe\nlargrging\nceleere\nthe\n{long}\nlain\ncee");
+    let chunks = chunks_of(minimal.as_bytes(), 49, 41);
+    let joined: Vec<u8> = chunks.iter().flat_map(|c| c.data.clone()).collect();
+    assert_eq!(joined, minimal.replace(&format!("{long}\n"), "").as_bytes());
+
+    let mut input = String::new();
+    for i in 0..30 {
+        input.push_str(&format!("<doc id=\"{i}\">\nw{i}\n"));
+        if i % 3 == 0 {
+            input.push_str(&"z".repeat(20 + i * 3));
+            input.push('\n');
+        }
+        input.push_str("</doc>\n");
+    }
+    for target in 1..80 {
+        for max_line in [8, 20, 33, 41, 60] {
+            let chunks = chunks_of(input.as_bytes(), target, max_line);
+            let kept: String = input
+                .split_inclusive('\n')
+                .filter(|l| l.len() - 1 <= max_line)
+                .collect();
+            let joined: Vec<u8> = chunks.iter().flat_map(|c| c.data.clone()).collect();
+            assert_eq!(
+                joined,
+                kept.as_bytes(),
+                "target {target} max_line {max_line}"
+            );
+            for c in &chunks[..chunks.len() - 1] {
+                let late_start = (target.max(1)..c.data.len())
+                    .find(|&p| c.data[p - 1] == b'\n' && c.data[p..].starts_with(b"<doc "));
+                assert_eq!(late_start, None, "target {target} max_line {max_line}");
+            }
+        }
+    }
+}
