@@ -1,0 +1,298 @@
+#!/usr/bin/env bash
+# Extended check: deploy/slurm/batch.sbatch and deploy/slurm/cluster.sbatch, run
+# unchanged under a real Slurm on this machine, give the bytes `webdedup dedup`
+# gives (diff -r).
+#
+# It installs slurm-wlm and munge from Debian's packages when missing
+# (scripts/deps.sh slurm; needs root or sudo), starts munged, slurmctld and three
+# `slurmd -N n1..n3` as root with their own ports, spool directories, pid files
+# and logs under a scratch directory, the nodes at 127.0.0.11-13 (NodeAddr), and
+# stops every daemon it started when it ends, failed or not. Nothing outside the
+# scratch directory is changed, but for the packages.
+#
+# Usage: tests/extended/slurm_local.sh [--short]
+#   --short        the checks scripts/test.sh runs (skips the one-node run and
+#                  the start timeout)
+#   WEBDEDUP_BIN   the binary to test (default: target/debug/webdedup, built)
+#   KEEP=1         keep the scratch directory (printed at the end)
+#
+# The checks:
+#   batch    batch.sbatch on the sample (3 crawls + one file directly in IN) with
+#            TASKS=3, MEM, DD, STORE: a hash task that fails once cancels the
+#            later phases (none left pending), and the same command run again
+#            finishes the job; outputs equal `webdedup dedup --dd`; the task logs
+#            are in WORK/logs, none in the directory it was run from.
+#   cluster  cluster.sbatch with 2 servers and 1 worker on 3 nodes, then again on
+#            new input with 3 servers (a server added: migration), servers and
+#            workers sharing nodes; each run equals `webdedup dedup --store` run
+#            the same way twice, and the servers saved their keys (snapshots, no
+#            journals). Then a server that cannot start (its port taken) fails
+#            the job at once with its log, and (not --short) servers that never
+#            get ready fail it after START_TIMEOUT; a one-node run.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+repo=$PWD
+short=0
+case "${1:-}" in
+  --short) short=1 ;;
+  "") ;;
+  *) echo "usage: $0 [--short]" >&2; exit 2 ;;
+esac
+say() { echo "slurm_local: $*" >&2; }
+fail() { say "FAILED: $*"; exit 1; }
+
+scripts/deps.sh slurm
+if [ -z "${WEBDEDUP_BIN:-}" ]; then
+  cargo build -q --locked -p webdedup
+  WEBDEDUP_BIN=$repo/target/debug/webdedup
+fi
+bin=$WEBDEDUP_BIN
+started=$SECONDS
+
+d=$(mktemp -d /tmp/webdedup-slurm.XXXXXX)
+chmod 755 "$d" # munged wants its socket's directories searchable by all
+conf=$d/slurm.conf
+# Slurm's commands and daemons find this cluster through SLURM_CONF, given to each
+# command (never exported here), so that the processes of this cluster are exactly
+# those whose environment holds it.
+sl() { SLURM_CONF=$conf "$@"; }
+
+daemons=() # NAME:PID, in start order
+holder=""  # a process keeping a port busy
+cleanup() {
+  local code=$? entry pid name k leftover=()
+  set +e
+  trap - EXIT INT TERM
+  if [ "$code" -ne 0 ] && [ -d "$d/log" ]; then
+    say "logs of the failed run (in $d):"
+    tail -n 20 "$d"/log/slurmctld.log >&2
+    for f in "$d"/*.out; do [ -e "$f" ] && { echo "== $f" >&2; tail -n 20 "$f" >&2; }; done
+  fi
+  [ -n "$holder" ] && kill "$holder" 2>/dev/null
+  if [ -n "${ctld_pid:-}" ] && kill -0 "$ctld_pid" 2>/dev/null; then
+    sl squeue -h -o %A 2>/dev/null | xargs -r env SLURM_CONF="$conf" scancel
+    for _ in $(seq 60); do [ -z "$(sl squeue -h 2>/dev/null)" ] && break; sleep 0.5; done
+  fi
+  for ((k = ${#daemons[@]} - 1; k >= 0; k--)); do
+    kill -TERM "${daemons[k]##*:}" 2>/dev/null
+  done
+  for entry in "${daemons[@]}"; do
+    name=${entry%%:*} pid=${entry##*:}
+    for _ in $(seq 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
+    if kill -0 "$pid" 2>/dev/null; then
+      say "$name ($pid) did not stop: killing it"
+      kill -KILL "$pid" 2>/dev/null
+    fi
+    wait "$pid" 2>/dev/null
+  done
+  # Job steps outlive slurmd by design; any left now (there should be none) are
+  # this cluster's, told by their environment.
+  for e in /proc/[0-9]*/environ; do
+    pid=${e#/proc/} pid=${pid%/environ}
+    tr '\0' '\n' < "$e" 2>/dev/null | grep -qxF "SLURM_CONF=$conf" && leftover+=("$pid")
+  done
+  if [ ${#leftover[@]} -gt 0 ]; then
+    say "killing processes left by jobs: ${leftover[*]}"
+    kill -KILL "${leftover[@]}" 2>/dev/null
+    [ "$code" -ne 0 ] || code=1
+  fi
+  if [ "${KEEP:-}" = 1 ]; then say "kept $d"; else rm -rf "$d"; fi
+  say "$([ "$code" -eq 0 ] && echo passed || echo "failed (status $code)") in $((SECONDS - started)) s"
+  exit "$code"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Free ports: slurmctld, the three slurmds, the hash servers.
+read -r ctld_port d1_port d2_port d3_port port < <(python3 -c '
+import socket
+ss = [socket.socket() for _ in range(5)]
+for s in ss:
+    s.bind(("127.0.0.1", 0))
+print(*(s.getsockname()[1] for s in ss))')
+
+mkdir -p "$d"/{munge,ctld,log,spool/n1,spool/n2,spool/n3}
+head -c 1024 /dev/urandom > "$d/munge/munge.key"
+chmod 600 "$d/munge/munge.key"
+munged -F --key-file="$d/munge/munge.key" --socket="$d/munge/munge.sock" \
+  --pid-file="$d/munge/munged.pid" --log-file="$d/log/munged.log" \
+  --seed-file="$d/munge/munged.seed" > "$d/log/munged.out" 2>&1 &
+daemons+=("munged:$!")
+
+cat > "$conf" <<EOF
+ClusterName=webdedup-test
+SlurmctldHost=$(hostname -s)(127.0.0.1)
+SlurmctldPort=$ctld_port
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$d/munge/munge.sock
+StateSaveLocation=$d/ctld
+SlurmdSpoolDir=$d/spool/%n
+SlurmctldPidFile=$d/slurmctld.pid
+SlurmdPidFile=$d/slurmd-%n.pid
+SlurmctldLogFile=$d/log/slurmctld.log
+SlurmdLogFile=$d/log/slurmd-%n.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+MpiDefault=none
+SwitchType=switch/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+DefMemPerCPU=100
+SlurmdParameters=config_overrides
+ReturnToService=2
+KillWait=10
+NodeName=n1 NodeAddr=127.0.0.11 Port=$d1_port CPUs=2 RealMemory=1000 State=UNKNOWN
+NodeName=n2 NodeAddr=127.0.0.12 Port=$d2_port CPUs=2 RealMemory=1000 State=UNKNOWN
+NodeName=n3 NodeAddr=127.0.0.13 Port=$d3_port CPUs=2 RealMemory=1000 State=UNKNOWN
+PartitionName=all Nodes=n[1-3] Default=YES MaxTime=INFINITE State=UP
+EOF
+for _ in $(seq 40); do [ -S "$d/munge/munge.sock" ] && break; sleep 0.25; done
+sl slurmctld -D -f "$conf" > "$d/log/slurmctld.out" 2>&1 &
+ctld_pid=$!
+daemons+=("slurmctld:$ctld_pid")
+for n in n1 n2 n3; do
+  sl slurmd -D -N "$n" -f "$conf" > "$d/log/slurmd-$n.out" 2>&1 &
+  daemons+=("slurmd-$n:$!")
+done
+idle() { [ "$(sl sinfo -h -N -o '%N %t' 2>/dev/null | grep -c ' idle$')" -eq 3 ]; }
+for _ in $(seq 120); do idle && break; sleep 0.5; done
+idle || fail "the three nodes did not come up: $(sl sinfo -N 2>&1)"
+say "cluster up: slurmctld :$ctld_port, n1-n3 at 127.0.0.11-13 ($((SECONDS - started)) s)"
+
+# Wait (at most $1 seconds) until this cluster has no job left.
+drained() {
+  local t=$1 end=$((SECONDS + $1))
+  until [ -z "$(sl squeue -h)" ]; do
+    ((SECONDS < end)) || { sl squeue >&2; fail "jobs still queued after ${t}s"; }
+    sleep 0.5
+  done
+}
+
+# The corpus, from the repository's sample: in1 has a crawl as a directory and one
+# as a file directly in IN; in2 a third crawl; all, every crawl and that file.
+c=$d/corpus
+mkdir -p "$c/in1" "$c/in2" "$c/all"
+cp -r sample/web3-mini/cc-2023-14 "$c/in1/"
+cp sample/web3-mini/cc-2023-50/part-00000.vert.gz "$c/in1/cc-2023-50.vert.gz"
+cp -r sample/web3-mini/cc-2024-33 "$c/in2/"
+cp -r sample/web3-mini/. "$c/all/"
+cp "$c/in1/cc-2023-50.vert.gz" "$c/all/"
+"$bin" dedup -q -i "$c/all" -o "$d/ref-all" --dd
+"$bin" dedup -q -i "$c/in1" -o "$d/ref1" --dd --store "$d/ref-store"
+"$bin" dedup -q -i "$c/in2" -o "$d/ref2" --store "$d/ref-store"
+
+# --- batch.sbatch ---------------------------------------------------------------
+# A binary that fails hash task 1 once, as a crashed node would.
+cat > "$d/flaky-webdedup" <<EOF
+#!/bin/sh
+if [ "\$2" = hash ] && [ "\${SLURM_ARRAY_TASK_ID:-}" = 1 ] && mkdir "$d/failed-once" 2>/dev/null; then
+  echo "injected failure of hash task 1" >&2
+  exit 2
+fi
+exec "$bin" "\$@"
+EOF
+chmod +x "$d/flaky-webdedup"
+mkdir -p "$d/submit"
+batch() {
+  (cd "$d/submit" && sl env IN="$c/all" WORK="$d/work" OUT="$d/out-batch" TASKS=3 \
+    MEM=100M DD=1 STORE="$d/batch-store" WEBDEDUP="$d/flaky-webdedup" \
+    "$repo/deploy/slurm/batch.sbatch")
+}
+t=$SECONDS
+batch
+drained 120
+[ -d "$d/failed-once" ] || fail "batch: the injected failure did not happen"
+grep -q "injected failure" "$d"/work/logs/hash-*_1.out || fail "batch: no log of the failed hash task in WORK/logs"
+[ ! -e "$d/out-batch" ] || [ -z "$(ls -A "$d/out-batch")" ] || fail "batch: filter ran after a failed hash task"
+batch
+drained 120
+diff -r "$d/ref-all" "$d/out-batch" || fail "batch: outputs differ from webdedup dedup"
+[ -s "$d/batch-store/store.snap" ] || fail "batch: STORE was not published"
+[ -z "$(ls -A "$d/submit")" ] || fail "batch: files left in the directory it ran from: $(ls "$d/submit")"
+say "batch: a failed task cancels the later phases; rerun equals webdedup dedup ($((SECONDS - t)) s)"
+
+# --- cluster.sbatch -------------------------------------------------------------
+# Runs the script under sbatch --wait; "$1" names the run, the rest are
+# sbatch options; IN OUT STATE and the environment come from the caller.
+cluster() {
+  local name=$1 code=0
+  shift
+  sl env PORT="$port" WEBDEDUP="$bin" THREADS=1 START_TIMEOUT="${START_TIMEOUT:-60}" \
+    STOP_TIMEOUT=60 SERVER_TIMEOUT=10 \
+    timeout 300 sbatch --wait --quiet -o "$d/$name.out" "$@" || code=$?
+  return "$code"
+}
+saved() { # STATE NODE...: each server saved its keys and left no journal
+  local s=$1 n
+  shift
+  for n in "$@"; do
+    [ -s "$s/$n.snap" ] || fail "no snapshot $s/$n.snap"
+  done
+  [ -z "$(find "$s" -name '*journal*')" ] || fail "journals left in $s: $(find "$s" -name '*journal*')"
+}
+t=$SECONDS
+SERVERS=2 WORKERS=1 DD=1 cluster cluster1 -N3 deploy/slurm/cluster.sbatch "$c/in1" "$d/out1" "$d/state" ||
+  fail "cluster run 1 exited with status $?"
+diff -r "$d/ref1" "$d/out1" || fail "cluster run 1: outputs differ from webdedup dedup"
+saved "$d/state" n1 n2
+say "cluster: 2 servers + 1 worker on 3 nodes equal webdedup dedup, keys saved ($((SECONDS - t)) s)"
+
+t=$SECONDS
+SERVERS=3 WORKERS=1 cluster cluster2 -N3 deploy/slurm/cluster.sbatch "$c/in2" "$d/out2" "$d/state" ||
+  fail "cluster run 2 exited with status $?"
+grep -q "migrating from" "$d/cluster2.out" || fail "cluster run 2 did not migrate"
+[ ! -e "$d/state/hashmap.prev" ] || fail "cluster run 2: hashmap.prev left after the migration"
+diff -r "$d/ref2" "$d/out2" || fail "cluster run 2 (a server added): outputs differ from webdedup dedup --store"
+saved "$d/state" n1 n2 n3
+say "cluster: a third server added between runs (migration), equal again ($((SECONDS - t)) s)"
+
+# A server step that dies: n2's port is taken.
+t=$SECONDS
+python3 -c '
+import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.12", int(sys.argv[1]))); s.listen()
+time.sleep(600)' "$port" &
+holder=$!
+sleep 0.5
+code=0
+SERVERS=3 WORKERS=1 cluster cluster3 -N3 deploy/slurm/cluster.sbatch "$c/in2" "$d/out3" "$d/state" || code=$?
+kill "$holder"
+wait "$holder" 2>/dev/null || true
+holder=""
+[ "$code" -eq 2 ] || fail "a dead server step: status $code, not 2"
+grep -q "the server step on n2 .* exited with status" "$d/cluster3.out" ||
+  fail "a dead server step: no clear error in the job's output"
+saved "$d/state" n1 n2 n3
+say "cluster: a dead server step fails the job at once, with its log ($((SECONDS - t)) s)"
+
+if [ "$short" -eq 0 ]; then
+  # Servers alive but never ready: a migration from a server that is gone.
+  t=$SECONDS
+  mkdir -p "$d/state-stuck"
+  printf '127.0.0.11:%s\n127.0.0.14:%s\n' "$port" "$port" > "$d/state-stuck/old"
+  printf '127.0.0.14:%s\n' "$port" > "$d/state-stuck/leaving"
+  "$bin" distribute -q -s "$d/state-stuck/old" -o "$d/state-stuck/hashmap.prev" 2>/dev/null
+  "$bin" distribute -q -i "$d/state-stuck/hashmap.prev" -E "$d/state-stuck/leaving" \
+    -o "$d/state-stuck/hashmap.conf" 2>/dev/null
+  code=0
+  SERVERS=1 START_TIMEOUT=5 cluster cluster4 -N1 -w n1 deploy/slurm/cluster.sbatch \
+    "$c/in2" "$d/out4" "$d/state-stuck" || code=$?
+  [ "$code" -eq 2 ] || fail "servers never ready: status $code, not 2"
+  grep -q "not ready within 5s" "$d/cluster4.out" || fail "servers never ready: no clear error"
+  say "cluster: servers never ready fail the job after START_TIMEOUT ($((SECONDS - t)) s)"
+
+  # One node: a server and a worker share it.
+  t=$SECONDS
+  SERVERS=1 DD=1 cluster cluster5 -N1 deploy/slurm/cluster.sbatch "$c/in1" "$d/out5" "$d/state-one" ||
+    fail "one-node run exited with status $?"
+  diff -r "$d/ref1" "$d/out5" || fail "one-node run: outputs differ from webdedup dedup"
+  saved "$d/state-one" n1
+  say "cluster: one node (server and worker sharing it) equals webdedup dedup ($((SECONDS - t)) s)"
+fi
+say "batch.sbatch and cluster.sbatch under Slurm $(sl sinfo -V | cut -d' ' -f2): outputs identical to webdedup dedup"
