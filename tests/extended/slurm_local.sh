@@ -50,17 +50,10 @@ bin=$WEBDEDUP_BIN
 started=$SECONDS
 
 d=$(mktemp -d /tmp/webdedup-slurm.XXXXXX)
-chmod 755 "$d" # munged wants its socket's directories searchable by all
-conf=$d/slurm.conf
-# Slurm's commands and daemons find this cluster through SLURM_CONF, given to each
-# command (never exported here), so that the processes of this cluster are exactly
-# those whose environment holds it.
-sl() { SLURM_CONF=$conf "$@"; }
-
-daemons=() # NAME:PID, in start order
-holder=""  # a process keeping a port busy
+. tests/extended/slurm_cluster.sh
+holder="" # a process keeping a port busy
 cleanup() {
-  local code=$? entry pid name k leftover=()
+  local code=$?
   set +e
   trap - EXIT INT TERM
   if [ "$code" -ne 0 ] && [ -d "$d/log" ]; then
@@ -69,33 +62,7 @@ cleanup() {
     for f in "$d"/*.out; do [ -e "$f" ] && { echo "== $f" >&2; tail -n 20 "$f" >&2; }; done
   fi
   [ -n "$holder" ] && kill "$holder" 2>/dev/null
-  if [ -n "${ctld_pid:-}" ] && kill -0 "$ctld_pid" 2>/dev/null; then
-    sl squeue -h -o %A 2>/dev/null | xargs -r env SLURM_CONF="$conf" scancel
-    for _ in $(seq 60); do [ -z "$(sl squeue -h 2>/dev/null)" ] && break; sleep 0.5; done
-  fi
-  for ((k = ${#daemons[@]} - 1; k >= 0; k--)); do
-    kill -TERM "${daemons[k]##*:}" 2>/dev/null
-  done
-  for entry in "${daemons[@]}"; do
-    name=${entry%%:*} pid=${entry##*:}
-    for _ in $(seq 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
-    if kill -0 "$pid" 2>/dev/null; then
-      say "$name ($pid) did not stop: killing it"
-      kill -KILL "$pid" 2>/dev/null
-    fi
-    wait "$pid" 2>/dev/null
-  done
-  # Job steps outlive slurmd by design; any left now (there should be none) are
-  # this cluster's, told by their environment.
-  for e in /proc/[0-9]*/environ; do
-    pid=${e#/proc/} pid=${pid%/environ}
-    tr '\0' '\n' 2>/dev/null < "$e" | grep -qxF "SLURM_CONF=$conf" && leftover+=("$pid")
-  done
-  if [ ${#leftover[@]} -gt 0 ]; then
-    say "killing processes left by jobs: ${leftover[*]}"
-    kill -KILL "${leftover[@]}" 2>/dev/null
-    [ "$code" -ne 0 ] || code=1
-  fi
+  slurm_stop || { [ "$code" -ne 0 ] || code=1; }
   if [ "${KEEP:-}" = 1 ]; then say "kept $d"; else rm -rf "$d"; fi
   say "$([ "$code" -eq 0 ] && echo passed || echo "failed (status $code)") in $((SECONDS - started)) s"
   exit "$code"
@@ -103,76 +70,13 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# Free ports: slurmctld, the three slurmds, the hash servers.
-read -r ctld_port d1_port d2_port d3_port port < <(python3 -c '
+slurm_start "$d" || fail "no cluster"
+say "cluster up: n1-n3 at 127.0.0.11-13 ($((SECONDS - started)) s)"
+# The hash servers' port.
+port=$(python3 -c '
 import socket
-ss = [socket.socket() for _ in range(5)]
-for s in ss:
-    s.bind(("127.0.0.1", 0))
-print(*(s.getsockname()[1] for s in ss))')
-
-mkdir -p "$d"/{munge,ctld,log,spool/n1,spool/n2,spool/n3}
-head -c 1024 /dev/urandom > "$d/munge/munge.key"
-chmod 600 "$d/munge/munge.key"
-munged -F --key-file="$d/munge/munge.key" --socket="$d/munge/munge.sock" \
-  --pid-file="$d/munge/munged.pid" --log-file="$d/log/munged.log" \
-  --seed-file="$d/munge/munged.seed" > "$d/log/munged.out" 2>&1 &
-daemons+=("munged:$!")
-
-cat > "$conf" <<EOF
-ClusterName=webdedup-test
-SlurmctldHost=$(hostname -s)(127.0.0.1)
-SlurmctldPort=$ctld_port
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-CredType=cred/munge
-AuthInfo=socket=$d/munge/munge.sock
-StateSaveLocation=$d/ctld
-SlurmdSpoolDir=$d/spool/%n
-SlurmctldPidFile=$d/slurmctld.pid
-SlurmdPidFile=$d/slurmd-%n.pid
-SlurmctldLogFile=$d/log/slurmctld.log
-SlurmdLogFile=$d/log/slurmd-%n.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-MpiDefault=none
-SwitchType=switch/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core_Memory
-DefMemPerCPU=100
-SlurmdParameters=config_overrides
-ReturnToService=2
-KillWait=10
-NodeName=n1 NodeAddr=127.0.0.11 Port=$d1_port CPUs=2 RealMemory=1000 State=UNKNOWN
-NodeName=n2 NodeAddr=127.0.0.12 Port=$d2_port CPUs=2 RealMemory=1000 State=UNKNOWN
-NodeName=n3 NodeAddr=127.0.0.13 Port=$d3_port CPUs=2 RealMemory=1000 State=UNKNOWN
-PartitionName=all Nodes=n[1-3] Default=YES MaxTime=INFINITE State=UP
-EOF
-for _ in $(seq 40); do [ -S "$d/munge/munge.sock" ] && break; sleep 0.25; done
-SLURM_CONF=$conf slurmctld -D -f "$conf" > "$d/log/slurmctld.out" 2>&1 &
-ctld_pid=$!
-daemons+=("slurmctld:$ctld_pid")
-for n in n1 n2 n3; do
-  SLURM_CONF=$conf slurmd -D -N "$n" -f "$conf" > "$d/log/slurmd-$n.out" 2>&1 &
-  daemons+=("slurmd-$n:$!")
-done
-idle() { [ "$(sl sinfo -h -N -o '%N %t' 2>/dev/null | grep -c ' idle$')" -eq 3 ]; }
-for _ in $(seq 120); do idle && break; sleep 0.5; done
-idle || fail "the three nodes did not come up: $(sl sinfo -N 2>&1)"
-say "cluster up: slurmctld :$ctld_port, n1-n3 at 127.0.0.11-13 ($((SECONDS - started)) s)"
-
-# Wait (at most $1 seconds) until this cluster has no job left.
-drained() {
-  local t=$1 end=$((SECONDS + $1))
-  until [ -z "$(sl squeue -h)" ]; do
-    ((SECONDS < end)) || { sl squeue >&2; fail "jobs still queued after ${t}s"; }
-    sleep 0.5
-  done
-}
+s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+drained() { slurm_drained "$1" || fail "jobs left in the queue"; }
 
 # The corpus, from the repository's sample: in1 has a crawl as a directory and one
 # as a file directly in IN; in2 a third crawl; all, every crawl and that file.
