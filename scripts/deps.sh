@@ -5,10 +5,10 @@
 #   slurm  slurm-wlm (slurmctld, slurmd, the client commands) and munge, for
 #          tests/extended/slurm_local.sh
 #   java   a Java runtime, for tests/extended/spark_local.sh
-# With no GROUP: what scripts/test.sh needs (redis).
+# With no GROUP: what scripts/test.sh needs (redis, slurm).
 set -euo pipefail
 groups=("$@")
-[ ${#groups[@]} -gt 0 ] || groups=(redis)
+[ ${#groups[@]} -gt 0 ] || groups=(redis slurm)
 has() { command -v "$1" >/dev/null || [ -x "/usr/sbin/$1" ]; }
 need=()
 for g in "${groups[@]}"; do

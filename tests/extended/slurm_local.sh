@@ -10,9 +10,8 @@
 # stops every daemon it started when it ends, failed or not. Nothing outside the
 # scratch directory is changed, but for the packages.
 #
-# Usage: tests/extended/slurm_local.sh [--short]
-#   --short        the checks scripts/test.sh runs (skips the one-node run and
-#                  the start timeout)
+# Usage: tests/extended/slurm_local.sh (scripts/test.sh runs it; about a minute
+# and a half on 2 cores, plus half a minute for the packages)
 #   WEBDEDUP_BIN   the binary to test (default: target/debug/webdedup, built)
 #   KEEP=1         keep the scratch directory (printed at the end)
 #
@@ -27,20 +26,15 @@
 #            workers sharing nodes; each run equals `webdedup dedup --store` run
 #            the same way twice, and the servers saved their keys (snapshots, no
 #            journals). Then a server that cannot start (its port taken) fails
-#            the job at once with its log, and (not --short) servers that never
-#            get ready fail it after START_TIMEOUT; a one-node run.
+#            the job at once with its log, and the next run succeeds; servers
+#            that never get ready fail it after START_TIMEOUT; a one-node run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 repo=$PWD
-short=0
-case "${1:-}" in
-  --short) short=1 ;;
-  "") ;;
-  *) echo "usage: $0 [--short]" >&2; exit 2 ;;
-esac
 say() { echo "slurm_local: $*" >&2; }
 fail() { say "FAILED: $*"; exit 1; }
 
+[ "$(id -u)" -eq 0 ] || { say "needs root (slurmd starts jobs as their users)"; exit 2; }
 scripts/deps.sh slurm
 if [ -z "${WEBDEDUP_BIN:-}" ]; then
   cargo build -q --locked -p webdedup
@@ -188,28 +182,26 @@ diff -r -x .webdedup.run-id "$d/ref3" "$d/out3" || fail "the run after the dead 
 saved "$d/state" n1 n2 n3
 say "cluster: the next run (port free again) equals webdedup dedup ($((SECONDS - t)) s)"
 
-if [ "$short" -eq 0 ]; then
-  # Servers alive but never ready: a migration from a server that is gone.
-  t=$SECONDS
-  mkdir -p "$d/state-stuck"
-  printf '127.0.0.11:%s\n127.0.0.14:%s\n' "$port" "$port" > "$d/state-stuck/old"
-  printf '127.0.0.14:%s\n' "$port" > "$d/state-stuck/leaving"
-  "$bin" distribute -q -s "$d/state-stuck/old" -o "$d/state-stuck/hashmap.prev" 2>/dev/null
-  "$bin" distribute -q -i "$d/state-stuck/hashmap.prev" -E "$d/state-stuck/leaving" \
-    -o "$d/state-stuck/hashmap.conf" 2>/dev/null
-  code=0
-  SERVERS=1 START_TIMEOUT=5 cluster cluster4 -N1 -w n1 deploy/slurm/cluster.sbatch \
-    "$c/in2" "$d/out4" "$d/state-stuck" || code=$?
-  [ "$code" -eq 2 ] || fail "servers never ready: status $code, not 2"
-  grep -q "not ready within 5s" "$d/cluster4.out" || fail "servers never ready: no clear error"
-  say "cluster: servers never ready fail the job after START_TIMEOUT ($((SECONDS - t)) s)"
+# Servers alive but never ready: a migration from a server that is gone.
+t=$SECONDS
+mkdir -p "$d/state-stuck"
+printf '127.0.0.11:%s\n127.0.0.14:%s\n' "$port" "$port" > "$d/state-stuck/old"
+printf '127.0.0.14:%s\n' "$port" > "$d/state-stuck/leaving"
+"$bin" distribute -q -s "$d/state-stuck/old" -o "$d/state-stuck/hashmap.prev" 2>/dev/null
+"$bin" distribute -q -i "$d/state-stuck/hashmap.prev" -E "$d/state-stuck/leaving" \
+  -o "$d/state-stuck/hashmap.conf" 2>/dev/null
+code=0
+SERVERS=1 START_TIMEOUT=5 cluster cluster4 -N1 -w n1 deploy/slurm/cluster.sbatch \
+  "$c/in2" "$d/out4" "$d/state-stuck" || code=$?
+[ "$code" -eq 2 ] || fail "servers never ready: status $code, not 2"
+grep -q "not ready within 5s" "$d/cluster4.out" || fail "servers never ready: no clear error"
+say "cluster: servers never ready fail the job after START_TIMEOUT ($((SECONDS - t)) s)"
 
-  # One node: a server and a worker share it.
-  t=$SECONDS
-  SERVERS=1 DD=1 cluster cluster5 -N1 deploy/slurm/cluster.sbatch "$c/in1" "$d/out5" "$d/state-one" ||
-    fail "one-node run exited with status $?"
-  diff -r -x .webdedup.run-id "$d/ref1" "$d/out5" || fail "one-node run: outputs differ from webdedup dedup"
-  saved "$d/state-one" n1
-  say "cluster: one node (server and worker sharing it) equals webdedup dedup ($((SECONDS - t)) s)"
-fi
+# One node: a server and a worker share it.
+t=$SECONDS
+SERVERS=1 DD=1 cluster cluster5 -N1 deploy/slurm/cluster.sbatch "$c/in1" "$d/out5" "$d/state-one" ||
+  fail "one-node run exited with status $?"
+diff -r -x .webdedup.run-id "$d/ref1" "$d/out5" || fail "one-node run: outputs differ from webdedup dedup"
+saved "$d/state-one" n1
+say "cluster: one node (server and worker sharing it) equals webdedup dedup ($((SECONDS - t)) s)"
 say "batch.sbatch and cluster.sbatch under Slurm $(sl sinfo -V | cut -d' ' -f2): outputs identical to webdedup dedup"
