@@ -9,8 +9,8 @@ the webdedup module (`pip install ./python`) in the interpreter Ray runs.
     python deploy/ray/dedup_ray.py --input IN --work WORK --output OUT --tasks 64 \\
         [--partitions 64] [--store STORE_DIR] [--dd] [--address ray://HEAD:10001]
 
-Without --address (or RAY_ADDRESS) it starts a Ray of its own on this machine,
-bound to 127.0.0.1.
+Without --address (or RAY_ADDRESS) it starts a Ray of its own on this machine (no
+dashboard; Ray listens on the machine's address, not only on loopback: Ray's choice).
 """
 
 import argparse
@@ -61,8 +61,8 @@ def main():
     if a.address or os.environ.get("RAY_ADDRESS"):
         ray.init(address=a.address)
     else:
-        # A Ray of our own: on loopback only, no dashboard.
-        ray.init(_node_ip_address="127.0.0.1", include_dashboard=False, num_cpus=a.num_cpus)
+        # A Ray of our own on this machine, for this run only.
+        ray.init(include_dashboard=False, num_cpus=a.num_cpus)
     try:
         run(a.input, a.work, a.output, a.tasks, a.store, a.dd, a.partitions)
     finally:
