@@ -21,7 +21,7 @@ d=$(mktemp -d /tmp/webdedup-slurm-bench.XXXXXX)
 trap 'slurm_stop; rm -rf "$d"' EXIT
 cp -rL "$corpus" "$d/in"
 find "$d/in" -name '*.json' -delete # web3's MANIFEST.json is no vertical
-cat $(find "$d/in" -type f) > /dev/null
+find "$d/in" -type f -exec cat {} + > /dev/null
 echo "input: $corpus, $(find "$d/in" -type f | wc -l) files, $(du -sb "$d/in" | cut -f1) bytes (compressed), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 SLURM_NODE_CPUS=${SLURM_NODE_CPUS:-1} slurm_start "$d"
 echo "slurm $(sl sinfo -V | cut -d' ' -f2): 3 nodes x ${SLURM_NODE_CPUS:-1} CPU"

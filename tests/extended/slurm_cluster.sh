@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # A Slurm cluster of three nodes on this machine, for tests/extended/slurm_local.sh
 # and bench/slurm_batch.sh (sourced, not run). Needs root and Debian's slurm-wlm
 # and munge (scripts/deps.sh slurm).
