@@ -28,7 +28,7 @@ cp -r sample/web3-mini/cc-2024-33 "$tmp/in2/"
 "$bin" dedup -q -i "$tmp/in1" -o "$tmp/cli1" --dd --store "$tmp/cli-store"
 "$bin" dedup -q -i "$tmp/in2" -o "$tmp/cli2" --dd --store "$tmp/cli-store"
 for run in 1 2; do
-  PYTHONPATH=$PWD/tests/extended/fail_once WEBDEDUP_FAIL_ONCE=$tmp/failed-once RAY_ADDRESS= RAY_TMPDIR=$tmp/ray \
+  PYTHONPATH=$PWD/tests/extended/fail_once WEBDEDUP_FAIL_ONCE=$tmp/failed-once RAY_ADDRESS='' RAY_TMPDIR=$tmp/ray \
     "$venv/bin/python" deploy/ray/dedup_ray.py --num-cpus 2 --input "$tmp/in$run" \
     --work "$tmp/work$run" --output "$tmp/ray$run" --tasks 3 --partitions 8 --dd \
     --store "$tmp/ray-store"
