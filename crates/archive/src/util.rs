@@ -5,6 +5,7 @@ use std::io::{self, BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use webdedup_formats::output::{AtomicOutput, OutputCompression};
+use webdedup_formats::shown::escape_controls;
 
 /// Problems found in the input: printed to stderr as `webdedup: WHERE: REASON` and
 /// counted (or, for library callers, kept: [`Report::collecting`]). Any problem
@@ -34,11 +35,16 @@ impl Report {
         self.kept.as_deref().unwrap_or_default()
     }
 
+    /// Reports a problem at `place` (a file name, `FILE:LINE`, `FILE: offset N`).
+    /// Both are shown with control characters escaped: they quote input (file names,
+    /// bytes of a bad line), which must never drive the terminal.
     pub fn bad(&mut self, place: impl Display, reason: impl Display) {
         self.problems += 1;
+        let (place, reason) = (place.to_string(), reason.to_string());
+        let (place, reason) = (escape_controls(&place), escape_controls(&reason));
         if let Some(kept) = &mut self.kept {
             if (kept.len() as u64) < MAX_PRINTED {
-                kept.push((place.to_string(), reason.to_string()));
+                kept.push((place.into_owned(), reason.into_owned()));
             }
         } else if self.printed < MAX_PRINTED {
             self.printed += 1;

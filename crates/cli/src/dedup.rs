@@ -10,6 +10,7 @@ use std::sync::Arc;
 use webdedup_dedup::Persistence;
 use webdedup_dedup::{DocCheck, NearOptions, Options, RunConfig};
 use webdedup_formats::output::OutputCompression;
+use webdedup_formats::shown::escape_controls;
 use webdedup_store::{SyncMode, DEFAULT_BLOCKS};
 use webdedup_text::Normalization;
 
@@ -146,7 +147,7 @@ pub fn run(args: &DedupArgs) -> Result<u8> {
             let (filter, problems) = webdedup_dedup::UrlFilter::load(path)
                 .with_context(|| format!("cannot read URL filter {}", path.display()))?;
             for p in &problems {
-                eprintln!("{p}");
+                eprintln!("{}", escape_controls(p));
             }
             input_problems |= !problems.is_empty();
             Some(Arc::new(filter))
@@ -205,7 +206,8 @@ pub fn run(args: &DedupArgs) -> Result<u8> {
         signal_hook::flag::register_usize(sig, which.clone(), sig as usize)
             .context("cannot install a signal handler")?;
     }
-    let report = |line: &str| eprintln!("{line}");
+    // Problem lines name input files and may quote input: never raw control bytes.
+    let report = |line: &str| eprintln!("{}", escape_controls(line));
     if args.format == "wikilinks" {
         return run_wikilinks(args, &cfg, &report, input_problems);
     }

@@ -10,6 +10,7 @@ mod status;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
+use webdedup_formats::shown::escape_controls;
 
 /// Exit status: everything read cleanly.
 pub const EXIT_OK: u8 = 0;
@@ -120,7 +121,9 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("webdedup: error: {e:#}");
+            // Errors name files and may quote input: never raw control bytes.
+            let msg = format!("{e:#}");
+            eprintln!("webdedup: error: {}", escape_controls(&msg));
             ExitCode::from(EXIT_FATAL)
         }
     }

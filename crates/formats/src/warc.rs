@@ -25,6 +25,7 @@ use flate2::bufread::GzDecoder;
 use sha1::{Digest, Sha1};
 
 use crate::arc::{self, ArcHeader};
+use crate::shown::{escape_controls, quote_bytes};
 
 /// Bytes of a record's block kept in memory ([`Record::block_prefix`]).
 pub const PREFIX_MAX: usize = 1 << 20;
@@ -696,11 +697,9 @@ fn parse_record(
     match fmt {
         Format::Warc => {
             if !read_line_limited(r, &mut header, 4096)? || !starts_record(Format::Warc, &header) {
-                let shown = String::from_utf8_lossy(&header[..header.len().min(40)])
-                    .trim_end()
-                    .to_string();
                 return Err(ParseError::Garbage(format!(
-                    "expected a WARC/ version line, found '{shown}'"
+                    "expected a WARC/ version line, found '{}'",
+                    quote_bytes(&header, 40)
                 )));
             }
             loop {
@@ -734,7 +733,7 @@ fn parse_record(
                     None => {
                         return Err(ParseError::Garbage(format!(
                             "bad header line '{}'",
-                            text.chars().take(60).collect::<String>()
+                            escape_controls(&text.chars().take(60).collect::<String>())
                         )))
                     }
                 }
@@ -748,7 +747,7 @@ fn parse_record(
                 Some(Err(_)) => {
                     return Err(ParseError::Garbage(format!(
                         "bad Content-Length '{}'",
-                        cl.unwrap_or("")
+                        escape_controls(cl.unwrap_or(""))
                     )))
                 }
                 None => return Err(ParseError::Garbage("no Content-Length header".into())),
