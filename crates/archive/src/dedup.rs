@@ -23,7 +23,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use webdedup_formats::output::{AtomicOutput, OutputCompression};
+use webdedup_formats::output::{io_error_at, AtomicOutput, OutputCompression};
 use webdedup_formats::warc::{
     base32, sha1_base32, write_record, ArchiveReader, DigestMode, Format, Item, ReadOptions, Record,
 };
@@ -188,6 +188,7 @@ const BATCH: usize = 1024;
 
 struct FileJob<'a> {
     input: File,
+    input_path: &'a Path,
     out: AtomicOutput,
     out_name: String,
     copied: u64,
@@ -204,11 +205,17 @@ impl FileJob<'_> {
         let mut buf = vec![0u8; 1 << 16];
         while self.copied < upto {
             let n = ((upto - self.copied) as usize).min(buf.len());
-            let got = self.input.read_at(&mut buf[..n], self.copied)?;
+            let got = self
+                .input
+                .read_at(&mut buf[..n], self.copied)
+                .map_err(|e| io_error_at("cannot read", self.input_path, e))?;
             if got == 0 {
                 return Err(io::Error::new(
                     io::ErrorKind::UnexpectedEof,
-                    "input file shrank while being read",
+                    format!(
+                        "{}: input file shrank while being read",
+                        self.input_path.display()
+                    ),
                 ));
             }
             self.out.write_all(&buf[..got])?;
@@ -355,11 +362,15 @@ pub fn dedup(
             );
         }
         let file = File::open(input).with_context(|| format!("cannot open {}", input.display()))?;
-        let len = file.metadata()?.len();
+        let len = file
+            .metadata()
+            .with_context(|| format!("cannot read {}", input.display()))?
+            .len();
         let mut job = FileJob {
             input: file,
-            out: AtomicOutput::create(&out_path, OutputCompression::None)
-                .with_context(|| format!("cannot create {}", out_path.display()))?,
+            input_path: input,
+            // AtomicOutput's errors name the file.
+            out: AtomicOutput::create(&out_path, OutputCompression::None)?,
             out_name: base_name(&out_path),
             copied: 0,
             delta: 0,
@@ -439,9 +450,7 @@ pub fn dedup(
         job.copy_to(len)?;
         job.stats.bytes_in += len;
         job.stats.bytes_out += job.out.bytes();
-        job.out
-            .finish(false)
-            .with_context(|| format!("cannot write {}", out_path.display()))?;
+        job.out.finish(false)?;
     }
     Ok(stats)
 }

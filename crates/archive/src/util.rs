@@ -2,7 +2,7 @@
 
 use std::fmt::Display;
 use std::io::{self, BufRead, BufReader, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use webdedup_formats::output::{AtomicOutput, OutputCompression};
 use webdedup_formats::shown::escape_controls;
@@ -70,7 +70,7 @@ impl Report {
 }
 
 /// Where a command writes: stdout, or a file written atomically (compressed by its
-/// suffix `.gz` / `.zst`).
+/// suffix `.gz` / `.zst`). Errors name the file (or stdout).
 pub enum Out {
     Stdout(BufWriter<io::Stdout>),
     File(Box<AtomicOutput>),
@@ -92,28 +92,32 @@ impl Out {
 
     pub fn finish(self) -> io::Result<()> {
         match self {
-            Out::Stdout(mut w) => w.flush(),
+            Out::Stdout(mut w) => w.flush().map_err(stdout_error),
             Out::File(f) => f.finish(false),
         }
     }
 }
 
+fn stdout_error(e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("cannot write to stdout: {e}"))
+}
+
 impl Write for Out {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
-            Out::Stdout(w) => w.write(buf),
+            Out::Stdout(w) => w.write(buf).map_err(stdout_error),
             Out::File(f) => f.write_all(buf).map(|_| buf.len()),
         }
     }
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
         match self {
-            Out::Stdout(w) => w.write_all(buf),
+            Out::Stdout(w) => w.write_all(buf).map_err(stdout_error),
             Out::File(f) => f.write_all(buf),
         }
     }
     fn flush(&mut self) -> io::Result<()> {
         match self {
-            Out::Stdout(w) => w.flush(),
+            Out::Stdout(w) => w.flush().map_err(stdout_error),
             Out::File(_) => Ok(()),
         }
     }
@@ -174,11 +178,6 @@ pub fn base_name(p: &Path) -> String {
     p.file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| p.to_string_lossy().into_owned())
-}
-
-/// `a/b.warc.gz` -> display form used in messages.
-pub fn shown(p: &Path) -> PathBuf {
-    p.to_owned()
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@ pub struct DedupArgs {
     input: PathBuf,
     /// Output directory: one `REL.dedup` per input file `REL`.
     #[arg(short, long, value_name = "DIR")]
-    output: PathBuf,
+    pub(crate) output: PathBuf,
     /// Worker threads (the output is the same for any value). Default: all cores.
     #[arg(short, long)]
     threads: Option<usize>,
@@ -383,7 +383,18 @@ fn run_on_external(
     let _lock = webdedup_store::DirLock::acquire(
         &args.output.join(webdedup_dedup::persist::OUTPUT_LOCK_FILE),
     )?;
-    let store = open(salt)?;
+    let store = match open(salt) {
+        Ok(s) => s,
+        Err(e) => {
+            // Nothing was asked yet, so nothing can be resumed: the fresh run id and
+            // the lock would only be debris (and keep a new output directory alive).
+            if !args.restore {
+                let _ = std::fs::remove_file(args.output.join(crate::remote::RUN_ID_FILE));
+            }
+            let _ = std::fs::remove_file(_lock.path());
+            return Err(e);
+        }
+    };
     let dur = webdedup_dedup::Durability {
         journal: None,
         recorded: None,
