@@ -54,6 +54,18 @@ def test_index_cdx11_equals_cdxj_indexer(webdedup, pywb_sample):
         assert got == want, f.name
 
 
+def test_index_of_whole_file_gzip_is_refused_as_cdxj_indexer_does(webdedup, pywb_sample):
+    """Issue 16 W5: records sharing one gzip member have no usable offset/length:
+    no index line (cdxj-indexer writes nothing and exits 1), exit 1, a message."""
+    f = pywb_sample / "warcs" / "example-bad.warc.gz.bad"
+    code = "import sys; from cdxj_indexer.main import main; sys.exit(main())"
+    ref = subprocess.run([sys.executable, "-c", code, str(f)], capture_output=True, text=True)
+    assert (ref.returncode, ref.stdout) == (1, "")
+    p = webdedup("warc", "index", f, check=False)
+    assert (p.returncode, p.stdout) == (1, ""), p.stderr
+    assert "not indexed" in p.stderr and "recompress" in p.stderr, p.stderr
+
+
 def test_index_reports_bad_input_and_goes_on(webdedup, pywb_sample):
     p = webdedup("warc", "index", pywb_sample / "warcs" / "bad.arc", pywb_sample / "warcs" / "example.warc.gz", check=False)
     assert p.returncode == 1, p.stderr

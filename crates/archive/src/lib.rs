@@ -244,8 +244,16 @@ pub fn run_warc_with_store(cmd: &WarcCommand, store: Option<&dyn Store>) -> anyh
             )?;
             out.finish()?;
             let secs = start.elapsed().as_secs_f64().max(1e-9);
+            let shared = if s.shared_member > 0 {
+                format!(
+                    ", {} not indexable (in shared gzip members)",
+                    s.shared_member
+                )
+            } else {
+                String::new()
+            };
             eprintln!(
-                "webdedup warc index: {} files, {} records, {} indexed, {:.1} MB/s",
+                "webdedup warc index: {} files, {} records, {} indexed{shared}, {:.1} MB/s",
                 s.files,
                 s.records,
                 s.indexed,

@@ -443,3 +443,42 @@ fn whole_file_gzip_is_copied_unchanged() {
     assert_eq!(dedup(vec![whole.clone()], &out, DedupBy::Digest, None), 1);
     assert_eq!(fs::read(&out).unwrap(), fs::read(&whole).unwrap());
 }
+
+/// Issue 16 W5: records that share a gzip member (whole-file gzip) have no offset and
+/// length a replay tool could use: `warc index` writes no line for them (cdxj-indexer
+/// writes nothing for such a file either), reports it (exit 1) and still indexes the
+/// other files.
+#[test]
+fn index_writes_no_line_for_records_sharing_a_gzip_member() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("p.warc");
+    write_warc(
+        &plain,
+        &[
+            resp(1, "http://a.org/", "one"),
+            resp(3, "http://b.org/", "two"),
+        ],
+        false,
+    );
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(&fs::read(&plain).unwrap()).unwrap();
+    let whole = dir.path().join("whole.warc.gz");
+    fs::write(&whole, e.finish().unwrap()).unwrap();
+    let good = dir.path().join("good.warc.gz");
+    write_warc(&good, &[resp(5, "http://c.org/", "three")], true);
+    for format in [IndexFormat::Cdxj, IndexFormat::Cdx11] {
+        let idx = dir.path().join("index");
+        let code = run_warc(&WarcCommand::Index(IndexArgs {
+            files: vec![whole.clone(), good.clone()],
+            format,
+            records: "all".into(),
+            threads: Some(1),
+            output: Some(idx.clone()),
+        }))
+        .unwrap();
+        assert_eq!(code, 1, "reported");
+        let text = fs::read_to_string(&idx).unwrap();
+        assert!(!text.contains("whole.warc.gz"), "{text}");
+        assert_eq!(text.matches("good.warc.gz").count(), 1, "{text}");
+    }
+}

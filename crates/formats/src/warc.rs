@@ -548,7 +548,7 @@ impl ArchiveReader {
                         self.multi_reported = true;
                         self.problem(
                             member_start,
-                            "gzip member holds several records (whole-file gzip?): their offsets point at the member and `warc dedup` copies them unchanged; recompress with one record per member (warcio recompress)".into(),
+                            "gzip member holds several records (whole-file gzip?): no record in it can be addressed by offset and length; recompress with one record per member (warcio recompress)".into(),
                         );
                     }
                 }
