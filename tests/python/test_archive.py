@@ -122,10 +122,13 @@ def write_warc(path, captures, gzip=True):
 @pytest.mark.parametrize("gzip", [True, False])
 def test_dedup_of_warcio_written_crawls(webdedup, tmp_path, gzip):
     ext = ".warc.gz" if gzip else ".warc"
-    big = hashlib.sha256(b"seed").hexdigest().encode() * 200
+    # Payloads that do not compress away: a revisit is only written when it is
+    # smaller than the record it replaces.
+    big = b"".join(hashlib.sha256(b"a%d" % i).hexdigest().encode() for i in range(200))
+    bee = b"".join(hashlib.sha256(b"b%d" % i).hexdigest().encode() for i in range(50))
     c1, c2 = tmp_path / f"c1{ext}", tmp_path / f"c2{ext}"
-    write_warc(c1, [("http://a.org/", big), ("http://b.org/", b"bee"), ("http://a.org/x", big)], gzip)
-    write_warc(c2, [("http://a.org/", big), ("http://c.org/", b"bee"), ("http://d.org/", b"new")], gzip)
+    write_warc(c1, [("http://a.org/", big), ("http://b.org/", bee), ("http://a.org/x", big)], gzip)
+    write_warc(c2, [("http://a.org/", big), ("http://c.org/", bee), ("http://d.org/", b"new")], gzip)
     out = tmp_path / "out"
     p = webdedup("warc", "dedup", "-i", c1, c2, "-o", out)
     assert "3 revisits written" in p.stderr, p.stderr

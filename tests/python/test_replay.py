@@ -95,7 +95,7 @@ def test_dedup_output_replays_like_its_input_in_pywb(webdedup, pywb_sample, tmp_
     before, after = captures(inputs), captures(outputs)
     assert len(before) == len(after)
     replaced = {a for a, b in zip(before, after) if a[0] == "response" and b[0] == "revisit"}
-    assert len(replaced) >= 10, "the sample has repeated payloads"
+    assert len(replaced) >= 3, "the sample has repeated payloads"
     digests = {r[3] for r in replaced}
     check = [b for b in after if b[0] == "revisit" and b[3] in digests]
     failures = []
