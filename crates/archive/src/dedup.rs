@@ -288,9 +288,21 @@ impl FileJob<'_> {
                 .or_else(|| self.locations.replaced_by(t.uri_date)),
         };
         let Some(first) = replaced.and_then(|k| self.locations.get(k)).cloned() else {
-            // It must stay a response when it comes later.
-            let names = [t.id, t.uri_date, t.uri_digest.filter(|_| !satisfied)];
-            self.locations.note_referenced(names.into_iter().flatten());
+            // The record it names must stay a response if it comes later; unless it
+            // is the first capture of the payload (the usual case: crawlers name the
+            // original), which is never replaced: then nothing needs remembering.
+            let names_first = r
+                .digest_key
+                .and_then(|k| self.locations.get(k))
+                .is_some_and(|f| {
+                    let f = capture_names(&f.record_id, &f.target_uri, &f.date, &f.digest);
+                    (t.id.is_some() && t.id == f.id)
+                        || (t.uri_date.is_some() && t.uri_date == f.uri_date)
+                });
+            if !names_first {
+                let names = [t.id, t.uri_date, t.uri_digest.filter(|_| !satisfied)];
+                self.locations.note_referenced(names.into_iter().flatten());
+            }
             return Ok(());
         };
         if !r.rewritable || first.record_id == r.id {
