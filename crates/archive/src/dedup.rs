@@ -15,6 +15,12 @@
 //! offset), optionally loaded from and saved to a file so later crawls dedup against
 //! earlier ones. A duplicate whose first capture is not in the table (store shared
 //! with another process) is kept, never turned into a revisit that cannot resolve.
+//!
+//! Revisit records of the inputs keep resolving, whatever the input order: a record
+//! one of them named earlier is kept; one that names a record replaced earlier is
+//! rewritten to name the first capture (see [`Locations`] and ARCHITECTURE.md).
+//! Duplicates with their first capture's record ID, and those whose revisit would
+//! not be smaller, are kept too.
 
 use std::fs::File;
 use std::io;
@@ -22,6 +28,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use webdedup_formats::cdx::normalize_digest;
 use webdedup_formats::output::{io_error_at, AtomicOutput, OutputCompression};
 use webdedup_formats::warc::{
     base32, ArchiveReader, DigestMode, Format, Item, ReadOptions, Record,
@@ -114,6 +121,8 @@ struct InputRevisit {
     /// in memory).
     rewritable: bool,
     target: Names,
+    /// Its WARC-Payload-Digest (empty if none).
+    digest: String,
     /// The key of the target's payload (in this run's `--by` mode) and the SURT of
     /// its URI: whether a first capture answers the URI and digest lookup.
     digest_key: Option<u64>,
@@ -287,7 +296,17 @@ impl FileJob<'_> {
                 .replaced_by(t.id)
                 .or_else(|| self.locations.replaced_by(t.uri_date)),
         };
-        let Some(first) = replaced.and_then(|k| self.locations.get(k)).cloned() else {
+        // Never point it at another payload (a URI and date can name two records).
+        let same_payload = |f: &&Location| {
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            !normalize_digest(r.digest.as_bytes(), &mut a)
+                || (normalize_digest(f.digest.as_bytes(), &mut b) && a == b)
+        };
+        let first = replaced
+            .and_then(|k| self.locations.get(k))
+            .filter(same_payload)
+            .cloned();
+        let Some(first) = first else {
             // The record it names must stay a response if it comes later; unless it
             // is the first capture of the payload (the usual case: crawlers name the
             // original), which is never replaced: then nothing needs remembering.
@@ -364,6 +383,7 @@ fn input_revisit(mut rec: Box<Record>, by: DedupBy, scratch: &mut Vec<u8>) -> In
         id: rec.header("WARC-Record-ID").unwrap_or("").to_string(),
         rewritable,
         target,
+        digest,
         digest_key,
         target_surt,
         rec,

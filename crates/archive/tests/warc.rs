@@ -783,3 +783,42 @@ fn a_revisit_never_makes_a_record_larger() {
         assert!(fs::metadata(&out).unwrap().len() < fs::metadata(&input).unwrap().len());
     }
 }
+
+/// A revisit that names its original by URI and date only is never pointed at a
+/// capture of another payload (two records can share a URI and a second).
+#[test]
+fn a_revisit_is_never_retargeted_to_another_payload() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, q) = (big_payload(7), big_payload(8));
+    let x = resp(3, "http://x.org/", &p);
+    let mut z = resp(3, "http://x.org/", &q);
+    z.id = "<urn:uuid:z>".into();
+    let c1 = dir.path().join("c1.warc.gz");
+    let c2 = dir.path().join("c2.warc.gz");
+    write_warc(
+        &c1,
+        &[
+            resp(1, "http://first.org/", &p),
+            resp(3, "http://x.org/", &p),
+            z,
+        ],
+        true,
+    );
+    // Names (x.org, x's date) without an ID, with payload q: it means z.
+    let by_uri_date = Rec {
+        id: String::new(),
+        ..x
+    };
+    write_raw(
+        &c2,
+        &[crawler_revisit(5, "http://x.org/", &q, Some(&by_uri_date))],
+        true,
+    );
+    let (code, outs) = dedup_all(&[c1, c2.clone()], &dir.path().join("out"), None);
+    assert_eq!(code, 0);
+    assert_eq!(
+        fs::read(&outs[1]).unwrap(),
+        fs::read(&c2).unwrap(),
+        "untouched"
+    );
+}
