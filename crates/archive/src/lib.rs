@@ -15,6 +15,8 @@ pub mod cdx_cmd;
 pub mod dates;
 pub mod dedup;
 pub mod index;
+pub mod locations;
+pub mod revisit;
 pub mod surt;
 pub mod util;
 
@@ -244,8 +246,16 @@ pub fn run_warc_with_store(cmd: &WarcCommand, store: Option<&dyn Store>) -> anyh
             )?;
             out.finish()?;
             let secs = start.elapsed().as_secs_f64().max(1e-9);
+            let shared = if s.shared_member > 0 {
+                format!(
+                    ", {} not indexable (in shared gzip members)",
+                    s.shared_member
+                )
+            } else {
+                String::new()
+            };
             eprintln!(
-                "webdedup warc index: {} files, {} records, {} indexed, {:.1} MB/s",
+                "webdedup warc index: {} files, {} records, {} indexed{shared}, {:.1} MB/s",
                 s.files,
                 s.records,
                 s.indexed,
@@ -279,12 +289,17 @@ pub fn run_warc_with_store(cmd: &WarcCommand, store: Option<&dyn Store>) -> anyh
             }
             let secs = start.elapsed().as_secs_f64().max(1e-9);
             eprintln!(
-                "webdedup warc dedup: {} files, {} records, {} responses, {} revisits written, {} duplicates kept as they are, {} payload digest mismatches, {} -> {} bytes ({} saved, {:.1}%), {:.1} MB/s",
+                "webdedup warc dedup: {} files, {} records, {} responses, {} revisits written, {} duplicates kept as they are ({} named by revisits, {} not smaller as revisits, {} with their original's record ID), {} revisits retargeted, {} unresolved, {} payload digest mismatches, {} -> {} bytes ({} saved, {:.1}%), {:.1} MB/s",
                 s.files,
                 s.records,
                 s.responses,
                 s.revisits_written,
                 s.duplicates_kept,
+                s.kept_referenced,
+                s.kept_not_smaller,
+                s.kept_same_id,
+                s.revisits_retargeted,
+                s.revisits_unresolved,
                 s.digest_mismatch,
                 s.bytes_in,
                 s.bytes_out,

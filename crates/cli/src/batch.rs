@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use webdedup_dedup::batch::{self, BatchConfig, Stage};
 use webdedup_dedup::{DocCheck, Options, RunConfig, RunStats};
 use webdedup_formats::output::OutputCompression;
+use webdedup_formats::shown::escape_controls;
 use webdedup_store::DEFAULT_BLOCKS;
 use webdedup_text::Normalization;
 
@@ -172,7 +173,8 @@ fn status(stats: &[RunStats]) -> u8 {
 }
 
 pub fn run(cmd: &BatchCommand) -> Result<u8> {
-    let report = |line: &str| eprintln!("{line}");
+    // Problem lines name input files: never raw control bytes.
+    let report = |line: &str| eprintln!("{}", escape_controls(line));
     match cmd {
         BatchCommand::Hash(t) => {
             let cfg = check_task(t)?;

@@ -6,6 +6,7 @@ use clap::Args;
 use std::path::PathBuf;
 use webdedup_dedup::check::{check, CheckConfig};
 use webdedup_dedup::{NearOptions, Options};
+use webdedup_formats::shown::escape_controls;
 use webdedup_text::Normalization;
 
 #[derive(Args, Debug)]
@@ -53,10 +54,11 @@ pub fn run(args: &CheckArgs) -> Result<u8> {
     };
     let report = check(&cfg)?;
     for m in &report.mismatches {
-        eprintln!(
+        let line = format!(
             "{}: mismatch: dropped {} original {}: {}",
             m.at, m.dropped, m.original, m.reason
         );
+        eprintln!("{}", escape_controls(&line));
     }
     if args.json {
         println!(

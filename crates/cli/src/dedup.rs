@@ -10,6 +10,7 @@ use std::sync::Arc;
 use webdedup_dedup::Persistence;
 use webdedup_dedup::{DocCheck, NearOptions, Options, RunConfig};
 use webdedup_formats::output::OutputCompression;
+use webdedup_formats::shown::escape_controls;
 use webdedup_store::{SyncMode, DEFAULT_BLOCKS};
 use webdedup_text::Normalization;
 
@@ -20,7 +21,7 @@ pub struct DedupArgs {
     input: PathBuf,
     /// Output directory: one `REL.dedup` per input file `REL`.
     #[arg(short, long, value_name = "DIR")]
-    output: PathBuf,
+    pub(crate) output: PathBuf,
     /// Worker threads (the output is the same for any value). Default: all cores.
     #[arg(short, long)]
     threads: Option<usize>,
@@ -146,7 +147,7 @@ pub fn run(args: &DedupArgs) -> Result<u8> {
             let (filter, problems) = webdedup_dedup::UrlFilter::load(path)
                 .with_context(|| format!("cannot read URL filter {}", path.display()))?;
             for p in &problems {
-                eprintln!("{p}");
+                eprintln!("{}", escape_controls(p));
             }
             input_problems |= !problems.is_empty();
             Some(Arc::new(filter))
@@ -205,7 +206,8 @@ pub fn run(args: &DedupArgs) -> Result<u8> {
         signal_hook::flag::register_usize(sig, which.clone(), sig as usize)
             .context("cannot install a signal handler")?;
     }
-    let report = |line: &str| eprintln!("{line}");
+    // Problem lines name input files and may quote input: never raw control bytes.
+    let report = |line: &str| eprintln!("{}", escape_controls(line));
     if args.format == "wikilinks" {
         return run_wikilinks(args, &cfg, &report, input_problems);
     }
@@ -381,7 +383,18 @@ fn run_on_external(
     let _lock = webdedup_store::DirLock::acquire(
         &args.output.join(webdedup_dedup::persist::OUTPUT_LOCK_FILE),
     )?;
-    let store = open(salt)?;
+    let store = match open(salt) {
+        Ok(s) => s,
+        Err(e) => {
+            // Nothing was asked yet, so nothing can be resumed: the fresh run id and
+            // the lock would only be debris (and keep a new output directory alive).
+            if !args.restore {
+                let _ = std::fs::remove_file(args.output.join(crate::remote::RUN_ID_FILE));
+            }
+            let _ = std::fs::remove_file(_lock.path());
+            return Err(e);
+        }
+    };
     let dur = webdedup_dedup::Durability {
         journal: None,
         recorded: None,

@@ -9,7 +9,10 @@ mod server;
 mod status;
 
 use clap::{Parser, Subcommand};
+use std::path::Path;
 use std::process::ExitCode;
+use webdedup_formats::output::NewDirs;
+use webdedup_formats::shown::escape_controls;
 
 /// Exit status: everything read cleanly.
 pub const EXIT_OK: u8 = 0;
@@ -78,6 +81,21 @@ pub fn init_logging() {
         .try_init();
 }
 
+/// The output path of a command (a file or a directory), for [`NewDirs`]: a run that
+/// fails removes the output directories it created and left empty.
+fn output_of(cmd: &Command) -> Option<&Path> {
+    use webdedup_archive::{CdxCommand, WarcCommand};
+    match cmd {
+        Command::Dedup(a) => Some(&a.output),
+        Command::Cdx(CdxCommand::Dups(a)) => a.output.as_deref(),
+        Command::Cdx(CdxCommand::Revisits(a)) => a.output.as_deref(),
+        Command::Cdx(CdxCommand::Dates(a)) => a.output.as_deref(),
+        Command::Warc(WarcCommand::Index(a)) => a.output.as_deref(),
+        Command::Warc(WarcCommand::Dedup(a)) => Some(&a.output),
+        _ => None,
+    }
+}
+
 /// The library crates' exit codes (0, 1) as a process status; anything else is fatal.
 fn exit_code(code: i32) -> u8 {
     u8::try_from(code)
@@ -95,6 +113,7 @@ fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { EXIT_FATAL } else { EXIT_OK });
         }
     };
+    let new_dirs = output_of(&cli.command).map(NewDirs::before);
     let result = match &cli.command {
         Command::Dedup(args) => dedup::run(args),
         Command::Check(args) => check::run(args),
@@ -120,7 +139,12 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("webdedup: error: {e:#}");
+            // Errors name files and may quote input: never raw control bytes.
+            let msg = format!("{e:#}");
+            eprintln!("webdedup: error: {}", escape_controls(&msg));
+            if let Some(d) = new_dirs {
+                d.remove_empty();
+            }
             ExitCode::from(EXIT_FATAL)
         }
     }

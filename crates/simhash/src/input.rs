@@ -159,7 +159,11 @@ impl Problems {
             None => format!("{}: {reason}", file.display()),
         };
         if !self.quiet {
-            eprintln!("webdedup: {msg}");
+            // `msg` names an input file and may quote input: never raw control bytes.
+            eprintln!(
+                "webdedup: {}",
+                webdedup_formats::shown::escape_controls(&msg)
+            );
         }
         let mut m = self.messages.borrow_mut();
         if m.len() < 1000 {
