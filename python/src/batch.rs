@@ -24,7 +24,7 @@ fn config(
     let normalization: Normalization = normalize.parse().map_err(PyValueError::new_err)?;
     let doc_check: DocCheck = doc_check.parse().map_err(PyValueError::new_err)?;
     Ok(BatchConfig {
-        input,
+        inputs: vec![input],
         work,
         task_count,
         partitions,

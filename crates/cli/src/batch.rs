@@ -29,9 +29,10 @@ pub enum BatchCommand {
 
 #[derive(Debug, Args, Clone)]
 pub struct Common {
-    /// Input directory (or file), as for `webdedup dedup`.
-    #[arg(short, long, value_name = "DIR")]
-    input: PathBuf,
+    /// Inputs: directories (searched recursively) or files, as for `webdedup
+    /// dedup` (repeatable; not `-`: every phase reads the input again).
+    #[arg(short, long, value_name = "PATH", required = true, num_args = 1..)]
+    input: Vec<PathBuf>,
     /// Work directory shared by all tasks (runs, verdicts, completion markers).
     #[arg(short, long, value_name = "DIR")]
     work: PathBuf,
@@ -124,7 +125,7 @@ pub struct RunArgs {
 
 fn config(c: &Common, task_count: usize) -> BatchConfig {
     BatchConfig {
-        input: c.input.clone(),
+        inputs: c.input.clone(),
         work: c.work.clone(),
         task_count,
         partitions: c.partitions,
@@ -141,7 +142,8 @@ fn config(c: &Common, task_count: usize) -> BatchConfig {
 }
 
 fn run_config(c: &Common, o: &Outputs) -> RunConfig {
-    let mut r = RunConfig::new(&c.input, &o.output);
+    let mut r = RunConfig::new(PathBuf::new(), &o.output);
+    r.inputs = c.input.clone();
     r.options = config(c, 1).options;
     r.dd = o.dd;
     r.compress = o.compress;

@@ -10,9 +10,10 @@ use webdedup_text::Normalization;
 
 #[derive(Args, Debug)]
 pub struct CheckArgs {
-    /// The input directory of the checked run.
-    #[arg(short, long, value_name = "DIR")]
-    input: PathBuf,
+    /// The inputs of the checked run (files or directories, as given to `dedup`;
+    /// repeatable).
+    #[arg(short, long, value_name = "PATH", required = true, num_args = 1..)]
+    input: Vec<PathBuf>,
     /// The output directory of the checked run (made with -f/--feedback).
     #[arg(short, long, value_name = "DIR")]
     output: PathBuf,
@@ -38,7 +39,7 @@ pub struct CheckArgs {
 
 pub fn run(args: &CheckArgs) -> Result<u8> {
     let cfg = CheckConfig {
-        input: args.input.clone(),
+        inputs: args.input.clone(),
         output: args.output.clone(),
         every: args.every.max(1),
         options: Options {

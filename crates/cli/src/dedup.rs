@@ -15,9 +15,11 @@ use webdedup_text::Normalization;
 
 #[derive(Args, Debug)]
 pub struct DedupArgs {
-    /// Input directory of vertical files (plain, gzip or zstd), or one file.
-    #[arg(short, long, value_name = "DIR")]
-    input: PathBuf,
+    /// Inputs: directories (searched recursively, files in sorted relative-path
+    /// order), files, or `-` for standard input, read in the order given
+    /// (repeatable); plain, gzip or zstd, detected by content.
+    #[arg(short, long, value_name = "PATH", required = true, num_args = 1..)]
+    input: Vec<PathBuf>,
     /// Output directory: one `REL.dedup` per input file `REL`.
     #[arg(short, long, value_name = "DIR")]
     output: PathBuf,
@@ -157,7 +159,7 @@ pub fn run(args: &DedupArgs) -> Result<u8> {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
     let cfg = RunConfig {
-        input: args.input.clone(),
+        inputs: args.input.clone(),
         output: args.output.clone(),
         threads,
         options: Options {

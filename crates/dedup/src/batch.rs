@@ -33,7 +33,7 @@
 use crate::options::{DocCheck, Options};
 use crate::plan::{ChunkPlan, PlanCache, Planner};
 use crate::report::RunStats;
-use crate::runner::{list_inputs, rel_bytes, Durability, InputFile, RunConfig};
+use crate::runner::{count_skipped, rel_bytes, report_skipped, Durability, InputFile, RunConfig};
 use anyhow::{anyhow, bail, Context, Result};
 use parking_lot::Mutex;
 // Keys and positions are hashed millions of times per stage; SipHash's DoS
@@ -41,7 +41,7 @@ use parking_lot::Mutex;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use webdedup_formats::input::open_input;
+use webdedup_formats::input::{open_file, ListOptions, Listing};
 use webdedup_formats::vertical::ChunkReader;
 use webdedup_store::{fault, BatchId, MemStore, Store, StoreError, StoreMeta};
 
@@ -76,7 +76,8 @@ impl std::str::FromStr for Stage {
 
 #[derive(Clone, Debug)]
 pub struct BatchConfig {
-    pub input: PathBuf,
+    /// Files and directories (not `-`: the input is read once per phase).
+    pub inputs: Vec<PathBuf>,
     pub work: PathBuf,
     pub task_count: usize,
     pub partitions: u32,
@@ -137,9 +138,17 @@ impl BatchConfig {
         }
     }
 
+    fn listing(&self) -> Result<Listing> {
+        let opts = ListOptions {
+            exclude: Some(&self.work),
+            stdin: false,
+            dirs: true,
+        };
+        webdedup_formats::input::list_inputs(&self.inputs, &opts).map_err(anyhow::Error::from)
+    }
+
     fn files(&self) -> Result<Vec<InputFile>> {
-        list_inputs(&self.input, &self.work)
-            .with_context(|| format!("cannot list input {}", self.input.display()))
+        Ok(self.listing()?.files)
     }
 
     fn partition(&self, key: u64) -> u32 {
@@ -381,7 +390,7 @@ pub fn hash_keeping_plans(
         .filter(|(r, _)| cfg.owner(*r) == task)
     {
         let rank = rank as u32;
-        let reader = match open_input(&f.path) {
+        let reader = match open_file(f, None) {
             Ok((r, _)) => r,
             Err(e) => {
                 // The filter task reports it (and writes nothing for it).
@@ -663,7 +672,9 @@ pub fn filter_with_plans(
     if marker(&dir, &name).exists() {
         return Ok(None);
     }
-    let files = cfg.files()?;
+    let listing = cfg.listing()?;
+    report_skipped(&listing, report);
+    let files = listing.files.clone();
     let mine: HashSet<u32> = (0..files.len() as u32)
         .filter(|r| cfg.owner(*r as usize) == task)
         .collect();
@@ -706,7 +717,8 @@ pub fn filter_with_plans(
     let staging = temp_name(&dir.join(&name));
     let mut staged = run.clone();
     staged.output = staging.clone();
-    let stats = crate::runner::run_files(&staged, selected, &store, &dur, report)?;
+    let mut stats = crate::runner::run_files(&staged, selected, &store, &dur, report)?;
+    count_skipped(&listing, &mut stats);
     fault::hit("batch-filter-written");
     move_tree(&staging, &run.output)?;
     let _ = std::fs::remove_dir_all(&staging);
@@ -873,7 +885,7 @@ mod tests {
             run(&rc, &MemStore::new(13), &|_| {}).unwrap();
 
             let cfg = BatchConfig {
-                input: input.clone(),
+                inputs: vec![input.clone()],
                 work: tmp.path().join("work"),
                 task_count: tasks,
                 partitions: 3,

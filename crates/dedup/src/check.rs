@@ -24,13 +24,14 @@ use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use webdedup_formats::input::open_input;
+use webdedup_formats::input::{open_file, InputFile};
 use webdedup_formats::vertical::{Chunk, ChunkReader};
 use webdedup_store::Location;
 
 #[derive(Clone, Debug)]
 pub struct CheckConfig {
-    pub input: PathBuf,
+    /// The run's inputs (files and directories, as given to `dedup`).
+    pub inputs: Vec<PathBuf>,
     pub output: PathBuf,
     /// Check every Nth reference (1: all).
     pub every: usize,
@@ -226,14 +227,14 @@ fn doc_token_range(plan: &ChunkPlan, paras: std::ops::Range<usize>) -> std::ops:
 }
 
 fn read_originals(
-    path: &Path,
+    input: &InputFile,
     wanted: &HashSet<u64>,
     context: usize,
     planner: &mut Planner,
     plan: &mut ChunkPlan,
 ) -> Result<HashMap<u64, (u64, Vec<u64>)>> {
     let (reader, _) =
-        open_input(path).with_context(|| format!("cannot open {}", path.display()))?;
+        open_file(input, None).with_context(|| format!("cannot open {}", input.display()))?;
     let mut chunks = ChunkReader::new(reader);
     let mut found = HashMap::new();
     let mut record = 0u64;
@@ -308,13 +309,25 @@ pub fn check(cfg: &CheckConfig) -> Result<CheckReport> {
         }
     }
     let n = opts.near.as_ref().map_or(7, |n: &NearOptions| n.ngram);
+    // The run's input files by relative path (files.idx names them so).
+    let opts = webdedup_formats::input::ListOptions {
+        exclude: Some(&cfg.output),
+        stdin: false,
+        dirs: true,
+    };
+    let inputs: HashMap<String, InputFile> =
+        webdedup_formats::input::list_inputs(&cfg.inputs, &opts)
+            .map_err(anyhow::Error::from)?
+            .files
+            .into_iter()
+            .map(|f| (f.rel.to_string_lossy().into_owned(), f))
+            .collect();
     let mut originals: HashMap<u64, HashMap<u64, (u64, Vec<u64>)>> = HashMap::new();
     for (file, records) in &wanted {
-        if let Some(rel) = names.get(file) {
-            let path = cfg.input.join(rel);
+        if let Some(input) = names.get(file).and_then(|rel| inputs.get(rel)) {
             originals.insert(
                 *file,
-                read_originals(&path, records, n - 1, &mut planner, &mut plan)?,
+                read_originals(input, records, n - 1, &mut planner, &mut plan)?,
             );
         }
     }

@@ -77,9 +77,20 @@ fn run_info(cfg: &RunConfig) -> Result<String> {
     let canon = |p: &Path| {
         std::fs::canonicalize(p).with_context(|| format!("cannot resolve {}", p.display()))
     };
+    let inputs = cfg
+        .inputs
+        .iter()
+        .map(|i| {
+            if i.as_os_str() == webdedup_formats::input::STDIN_ARG {
+                Ok(i.display().to_string())
+            } else {
+                canon(i).map(|p| p.display().to_string())
+            }
+        })
+        .collect::<Result<Vec<_>>>()?;
     let mut info = format!(
         "input={}\noutput={}\nmin-para-chars={}\ndoc-check={:?}\nchunk-bytes={}\nmax-line-bytes={}\ndd={}\ncompress={}\n",
-        canon(&cfg.input)?.display(),
+        inputs.join(" "),
         canon(&cfg.output)?.display(),
         cfg.options.min_para_chars,
         cfg.options.doc_check,
@@ -138,8 +149,7 @@ pub fn run_persistent(
     report: &(dyn Fn(&str) + Sync),
 ) -> Result<(RunStats, PersistReport)> {
     let mut rep = PersistReport::default();
-    let files = list_inputs(&cfg.input, &cfg.output)
-        .with_context(|| format!("cannot list input {}", cfg.input.display()))?;
+    let files = list_inputs(&cfg.inputs, &cfg.output)?.files;
     std::fs::create_dir_all(&cfg.output)
         .with_context(|| format!("cannot create output directory {}", cfg.output.display()))?;
     let meta = store_meta(cfg, p.blocks);

@@ -17,13 +17,12 @@ use anyhow::{anyhow, Context, Result};
 use parking_lot::{Condvar, Mutex};
 use std::ffi::OsString;
 use std::fs;
-use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 use webdedup_formats::input::COMPRESSION_SUFFIXES;
-use webdedup_formats::open_input;
+use webdedup_formats::open_file;
 use webdedup_formats::output::{AtomicOutput, OutputCompression};
 use webdedup_formats::vertical::{
     BufferPool, Chunk, ChunkReader, Issue, DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES,
@@ -63,7 +62,8 @@ pub fn rel_bytes(rel: &Path) -> &[u8] {
 
 #[derive(Clone, Debug)]
 pub struct RunConfig {
-    pub input: PathBuf,
+    /// Files, directories or `-`, read in this order (see [`list_inputs`]).
+    pub inputs: Vec<PathBuf>,
     pub output: PathBuf,
     pub threads: usize,
     pub options: Options,
@@ -83,7 +83,7 @@ pub struct RunConfig {
 impl RunConfig {
     pub fn new(input: impl Into<PathBuf>, output: impl Into<PathBuf>) -> Self {
         RunConfig {
-            input: input.into(),
+            inputs: vec![input.into()],
             output: output.into(),
             threads: 1,
             options: Options::default(),
@@ -98,52 +98,32 @@ impl RunConfig {
     }
 }
 
-/// An input file and its path relative to the input directory.
-#[derive(Clone, Debug)]
-pub struct InputFile {
-    pub path: PathBuf,
-    pub rel: PathBuf,
+pub use webdedup_formats::input::{InputFile, Listing, Skipped};
+
+/// The input files of a run (see [`webdedup_formats::input`]: files, directories
+/// searched recursively, `-` for standard input, in the order given), leaving out
+/// anything under `exclude` (the output directory). Non-regular files found in a
+/// directory are in `skipped`, for the caller to report.
+pub fn list_inputs(inputs: &[PathBuf], exclude: &Path) -> Result<Listing> {
+    let opts = webdedup_formats::input::ListOptions {
+        exclude: Some(exclude),
+        ..Default::default()
+    };
+    webdedup_formats::input::list_inputs(inputs, &opts).map_err(anyhow::Error::from)
 }
 
-/// Every regular file under `input` (or `input` itself if it is a file), sorted by
-/// relative path, leaving out anything under `exclude` (the output directory).
-/// Symbolic links to directories are followed once (a link cycle is not re-entered).
-pub fn list_inputs(input: &Path, exclude: &Path) -> io::Result<Vec<InputFile>> {
-    let meta = fs::metadata(input)?;
-    if meta.is_file() {
-        let rel = input
-            .file_name()
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("input"));
-        return Ok(vec![InputFile {
-            path: input.to_owned(),
-            rel,
-        }]);
+/// Reports the inputs a listing skipped (before the run reads anything).
+pub fn report_skipped(listing: &Listing, report: &(dyn Fn(&str) + Sync)) {
+    for s in &listing.skipped {
+        report(&s.to_string());
     }
-    let exclude = fs::canonicalize(exclude).ok();
-    let mut visited = std::collections::HashSet::new();
-    let mut files = Vec::new();
-    let mut stack = vec![input.to_owned()];
-    while let Some(dir) = stack.pop() {
-        let real = fs::canonicalize(&dir)?;
-        if exclude.as_ref() == Some(&real) || !visited.insert(real) {
-            continue;
-        }
-        for entry in fs::read_dir(&dir)? {
-            let entry = entry?;
-            let path = entry.path();
-            let ft = entry.file_type()?;
-            let is_dir = ft.is_dir() || (ft.is_symlink() && path.is_dir());
-            if is_dir {
-                stack.push(path);
-            } else {
-                let rel = path.strip_prefix(input).unwrap_or(&path).to_owned();
-                files.push(InputFile { path, rel });
-            }
-        }
+}
+
+/// Counts the inputs a listing skipped as input problems of the run.
+pub fn count_skipped(listing: &Listing, stats: &mut RunStats) {
+    if !listing.skipped.is_empty() {
+        *stats.issues.entry("skipped-input".into()).or_default() += listing.skipped.len() as u64;
     }
-    files.sort_by(|a, b| a.rel.as_os_str().cmp(b.rel.as_os_str()));
-    Ok(files)
 }
 
 /// `OUT/REL` without its compression suffix, plus `.dedup` (and the output
@@ -627,6 +607,7 @@ fn read_jobs(
     cfg: &RunConfig,
     pool: &Arc<BufferPool>,
     stop: &(dyn Fn() -> bool + Sync),
+    dur_stop: Option<&AtomicBool>,
     mut send: impl FnMut(Job) -> bool,
 ) {
     let mut seq = 0u64;
@@ -634,7 +615,9 @@ fn read_jobs(
         if stop() {
             return;
         }
-        match open_input(&f.path) {
+        match open_file(f, dur_stop) {
+            // A signal ended the wait for a stream: the file stays unfinished.
+            Err(_) if stop() => return,
             Err(e) => {
                 if !send(Job {
                     seq,
@@ -721,7 +704,7 @@ impl<T> Gate<T> {
     }
 }
 
-/// Deduplicates every file of `cfg.input` into `cfg.output` against `store`.
+/// Deduplicates every file of `cfg.inputs` into `cfg.output` against `store`.
 /// Input problems go to `report` (one line each) and are counted in the stats; an
 /// error is returned only for what stops the run (a failing store, an unwritable
 /// output).
@@ -738,13 +721,15 @@ pub fn run_with(
     dur: &Durability,
     report: &(dyn Fn(&str) + Sync),
 ) -> Result<RunStats> {
-    let files = list_inputs(&cfg.input, &cfg.output)
-        .with_context(|| format!("cannot list input {}", cfg.input.display()))?;
-    run_files(cfg, files, store, dur, report)
+    let listing = list_inputs(&cfg.inputs, &cfg.output)?;
+    report_skipped(&listing, report);
+    let mut stats = run_files(cfg, listing.files.clone(), store, dur, report)?;
+    count_skipped(&listing, &mut stats);
+    Ok(stats)
 }
 
-/// [`run_with`] over the given input files (a subset of `cfg.input`'s, in sorted
-/// relative-path order), e.g. one batch-mode task's share.
+/// [`run_with`] over the given input files (a subset of `cfg.inputs`' listing, in
+/// its order), e.g. one batch-mode task's share.
 pub fn run_files(
     cfg: &RunConfig,
     mut files: Vec<InputFile>,
@@ -820,7 +805,7 @@ pub fn run_files(
             let mut w = Worker::new(&cfg.options);
             let mut failure = None;
             let mut records = RecordCounter::default();
-            read_jobs(&files, cfg, &pool, &should_stop, |job| {
+            read_jobs(&files, cfg, &pool, &should_stop, dur.stop, |job| {
                 w.plan(&job, &files[job.file], dur);
                 w.first_record = records.next(&job, w.plan.paras.len());
                 let r = w
@@ -856,7 +841,11 @@ pub fn run_files(
                     let (files, should_stop, pool) = (&files, &should_stop, &pool);
                     // The sender moves into the reader: when it is done the channel closes
                     // and the workers' loops end.
-                    move || read_jobs(files, cfg, pool, should_stop, |job| tx.send(job).is_ok())
+                    move || {
+                        read_jobs(files, cfg, pool, should_stop, dur.stop, |job| {
+                            tx.send(job).is_ok()
+                        })
+                    }
                 });
                 for _ in 0..threads {
                     s.spawn(|| {

@@ -1,6 +1,7 @@
 //! Formats webdedup reads and writes.
 //!
-//! * [`input`]: opening plain, gzip or zstd files (detected by magic bytes).
+//! * [`input`]: the one input layer: files, directories and `-` listed, plain,
+//!   gzip or zstd streams opened (detected by magic bytes).
 //! * [`output`]: writing outputs atomically, optionally compressed.
 //! * [`vertical`]: the vertical format (one token per line, `<doc>` / `<p>`
 //!   structures), read in chunks that end at document boundaries.
@@ -12,4 +13,4 @@ pub mod output;
 pub mod vertical;
 pub mod warc;
 
-pub use input::{open_input, Compression};
+pub use input::{list_inputs, open_file, open_input, Compression, InputFile, ListOptions};
