@@ -35,6 +35,7 @@ fn config(
             doc_check,
             ..Default::default()
         },
+        read: Default::default(),
         chunk_bytes: webdedup_formats::vertical::DEFAULT_CHUNK_BYTES,
         max_line_bytes: webdedup_formats::vertical::DEFAULT_MAX_LINE_BYTES,
     })

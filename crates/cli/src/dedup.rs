@@ -1,5 +1,6 @@
 //! `webdedup dedup`.
 
+use crate::read_args::{Compress, ReadArgs};
 use crate::{EXIT_INPUT_PROBLEMS, EXIT_OK, EXIT_STOPPED};
 use anyhow::{Context, Result};
 use clap::Args;
@@ -9,7 +10,6 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use webdedup_dedup::Persistence;
 use webdedup_dedup::{DocCheck, NearOptions, Options, RunConfig};
-use webdedup_formats::output::OutputCompression;
 use webdedup_store::{SyncMode, DEFAULT_BLOCKS};
 use webdedup_text::Normalization;
 
@@ -41,9 +41,10 @@ pub struct DedupArgs {
     /// Also write `*.dedup.dd`: one `<dd url=".." title=".." status=".."/>` per input document.
     #[arg(short = 'd', long = "dd")]
     dd: bool,
-    /// Compress outputs: `zst`, `gz` or `none`.
-    #[arg(long, default_value = "none", value_name = "KIND")]
-    compress: OutputCompression,
+    /// Compress outputs: `auto` (JSON Lines outputs like their inputs' names say,
+    /// verticals plain), `zst`, `gz` or `none`.
+    #[arg(long, default_value = "auto", value_name = "KIND")]
+    compress: Compress,
     /// Write the run's figures as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -125,10 +126,8 @@ pub struct DedupArgs {
     /// file ids to paths. Check the claims with `webdedup check`.
     #[arg(short = 'f', long)]
     feedback: bool,
-    /// Input format: `vertical` (KNOT verticals) or `wikilinks` (tab-separated
-    /// link rows; one thread, embedded store only).
-    #[arg(long, default_value = "vertical", value_name = "FORMAT", value_parser = ["vertical", "wikilinks"])]
-    format: String,
+    #[command(flatten)]
+    read: ReadArgs,
 }
 
 pub fn run(args: &DedupArgs) -> Result<u8> {
@@ -175,8 +174,10 @@ pub fn run(args: &DedupArgs) -> Result<u8> {
             url_filter,
             feedback: args.feedback,
         },
+        read: args.read.settings()?,
         dd: args.dd,
-        compress: args.compress,
+        compress: args.compress.fixed,
+        compress_auto: args.compress.auto,
         progress: !args.quiet && std::io::stderr().is_terminal(),
         report_limit: args.report_limit,
         chunk_bytes: args.chunk_bytes.max(1),
@@ -208,7 +209,7 @@ pub fn run(args: &DedupArgs) -> Result<u8> {
             .context("cannot install a signal handler")?;
     }
     let report = |line: &str| eprintln!("{line}");
-    if args.format == "wikilinks" {
+    if args.read.wikilinks() {
         return run_wikilinks(args, &cfg, &report, input_problems);
     }
     let engine = args

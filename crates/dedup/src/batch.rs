@@ -31,9 +31,11 @@
 //! others. Exact mode only (no `-n`, `-f`, `--url-filter`).
 
 use crate::options::{DocCheck, Options};
-use crate::plan::{ChunkPlan, PlanCache, Planner};
+use crate::plan::{ChunkPlan, DocKind, PlanCache, Planner};
 use crate::report::RunStats;
-use crate::runner::{count_skipped, rel_bytes, report_skipped, Durability, InputFile, RunConfig};
+use crate::runner::{
+    count_skipped, open_documents, rel_bytes, report_skipped, Durability, InputFile, RunConfig,
+};
 use anyhow::{anyhow, bail, Context, Result};
 use parking_lot::Mutex;
 // Keys and positions are hashed millions of times per stage; SipHash's DoS
@@ -41,8 +43,8 @@ use parking_lot::Mutex;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use webdedup_formats::input::{open_file, ListOptions, Listing};
-use webdedup_formats::vertical::ChunkReader;
+use webdedup_formats::doc::ReadSettings;
+use webdedup_formats::input::{ListOptions, Listing};
 use webdedup_store::{fault, BatchId, MemStore, Store, StoreError, StoreMeta};
 
 /// The key kinds, in stage order.
@@ -83,14 +85,18 @@ pub struct BatchConfig {
     pub partitions: u32,
     pub blocks: u32,
     pub options: Options,
+    /// How documents are read (format, fields); part of the work directory's settings.
+    pub read: ReadSettings,
     pub chunk_bytes: usize,
     pub max_line_bytes: usize,
 }
 
 impl BatchConfig {
     fn settings(&self) -> String {
+        // The reading settings only when not the defaults, so work directories
+        // made before formats existed still match.
         format!(
-            "webdedup-batch 2\nhash=xxh3-64\nnormalization={}\nmin-para-chars={}\ndoc-check={:?}\nchunk-bytes={}\nmax-line-bytes={}\nblocks={}\npartitions={}\ntasks={}\n",
+            "webdedup-batch 2\nhash=xxh3-64\nnormalization={}\nmin-para-chars={}\ndoc-check={:?}\nchunk-bytes={}\nmax-line-bytes={}\nblocks={}\npartitions={}\ntasks={}\n{}",
             self.options.normalization.name(),
             self.options.min_para_chars,
             self.options.doc_check,
@@ -98,7 +104,8 @@ impl BatchConfig {
             self.max_line_bytes,
             self.blocks,
             self.partitions,
-            self.task_count
+            self.task_count,
+            self.read.describe()
         )
     }
 
@@ -390,20 +397,21 @@ pub fn hash_keeping_plans(
         .filter(|(r, _)| cfg.owner(*r) == task)
     {
         let rank = rank as u32;
-        let reader = match open_file(f, None) {
-            Ok((r, _)) => r,
+        let (format, reader) = match open_documents(f, &cfg.read, None) {
+            Ok(r) => r,
             Err(e) => {
                 // The filter task reports it (and writes nothing for it).
                 report(&format!("{}: cannot read: {e}", f.path.display()));
                 continue;
             }
         };
-        let mut chunks = ChunkReader::with_sizes(reader, cfg.chunk_bytes, cfg.max_line_bytes);
+        let mut chunks = format.chunk_reader(reader, cfg.chunk_bytes, cfg.max_line_bytes);
         let (mut doc_index, mut long_index) = (0u32, 0u32);
         let mut chunk_index = 0u64;
         while let Some(chunk) = chunks.next_chunk() {
-            planner.plan(&chunk, &mut plan);
-            for d in &plan.docs {
+            planner.plan_as(&format, &chunk, &mut plan);
+            // Bad records ask no key (they are not documents).
+            for d in plan.docs.iter().filter(|d| d.kind == DocKind::Document) {
                 let mut push = |stage: Stage, key: u64, seq: u32| {
                     runs[stage as usize][cfg.partition(key) as usize].push(Rec {
                         key,
@@ -412,7 +420,10 @@ pub fn hash_keeping_plans(
                         doc: doc_index,
                     })
                 };
-                push(Stage::UrlTitle, d.url_title_key, doc_index);
+                // Documents without URL or title ask no URL+title key.
+                if d.has_url_title {
+                    push(Stage::UrlTitle, d.url_title_key, doc_index);
+                }
                 push(Stage::Docs, d.doc_key, doc_index);
                 for p in plan.paras[d.paras.clone()].iter().filter(|p| p.long) {
                     push(Stage::Paras, p.key, long_index);
@@ -502,9 +513,20 @@ fn load_store(cfg: &BatchConfig, store: Option<&Path>) -> Result<Option<MemStore
     Ok(Some(MemStore::load(&snap, &store_meta(cfg), 0)?.0))
 }
 
-/// The documents (file rank, document index) whose URL+title was asked before:
-/// every URL+title key is asked, and all but the new first occurrences are seen.
-fn url_title_repeats(cfg: &BatchConfig) -> Result<HashSet<(u32, u32)>> {
+/// The documents (file rank, document index) that ask their document key with
+/// `--doc-check url-title`: those whose URL+title was asked before (every
+/// URL+title key is asked, and all but the new first occurrences are seen), and
+/// those without a URL+title key (the shortcut does not apply to them).
+fn doc_key_askers(cfg: &BatchConfig) -> Result<Box<dyn Fn(&(u32, u32)) -> bool + Send>> {
+    let (with, repeated) = url_title_repeats(cfg)?;
+    Ok(Box::new(move |doc| {
+        repeated.contains(doc) || !with.contains(doc)
+    }))
+}
+
+/// The documents (file rank, document index) that have a URL+title key, and those
+/// whose URL+title key was asked before.
+fn url_title_repeats(cfg: &BatchConfig) -> Result<(HashSet<(u32, u32)>, HashSet<(u32, u32)>)> {
     let new: HashSet<(u32, u32)> = read_new(cfg, Stage::UrlTitle)?
         .iter()
         .map(|r| (r.file, r.seq))
@@ -518,11 +540,13 @@ fn url_title_repeats(cfg: &BatchConfig) -> Result<HashSet<(u32, u32)>> {
             decode(&run, &mut all)?;
         }
     }
-    Ok(all
+    let with = all.iter().map(|r| (r.file, r.seq)).collect();
+    let repeated = all
         .iter()
         .map(|r| (r.file, r.seq))
         .filter(|pos| !new.contains(pos))
-        .collect())
+        .collect();
+    Ok((with, repeated))
 }
 
 /// One resolve stage for one task; returns false if it had already finished.
@@ -540,9 +564,9 @@ pub fn resolve(cfg: &BatchConfig, stage: Stage, task: usize, store: Option<&Path
         Stage::UrlTitle => Box::new(|_| true),
         Stage::Docs if cfg.options.doc_check == DocCheck::All => Box::new(|_| true),
         Stage::Docs => {
-            // Only documents whose URL+title repeated.
-            let repeated = url_title_repeats(cfg)?;
-            Box::new(move |r: &Rec| repeated.contains(&(r.file, r.doc)))
+            // Only documents whose URL+title repeated (or that have none).
+            let asks = doc_key_askers(cfg)?;
+            Box::new(move |r: &Rec| asks(&(r.file, r.doc)))
         }
         Stage::Paras => {
             // Documents not dropped whole: the document key was not asked, or new.
@@ -552,11 +576,11 @@ pub fn resolve(cfg: &BatchConfig, stage: Stage, task: usize, store: Option<&Path
                 .collect();
             let asked_docs = match cfg.options.doc_check {
                 DocCheck::All => None,
-                DocCheck::UrlTitle => Some(url_title_repeats(cfg)?),
+                DocCheck::UrlTitle => Some(doc_key_askers(cfg)?),
             };
             Box::new(move |r: &Rec| {
                 let doc = (r.file, r.doc);
-                let doc_asked = asked_docs.as_ref().is_none_or(|a| a.contains(&doc));
+                let doc_asked = asked_docs.as_ref().is_none_or(|a| a(&doc));
                 !doc_asked || new.contains(&doc)
             })
         }
@@ -891,6 +915,7 @@ mod tests {
                 partitions: 3,
                 blocks: 13,
                 options,
+                read: Default::default(),
                 chunk_bytes: chunk,
                 max_line_bytes: 1 << 20,
             };

@@ -18,7 +18,7 @@
 //!    its `REL.dedup.log`, save the snapshot, remove the journal.
 
 use crate::resume::Recorded;
-use crate::runner::{list_inputs, log_path, output_path, rel_bytes, run_with, Durability};
+use crate::runner::{list_inputs, log_path, rel_bytes, run_with, Durability};
 use crate::{RunConfig, RunStats};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
@@ -71,6 +71,13 @@ pub fn store_meta(cfg: &RunConfig, blocks: u32) -> StoreMeta {
     }
 }
 
+/// `NAME.tmp`, where an unfinished output is written.
+fn tmp_of(out: &Path) -> PathBuf {
+    let mut s = out.as_os_str().to_owned();
+    s.push(".tmp");
+    PathBuf::from(s)
+}
+
 /// The settings a resumed run must share with the interrupted one, one `name=value`
 /// a line.
 fn run_info(cfg: &RunConfig) -> Result<String> {
@@ -97,8 +104,14 @@ fn run_info(cfg: &RunConfig) -> Result<String> {
         cfg.chunk_bytes,
         cfg.max_line_bytes,
         cfg.dd,
-        cfg.compress.suffix(),
+        if cfg.compress_auto {
+            format!("auto{}", cfg.compress.suffix())
+        } else {
+            cfg.compress.suffix().to_string()
+        },
     );
+    // Written only when not the defaults (verticals, sniffed), like the lines below.
+    info.push_str(&cfg.read.describe());
     // Written only when set, so journals of runs without them still match.
     if let Some(n) = &cfg.options.near {
         info.push_str(&format!(
@@ -215,13 +228,17 @@ pub fn run_persistent(
     };
 
     // Decision logs of unfinished outputs.
-    for f in &files {
-        let out = output_path(&cfg.output, &f.rel, cfg.compress);
+    for (f, out) in files.iter().flat_map(|f| {
+        cfg.output_candidates(&f.rel)
+            .into_iter()
+            .map(move |o| (f, o))
+    }) {
         let log = log_path(&out);
         if !log.exists() {
             continue;
         }
-        if out.exists() {
+        let finished = cfg.output_candidates(&f.rel).iter().any(|o| o.exists());
+        if finished {
             if p.restore {
                 remove_durably(&log)?;
             }
@@ -273,13 +290,19 @@ pub fn run_persistent(
                 }
             }
             for f in &files {
-                let out = output_path(&cfg.output, &f.rel, cfg.compress);
                 let Some(chunks) = all.files.get(rel_bytes(&f.rel)) else {
                     continue;
                 };
-                if out.exists() {
+                let candidates = cfg.output_candidates(&f.rel);
+                if candidates.iter().any(|o| o.exists()) {
                     continue;
                 }
+                // The name the unfinished output has (its `.tmp` is there).
+                let out = candidates
+                    .iter()
+                    .find(|o| tmp_of(o).exists())
+                    .unwrap_or(&candidates[0])
+                    .clone();
                 let records: Vec<(Vec<u8>, Vec<u64>)> = chunks
                     .iter()
                     .map(|(&i, v)| {

@@ -9,23 +9,24 @@
 use crate::options::Options;
 use crate::plan::{ChunkPlan, Planner};
 use crate::policy::{chunk_identity, decide, file_id, ChunkContext, Decisions, Scratch};
-use crate::render::render;
-use crate::render::DroppedOut;
+use crate::render::{render, DdOut, DroppedOut};
 use crate::report::{ChunkStats, RunStats};
 use crate::resume::{encode_tag, Recorded, Recorder, Replayer};
 use anyhow::{anyhow, Context, Result};
 use parking_lot::{Condvar, Mutex};
 use std::ffi::OsString;
 use std::fs;
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
+use webdedup_formats::doc::{DocFormat, ReadSettings};
 use webdedup_formats::input::COMPRESSION_SUFFIXES;
 use webdedup_formats::open_file;
 use webdedup_formats::output::{AtomicOutput, OutputCompression};
 use webdedup_formats::vertical::{
-    BufferPool, Chunk, ChunkReader, Issue, DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES,
+    BufferPool, Chunk, Issue, DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES,
 };
 use webdedup_store::journal::encode_record;
 use webdedup_store::{fault, Journal, Store};
@@ -67,9 +68,14 @@ pub struct RunConfig {
     pub output: PathBuf,
     pub threads: usize,
     pub options: Options,
+    /// How documents are read: the format (or sniffed per file) and its fields.
+    pub read: ReadSettings,
     /// Also write `*.dedup.dd`, one line per input document.
     pub dd: bool,
     pub compress: OutputCompression,
+    /// `--compress auto`: outputs of formats other than verticals are compressed
+    /// as their input's name says (`.gz`, `.zst`); verticals as `compress` says.
+    pub compress_auto: bool,
     /// Show a progress bar on stderr.
     pub progress: bool,
     /// Input problems printed per file before the rest are only counted.
@@ -87,14 +93,45 @@ impl RunConfig {
             output: output.into(),
             threads: 1,
             options: Options::default(),
+            read: ReadSettings::default(),
             dd: false,
             compress: OutputCompression::None,
+            compress_auto: false,
             progress: false,
             report_limit: 20,
             chunk_bytes: DEFAULT_CHUNK_BYTES,
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
             sync: false,
         }
+    }
+
+    /// The compression of the output of input `rel` read as `format`.
+    pub fn output_compression(&self, rel: &Path, format: &DocFormat) -> OutputCompression {
+        if !self.compress_auto || *format == DocFormat::Vertical {
+            return self.compress;
+        }
+        let name = rel.as_os_str().as_encoded_bytes();
+        if name.ends_with(b".gz") {
+            OutputCompression::Gzip
+        } else if name.ends_with(b".zst") || name.ends_with(b".zstd") {
+            OutputCompression::Zstd
+        } else {
+            OutputCompression::None
+        }
+    }
+
+    /// Every name the output of input `rel` may have (one, unless the compression
+    /// depends on the format read: `compress_auto`).
+    pub fn output_candidates(&self, rel: &Path) -> Vec<PathBuf> {
+        let mut c = vec![output_path(&self.output, rel, self.compress)];
+        if self.compress_auto {
+            let jsonl = DocFormat::Jsonl(self.read.jsonl.clone());
+            let other = output_path(&self.output, rel, self.output_compression(rel, &jsonl));
+            if other != c[0] {
+                c.push(other);
+            }
+        }
+        c
     }
 }
 
@@ -213,6 +250,8 @@ fn check_output_names(files: &[InputFile], out_dir: &Path) -> Result<()> {
 struct Job {
     seq: u64,
     file: usize,
+    /// The file's format (named, or sniffed from its first bytes).
+    format: DocFormat,
     /// Index of the chunk in its file.
     index: u64,
     first: bool,
@@ -272,7 +311,7 @@ impl Worker {
                     c.take(rel_bytes(&file.rel), job.index, &chunk.data, &mut self.plan)
                 });
                 if !cached {
-                    self.planner.plan(chunk, &mut self.plan);
+                    self.planner.plan_as(&job.format, chunk, &mut self.plan);
                 }
             }
             Err(_) => self.plan.clear(),
@@ -392,7 +431,11 @@ impl Worker {
         self.dropped.clear();
         self.stats = ChunkStats::default();
         if let Ok(chunk) = &job.chunk {
-            let dd_buf = if dd { Some(&mut self.dd) } else { None };
+            let name = file.rel.to_string_lossy();
+            let dd_buf = dd.then(|| DdOut {
+                out: &mut self.dd,
+                name: &name,
+            });
             let dropped = feedback.then(|| DroppedOut {
                 out: &mut self.dropped,
                 file: file_id(rel_bytes(&file.rel)),
@@ -482,7 +525,8 @@ impl Writer<'_> {
             }
         };
         if job.first {
-            let out = output_path(&self.cfg.output, &file.rel, self.cfg.compress);
+            let compress = self.cfg.output_compression(&file.rel, &job.format);
+            let out = output_path(&self.cfg.output, &file.rel, compress);
             let dd_out = dd_path(&self.cfg.output, &file.rel);
             let dd = if self.cfg.dd {
                 Some(
@@ -501,7 +545,7 @@ impl Writer<'_> {
             } else {
                 None
             };
-            let main = AtomicOutput::create(&out, self.cfg.compress)
+            let main = AtomicOutput::create(&out, compress)
                 .with_context(|| format!("cannot create {}", out.display()))?;
             self.current = Some((main, dd, dropped));
             self.issues_in_file = 0;
@@ -600,6 +644,20 @@ impl Writer<'_> {
     }
 }
 
+/// Opens an input (see [`open_file`]) and decides its document format: the one
+/// `read` names, or the one its first decompressed bytes suggest. The reader
+/// still starts at the first byte.
+pub fn open_documents<'a>(
+    f: &InputFile,
+    read: &ReadSettings,
+    stop: Option<&'a AtomicBool>,
+) -> std::io::Result<(DocFormat, BufReader<Box<dyn Read + Send + 'a>>)> {
+    let (reader, _) = open_file(f, stop)?;
+    let mut r = BufReader::with_capacity(1 << 16, reader);
+    let format = read.resolve(r.fill_buf()?);
+    Ok((format, r))
+}
+
 /// Sends every chunk of every file, numbered in order, until `send` refuses or
 /// `stop` says so.
 fn read_jobs(
@@ -615,13 +673,14 @@ fn read_jobs(
         if stop() {
             return;
         }
-        match open_file(f, dur_stop) {
+        match open_documents(f, &cfg.read, dur_stop) {
             // A signal ended the wait for a stream: the file stays unfinished.
             Err(_) if stop() => return,
             Err(e) => {
                 if !send(Job {
                     seq,
                     file: i,
+                    format: DocFormat::Vertical,
                     index: 0,
                     first: true,
                     chunk: Err(e.to_string()),
@@ -630,10 +689,10 @@ fn read_jobs(
                 }
                 seq += 1;
             }
-            Ok((reader, _)) => {
-                let mut chunks =
-                    ChunkReader::with_sizes(reader, cfg.chunk_bytes, cfg.max_line_bytes)
-                        .with_pool(pool.clone());
+            Ok((format, reader)) => {
+                let mut chunks = format
+                    .chunk_reader(reader, cfg.chunk_bytes, cfg.max_line_bytes)
+                    .with_pool(pool.clone());
                 let mut first = true;
                 let mut index = 0;
                 while let Some(chunk) = chunks.next_chunk() {
@@ -641,6 +700,7 @@ fn read_jobs(
                         || !send(Job {
                             seq,
                             file: i,
+                            format: format.clone(),
                             index,
                             first,
                             chunk: Ok(chunk),
@@ -746,7 +806,7 @@ pub fn run_files(
     }
     let listed = files.len();
     if dur.skip_finished {
-        files.retain(|f| !output_path(&cfg.output, &f.rel, cfg.compress).exists());
+        files.retain(|f| !cfg.output_candidates(&f.rel).iter().any(|o| o.exists()));
     }
     let skipped = (listed - files.len()) as u64;
     let progress = cfg.progress.then(|| {

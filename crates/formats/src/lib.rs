@@ -3,12 +3,20 @@
 //! * [`input`]: the one input layer: files, directories and `-` listed, plain,
 //!   gzip or zstd streams opened (detected by magic bytes).
 //! * [`output`]: writing outputs atomically, optionally compressed.
+//! * [`doc`]: documents whatever the format: the events a format's reader sends
+//!   ([`doc::DocSink`]) and the formats ([`doc::DocFormat`], sniffing).
+//! * [`jsonl`]: JSON Lines documents (text, id, URL, title fields).
+//! * [`convert`]: verticals to JSON Lines (the shared corpus's rules), for samples
+//!   and the equivalence tests.
 //! * [`vertical`]: the vertical format (one token per line, `<doc>` / `<p>`
 //!   structures), read in chunks that end at document boundaries.
 
 pub mod arc;
 pub mod cdx;
+pub mod convert;
+pub mod doc;
 pub mod input;
+pub mod jsonl;
 pub mod output;
 pub mod vertical;
 pub mod warc;
