@@ -129,9 +129,15 @@ impl BatchConfig {
         match std::fs::read_to_string(&path) {
             Ok(have) if have == want => Ok(()),
             Ok(have) => {
-                let diff: Vec<String> = have
-                    .lines()
-                    .zip(want.lines())
+                let (h, w): (Vec<&str>, Vec<&str>) =
+                    (have.lines().collect(), want.lines().collect());
+                let diff: Vec<String> = (0..h.len().max(w.len()))
+                    .map(|i| {
+                        (
+                            h.get(i).copied().unwrap_or(""),
+                            w.get(i).copied().unwrap_or(""),
+                        )
+                    })
                     .filter(|(a, b)| a != b)
                     .map(|(a, b)| format!("'{a}' in the work directory, '{b}' now"))
                     .collect();

@@ -200,9 +200,17 @@ impl DocFormat {
                 (doc, DocFormat::Vertical)
             }
             DocFormat::Jsonl(_) => {
-                let line = body.strip_suffix(b"\n").unwrap_or(body);
+                // One escaped text line a line (the dropped paragraph, then the
+                // short ones that rode along with the next dropped one): joined
+                // into one text again.
+                let body = body.strip_suffix(b"\n").unwrap_or(body);
                 let mut doc = b"{\"text\":\"".to_vec();
-                doc.extend_from_slice(line);
+                for (i, line) in body.split(|&b| b == b'\n').enumerate() {
+                    if i > 0 {
+                        doc.extend_from_slice(b"\\n");
+                    }
+                    doc.extend_from_slice(line);
+                }
                 doc.extend_from_slice(b"\"}\n");
                 (
                     doc,

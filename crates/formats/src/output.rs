@@ -43,12 +43,22 @@ enum Sink {
     Zstd(zstd::stream::write::Encoder<'static, BufWriter<File>>),
 }
 
+/// Bytes handed to a compressor at a time.
+const BLOCK: usize = 1 << 17;
+
 /// A file being written; [`AtomicOutput::finish`] makes it visible under its name.
+///
+/// A compressor's output depends on how its input is cut into writes, and callers
+/// write a chunk at a time (so it would depend on `--threads` and chunk sizes):
+/// compressed outputs are therefore fed in fixed blocks of [`BLOCK`] bytes, which
+/// makes their bytes a function of the content alone.
 pub struct AtomicOutput {
     path: PathBuf,
     tmp: PathBuf,
     sink: Sink,
     bytes: u64,
+    /// Bytes waiting for a whole block (compressed outputs only).
+    pending: Vec<u8>,
 }
 
 impl AtomicOutput {
@@ -73,6 +83,7 @@ impl AtomicOutput {
             tmp,
             sink,
             bytes: 0,
+            pending: Vec::new(),
         })
     }
 
@@ -85,17 +96,39 @@ impl AtomicOutput {
         self.bytes
     }
 
-    pub fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+    pub fn write_all(&mut self, mut buf: &[u8]) -> io::Result<()> {
         self.bytes += buf.len() as u64;
-        match &mut self.sink {
-            Sink::Plain(w) => w.write_all(buf),
-            Sink::Gzip(w) => w.write_all(buf),
-            Sink::Zstd(w) => w.write_all(buf),
+        let w: &mut dyn Write = match &mut self.sink {
+            Sink::Plain(w) => return w.write_all(buf),
+            Sink::Gzip(w) => w,
+            Sink::Zstd(w) => w,
+        };
+        if !self.pending.is_empty() {
+            let take = (BLOCK - self.pending.len()).min(buf.len());
+            self.pending.extend_from_slice(&buf[..take]);
+            buf = &buf[take..];
+            if self.pending.len() < BLOCK {
+                return Ok(());
+            }
+            w.write_all(&self.pending)?;
+            self.pending.clear();
         }
+        let whole = buf.len() - buf.len() % BLOCK;
+        for block in buf[..whole].chunks(BLOCK) {
+            w.write_all(block)?;
+        }
+        self.pending.extend_from_slice(&buf[whole..]);
+        Ok(())
     }
 
     /// Flushes, syncs to disk when `sync`, and renames into place.
-    pub fn finish(self, sync: bool) -> io::Result<()> {
+    pub fn finish(mut self, sync: bool) -> io::Result<()> {
+        let rest = std::mem::take(&mut self.pending);
+        match &mut self.sink {
+            Sink::Plain(_) => {}
+            Sink::Gzip(w) => w.write_all(&rest)?,
+            Sink::Zstd(w) => w.write_all(&rest)?,
+        }
         let file = match self.sink {
             Sink::Plain(w) => w.into_inner().map_err(|e| e.into_error())?,
             Sink::Gzip(w) => w.finish()?.into_inner().map_err(|e| e.into_error())?,
@@ -122,6 +155,25 @@ mod tests {
         assert!(!p.exists());
         o.finish(false).unwrap();
         assert_eq!(fs::read(&p).unwrap(), b"hello\n");
+    }
+
+    #[test]
+    fn compressed_bytes_do_not_depend_on_how_writes_are_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = (0..700_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        for c in [OutputCompression::Gzip, OutputCompression::Zstd] {
+            let mut outs = Vec::new();
+            for cut in [1usize << 20, 4096, 100_003, 7] {
+                let p = dir.path().join(format!("o{cut}{}", c.suffix()));
+                let mut o = AtomicOutput::create(&p, c).unwrap();
+                for piece in data.chunks(cut) {
+                    o.write_all(piece).unwrap();
+                }
+                o.finish(false).unwrap();
+                outs.push(fs::read(&p).unwrap());
+            }
+            assert!(outs.windows(2).all(|w| w[0] == w[1]), "{c:?}");
+        }
     }
 
     #[test]
