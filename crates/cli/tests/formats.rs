@@ -213,7 +213,7 @@ fn jsonl_outputs_do_not_depend_on_threads_or_chunk_size() {
 
 /// A long line of text (>= 50 characters).
 fn long(word: &str) -> String {
-    vec![word; 12].join(" ")
+    [word; 12].join(" ")
 }
 
 #[test]
@@ -409,7 +409,16 @@ fn a_killed_jsonl_run_restores_to_the_same_bytes_and_store() {
         .output()
         .unwrap();
     ok(&o);
-    for fault in ["commit:4", "output-bytes:60000", "rename:2"] {
+    // Crashes at fault points (like kill -9), and clean stops (like SIGTERM: the
+    // decisions of unfinished outputs go to their logs, named after the
+    // compressed output a `.jsonl.gz` input gets).
+    for fault in [
+        "commit:4",
+        "output-bytes:60000",
+        "rename:2",
+        "stop:2",
+        "stop:5",
+    ] {
         let out = tmp.path().join(format!("out-{fault}"));
         let store = tmp.path().join(format!("store-{fault}"));
         let args = run_args(&out, &["--store", s(&store)]);
@@ -418,11 +427,15 @@ fn a_killed_jsonl_run_restores_to_the_same_bytes_and_store() {
             .env("WEBDEDUP_FAULT", fault)
             .output()
             .unwrap();
-        assert!(
-            stderr(&o).contains("fault injection: abort at"),
-            "{fault}: {}",
-            stderr(&o)
-        );
+        if fault.starts_with("stop") {
+            assert_eq!(o.status.code(), Some(3), "{fault}: {}", stderr(&o));
+        } else {
+            assert!(
+                stderr(&o).contains("fault injection: abort at"),
+                "{fault}: {}",
+                stderr(&o)
+            );
+        }
         let o = Command::new(bin)
             .args(&args)
             .arg("-r")

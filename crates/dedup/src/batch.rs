@@ -519,20 +519,21 @@ fn load_store(cfg: &BatchConfig, store: Option<&Path>) -> Result<Option<MemStore
     Ok(Some(MemStore::load(&snap, &store_meta(cfg), 0)?.0))
 }
 
-/// The documents (file rank, document index) that ask their document key with
-/// `--doc-check url-title`: those whose URL+title was asked before (every
-/// URL+title key is asked, and all but the new first occurrences are seen), and
-/// those without a URL+title key (the shortcut does not apply to them).
-fn doc_key_askers(cfg: &BatchConfig) -> Result<Box<dyn Fn(&(u32, u32)) -> bool + Send>> {
+/// A document: (file rank, document index).
+type DocPos = (u32, u32);
+
+/// The documents that ask their document key with `--doc-check url-title`: those
+/// whose URL+title was asked before (every URL+title key is asked, and all but the
+/// new first occurrences are seen), and those without a URL+title key (the
+/// shortcut does not apply to them).
+fn doc_key_askers(cfg: &BatchConfig) -> Result<impl Fn(&DocPos) -> bool + Send + 'static> {
     let (with, repeated) = url_title_repeats(cfg)?;
-    Ok(Box::new(move |doc| {
-        repeated.contains(doc) || !with.contains(doc)
-    }))
+    Ok(move |doc: &DocPos| repeated.contains(doc) || !with.contains(doc))
 }
 
 /// The documents (file rank, document index) that have a URL+title key, and those
 /// whose URL+title key was asked before.
-fn url_title_repeats(cfg: &BatchConfig) -> Result<(HashSet<(u32, u32)>, HashSet<(u32, u32)>)> {
+fn url_title_repeats(cfg: &BatchConfig) -> Result<(HashSet<DocPos>, HashSet<DocPos>)> {
     let new: HashSet<(u32, u32)> = read_new(cfg, Stage::UrlTitle)?
         .iter()
         .map(|r| (r.file, r.seq))
