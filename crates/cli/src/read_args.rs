@@ -28,7 +28,8 @@ pub struct ReadArgs {
     pub url_field: Option<String>,
     /// JSON Lines: the field holding the title (default `title`, else
     /// `metadata.title`). Documents with both a URL and a title get the URL+title
-    /// key; the others always have their document key tested.
+    /// key; with `--doc-check url-title` the others always have their document key
+    /// tested.
     #[arg(long, value_name = "FIELD")]
     pub title_field: Option<String>,
     /// Leave bad records (lines that are not a JSON object with a string text

@@ -258,3 +258,55 @@ proptest! {
         prop_assert_eq!(got, want);
     }
 }
+
+proptest! {
+    /// Any bytes: no panic, every line is a document or a reported bad record,
+    /// and a document's ranges tile its line.
+    #[test]
+    fn arbitrary_lines_never_panic(
+        lines in proptest::collection::vec(
+            prop_oneof![
+                proptest::collection::vec(any::<u8>(), 0..40),
+                proptest::collection::vec(proptest::sample::select(b"{}[]\":,\\ntu0a\xff\xc3 ".to_vec()), 0..40),
+                "\\{\"text\":\"[a\\\\nu\\\\\"\u{e9}]{0,12}\"\\}".prop_map(String::into_bytes),
+            ],
+            0..8,
+        ),
+    ) {
+        let mut input = Vec::new();
+        for l in &lines {
+            input.extend(l.iter().copied().filter(|&b| b != b'\n'));
+            input.push(b'\n');
+        }
+        let log = parse(&input, &JsonlOptions::default());
+        let starts = log.events.iter().filter(|e| e.starts_with("doc@")).count();
+        prop_assert_eq!(starts, log.docs.len());
+        for d in &log.docs {
+            prop_assert!(input.windows(d.len()).any(|w| w == &d[..]));
+            prop_assert!(d.ends_with(b"\n"));
+        }
+    }
+}
+
+proptest! {
+    /// Chunks of JSON Lines end at line ends (a line is never cut), whatever the
+    /// target size, and together they are the input.
+    #[test]
+    fn line_chunks_never_cut_a_line(
+        lines in proptest::collection::vec("[a-z{}\"]{0,30}", 0..30),
+        target in 1usize..64,
+    ) {
+        let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        let mut r = crate::vertical::ChunkReader::with_sizes(input.as_bytes(), target, 1 << 20)
+            .with_boundary(crate::vertical::Boundary::Line);
+        let mut all = Vec::new();
+        let mut next_line = 1;
+        while let Some(c) = r.next_chunk() {
+            prop_assert!(c.data.is_empty() || c.data.ends_with(b"\n"));
+            prop_assert_eq!(c.first_line, next_line);
+            next_line += c.data.iter().filter(|&&b| b == b'\n').count() as u64;
+            all.extend_from_slice(&c.data);
+        }
+        prop_assert_eq!(all, input.into_bytes());
+    }
+}
