@@ -2,8 +2,10 @@
 
 mod batch;
 mod check;
+mod convert;
 mod dedup;
 mod distribute;
+mod read_args;
 mod remote;
 mod server;
 mod status;
@@ -38,8 +40,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Exact dedup of vertical files: keep the first instance of every document and
-    /// every long paragraph (the KNOT worker).
+    /// Exact dedup of documents (verticals, JSON Lines): keep the first instance of
+    /// every document and every long paragraph (the KNOT worker).
     Dedup(dedup::DedupArgs),
     /// Follow the references of a feedback-mode run (`dedup -f`) and confirm that
     /// every dropped paragraph repeats its named original; exit 1 on any mismatch.
@@ -67,6 +69,9 @@ enum Command {
     /// WARC/ARC files: build CDX(J) indexes, rewrite repeated payloads as revisit records.
     #[command(subcommand)]
     Warc(webdedup_archive::WarcCommand),
+    /// Verticals to JSON Lines by the shared corpus's rules (samples, tests).
+    #[command(hide = true)]
+    ToJsonl(convert::ToJsonlArgs),
 }
 
 /// Logs of long-running commands (servers) go to stderr through `tracing`;
@@ -121,6 +126,7 @@ fn main() -> ExitCode {
         Command::Server(args) => server::run(args),
         Command::Distribute(args) => distribute::run(args),
         Command::Status(args) => status::run(args),
+        Command::ToJsonl(args) => convert::run(args),
         Command::Simhash(args) => webdedup_simhash::run_simhash(args).map(exit_code),
         Command::Similar(args) => webdedup_simhash::run_similar(args).map(exit_code),
         Command::Cdx(cmd) => remote::archive_store(match cmd {

@@ -75,23 +75,47 @@ pub fn store_meta(cfg: &RunConfig, blocks: u32) -> StoreMeta {
     }
 }
 
+/// `NAME.tmp`, where an unfinished output is written.
+fn tmp_of(out: &Path) -> PathBuf {
+    let mut s = out.as_os_str().to_owned();
+    s.push(".tmp");
+    PathBuf::from(s)
+}
+
 /// The settings a resumed run must share with the interrupted one, one `name=value`
 /// a line.
 fn run_info(cfg: &RunConfig) -> Result<String> {
     let canon = |p: &Path| {
         std::fs::canonicalize(p).with_context(|| format!("cannot resolve {}", p.display()))
     };
+    let inputs = cfg
+        .inputs
+        .iter()
+        .map(|i| {
+            if i.as_os_str() == webdedup_formats::input::STDIN_ARG {
+                Ok(i.display().to_string())
+            } else {
+                canon(i).map(|p| p.display().to_string())
+            }
+        })
+        .collect::<Result<Vec<_>>>()?;
     let mut info = format!(
         "input={}\noutput={}\nmin-para-chars={}\ndoc-check={:?}\nchunk-bytes={}\nmax-line-bytes={}\ndd={}\ncompress={}\n",
-        canon(&cfg.input)?.display(),
+        inputs.join(" "),
         canon(&cfg.output)?.display(),
         cfg.options.min_para_chars,
         cfg.options.doc_check,
         cfg.chunk_bytes,
         cfg.max_line_bytes,
         cfg.dd,
-        cfg.compress.suffix(),
+        if cfg.compress_auto {
+            format!("auto{}", cfg.compress.suffix())
+        } else {
+            cfg.compress.suffix().to_string()
+        },
     );
+    // Written only when not the defaults (verticals, sniffed), like the lines below.
+    info.push_str(&cfg.read.describe());
     // Written only when set, so journals of runs without them still match.
     if let Some(n) = &cfg.options.near {
         info.push_str(&format!(
@@ -174,8 +198,7 @@ pub fn run_persistent(
     report: &(dyn Fn(&str) + Sync),
 ) -> Result<(RunStats, PersistReport)> {
     let mut rep = PersistReport::default();
-    let files = list_inputs(&cfg.input, &cfg.output)
-        .with_context(|| format!("cannot list input {}", cfg.input.display()))?;
+    let files = list_inputs(&cfg.inputs, &cfg.output)?.files;
     std::fs::create_dir_all(&cfg.output)
         .with_context(|| format!("cannot create output directory {}", cfg.output.display()))?;
     let meta = store_meta(cfg, p.blocks);
@@ -281,13 +304,17 @@ pub fn run_persistent(
     };
 
     // Decision logs of unfinished outputs.
-    for f in &files {
-        let out = output_path(&cfg.output, &f.rel, cfg.compress);
+    for (f, out) in files.iter().flat_map(|f| {
+        cfg.output_candidates(&f.rel)
+            .into_iter()
+            .map(move |o| (f, o))
+    }) {
         let log = log_path(&out);
         if !log.exists() {
             continue;
         }
-        if out.exists() {
+        let finished = cfg.output_candidates(&f.rel).iter().any(|o| o.exists());
+        if finished {
             if p.restore {
                 remove_durably(&log)?;
             }
@@ -339,13 +366,19 @@ pub fn run_persistent(
                 }
             }
             for f in &files {
-                let out = output_path(&cfg.output, &f.rel, cfg.compress);
                 let Some(chunks) = all.files.get(rel_bytes(&f.rel)) else {
                     continue;
                 };
-                if out.exists() {
+                let candidates = cfg.output_candidates(&f.rel);
+                if candidates.iter().any(|o| o.exists()) {
                     continue;
                 }
+                // The name the unfinished output has (its `.tmp` is there).
+                let out = candidates
+                    .iter()
+                    .find(|o| tmp_of(o).exists())
+                    .unwrap_or(&candidates[0])
+                    .clone();
                 let records: Vec<(Vec<u8>, Vec<u64>)> = chunks
                     .iter()
                     .map(|(&i, v)| {
