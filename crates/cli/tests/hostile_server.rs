@@ -714,3 +714,29 @@ fn a_knot_client_with_another_map_reconnecting_in_a_loop_is_counted_and_logged_s
     let mut c = TcpStream::connect(("127.0.0.1", knot)).unwrap();
     assert_eq!(knot_ask(&mut c, &[2, 2]), b"01");
 }
+
+#[test]
+fn a_worker_retries_a_busy_server_until_a_slot_frees() {
+    let tmp = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let map = tmp.path().join("map");
+    write_map(&map, &[port], |_| 0);
+    let _s = Server::start(tmp.path(), &map, port, &["--max-connections", "1"]);
+    // The only slot, held by a status probe past its handshake.
+    let holder = open_as(port, Role::Status, None);
+    let run = worker(
+        &sample_dir(),
+        &tmp.path().join("o"),
+        &map,
+        &["-t", "1", "--server-timeout", "60"],
+    )
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    std::thread::sleep(Duration::from_secs(1));
+    drop(holder);
+    let o = run.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let st = status(port, None);
+    assert!(counter(&st, "rejected_connections") >= 1, "{st}");
+}
