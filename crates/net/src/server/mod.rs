@@ -237,7 +237,15 @@ impl Shared {
     /// under the gate: the final save takes it exclusively after closing is set,
     /// so a request either is in that save or sees closing.
     pub fn enter(&self) -> Option<RwLockReadGuard<'_, ()>> {
-        let gate = self.gate.read();
+        self.enter_holding(None)
+    }
+
+    /// [`Shared::enter`] with the gate possibly taken already (`held`).
+    pub fn enter_holding<'a>(
+        &'a self,
+        held: Option<RwLockReadGuard<'a, ()>>,
+    ) -> Option<RwLockReadGuard<'a, ()>> {
+        let gate = held.unwrap_or_else(|| self.gate.read());
         (!self.closing.load(Ordering::SeqCst)).then_some(gate)
     }
 
