@@ -409,7 +409,7 @@ fn send_until_stopped(
         .map(|t| {
             let (new, answered, client) = (new.clone(), answered.clone(), client.clone());
             std::thread::spawn(move || {
-                let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ (t as u64 + 1) * 0x1234_5678_9abc);
+                let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ ((t as u64 + 1) * 0x1234_5678_9abc));
                 client(t, &mut rng, &new, &answered);
             })
         })
@@ -647,7 +647,7 @@ fn random_frames_never_crash_the_server_nor_grow_it_and_workers_are_served() {
         bytes.extend((0..body).map(|_| rng.next() as u8));
         c.set_write_timeout(Some(Duration::from_secs(2))).unwrap();
         let _ = c.write_all(&bytes);
-        if rng.next() % 2 == 0 {
+        if rng.next().is_multiple_of(2) {
             let _ = c.shutdown(Shutdown::Write);
         }
         kept.push(c);

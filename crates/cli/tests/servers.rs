@@ -8,12 +8,12 @@ mod server_procs;
 use common::*;
 use server_procs::*;
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use webdedup_net::wire::Msg;
-use webdedup_store::server_map::{ServerAddr, ServerEntry, ServerMap};
+use webdedup_store::server_map::ServerMap;
 
 fn outputs(dir: &Path) -> Vec<(String, Vec<u8>)> {
     tree(dir)
