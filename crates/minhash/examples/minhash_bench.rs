@@ -109,15 +109,20 @@ fn main() {
     });
     let classic = Classic::new(params.hashes);
     let mut hashes = Vec::new();
-    timed("classic k-permutation signatures (reference)", mb, 1, || {
-        let mut x = 0u64;
-        for s in &texts {
-            hashes.clear();
-            shingler.for_each(s.as_bytes(), |h| hashes.push(h));
-            if let Some(sig) = classic.signature(hashes.iter().copied()) {
-                x = x.rotate_left(1) ^ sig[0] as u64;
+    timed(
+        "classic k-permutation signatures (reference)",
+        mb,
+        1,
+        || {
+            let mut x = 0u64;
+            for s in &texts {
+                hashes.clear();
+                shingler.for_each(s.as_bytes(), |h| hashes.push(h));
+                if let Some(sig) = classic.signature(hashes.iter().copied()) {
+                    x = x.rotate_left(1) ^ sig[0] as u64;
+                }
             }
-        }
-        x
-    });
+            x
+        },
+    );
 }

@@ -96,7 +96,9 @@ mod tests {
     fn threshold_and_probability() {
         let b = Banding { bands: 14, rows: 8 };
         assert!((b.threshold() - 0.7191).abs() < 1e-4);
-        assert!((b.probability(b.threshold()) - (1.0 - (1.0 - 1.0 / 14.0f64).powi(14))).abs() < 1e-12);
+        assert!(
+            (b.probability(b.threshold()) - (1.0 - (1.0 - 1.0 / 14.0f64).powi(14))).abs() < 1e-12
+        );
         assert_eq!(b.probability(0.0), 0.0);
         assert_eq!(b.probability(1.0), 1.0);
     }

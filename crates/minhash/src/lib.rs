@@ -3,9 +3,9 @@
 //!
 //! A document's text is normalized and cut into shingles ([`shingle`]: word
 //! `N`-grams, or character `N`-grams for scripts without spaces); the shingle hashes
-//! go into a one-permutation sketch with optimal densification ([`sketch`]), which
-//! gives `hashes` 32-bit values, each equal between two documents with probability
-//! their Jaccard similarity J. The values are cut into `bands` bands of `rows`
+//! go into a one-permutation sketch densified by rehashing rounds ([`sketch`]),
+//! which gives `hashes` 32-bit values, each equal between two documents with
+//! probability their Jaccard similarity J. The values are cut into `bands` bands of `rows`
 //! values; each band is one 64-bit key of kind `KeyKind::MinHashBand` ([`band`]). Two
 //! documents that share a band key are near-duplicate candidates (probability
 //! `1 - (1 - J^rows)^bands`); [`estimate_jaccard`] of their signatures verifies them.
@@ -34,7 +34,7 @@ pub mod sketch;
 
 pub use band::{estimate_jaccard, Banding, MAX_ROWS};
 pub use shingle::{Shingler, Shingling, MAX_SHINGLE, SHINGLE_SEED};
-pub use sketch::{Sketch, DENSIFY_SEED};
+pub use sketch::{mix64, Sketch};
 
 /// The largest signature.
 pub const MAX_HASHES: usize = 4096;
@@ -102,12 +102,12 @@ impl Params {
         }
     }
 
-    /// `minhash=oph-v1 shingles=words:5 hashes=112 bands=14 rows=8 norm=loose`:
+    /// `minhash=fss-v1 shingles=words:5 hashes=112 bands=14 rows=8 norm=loose`:
     /// the settings as one line (store settings, headers); [`parse`](Self::parse)
-    /// reads it back. `oph-v1` names the pinned algorithm.
+    /// reads it back. `fss-v1` names the pinned algorithm (see `sketch`).
     pub fn describe(&self) -> String {
         format!(
-            "minhash=oph-v1 shingles={} hashes={} bands={} rows={} norm=loose",
+            "minhash=fss-v1 shingles={} hashes={} bands={} rows={} norm=loose",
             self.shingling, self.hashes, self.bands, self.rows
         )
     }
@@ -141,8 +141,8 @@ impl Params {
             }
         }
         match (algo, norm) {
-            (Some("oph-v1"), Some("loose")) => {}
-            (Some(a), _) if a != "oph-v1" => {
+            (Some("fss-v1"), Some("loose")) => {}
+            (Some(a), _) if a != "fss-v1" => {
                 return Err(format!("unknown MinHash algorithm '{a}' in '{s}'"))
             }
             (_, Some(n)) if n != "loose" => {

@@ -11,13 +11,7 @@
 /// `"classic!"`.
 pub const REFERENCE_SEED: u64 = 0x636c_6173_7369_6321;
 
-/// The SplitMix64 finalizer (Stafford's variant 13), a bijection that mixes well.
-#[inline]
-pub fn mix64(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
+pub use crate::sketch::mix64;
 
 /// A SplitMix64 stream: deterministic pseudo-random 64-bit numbers for seeds and
 /// synthetic data.

@@ -37,7 +37,7 @@ impl KeyKind {
             KeyKind::UrlDigest => 0x7572_6c2b_6467_7374, // "url+dgst"
             KeyKind::WikilinksRow => 0x776b_6c6e_6b72_6f77, // "wklnkrow"
             KeyKind::WikilinksTarget => 0x776b_6c6e_6b74_6774, // "wklnktgt"
-            KeyKind::MinHashBand => 0x6d68_2d62_616e_6473,     // "mh-bands"
+            KeyKind::MinHashBand => 0x6d68_2d62_616e_6473, // "mh-bands"
         }
     }
 }
