@@ -40,6 +40,9 @@ use webdedup_minhash::{
 use webdedup_simhash::tokenize::{Fingerprinter, Settings};
 use webdedup_study::{grams, jaccard, load_docs, score, simhash_pairs, truth_pairs, Doc, Score};
 
+/// Signatures of every document, in input order (None = no shingle).
+type Sigs = Vec<Option<Vec<u32>>>;
+
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 enum Method {
     /// The crate's signature: one permutation, densified by rehashing rounds.
@@ -101,19 +104,14 @@ impl Densified {
 }
 
 /// Signatures of every document (None = no shingle).
-fn signatures(
-    docs: &[Doc],
-    method: Method,
-    shingling: Shingling,
-    hashes: usize,
-) -> Vec<Option<Vec<u32>>> {
+fn signatures(docs: &[Doc], method: Method, shingling: Shingling, hashes: usize) -> Sigs {
     let params = Params {
         shingling,
         hashes,
         bands: 1,
         rows: 1,
     };
-    let from_hashes = |sig: &(dyn Fn(&[u64]) -> Option<Vec<u32>> + Sync)| -> Vec<Option<Vec<u32>>> {
+    let from_hashes = |sig: &(dyn Fn(&[u64]) -> Option<Vec<u32>> + Sync)| -> Sigs {
         docs.par_iter()
             .map_init(
                 || (Shingler::new(shingling), Vec::new()),
@@ -145,7 +143,7 @@ fn signatures(
 }
 
 /// Band keys of every document.
-fn band_keys(sigs: &[Option<Vec<u32>>], b: Banding) -> Vec<Vec<u64>> {
+fn band_keys(sigs: &Sigs, b: Banding) -> Vec<Vec<u64>> {
     sigs.par_iter()
         .map(|s| {
             let mut k = Vec::new();
@@ -188,7 +186,7 @@ fn candidates(keys: &[Vec<u64>], bands: usize, cap: usize) -> Option<Vec<(u32, u
     Some(out)
 }
 
-fn est(sigs: &[Option<Vec<u32>>], i: u32, j: u32) -> f64 {
+fn est(sigs: &Sigs, i: u32, j: u32) -> f64 {
     match (&sigs[i as usize], &sigs[j as usize]) {
         (Some(a), Some(b)) => estimate_jaccard(a, b),
         _ => 0.0,
@@ -196,11 +194,7 @@ fn est(sigs: &[Option<Vec<u32>>], i: u32, j: u32) -> f64 {
 }
 
 /// Stream-mode decisions: for each document, None (kept) or Some(original).
-fn stream_minhash(
-    keys: &[Vec<u64>],
-    sigs: &[Option<Vec<u32>>],
-    verify: Option<f64>,
-) -> Vec<Option<u32>> {
+fn stream_minhash(keys: &[Vec<u64>], sigs: &Sigs, verify: Option<f64>) -> Vec<Option<u32>> {
     let mut owner: HashMap<u64, u32> = HashMap::new();
     let mut out = Vec::with_capacity(keys.len());
     for (d, k) in keys.iter().enumerate() {
@@ -253,6 +247,13 @@ fn stream_simhash(fps: &[Option<u64>], k: u32) -> Vec<Option<u32>> {
         out.push(original);
     }
     out
+}
+
+/// What the `--show` settings produced: signatures, band keys, verified pairs.
+struct Shown {
+    sigs: Sigs,
+    keys: Vec<Vec<u64>>,
+    pairs: Vec<(u32, u32)>,
 }
 
 struct Truth {
@@ -413,7 +414,7 @@ fn main() {
         let dec = stream_simhash(&fps, k);
         let (ds, ok) = score_dropped(&truth, &dec, |_| true);
         rows.push(format!(
-            "| SimHash unicode/distinct/5 | k = {k} | – | {} | {} | – | – | {} | {ok:.3} | – |",
+            "| SimHash unicode/distinct/5 | k = {k} | – | {} | {} | – | – | {} | – | {ok:.3} |",
             pred.len(),
             prf(&s),
             prf(&ds)
@@ -433,9 +434,10 @@ fn main() {
 
     // MinHash: signatures per (method, shingling, hashes), then every banding.
     let cap = 50 * truth.pairs.len().max(1000);
-    let mut sig_cache: HashMap<(Method, Shingling, usize), Vec<Option<Vec<u32>>>> = HashMap::new();
+    type SigKey = (Method, Shingling, usize);
+    let mut sig_cache: HashMap<SigKey, Sigs> = HashMap::new();
     let mut sig_secs: HashMap<(Method, Shingling, usize), f64> = HashMap::new();
-    let mut get_sigs = |m: Method, sh: Shingling, h: usize| -> Vec<Option<Vec<u32>>> {
+    let mut get_sigs = |m: Method, sh: Shingling, h: usize| -> Sigs {
         sig_cache
             .entry((m, sh, h))
             .or_insert_with(|| {
@@ -447,7 +449,7 @@ fn main() {
             .clone()
     };
     let mut comparison: Vec<String> = Vec::new();
-    let mut shown: Option<(Vec<Option<Vec<u32>>>, Vec<Vec<u64>>, Vec<(u32, u32)>)> = None;
+    let mut shown: Option<Shown> = None;
     for (sh, hashes, bands, rows_per) in configs() {
         let banding = Banding {
             bands,
@@ -516,7 +518,11 @@ fn main() {
                     row.push_str(&format!(" {} · {} |", prf_short(&sl), prf_short(&dl)));
                 }
                 lang_rows.push(row);
-                shown = Some((sigs.clone(), keys.clone(), v_pairs.clone()));
+                shown = Some(Shown {
+                    sigs: sigs.clone(),
+                    keys: keys.clone(),
+                    pairs: v_pairs.clone(),
+                });
             }
         }
     }
@@ -543,7 +549,7 @@ fn main() {
     );
 
     // Jaccard estimates against the exact Jaccard of the same shingle sets.
-    estimate_errors(&docs, &truth, show);
+    let shingle_sets = estimate_errors(&docs, &truth, show);
 
     println!("### Per language (pairs P/R/F1 · dropped P/R/F1)\n");
     println!("| method | {} |", langs.join(" | "));
@@ -555,8 +561,9 @@ fn main() {
 
     synthetic_bands();
 
-    if let Some((sigs, keys, v_pairs)) = shown {
-        examples(&docs, &truth, &sigs, &keys, &v_pairs, show, verify);
+    if let Some(shown) = shown {
+        bbit_verification(&docs, &truth, &shown.sigs, &shown.keys, verify);
+        examples(&shingle_sets, &docs, &truth, &shown, show, verify);
     }
     eprintln!("total {:.1} s", t0.elapsed().as_secs_f64());
 }
@@ -635,7 +642,7 @@ const METHODS: [Method; 3] = [Method::Fss, Method::Od, Method::Classic];
 /// Bias and spread of the estimated Jaccard (each method, the `show` hashes)
 /// against the exact Jaccard of the same shingle sets, over the pairs whose
 /// ground-truth Jaccard is >= 0.5.
-fn estimate_errors(docs: &[Doc], truth: &Truth, show: Params) {
+fn estimate_errors(docs: &[Doc], truth: &Truth, show: Params) -> Vec<Vec<u64>> {
     let shingle_sets: Vec<Vec<u64>> = docs
         .par_iter()
         .map_init(
@@ -656,13 +663,14 @@ fn estimate_errors(docs: &[Doc], truth: &Truth, show: Params) {
     );
     println!("Pairs with ground-truth Jaccard >= 0.5 ({}), grouped by the exact Jaccard of their {} shingle sets and by the smaller set's size. Bias = mean(estimate - exact) and RMSE per method; `binomial` is sqrt(J(1-J)/k), the RMSE of classic MinHash in theory.\n", wide.len(), show.shingling);
     println!("| exact J | smaller set | pairs | fss bias / RMSE | od bias / RMSE | classic bias / RMSE | binomial |\n|---|---|---|---|---|---|---|");
-    let sigs: Vec<Vec<Option<Vec<u32>>>> = METHODS
+    let sigs: Vec<Sigs> = METHODS
         .iter()
         .map(|&m| signatures(docs, m, show.shingling, show.hashes))
         .collect();
     let sizes = [(0usize, 112usize), (112, 500), (500, usize::MAX)];
     // [J bucket][size bucket] -> (exact, estimates per method)
-    let mut buckets: Vec<Vec<Vec<(f64, [f64; 3])>>> = vec![vec![Vec::new(); sizes.len()]; 5];
+    type Cell = Vec<(f64, [f64; 3])>;
+    let mut buckets: Vec<Vec<Cell>> = vec![vec![Vec::new(); sizes.len()]; 5];
     for &(i, j) in &wide {
         let (a, b) = (&shingle_sets[i as usize], &shingle_sets[j as usize]);
         if a.is_empty() || b.is_empty() {
@@ -717,6 +725,7 @@ fn estimate_errors(docs: &[Doc], truth: &Truth, show: Params) {
         }
     }
     println!();
+    shingle_sets
 }
 
 /// Synthetic pairs of n-element sets with exact Jaccard s: the share that shares a
@@ -826,16 +835,91 @@ fn shares_band(a: &[u32], b: &[u32], banding: Banding) -> bool {
         .any(|(x, y)| x == y)
 }
 
+/// Verification from the low b bits of each signature value (what a side store of
+/// signatures would keep): the share of equal b-bit values, corrected for chance
+/// agreement, `(f - 2^-b) / (1 - 2^-b)`.
+fn bbit_verification(docs: &[Doc], truth: &Truth, sigs: &Sigs, keys: &[Vec<u64>], verify: f64) {
+    println!("### Verification from b-bit signatures (the side store of `--verify`)\n");
+    println!("Candidates verified with the low b bits of each of the signature's values (estimate corrected for chance agreement, (f - 2^-b)/(1 - 2^-b)); default settings, J >= {verify}.\n");
+    println!("| bits per value | side store per kept document | pairs: verified P/R/F1 | dropped: verified P/R/F1 |\n|---|---|---|---|");
+    let k = sigs.iter().flatten().next().map_or(0, |s| s.len());
+    for bits in [32u32, 16, 8, 4] {
+        let mask = if bits == 32 {
+            u32::MAX
+        } else {
+            (1u32 << bits) - 1
+        };
+        let low: Sigs = sigs
+            .iter()
+            .map(|s| s.as_ref().map(|s| s.iter().map(|v| v & mask).collect()))
+            .collect();
+        let chance = if bits == 32 {
+            0.0
+        } else {
+            1.0 / (1u64 << bits) as f64
+        };
+        let corrected = |a: u32, b: u32| (est(&low, a, b) - chance) / (1.0 - chance);
+        let cand = candidates(
+            keys,
+            keys.iter().map(|k| k.len()).max().unwrap_or(0),
+            usize::MAX,
+        )
+        .unwrap();
+        let v: Vec<(u32, u32)> = cand
+            .iter()
+            .copied()
+            .filter(|&(a, b)| corrected(a, b) >= verify)
+            .collect();
+        let s = score(&truth.pairs, &v, |_| true);
+        // The stream with b-bit verification.
+        let mut owner: HashMap<u64, u32> = HashMap::new();
+        let mut dec = Vec::with_capacity(docs.len());
+        for (d, ks) in keys.iter().enumerate() {
+            let mut original = None;
+            let mut tried = Vec::new();
+            for key in ks {
+                if let Some(&o) = owner.get(key) {
+                    if !tried.contains(&o) {
+                        tried.push(o);
+                        if corrected(d as u32, o) >= verify {
+                            original = Some(o);
+                            break;
+                        }
+                    }
+                }
+            }
+            if original.is_none() {
+                for &key in ks {
+                    owner.entry(key).or_insert(d as u32);
+                }
+            }
+            dec.push(original);
+        }
+        let (ds, _) = score_dropped(truth, &dec, |_| true);
+        println!(
+            "| {bits} | {} bytes | {} | {} |",
+            k * bits as usize / 8,
+            prf(&s),
+            prf(&ds)
+        );
+    }
+    println!();
+}
+
 /// Ten false positives and ten false negatives of the verified pair view at `show`.
 fn examples(
+    shingle_sets: &[Vec<u64>],
     docs: &[Doc],
     truth: &Truth,
-    sigs: &[Option<Vec<u32>>],
-    keys: &[Vec<u64>],
-    pred: &[(u32, u32)],
+    shown: &Shown,
     show: Params,
     verify: f64,
 ) {
+    let Shown {
+        sigs,
+        keys,
+        pairs: pred,
+    } = shown;
     let truth_set: HashSet<(u32, u32)> = truth.pairs.iter().copied().collect();
     let pred_set: HashSet<(u32, u32)> = pred.iter().copied().collect();
     let line = |&(i, j): &(u32, u32)| {
@@ -846,11 +930,12 @@ fn examples(
             .filter(|(x, y)| x == y)
             .count();
         format!(
-            "| {} | {} | {} | {:.3} | {:.3} | {shared} | {} / {} | {} / {} |",
+            "| {} | {} | {} | {:.3} | {:.3} | {:.3} | {shared} | {} / {} | {} / {} |",
             a.id,
             b.id,
             a.lang,
             jaccard(&truth.sets[i as usize], &truth.sets[j as usize]),
+            jaccard(&shingle_sets[i as usize], &shingle_sets[j as usize]),
             est(sigs, i, j),
             truth.sets[i as usize].len(),
             truth.sets[j as usize].len(),
@@ -870,7 +955,7 @@ fn examples(
             show.describe(),
             list.len()
         );
-        println!("| id | id | lang | true J (5-grams) | estimated J | bands shared | 5-grams | urls |\n|---|---|---|---|---|---|---|---|");
+        println!("| id | id | lang | true J (5-grams) | exact J of the shingles | estimated J | bands shared | 5-grams | urls |\n|---|---|---|---|---|---|---|---|---|");
         let step = (list.len() / 10).max(1);
         for p in list.iter().step_by(step).take(10) {
             println!("{}", line(p));

@@ -204,7 +204,6 @@ fn char_shingles(s: &[u8], n: usize, f: &mut dyn FnMut(&[u8])) -> usize {
     // the n characters before it.
     let mut starts = [0usize; MAX_SHINGLE];
     let mut slot = 0;
-    let mut chars = 0;
     let mut emitted = 0;
     let boundaries = s
         .iter()
@@ -212,14 +211,14 @@ fn char_shingles(s: &[u8], n: usize, f: &mut dyn FnMut(&[u8])) -> usize {
         .filter(|&(_, &b)| b & 0xc0 != 0x80)
         .map(|(i, _)| i)
         .chain([s.len()]);
-    for p in boundaries {
+    // `chars`: characters before boundary p.
+    for (chars, p) in boundaries.enumerate() {
         if chars >= n {
             f(&s[starts[slot]..p]);
             emitted += 1;
         }
         starts[slot] = p;
         slot = if slot + 1 == n { 0 } else { slot + 1 };
-        chars += 1;
     }
     if emitted == 0 {
         f(s);
