@@ -489,7 +489,7 @@ fn main() {
             let decv = stream_minhash(&keys, &sigs, Some(verify));
             let (dv, okv) = score_dropped(&truth, &decv, |_| true);
             let line = format!(
-                "| MinHash {m} {sh} | {hashes} = {bands} x {rows_per} | {:.3} | {} | {} | {} | {} | {} | {okv:.3} | {} |",
+                "| MinHash {m} {sh} | {hashes} = {bands} x {rows_per} | {:.3} | {} | {} | {} | {} | {} | {} | {okv:.3} |",
                 banding.threshold(),
                 cand.len(),
                 prf(&s_lsh),
