@@ -13,7 +13,7 @@ use parking_lot::Mutex;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyTypeError, PyUserWarning, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyString};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -515,24 +515,41 @@ impl Worker {
     /// with `input_format="auto"` (the default), whichever the data's first bytes
     /// say (`{`: JSON Lines), as the command line sniffs a file. Returns a `Vert`:
     /// the kept bytes exactly as the command line writes them for these documents,
-    /// their statuses and counts. Malformed input is handled by the command line's
-    /// rules and listed in `Vert.problems`; it never raises. `source` names where
-    /// the text comes from, for feedback references (see `Dedup(feedback=True)`);
-    /// it is not used otherwise.
+    /// their statuses and counts. A dict, or a list or tuple of dicts, is taken as
+    /// records (`process_records`) and gives `Records`. Malformed input is handled
+    /// by the command line's rules: listed in `problems` and warned about
+    /// (`WebdedupWarning`, naming the line or record); it never raises. `source`
+    /// names where the text comes from, for feedback references (see
+    /// `Dedup(feedback=True)`); it is not used otherwise.
     #[pyo3(signature = (data, source=None))]
     fn process(
         &self,
         py: Python<'_>,
         data: &Bound<'_, PyAny>,
         source: Option<&str>,
-    ) -> PyResult<Vert> {
+    ) -> PyResult<PyObject> {
+        if data.is_instance_of::<PyDict>() {
+            let one = PyList::new(py, [data])?;
+            let r = self.process_records(py, one.as_any(), source)?;
+            return Ok(Py::new(py, r)?.into_any());
+        }
+        if data.is_instance_of::<PyList>() || data.is_instance_of::<PyTuple>() {
+            let r = self.process_records(py, data, source)?;
+            return Ok(Py::new(py, r)?.into_any());
+        }
         let data = input_bytes(data)?;
         let source = source.unwrap_or(feedback::DEFAULT_SOURCE);
-        py.allow_threads(|| {
-            let format = self.shared.read.resolve(&data);
-            self.state.lock().run(&self.shared, data, source, &format)
-        })
-        .map_err(err)
+        let vert = py
+            .allow_threads(|| {
+                let format = self.shared.read.resolve(&data);
+                self.state.lock().run(&self.shared, data, source, &format)
+            })
+            .map_err(err)?;
+        warn_problems(
+            py,
+            vert.problems.iter().map(|(l, why)| format!("line {l}: {why}")),
+        )?;
+        Ok(Py::new(py, vert)?.into_any())
     }
 
     /// Deduplicates records given as dicts (JSON Lines records already parsed):
@@ -633,6 +650,10 @@ impl Worker {
             problems.push((at, why.clone()));
         }
         problems.sort_by_key(|p| p.0);
+        warn_problems(
+            py,
+            problems.iter().map(|(i, why)| format!("records[{i}]: {why}")),
+        )?;
         Ok(Records {
             records: kept.unbind(),
             statuses,
@@ -929,6 +950,17 @@ fn similar(py: Python<'_>, fingerprints: Vec<u64>, k: u32) -> PyResult<Vec<(usiz
     }))
 }
 
+/// One `WebdedupWarning` per problem (bad input that was skipped or passed
+/// through, as the command line's `FILE:LINE: reason` lines on stderr).
+fn warn_problems(py: Python<'_>, problems: impl IntoIterator<Item = String>) -> PyResult<()> {
+    let warning = py.get_type::<WebdedupWarning>();
+    for p in problems {
+        let text = std::ffi::CString::new(p.replace('\0', "\\0")).expect("NUL replaced");
+        PyErr::warn(py, &warning, &text, 1)?;
+    }
+    Ok(())
+}
+
 /// The CDX lines whose (urlkey, digest) appeared on an earlier line: all but the
 /// first capture of every version (NutchWAX dedup-cdx), in input order. Lines that
 /// are not CDX are skipped with a `WebdedupWarning` naming them (`lines[I]`).
@@ -972,11 +1004,7 @@ fn cdx_dups(py: Python<'_>, lines: Vec<String>) -> PyResult<Vec<String>> {
             .collect();
         Ok::<_, PyErr>((dups, problems))
     })?;
-    let warning = py.get_type::<WebdedupWarning>();
-    for p in problems {
-        let text = std::ffi::CString::new(p.replace('\0', "\\0")).expect("NUL replaced");
-        PyErr::warn(py, &warning, &text, 1)?;
-    }
+    warn_problems(py, problems)?;
     Ok(dups)
 }
 
