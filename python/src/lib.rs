@@ -263,7 +263,7 @@ impl Dedup {
         let id = self.shared.workers.fetch_add(1, Ordering::Relaxed);
         Worker {
             shared: self.shared.clone(),
-            state: Mutex::new(WorkerState::new(&self.shared.options, id)),
+            state: Mutex::new(Box::new(WorkerState::new(&self.shared.options, id))),
         }
     }
 
@@ -495,7 +495,10 @@ impl WorkerState {
 #[pyclass(module = "webdedup", frozen)]
 struct Worker {
     shared: Arc<Shared>,
-    state: Mutex<WorkerState>,
+    /// Boxed: the worker's state has a 64-byte alignment (a debug build aborts
+    /// with a misaligned pointer when creating a Worker) and Python allocates
+    /// objects 16-byte aligned; a pyclass must not hold it inline.
+    state: Mutex<Box<WorkerState>>,
 }
 
 fn input_bytes(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {

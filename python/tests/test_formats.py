@@ -20,11 +20,12 @@ BIN = os.environ.get("WEBDEDUP_BIN", str(ROOT / "target" / "debug" / "webdedup")
 SRC = JSONL / "cc-2023-50" / "part-00000.jsonl.gz"
 
 
-def cli(tmp_path, src, *extra):
+def cli(tmp_path, src, *extra, status=0):
     """`webdedup dedup -t 1 --dd` on one file: (output bytes, decompressed, and the
-    .dd statuses in order)."""
+    .dd statuses in order). `status`: the exit status expected (1: input rejected)."""
     out = tmp_path / ("cli" + "".join(extra).replace("/", "_"))
-    subprocess.run([BIN, "dedup", "-q", "-t", "1", "--dd", "-i", str(src), "-o", str(out), *extra], check=True)
+    run = subprocess.run([BIN, "dedup", "-q", "-t", "1", "--dd", "-i", str(src), "-o", str(out), *extra])
+    assert run.returncode == status
     (data,) = [p for p in out.iterdir() if ".dedup" in p.name and not p.name.endswith(".dd")]
     raw = data.read_bytes()
     if raw[:2] == b"\x1f\x8b":
@@ -56,10 +57,13 @@ def test_jsonl_bytes_give_the_command_lines_bytes(tmp_path, near):
 
 @pytest.mark.parametrize("doc_check", ["all", "url-title", "none"])
 def test_records_as_dicts_decide_as_the_command_line(tmp_path, doc_check):
-    lines = gzip.decompress(SRC.read_bytes()).decode().splitlines()
+    # Two crawls in one file: pages repeated whole across crawls give D.
+    src = tmp_path / "two-crawls.jsonl"
+    src.write_bytes(b"".join(gzip.decompress(f.read_bytes()) for f in sorted(JSONL.rglob("*.jsonl.gz"))[:2]))
+    lines = src.read_text().splitlines()
     records = [json.loads(line) for line in lines]
     before = copy.deepcopy(records)
-    want, statuses = cli(tmp_path, SRC, "--doc-check", doc_check)
+    want, statuses = cli(tmp_path, src, "--doc-check", doc_check)
     r = webdedup.Dedup(doc_check=doc_check).create_worker().process_records(records)
     assert r.statuses == statuses
     if doc_check == "none":
@@ -113,25 +117,53 @@ def test_field_options_reach_nested_fields_as_on_the_command_line(tmp_path):
 def test_bad_records_are_reported_and_kept_unless_dropped(tmp_path):
     good = {"id": "a", "text": long_text("alpha")}
     records = [good, "not a dict", {"id": "b", "text": 5}, {"id": "c"}, {"id": "d", "text": long_text("alpha")}]
-    r = webdedup.Dedup().create_worker().process_records(records)
-    assert r.statuses == ["K", "B", "B", "B", "E"]
+    # One warning per bad record, naming it; the rest is still decided.
+    with pytest.warns(webdedup.WebdedupWarning) as warned:
+        r = webdedup.Dedup().create_worker().process_records(records)
+    assert [str(w.message) for w in warned] == [
+        "records[1]: not a JSON object: record passed through unchanged",
+        "records[2]: field 'text' is not a string: record passed through unchanged",
+        "records[3]: no field 'text': record passed through unchanged",
+    ]
+    assert r.statuses == ["K", "B", "B", "B", "D"]  # d repeats a whole
     assert [i for i, _ in r.problems] == [1, 2, 3]
     assert "not a JSON object" in r.problems[0][1]
     assert "field 'text' is not a string" in r.problems[1][1]
     assert "no field 'text'" in r.problems[2][1]
     assert r.records == records[:4]
-    d = webdedup.Dedup(drop_bad_records=True).create_worker().process_records(records)
+    with pytest.warns(webdedup.WebdedupWarning) as warned:
+        d = webdedup.Dedup(drop_bad_records=True).create_worker().process_records(records)
+    assert [str(w.message).split(":")[0] for w in warned] == ["records[1]", "records[2]", "records[3]"]
+    assert all(str(w.message).endswith("record dropped (--drop-bad-records)") for w in warned)
     assert d.records == [good] and "dropped" in d.problems[0][1]
     # As bytes: the command line's rules and bytes, problems by line.
     src = tmp_path / "bad.jsonl"
     src.write_bytes(b'{"id": "a", "text": "x"}\nnot json\n{"id": "b", "text": 5}\n')
-    want, statuses = cli(tmp_path, src)
-    v = webdedup.Dedup().create_worker().process(src.read_bytes())
+    want, statuses = cli(tmp_path, src, status=1)
+    with pytest.warns(webdedup.WebdedupWarning) as warned:
+        v = webdedup.Dedup().create_worker().process(src.read_bytes())
     assert v.data == want and v.statuses == statuses == ["K", "B", "B"]
     assert [line for line, _ in v.problems] == [2, 3]
+    assert [str(w.message).split(":")[0] for w in warned] == ["line 2", "line 3"]
     # Named as verticals, JSON is lines outside any document: reported, never raised.
-    v = webdedup.Dedup(input_format="vertical").create_worker().process(src.read_bytes())
+    with pytest.warns(webdedup.WebdedupWarning):
+        v = webdedup.Dedup(input_format="vertical").create_worker().process(src.read_bytes())
     assert v.format == "vertical" and v.statuses == [] and v.problems
+
+
+def test_process_takes_a_dict_or_a_list_of_dicts_as_records():
+    records = [{"id": "a", "text": long_text("alpha", "beta")}, {"id": "b", "text": long_text("beta", "gamma")}]
+    want = webdedup.Dedup().create_worker().process_records(records)
+    w = webdedup.Dedup().create_worker()
+    got = w.process(records)
+    assert isinstance(got, webdedup.Records)
+    assert got.statuses == want.statuses == ["K", "1/2"]
+    assert got.records == want.records and got.records[0] is records[0]
+    assert w.process(tuple(records[:1])).statuses == ["D"]
+    one = w.process({"id": "c", "text": long_text("gamma", "delta")})
+    assert one.statuses == ["1/2"] and one.records == [{"id": "c", "text": long_text("delta")}]
+    with pytest.raises(TypeError):
+        w.process(5)
 
 
 def test_records_and_bytes_share_one_store():
