@@ -201,9 +201,9 @@ fn batch_filter(
         run.compress = OutputCompression::None;
         run.compress_auto = true;
     } else {
-        run.compress = compress.parse().map_err(|e: String| {
-            PyValueError::new_err(e.replace("or none", "none or auto"))
-        })?;
+        run.compress = compress
+            .parse()
+            .map_err(|e: String| PyValueError::new_err(e.replace("or none", "none or auto")))?;
     }
     run.sync = true;
     py.allow_threads(|| {

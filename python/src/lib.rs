@@ -550,7 +550,9 @@ impl Worker {
             .map_err(err)?;
         warn_problems(
             py,
-            vert.problems.iter().map(|(l, why)| format!("line {l}: {why}")),
+            vert.problems
+                .iter()
+                .map(|(l, why)| format!("line {l}: {why}")),
         )?;
         Ok(Py::new(py, vert)?.into_any())
     }
@@ -596,11 +598,7 @@ impl Worker {
                 let mut lines = vert.data.split_inclusive(|&b| b == b'\n');
                 let mut texts = Vec::with_capacity(st.decisions.docs.len());
                 for status in &st.decisions.docs {
-                    let line = if status.written() {
-                        lines.next()
-                    } else {
-                        None
-                    };
+                    let line = if status.written() { lines.next() } else { None };
                     texts.push(match (status, line) {
                         (DocStatus::Partial { .. }, Some(l)) => Some(formats::kept_text(l)?),
                         (_, None) if status.written() => {
@@ -655,7 +653,9 @@ impl Worker {
         problems.sort_by_key(|p| p.0);
         warn_problems(
             py,
-            problems.iter().map(|(i, why)| format!("records[{i}]: {why}")),
+            problems
+                .iter()
+                .map(|(i, why)| format!("records[{i}]: {why}")),
         )?;
         Ok(Records {
             records: kept.unbind(),
