@@ -13,7 +13,7 @@
 # bench/dolma_agreement.py compare then checks paragraph by paragraph that what
 # webdedup dropped is what dolma marked, every difference explained.
 #
-# Speed: best of 3, the two commands alternating; the ratio is dolma's over
+# Speed: best of 3 (RUNS=N to change), the commands alternating; the ratio is dolma's over
 # webdedup's, wall time and CPU time (user + system) both; dolma's Python start-up
 # (its CLI with `dryrun: true`) is reported separately and subtracted in the
 # "engine only" figure.
@@ -69,30 +69,35 @@ timed() { # out command... -> appends "wall cpu" to out
   /usr/bin/time -f "%e %U %S" -o "$tmp/time" "$@" > "$tmp/log" 2>&1 || { cat "$tmp/log" >&2; exit 2; }
   awk '{ printf "%s %.2f\n", $1, $2 + $3 }' "$tmp/time" >> "$out"
 }
-ours() {
+ours() { # out [extra...]
+  local out=$1; shift
   rm -rf "$tmp/ours"
-  timed "$tmp/t-ours" "$bin" dedup -q -t 1 --dd --normalize none --min-para-chars 0 --doc-check none \
-    -i "$tmp/documents" -o "$tmp/ours"
+  timed "$out" "$bin" dedup -q -t 1 --dd --normalize none --min-para-chars 0 --doc-check none \
+    -i "$tmp/documents" -o "$tmp/ours" "$@"
 }
 dolma() {
   rm -rf "$tmp/attributes" "$tmp/bloom.bin"
   timed "$tmp/t-dolma" "$venv/bin/dolma" -c "$tmp/dolma.json" dedupe
 }
-: > "$tmp/t-ours"; : > "$tmp/t-dolma"; : > "$tmp/t-dry"
-for _ in 1 2 3; do
-  ours
+: > "$tmp/t-ours"; : > "$tmp/t-plain"; : > "$tmp/t-dolma"; : > "$tmp/t-dry"
+for _ in $(seq "${RUNS:-3}"); do
+  ours "$tmp/t-plain" --compress none
+  ours "$tmp/t-ours"
   dolma
   timed "$tmp/t-dry" "$venv/bin/dolma" -c "$tmp/dolma-dryrun.json" dedupe
 done
 read -r ow oc <<<"$(sort -n "$tmp/t-ours" | head -1)"
+read -r pw pc <<<"$(sort -n "$tmp/t-plain" | head -1)"
 read -r dw dc <<<"$(sort -n "$tmp/t-dolma" | head -1)"
 read -r sw sc <<<"$(sort -n "$tmp/t-dry" | head -1)"
 ratio() { echo "$1 / $2" | bc -l | xargs printf %.1f; }
-echo "webdedup dedup -t 1: ${ow}s wall, ${oc}s CPU"
+echo "webdedup dedup -t 1: ${ow}s wall, ${oc}s CPU (outputs zstd-compressed like the inputs);" \
+  "with --compress none: ${pw}s wall, ${pc}s CPU"
 echo "dolma dedupe, processes 1: ${dw}s wall, ${dc}s CPU (of which start-up, dryrun: ${sw}s wall, ${sc}s CPU)"
 echo "dolma / webdedup per core: $(ratio "$dw" "$ow")x wall, $(ratio "$dc" "$oc")x CPU;" \
   "engine only (start-up subtracted): $(ratio "$(echo "$dw - $sw" | bc -l)" "$ow")x wall," \
-  "$(ratio "$(echo "$dc - $sc" | bc -l)" "$oc")x CPU"
+  "$(ratio "$(echo "$dc - $sc" | bc -l)" "$oc")x CPU; against --compress none:" \
+  "$(ratio "$dw" "$pw")x wall, $(ratio "$dc" "$pc")x CPU, engine only $(ratio "$(echo "$dc - $sc" | bc -l)" "$pc")x CPU"
 
-# The last runs' outputs, paragraph by paragraph.
+# The last runs' outputs (webdedup's with zstd outputs), paragraph by paragraph.
 python3 bench/dolma_agreement.py compare "$tmp/documents" "$tmp/attributes/dups" "$tmp/ours"
