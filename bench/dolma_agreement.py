@@ -111,6 +111,8 @@ def compare(docs_dir, attrs_dir, ours_dir):
     files = sorted(p.relative_to(docs_dir) for p in docs_dir.rglob("*") if p.is_file() or p.is_symlink())
     seen_dolma, seen_ours = set(), set()  # exact references, one per paragraph definition
     n = {"docs": 0, "paras": 0, "ours": 0, "dolma": 0, "ref_ours": 0, "ref_dolma": 0}
+    # The same counts for the edge cases alone (the corpus's are the difference).
+    edge = dict.fromkeys(n, 0)
     diffs = {"ours_vs_reference": 0, "bloom_false_positive": 0, "crlf": 0, "unexplained": 0}
     shown = []
     for rel in files:
@@ -126,6 +128,8 @@ def compare(docs_dir, attrs_dir, ours_dir):
         assert len(records) == len(attrs) == len(statuses), rel
         for rec, att, (ident, status) in zip(records, attrs, statuses):
             assert att["id"] == rec["id"] == ident, (rel, rec["id"], att["id"], ident)
+            if rel.parts[0] == "edges":
+                before = dict(n)
             n["docs"] += 1
             text = rec["text"]
             pieces = dolma_paragraphs(text)
@@ -179,11 +183,18 @@ def compare(docs_dir, attrs_dir, ours_dir):
                 if len(shown) < 10:
                     shown.append(f"  {rel} {rec['id']} paragraph {i}: ours={'dropped' if ours else 'kept'}, "
                                  f"dolma={'marked' if theirs else 'unmarked'} ({why}): {raw[i][:60]!r}")
+            if rel.parts[0] == "edges":
+                for k in n:
+                    edge[k] += n[k] - before[k]
         for _ in kept:
             raise AssertionError(f"{rel}: more written records than kept documents")
     print(f"{n['docs']} documents, {n['paras']} paragraphs (non-blank lines): "
           f"webdedup dropped {n['ours']}, dolma marked {n['dolma']}; "
           f"exact reference: {n['ref_ours']} (lines without a closing \\r), {n['ref_dolma']} (dolma's keys)")
+    corpus = {k: n[k] - edge[k] for k in n}
+    for name, c in (("corpus", corpus), ("edge cases", edge)):
+        print(f"  {name}: {c['docs']} documents, {c['paras']} paragraphs: webdedup dropped {c['ours']}, "
+              f"dolma marked {c['dolma']}; exact reference {c['ref_ours']} / {c['ref_dolma']}")
     print("differences: " + ", ".join(f"{k} {v}" for k, v in diffs.items()))
     for s in shown:
         print(s)
