@@ -582,6 +582,20 @@ impl Worker {
             taken.push(formats::take(&r, &options));
             given.push(r);
         }
+        // Bad records are warned about before anything is decided: with warnings
+        // turned into errors the call raises having changed nothing (no key of its
+        // records is in the store yet), so it can be repeated.
+        let bad = |reason: &str| IssueKind::BadRecord {
+            reason: reason.to_owned(),
+            dropped: options.drop_bad,
+        };
+        warn_problems(
+            py,
+            taken.iter().enumerate().filter_map(|(i, t)| match t {
+                formats::Taken::Bad(reason) => Some(format!("records[{i}]: {}", bad(reason))),
+                formats::Taken::Line(_) => None,
+            }),
+        )?;
         let format = DocFormat::Jsonl(formats::record_line_options(options.drop_bad));
         let (vert, texts) = py
             .allow_threads(|| {
@@ -618,11 +632,7 @@ impl Worker {
         for (i, (record, t)) in given.iter().zip(&taken).enumerate() {
             match t {
                 formats::Taken::Bad(reason) => {
-                    let kind = IssueKind::BadRecord {
-                        reason: reason.clone(),
-                        dropped: options.drop_bad,
-                    };
-                    problems.push((i as u64, kind.to_string()));
+                    problems.push((i as u64, bad(reason).to_string()));
                     statuses.push("B".to_owned());
                     if !options.drop_bad {
                         kept.append(record)?;
@@ -643,20 +653,23 @@ impl Worker {
             }
         }
         // The reader's problems name lines of the planned records: name records.
-        for (line, why) in &vert.problems {
-            let at = line_of_record
-                .get((*line as usize).saturating_sub(1))
-                .copied()
-                .unwrap_or(0);
-            problems.push((at, why.clone()));
-        }
-        problems.sort_by_key(|p| p.0);
+        let read: Vec<(u64, String)> = vert
+            .problems
+            .iter()
+            .map(|(line, why)| {
+                let at = line_of_record
+                    .get((*line as usize).saturating_sub(1))
+                    .copied()
+                    .unwrap_or(0);
+                (at, why.clone())
+            })
+            .collect();
         warn_problems(
             py,
-            problems
-                .iter()
-                .map(|(i, why)| format!("records[{i}]: {why}")),
+            read.iter().map(|(i, why)| format!("records[{i}]: {why}")),
         )?;
+        problems.extend(read);
+        problems.sort_by_key(|p| p.0);
         Ok(Records {
             records: kept.unbind(),
             statuses,

@@ -151,6 +151,20 @@ def test_bad_records_are_reported_and_kept_unless_dropped(tmp_path):
     assert v.format == "vertical" and v.statuses == [] and v.problems
 
 
+def test_bad_records_as_errors_raise_before_anything_is_decided():
+    import warnings
+
+    records = [{"id": "a", "text": long_text("alpha")}, {"id": "b"}]
+    w = webdedup.Dedup().create_worker()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", webdedup.WebdedupWarning)
+        with pytest.raises(webdedup.WebdedupWarning, match=r"records\[1\]: no field 'text'"):
+            w.process_records(records)
+    # Nothing of the failed call reached the store: "a" is new on the second call.
+    with pytest.warns(webdedup.WebdedupWarning):
+        assert w.process_records(records).statuses == ["K", "B"]
+
+
 def test_process_takes_a_dict_or_a_list_of_dicts_as_records():
     records = [{"id": "a", "text": long_text("alpha", "beta")}, {"id": "b", "text": long_text("beta", "gamma")}]
     want = webdedup.Dedup().create_worker().process_records(records)
