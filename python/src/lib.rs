@@ -565,7 +565,8 @@ impl Worker {
     /// a copy whose text holds the kept lines, exactly the text the command line
     /// writes; the input is never modified), statuses and counts. A record that is
     /// not a dict or has no string text is a bad record: status `B`, listed in
-    /// `Records.problems`, kept as it is unless `drop_bad_records=True`.
+    /// `Records.problems`, warned about (`WebdedupWarning`, `records[I]: reason`)
+    /// and kept as it is unless `drop_bad_records=True`.
     #[pyo3(signature = (records, source=None))]
     fn process_records(
         &self,
