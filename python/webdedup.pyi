@@ -4,7 +4,7 @@ the `webdedup` command line."""
 
 from os import PathLike
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union, overload
 
 class WebdedupError(Exception):
     """An error of webdedup, with the Rust error's context."""
@@ -13,7 +13,10 @@ class WebdedupWarning(UserWarning):
     """Bad input that webdedup skipped (the rest was processed)."""
 
 class Vert:
-    """What `Worker.process` returns."""
+    """What `Worker.process` returns for bytes or str."""
+    @property
+    def format(self) -> str:
+        """The input's format, `vertical` or `jsonl` (the kept bytes are in it)."""
     @property
     def data(self) -> bytes:
         """The kept bytes, exactly as `webdedup dedup` writes them."""
@@ -22,10 +25,10 @@ class Vert:
         """The kept text (invalid UTF-8 replaced)."""
     @property
     def status(self) -> Optional[str]:
-        """The status of the first document: K, N/M, D or E."""
+        """The status of the first document: K, N/M, D, E, U or B (a bad record)."""
     @property
     def statuses(self) -> List[str]:
-        """One status per input document."""
+        """One status per input document (JSON Lines: per record, B for a bad one)."""
     @property
     def kept(self) -> int:
         """Paragraphs kept."""
@@ -51,6 +54,36 @@ class Vert:
     def first_record(self) -> int:
         """Feedback mode: the record number (from 1) of this input's first paragraph."""
 
+class Records:
+    """What `Worker.process_records` (and `Worker.process` given dicts) returns."""
+    @property
+    def records(self) -> List[Any]:
+        """The records to keep, in input order: a record kept whole is the very
+        object given; one that lost paragraphs is a copy (the dicts along the text
+        field's path copied) whose text holds the kept lines; a bad record is kept
+        as it is unless drop_bad_records=True."""
+    @property
+    def statuses(self) -> List[str]:
+        """One status per input record: K, N/M, D, E, U or B (a bad record)."""
+    @property
+    def kept(self) -> int:
+        """Paragraphs kept."""
+    @property
+    def dropped(self) -> int:
+        """Paragraphs dropped."""
+    @property
+    def problems(self) -> List[Tuple[int, str]]:
+        """Bad records as (index from 0, reason); each was also warned about."""
+    @property
+    def references(self) -> List[Tuple[int, Optional[str], int]]:
+        """Feedback mode: (dropped record, original source, original record)."""
+    @property
+    def source(self) -> Optional[str]:
+        """Feedback mode: the source the paragraphs are numbered in."""
+    @property
+    def first_record(self) -> int:
+        """Feedback mode: the record number (from 1) of this call's first paragraph."""
+
 class Document:
     """What `Worker.process_document` returns."""
     @property
@@ -69,9 +102,23 @@ class Document:
 
 class Worker:
     """Deduplicates against its Dedup's store. Thread-safe; one per thread is fastest."""
-    def process(self, vert: Union[str, bytes], source: Optional[str] = None) -> Vert:
-        """Deduplicates verticalized documents; releases the GIL. `source` (feedback
-        mode) names where they come from; records are numbered within it."""
+    @overload
+    def process(self, data: Union[str, bytes], source: Optional[str] = None) -> Vert: ...
+    @overload
+    def process(
+        self, data: Union[Mapping[str, Any], List[Any], Tuple[Any, ...]], source: Optional[str] = None
+    ) -> Records: ...
+    def process(self, data: Any, source: Optional[str] = None) -> Union[Vert, Records]:
+        """Deduplicates documents in the Dedup's input_format (verticals or JSON
+        Lines; "auto" sniffs the data); a dict or a list of dicts is taken as
+        records (process_records). Bad input is listed in `problems` and warned
+        about (WebdedupWarning naming the line or record), never raised. Releases
+        the GIL. `source` (feedback mode) names where they come from; records are
+        numbered within it."""
+    def process_records(self, records: Iterable[Any], source: Optional[str] = None) -> Records:
+        """Deduplicates JSON Lines records given as dicts (the Dedup's text_field,
+        id_field, url_field, title_field), with the decisions `webdedup dedup`
+        makes on a file of these records; the input is never modified."""
     def process_document(
         self,
         text: str,
@@ -97,6 +144,11 @@ class Dedup:
     not Redis): dropped paragraphs come with references to their originals
     (Vert.feedback, Vert.references, Document.references), numbered within each
     call's `source`.
+
+    input_format ("auto", "vertical", "jsonl") and the JSON Lines fields are the
+    command line's --input-format, --text-field, --id-field (default id),
+    --url-field (default url, else metadata.url), --title-field (default title,
+    else metadata.title) and --drop-bad-records; dotted paths reach nested fields.
     """
     def __init__(
         self,
@@ -119,6 +171,12 @@ class Dedup:
         blocks: int = 1999,
         capacity: int = 0,
         server_timeout: float = 120.0,
+        input_format: str = "auto",
+        text_field: str = "text",
+        id_field: Optional[str] = None,
+        url_field: Optional[str] = None,
+        title_field: Optional[str] = None,
+        drop_bad_records: bool = False,
     ) -> None: ...
     def create_worker(self) -> Worker:
         """A new worker."""
@@ -166,9 +224,15 @@ def minhash_band_keys(signature: Sequence[int], bands: int = 14, rows: int = 8) 
 def minhash_jaccard(a: Sequence[int], b: Sequence[int]) -> float:
     """The Jaccard similarity estimated from two signatures of the same settings."""
 
+# The batch functions read verticals or JSON Lines files (input_format, sniffed per
+# file by default) with the same field options as Dedup; every phase of a run must
+# be given the same ones (the work directory records them and refuses others).
+
 def batch_hash(
     input: Union[str, PathLike], work: Union[str, PathLike], task_index: int, task_count: int,
     *, partitions: int = 64, normalize: str = "loose", min_para_chars: int = 50, doc_check: str = "all",
+    input_format: str = "auto", text_field: str = "text", id_field: Optional[str] = None,
+    url_field: Optional[str] = None, title_field: Optional[str] = None, drop_bad_records: bool = False,
 ) -> bool:
     """Batch phase 1 for one task; False if it had already finished."""
 
@@ -176,19 +240,27 @@ def batch_resolve(
     input: Union[str, PathLike], work: Union[str, PathLike], task_index: int, task_count: int,
     stage: str, *, store: Optional[Union[str, PathLike]] = None, partitions: int = 64,
     normalize: str = "loose", min_para_chars: int = 50, doc_check: str = "all",
+    input_format: str = "auto", text_field: str = "text", id_field: Optional[str] = None,
+    url_field: Optional[str] = None, title_field: Optional[str] = None, drop_bad_records: bool = False,
 ) -> bool:
     """Batch phase 2 for one task and stage (url-title, docs, paras)."""
 
 def batch_filter(
     input: Union[str, PathLike], work: Union[str, PathLike], output: Union[str, PathLike],
-    task_index: int, task_count: int, *, dd: bool = False, partitions: int = 64,
+    task_index: int, task_count: int, *, dd: bool = False, compress: str = "auto", partitions: int = 64,
     normalize: str = "loose", min_para_chars: int = 50, doc_check: str = "all",
+    input_format: str = "auto", text_field: str = "text", id_field: Optional[str] = None,
+    url_field: Optional[str] = None, title_field: Optional[str] = None, drop_bad_records: bool = False,
 ) -> bool:
-    """Batch phase 3 for one task: writes its outputs."""
+    """Batch phase 3 for one task: writes its outputs (compress: "auto" compresses
+    JSON Lines outputs as their inputs' names say, verticals stay plain; or
+    gzip, zstd, none)."""
 
 def batch_publish(
     input: Union[str, PathLike], work: Union[str, PathLike], task_count: int,
     store: Union[str, PathLike], *, partitions: int = 64, normalize: str = "loose",
     min_para_chars: int = 50, doc_check: str = "all",
+    input_format: str = "auto", text_field: str = "text", id_field: Optional[str] = None,
+    url_field: Optional[str] = None, title_field: Optional[str] = None, drop_bad_records: bool = False,
 ) -> int:
     """Folds the run's new keys into the store directory; returns its key count."""

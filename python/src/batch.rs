@@ -1,14 +1,19 @@
 //! Batch mode from Python: the phases of `webdedup batch` as functions, so Spark,
 //! Ray or any task runner can call them inside its tasks (see deploy/spark and
 //! deploy/ray). Each returns once its task is done; a finished task returns False.
+//! Inputs are verticals or JSON Lines (sniffed per file, or `input_format`), with
+//! the command line's field options; every phase must be given the same ones (the
+//! work directory records them and refuses others).
 
 use crate::err;
+use crate::formats::read_settings;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use std::path::PathBuf;
 use webdedup_dedup::batch::{self, BatchConfig, Stage};
 use webdedup_dedup::{DocCheck, Options, RunConfig};
 // Problem lines name input files: never raw control bytes on the terminal.
+use webdedup_formats::doc::ReadSettings;
 use webdedup_formats::output::OutputCompression;
 use webdedup_formats::shown::escape_controls;
 use webdedup_text::Normalization;
@@ -22,6 +27,7 @@ fn config(
     normalize: &str,
     min_para_chars: usize,
     doc_check: &str,
+    read: ReadSettings,
 ) -> PyResult<BatchConfig> {
     let normalization: Normalization = normalize.parse().map_err(PyValueError::new_err)?;
     let doc_check: DocCheck = doc_check.parse().map_err(PyValueError::new_err)?;
@@ -37,7 +43,7 @@ fn config(
             doc_check,
             ..Default::default()
         },
-        read: Default::default(),
+        read,
         chunk_bytes: webdedup_formats::vertical::DEFAULT_CHUNK_BYTES,
         max_line_bytes: webdedup_formats::vertical::DEFAULT_MAX_LINE_BYTES,
     })
@@ -55,7 +61,7 @@ fn check_index(cfg: &BatchConfig, task_index: usize) -> PyResult<()> {
 
 /// Phase 1 (`webdedup batch hash`) for one task.
 #[pyfunction]
-#[pyo3(signature = (input, work, task_index, task_count, *, partitions=64, normalize="loose", min_para_chars=50, doc_check="all"))]
+#[pyo3(signature = (input, work, task_index, task_count, *, partitions=64, normalize="loose", min_para_chars=50, doc_check="all", input_format="auto", text_field="text", id_field=None, url_field=None, title_field=None, drop_bad_records=false))]
 #[allow(clippy::too_many_arguments)]
 fn batch_hash(
     py: Python<'_>,
@@ -67,6 +73,12 @@ fn batch_hash(
     normalize: &str,
     min_para_chars: usize,
     doc_check: &str,
+    input_format: &str,
+    text_field: &str,
+    id_field: Option<&str>,
+    url_field: Option<&str>,
+    title_field: Option<&str>,
+    drop_bad_records: bool,
 ) -> PyResult<bool> {
     let cfg = config(
         input,
@@ -76,6 +88,14 @@ fn batch_hash(
         normalize,
         min_para_chars,
         doc_check,
+        read_settings(
+            input_format,
+            text_field,
+            id_field,
+            url_field,
+            title_field,
+            drop_bad_records,
+        )?,
     )?;
     check_index(&cfg, task_index)?;
     py.allow_threads(|| batch::hash(&cfg, task_index, &|l| eprintln!("{}", escape_controls(l))))
@@ -85,7 +105,7 @@ fn batch_hash(
 /// Phase 2 (`webdedup batch resolve`) for one task and stage (`url-title`, `docs`,
 /// `paras`, in that order).
 #[pyfunction]
-#[pyo3(signature = (input, work, task_index, task_count, stage, *, store=None, partitions=64, normalize="loose", min_para_chars=50, doc_check="all"))]
+#[pyo3(signature = (input, work, task_index, task_count, stage, *, store=None, partitions=64, normalize="loose", min_para_chars=50, doc_check="all", input_format="auto", text_field="text", id_field=None, url_field=None, title_field=None, drop_bad_records=false))]
 #[allow(clippy::too_many_arguments)]
 fn batch_resolve(
     py: Python<'_>,
@@ -99,6 +119,12 @@ fn batch_resolve(
     normalize: &str,
     min_para_chars: usize,
     doc_check: &str,
+    input_format: &str,
+    text_field: &str,
+    id_field: Option<&str>,
+    url_field: Option<&str>,
+    title_field: Option<&str>,
+    drop_bad_records: bool,
 ) -> PyResult<bool> {
     let cfg = config(
         input,
@@ -108,6 +134,14 @@ fn batch_resolve(
         normalize,
         min_para_chars,
         doc_check,
+        read_settings(
+            input_format,
+            text_field,
+            id_field,
+            url_field,
+            title_field,
+            drop_bad_records,
+        )?,
     )?;
     check_index(&cfg, task_index)?;
     let stage: Stage = stage.parse().map_err(PyValueError::new_err)?;
@@ -118,7 +152,7 @@ fn batch_resolve(
 /// Phase 3 (`webdedup batch filter`) for one task: writes its outputs into
 /// `output`, the bytes `webdedup dedup` writes.
 #[pyfunction]
-#[pyo3(signature = (input, work, output, task_index, task_count, *, dd=false, partitions=64, normalize="loose", min_para_chars=50, doc_check="all"))]
+#[pyo3(signature = (input, work, output, task_index, task_count, *, dd=false, compress="auto", partitions=64, normalize="loose", min_para_chars=50, doc_check="all", input_format="auto", text_field="text", id_field=None, url_field=None, title_field=None, drop_bad_records=false))]
 #[allow(clippy::too_many_arguments)]
 fn batch_filter(
     py: Python<'_>,
@@ -128,10 +162,17 @@ fn batch_filter(
     task_index: usize,
     task_count: usize,
     dd: bool,
+    compress: &str,
     partitions: u32,
     normalize: &str,
     min_para_chars: usize,
     doc_check: &str,
+    input_format: &str,
+    text_field: &str,
+    id_field: Option<&str>,
+    url_field: Option<&str>,
+    title_field: Option<&str>,
+    drop_bad_records: bool,
 ) -> PyResult<bool> {
     let cfg = config(
         input.clone(),
@@ -141,12 +182,29 @@ fn batch_filter(
         normalize,
         min_para_chars,
         doc_check,
+        read_settings(
+            input_format,
+            text_field,
+            id_field,
+            url_field,
+            title_field,
+            drop_bad_records,
+        )?,
     )?;
     check_index(&cfg, task_index)?;
     let mut run = RunConfig::new(input, output);
     run.options = cfg.options.clone();
     run.dd = dd;
-    run.compress = OutputCompression::None;
+    // As `webdedup dedup --compress`: `auto` (the default) compresses the
+    // outputs of JSON Lines as their inputs' names say, verticals stay plain.
+    if compress == "auto" {
+        run.compress = OutputCompression::None;
+        run.compress_auto = true;
+    } else {
+        run.compress = compress
+            .parse()
+            .map_err(|e: String| PyValueError::new_err(e.replace("or none", "none or auto")))?;
+    }
     run.sync = true;
     py.allow_threads(|| {
         batch::filter(&cfg, &run, task_index, &|l| {
@@ -159,7 +217,7 @@ fn batch_filter(
 
 /// Folds the run's new keys into the store directory; returns its key count.
 #[pyfunction]
-#[pyo3(signature = (input, work, task_count, store, *, partitions=64, normalize="loose", min_para_chars=50, doc_check="all"))]
+#[pyo3(signature = (input, work, task_count, store, *, partitions=64, normalize="loose", min_para_chars=50, doc_check="all", input_format="auto", text_field="text", id_field=None, url_field=None, title_field=None, drop_bad_records=false))]
 #[allow(clippy::too_many_arguments)]
 fn batch_publish(
     py: Python<'_>,
@@ -171,6 +229,12 @@ fn batch_publish(
     normalize: &str,
     min_para_chars: usize,
     doc_check: &str,
+    input_format: &str,
+    text_field: &str,
+    id_field: Option<&str>,
+    url_field: Option<&str>,
+    title_field: Option<&str>,
+    drop_bad_records: bool,
 ) -> PyResult<u64> {
     let cfg = config(
         input,
@@ -180,6 +244,14 @@ fn batch_publish(
         normalize,
         min_para_chars,
         doc_check,
+        read_settings(
+            input_format,
+            text_field,
+            id_field,
+            url_field,
+            title_field,
+            drop_bad_records,
+        )?,
     )?;
     py.allow_threads(|| batch::publish(&cfg, &store))
         .map_err(|e| err(format!("{e:#}")))

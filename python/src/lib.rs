@@ -7,21 +7,23 @@
 //! works on text releases the GIL.
 
 mod feedback;
+mod formats;
 mod servers;
 use parking_lot::Mutex;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyTypeError, PyUserWarning, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyString};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use webdedup_dedup::plan::{ChunkPlan, Planner};
-use webdedup_dedup::policy::{decide, ChunkContext, Decisions, Scratch};
+use webdedup_dedup::policy::{decide, ChunkContext, Decisions, DocStatus, Scratch};
 use webdedup_dedup::render::{carries_reference, render, DroppedOut};
 use webdedup_dedup::report::ChunkStats;
 use webdedup_dedup::{DocCheck, NearOptions, Options, UrlFilter};
-use webdedup_formats::vertical::{escape_attr, parse_tag, Chunk};
+use webdedup_formats::doc::{DocFormat, ReadSettings};
+use webdedup_formats::vertical::{escape_attr, parse_tag, Chunk, IssueKind};
 use webdedup_store::{BatchId, Location, MemStore, Store, StoreMeta};
 use webdedup_text::Normalization;
 
@@ -67,6 +69,8 @@ impl Keys {
 struct Shared {
     store: Keys,
     options: Options,
+    /// How `process` reads its bytes (`input_format` and the JSON Lines fields).
+    read: ReadSettings,
     store_dir: Option<PathBuf>,
     meta: StoreMeta,
     workers: AtomicU64,
@@ -107,7 +111,7 @@ impl Dedup {
 #[pymethods]
 impl Dedup {
     #[new]
-    #[pyo3(signature = (map=None, port=None, store_dir=None, *, store=None, store_password=None, normalize="loose", min_para_chars=50, doc_check="all", near=false, ngram=7, threshold=0.5, smooth=false, max_stub=20, url_filter=None, feedback=false, blocks=1999, capacity=0, server_timeout=120.0))]
+    #[pyo3(signature = (map=None, port=None, store_dir=None, *, store=None, store_password=None, normalize="loose", min_para_chars=50, doc_check="all", near=false, ngram=7, threshold=0.5, smooth=false, max_stub=20, url_filter=None, feedback=false, blocks=1999, capacity=0, server_timeout=120.0, input_format="auto", text_field="text", id_field=None, url_field=None, title_field=None, drop_bad_records=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         map: Option<PathBuf>,
@@ -128,7 +132,21 @@ impl Dedup {
         blocks: u32,
         capacity: usize,
         server_timeout: f64,
+        input_format: &str,
+        text_field: &str,
+        id_field: Option<&str>,
+        url_field: Option<&str>,
+        title_field: Option<&str>,
+        drop_bad_records: bool,
     ) -> PyResult<Self> {
+        let read = formats::read_settings(
+            input_format,
+            text_field,
+            id_field,
+            url_field,
+            title_field,
+            drop_bad_records,
+        )?;
         if port.is_some() && map.is_none() {
             return Err(PyValueError::new_err(
                 "port is the hash servers' port: it goes with map=PATH",
@@ -231,6 +249,7 @@ impl Dedup {
             shared: Arc::new(Shared {
                 store,
                 options,
+                read,
                 store_dir,
                 meta,
                 workers: AtomicU64::new(0),
@@ -244,7 +263,7 @@ impl Dedup {
         let id = self.shared.workers.fetch_add(1, Ordering::Relaxed);
         Worker {
             shared: self.shared.clone(),
-            state: Mutex::new(WorkerState::new(&self.shared.options, id)),
+            state: Mutex::new(Box::new(WorkerState::new(&self.shared.options, id))),
         }
     }
 
@@ -367,14 +386,20 @@ impl WorkerState {
     /// documents' statuses, kept and dropped paragraphs, and input problems (and,
     /// in feedback mode, the dropped paragraphs with references to their
     /// originals, numbered within `source`).
-    fn run(&mut self, shared: &Shared, data: Vec<u8>, source: &str) -> Result<Vert, String> {
+    fn run(
+        &mut self,
+        shared: &Shared,
+        data: Vec<u8>,
+        source: &str,
+        format: &DocFormat,
+    ) -> Result<Vert, String> {
         let chunk = Chunk {
             data,
             first_line: 1,
             last: true,
             ..Default::default()
         };
-        self.planner.plan(&chunk, &mut self.plan);
+        self.planner.plan_as(format, &chunk, &mut self.plan);
         let (file, first_record) = if shared.options.feedback {
             shared.sources.reserve(source, self.plan.paras.len())?
         } else {
@@ -421,6 +446,7 @@ impl WorkerState {
             Vec::new()
         };
         Ok(Vert {
+            format: format.name(),
             data: out,
             feedback: dropped_out,
             references,
@@ -469,7 +495,10 @@ impl WorkerState {
 #[pyclass(module = "webdedup", frozen)]
 struct Worker {
     shared: Arc<Shared>,
-    state: Mutex<WorkerState>,
+    /// Boxed: the worker's state has a 64-byte alignment (a debug build aborts
+    /// with a misaligned pointer when creating a Worker) and Python allocates
+    /// objects 16-byte aligned; a pyclass must not hold it inline.
+    state: Mutex<Box<WorkerState>>,
 }
 
 fn input_bytes(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
@@ -484,23 +513,174 @@ fn input_bytes(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
 
 #[pymethods]
 impl Worker {
-    /// Deduplicates one or more verticalized documents (`<doc ...>` ... `</doc>`)
-    /// and returns a `Vert`: the kept bytes exactly as the command line writes them
-    /// for these documents, their statuses and counts. Malformed input is handled by
-    /// the command line's rules and listed in `Vert.problems`; it never raises.
-    /// `source` names where the text comes from, for feedback references (see
+    /// Deduplicates documents given as bytes or str in the `Dedup`'s input format:
+    /// verticals (`<doc ...>` ... `</doc>`) or JSON Lines (one object a line), or,
+    /// with `input_format="auto"` (the default), whichever the data's first bytes
+    /// say (`{`: JSON Lines), as the command line sniffs a file. Returns a `Vert`:
+    /// the kept bytes exactly as the command line writes them for these documents,
+    /// their statuses and counts. A dict, or a list or tuple of dicts, is taken as
+    /// records (`process_records`) and gives `Records`. Malformed input is handled
+    /// by the command line's rules: listed in `problems` and warned about
+    /// (`WebdedupWarning`, naming the line or record); it never raises. `source`
+    /// names where the text comes from, for feedback references (see
     /// `Dedup(feedback=True)`); it is not used otherwise.
-    #[pyo3(signature = (vert, source=None))]
+    #[pyo3(signature = (data, source=None))]
     fn process(
         &self,
         py: Python<'_>,
-        vert: &Bound<'_, PyAny>,
+        data: &Bound<'_, PyAny>,
         source: Option<&str>,
-    ) -> PyResult<Vert> {
-        let data = input_bytes(vert)?;
+    ) -> PyResult<PyObject> {
+        if data.is_instance_of::<PyDict>() {
+            let one = PyList::new(py, [data])?;
+            let r = self.process_records(py, one.as_any(), source)?;
+            return Ok(Py::new(py, r)?.into_any());
+        }
+        if data.is_instance_of::<PyList>() || data.is_instance_of::<PyTuple>() {
+            let r = self.process_records(py, data, source)?;
+            return Ok(Py::new(py, r)?.into_any());
+        }
+        let data = input_bytes(data)?;
         let source = source.unwrap_or(feedback::DEFAULT_SOURCE);
-        py.allow_threads(|| self.state.lock().run(&self.shared, data, source))
-            .map_err(err)
+        let vert = py
+            .allow_threads(|| {
+                let format = self.shared.read.resolve(&data);
+                self.state.lock().run(&self.shared, data, source, &format)
+            })
+            .map_err(err)?;
+        warn_problems(
+            py,
+            vert.problems
+                .iter()
+                .map(|(l, why)| format!("line {l}: {why}")),
+        )?;
+        Ok(Py::new(py, vert)?.into_any())
+    }
+
+    /// Deduplicates records given as dicts (JSON Lines records already parsed):
+    /// the text at the `Dedup`'s `text_field`, id, URL and title at theirs, with
+    /// the command line's rules, so the decisions are those of `webdedup dedup` on
+    /// a JSON Lines file of these records. Returns `Records`: the records to keep,
+    /// in order (a record kept whole is the object given; one that lost paragraphs
+    /// a copy whose text holds the kept lines, exactly the text the command line
+    /// writes; the input is never modified), statuses and counts. A record that is
+    /// not a dict or has no string text is a bad record: status `B`, listed in
+    /// `Records.problems`, warned about (`WebdedupWarning`, `records[I]: reason`)
+    /// and kept as it is unless `drop_bad_records=True`.
+    #[pyo3(signature = (records, source=None))]
+    fn process_records(
+        &self,
+        py: Python<'_>,
+        records: &Bound<'_, PyAny>,
+        source: Option<&str>,
+    ) -> PyResult<Records> {
+        let source = source.unwrap_or(feedback::DEFAULT_SOURCE);
+        let options = self.shared.read.jsonl.clone();
+        let mut given = Vec::new();
+        let mut taken = Vec::new();
+        for r in records.try_iter()? {
+            let r = r?;
+            taken.push(formats::take(&r, &options));
+            given.push(r);
+        }
+        // Bad records are warned about before anything is decided: with warnings
+        // turned into errors the call raises having changed nothing (no key of its
+        // records is in the store yet), so it can be repeated.
+        let bad = |reason: &str| IssueKind::BadRecord {
+            reason: reason.to_owned(),
+            dropped: options.drop_bad,
+        };
+        warn_problems(
+            py,
+            taken.iter().enumerate().filter_map(|(i, t)| match t {
+                formats::Taken::Bad(reason) => Some(format!("records[{i}]: {}", bad(reason))),
+                formats::Taken::Line(_) => None,
+            }),
+        )?;
+        let format = DocFormat::Jsonl(formats::record_line_options(options.drop_bad));
+        let (vert, texts) = py
+            .allow_threads(|| {
+                let mut data = Vec::new();
+                for t in &taken {
+                    if let formats::Taken::Line(l) = t {
+                        formats::write_line(l, &mut data);
+                    }
+                }
+                let mut st = self.state.lock();
+                let vert = st.run(&self.shared, data, source, &format)?;
+                // One written line per written document, in order: the kept text of
+                // those that lost paragraphs is read back from it.
+                let mut lines = vert.data.split_inclusive(|&b| b == b'\n');
+                let mut texts = Vec::with_capacity(st.decisions.docs.len());
+                for status in &st.decisions.docs {
+                    let line = if status.written() { lines.next() } else { None };
+                    texts.push(match (status, line) {
+                        (DocStatus::Partial { .. }, Some(l)) => Some(formats::kept_text(l)?),
+                        (_, None) if status.written() => {
+                            return Err("fewer written records than kept ones; please report".into())
+                        }
+                        _ => None,
+                    });
+                }
+                Ok::<_, String>((vert, texts))
+            })
+            .map_err(err)?;
+        let kept = PyList::empty(py);
+        let mut statuses = Vec::with_capacity(given.len());
+        let mut problems = Vec::new();
+        let mut planned = vert.statuses.iter().zip(texts);
+        let mut line_of_record = Vec::new();
+        for (i, (record, t)) in given.iter().zip(&taken).enumerate() {
+            match t {
+                formats::Taken::Bad(reason) => {
+                    problems.push((i as u64, bad(reason).to_string()));
+                    statuses.push("B".to_owned());
+                    if !options.drop_bad {
+                        kept.append(record)?;
+                    }
+                }
+                formats::Taken::Line(_) => {
+                    line_of_record.push(i as u64);
+                    let (status, text) = planned.next().expect("one status per planned record");
+                    match (status.as_str(), text) {
+                        ("K", _) => kept.append(record)?,
+                        (_, Some(text)) => {
+                            kept.append(formats::with_text(record, &options.text, &text)?)?
+                        }
+                        _ => {}
+                    }
+                    statuses.push(status.clone());
+                }
+            }
+        }
+        // The reader's problems name lines of the planned records: name records.
+        let read: Vec<(u64, String)> = vert
+            .problems
+            .iter()
+            .map(|(line, why)| {
+                let at = line_of_record
+                    .get((*line as usize).saturating_sub(1))
+                    .copied()
+                    .unwrap_or(0);
+                (at, why.clone())
+            })
+            .collect();
+        warn_problems(
+            py,
+            read.iter().map(|(i, why)| format!("records[{i}]: {why}")),
+        )?;
+        problems.extend(read);
+        problems.sort_by_key(|p| p.0);
+        Ok(Records {
+            records: kept.unbind(),
+            statuses,
+            kept: vert.kept,
+            dropped: vert.dropped,
+            problems,
+            references: vert.references,
+            source: vert.source,
+            first_record: vert.first_record,
+        })
     }
 
     /// Deduplicates plain text (JSON Lines pipelines): paragraphs are the non-blank
@@ -554,7 +734,7 @@ impl Worker {
             }
             vert.extend_from_slice(b"</doc>\n");
             let mut st = self.state.lock();
-            let v = st.run(&self.shared, vert, source)?;
+            let v = st.run(&self.shared, vert, source, &DocFormat::Vertical)?;
             let keep = &st.decisions.keep_para;
             // Paragraph index -> (original source, record), feedback mode only.
             let refs = if self.shared.options.feedback {
@@ -602,9 +782,44 @@ impl Worker {
     }
 }
 
+/// What `Worker.process_records` returns.
+#[pyclass(module = "webdedup", frozen, get_all)]
+struct Records {
+    /// The records to keep, in input order.
+    records: Py<PyList>,
+    /// One status per input record: `K`, `N/M`, `D`, `E`, `U` or `B`.
+    statuses: Vec<String>,
+    /// Paragraphs kept and dropped.
+    kept: u64,
+    dropped: u64,
+    /// Problems as (record index from 0, reason).
+    problems: Vec<(u64, String)>,
+    /// Feedback mode: (dropped record, original source, original record).
+    references: Vec<(u64, Option<String>, u64)>,
+    /// Feedback mode: the source the paragraphs are numbered in.
+    source: Option<String>,
+    /// Feedback mode: the record number of the first paragraph of this call.
+    first_record: u64,
+}
+
+#[pymethods]
+impl Records {
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!(
+            "Records(records={}, kept={}, dropped={})",
+            self.records.bind(py).len(),
+            self.kept,
+            self.dropped
+        )
+    }
+}
+
 /// What `Worker.process` returns.
 #[pyclass(module = "webdedup", frozen)]
 struct Vert {
+    /// The input's format: `vertical` or `jsonl` (the bytes are in it).
+    #[pyo3(get)]
+    format: &'static str,
     /// The kept bytes (use `text` for a str).
     data: Vec<u8>,
     /// One status per input document: `K`, `N/M`, `D`, `E`.
@@ -752,6 +967,17 @@ fn similar(py: Python<'_>, fingerprints: Vec<u64>, k: u32) -> PyResult<Vec<(usiz
     }))
 }
 
+/// One `WebdedupWarning` per problem (bad input that was skipped or passed
+/// through, as the command line's `FILE:LINE: reason` lines on stderr).
+fn warn_problems(py: Python<'_>, problems: impl IntoIterator<Item = String>) -> PyResult<()> {
+    let warning = py.get_type::<WebdedupWarning>();
+    for p in problems {
+        let text = std::ffi::CString::new(p.replace('\0', "\\0")).expect("NUL replaced");
+        PyErr::warn(py, &warning, &text, 1)?;
+    }
+    Ok(())
+}
+
 /// The CDX lines whose (urlkey, digest) appeared on an earlier line: all but the
 /// first capture of every version (NutchWAX dedup-cdx), in input order. Lines that
 /// are not CDX are skipped with a `WebdedupWarning` naming them (`lines[I]`).
@@ -795,11 +1021,7 @@ fn cdx_dups(py: Python<'_>, lines: Vec<String>) -> PyResult<Vec<String>> {
             .collect();
         Ok::<_, PyErr>((dups, problems))
     })?;
-    let warning = py.get_type::<WebdedupWarning>();
-    for p in problems {
-        let text = std::ffi::CString::new(p.replace('\0', "\\0")).expect("NUL replaced");
-        PyErr::warn(py, &warning, &text, 1)?;
-    }
+    warn_problems(py, problems)?;
     Ok(dups)
 }
 
@@ -809,6 +1031,7 @@ fn webdedup(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Worker>()?;
     m.add_class::<Vert>()?;
     m.add_class::<Document>()?;
+    m.add_class::<Records>()?;
     // The seed's names.
     m.add("dedup", m.getattr("Dedup")?)?;
     m.add("WebdedupError", m.py().get_type::<WebdedupError>())?;

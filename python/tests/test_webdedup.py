@@ -121,10 +121,14 @@ def test_process_document_gives_character_offsets():
 
 def test_bad_input_is_reported_not_raised():
     w = webdedup.Dedup().create_worker()
-    v = w.process(b'<doc url="x">\n<p>\nbad \xff\xfe bytes\n</p>\n<p>\nunclosed\n')
+    with pytest.warns(webdedup.WebdedupWarning) as warned:
+        v = w.process(b'<doc url="x">\n<p>\nbad \xff\xfe bytes\n</p>\n<p>\nunclosed\n')
     assert v.problems, v
+    # One warning per problem, naming its line.
+    assert [str(x.message) for x in warned] == [f"line {line}: {why}" for line, why in v.problems]
     assert any("UTF-8" in reason or "utf-8" in reason.lower() for _, reason in v.problems)
-    assert w.process(b"no document here\n").statuses == []
+    with pytest.warns(webdedup.WebdedupWarning, match=r"^line 1: line outside any <doc>"):
+        assert w.process(b"no document here\n").statuses == []
     with pytest.raises(TypeError):
         w.process(123)
     with pytest.raises(ValueError):
@@ -399,6 +403,8 @@ def test_cdx_dups_skips_bad_lines_with_a_warning_naming_them():
         assert webdedup.cdx_dups(lines) == [lines[2]]
 
 
+# Every problem is also a warning (tested in test_bad_input_is_reported_not_raised).
+@pytest.mark.filterwarnings("ignore::webdedup.WebdedupWarning")
 def test_random_bytes_never_raise_and_keep_every_good_document():
     """Garbage mixed into verticals: never an exception (a Rust panic would surface
     as one), problems reported, and the good documents around it still decided."""

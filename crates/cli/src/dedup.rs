@@ -35,8 +35,10 @@ pub struct DedupArgs {
     /// long paragraph instead of being looked up.
     #[arg(long, default_value_t = 50, value_name = "N")]
     min_para_chars: usize,
-    /// Test the whole-document key of `all` documents, or only of those whose
-    /// URL+title repeated (`url-title`, the KNOT worker's shortcut).
+    /// Test the whole-document key of `all` documents, only of those whose
+    /// URL+title repeated (`url-title`, the KNOT worker's shortcut), or of none
+    /// (`none`: paragraphs only, no document or URL+title key, as dolma's
+    /// paragraph dedup).
     #[arg(long, default_value = "all", value_name = "WHICH")]
     doc_check: DocCheck,
     /// Also write `*.dedup.dd`: one `<dd url=".." title=".." status=".."/>` per input document.

@@ -336,3 +336,182 @@ fn two_copies_of_every_task_running_at_once_still_equal_stream_mode() {
     }
     assert!(tree(&out) == want, "outputs differ from stream mode");
 }
+
+/// (id, status) of every `.dd` line under `out`, files in sorted order.
+fn dd_statuses(out: &Path) -> Vec<(String, String)> {
+    let attr = |line: &str, name: &str| {
+        let key = format!(" {name}=\"");
+        let rest = &line[line.find(&key).unwrap() + key.len()..];
+        rest[..rest.find('"').unwrap()].to_string()
+    };
+    tree(out)
+        .into_iter()
+        .filter(|(name, _)| name.ends_with(".dd"))
+        .flat_map(|(_, bytes)| {
+            String::from_utf8(bytes)
+                .unwrap()
+                .lines()
+                .map(|l| (attr(l, "id"), attr(l, "status")))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// `--doc-check none`: paragraphs only. A repeated document is never dropped whole
+/// (its paragraphs go one by one: `E`, not `D`), a repeated document of short
+/// paragraphs is kept, and neither URL+title nor document keys are asked or
+/// stored; the same in stream mode (any thread count), in batch mode (any task
+/// count) and across runs with a store directory.
+#[test]
+fn doc_check_none_decides_paragraphs_only_in_stream_and_batch_mode_with_any_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let long = |w: &str| vec![w; 12].join(" ");
+    let rec = |id: &str, url: Option<&str>, text: String| {
+        let mut v = serde_json::json!({"id": id, "text": text});
+        if let Some(u) = url {
+            v["url"] = u.into();
+            v["title"] = "t".into();
+        }
+        v.to_string() + "\n"
+    };
+    let input = t.join("in");
+    std::fs::create_dir_all(&input).unwrap();
+    let (p1, p2) = (long("alpha"), long("beta"));
+    std::fs::write(
+        input.join("a.jsonl"),
+        [
+            rec("first", Some("u"), format!("{p1}\n{p2}")),
+            rec("copy", Some("u"), format!("{p1}\n{p2}")),
+            rec("same-url", Some("u"), long("gamma")),
+        ]
+        .concat(),
+    )
+    .unwrap();
+    std::fs::write(
+        input.join("b.jsonl"),
+        [
+            rec("short", Some("v"), "see also".into()),
+            rec("short-copy", Some("v"), "see also".into()),
+            rec("mixed", None, format!("{p1}\n{}", long("delta"))),
+        ]
+        .concat(),
+    )
+    .unwrap();
+    let ids = ["first", "copy", "same-url", "short", "short-copy", "mixed"];
+    let statuses = |out: &Path| {
+        let got = dd_statuses(out);
+        assert_eq!(got.iter().map(|(i, _)| i.as_str()).collect::<Vec<_>>(), ids);
+        got.into_iter().map(|(_, s)| s).collect::<Vec<_>>()
+    };
+    let stats = |json: &Path| -> serde_json::Value { serde_json::from_str(&read(json)).unwrap() };
+    let none = ["--doc-check", "none"];
+
+    // Stream mode: the decisions, and the keys asked.
+    let json = t.join("none.json");
+    let want = stream(
+        &input,
+        &t.join("s1"),
+        &[&none[..], &["--json", json.to_str().unwrap()]].concat(),
+    );
+    assert_eq!(statuses(&t.join("s1")), ["K", "E", "K", "K", "K", "1/2"]);
+    let st = stats(&json);
+    assert_eq!(st["keys_stored"], 4, "only the four long paragraphs: {st}");
+    assert_eq!(st["url_title_repeats"], 0, "{st}");
+    assert_eq!(st["documents_dropped_duplicate"], 0, "{st}");
+    // The same input with the default check does drop documents whole.
+    stream(&input, &t.join("all"), &[]);
+    assert_eq!(statuses(&t.join("all")), ["K", "D", "K", "K", "D", "1/2"]);
+    // Any thread count.
+    let two = dedup(
+        &input,
+        &t.join("s2"),
+        &[&["--dd", "-t", "2"], &none[..]].concat(),
+    );
+    assert!(two.status.success(), "{}", stderr(&two));
+    assert!(tree(&t.join("s2")) == want, "-t 2 differs from -t 1");
+
+    // Batch mode, any task count.
+    for tasks in ["1", "2"] {
+        let out = t.join(format!("b{tasks}"));
+        let work = t.join(format!("w{tasks}"));
+        let args = [
+            "run",
+            "-i",
+            input.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "-w",
+            work.to_str().unwrap(),
+            "--task-count",
+            tasks,
+            "--partitions",
+            "3",
+            "--dd",
+        ];
+        let o = batch(&[&args[..], &none[..]].concat(), None);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(
+            tree(&out) == want,
+            "batch, {tasks} tasks: differs from stream mode"
+        );
+    }
+
+    // A store directory, two runs over the same input: in the second every long
+    // paragraph is seen; the short-only documents still ask nothing and stay.
+    for run in 0..2 {
+        let s_out = t.join(format!("store-s{run}"));
+        let json = t.join(format!("store-{run}.json"));
+        let o = dedup(
+            &input,
+            &s_out,
+            &[
+                &[
+                    "--dd",
+                    "-t",
+                    "1",
+                    "--store",
+                    t.join("s-store").to_str().unwrap(),
+                ][..],
+                &["--json", json.to_str().unwrap()],
+                &none[..],
+            ]
+            .concat(),
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+        let expected: &[&str] = if run == 0 {
+            &["K", "E", "K", "K", "K", "1/2"]
+        } else {
+            &["E", "E", "E", "K", "K", "E"]
+        };
+        assert_eq!(statuses(&s_out), expected, "run {run} with a store");
+        assert_eq!(stats(&json)["keys_stored"], 4, "run {run}");
+        let b_out = t.join(format!("store-b{run}"));
+        let (work, b_store) = (t.join(format!("store-w{run}")), t.join("b-store"));
+        let args = [
+            "run",
+            "-i",
+            input.to_str().unwrap(),
+            "-o",
+            b_out.to_str().unwrap(),
+            "-w",
+            work.to_str().unwrap(),
+            "--task-count",
+            "2",
+            "--dd",
+            "--store",
+            b_store.to_str().unwrap(),
+        ];
+        let o = batch(&[&args[..], &none[..]].concat(), None);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(
+            tree(&s_out) == tree(&b_out),
+            "run {run}: batch differs from stream"
+        );
+    }
+    assert!(
+        std::fs::read(t.join("s-store/store.snap")).unwrap()
+            == std::fs::read(t.join("b-store/store.snap")).unwrap(),
+        "the stores differ"
+    );
+}

@@ -4,7 +4,7 @@
 //! asked earlier in (file, position) order. Which keys are asked depends on earlier
 //! answers only within a document (a document dropped whole asks no paragraph key;
 //! with `--doc-check url-title` only documents whose URL+title repeated ask their
-//! document key). Batch mode computes the same answers with tasks that each see a
+//! document key; with `--doc-check none` no document asks either). Batch mode computes the same answers with tasks that each see a
 //! slice of the work:
 //!
 //! 1. **hash** (task I of N): the files of rank `r ≡ I (mod N)` (sorted relative
@@ -426,11 +426,14 @@ pub fn hash_keeping_plans(
                         doc: doc_index,
                     })
                 };
-                // Documents without URL or title ask no URL+title key.
-                if d.has_url_title {
-                    push(Stage::UrlTitle, d.url_title_key, doc_index);
+                // Documents without URL or title ask no URL+title key; with
+                // `--doc-check none` no document asks either kind.
+                if cfg.options.doc_check != DocCheck::None {
+                    if d.has_url_title {
+                        push(Stage::UrlTitle, d.url_title_key, doc_index);
+                    }
+                    push(Stage::Docs, d.doc_key, doc_index);
                 }
-                push(Stage::Docs, d.doc_key, doc_index);
                 for p in plan.paras[d.paras.clone()].iter().filter(|p| p.long) {
                     push(Stage::Paras, p.key, long_index);
                     long_index += 1;
@@ -570,6 +573,8 @@ pub fn resolve(cfg: &BatchConfig, stage: Stage, task: usize, store: Option<&Path
     let asked: Box<dyn Fn(&Rec) -> bool> = match stage {
         Stage::UrlTitle => Box::new(|_| true),
         Stage::Docs if cfg.options.doc_check == DocCheck::All => Box::new(|_| true),
+        // Paragraphs only: the hash phase wrote no document records; none is asked.
+        Stage::Docs if cfg.options.doc_check == DocCheck::None => Box::new(|_| false),
         Stage::Docs => {
             // Only documents whose URL+title repeated (or that have none).
             let asks = doc_key_askers(cfg)?;
@@ -581,9 +586,10 @@ pub fn resolve(cfg: &BatchConfig, stage: Stage, task: usize, store: Option<&Path
                 .iter()
                 .map(|r| (r.file, r.seq))
                 .collect();
-            let asked_docs = match cfg.options.doc_check {
+            let asked_docs: Option<Box<dyn Fn(&DocPos) -> bool>> = match cfg.options.doc_check {
                 DocCheck::All => None,
-                DocCheck::UrlTitle => Some(doc_key_askers(cfg)?),
+                DocCheck::UrlTitle => Some(Box::new(doc_key_askers(cfg)?)),
+                DocCheck::None => Some(Box::new(|_: &DocPos| false)),
             };
             Box::new(move |r: &Rec| {
                 let doc = (r.file, r.doc);
@@ -881,7 +887,7 @@ mod tests {
             ),
             tasks in 1usize..5,
             rotate in 0usize..5,
-            url_title: bool,
+            doc_check in prop_oneof![Just(DocCheck::All), Just(DocCheck::UrlTitle), Just(DocCheck::None)],
             chunk in prop_oneof![Just(1usize), Just(1 << 20)],
         ) {
             let words = ["alpha", "beta", "gamma", "delta", "epsilon"];
@@ -906,7 +912,7 @@ mod tests {
             }
             let options = Options {
                 min_para_chars: 20,
-                doc_check: if url_title { DocCheck::UrlTitle } else { DocCheck::All },
+                doc_check,
                 ..Options::default()
             };
             let mut rc = RunConfig::new(&input, tmp.path().join("stream"));

@@ -15,6 +15,11 @@ pub enum DocCheck {
     /// document key, so a second copy under another URL is caught paragraph by
     /// paragraph (status `E`) instead of whole (status `D`).
     UrlTitle,
+    /// No document is tested, and no URL+title key is asked either: paragraphs
+    /// only (what dolma's `dedupe` does in paragraph mode). A document is never
+    /// dropped whole as a duplicate; one whose every paragraph repeated is emptied
+    /// (status `E`), and one without long paragraphs is always kept.
+    None,
 }
 
 impl std::str::FromStr for DocCheck {
@@ -23,8 +28,9 @@ impl std::str::FromStr for DocCheck {
         match s {
             "all" => Ok(DocCheck::All),
             "url-title" => Ok(DocCheck::UrlTitle),
+            "none" => Ok(DocCheck::None),
             other => Err(format!(
-                "unknown document check '{other}' (expected 'all' or 'url-title')"
+                "unknown document check '{other}' (expected 'all', 'url-title' or 'none')"
             )),
         }
     }

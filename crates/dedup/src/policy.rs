@@ -13,6 +13,7 @@
 //! | URL matches `--url-filter` | not written, status `U`, no store request |
 //! | a bad record (not a document: a line that is not a JSON object...) | no store request; written as it is (status `B`) unless `--drop-bad-records` |
 //! | a document without URL or title (JSON Lines) | no URL+title key; with `--doc-check url-title` its document key is always tested |
+//! | `--doc-check none` | no URL+title key and no document key is asked: paragraphs only |
 //!
 //! Near mode (`-n`) adds a fourth and fifth round: every word n-gram of the
 //! documents still standing is *tested* (not inserted); a long paragraph is also
@@ -149,7 +150,9 @@ pub fn decide(
         record: ctx.first_record + para as u64,
     };
     let live = |i: usize| plan.docs[i].live();
-    let asks_url_title = |i: usize| live(i) && plan.docs[i].has_url_title;
+    // With `--doc-check none` the URL+title key would decide nothing: not asked.
+    let asks_url_title =
+        |i: usize| live(i) && plan.docs[i].has_url_title && opts.doc_check != DocCheck::None;
 
     // Round 1: URL+title keys of every document the URL filter let through (that
     // has a URL and a title).
@@ -172,9 +175,11 @@ pub fn decide(
     s.locs.clear();
     let tested = |i: usize| {
         live(i)
-            && (opts.doc_check == DocCheck::All
-                || out.url_title_repeat[i]
-                || !plan.docs[i].has_url_title)
+            && match opts.doc_check {
+                DocCheck::All => true,
+                DocCheck::UrlTitle => out.url_title_repeat[i] || !plan.docs[i].has_url_title,
+                DocCheck::None => false,
+            }
     };
     for (i, d) in plan.docs.iter().enumerate() {
         if tested(i) {

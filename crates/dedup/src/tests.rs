@@ -227,6 +227,23 @@ fn url_title_doc_check_tests_documents_only_when_url_and_title_repeat() {
 }
 
 #[test]
+fn doc_check_none_decides_paragraphs_only() {
+    let a = doc("same", &[long("alpha"), long("beta")]);
+    let copy = doc("same", &[long("alpha"), long("beta")]);
+    let shorts = doc("x", &[short("see also")]);
+    let opts = Options {
+        doc_check: DocCheck::None,
+        ..Options::default()
+    };
+    let res = run(&[a.clone() + &copy + &shorts + &shorts], &opts);
+    // The copy loses its paragraphs one by one (E, never D); a repeated document of
+    // short paragraphs asks no key at all and is kept.
+    assert_eq!(res[0].1, ["K", "E", "K", "K"]);
+    let all = run(&[a + &copy + &shorts + &shorts], &Options::default());
+    assert_eq!(all[0].1, ["K", "D", "K", "D"]);
+}
+
+#[test]
 fn a_one_paragraph_document_does_not_collide_with_its_paragraph() {
     // The document key and the paragraph key hash the same text, in different key spaces.
     let (out, st) = run1(doc("a", &[long("solo")]));
