@@ -69,7 +69,16 @@ pub fn store_meta(cfg: &RunConfig, blocks: u32) -> StoreMeta {
         hash: "xxh3-64".into(),
         normalization: cfg.options.normalization.name().into(),
         blocks,
-        key_kind: KEY_KIND.into(),
+        key_kind: key_kind(cfg),
+    }
+}
+
+/// What the run's keys are: the vertical policy's, or MinHash band keys of given
+/// settings (a store never mixes them).
+pub fn key_kind(cfg: &RunConfig) -> String {
+    match &cfg.options.minhash {
+        Some(m) => m.params.key_kind(),
+        None => KEY_KIND.into(),
     }
 }
 
@@ -119,6 +128,13 @@ fn run_info(cfg: &RunConfig) -> Result<String> {
     }
     if cfg.options.feedback {
         info.push_str("feedback=true\n");
+    }
+    if let Some(m) = &cfg.options.minhash {
+        info.push_str(&format!(
+            "minhash={} verify={}\n",
+            m.params.describe(),
+            m.verify.map_or("off".to_string(), |j| j.to_string())
+        ));
     }
     Ok(info)
 }
@@ -222,8 +238,16 @@ pub fn run_persistent(
         _ => MemStore::with_capacity(p.blocks, p.capacity),
     };
     let mut recorded = Recorded::default();
+    // MinHash mode restores by running the input again from its start on the store
+    // as it was before the run (its snapshot: a stopped MinHash run saves none): the
+    // originals' locations and signatures, which decisions and the pairs report
+    // depend on, are not in journals. The journal only tells that a run is unfinished.
+    let rerun = cfg.options.minhash.is_some();
     let journal = if journal_path.exists() {
         let replay = Journal::replay(&journal_path, &meta, |tag, keys| {
+            if rerun {
+                return Ok(());
+            }
             store.insert_all(keys);
             recorded.add_tag(tag)
         })
@@ -262,18 +286,22 @@ pub fn run_persistent(
             // finish marks): records that output depends on may be gone.
             // (When the torn last record was that output's finish mark, the chunk is the
             // file's last one, and nothing is lost.)
-            if let Some((rel, Some(chunk))) = &recorded.last {
-                let finished = files
-                    .iter()
-                    .find(|f| rel_bytes(&f.rel) == rel.as_slice())
-                    .filter(|f| cfg.output_candidates(&f.rel).iter().any(|o| o.exists()));
-                let mark_torn = |f: &InputFile| -> Result<bool> {
-                    Ok(replay.torn.is_some() && count_chunks(cfg, &f.path)? == chunk + 1)
-                };
-                if let Some(f) = finished.filter(|f| !mark_torn(f).unwrap_or(false)) {
-                    let outs = cfg.output_candidates(&f.rel);
-                    let out = outs.iter().find(|o| o.exists()).unwrap_or(&outs[0]);
-                    bail!(
+            if rerun {
+                rep.journal_records_replayed = replay.records;
+                Journal::create(&journal_path, &meta, info.as_bytes(), p.fsync)?
+            } else {
+                if let Some((rel, Some(chunk))) = &recorded.last {
+                    let finished = files
+                        .iter()
+                        .find(|f| rel_bytes(&f.rel) == rel.as_slice())
+                        .filter(|f| cfg.output_candidates(&f.rel).iter().any(|o| o.exists()));
+                    let mark_torn = |f: &InputFile| -> Result<bool> {
+                        Ok(replay.torn.is_some() && count_chunks(cfg, &f.path)? == chunk + 1)
+                    };
+                    if let Some(f) = finished.filter(|f| !mark_torn(f).unwrap_or(false)) {
+                        let outs = cfg.output_candidates(&f.rel);
+                        let out = outs.iter().find(|o| o.exists()).unwrap_or(&outs[0]);
+                        bail!(
                         "{}: the journal ends with the record of chunk {chunk} of {}, whose output {} is \
                          finished, without that output's finish mark: the journal was cut short after it \
                          was written (or by a webdedup version without finish marks: finish the restore \
@@ -284,10 +312,11 @@ pub fn run_persistent(
                         out.display(),
                         start_over(cfg, p, &journal_path)
                     );
+                    }
                 }
+                rep.journal_records_replayed = replay.records;
+                Journal::open_append(&journal_path, replay.valid_len, p.fsync)?
             }
-            rep.journal_records_replayed = replay.records;
-            Journal::open_append(&journal_path, replay.valid_len, p.fsync)?
         } else {
             Journal::create(&journal_path, &meta, info.as_bytes(), p.fsync)?
         }
@@ -331,7 +360,7 @@ pub fn run_persistent(
     let dur = Durability {
         journal: Some(&journal),
         recorded: Some(&recorded),
-        skip_finished: p.restore,
+        skip_finished: p.restore && !rerun,
         stop,
         plans: None,
     };
@@ -339,7 +368,10 @@ pub fn run_persistent(
     journal.sync()?;
 
     // 3. Save.
-    if stats.interrupted {
+    if stats.interrupted && rerun {
+        // The journal stays: `--restore` runs the input again on the snapshot.
+        journal.close()?;
+    } else if stats.interrupted {
         if let Some(snap) = &snapshot {
             // Carry the decisions of unfinished outputs into their logs.
             let mut all = Recorded::default();

@@ -92,6 +92,8 @@ pub struct Decisions {
     /// first seen ([`Location::UNKNOWN`] for kept paragraphs and short ones that
     /// rode along).
     pub originals: Vec<Location>,
+    /// MinHash mode: the dropped documents and their originals, in order.
+    pub pairs: Vec<minhash::Pair>,
 }
 
 /// What a chunk's store requests need besides its plan.
@@ -122,6 +124,7 @@ pub struct Scratch {
     doc_seen: Vec<bool>,
     doc_original: Vec<Location>,
     near: near::NearScratch,
+    minhash: minhash::MinHashScratch,
 }
 
 /// Asks the store about the chunk's keys and decides what is kept.
@@ -133,6 +136,10 @@ pub fn decide(
     s: &mut Scratch,
     out: &mut Decisions,
 ) -> Result<(), StoreError> {
+    if let Some(m) = &opts.minhash {
+        return minhash::decide(plan, ctx, store, m, s, out);
+    }
+    out.pairs.clear();
     out.docs.clear();
     out.keep_para.clear();
     out.keep_para.resize(plan.paras.len(), false);
@@ -332,4 +339,5 @@ pub fn decide(
     Ok(())
 }
 
+pub mod minhash;
 pub mod near;

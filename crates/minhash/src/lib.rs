@@ -32,7 +32,7 @@ pub mod reference;
 pub mod shingle;
 pub mod sketch;
 
-pub use band::{estimate_jaccard, Banding, MAX_ROWS};
+pub use band::{estimate_jaccard, estimate_jaccard_low8, Banding, MAX_ROWS};
 pub use shingle::{Shingler, Shingling, MAX_SHINGLE, SHINGLE_SEED};
 pub use sketch::{mix64, Sketch};
 

@@ -1,0 +1,306 @@
+//! MinHash stream mode (`webdedup minhash`): near-duplicate *documents* by their
+//! LSH band keys (`webdedup-minhash`).
+//!
+//! For each document in input order: if one of its band keys was inserted before
+//! (in the store, or by an earlier kept document of the chunk), the document is a
+//! near-duplicate of the document that inserted it, its *original*; otherwise it is
+//! kept and inserts its band keys. Only kept documents insert, so nothing chains
+//! through dropped documents and every drop names one original. With `--verify J`
+//! a match drops the document only when the Jaccard similarity estimated from the
+//! two signatures is at least `J`; the originals are tried in band order and the
+//! first that passes is named. A document whose original's signature is not known
+//! in this process (a key from an earlier run's snapshot: locations and signatures
+//! are not persisted) is dropped unverified (Jaccard `-`).
+//!
+//! Two store requests per chunk: a located *test* of every band key (round 0),
+//! then, after the documents were judged one by one in order (the band keys of
+//! kept documents of the chunk sit in a local map), a located insert of the kept
+//! documents' keys (round 1). Verdicts thus equal asking document by document, and
+//! outputs are the same for any `--threads` and `--chunk-bytes`.
+
+use super::{ChunkContext, Decisions, DocStatus, Scratch};
+use crate::options::MinHashOptions;
+use crate::plan::{ChunkPlan, DocKind};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::sync::Arc;
+use webdedup_minhash::estimate_jaccard_low8;
+use webdedup_store::{BatchId, Location, Store, StoreError};
+
+/// A dropped document and its original, for the pairs report.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pair {
+    /// The dropped document's index in the chunk plan.
+    pub doc: usize,
+    /// The original's name (its id, or `REL:LINE`), or `-` when not known.
+    pub original: String,
+    /// The estimated Jaccard similarity, when both signatures were at hand.
+    pub jaccard: Option<f64>,
+}
+
+/// A kept document, as the side store remembers it.
+struct Kept {
+    /// Its id, where its format has one (else it is named `REL:LINE`).
+    id: Option<Box<str>>,
+    /// The low 8 bits of its signature's values (empty without `--verify`).
+    sig: Box<[u8]>,
+}
+
+#[derive(Default)]
+struct KeptInner {
+    docs: HashMap<Location, Kept>,
+    /// Input file ids to their relative paths (names of documents without ids).
+    files: HashMap<u64, Arc<str>>,
+}
+
+/// The side store of stream mode: for each kept document of this process, by its
+/// location (input file id, line), its id and, with `--verify`, the low bytes of its
+/// signature (112 bytes at the defaults). It names originals in the pairs report
+/// and verifies matches. Cost: about 60 bytes plus the id (and 112 signature
+/// bytes with `--verify`) per kept document, in memory.
+#[derive(Default)]
+pub struct KeptDocs {
+    inner: Mutex<KeptInner>,
+}
+
+impl std::fmt::Debug for KeptDocs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "KeptDocs({} documents)", self.inner.lock().docs.len())
+    }
+}
+
+impl KeptDocs {
+    /// Names input file `id` (its relative path) for originals without ids.
+    pub fn add_file(&self, id: u64, rel: &str) {
+        self.inner.lock().files.insert(id, Arc::from(rel));
+    }
+
+    /// Kept documents remembered.
+    pub fn len(&self) -> usize {
+        self.inner.lock().docs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Forgets every document (a restore reruns the input from its start).
+    pub fn clear(&self) {
+        self.inner.lock().docs.clear();
+    }
+}
+
+impl KeptInner {
+    fn name(&self, loc: Location) -> String {
+        if loc == Location::UNKNOWN {
+            return "-".into();
+        }
+        if let Some(Kept { id: Some(id), .. }) = self.docs.get(&loc) {
+            return id.to_string();
+        }
+        match self.files.get(&loc.file) {
+            Some(rel) => format!("{rel}:{}", loc.record),
+            None => format!("{:016x}:{}", loc.file, loc.record),
+        }
+    }
+}
+
+/// Reusable buffers of [`decide`].
+#[derive(Default)]
+pub struct MinHashScratch {
+    local: HashMap<u64, Location>,
+    owners: Vec<Location>,
+    insert_keys: Vec<u64>,
+    insert_locs: Vec<Location>,
+}
+
+/// Asks the store about the chunk's band keys and decides which documents are kept.
+pub fn decide(
+    plan: &ChunkPlan,
+    ctx: ChunkContext,
+    store: &dyn Store,
+    m: &MinHashOptions,
+    s: &mut Scratch,
+    out: &mut Decisions,
+) -> Result<(), StoreError> {
+    out.docs.clear();
+    out.keep_para.clear();
+    out.keep_para.resize(plan.paras.len(), false);
+    out.originals.clear();
+    out.originals.resize(plan.paras.len(), Location::UNKNOWN);
+    out.url_title_repeat.clear();
+    out.url_title_repeat.resize(plan.docs.len(), false);
+    out.pairs.clear();
+    let round = |n: u64| BatchId {
+        stream: ctx.id.stream,
+        seq: ctx.id.seq + n,
+    };
+    let live = |i: usize| plan.docs[i].live();
+
+    // Round 0: test every band key of the live documents.
+    s.keys.clear();
+    for (i, d) in plan.docs.iter().enumerate() {
+        if live(i) {
+            s.keys
+                .extend_from_slice(&plan.bands[d.bands.start as usize..d.bands.end as usize]);
+        }
+    }
+    store.test_located(&s.keys, &mut s.seen, &mut s.originals)?;
+
+    let mh = &mut s.minhash;
+    mh.local.clear();
+    mh.insert_keys.clear();
+    mh.insert_locs.clear();
+    let mut kept = m.kept.inner.lock();
+    let mut asked = 0usize;
+    for (i, doc) in plan.docs.iter().enumerate() {
+        if let DocKind::BadRecord { dropped } = doc.kind {
+            out.docs.push(DocStatus::BadRecord { dropped });
+            continue;
+        }
+        if !live(i) {
+            out.docs.push(DocStatus::UrlFiltered);
+            continue;
+        }
+        let bands = &plan.bands[doc.bands.start as usize..doc.bands.end as usize];
+        let sig = &plan.sigs[doc.sig.start as usize..doc.sig.end as usize];
+        // Owners of the matching bands, in band order, each once. A key in the store
+        // was inserted before any key of this chunk: the store's owner comes first.
+        mh.owners.clear();
+        let mut matched = false;
+        for (j, key) in bands.iter().enumerate() {
+            let owner = if s.seen[asked + j] {
+                Some(s.originals[asked + j])
+            } else {
+                mh.local.get(key).copied()
+            };
+            if let Some(o) = owner {
+                matched = true;
+                if !mh.owners.contains(&o) {
+                    mh.owners.push(o);
+                }
+            }
+        }
+        asked += bands.len();
+        let here = Location {
+            file: ctx.file,
+            record: doc.line,
+        };
+        let known_sig = |k: &KeptInner, o: &Location| {
+            k.docs
+                .get(o)
+                .filter(|d| d.sig.len() == sig.len() && !sig.is_empty())
+                .map(|d| estimate_jaccard_low8(sig, &d.sig))
+        };
+        let verdict: Option<(Location, Option<f64>)> = if !matched {
+            None
+        } else {
+            match m.verify {
+                None => {
+                    let o = mh.owners[0];
+                    Some((o, known_sig(&kept, &o)))
+                }
+                Some(threshold) => {
+                    let mut found = None;
+                    let mut unverifiable = None;
+                    for o in &mh.owners {
+                        match known_sig(&kept, o) {
+                            Some(j) if j >= threshold => {
+                                found = Some((*o, Some(j)));
+                                break;
+                            }
+                            Some(_) => {}
+                            None => {
+                                unverifiable.get_or_insert((*o, None));
+                            }
+                        }
+                    }
+                    found.or(unverifiable)
+                }
+            }
+        };
+        match verdict {
+            Some((o, jaccard)) => {
+                out.docs.push(DocStatus::Duplicate);
+                out.pairs.push(Pair {
+                    doc: i,
+                    original: kept.name(o),
+                    jaccard,
+                });
+            }
+            None => {
+                out.docs.push(DocStatus::Kept);
+                out.keep_para[doc.paras.clone()].fill(true);
+                for &key in bands {
+                    mh.local.entry(key).or_insert(here);
+                    mh.insert_keys.push(key);
+                    mh.insert_locs.push(here);
+                }
+                let id = doc.id.as_ref().map(|r| Box::from(plan.meta_of(r)));
+                let sig = if m.verify.is_some() {
+                    Box::from(sig)
+                } else {
+                    Box::default()
+                };
+                kept.docs.entry(here).or_insert(Kept { id, sig });
+            }
+        }
+    }
+    drop(kept);
+
+    // Round 1: the kept documents' keys, located (the first inserter owns a key).
+    store.test_and_insert_located_batch(
+        round(1),
+        &mh.insert_keys,
+        &mh.insert_locs,
+        &mut s.seen,
+        &mut s.originals,
+    )?;
+    Ok(())
+}
+
+/// Appends the pairs report lines of a chunk: `DOC TAB ORIGINAL TAB JACCARD`, a
+/// document named by its id, or `NAME:LINE` when it has none; the Jaccard estimate
+/// with 3 decimals, `-` when not known.
+pub fn pairs_lines(plan: &ChunkPlan, dec: &Decisions, name: &str, out: &mut Vec<u8>) {
+    let mut line = String::new();
+    for p in &dec.pairs {
+        line.clear();
+        let doc = &plan.docs[p.doc];
+        match &doc.id {
+            Some(id) => line.push_str(&tsv_field(plan.meta_of(id))),
+            None => {
+                let _ = write!(line, "{}:{}", tsv_field(name), doc.line);
+            }
+        }
+        line.push('\t');
+        line.push_str(&tsv_field(&p.original));
+        match p.jaccard {
+            Some(j) => {
+                let _ = writeln!(line, "\t{j:.3}");
+            }
+            None => line.push_str("\t-\n"),
+        }
+        out.extend_from_slice(line.as_bytes());
+    }
+}
+
+/// A name as a TSV field: tabs, line breaks and backslashes escaped (`\t`, `\n`,
+/// `\r`, `\\`), so a line is always one record of three fields.
+fn tsv_field(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.contains(['\t', '\n', '\r', '\\']) {
+        return s.into();
+    }
+    let mut o = String::with_capacity(s.len() + 4);
+    for c in s.chars() {
+        match c {
+            '\t' => o.push_str("\\t"),
+            '\n' => o.push_str("\\n"),
+            '\r' => o.push_str("\\r"),
+            '\\' => o.push_str("\\\\"),
+            c => o.push(c),
+        }
+    }
+    o.into()
+}
