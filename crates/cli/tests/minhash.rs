@@ -1,0 +1,338 @@
+//! `webdedup minhash` as a real process: the same outputs for any thread count,
+//! chunk size and store (embedded, `--store DIR`, hash servers on loopback),
+//! verticals and their JSON Lines conversion, kill (fault injection) + `--restore`
+//! byte-identical, malformed input reported, every dropped document naming its
+//! original.
+
+mod common;
+mod server_procs;
+
+use common::*;
+use server_procs::*;
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::Output;
+
+fn minhash(input: &Path, output: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "minhash",
+        "-i",
+        input.to_str().unwrap(),
+        "-o",
+        output.to_str().unwrap(),
+        "-q",
+        "--dd",
+    ];
+    args.extend_from_slice(extra);
+    webdedup(&args)
+}
+
+/// The outputs of a run (without the run id of runs on servers).
+fn outputs(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    tree(dir)
+        .into_iter()
+        .filter(|(n, _)| !n.ends_with(".webdedup.run-id"))
+        .collect()
+}
+
+fn assert_same(what: &str, got: &[(String, Vec<u8>)], want: &[(String, Vec<u8>)]) {
+    let names = |t: &[(String, Vec<u8>)]| t.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+    assert_eq!(names(got), names(want), "{what}: file names");
+    for ((n, a), (_, b)) in got.iter().zip(want) {
+        assert!(a == b, "{what}: {n} differs");
+    }
+}
+
+/// Every pairs line of a run: (document, original, jaccard).
+fn pairs(out: &[(String, Vec<u8>)]) -> Vec<(String, String, String)> {
+    let mut v = Vec::new();
+    for (name, bytes) in out {
+        if name.ends_with(".pairs") {
+            for line in String::from_utf8(bytes.clone()).unwrap().lines() {
+                let f: Vec<&str> = line.split('\t').collect();
+                assert_eq!(f.len(), 3, "{name}: {line}");
+                v.push((f[0].into(), f[1].into(), f[2].into()));
+            }
+        }
+    }
+    v
+}
+
+#[test]
+fn threads_chunks_and_every_store_give_the_same_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = sample_dir();
+    let reference = dir.path().join("ref");
+    let o = minhash(&input, &reference, &["-t", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let want = outputs(&reference);
+    let found = pairs(&want);
+    assert!(
+        found.len() > 50,
+        "the sample has near-duplicates: {found:?}"
+    );
+
+    for (i, extra) in [
+        vec!["-t", "2"],
+        vec!["-t", "2", "--chunk-bytes", "10000"],
+        vec!["-t", "1", "--chunk-bytes", "3000"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        let out = dir.path().join(format!("t{i}"));
+        let o = minhash(&input, &out, extra);
+        assert!(o.status.success(), "{extra:?}: {}", stderr(&o));
+        assert_same(&format!("{extra:?}"), &outputs(&out), &want);
+    }
+
+    // A store directory: the same outputs, and its snapshot holds band keys of
+    // these settings only.
+    let store = dir.path().join("store");
+    let out = dir.path().join("stored");
+    let o = minhash(
+        &input,
+        &out,
+        &["-t", "2", "--store", store.to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_same("--store DIR", &outputs(&out), &want);
+    let o = dedup(
+        &input,
+        &dir.path().join("exact"),
+        &["--store", store.to_str().unwrap()],
+    );
+    assert!(
+        !o.status.success(),
+        "a band-key store must refuse paragraph keys"
+    );
+    assert!(stderr(&o).contains("minhash-bands-v1"), "{}", stderr(&o));
+
+    // Two hash servers on loopback.
+    let map = dir.path().join("map");
+    let ports = [free_port(), free_port()];
+    write_map(&map, &ports, |b| b % 2);
+    let mut servers: Vec<Server> = ports
+        .iter()
+        .map(|&p| Server::start(dir.path(), &map, p, &[]))
+        .collect();
+    let out = dir.path().join("servers");
+    let o = minhash(&input, &out, &["-t", "2", "-s", map.to_str().unwrap()]);
+    for s in &mut servers {
+        s.stop();
+    }
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_same("-s MAP", &outputs(&out), &want);
+}
+
+#[test]
+fn verticals_and_their_jsonl_conversion_drop_the_same_documents() {
+    let dir = tempfile::tempdir().unwrap();
+    let (v, j) = (dir.path().join("v"), dir.path().join("j"));
+    assert!(minhash(&sample_dir(), &v, &[]).status.success());
+    let o = minhash(&jsonl_sample_dir(), &j, &["-t", "2"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let statuses = |d: &Path| -> Vec<String> {
+        let mut s = Vec::new();
+        for (n, b) in outputs(d) {
+            if n.ends_with(".dd") {
+                for l in String::from_utf8(b).unwrap().lines() {
+                    s.push(l.split("status=").nth(1).unwrap().to_string());
+                }
+            }
+        }
+        s
+    };
+    assert_eq!(statuses(&v), statuses(&j));
+    // JSON Lines names documents by their ids.
+    let p = pairs(&outputs(&j));
+    assert!(!p.is_empty());
+    assert!(
+        p.iter().all(|(d, o, _)| d.len() == 16 && o.len() == 16),
+        "{p:?}"
+    );
+}
+
+/// Every dropped document names an earlier, kept document whose text is a near
+/// duplicate (estimated Jaccard at least the threshold), found in the input where
+/// its name says.
+#[test]
+fn dropped_documents_name_their_original() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = minhash(&sample_dir(), &out, &["-t", "2"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let tree = outputs(&out);
+    // Statuses by document name (REL:LINE), from the .dd lists in input order.
+    let mut kept = HashMap::new();
+    let mut lines_of = HashMap::new();
+    for (name, bytes) in &tree {
+        let Some(rel) = name.strip_suffix(".dedup.dd") else {
+            continue;
+        };
+        let rel = format!("{rel}.gz");
+        let text = decompress(&std::fs::read(sample_dir().join(&rel)).unwrap());
+        let text = String::from_utf8(text).unwrap();
+        let doc_lines: Vec<usize> = text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| l.starts_with("<doc"))
+            .map(|(i, _)| i + 1)
+            .collect();
+        let dd = String::from_utf8(bytes.clone()).unwrap();
+        assert_eq!(dd.lines().count(), doc_lines.len(), "{name}");
+        for (l, line) in doc_lines.iter().zip(dd.lines()) {
+            kept.insert(format!("{rel}:{l}"), line.contains("status=\"K\""));
+        }
+        lines_of.insert(rel, text.lines().map(String::from).collect::<Vec<_>>());
+    }
+    let p = pairs(&tree);
+    assert!(!p.is_empty());
+    for (doc, orig, j) in &p {
+        assert_eq!(kept.get(doc), Some(&false), "{doc} is dropped");
+        assert_eq!(
+            kept.get(orig),
+            Some(&true),
+            "{doc}: original {orig} is kept"
+        );
+        let (rel, line) = orig.rsplit_once(':').unwrap();
+        let line: usize = line.parse().unwrap();
+        assert!(lines_of[rel][line - 1].starts_with("<doc"), "{orig}");
+        assert!(orig.as_str() < doc.as_str() || rel == doc.rsplit_once(':').unwrap().0);
+        let j: f64 = j.parse().unwrap_or_else(|_| panic!("{doc}: jaccard {j}"));
+        assert!((0.8..=1.0).contains(&j), "{doc}: {j}");
+    }
+    // Without verification more documents are dropped (every band match).
+    let lsh = dir.path().join("lsh");
+    assert!(minhash(&sample_dir(), &lsh, &["--verify", "0"])
+        .status
+        .success());
+    assert!(pairs(&outputs(&lsh)).len() >= p.len());
+}
+
+#[test]
+fn kill_at_fault_points_then_restore_is_byte_identical() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = sample_dir();
+    let reference = dir.path().join("ref");
+    let store_ref = dir.path().join("ref-store");
+    let o = minhash(
+        &input,
+        &reference,
+        &[
+            "--chunk-bytes",
+            "20000",
+            "--store",
+            store_ref.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let want = (
+        outputs(&reference),
+        std::fs::read(store_ref.join("store.snap")).unwrap(),
+    );
+    for (i, (fault, threads)) in [
+        ("commit:3", "1"),
+        ("journal-record:20", "2"),
+        ("output-bytes:1000000", "2"),
+        ("rename:2", "1"),
+        ("renamed:1", "2"),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let out = dir.path().join(format!("o{i}"));
+        let store = dir.path().join(format!("s{i}"));
+        let args = [
+            "minhash",
+            "-i",
+            input.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "-q",
+            "--dd",
+            "--chunk-bytes",
+            "20000",
+            "-t",
+            threads,
+            "--store",
+            store.to_str().unwrap(),
+        ];
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_webdedup"))
+            .args(args)
+            .env("WEBDEDUP_FAULT", fault)
+            .output()
+            .unwrap();
+        assert!(
+            !o.status.success() && stderr(&o).contains("fault injection: abort at"),
+            "fault {fault} not reached: {}",
+            stderr(&o)
+        );
+        // Without --restore the leftover state is refused.
+        let o = webdedup(&args);
+        assert!(!o.status.success(), "{fault}: a fresh run over leftovers");
+        let mut again = args.to_vec();
+        again.push("--restore");
+        let o = webdedup(&again);
+        assert!(o.status.success(), "restore after {fault}: {}", stderr(&o));
+        let got = (
+            outputs(&out),
+            std::fs::read(store.join("store.snap")).unwrap(),
+        );
+        assert_same(&format!("after {fault}"), &got.0, &want.0);
+        assert!(got.1 == want.1, "after {fault}: the saved store differs");
+    }
+}
+
+#[test]
+fn malformed_input_is_reported_and_the_rest_processed() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in");
+    std::fs::create_dir_all(&input).unwrap();
+    let text = "one two three four five six seven eight nine ten eleven twelve";
+    let doc = |id: &str, t: &str| format!("{{\"id\":\"{id}\",\"text\":\"{t}\"}}\n");
+    let body = [
+        doc("a", text),
+        "{not json\n".to_string(),
+        doc("b", &format!("{text} thirteen")),
+        doc("c", "something else entirely, with other words in it"),
+    ]
+    .concat();
+    std::fs::write(input.join("x.jsonl"), body).unwrap();
+    let out = dir.path().join("out");
+    let o = minhash(&input, &out, &["--verify", "0"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("x.jsonl:2:"), "{err}");
+    let kept = read(out.join("x.jsonl.dedup"));
+    assert!(kept.contains("\"a\"") && kept.contains("\"c\"") && kept.contains("{not json"));
+    assert!(!kept.contains("\"b\""), "{kept}");
+    assert_eq!(
+        read(out.join("x.jsonl.dedup.pairs"))
+            .lines()
+            .next()
+            .unwrap()
+            .split('\t')
+            .take(2)
+            .collect::<Vec<_>>(),
+        ["b", "a"]
+    );
+}
+
+#[test]
+fn redis_and_bad_settings_are_refused_with_a_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = minhash(&sample_dir(), &out, &["--store", "redis://127.0.0.1:1"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("Redis / Valkey backend does not keep"),
+        "{}",
+        stderr(&o)
+    );
+    let o = minhash(&sample_dir(), &out, &["--bands", "20", "--rows", "8"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("bands x rows"), "{}", stderr(&o));
+    let o = minhash(&sample_dir(), &out, &["-n"]);
+    assert_eq!(o.status.code(), Some(2));
+}
