@@ -16,6 +16,19 @@ use webdedup_minhash::{Params, Shingling};
 const DEFAULT_VERIFY: f64 = 0.8;
 
 #[derive(Args, Debug)]
+// `dedup`'s paragraph options are refused here: hidden from the help.
+#[command(
+    mut_arg("near", |a| a.hide(true)),
+    mut_arg("ngram", |a| a.hide(true)),
+    mut_arg("threshold", |a| a.hide(true)),
+    mut_arg("smooth", |a| a.hide(true)),
+    mut_arg("max_stub", |a| a.hide(true)),
+    mut_arg("feedback", |a| a.hide(true)),
+    mut_arg("min_para_chars", |a| a.hide(true)),
+    mut_arg("doc_check", |a| a.hide(true)),
+    mut_arg("normalization", |a| a.hide(true)),
+    mut_arg("restore", |a| a.help("Finish an interrupted run (same command plus `-r`): the input is run again from its start on the store as it was before the run, giving the bytes of an uninterrupted run"))
+)]
 #[command(after_help = "\
 Banding: two documents of Jaccard similarity s share at least one band with
 probability 1 - (1 - s^R)^B; the S-curve is steepest at (1/B)^(1/R): 0.72 for the
