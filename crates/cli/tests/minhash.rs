@@ -230,6 +230,7 @@ fn kill_at_fault_points_then_restore_is_byte_identical() {
     let want = (
         outputs(&reference),
         std::fs::read(store_ref.join("store.snap")).unwrap(),
+        std::fs::read(store_ref.join("minhash.kept")).unwrap(),
     );
     for (i, (fault, threads)) in [
         ("commit:3", "1"),
@@ -237,6 +238,10 @@ fn kill_at_fault_points_then_restore_is_byte_identical() {
         ("output-bytes:1000000", "2"),
         ("rename:2", "1"),
         ("renamed:1", "2"),
+        ("renamed:3", "1"),
+        ("minhash-kept:1", "2"),
+        ("snapshot-mid:1", "1"),
+        ("snapshot-renamed:1", "2"),
     ]
     .iter()
     .enumerate()
@@ -278,9 +283,24 @@ fn kill_at_fault_points_then_restore_is_byte_identical() {
         let got = (
             outputs(&out),
             std::fs::read(store.join("store.snap")).unwrap(),
+            std::fs::read(store.join("minhash.kept")).unwrap(),
         );
         assert_same(&format!("after {fault}"), &got.0, &want.0);
         assert!(got.1 == want.1, "after {fault}: the saved store differs");
+        // The side store differs only by the nonce of the run that wrote it.
+        let strip = |b: &[u8]| {
+            let mut b = b.to_vec();
+            let at = 8 + 4 + 4 + u32::from_le_bytes(b[12..16].try_into().unwrap()) as usize;
+            b[at..at + 8].fill(0);
+            let n = b.len();
+            b[n - 8..].fill(0);
+            b
+        };
+        assert!(
+            strip(&got.2) == strip(&want.2),
+            "after {fault}: the saved side store differs"
+        );
+        assert!(!store.join("journal").exists(), "{fault}: journal left");
     }
 }
 
@@ -335,4 +355,47 @@ fn redis_and_bad_settings_are_refused_with_a_reason() {
     assert!(stderr(&o).contains("bands x rows"), "{}", stderr(&o));
     let o = minhash(&sample_dir(), &out, &["-n"]);
     assert_eq!(o.status.code(), Some(2));
+}
+
+/// `--store DIR` crawl by crawl gives the same decisions, originals and Jaccard
+/// estimates as one run over all crawls (the side store of kept documents is saved
+/// with the store), and the same key set.
+#[test]
+fn crawl_by_crawl_equals_one_run_over_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let all = dir.path().join("all");
+    let all_store = dir.path().join("all-store");
+    let o = minhash(
+        &jsonl_sample_dir(),
+        &all,
+        &["--store", all_store.to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let store = dir.path().join("store");
+    let mut pieces = Vec::new();
+    for crawl in ["cc-2023-14", "cc-2023-50", "cc-2024-33"] {
+        let out = dir.path().join(crawl);
+        let o = minhash(
+            &jsonl_sample_dir().join(crawl),
+            &out,
+            &["--store", store.to_str().unwrap(), "-t", "2"],
+        );
+        assert!(o.status.success(), "{crawl}: {}", stderr(&o));
+        for (n, b) in outputs(&out) {
+            if n != "files.idx" {
+                pieces.push((format!("{crawl}/{n}"), b));
+            }
+        }
+    }
+    pieces.sort();
+    let want: Vec<_> = outputs(&all)
+        .into_iter()
+        .filter(|(n, _)| n != "files.idx")
+        .collect();
+    assert_same("crawl by crawl", &pieces, &want);
+    assert!(pairs(&want).iter().all(|(_, o, j)| o != "-" && j != "-"));
+    assert_eq!(
+        std::fs::read(store.join("store.snap")).unwrap(),
+        std::fs::read(all_store.join("store.snap")).unwrap()
+    );
 }

@@ -45,6 +45,8 @@ struct Kept {
     id: Option<Box<str>>,
     /// The low 8 bits of its signature's values (empty without `--verify`).
     sig: Box<[u8]>,
+    /// Its band keys (only when the side store is saved: `--store DIR`).
+    bands: Box<[u64]>,
 }
 
 #[derive(Default)]
@@ -52,6 +54,13 @@ struct KeptInner {
     docs: HashMap<Location, Kept>,
     /// Input file ids to their relative paths (names of documents without ids).
     files: HashMap<u64, Arc<str>>,
+    /// Saved with the store (`--store DIR`): keep band keys and the order of the
+    /// kept documents, and the files of earlier runs.
+    persist: bool,
+    order: Vec<Location>,
+    /// Runs folded into the saved side store; file ids of this run are mixed with
+    /// it (0 for the first), so equal relative paths in two crawls stay apart.
+    runs: u64,
 }
 
 /// The side store of stream mode: for each kept document of this process, by its
@@ -71,9 +80,12 @@ impl std::fmt::Debug for KeptDocs {
 }
 
 impl KeptDocs {
-    /// Names input file `id` (its relative path) for originals without ids.
+    /// Names input file `id` (its relative path, `policy::file_id`) for originals
+    /// without ids.
     pub fn add_file(&self, id: u64, rel: &str) {
-        self.inner.lock().files.insert(id, Arc::from(rel));
+        let mut g = self.inner.lock();
+        let id = id ^ run_mix(g.runs);
+        g.files.insert(id, Arc::from(rel));
     }
 
     /// Kept documents remembered.
@@ -85,9 +97,185 @@ impl KeptDocs {
         self.len() == 0
     }
 
-    /// Forgets every document (a restore reruns the input from its start).
-    pub fn clear(&self) {
-        self.inner.lock().docs.clear();
+    /// Keep what [`save`](Self::save) needs (band keys, order).
+    pub fn set_persistent(&self) {
+        self.inner.lock().persist = true;
+    }
+
+    /// The side store as saved with `--store DIR` (`minhash.kept`):
+    ///
+    /// ```text
+    /// "WDDMHKP\0" u32 version=1  str settings  u64 run_nonce  u64 runs
+    /// u64 files, each: u64 id  str rel
+    /// u64 docs (in the order they were kept), each: u64 file  u64 line
+    ///     u32 id_len (u32::MAX: none) id  u32 sig_len sig  u32 bands  u64 × bands
+    /// u64 xxh3-64 of everything before
+    /// ```
+    ///
+    /// `run_nonce` names the run that wrote it (its journal carries the same), so a
+    /// restore knows whether the interrupted run got as far as saving.
+    pub fn encode(&self, settings: &str, run_nonce: u64) -> Vec<u8> {
+        let g = self.inner.lock();
+        let mut o = Vec::new();
+        o.extend_from_slice(KEPT_MAGIC);
+        o.extend_from_slice(&1u32.to_le_bytes());
+        put_bytes(&mut o, settings.as_bytes());
+        o.extend_from_slice(&run_nonce.to_le_bytes());
+        o.extend_from_slice(&(g.runs + 1).to_le_bytes());
+        let mut files: Vec<(&u64, &Arc<str>)> = g.files.iter().collect();
+        files.sort();
+        o.extend_from_slice(&(files.len() as u64).to_le_bytes());
+        for (id, rel) in files {
+            o.extend_from_slice(&id.to_le_bytes());
+            put_bytes(&mut o, rel.as_bytes());
+        }
+        o.extend_from_slice(&(g.order.len() as u64).to_le_bytes());
+        for loc in &g.order {
+            let d = &g.docs[loc];
+            o.extend_from_slice(&loc.file.to_le_bytes());
+            o.extend_from_slice(&loc.record.to_le_bytes());
+            match &d.id {
+                Some(id) => put_bytes(&mut o, id.as_bytes()),
+                None => o.extend_from_slice(&u32::MAX.to_le_bytes()),
+            }
+            put_bytes(&mut o, &d.sig);
+            o.extend_from_slice(&(d.bands.len() as u32).to_le_bytes());
+            for k in d.bands.iter() {
+                o.extend_from_slice(&k.to_le_bytes());
+            }
+        }
+        let check = xxhash_rust::xxh3::xxh3_64(&o);
+        o.extend_from_slice(&check.to_le_bytes());
+        o
+    }
+
+    /// Reads what [`encode`](Self::encode) wrote (from `what`, for messages) for
+    /// `settings`: fills this side store and inserts every kept document's band keys
+    /// into `store`, located, in the order they were kept (so each key's first
+    /// inserter is its owner again). Returns the writing run's nonce.
+    pub fn load(
+        &self,
+        bytes: &[u8],
+        settings: &str,
+        what: &str,
+        store: &dyn Store,
+    ) -> Result<u64, String> {
+        let body_len = bytes
+            .len()
+            .checked_sub(8)
+            .ok_or_else(|| format!("{what}: cut short"))?;
+        let (body, check) = bytes.split_at(body_len);
+        if xxhash_rust::xxh3::xxh3_64(body).to_le_bytes() != check {
+            return Err(format!("{what}: checksum mismatch (damaged or cut short)"));
+        }
+        let mut r = Reader {
+            b: body,
+            pos: 0,
+            what,
+        };
+        if r.take(8)? != KEPT_MAGIC || r.u32()? != 1 {
+            return Err(format!("{what}: not a MinHash side store of this version"));
+        }
+        let found = String::from_utf8_lossy(r.bytes()?).into_owned();
+        if found != settings {
+            return Err(format!(
+                "{what}: MinHash settings '{found}' in the store, '{settings}' in this run"
+            ));
+        }
+        let nonce = r.u64()?;
+        let mut g = self.inner.lock();
+        g.runs = r.u64()?;
+        for _ in 0..r.u64()? {
+            let id = r.u64()?;
+            let rel = String::from_utf8_lossy(r.bytes()?).into_owned();
+            g.files.insert(id, Arc::from(rel));
+        }
+        let (mut seen, mut originals) = (Vec::new(), Vec::new());
+        for _ in 0..r.u64()? {
+            let loc = Location {
+                file: r.u64()?,
+                record: r.u64()?,
+            };
+            let id = match r.u32_peek()? {
+                u32::MAX => {
+                    r.u32()?;
+                    None
+                }
+                _ => Some(Box::from(String::from_utf8_lossy(r.bytes()?).as_ref())),
+            };
+            let sig: Box<[u8]> = Box::from(r.bytes()?);
+            let n = r.u32()? as usize;
+            let mut bands = Vec::with_capacity(n);
+            for _ in 0..n {
+                bands.push(r.u64()?);
+            }
+            let locs = vec![loc; n];
+            store
+                .test_and_insert_located(&bands, &locs, &mut seen, &mut originals)
+                .map_err(|e| format!("{what}: {e}"))?;
+            g.order.push(loc);
+            g.docs.insert(
+                loc,
+                Kept {
+                    id,
+                    sig,
+                    bands: bands.into(),
+                },
+            );
+        }
+        if r.pos != body.len() {
+            return Err(format!("{what}: stray bytes at offset {}", r.pos));
+        }
+        g.persist = true;
+        Ok(nonce)
+    }
+}
+
+const KEPT_MAGIC: &[u8; 8] = b"WDDMHKP\0";
+
+/// Mixes a run number into file ids (0 leaves them as they are).
+fn run_mix(runs: u64) -> u64 {
+    if runs == 0 {
+        0
+    } else {
+        webdedup_minhash::mix64(runs)
+    }
+}
+
+fn put_bytes(o: &mut Vec<u8>, b: &[u8]) {
+    o.extend_from_slice(&(b.len() as u32).to_le_bytes());
+    o.extend_from_slice(b);
+}
+
+struct Reader<'a> {
+    b: &'a [u8],
+    pos: usize,
+    what: &'a str,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        let s = self
+            .b
+            .get(self.pos..self.pos.saturating_add(n))
+            .ok_or_else(|| format!("{}: cut short at offset {}", self.what, self.pos))?;
+        self.pos += n;
+        Ok(s)
+    }
+    fn u32(&mut self) -> Result<u32, String> {
+        Ok(u32::from_le_bytes(self.take(4)?.try_into().unwrap()))
+    }
+    fn u32_peek(&mut self) -> Result<u32, String> {
+        let v = self.u32()?;
+        self.pos -= 4;
+        Ok(v)
+    }
+    fn u64(&mut self) -> Result<u64, String> {
+        Ok(u64::from_le_bytes(self.take(8)?.try_into().unwrap()))
+    }
+    fn bytes(&mut self) -> Result<&'a [u8], String> {
+        let n = self.u32()? as usize;
+        self.take(n)
     }
 }
 
@@ -184,7 +372,7 @@ pub fn decide(
         }
         asked += bands.len();
         let here = Location {
-            file: ctx.file,
+            file: ctx.file ^ run_mix(kept.runs),
             record: doc.line,
         };
         let known_sig = |k: &KeptInner, o: &Location| {
@@ -243,7 +431,17 @@ pub fn decide(
                 } else {
                     Box::default()
                 };
-                kept.docs.entry(here).or_insert(Kept { id, sig });
+                let bands = if kept.persist {
+                    Box::from(bands)
+                } else {
+                    Box::default()
+                };
+                if !kept.docs.contains_key(&here) {
+                    if kept.persist {
+                        kept.order.push(here);
+                    }
+                    kept.docs.insert(here, Kept { id, sig, bands });
+                }
             }
         }
     }
