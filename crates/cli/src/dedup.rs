@@ -427,12 +427,15 @@ fn run_on_external(
         journal: None,
         recorded: None,
         // MinHash mode redoes every output on restore (the side store of kept
-        // documents is rebuilt; the servers answer the repeated requests from
-        // their retry records).
+        // documents is rebuilt; keys the interrupted attempt inserted are told
+        // apart by their locations, see `policy::minhash`).
         skip_finished: args.restore && cfg.options.minhash.is_none(),
         stop: Some(stop),
         plans: None,
     };
+    if let Some(m) = &cfg.options.minhash {
+        m.kept.set_salt(salt);
+    }
     let stats = webdedup_dedup::run_with(cfg, store.as_ref(), &dur, report)?;
     if !stats.interrupted {
         let _ = std::fs::remove_file(_lock.path());

@@ -399,3 +399,110 @@ fn crawl_by_crawl_equals_one_run_over_all() {
         std::fs::read(all_store.join("store.snap")).unwrap()
     );
 }
+
+/// A run stopped cleanly (the `stop` fault point sets the stop flag as a signal
+/// would) exits 3 and saves nothing; `--restore` then gives the bytes of an
+/// uninterrupted run.
+#[test]
+fn clean_stops_then_restore_are_byte_identical() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = sample_dir();
+    let reference = dir.path().join("ref");
+    let store_ref = dir.path().join("ref-store");
+    let common = ["--chunk-bytes", "20000", "-t", "2"];
+    let mut extra = common.to_vec();
+    extra.extend(["--store", store_ref.to_str().unwrap()]);
+    assert!(minhash(&input, &reference, &extra).status.success());
+    for n in [1, 9, 40] {
+        let out = dir.path().join(format!("o{n}"));
+        let store = dir.path().join(format!("s{n}"));
+        let mut args = vec![
+            "minhash",
+            "-i",
+            input.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "-q",
+            "--dd",
+            "--store",
+            store.to_str().unwrap(),
+        ];
+        args.extend(common);
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_webdedup"))
+            .args(&args)
+            .env("WEBDEDUP_FAULT", format!("stop:{n}"))
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(3), "stop:{n}: {}", stderr(&o));
+        assert!(
+            !store.join("store.snap").exists(),
+            "a stopped run saves nothing"
+        );
+        args.push("-r");
+        let o = webdedup(&args);
+        assert!(o.status.success(), "restore after stop:{n}: {}", stderr(&o));
+        assert_same(&format!("stop:{n}"), &outputs(&out), &outputs(&reference));
+        assert_eq!(
+            std::fs::read(store.join("store.snap")).unwrap(),
+            std::fs::read(store_ref.join("store.snap")).unwrap()
+        );
+    }
+}
+
+/// A worker on hash servers killed (fault injection, like kill -9) and restored
+/// with `-r` gives the bytes of an uninterrupted run: the servers answer the
+/// repeated requests from their retry records.
+#[test]
+fn worker_on_servers_killed_then_restored_is_byte_identical() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = sample_dir();
+    let reference = dir.path().join("ref");
+    assert!(minhash(&input, &reference, &["--chunk-bytes", "20000"])
+        .status
+        .success());
+    let map = dir.path().join("map");
+    let ports = [free_port(), free_port()];
+    write_map(&map, &ports, |b| b % 2);
+    let mut servers: Vec<Server> = ports
+        .iter()
+        .map(|&p| Server::start(dir.path(), &map, p, &[]))
+        .collect();
+    let out = dir.path().join("out");
+    let args = [
+        "minhash",
+        "-i",
+        input.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "-q",
+        "--dd",
+        "--chunk-bytes",
+        "20000",
+        "-t",
+        "2",
+        "-s",
+        map.to_str().unwrap(),
+    ];
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_webdedup"))
+        .args(args)
+        .env("WEBDEDUP_FAULT", "rename:2")
+        .output()
+        .unwrap();
+    assert!(
+        stderr(&o).contains("fault injection: abort at"),
+        "{}",
+        stderr(&o)
+    );
+    let mut again = args.to_vec();
+    again.push("-r");
+    let o = webdedup(&again);
+    for s in &mut servers {
+        s.stop();
+    }
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_same(
+        "-s, killed and restored",
+        &outputs(&out),
+        &outputs(&reference),
+    );
+}

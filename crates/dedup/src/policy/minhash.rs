@@ -61,6 +61,28 @@ struct KeptInner {
     /// Runs folded into the saved side store; file ids of this run are mixed with
     /// it (0 for the first), so equal relative paths in two crawls stay apart.
     runs: u64,
+    /// A run on shared servers: its salt, mixed into file ids likewise (workers
+    /// with equal relative paths stay apart).
+    salt: u64,
+    /// This run's input files (mixed ids) by rank in input order.
+    rank: HashMap<u64, u32>,
+}
+
+impl KeptInner {
+    /// What file ids of this run are mixed with.
+    fn mix(&self) -> u64 {
+        run_mix(self.runs) ^ self.salt
+    }
+
+    /// Whether `owner` is a document of this run at or after `here` in input
+    /// order: a key it owns was inserted by an interrupted attempt of this run
+    /// (on servers, which keep it), not before `here`, so for `here` it is new.
+    fn is_future(&self, owner: Location, here: Location) -> bool {
+        match (self.rank.get(&owner.file), self.rank.get(&here.file)) {
+            (Some(o), Some(h)) => (*o, owner.record) >= (*h, here.record),
+            _ => false,
+        }
+    }
 }
 
 /// The side store of stream mode: for each kept document of this process, by its
@@ -84,8 +106,15 @@ impl KeptDocs {
     /// without ids.
     pub fn add_file(&self, id: u64, rel: &str) {
         let mut g = self.inner.lock();
-        let id = id ^ run_mix(g.runs);
+        let id = id ^ g.mix();
         g.files.insert(id, Arc::from(rel));
+        let n = g.rank.len() as u32;
+        g.rank.entry(id).or_insert(n);
+    }
+
+    /// Mixes `salt` (the run's, on shared servers) into this run's file ids.
+    pub fn set_salt(&self, salt: u64) {
+        self.inner.lock().salt = salt;
     }
 
     /// Kept documents remembered.
@@ -357,12 +386,14 @@ pub fn decide(
         // was inserted before any key of this chunk: the store's owner comes first.
         mh.owners.clear();
         let mut matched = false;
+        let here = Location {
+            file: ctx.file ^ kept.mix(),
+            record: doc.line,
+        };
         for (j, key) in bands.iter().enumerate() {
-            let owner = if s.seen[asked + j] {
-                Some(s.originals[asked + j])
-            } else {
-                mh.local.get(key).copied()
-            };
+            let stored = Some(s.originals[asked + j])
+                .filter(|&o| s.seen[asked + j] && !kept.is_future(o, here));
+            let owner = stored.or_else(|| mh.local.get(key).copied());
             if let Some(o) = owner {
                 matched = true;
                 if !mh.owners.contains(&o) {
@@ -371,10 +402,6 @@ pub fn decide(
             }
         }
         asked += bands.len();
-        let here = Location {
-            file: ctx.file ^ run_mix(kept.runs),
-            record: doc.line,
-        };
         let known_sig = |k: &KeptInner, o: &Location| {
             k.docs
                 .get(o)
