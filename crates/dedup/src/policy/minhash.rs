@@ -529,3 +529,79 @@ fn tsv_field(s: &str) -> std::borrow::Cow<'_, str> {
     }
     o.into()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use webdedup_store::MemStore;
+
+    fn sample() -> KeptDocs {
+        let k = KeptDocs::default();
+        k.set_persistent();
+        k.add_file(7, "a/b.jsonl");
+        {
+            let mut g = k.inner.lock();
+            for (i, id) in [Some("x"), None].into_iter().enumerate() {
+                let loc = Location {
+                    file: 7,
+                    record: i as u64 + 1,
+                };
+                g.order.push(loc);
+                g.docs.insert(
+                    loc,
+                    Kept {
+                        id: id.map(Box::from),
+                        sig: vec![i as u8; 4].into(),
+                        bands: vec![100 + i as u64, 200].into(),
+                    },
+                );
+            }
+        }
+        k
+    }
+
+    #[test]
+    fn side_store_round_trip_rebuilds_keys_with_their_first_owner() {
+        let bytes = sample().encode("s", 42);
+        let again = KeptDocs::default();
+        let store = MemStore::new(7);
+        assert_eq!(again.load(&bytes, "s", "f", &store).unwrap(), 42);
+        assert_eq!(store.len(), 3);
+        let (mut seen, mut orig) = (Vec::new(), Vec::new());
+        store
+            .test_located(&[200, 101], &mut seen, &mut orig)
+            .unwrap();
+        assert_eq!(seen, [true, true]);
+        // Key 200 belongs to both documents: the first kept owns it.
+        assert_eq!(orig[0].record, 1);
+        assert_eq!(orig[1].record, 2);
+        let g = again.inner.lock();
+        assert_eq!(g.name(orig[0]), "x");
+        assert_eq!(g.name(orig[1]), "a/b.jsonl:2");
+        assert_eq!(g.runs, 1);
+    }
+
+    #[test]
+    fn damaged_or_foreign_side_stores_are_refused() {
+        let bytes = sample().encode("s", 1);
+        let store = MemStore::new(7);
+        let err = KeptDocs::default()
+            .load(&bytes, "t", "f", &store)
+            .unwrap_err();
+        assert!(
+            err.contains("settings 's' in the store, 't' in this run"),
+            "{err}"
+        );
+        for cut in [0, 5, bytes.len() - 1] {
+            assert!(KeptDocs::default()
+                .load(&bytes[..cut], "s", "f", &store)
+                .is_err());
+        }
+        let mut flipped = bytes.clone();
+        flipped[20] ^= 1;
+        let err = KeptDocs::default()
+            .load(&flipped, "s", "f", &store)
+            .unwrap_err();
+        assert!(err.contains("checksum"), "{err}");
+    }
+}
