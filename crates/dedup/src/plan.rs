@@ -225,7 +225,7 @@ impl PlanSink<'_> {
         let p = &mut *self.planner;
         if let Some(m) = p.minhash.as_mut() {
             let banding = m.params().banding();
-            if let Some(sig) = m.signature_normalized(&p.doc_text) {
+            if let Some(sig) = m.signature_loose(&p.doc_text) {
                 banding.keys(sig, &mut self.plan.bands);
                 self.plan.sigs.extend(sig.iter().map(|&v| v as u8));
             }
@@ -339,20 +339,30 @@ impl DocSink for PlanSink<'_> {
                 self.plan.tokens.push(token_hash(t));
             }
         }
-        if p.doc_has_para {
-            p.doc_hash.update(b"\n");
-        }
-        p.doc_has_para = true;
-        p.doc_hash.update(text);
-        if p.minhash.is_some() {
-            if !p.doc_text.is_empty() {
-                p.doc_text.push(b' ');
+        // MinHash mode asks no document or paragraph keys: only the text is kept.
+        let minhash = p.minhash.is_some();
+        if minhash {
+            if !text.is_empty() {
+                // Joined by one space: still exactly loose-normalized text.
+                if !p.doc_text.is_empty() {
+                    p.doc_text.push(b' ');
+                }
+                p.doc_text.extend_from_slice(text);
             }
-            p.doc_text.extend_from_slice(text);
+        } else {
+            if p.doc_has_para {
+                p.doc_hash.update(b"\n");
+            }
+            p.doc_has_para = true;
+            p.doc_hash.update(text);
         }
         let idx = self.plan.paras.len() as u32;
         self.plan.paras.push(ParaPlan {
-            key: key(KeyKind::Paragraph, text),
+            key: if minhash {
+                0
+            } else {
+                key(KeyKind::Paragraph, text)
+            },
             long: p.text.raw_chars() >= p.min_para_chars,
             tokens: p.para_tokens..self.plan.tokens.len() as u32,
         });

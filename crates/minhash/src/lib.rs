@@ -209,6 +209,16 @@ impl MinHasher {
         self.finish()
     }
 
+    /// As [`signature_normalized`](Self::signature_normalized) for text exactly as
+    /// the `loose` normalization writes it (see [`Shingler::for_each_loose`]):
+    /// the same signature, one pass less.
+    pub fn signature_loose(&mut self, loose: &[u8]) -> Option<&[u32]> {
+        self.sketch.clear();
+        let sketch = &mut self.sketch;
+        self.shingler.for_each_loose(loose, |x| sketch.push(x));
+        self.finish()
+    }
+
     /// The signature and band keys of `text` (keys appended to `keys`).
     pub fn signature_and_keys(&mut self, text: &[u8], keys: &mut Vec<u64>) -> Option<&[u32]> {
         let banding = self.params.banding();
