@@ -9,8 +9,10 @@
 //! a match drops the document only when the Jaccard similarity estimated from the
 //! two signatures is at least `J`; the originals are tried in band order and the
 //! first that passes is named. A document whose original's signature is not known
-//! in this process (a key from an earlier run's snapshot: locations and signatures
-//! are not persisted) is dropped unverified (Jaccard `-`).
+//! to this process (another worker's document on shared hash servers, a key loaded
+//! from a snapshot without its side store) is dropped unverified (Jaccard `-`).
+//! With `--store DIR` the side store is saved as `minhash.kept` and rebuilds the
+//! store with its locations ([`KeptDocs::encode`], [`KeptDocs::load`]).
 //!
 //! Two store requests per chunk: a located *test* of every band key (round 0),
 //! then, after the documents were judged one by one in order (the band keys of
