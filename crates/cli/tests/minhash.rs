@@ -302,6 +302,35 @@ fn kill_at_fault_points_then_restore_is_byte_identical() {
         );
         assert!(!store.join("journal").exists(), "{fault}: journal left");
     }
+
+    // Without a store directory (the journal in the output directory).
+    let out = dir.path().join("nostore");
+    let args = [
+        "minhash",
+        "-i",
+        input.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "-q",
+        "--dd",
+        "--chunk-bytes",
+        "20000",
+    ];
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_webdedup"))
+        .args(args)
+        .env("WEBDEDUP_FAULT", "commit:5")
+        .output()
+        .unwrap();
+    assert!(
+        stderr(&o).contains("fault injection: abort at"),
+        "{}",
+        stderr(&o)
+    );
+    let mut again = args.to_vec();
+    again.push("-r");
+    let o = webdedup(&again);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_same("no store directory", &outputs(&out), &want.0);
 }
 
 #[test]
