@@ -4,7 +4,7 @@
 # the same table), and datatrove's MinHash pipeline side by side on the same
 # documents as JSON Lines. Writes markdown / key=value lines to stdout.
 #
-#   bench/minhash.sh [speed|study|datatrove|all]     (default: all)
+#   bench/minhash.sh [speed|stream|study|datatrove|all]     (default: all)
 #
 # CORPUS (default ../shared/corpus) must hold web3/ (verticals) and web3-jsonl/.
 # The datatrove part makes a throwaway venv under target/ (PyPI: datatrove 0.10.1 and
@@ -21,6 +21,23 @@ if [[ $what == speed || $what == all ]]; then
     target/release/examples/minhash_bench "$CORPUS"/web3/*/*.zst
     echo "## the same, JSON Lines"
     target/release/examples/minhash_bench --reps 1 "$CORPUS"/web3-jsonl/*/*.zst
+fi
+
+if [[ $what == stream || $what == all ]]; then
+    # End to end: `webdedup minhash` (read zstd JSONL, signatures, band keys, the
+    # embedded store, verification, outputs, pairs) on web3-jsonl, 1 and 2 threads.
+    cargo build --release -q --locked -p webdedup
+    mb=$(du -sbL "$CORPUS/web3-jsonl" | cut -f1)
+    for t in 1 2; do
+        rm -rf target/minhash-stream-out
+        /usr/bin/time -o target/minhash-stream.time -f "%e %U %S %M" \
+            target/release/webdedup minhash -i "$CORPUS/web3-jsonl" -o target/minhash-stream-out \
+            -q -t $t --json target/minhash-stream.json
+        read -r wall user sys rss < target/minhash-stream.time
+        dropped=$(grep -o '"documents_dropped": [0-9]*' target/minhash-stream.json | grep -o '[0-9]*$')
+        bytes_in=$(grep -o '"bytes_in": [0-9]*' target/minhash-stream.json | grep -o '[0-9]*$' || echo 0)
+        echo "minhash_stream threads=$t wall_s=$wall cpu_s=$(echo "$user + $sys" | bc) max_rss_kb=$rss dropped=$dropped input_bytes_compressed=$mb input_bytes=$bytes_in"
+    done
 fi
 
 dt_export=target/datatrove-work/export

@@ -180,6 +180,7 @@ impl Dedup {
             }),
             url_filter,
             feedback,
+            minhash: None,
         };
         let meta = StoreMeta {
             hash: "xxh3-64".into(),

@@ -20,7 +20,7 @@ pub struct DedupArgs {
     /// order), files, or `-` for standard input, read in the order given
     /// (repeatable); plain, gzip or zstd, detected by content.
     #[arg(short, long, value_name = "PATH", required = true, num_args = 1..)]
-    input: Vec<PathBuf>,
+    pub(crate) input: Vec<PathBuf>,
     /// Output directory: one `REL.dedup` per input file `REL`.
     #[arg(short, long, value_name = "DIR")]
     pub(crate) output: PathBuf,
@@ -134,6 +134,30 @@ pub struct DedupArgs {
 }
 
 pub fn run(args: &DedupArgs) -> Result<u8> {
+    run_mode(args, None)
+}
+
+/// `dedup`, or with `minhash` set, `webdedup minhash` (the same inputs, stores,
+/// outputs, restore and exit statuses; see `crate::minhash`).
+pub(crate) fn run_mode(
+    args: &DedupArgs,
+    minhash: Option<webdedup_dedup::options::MinHashOptions>,
+) -> Result<u8> {
+    if minhash.is_some() {
+        if args.near || args.feedback || args.read.wikilinks() {
+            anyhow::bail!("minhash judges whole documents: -n/--near, -f/--feedback and --format wikilinks do not apply");
+        }
+        if args.normalization != Normalization::Loose {
+            anyhow::bail!("minhash signatures are pinned to the loose normalization: --normalize does not apply");
+        }
+        if args
+            .store
+            .as_deref()
+            .is_some_and(crate::remote::is_engine_url)
+        {
+            anyhow::bail!("minhash needs the location of each band key's first document (to name originals and verify them), which the Redis / Valkey backend does not keep; use the embedded store (--store DIR) or the hash servers (-s MAP)");
+        }
+    }
     if args.blocks == 0 {
         anyhow::bail!("--blocks must be at least 1");
     }
@@ -176,6 +200,7 @@ pub fn run(args: &DedupArgs) -> Result<u8> {
             }),
             url_filter,
             feedback: args.feedback,
+            minhash,
         },
         read: args.read.settings()?,
         dd: args.dd,
@@ -249,7 +274,7 @@ pub fn run(args: &DedupArgs) -> Result<u8> {
                 url,
                 args.store_password_file.as_deref(),
                 args.normalization.name(),
-                webdedup_dedup::persist::KEY_KIND,
+                &webdedup_dedup::persist::key_kind(&cfg),
                 expected,
                 args.blocks,
                 salt,
@@ -403,10 +428,16 @@ fn run_on_external(
     let dur = webdedup_dedup::Durability {
         journal: None,
         recorded: None,
-        skip_finished: args.restore,
+        // MinHash mode redoes every output on restore (the side store of kept
+        // documents is rebuilt; keys the interrupted attempt inserted are told
+        // apart by their locations, see `policy::minhash`).
+        skip_finished: args.restore && cfg.options.minhash.is_none(),
         stop: Some(stop),
         plans: None,
     };
+    if let Some(m) = &cfg.options.minhash {
+        m.kept.set_salt(salt);
+    }
     let stats = webdedup_dedup::run_with(cfg, store.as_ref(), &dur, report)?;
     if !stats.interrupted {
         let _ = std::fs::remove_file(_lock.path());

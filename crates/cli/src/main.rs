@@ -5,6 +5,7 @@ mod check;
 mod convert;
 mod dedup;
 mod distribute;
+mod minhash;
 mod read_args;
 mod remote;
 mod server;
@@ -43,6 +44,10 @@ enum Command {
     /// Exact dedup of documents (verticals, JSON Lines): keep the first instance of
     /// every document and every long paragraph (the KNOT worker).
     Dedup(dedup::DedupArgs),
+    /// Near-duplicate documents by MinHash LSH, in stream mode: a document is dropped
+    /// when one of its band keys was inserted by an earlier kept document (its
+    /// original, named in `REL.dedup.pairs`). Same inputs, stores and outputs as `dedup`.
+    Minhash(minhash::MinhashArgs),
     /// Follow the references of a feedback-mode run (`dedup -f`) and confirm that
     /// every dropped paragraph repeats its named original; exit 1 on any mismatch.
     Check(check::CheckArgs),
@@ -92,6 +97,7 @@ fn output_of(cmd: &Command) -> Option<&Path> {
     use webdedup_archive::{CdxCommand, WarcCommand};
     match cmd {
         Command::Dedup(a) => Some(&a.output),
+        Command::Minhash(a) => Some(&a.dedup.output),
         Command::Cdx(CdxCommand::Dups(a)) => a.output.as_deref(),
         Command::Cdx(CdxCommand::Revisits(a)) => a.output.as_deref(),
         Command::Cdx(CdxCommand::Dates(a)) => a.output.as_deref(),
@@ -121,6 +127,7 @@ fn main() -> ExitCode {
     let new_dirs = output_of(&cli.command).map(NewDirs::before);
     let result = match &cli.command {
         Command::Dedup(args) => dedup::run(args),
+        Command::Minhash(args) => minhash::run(args),
         Command::Check(args) => check::run(args),
         Command::Batch(cmd) => batch::run(cmd),
         Command::Server(args) => server::run(args),

@@ -61,6 +61,30 @@ impl Default for NearOptions {
     }
 }
 
+/// MinHash stream mode (`webdedup minhash`): whole documents, dropped when one of
+/// their LSH band keys was inserted by an earlier kept document (see
+/// [`crate::policy::minhash`]).
+#[derive(Clone, Debug)]
+pub struct MinHashOptions {
+    pub params: webdedup_minhash::Params,
+    /// Drop only when the estimated Jaccard similarity with the named original is at
+    /// least this (`--verify J`); None: every band match drops.
+    pub verify: Option<f64>,
+    /// The kept documents' side store (names, and signatures with `verify`): shared
+    /// by the run's threads, consulted and filled in the commit gate (in input order).
+    pub kept: Arc<crate::policy::minhash::KeptDocs>,
+}
+
+impl MinHashOptions {
+    pub fn new(params: webdedup_minhash::Params, verify: Option<f64>) -> Self {
+        MinHashOptions {
+            params,
+            verify,
+            kept: Arc::default(),
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Options {
     pub normalization: Normalization,
@@ -74,6 +98,9 @@ pub struct Options {
     /// Feedback mode (`-f`): remember where keys were first seen and write every
     /// dropped paragraph with a reference to its original.
     pub feedback: bool,
+    /// MinHash stream mode: documents judged by LSH band keys only (no URL+title,
+    /// document or paragraph keys).
+    pub minhash: Option<MinHashOptions>,
 }
 
 impl Default for Options {
@@ -85,6 +112,7 @@ impl Default for Options {
             near: None,
             url_filter: None,
             feedback: false,
+            minhash: None,
         }
     }
 }

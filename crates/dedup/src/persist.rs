@@ -34,6 +34,24 @@ use webdedup_store::{fault, DirLock, Journal, MemStore, Store, StoreError, Store
 pub const KEY_KIND: &str = "vertical-v1 (url+title, document, paragraph; xxh3 seeds per kind)";
 
 pub const SNAPSHOT_FILE: &str = "store.snap";
+/// MinHash mode's side store in a store directory (`policy::minhash::KeptDocs`).
+pub const MINHASH_KEPT_FILE: &str = "minhash.kept";
+
+/// The first byte of a MinHash run's nonce record in its journal.
+const TAG_MINHASH_NONCE: u8 = 3;
+
+fn encode_nonce(nonce: u64) -> Vec<u8> {
+    let mut t = vec![TAG_MINHASH_NONCE];
+    t.extend_from_slice(&nonce.to_le_bytes());
+    t
+}
+
+fn decode_nonce(tag: &[u8]) -> Option<u64> {
+    match tag {
+        [TAG_MINHASH_NONCE, rest @ ..] => Some(u64::from_le_bytes(rest.try_into().ok()?)),
+        _ => None,
+    }
+}
 pub const LOCK_FILE: &str = "lock";
 /// The lock of a run without `--store`, in its output directory (removed at the end).
 pub const OUTPUT_LOCK_FILE: &str = ".webdedup.lock";
@@ -69,7 +87,16 @@ pub fn store_meta(cfg: &RunConfig, blocks: u32) -> StoreMeta {
         hash: "xxh3-64".into(),
         normalization: cfg.options.normalization.name().into(),
         blocks,
-        key_kind: KEY_KIND.into(),
+        key_kind: key_kind(cfg),
+    }
+}
+
+/// What the run's keys are: the vertical policy's, or MinHash band keys of given
+/// settings (a store never mixes them).
+pub fn key_kind(cfg: &RunConfig) -> String {
+    match &cfg.options.minhash {
+        Some(m) => m.params.key_kind(),
+        None => KEY_KIND.into(),
     }
 }
 
@@ -119,6 +146,13 @@ fn run_info(cfg: &RunConfig) -> Result<String> {
     }
     if cfg.options.feedback {
         info.push_str("feedback=true\n");
+    }
+    if let Some(m) = &cfg.options.minhash {
+        info.push_str(&format!(
+            "minhash={} verify={}\n",
+            m.params.describe(),
+            m.verify.map_or("off".to_string(), |j| j.to_string())
+        ));
     }
     Ok(info)
 }
@@ -211,8 +245,37 @@ pub fn run_persistent(
         ),
     };
 
+    // MinHash mode: the side store of kept documents (names, signatures, band keys)
+    // is saved beside the snapshot and is what the store is rebuilt from, with each
+    // key's first location (see `policy::minhash`).
+    let minhash = cfg.options.minhash.as_ref();
+    let kept_path = p
+        .store_dir
+        .as_ref()
+        .filter(|_| minhash.is_some())
+        .map(|d| d.join(MINHASH_KEPT_FILE));
+    let mut kept_nonce = None;
+
     // 1. Load the snapshot, replay the journal.
     let store = match &snapshot {
+        Some(_) if kept_path.as_ref().is_some_and(|k| k.exists()) => {
+            let (m, k) = (
+                minhash.expect("checked"),
+                kept_path.as_ref().expect("checked"),
+            );
+            let started = std::time::Instant::now();
+            let s = MemStore::with_capacity(p.blocks, p.capacity);
+            let bytes = std::fs::read(k).with_context(|| format!("cannot read {}", k.display()))?;
+            m.kept.set_persistent();
+            let nonce = m
+                .kept
+                .load(&bytes, &m.params.describe(), &k.display().to_string(), &s)
+                .map_err(|e| anyhow!(e))?;
+            kept_nonce = Some(nonce);
+            rep.loaded_keys = s.len();
+            rep.load_seconds = started.elapsed().as_secs_f64();
+            s
+        }
         Some(path) if path.exists() => {
             let (s, i) = MemStore::load(path, &meta, p.capacity)?;
             rep.loaded_keys = i.keys;
@@ -222,8 +285,23 @@ pub fn run_persistent(
         _ => MemStore::with_capacity(p.blocks, p.capacity),
     };
     let mut recorded = Recorded::default();
+    // MinHash mode restores by running the input again from its start on the store
+    // as it was before the run (its snapshot: a stopped MinHash run saves none): the
+    // originals' locations and signatures, which decisions and the pairs report
+    // depend on, are not in journals. The journal only tells that a run is unfinished.
+    let rerun = cfg.options.minhash.is_some();
+    if let (Some(m), Some(_)) = (minhash, &kept_path) {
+        m.kept.set_persistent();
+    }
+    let mut journal_nonce = None;
     let journal = if journal_path.exists() {
         let replay = Journal::replay(&journal_path, &meta, |tag, keys| {
+            if rerun {
+                if let Some(n) = decode_nonce(tag) {
+                    journal_nonce = Some(n);
+                }
+                return Ok(());
+            }
             store.insert_all(keys);
             recorded.add_tag(tag)
         })
@@ -262,18 +340,34 @@ pub fn run_persistent(
             // finish marks): records that output depends on may be gone.
             // (When the torn last record was that output's finish mark, the chunk is the
             // file's last one, and nothing is lost.)
-            if let Some((rel, Some(chunk))) = &recorded.last {
-                let finished = files
-                    .iter()
-                    .find(|f| rel_bytes(&f.rel) == rel.as_slice())
-                    .filter(|f| cfg.output_candidates(&f.rel).iter().any(|o| o.exists()));
-                let mark_torn = |f: &InputFile| -> Result<bool> {
-                    Ok(replay.torn.is_some() && count_chunks(cfg, &f.path)? == chunk + 1)
-                };
-                if let Some(f) = finished.filter(|f| !mark_torn(f).unwrap_or(false)) {
-                    let outs = cfg.output_candidates(&f.rel);
-                    let out = outs.iter().find(|o| o.exists()).unwrap_or(&outs[0]);
-                    bail!(
+            if rerun {
+                rep.journal_records_replayed = replay.records;
+                if journal_nonce.is_some() && journal_nonce == kept_nonce {
+                    // The interrupted run saved its side store: it had finished
+                    // every output; only the snapshot and the journal remain.
+                    if let Some(snap) = &snapshot {
+                        rep.saved = Some(store.save(snap, &meta)?);
+                    }
+                    remove_durably(&journal_path)?;
+                    let mut stats = RunStats::default();
+                    stats.finish(0.0, store.len(), store.memory_bytes());
+                    drop(lock);
+                    return Ok((stats, rep));
+                }
+                Journal::create(&journal_path, &meta, info.as_bytes(), p.fsync)?
+            } else {
+                if let Some((rel, Some(chunk))) = &recorded.last {
+                    let finished = files
+                        .iter()
+                        .find(|f| rel_bytes(&f.rel) == rel.as_slice())
+                        .filter(|f| cfg.output_candidates(&f.rel).iter().any(|o| o.exists()));
+                    let mark_torn = |f: &InputFile| -> Result<bool> {
+                        Ok(replay.torn.is_some() && count_chunks(cfg, &f.path)? == chunk + 1)
+                    };
+                    if let Some(f) = finished.filter(|f| !mark_torn(f).unwrap_or(false)) {
+                        let outs = cfg.output_candidates(&f.rel);
+                        let out = outs.iter().find(|o| o.exists()).unwrap_or(&outs[0]);
+                        bail!(
                         "{}: the journal ends with the record of chunk {chunk} of {}, whose output {} is \
                          finished, without that output's finish mark: the journal was cut short after it \
                          was written (or by a webdedup version without finish marks: finish the restore \
@@ -284,16 +378,32 @@ pub fn run_persistent(
                         out.display(),
                         start_over(cfg, p, &journal_path)
                     );
+                    }
                 }
+                rep.journal_records_replayed = replay.records;
+                Journal::open_append(&journal_path, replay.valid_len, p.fsync)?
             }
-            rep.journal_records_replayed = replay.records;
-            Journal::open_append(&journal_path, replay.valid_len, p.fsync)?
         } else {
             Journal::create(&journal_path, &meta, info.as_bytes(), p.fsync)?
         }
     } else {
         Journal::create(&journal_path, &meta, info.as_bytes(), p.fsync)?
     };
+
+    // The run's nonce, first in its journal: the side store saved at its end
+    // carries it too (see above).
+    let run_nonce = xxhash_rust::xxh3::xxh3_64(
+        format!(
+            "{:?} {} {}",
+            std::time::SystemTime::now(),
+            std::process::id(),
+            info
+        )
+        .as_bytes(),
+    );
+    if rerun {
+        journal.append(&encode_nonce(run_nonce), &[])?;
+    }
 
     // Decision logs of unfinished outputs.
     for f in &files {
@@ -331,7 +441,7 @@ pub fn run_persistent(
     let dur = Durability {
         journal: Some(&journal),
         recorded: Some(&recorded),
-        skip_finished: p.restore,
+        skip_finished: p.restore && !rerun,
         stop,
         plans: None,
     };
@@ -339,7 +449,10 @@ pub fn run_persistent(
     journal.sync()?;
 
     // 3. Save.
-    if stats.interrupted {
+    if stats.interrupted && rerun {
+        // The journal stays: `--restore` runs the input again on the snapshot.
+        journal.close()?;
+    } else if stats.interrupted {
         if let Some(snap) = &snapshot {
             // Carry the decisions of unfinished outputs into their logs.
             let mut all = Recorded::default();
@@ -383,6 +496,12 @@ pub fn run_persistent(
             journal.close()?;
         }
     } else {
+        if let (Some(m), Some(k)) = (minhash, &kept_path) {
+            // Before the snapshot: a restore that finds this nonce knows the run
+            // finished (the side store is what the next run loads).
+            let bytes = m.kept.encode(&m.params.describe(), run_nonce);
+            webdedup_store::snapshot::write_atomic(k, &[&bytes], "minhash-kept")?;
+        }
         if let Some(snap) = &snapshot {
             rep.saved = Some(store.save(snap, &meta)?);
         }

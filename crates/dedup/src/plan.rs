@@ -70,6 +70,10 @@ pub struct DocPlan {
     pub pieces: Range<usize>,
     /// Its URL matched the URL filter: dropped before any store request.
     pub filtered: bool,
+    /// MinHash mode: its band keys in [`ChunkPlan::bands`] and the low bytes of its
+    /// signature in [`ChunkPlan::sigs`] (both empty when it has no shingle).
+    pub bands: Range<u32>,
+    pub sig: Range<u32>,
 }
 
 impl DocPlan {
@@ -89,6 +93,10 @@ pub struct ChunkPlan {
     pub tokens: Vec<u64>,
     /// URLs, titles and ids of the documents (see [`DocPlan`]).
     pub meta: String,
+    /// MinHash mode: the band keys of every document, in order.
+    pub bands: Vec<u64>,
+    /// MinHash mode: the low 8 bits of every signature value (verification).
+    pub sigs: Vec<u8>,
 }
 
 impl ChunkPlan {
@@ -99,6 +107,8 @@ impl ChunkPlan {
         self.pieces.clear();
         self.issues.clear();
         self.meta.clear();
+        self.bands.clear();
+        self.sigs.clear();
     }
 
     pub fn meta_of(&self, r: &Range<u32>) -> &str {
@@ -119,6 +129,10 @@ pub struct Planner {
     tokens: bool,
     para_tokens: u32,
     url_filter: Option<Arc<UrlFilter>>,
+    /// MinHash mode: signatures of whole documents from their normalized text.
+    minhash: Option<webdedup_minhash::MinHasher>,
+    /// MinHash mode: the document's normalized paragraphs, one space between them.
+    doc_text: Vec<u8>,
 }
 
 impl Planner {
@@ -134,6 +148,11 @@ impl Planner {
             tokens: opts.near.is_some(),
             para_tokens: 0,
             url_filter: opts.url_filter.clone(),
+            minhash: opts.minhash.as_ref().map(|m| {
+                webdedup_minhash::MinHasher::new(m.params)
+                    .expect("MinHash settings are checked when they are made")
+            }),
+            doc_text: Vec::new(),
         }
     }
 
@@ -199,6 +218,24 @@ struct PlanSink<'a> {
 }
 
 impl PlanSink<'_> {
+    /// MinHash mode: the band keys and signature bytes of the document just ended
+    /// (from its normalized paragraphs), appended to the plan; their ranges.
+    fn signature(&mut self) -> (Range<u32>, Range<u32>) {
+        let (b0, s0) = (self.plan.bands.len() as u32, self.plan.sigs.len() as u32);
+        let p = &mut *self.planner;
+        if let Some(m) = p.minhash.as_mut() {
+            let banding = m.params().banding();
+            if let Some(sig) = m.signature_loose(&p.doc_text) {
+                banding.keys(sig, &mut self.plan.bands);
+                self.plan.sigs.extend(sig.iter().map(|&v| v as u8));
+            }
+        }
+        (
+            b0..self.plan.bands.len() as u32,
+            s0..self.plan.sigs.len() as u32,
+        )
+    }
+
     fn push_meta(&mut self, s: &str) -> Range<u32> {
         let start = self.plan.meta.len() as u32;
         self.plan.meta.push_str(s);
@@ -222,6 +259,7 @@ impl DocSink for PlanSink<'_> {
         let p = &mut *self.planner;
         p.doc_hash.reset();
         p.doc_has_para = false;
+        p.doc_text.clear();
         let pieces = self.plan.pieces.len();
         self.plan.pieces.push(Piece {
             range: header,
@@ -245,6 +283,8 @@ impl DocSink for PlanSink<'_> {
             paras: self.plan.paras.len()..self.plan.paras.len(),
             pieces: pieces..pieces,
             filtered,
+            bands: 0..0,
+            sig: 0..0,
         });
     }
 
@@ -299,14 +339,30 @@ impl DocSink for PlanSink<'_> {
                 self.plan.tokens.push(token_hash(t));
             }
         }
-        if p.doc_has_para {
-            p.doc_hash.update(b"\n");
+        // MinHash mode asks no document or paragraph keys: only the text is kept.
+        let minhash = p.minhash.is_some();
+        if minhash {
+            if !text.is_empty() {
+                // Joined by one space: still exactly loose-normalized text.
+                if !p.doc_text.is_empty() {
+                    p.doc_text.push(b' ');
+                }
+                p.doc_text.extend_from_slice(text);
+            }
+        } else {
+            if p.doc_has_para {
+                p.doc_hash.update(b"\n");
+            }
+            p.doc_has_para = true;
+            p.doc_hash.update(text);
         }
-        p.doc_has_para = true;
-        p.doc_hash.update(text);
         let idx = self.plan.paras.len() as u32;
         self.plan.paras.push(ParaPlan {
-            key: key(KeyKind::Paragraph, text),
+            key: if minhash {
+                0
+            } else {
+                key(KeyKind::Paragraph, text)
+            },
             long: p.text.raw_chars() >= p.min_para_chars,
             tokens: p.para_tokens..self.plan.tokens.len() as u32,
         });
@@ -326,10 +382,13 @@ impl DocSink for PlanSink<'_> {
             });
         }
         let (paras, pieces) = (self.plan.paras.len(), self.plan.pieces.len());
+        let (bands, sig) = self.signature();
         if let Some(doc) = self.plan.docs.last_mut() {
             doc.doc_key = self.planner.doc_hash.finish();
             doc.paras.end = paras;
             doc.pieces.end = pieces;
+            doc.bands = bands;
+            doc.sig = sig;
         }
     }
 
@@ -353,6 +412,8 @@ impl DocSink for PlanSink<'_> {
             paras: paras..paras,
             pieces: pieces..pieces + 1,
             filtered: false,
+            bands: 0..0,
+            sig: 0..0,
         });
     }
 
@@ -389,6 +450,8 @@ impl ChunkPlan {
             + self.issues.capacity() * size_of::<Issue>()
             + self.tokens.capacity() * size_of::<u64>()
             + self.meta.capacity()
+            + self.bands.capacity() * size_of::<u64>()
+            + self.sigs.capacity()
     }
 }
 

@@ -93,6 +93,8 @@ pub struct Decisions {
     /// first seen ([`Location::UNKNOWN`] for kept paragraphs and short ones that
     /// rode along).
     pub originals: Vec<Location>,
+    /// MinHash mode: the dropped documents and their originals, in order.
+    pub pairs: Vec<minhash::Pair>,
 }
 
 /// What a chunk's store requests need besides its plan.
@@ -123,6 +125,7 @@ pub struct Scratch {
     doc_seen: Vec<bool>,
     doc_original: Vec<Location>,
     near: near::NearScratch,
+    minhash: minhash::MinHashScratch,
 }
 
 /// Asks the store about the chunk's keys and decides what is kept.
@@ -134,6 +137,10 @@ pub fn decide(
     s: &mut Scratch,
     out: &mut Decisions,
 ) -> Result<(), StoreError> {
+    if let Some(m) = &opts.minhash {
+        return minhash::decide(plan, ctx, store, m, s, out);
+    }
+    out.pairs.clear();
     out.docs.clear();
     out.keep_para.clear();
     out.keep_para.resize(plan.paras.len(), false);
@@ -337,4 +344,5 @@ pub fn decide(
     Ok(())
 }
 
+pub mod minhash;
 pub mod near;

@@ -188,6 +188,14 @@ pub fn dropped_path(out_dir: &Path, rel: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// MinHash mode's pairs report: `OUT/REL.dedup.pairs` (`DOC TAB ORIGINAL TAB
+/// JACCARD` per dropped document), never compressed.
+pub fn pairs_path(out_dir: &Path, rel: &Path) -> PathBuf {
+    let mut name = output_stem(out_dir, rel).into_os_string();
+    name.push(".pairs");
+    PathBuf::from(name)
+}
+
 /// Feedback mode's index of input file ids: `OUT/files.idx`, one `ID TAB REL` a line.
 pub const FILES_INDEX: &str = "files.idx";
 
@@ -428,7 +436,10 @@ impl Worker {
         encode_record(&self.tag, &self.new_keys, &mut self.record);
     }
 
-    fn render(&mut self, job: &Job, file: &InputFile, dd: bool, feedback: bool) {
+    /// Feedback mode's `.dropped` text, or MinHash mode's pairs report, go into
+    /// `self.dropped`.
+    fn render(&mut self, job: &Job, file: &InputFile, dd: bool, options: &Options) {
+        let (feedback, minhash) = (options.feedback, options.minhash.is_some());
         self.out.clear();
         self.dd.clear();
         self.dropped.clear();
@@ -453,6 +464,14 @@ impl Worker {
                 dropped,
                 &mut self.stats,
             );
+            if minhash {
+                crate::policy::minhash::pairs_lines(
+                    &self.plan,
+                    &self.decisions,
+                    &name,
+                    &mut self.dropped,
+                );
+            }
         }
     }
 }
@@ -540,8 +559,14 @@ impl Writer<'_> {
             } else {
                 None
             };
-            let dropped = if self.cfg.options.feedback {
-                let p = dropped_path(&self.cfg.output, &file.rel);
+            let side = if self.cfg.options.minhash.is_some() {
+                Some(pairs_path(&self.cfg.output, &file.rel))
+            } else if self.cfg.options.feedback {
+                Some(dropped_path(&self.cfg.output, &file.rel))
+            } else {
+                None
+            };
+            let dropped = if let Some(p) = side {
                 Some(
                     AtomicOutput::create(&p, OutputCompression::None)
                         .with_context(|| format!("cannot create {}", p.display()))?,
@@ -818,8 +843,14 @@ pub fn run_files(
     check_output_names(&files, &cfg.output)?;
     fs::create_dir_all(&cfg.output)
         .with_context(|| format!("cannot create output directory {}", cfg.output.display()))?;
-    if cfg.options.feedback {
+    if cfg.options.feedback || cfg.options.minhash.is_some() {
         write_files_index(&cfg.output, &files)?;
+    }
+    if let Some(m) = &cfg.options.minhash {
+        for f in &files {
+            m.kept
+                .add_file(file_id(rel_bytes(&f.rel)), &f.rel.to_string_lossy());
+        }
     }
     let listed = files.len();
     if dur.skip_finished {
@@ -889,7 +920,7 @@ pub fn run_files(
                     .decide(&job, &files[job.file], store, &cfg.options, dur)
                     .and_then(|_| {
                         w.build_record(&job, &files[job.file]);
-                        w.render(&job, &files[job.file], cfg.dd, cfg.options.feedback);
+                        w.render(&job, &files[job.file], cfg.dd, &cfg.options);
                         writer.write(&job, &w)
                     });
                 if let Ok(chunk) = job.chunk {
@@ -945,7 +976,7 @@ pub fn run_files(
                             let r = r.map(|_| {
                                 if !failed() {
                                     w.build_record(&job, &files[job.file]);
-                                    w.render(&job, &files[job.file], cfg.dd, cfg.options.feedback)
+                                    w.render(&job, &files[job.file], cfg.dd, &cfg.options)
                                 }
                             });
                             let r = write_gate.pass(job.seq, |wr| {

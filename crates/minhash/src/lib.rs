@@ -32,7 +32,7 @@ pub mod reference;
 pub mod shingle;
 pub mod sketch;
 
-pub use band::{estimate_jaccard, Banding, MAX_ROWS};
+pub use band::{estimate_jaccard, estimate_jaccard_low8, Banding, MAX_ROWS};
 pub use shingle::{Shingler, Shingling, MAX_SHINGLE, SHINGLE_SEED};
 pub use sketch::{mix64, Sketch};
 
@@ -206,6 +206,16 @@ impl MinHasher {
         let sketch = &mut self.sketch;
         self.shingler
             .for_each_normalized(normalized, |x| sketch.push(x));
+        self.finish()
+    }
+
+    /// As [`signature_normalized`](Self::signature_normalized) for text exactly as
+    /// the `loose` normalization writes it (see [`Shingler::for_each_loose`]):
+    /// the same signature, one pass less.
+    pub fn signature_loose(&mut self, loose: &[u8]) -> Option<&[u32]> {
+        self.sketch.clear();
+        let sketch = &mut self.sketch;
+        self.shingler.for_each_loose(loose, |x| sketch.push(x));
         self.finish()
     }
 

@@ -129,6 +129,22 @@ impl Shingler {
         n
     }
 
+    /// As [`for_each_normalized`](Self::for_each_normalized) without normalizing
+    /// again: `loose` must be exactly what the `loose` normalization writes (words
+    /// separated by single spaces, none leading or trailing), e.g. `TextBuilder`
+    /// outputs joined by one space. Saves a pass over the text for callers that
+    /// normalized while parsing (`webdedup minhash`).
+    #[inline]
+    pub fn for_each_loose(&mut self, loose: &[u8], mut f: impl FnMut(u64)) -> usize {
+        debug_assert!(
+            !loose.starts_with(b" ")
+                && !loose.ends_with(b" ")
+                && memchr::memmem::find(loose, b"  ").is_none(),
+            "not loose-normalized text"
+        );
+        self.shingles_of(loose, &mut |s| f(xxh3_64_with_seed(s, SHINGLE_SEED)))
+    }
+
     /// The shingles of `text` as strings (documentation, tests, studies).
     pub fn shingles(&mut self, text: &[u8]) -> Vec<String> {
         let mut v = Vec::new();

@@ -27,6 +27,35 @@ proptest! {
         prop_assert_eq!(s.for_each(text.as_bytes(), |_| count += 1), count);
     }
 
+    /// `signature_loose` over paragraphs normalized one by one and joined by one
+    /// space (what `webdedup minhash` does) equals the signature of the raw text.
+    #[test]
+    fn loose_signature_of_joined_paragraphs_equals_the_raw_texts(
+        paras in proptest::collection::vec("([a-zA-Z0-9 ,.!\t]|\\PC){0,40}", 0..5),
+        chars in any::<bool>(),
+    ) {
+        let params = webdedup_minhash::Params {
+            shingling: if chars { Shingling::Chars(3) } else { Shingling::Words(3) },
+            hashes: 16,
+            bands: 4,
+            rows: 4,
+        };
+        let mut joined = String::new();
+        for p in &paras {
+            let n = normalize(p, Normalization::Loose);
+            if !n.is_empty() {
+                if !joined.is_empty() {
+                    joined.push(' ');
+                }
+                joined.push_str(&n);
+            }
+        }
+        let mut m = webdedup_minhash::MinHasher::new(params).unwrap();
+        let raw = m.signature(paras.join("\n").as_bytes()).map(|s| s.to_vec());
+        let loose = m.signature_loose(joined.as_bytes()).map(|s| s.to_vec());
+        prop_assert_eq!(raw, loose);
+    }
+
     #[test]
     fn char_shingles_are_simhash_chars_tokens(text in "([a-z .]|\\PC){0,60}", n in 1usize..7) {
         let mut s = Shingler::new(Shingling::Chars(n));

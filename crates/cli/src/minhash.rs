@@ -1,0 +1,75 @@
+//! `webdedup minhash`: MinHash LSH stream mode over `dedup`'s machinery.
+//!
+//! It is `dedup` with another policy (`webdedup_dedup::policy::minhash`): the same
+//! inputs and formats, threads, stores (embedded, `--store DIR`, `-s MAP`),
+//! journal and `--restore`, outputs, `.dd`, `--json`, progress and exit statuses,
+//! so it takes `dedup`'s options (those of paragraph modes are refused) plus the
+//! MinHash settings below.
+
+use crate::dedup::DedupArgs;
+use anyhow::Result;
+use clap::Args;
+use webdedup_dedup::options::MinHashOptions;
+use webdedup_minhash::{Params, Shingling};
+
+/// The study's verification threshold (BENCHMARKS.md, "MinHash").
+const DEFAULT_VERIFY: f64 = 0.8;
+
+#[derive(Args, Debug)]
+// `dedup`'s paragraph options are refused here: hidden from the help.
+#[command(
+    mut_arg("near", |a| a.hide(true)),
+    mut_arg("ngram", |a| a.hide(true)),
+    mut_arg("threshold", |a| a.hide(true)),
+    mut_arg("smooth", |a| a.hide(true)),
+    mut_arg("max_stub", |a| a.hide(true)),
+    mut_arg("feedback", |a| a.hide(true)),
+    mut_arg("min_para_chars", |a| a.hide(true)),
+    mut_arg("doc_check", |a| a.hide(true)),
+    mut_arg("normalization", |a| a.hide(true)),
+    mut_arg("restore", |a| a.help("Finish an interrupted run (same command plus `-r`): the input is run again from its start on the store as it was before the run, giving the bytes of an uninterrupted run"))
+)]
+#[command(after_help = "\
+Banding: two documents of Jaccard similarity s share at least one band with
+probability 1 - (1 - s^R)^B; the S-curve is steepest at (1/B)^(1/R): 0.72 for the
+defaults (14 bands x 8 rows), chosen by the quality study with --verify 0.8
+(F1 0.97 on web3 for word 5-gram Jaccard >= 0.8). Outputs per input REL:
+REL.dedup (kept documents, byte for byte), REL.dedup.pairs (DOC TAB ORIGINAL TAB
+JACCARD per dropped document), REL.dedup.dd with -d.")]
+pub struct MinhashArgs {
+    #[command(flatten)]
+    pub dedup: DedupArgs,
+    /// Shingles: `words:N` (N normalized words; `N` alone means the same) or
+    /// `chars:N` (for scripts without spaces).
+    #[arg(long, default_value = "words:5", value_name = "KIND:N")]
+    shingles: Shingling,
+    /// Signature values (one-permutation MinHash with rehashing rounds, pinned `fss-v1`).
+    #[arg(long, default_value_t = webdedup_minhash::DEFAULT_HASHES, value_name = "K")]
+    hashes: usize,
+    /// LSH bands (each one 64-bit key in the store).
+    #[arg(long, default_value_t = webdedup_minhash::DEFAULT_BANDS, value_name = "B")]
+    bands: usize,
+    /// Signature values per band.
+    #[arg(long, default_value_t = webdedup_minhash::DEFAULT_ROWS, value_name = "R")]
+    rows: usize,
+    /// Drop a matching document only when its Jaccard similarity with the original,
+    /// estimated from the two signatures, is at least J (0: every band match drops).
+    /// Keeps 1 byte per signature value of every kept document in memory.
+    #[arg(long, default_value_t = DEFAULT_VERIFY, value_name = "J")]
+    verify: f64,
+}
+
+pub fn run(args: &MinhashArgs) -> Result<u8> {
+    let params = Params {
+        shingling: args.shingles,
+        hashes: args.hashes,
+        bands: args.bands,
+        rows: args.rows,
+    };
+    params.validate().map_err(anyhow::Error::msg)?;
+    if !(0.0..=1.0).contains(&args.verify) {
+        anyhow::bail!("--verify must be between 0 and 1 (0: off)");
+    }
+    let verify = (args.verify > 0.0).then_some(args.verify);
+    crate::dedup::run_mode(&args.dedup, Some(MinHashOptions::new(params, verify)))
+}

@@ -1,0 +1,537 @@
+//! `webdedup minhash` as a real process: the same outputs for any thread count,
+//! chunk size and store (embedded, `--store DIR`, hash servers on loopback),
+//! verticals and their JSON Lines conversion, kill (fault injection) + `--restore`
+//! byte-identical, malformed input reported, every dropped document naming its
+//! original.
+
+mod common;
+mod server_procs;
+
+use common::*;
+use server_procs::*;
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::Output;
+
+fn minhash(input: &Path, output: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "minhash",
+        "-i",
+        input.to_str().unwrap(),
+        "-o",
+        output.to_str().unwrap(),
+        "-q",
+        "--dd",
+    ];
+    args.extend_from_slice(extra);
+    webdedup(&args)
+}
+
+/// The outputs of a run (without the run id of runs on servers).
+fn outputs(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    tree(dir)
+        .into_iter()
+        .filter(|(n, _)| !n.ends_with(".webdedup.run-id"))
+        .collect()
+}
+
+fn assert_same(what: &str, got: &[(String, Vec<u8>)], want: &[(String, Vec<u8>)]) {
+    let names = |t: &[(String, Vec<u8>)]| t.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+    assert_eq!(names(got), names(want), "{what}: file names");
+    for ((n, a), (_, b)) in got.iter().zip(want) {
+        assert!(a == b, "{what}: {n} differs");
+    }
+}
+
+/// Every pairs line of a run: (document, original, jaccard).
+fn pairs(out: &[(String, Vec<u8>)]) -> Vec<(String, String, String)> {
+    let mut v = Vec::new();
+    for (name, bytes) in out {
+        if name.ends_with(".pairs") {
+            for line in String::from_utf8(bytes.clone()).unwrap().lines() {
+                let f: Vec<&str> = line.split('\t').collect();
+                assert_eq!(f.len(), 3, "{name}: {line}");
+                v.push((f[0].into(), f[1].into(), f[2].into()));
+            }
+        }
+    }
+    v
+}
+
+#[test]
+fn threads_chunks_and_every_store_give_the_same_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = sample_dir();
+    let reference = dir.path().join("ref");
+    let o = minhash(&input, &reference, &["-t", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let want = outputs(&reference);
+    let found = pairs(&want);
+    assert!(
+        found.len() > 50,
+        "the sample has near-duplicates: {found:?}"
+    );
+
+    for (i, extra) in [
+        vec!["-t", "2"],
+        vec!["-t", "2", "--chunk-bytes", "10000"],
+        vec!["-t", "1", "--chunk-bytes", "3000"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        let out = dir.path().join(format!("t{i}"));
+        let o = minhash(&input, &out, extra);
+        assert!(o.status.success(), "{extra:?}: {}", stderr(&o));
+        assert_same(&format!("{extra:?}"), &outputs(&out), &want);
+    }
+
+    // A store directory: the same outputs, and its snapshot holds band keys of
+    // these settings only.
+    let store = dir.path().join("store");
+    let out = dir.path().join("stored");
+    let o = minhash(
+        &input,
+        &out,
+        &["-t", "2", "--store", store.to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_same("--store DIR", &outputs(&out), &want);
+    let o = dedup(
+        &input,
+        &dir.path().join("exact"),
+        &["--store", store.to_str().unwrap()],
+    );
+    assert!(
+        !o.status.success(),
+        "a band-key store must refuse paragraph keys"
+    );
+    assert!(stderr(&o).contains("minhash-bands-v1"), "{}", stderr(&o));
+
+    // Two hash servers on loopback.
+    let map = dir.path().join("map");
+    let ports = [free_port(), free_port()];
+    write_map(&map, &ports, |b| b % 2);
+    let mut servers: Vec<Server> = ports
+        .iter()
+        .map(|&p| Server::start(dir.path(), &map, p, &[]))
+        .collect();
+    let out = dir.path().join("servers");
+    let o = minhash(&input, &out, &["-t", "2", "-s", map.to_str().unwrap()]);
+    for s in &mut servers {
+        s.stop();
+    }
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_same("-s MAP", &outputs(&out), &want);
+}
+
+#[test]
+fn verticals_and_their_jsonl_conversion_drop_the_same_documents() {
+    let dir = tempfile::tempdir().unwrap();
+    let (v, j) = (dir.path().join("v"), dir.path().join("j"));
+    assert!(minhash(&sample_dir(), &v, &[]).status.success());
+    let o = minhash(&jsonl_sample_dir(), &j, &["-t", "2"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let statuses = |d: &Path| -> Vec<String> {
+        let mut s = Vec::new();
+        for (n, b) in outputs(d) {
+            if n.ends_with(".dd") {
+                for l in String::from_utf8(b).unwrap().lines() {
+                    s.push(l.split("status=").nth(1).unwrap().to_string());
+                }
+            }
+        }
+        s
+    };
+    assert_eq!(statuses(&v), statuses(&j));
+    // JSON Lines names documents by their ids.
+    let p = pairs(&outputs(&j));
+    assert!(!p.is_empty());
+    assert!(
+        p.iter().all(|(d, o, _)| d.len() == 16 && o.len() == 16),
+        "{p:?}"
+    );
+}
+
+/// Every dropped document names an earlier, kept document whose text is a near
+/// duplicate (estimated Jaccard at least the threshold), found in the input where
+/// its name says.
+#[test]
+fn dropped_documents_name_their_original() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = minhash(&sample_dir(), &out, &["-t", "2"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let tree = outputs(&out);
+    // Statuses by document name (REL:LINE), from the .dd lists in input order.
+    let mut kept = HashMap::new();
+    let mut lines_of = HashMap::new();
+    for (name, bytes) in &tree {
+        let Some(rel) = name.strip_suffix(".dedup.dd") else {
+            continue;
+        };
+        let rel = format!("{rel}.gz");
+        let text = decompress(&std::fs::read(sample_dir().join(&rel)).unwrap());
+        let text = String::from_utf8(text).unwrap();
+        let doc_lines: Vec<usize> = text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| l.starts_with("<doc"))
+            .map(|(i, _)| i + 1)
+            .collect();
+        let dd = String::from_utf8(bytes.clone()).unwrap();
+        assert_eq!(dd.lines().count(), doc_lines.len(), "{name}");
+        for (l, line) in doc_lines.iter().zip(dd.lines()) {
+            kept.insert(format!("{rel}:{l}"), line.contains("status=\"K\""));
+        }
+        lines_of.insert(rel, text.lines().map(String::from).collect::<Vec<_>>());
+    }
+    let p = pairs(&tree);
+    assert!(!p.is_empty());
+    for (doc, orig, j) in &p {
+        assert_eq!(kept.get(doc), Some(&false), "{doc} is dropped");
+        assert_eq!(
+            kept.get(orig),
+            Some(&true),
+            "{doc}: original {orig} is kept"
+        );
+        let (rel, line) = orig.rsplit_once(':').unwrap();
+        let line: usize = line.parse().unwrap();
+        assert!(lines_of[rel][line - 1].starts_with("<doc"), "{orig}");
+        assert!(orig.as_str() < doc.as_str() || rel == doc.rsplit_once(':').unwrap().0);
+        let j: f64 = j.parse().unwrap_or_else(|_| panic!("{doc}: jaccard {j}"));
+        assert!((0.8..=1.0).contains(&j), "{doc}: {j}");
+    }
+    // Without verification more documents are dropped (every band match).
+    let lsh = dir.path().join("lsh");
+    assert!(minhash(&sample_dir(), &lsh, &["--verify", "0"])
+        .status
+        .success());
+    assert!(pairs(&outputs(&lsh)).len() >= p.len());
+}
+
+#[test]
+fn kill_at_fault_points_then_restore_is_byte_identical() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = sample_dir();
+    let reference = dir.path().join("ref");
+    let store_ref = dir.path().join("ref-store");
+    let o = minhash(
+        &input,
+        &reference,
+        &[
+            "--chunk-bytes",
+            "20000",
+            "--store",
+            store_ref.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let want = (
+        outputs(&reference),
+        std::fs::read(store_ref.join("store.snap")).unwrap(),
+        std::fs::read(store_ref.join("minhash.kept")).unwrap(),
+    );
+    for (i, (fault, threads)) in [
+        ("commit:3", "1"),
+        ("journal-record:20", "2"),
+        ("output-bytes:1000000", "2"),
+        ("rename:2", "1"),
+        ("renamed:1", "2"),
+        ("renamed:3", "1"),
+        ("minhash-kept:1", "2"),
+        ("snapshot-mid:1", "1"),
+        ("snapshot-renamed:1", "2"),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let out = dir.path().join(format!("o{i}"));
+        let store = dir.path().join(format!("s{i}"));
+        let args = [
+            "minhash",
+            "-i",
+            input.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "-q",
+            "--dd",
+            "--chunk-bytes",
+            "20000",
+            "-t",
+            threads,
+            "--store",
+            store.to_str().unwrap(),
+        ];
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_webdedup"))
+            .args(args)
+            .env("WEBDEDUP_FAULT", fault)
+            .output()
+            .unwrap();
+        assert!(
+            !o.status.success() && stderr(&o).contains("fault injection: abort at"),
+            "fault {fault} not reached: {}",
+            stderr(&o)
+        );
+        // Without --restore the leftover state is refused.
+        let o = webdedup(&args);
+        assert!(!o.status.success(), "{fault}: a fresh run over leftovers");
+        let mut again = args.to_vec();
+        again.push("--restore");
+        let o = webdedup(&again);
+        assert!(o.status.success(), "restore after {fault}: {}", stderr(&o));
+        let got = (
+            outputs(&out),
+            std::fs::read(store.join("store.snap")).unwrap(),
+            std::fs::read(store.join("minhash.kept")).unwrap(),
+        );
+        assert_same(&format!("after {fault}"), &got.0, &want.0);
+        assert!(got.1 == want.1, "after {fault}: the saved store differs");
+        // The side store differs only by the nonce of the run that wrote it.
+        let strip = |b: &[u8]| {
+            let mut b = b.to_vec();
+            let at = 8 + 4 + 4 + u32::from_le_bytes(b[12..16].try_into().unwrap()) as usize;
+            b[at..at + 8].fill(0);
+            let n = b.len();
+            b[n - 8..].fill(0);
+            b
+        };
+        assert!(
+            strip(&got.2) == strip(&want.2),
+            "after {fault}: the saved side store differs"
+        );
+        assert!(!store.join("journal").exists(), "{fault}: journal left");
+    }
+
+    // Without a store directory (the journal in the output directory).
+    let out = dir.path().join("nostore");
+    let args = [
+        "minhash",
+        "-i",
+        input.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "-q",
+        "--dd",
+        "--chunk-bytes",
+        "20000",
+    ];
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_webdedup"))
+        .args(args)
+        .env("WEBDEDUP_FAULT", "commit:5")
+        .output()
+        .unwrap();
+    assert!(
+        stderr(&o).contains("fault injection: abort at"),
+        "{}",
+        stderr(&o)
+    );
+    let mut again = args.to_vec();
+    again.push("-r");
+    let o = webdedup(&again);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_same("no store directory", &outputs(&out), &want.0);
+}
+
+#[test]
+fn malformed_input_is_reported_and_the_rest_processed() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in");
+    std::fs::create_dir_all(&input).unwrap();
+    let text = "one two three four five six seven eight nine ten eleven twelve";
+    let doc = |id: &str, t: &str| format!("{{\"id\":\"{id}\",\"text\":\"{t}\"}}\n");
+    let body = [
+        doc("a", text),
+        "{not json\n".to_string(),
+        doc("b", &format!("{text} thirteen")),
+        doc("c", "something else entirely, with other words in it"),
+    ]
+    .concat();
+    std::fs::write(input.join("x.jsonl"), body).unwrap();
+    let out = dir.path().join("out");
+    let o = minhash(&input, &out, &["--verify", "0"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("x.jsonl:2:"), "{err}");
+    let kept = read(out.join("x.jsonl.dedup"));
+    assert!(kept.contains("\"a\"") && kept.contains("\"c\"") && kept.contains("{not json"));
+    assert!(!kept.contains("\"b\""), "{kept}");
+    assert_eq!(
+        read(out.join("x.jsonl.dedup.pairs"))
+            .lines()
+            .next()
+            .unwrap()
+            .split('\t')
+            .take(2)
+            .collect::<Vec<_>>(),
+        ["b", "a"]
+    );
+}
+
+#[test]
+fn redis_and_bad_settings_are_refused_with_a_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = minhash(&sample_dir(), &out, &["--store", "redis://127.0.0.1:1"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("Redis / Valkey backend does not keep"),
+        "{}",
+        stderr(&o)
+    );
+    let o = minhash(&sample_dir(), &out, &["--bands", "20", "--rows", "8"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("bands x rows"), "{}", stderr(&o));
+    let o = minhash(&sample_dir(), &out, &["-n"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+/// `--store DIR` crawl by crawl gives the same decisions, originals and Jaccard
+/// estimates as one run over all crawls (the side store of kept documents is saved
+/// with the store), and the same key set.
+#[test]
+fn crawl_by_crawl_equals_one_run_over_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let all = dir.path().join("all");
+    let all_store = dir.path().join("all-store");
+    let o = minhash(
+        &jsonl_sample_dir(),
+        &all,
+        &["--store", all_store.to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let store = dir.path().join("store");
+    let mut pieces = Vec::new();
+    for crawl in ["cc-2023-14", "cc-2023-50", "cc-2024-33"] {
+        let out = dir.path().join(crawl);
+        let o = minhash(
+            &jsonl_sample_dir().join(crawl),
+            &out,
+            &["--store", store.to_str().unwrap(), "-t", "2"],
+        );
+        assert!(o.status.success(), "{crawl}: {}", stderr(&o));
+        for (n, b) in outputs(&out) {
+            if n != "files.idx" {
+                pieces.push((format!("{crawl}/{n}"), b));
+            }
+        }
+    }
+    pieces.sort();
+    let want: Vec<_> = outputs(&all)
+        .into_iter()
+        .filter(|(n, _)| n != "files.idx")
+        .collect();
+    assert_same("crawl by crawl", &pieces, &want);
+    assert!(pairs(&want).iter().all(|(_, o, j)| o != "-" && j != "-"));
+    assert_eq!(
+        std::fs::read(store.join("store.snap")).unwrap(),
+        std::fs::read(all_store.join("store.snap")).unwrap()
+    );
+}
+
+/// A run stopped cleanly (the `stop` fault point sets the stop flag as a signal
+/// would) exits 3 and saves nothing; `--restore` then gives the bytes of an
+/// uninterrupted run.
+#[test]
+fn clean_stops_then_restore_are_byte_identical() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = sample_dir();
+    let reference = dir.path().join("ref");
+    let store_ref = dir.path().join("ref-store");
+    let common = ["--chunk-bytes", "20000", "-t", "2"];
+    let mut extra = common.to_vec();
+    extra.extend(["--store", store_ref.to_str().unwrap()]);
+    assert!(minhash(&input, &reference, &extra).status.success());
+    for n in [1, 9, 40] {
+        let out = dir.path().join(format!("o{n}"));
+        let store = dir.path().join(format!("s{n}"));
+        let mut args = vec![
+            "minhash",
+            "-i",
+            input.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "-q",
+            "--dd",
+            "--store",
+            store.to_str().unwrap(),
+        ];
+        args.extend(common);
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_webdedup"))
+            .args(&args)
+            .env("WEBDEDUP_FAULT", format!("stop:{n}"))
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(3), "stop:{n}: {}", stderr(&o));
+        assert!(
+            !store.join("store.snap").exists(),
+            "a stopped run saves nothing"
+        );
+        args.push("-r");
+        let o = webdedup(&args);
+        assert!(o.status.success(), "restore after stop:{n}: {}", stderr(&o));
+        assert_same(&format!("stop:{n}"), &outputs(&out), &outputs(&reference));
+        assert_eq!(
+            std::fs::read(store.join("store.snap")).unwrap(),
+            std::fs::read(store_ref.join("store.snap")).unwrap()
+        );
+    }
+}
+
+/// A worker on hash servers killed (fault injection, like kill -9) and restored
+/// with `-r` gives the bytes of an uninterrupted run: the servers answer the
+/// repeated requests from their retry records.
+#[test]
+fn worker_on_servers_killed_then_restored_is_byte_identical() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = sample_dir();
+    let reference = dir.path().join("ref");
+    assert!(minhash(&input, &reference, &["--chunk-bytes", "20000"])
+        .status
+        .success());
+    let map = dir.path().join("map");
+    let ports = [free_port(), free_port()];
+    write_map(&map, &ports, |b| b % 2);
+    let mut servers: Vec<Server> = ports
+        .iter()
+        .map(|&p| Server::start(dir.path(), &map, p, &[]))
+        .collect();
+    let out = dir.path().join("out");
+    let args = [
+        "minhash",
+        "-i",
+        input.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "-q",
+        "--dd",
+        "--chunk-bytes",
+        "20000",
+        "-t",
+        "2",
+        "-s",
+        map.to_str().unwrap(),
+    ];
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_webdedup"))
+        .args(args)
+        .env("WEBDEDUP_FAULT", "rename:2")
+        .output()
+        .unwrap();
+    assert!(
+        stderr(&o).contains("fault injection: abort at"),
+        "{}",
+        stderr(&o)
+    );
+    let mut again = args.to_vec();
+    again.push("-r");
+    let o = webdedup(&again);
+    for s in &mut servers {
+        s.stop();
+    }
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_same(
+        "-s, killed and restored",
+        &outputs(&out),
+        &outputs(&reference),
+    );
+}
