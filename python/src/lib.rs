@@ -159,6 +159,7 @@ impl Dedup {
                 threshold,
                 smooth,
                 max_stub,
+                ..Default::default()
             }),
             url_filter,
             feedback,
