@@ -10,7 +10,7 @@
       recognisable in the output, even among identical neighbours.
   onion_compare.py compare NUM_DIR OUT_DIR ONION_MARKED
       OUT_DIR holds webdedup's outputs of NUM_DIR (`REL.dedup`), ONION_MARKED
-      onion's marked output (no -s: `0<TAB>line` kept, `1<TAB>line` dropped) of
+      (`-`: standard input) onion's marked output (no -s: `0<TAB>line` kept, `1<TAB>line` dropped) of
       NUM_DIR's files concatenated in sorted order. A paragraph is kept by
       webdedup when its `<p n="K"` line is in the output, by onion when its `<p`
       line is marked 0. Prints how many decisions are identical.
@@ -47,7 +47,7 @@ def number(in_dir, num_dir):
 
 def compare(num_dir, out_dir, marked):
     theirs = []
-    with open(marked, "rb") as f:
+    with (sys.stdin.buffer if marked == "-" else open(marked, "rb")) as f:
         for line in f:
             m = NUMBER.match(line[2:])
             if m:

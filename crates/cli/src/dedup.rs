@@ -122,7 +122,12 @@ pub struct DedupArgs {
     /// Whose near-mode rules: `webdedup` (ours) or `onion` (onion 1.2's exact
     /// decisions: tokens as written, every paragraph judged by n-grams alone, its
     /// smoothing on unless --no-smooth).
-    #[arg(long, default_value = "webdedup", value_name = "RULES", requires = "near")]
+    #[arg(
+        long,
+        default_value = "webdedup",
+        value_name = "RULES",
+        requires = "near"
+    )]
     near_rules: NearRules,
     /// No smoothing with --near-rules onion (onion's -m).
     #[arg(long, conflicts_with = "smooth")]

@@ -307,7 +307,11 @@ pub fn decide(
             }
             // onion drops a document's tags, so the document, when none of the
             // paragraphs it keeps has a token.
-            if !paras.iter().zip(keep.iter()).any(|(p, &k)| k && !p.tokens.is_empty()) {
+            if !paras
+                .iter()
+                .zip(keep.iter())
+                .any(|(p, &k)| k && !p.tokens.is_empty())
+            {
                 keep.fill(false);
             }
             s.near.keep_doc(plan, i, n.ngram, keep, record_of);

@@ -93,7 +93,10 @@ fn docs() -> Vec<(&'static str, Vec<String>)> {
 }
 
 fn input() -> String {
-    docs().iter().map(|(name, paras)| doc(name, paras)).collect()
+    docs()
+        .iter()
+        .map(|(name, paras)| doc(name, paras))
+        .collect()
 }
 
 /// The input without the paragraphs `dropped` names (`"b3"`: document b's third),
@@ -118,9 +121,9 @@ fn expected(dropped: &[&str]) -> String {
 /// rules too (onion's ignore the setting).
 fn dedup(near: NearOptions) -> String {
     let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("t.vert");
-    std::fs::write(&input, input()).unwrap();
-    let mut cfg = RunConfig::new(&input, dir.path().join("out"));
+    let path = dir.path().join("t.vert");
+    std::fs::write(&path, input()).unwrap();
+    let mut cfg = RunConfig::new(&path, dir.path().join("out"));
     cfg.options = Options {
         near: Some(near),
         min_para_chars: 1,
@@ -167,7 +170,11 @@ fn our_rules_decide_otherwise_on_the_same_input() {
         ..onion(true)
     });
     assert_ne!(ours, dedup(onion(true)));
-    for text in ["alpha\nbeta\ngamma\ndelta\nepsilon", "5\none\n6", "kappa\nlambda"] {
+    for text in [
+        "alpha\nbeta\ngamma\ndelta\nepsilon",
+        "5\none\n6",
+        "kappa\nlambda",
+    ] {
         assert!(!ours.contains(text), "{text:?} kept by our rules:\n{ours}");
     }
 }
