@@ -57,7 +57,10 @@ fn onion_rules_refuse_what_they_do_not_support() {
         ),
         (&["-n", "--no-smooth"][..], "--no-smooth applies with"),
         (&["-n", "--max-stub", "5"][..], "--max-stub applies with"),
-        (&["-n", "--near-rules", "fancy"][..], "unknown near rules 'fancy'"),
+        (
+            &["-n", "--near-rules", "fancy"][..],
+            "unknown near rules 'fancy'",
+        ),
     ] {
         let (code, _, err) = run(args);
         assert_eq!(code, Some(2), "{args:?}: {err}");
