@@ -177,6 +177,7 @@ impl Dedup {
                 threshold,
                 smooth,
                 max_stub,
+                ..Default::default()
             }),
             url_filter,
             feedback,

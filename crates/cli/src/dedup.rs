@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use webdedup_dedup::Persistence;
-use webdedup_dedup::{DocCheck, NearOptions, Options, RunConfig};
+use webdedup_dedup::{DocCheck, NearOptions, NearRules, Options, RunConfig};
 use webdedup_formats::shown::escape_controls;
 use webdedup_store::{SyncMode, DEFAULT_BLOCKS};
 use webdedup_text::Normalization;
@@ -117,9 +117,23 @@ pub struct DedupArgs {
     /// Also drop short runs of kept paragraphs between dropped ones (near mode).
     #[arg(long, requires = "near")]
     smooth: bool,
-    /// Longest run, in tokens, that --smooth drops.
-    #[arg(long, default_value_t = 20, value_name = "TOKENS", requires = "smooth")]
-    max_stub: usize,
+    /// Longest run, in tokens, that smoothing drops (default 20; with --smooth or
+    /// --near-rules onion).
+    #[arg(long, value_name = "TOKENS")]
+    max_stub: Option<usize>,
+    /// Whose near-mode rules: `webdedup` (ours) or `onion` (onion 1.2's exact
+    /// decisions: tokens as written, every paragraph judged by n-grams alone, its
+    /// smoothing on unless --no-smooth).
+    #[arg(
+        long,
+        default_value = "webdedup",
+        value_name = "RULES",
+        requires = "near"
+    )]
+    near_rules: NearRules,
+    /// No smoothing with --near-rules onion (onion's -m).
+    #[arg(long, conflicts_with = "smooth")]
+    no_smooth: bool,
     /// Drop documents whose URL matches a rule of FILE (status U), before any
     /// store request. One rule a line: URL, `host:H`, `domain:D`, `prefix:P`, `re:REGEX`.
     #[arg(long = "url-filter", value_name = "FILE")]
@@ -167,6 +181,16 @@ pub(crate) fn run_mode(
     if !(0.0..1.0).contains(&args.threshold) {
         anyhow::bail!("--threshold must be at least 0 and below 1");
     }
+    let onion = args.near_rules == NearRules::Onion;
+    if args.max_stub.is_some() && !(args.smooth || onion) {
+        anyhow::bail!("--max-stub applies with --smooth or --near-rules onion");
+    }
+    if args.no_smooth && !onion {
+        anyhow::bail!("--no-smooth applies with --near-rules onion (smoothing is off by default)");
+    }
+    if onion && args.feedback {
+        anyhow::bail!("--near-rules onion does not support feedback mode (-f) yet");
+    }
     let mut input_problems = false;
     let url_filter = match &args.url_filter {
         None => None,
@@ -195,8 +219,10 @@ pub(crate) fn run_mode(
             near: args.near.then_some(NearOptions {
                 ngram: args.ngram,
                 threshold: args.threshold,
-                smooth: args.smooth,
-                max_stub: args.max_stub,
+                // onion smooths unless told not to (its -m).
+                smooth: args.smooth || (onion && !args.no_smooth),
+                max_stub: args.max_stub.unwrap_or(20),
+                rules: args.near_rules,
             }),
             url_filter,
             feedback: args.feedback,

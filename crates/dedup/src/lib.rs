@@ -19,7 +19,7 @@ pub mod runner;
 pub mod url_filter;
 pub mod wikilinks;
 
-pub use options::{DocCheck, NearOptions, Options};
+pub use options::{DocCheck, NearOptions, NearRules, Options};
 pub use persist::{run_persistent, Persistence};
 pub use report::RunStats;
 pub use runner::{run, run_with, Durability, RunConfig};

@@ -36,6 +36,45 @@ impl std::str::FromStr for DocCheck {
     }
 }
 
+/// Whose rules near mode follows (`--near-rules`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum NearRules {
+    /// Ours (the default): tokens are the words of the normalized text, documents
+    /// and long paragraphs are first tested by their exact keys, short paragraphs
+    /// ride along with the next long one.
+    #[default]
+    Webdedup,
+    /// onion 1.2's, so that its users get its decisions: tokens are the token lines
+    /// as written (punctuation counts, no case or digit folding, the whole line),
+    /// every paragraph is judged by its n-grams alone (no exact keys, no short
+    /// paragraphs), the threshold is compared as onion does, smoothing is onion's
+    /// (on unless turned off; a document's edges count as dropped neighbours), and
+    /// a document with no kept paragraph that has tokens is dropped whole.
+    Onion,
+}
+
+impl NearRules {
+    pub fn name(self) -> &'static str {
+        match self {
+            NearRules::Webdedup => "webdedup",
+            NearRules::Onion => "onion",
+        }
+    }
+}
+
+impl std::str::FromStr for NearRules {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "webdedup" => Ok(NearRules::Webdedup),
+            "onion" => Ok(NearRules::Onion),
+            other => Err(format!(
+                "unknown near rules '{other}' (expected 'webdedup' or 'onion')"
+            )),
+        }
+    }
+}
+
 /// Near-duplicate paragraphs by word n-grams (onion's method).
 #[derive(Clone, Debug, PartialEq)]
 pub struct NearOptions {
@@ -48,6 +87,8 @@ pub struct NearOptions {
     pub smooth: bool,
     /// Longest run (in tokens) that smoothing drops.
     pub max_stub: usize,
+    /// Whose rules: ours or onion's.
+    pub rules: NearRules,
 }
 
 impl Default for NearOptions {
@@ -57,6 +98,7 @@ impl Default for NearOptions {
             threshold: 0.5,
             smooth: false,
             max_stub: 20,
+            rules: NearRules::Webdedup,
         }
     }
 }
@@ -101,6 +143,15 @@ pub struct Options {
     /// MinHash stream mode: documents judged by LSH band keys only (no URL+title,
     /// document or paragraph keys).
     pub minhash: Option<MinHashOptions>,
+}
+
+impl Options {
+    /// Near mode with onion's rules (`-n --near-rules onion`).
+    pub fn onion_rules(&self) -> bool {
+        self.near
+            .as_ref()
+            .is_some_and(|n| n.rules == NearRules::Onion)
+    }
 }
 
 impl Default for Options {

@@ -85,7 +85,13 @@ pub struct PersistReport {
 pub fn store_meta(cfg: &RunConfig, blocks: u32) -> StoreMeta {
     StoreMeta {
         hash: "xxh3-64".into(),
-        normalization: cfg.options.normalization.name().into(),
+        // onion's n-gram keys hash tokens as written: a store of them must not be
+        // mixed with one of normalized keys.
+        normalization: if cfg.options.onion_rules() {
+            "onion".into()
+        } else {
+            cfg.options.normalization.name().into()
+        },
         blocks,
         key_kind: key_kind(cfg),
     }
@@ -140,6 +146,10 @@ fn run_info(cfg: &RunConfig) -> Result<String> {
             "near=ngram {} threshold {} smooth {} max-stub {}\n",
             n.ngram, n.threshold, n.smooth, n.max_stub
         ));
+        // Only when not the default, so journals of earlier runs still match.
+        if n.rules != crate::NearRules::Webdedup {
+            info.push_str(&format!("near-rules={}\n", n.rules.name()));
+        }
     }
     if let Some(f) = &cfg.options.url_filter {
         info.push_str(&format!("url-filter-rules={}\n", f.len()));

@@ -127,6 +127,10 @@ pub struct Planner {
     chunk_start: usize,
     /// Near mode: hash every token.
     tokens: bool,
+    /// Near mode with onion's rules: tokens as written, no exact keys.
+    onion: bool,
+    /// The chunk being planned is a vertical (onion's tokens are its lines).
+    vertical: bool,
     para_tokens: u32,
     url_filter: Option<Arc<UrlFilter>>,
     /// MinHash mode: signatures of whole documents from their normalized text.
@@ -146,6 +150,8 @@ impl Planner {
             last_invalid_line: 0,
             chunk_start: 0,
             tokens: opts.near.is_some(),
+            onion: opts.onion_rules(),
+            vertical: true,
             para_tokens: 0,
             url_filter: opts.url_filter.clone(),
             minhash: opts.minhash.as_ref().map(|m| {
@@ -166,9 +172,11 @@ impl Planner {
         out.clear();
         self.last_invalid_line = 0;
         self.chunk_start = 0;
+        self.vertical = matches!(format, DocFormat::Vertical);
         let mut sink = PlanSink {
             planner: self,
             plan: out,
+            data: &chunk.data,
         };
         format.parse(chunk, &mut sink);
     }
@@ -178,6 +186,21 @@ impl Planner {
 #[inline]
 pub fn token_hash(token: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(token)
+}
+
+/// onion's tokens of a vertical paragraph's bytes: every line that does not start
+/// with `<`, whole and as written (all its columns, a `\r` included; a blank line is
+/// an empty token), hashed with [`token_hash`]. Tags and glue are not tokens.
+pub fn onion_tokens(para: &[u8], out: &mut Vec<u64>) {
+    let para = para.strip_suffix(b"\n").unwrap_or(para);
+    if para.is_empty() {
+        return;
+    }
+    for line in para.split(|&b| b == b'\n') {
+        if line.first() != Some(&b'<') {
+            out.push(token_hash(line));
+        }
+    }
 }
 
 /// The key of the n-gram made of `tokens` (their hashes, in order): its own key
@@ -215,6 +238,8 @@ pub fn url_title_key_of(url: &str, title: &str) -> u64 {
 struct PlanSink<'a> {
     planner: &'a mut Planner,
     plan: &'a mut ChunkPlan,
+    /// The chunk's bytes (onion's tokens are read from a vertical paragraph's lines).
+    data: &'a [u8],
 }
 
 impl PlanSink<'_> {
@@ -315,6 +340,25 @@ impl DocSink for PlanSink<'_> {
     #[inline]
     fn word(&mut self, word: &[u8], glued: bool, line: u64) {
         let p = &mut *self.planner;
+        if p.onion {
+            // No text to build: onion's tokens are taken at `para_end`, from the
+            // lines of a vertical, or here, as written, from other formats' text.
+            if !p.vertical {
+                self.plan.tokens.extend(
+                    word.split(u8::is_ascii_whitespace)
+                        .filter(|t| !t.is_empty())
+                        .map(token_hash),
+                );
+            }
+            if std::str::from_utf8(word).is_err() && p.last_invalid_line != line {
+                p.last_invalid_line = line;
+                self.plan.issues.push(Issue {
+                    line,
+                    kind: IssueKind::InvalidUtf8,
+                });
+            }
+            return;
+        }
         let valid = p.text.push_word(word, glued);
         if !valid && p.last_invalid_line != line {
             p.last_invalid_line = line;
@@ -327,6 +371,25 @@ impl DocSink for PlanSink<'_> {
 
     fn para_end(&mut self, end: usize) {
         let p = &mut *self.planner;
+        if p.onion {
+            if p.vertical {
+                onion_tokens(&self.data[p.para_start..end], &mut self.plan.tokens);
+            }
+            // Every paragraph is judged (onion has no short paragraphs) and no
+            // exact key is asked.
+            let idx = self.plan.paras.len() as u32;
+            self.plan.paras.push(ParaPlan {
+                key: 0,
+                long: true,
+                tokens: p.para_tokens..self.plan.tokens.len() as u32,
+            });
+            self.plan.pieces.push(Piece {
+                range: p.para_start..end,
+                para: idx,
+                sep: false,
+            });
+            return;
+        }
         let text = p.text.text();
         if p.tokens {
             // Tokens are the words of the normalized text (punctuation alone makes

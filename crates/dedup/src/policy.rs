@@ -158,6 +158,9 @@ pub fn decide(
     };
     let live = |i: usize| plan.docs[i].live();
     // With `--doc-check none` the URL+title key would decide nothing: not asked.
+    // onion's rules judge by n-grams alone: no document or paragraph key is asked
+    // (the rounds stay, empty, so request numbering does not depend on the rules).
+    let onion = opts.onion_rules();
     let asks_url_title =
         |i: usize| live(i) && plan.docs[i].has_url_title && opts.doc_check != DocCheck::None;
 
@@ -182,6 +185,7 @@ pub fn decide(
     s.locs.clear();
     let tested = |i: usize| {
         live(i)
+            && !onion
             && match opts.doc_check {
                 DocCheck::All => true,
                 DocCheck::UrlTitle => out.url_title_repeat[i] || !plan.docs[i].has_url_title,
@@ -229,7 +233,7 @@ pub fn decide(
     s.keys.clear();
     s.locs.clear();
     for (i, doc) in plan.docs.iter().enumerate() {
-        if live(i) && !s.doc_seen[i] {
+        if live(i) && !s.doc_seen[i] && !onion {
             for (j, p) in plan.paras[doc.paras.clone()].iter().enumerate() {
                 if p.long {
                     s.keys.push(p.key);
@@ -257,7 +261,7 @@ pub fn decide(
     {
         let mut k = 0;
         for (i, doc) in plan.docs.iter().enumerate() {
-            if live(i) && !s.doc_seen[i] {
+            if live(i) && !s.doc_seen[i] && !onion {
                 for j in doc.paras.clone() {
                     if plan.paras[j].long {
                         para_dup[j] = s.seen[k];
@@ -306,6 +310,26 @@ pub fn decide(
         let paras = &plan.paras[doc.paras.clone()];
         let keep = &mut out.keep_para[doc.paras.clone()];
         let dup = &s.near.para_dup[doc.paras.clone()];
+        if let Some(n) = opts.near.as_ref().filter(|_| onion) {
+            for (k, d) in keep.iter_mut().zip(dup) {
+                *k = !d;
+            }
+            if n.smooth {
+                near::smooth_onion(plan, doc.paras.clone(), keep, n.max_stub);
+            }
+            // onion drops a document's tags, so the document, when none of the
+            // paragraphs it keeps has a token.
+            if !paras
+                .iter()
+                .zip(keep.iter())
+                .any(|(p, &k)| k && !p.tokens.is_empty())
+            {
+                keep.fill(false);
+            }
+            s.near.keep_doc(plan, i, n.ngram, keep, record_of);
+            out.docs.push(doc_status(keep));
+            continue;
+        }
         let mut buffered_from = 0;
         let mut any_long = false;
         let mut any_long_kept = false;
@@ -327,15 +351,7 @@ pub fn decide(
             }
             s.near.keep_doc(plan, i, n.ngram, keep, record_of);
         }
-        let total = paras.len() as u32;
-        let kept = keep.iter().filter(|&&k| k).count() as u32;
-        out.docs.push(if kept == total {
-            DocStatus::Kept
-        } else if kept == 0 {
-            DocStatus::Emptied
-        } else {
-            DocStatus::Partial { kept, total }
-        });
+        out.docs.push(doc_status(keep));
     }
 
     if opts.near.is_some() {
@@ -345,4 +361,18 @@ pub fn decide(
 }
 
 pub mod minhash;
+
+/// A judged document's status from its paragraphs' fates.
+fn doc_status(keep: &[bool]) -> DocStatus {
+    let total = keep.len() as u32;
+    let kept = keep.iter().filter(|&&k| k).count() as u32;
+    if kept == total {
+        DocStatus::Kept
+    } else if kept == 0 {
+        DocStatus::Emptied
+    } else {
+        DocStatus::Partial { kept, total }
+    }
+}
+
 pub mod near;

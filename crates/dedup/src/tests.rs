@@ -310,6 +310,7 @@ fn near(ngram: usize, smooth: bool) -> Options {
             threshold: 0.5,
             smooth,
             max_stub: 20,
+            rules: crate::NearRules::Webdedup,
         }),
         // Every test paragraph below is long enough to be judged.
         min_para_chars: 10,

@@ -324,6 +324,12 @@ fn run_file(
 
 /// The settings that wikilinks mode does not use, refused with a reason.
 pub fn unsupported(near: Option<&NearOptions>) -> Option<&'static str> {
-    near.filter(|n| n.smooth)
-        .map(|_| "--smooth does not apply to wikilinks rows")
+    let near = near?;
+    if near.rules != crate::NearRules::Webdedup {
+        Some("--near-rules onion does not apply to wikilinks rows")
+    } else if near.smooth {
+        Some("--smooth does not apply to wikilinks rows")
+    } else {
+        None
+    }
 }

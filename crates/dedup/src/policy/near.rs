@@ -15,7 +15,7 @@
 //! by earlier documents of the chunk in a local set: so the verdicts equal asking
 //! the store document by document, and outputs do not depend on chunking.
 
-use crate::options::NearOptions;
+use crate::options::{NearOptions, NearRules};
 use crate::plan::{ngram_key, ChunkPlan};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -160,7 +160,14 @@ impl NearScratch {
                 continue;
             }
             let covered = self.covered[pa..pb].iter().filter(|&&c| c).count();
-            if covered as f64 > opts.threshold * (pb - pa) as f64 {
+            let near_dup = match opts.rules {
+                NearRules::Webdedup => covered as f64 > opts.threshold * (pb - pa) as f64,
+                // onion keeps its threshold in a `float` and compares the share.
+                NearRules::Onion => {
+                    covered as f64 / (pb - pa) as f64 > opts.threshold as f32 as f64
+                }
+            };
+            if near_dup {
                 self.para_dup[j] = true;
                 originals[j] = most_common(&mut self.votes);
             }
@@ -269,6 +276,27 @@ pub fn smooth(plan: &ChunkPlan, paras: Range<usize>, keep: &mut [bool], max_stub
             .sum();
         if tokens <= max_stub {
             keep[start..i].fill(false);
+        }
+    }
+}
+
+/// onion's smoothing (`--near-rules onion`): every run of kept paragraphs of at most
+/// `max_stub` tokens in all is dropped when it lies between dropped paragraphs or
+/// the document's edges, which count as dropped neighbours; so a whole document of
+/// at most `max_stub` tokens is dropped even when nothing in it was seen. One pass
+/// in order, on the verdicts before smoothing.
+pub fn smooth_onion(plan: &ChunkPlan, paras: Range<usize>, keep: &mut [bool], max_stub: usize) {
+    let mut run_start = 0;
+    let mut run_tokens = 0;
+    for i in 0..=keep.len() {
+        if i == keep.len() || !keep[i] {
+            if run_tokens <= max_stub {
+                keep[run_start..i].fill(false);
+            }
+            run_start = i + 1;
+            run_tokens = 0;
+        } else {
+            run_tokens += plan.paras[paras.start + i].tokens.len();
         }
     }
 }
