@@ -14,7 +14,6 @@ use crate::input::{
 use crate::tokenize::{Fingerprinter, Settings, Tokenizer, Weights, DEFAULT_SHINGLE};
 use anyhow::{bail, Context, Result};
 use rayon::prelude::*;
-use std::collections::HashSet;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -511,11 +510,17 @@ pub fn run_similar(args: &SimilarArgs) -> Result<i32> {
     let pool = args.doc.pool()?;
     let problems = Problems::new(args.doc.quiet);
     let start = Instant::now();
-    let out_names = if args.dedup {
-        output_names(&args.files)?
-    } else {
-        Vec::new()
+    // Where each deduplicated copy goes, checked before anything is read or
+    // written: the rule every command with one output per input follows.
+    let out_paths = match (&args.dedup, &args.output_dir) {
+        (true, Some(dir)) => webdedup_formats::output_plan::plan_outputs(&args.files, dir)?,
+        _ => Vec::new(),
     };
+    for (path, target) in args.files.iter().zip(&out_paths) {
+        if target.exists() && target.canonicalize().ok() == path.canonicalize().ok() {
+            bail!("--output-dir would overwrite the input {}", path.display());
+        }
+    }
     let settings_cli = args.doc.settings();
     let mut docs: Vec<DocRec> = Vec::new();
     let infos = fingerprint_files(
@@ -583,8 +588,7 @@ pub fn run_similar(args: &SimilarArgs) -> Result<i32> {
         report.finish()?;
         write_dedup(
             &args.files,
-            &out_names,
-            dir,
+            &out_paths,
             &args.doc.read_options(),
             &docs,
             &assign,
@@ -675,69 +679,10 @@ pub fn run_similar(args: &SimilarArgs) -> Result<i32> {
     Ok(if problems.count() > 0 { 1 } else { 0 })
 }
 
-/// The names of the deduplicated copies, relative to the output directory: the file
-/// names, or, when two inputs share a file name (`cc-2023-14/part-0.zst`,
-/// `cc-2024-33/part-0.zst`), the paths below the inputs' deepest common directory.
-/// Paths that would still collide, or leave the output directory, are refused.
-pub fn output_names(files: &[PathBuf]) -> Result<Vec<PathBuf>> {
-    use std::path::Component;
-    let mut names = Vec::with_capacity(files.len());
-    for f in files {
-        let name = f
-            .file_name()
-            .with_context(|| format!("{} has no file name", f.display()))?;
-        names.push(PathBuf::from(name));
-    }
-    let distinct: HashSet<&PathBuf> = names.iter().collect();
-    if distinct.len() == names.len() {
-        return Ok(names);
-    }
-    let abs: Vec<PathBuf> = files
-        .iter()
-        .map(|f| std::path::absolute(f).unwrap_or_else(|_| f.clone()))
-        .collect();
-    let dirs: Vec<Vec<Component>> = abs
-        .iter()
-        .map(|p| {
-            p.parent()
-                .map(|d| d.components().collect())
-                .unwrap_or_default()
-        })
-        .collect();
-    let mut common = dirs[0].len();
-    for d in &dirs[1..] {
-        common = common.min(d.iter().zip(&dirs[0]).take_while(|(a, b)| a == b).count());
-    }
-    let mut seen = HashSet::new();
-    let mut out = Vec::with_capacity(files.len());
-    for (p, d) in abs.iter().zip(&dirs) {
-        let mut rel = PathBuf::new();
-        for c in &d[common..] {
-            match c {
-                Component::Normal(x) => rel.push(x),
-                _ => bail!(
-                    "cannot name the output of {} below --output-dir",
-                    p.display()
-                ),
-            }
-        }
-        rel.push(p.file_name().expect("checked above"));
-        if !seen.insert(rel.clone()) {
-            bail!(
-                "two inputs would both be written to OUTPUT_DIR/{}",
-                rel.display()
-            );
-        }
-        out.push(rel);
-    }
-    Ok(out)
-}
-
 /// Second pass: copies every input to `dir` without its dropped documents.
 fn write_dedup(
     files: &[PathBuf],
-    names: &[PathBuf],
-    dir: &Path,
+    targets: &[PathBuf],
     ropts: &ReadOptions,
     docs: &[DocRec],
     assign: &[Option<(Leader, u32)>],
@@ -754,11 +699,8 @@ fn write_dedup(
             Compression::Gzip => OutputCompression::Gzip,
             Compression::Zstd => OutputCompression::Zstd,
         };
-        let target = dir.join(&names[fi]);
-        if target.canonicalize().ok() == path.canonicalize().ok() && target.exists() {
-            bail!("--output-dir would overwrite the input {}", path.display());
-        }
-        let mut out = AtomicOutput::create(&target, comp)
+        let target = &targets[fi];
+        let mut out = AtomicOutput::create(target, comp)
             .with_context(|| format!("creating {}", target.display()))?;
         let mut opts = ropts.clone();
         opts.format = info.format; // same reading as the first pass
@@ -792,33 +734,4 @@ fn write_dedup(
             .with_context(|| format!("writing {}", target.display()))?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn output_names_fall_back_to_relative_paths() {
-        let p = |v: &[&str]| v.iter().map(PathBuf::from).collect::<Vec<_>>();
-        assert_eq!(
-            output_names(&p(&["a/x.zst", "b/y.zst"])).unwrap(),
-            p(&["x.zst", "y.zst"])
-        );
-        assert_eq!(
-            output_names(&p(&[
-                "/c/cc-1/part-0.zst",
-                "/c/cc-2/part-0.zst",
-                "/c/cc-2/part-1.zst"
-            ]))
-            .unwrap(),
-            p(&["cc-1/part-0.zst", "cc-2/part-0.zst", "cc-2/part-1.zst"])
-        );
-        assert_eq!(
-            output_names(&p(&["/c/d/e/part-0.zst", "/c/f/part-0.zst"])).unwrap(),
-            p(&["d/e/part-0.zst", "f/part-0.zst"])
-        );
-        assert!(output_names(&p(&["/c/x.zst", "/c/x.zst"])).is_err());
-        assert!(output_names(&p(&["/c/.."])).is_err());
-    }
 }
