@@ -1,6 +1,7 @@
 //! `webdedup check`: verify the references of a feedback-mode run.
 
 use crate::{EXIT_INPUT_PROBLEMS, EXIT_OK};
+use std::io::Write;
 use anyhow::{Context, Result};
 use clap::Args;
 use std::path::PathBuf;
@@ -61,10 +62,8 @@ pub fn run(args: &CheckArgs) -> Result<u8> {
         eprintln!("{}", escape_controls(&line));
     }
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).context("cannot write JSON")?
-        );
+        let json = serde_json::to_string_pretty(&report).context("cannot write JSON")?;
+        writeln!(std::io::stdout().lock(), "{json}").context("cannot write to stdout")?;
     } else {
         eprint!("{}", report.table());
     }

@@ -2,6 +2,7 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use std::io::Write;
 use std::path::PathBuf;
 use webdedup_store::distribute::{balanced, remainder, report};
 use webdedup_store::server_map::{read_servers_file, ServerMap};
@@ -101,7 +102,10 @@ pub fn run(args: &DistributeArgs) -> Result<u8> {
         Some(f) => {
             std::fs::write(f, text).with_context(|| format!("cannot write {}", f.display()))?
         }
-        None => print!("{text}"),
+        None => std::io::stdout()
+            .lock()
+            .write_all(text.as_bytes())
+            .context("cannot write to stdout")?,
     }
     Ok(crate::EXIT_OK)
 }

@@ -104,6 +104,14 @@ fn exit_code(code: i32) -> u8 {
         .unwrap_or(EXIT_FATAL)
 }
 
+/// Whether `e` comes from writing to a pipe whose reader went away.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
 fn main() -> ExitCode {
     webdedup_store::tune_allocator_for_large_tables();
     let cli = match Cli::try_parse() {
@@ -138,6 +146,10 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => ExitCode::from(code),
+        // `webdedup ... | head`: the reader has what it wanted. Quiet, status 0,
+        // as ripgrep and the Unix tools (the runtime ignores SIGPIPE, so a write
+        // to a closed pipe is an error, and every command's ends up here).
+        Err(e) if is_broken_pipe(&e) => ExitCode::from(EXIT_OK),
         Err(e) => {
             // Errors name files and may quote input: never raw control bytes.
             let msg = format!("{e:#}");

@@ -3,6 +3,7 @@
 
 use anyhow::{Context, Result};
 use clap::Args;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use webdedup_dedup::runner::{list_inputs, log_path, output_path};
 use webdedup_formats::output::OutputCompression;
@@ -101,18 +102,20 @@ pub fn run(args: &StatusArgs) -> Result<u8> {
         }
         _ => None,
     };
+    // Written as a whole, so a closed pipe is one error (never a panic).
+    let mut text = String::new();
     if args.json {
         let v = serde_json::json!({ "servers": servers, "files": counts, "ok": !wrong });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        text = serde_json::to_string_pretty(&v)? + "\n";
     } else {
         if !servers.is_empty() {
-            println!(
-                "{:<28} {:<10} {:>14} {:<8} NOTE",
+            text += &format!(
+                "{:<28} {:<10} {:>14} {:<8} NOTE\n",
                 "SERVER", "STATE", "KEYS", "JOURNAL"
             );
             for r in &servers {
-                println!(
-                    "{:<28} {:<10} {:>14} {:<8} {}",
+                text += &format!(
+                    "{:<28} {:<10} {:>14} {:<8} {}\n",
                     r.server,
                     r.state,
                     r.keys.map_or("-".into(), |k| k.to_string()),
@@ -123,8 +126,8 @@ pub fn run(args: &StatusArgs) -> Result<u8> {
             }
         }
         if let Some(c) = &counts {
-            println!(
-                "Files: {} total, {} finished ({:.1}%), {} unfinished ({:.1}%), {} missing ({:.1}%)",
+            text += &format!(
+                "Files: {} total, {} finished ({:.1}%), {} unfinished ({:.1}%), {} missing ({:.1}%)\n",
                 c.total,
                 c.finished,
                 pct(c.finished, c.total),
@@ -135,6 +138,10 @@ pub fn run(args: &StatusArgs) -> Result<u8> {
             );
         }
     }
+    std::io::stdout()
+        .lock()
+        .write_all(text.as_bytes())
+        .context("cannot write to stdout")?;
     Ok(if wrong {
         crate::EXIT_INPUT_PROBLEMS
     } else {

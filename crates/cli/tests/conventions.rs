@@ -122,7 +122,18 @@ fn a_closed_pipe_ends_the_command_quietly() {
     std::fs::write(&big, cdx).unwrap();
     let servers = dir.path().join("servers");
     std::fs::write(&servers, "127.0.0.1:4001\n127.0.0.1:4002\n").unwrap();
+    let warc = dir.path().join("many.warc");
+    let records: Vec<u8> = (0..3000)
+        .flat_map(|i| response(&format!("http://example.org/{i}"), "2024-01-01T00:00:00Z", "x"))
+        .collect();
+    std::fs::write(&warc, records).unwrap();
+    let map = dir.path().join("hashmap.conf");
+    let o = webdedup(&["distribute", "-s", s(&servers), "-o", s(&map)]);
+    assert!(o.status.success(), "{}", stderr(&o));
     let cases: Vec<Vec<&str>> = vec![
+        vec!["warc", "index", s(&warc)],
+        vec!["similar", "--input-format", "lines", s(&big)],
+        vec!["status", "-m", s(&map), "--json"],
         vec!["cdx", "dups", s(&big)],
         vec!["cdx", "revisits", s(&big)],
         vec!["cdx", "dates", s(&big)],
