@@ -87,7 +87,8 @@ pub struct RevisitsArgs {
 
 #[derive(Debug, Args)]
 pub struct DatesArgs {
-    /// CDX / CDXJ files.
+    /// CDX / CDXJ files; gzip/zstd detected; `-` is stdin. Optional with --merge.
+    #[arg(required_unless_present = "merge")]
     pub files: Vec<PathBuf>,
     /// Dates files (`urlkey sha1:DIGEST DATE...`, e.g. an earlier output) or `.dup`
     /// files of `cdx dups` to merge with; repeatable.
@@ -184,8 +185,9 @@ pub struct IndexArgs {
     pub files: Vec<PathBuf>,
     #[arg(long, value_enum, default_value = "cdxj")]
     pub format: IndexFormat,
-    /// Record types to index, comma-separated, or `all`.
-    #[arg(long, default_value = "response,revisit,resource,metadata")]
+    /// Record types to index, comma-separated (warcinfo, response, resource,
+    /// request, metadata, revisit, conversion, continuation), or `all`.
+    #[arg(long, default_value = "response,revisit,resource,metadata", value_name = "TYPES", value_parser = index::parse_records)]
     pub records: String,
     /// Files indexed in parallel (default: the number of CPUs); output order is the
     /// file order whatever the value.

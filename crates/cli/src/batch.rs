@@ -3,7 +3,7 @@
 use crate::{EXIT_INPUT_PROBLEMS, EXIT_OK};
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use webdedup_dedup::batch::{self, BatchConfig, Stage};
 use webdedup_dedup::{DocCheck, Options, RunConfig, RunStats};
 use webdedup_formats::output::OutputCompression;
@@ -121,6 +121,20 @@ pub struct RunArgs {
     /// past the budget are parsed twice). 0 turns it off.
     #[arg(long, default_value_t = 2048, value_name = "MIB")]
     plan_cache_mib: usize,
+}
+
+impl BatchCommand {
+    /// The input directory (or file) and the work directory of the task.
+    pub fn input_and_work(&self) -> (&Path, &Path) {
+        let c = match self {
+            BatchCommand::Hash(t) => &t.common,
+            BatchCommand::Resolve(r) => &r.task.common,
+            BatchCommand::Filter(f) => &f.task.common,
+            BatchCommand::Publish(p) => &p.common,
+            BatchCommand::Run(r) => &r.common,
+        };
+        (&c.input, &c.work)
+    }
 }
 
 fn config(c: &Common, task_count: usize) -> BatchConfig {

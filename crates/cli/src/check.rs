@@ -14,10 +14,10 @@ use webdedup_text::Normalization;
 pub struct CheckArgs {
     /// The input directory of the checked run.
     #[arg(short, long, value_name = "DIR")]
-    input: PathBuf,
+    pub(crate) input: PathBuf,
     /// The output directory of the checked run (made with -f/--feedback).
     #[arg(short, long, value_name = "DIR")]
-    output: PathBuf,
+    pub(crate) output: PathBuf,
     /// Check only every Nth reference.
     #[arg(short = 'n', long = "every", default_value_t = 1, value_name = "N")]
     every: usize,

@@ -18,7 +18,7 @@ use webdedup_text::Normalization;
 pub struct DedupArgs {
     /// Input directory of vertical files (plain, gzip or zstd), or one file.
     #[arg(short, long, value_name = "DIR")]
-    input: PathBuf,
+    pub(crate) input: PathBuf,
     /// Output directory: one `REL.dedup` per input file `REL`.
     #[arg(short, long, value_name = "DIR")]
     pub(crate) output: PathBuf,

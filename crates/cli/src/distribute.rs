@@ -88,16 +88,17 @@ pub fn run(args: &DistributeArgs) -> Result<u8> {
         )
     }
     .map_err(|e| anyhow::anyhow!(e))?;
+    // Before the report: a map that cannot be written is refused first.
+    let text = if args.knot {
+        next.to_knot_text().map_err(anyhow::Error::msg)?
+    } else {
+        next.to_text()
+    };
     // The report goes to stderr: the seed sends the map to stdout.
     eprint!("{}", report(prev.as_ref(), &next));
     if args.dry_run {
         return Ok(crate::EXIT_OK);
     }
-    let text = if args.knot {
-        next.to_knot_text()
-    } else {
-        next.to_text()
-    };
     match &args.output {
         Some(f) => {
             std::fs::write(f, text).with_context(|| format!("cannot write {}", f.display()))?

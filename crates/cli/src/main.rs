@@ -4,6 +4,7 @@ mod batch;
 mod check;
 mod dedup;
 mod distribute;
+mod preflight;
 mod remote;
 mod server;
 mod status;
@@ -96,6 +97,48 @@ fn output_of(cmd: &Command) -> Option<&Path> {
     }
 }
 
+/// The inputs a command names on its command line (files or directories).
+fn named_inputs(cmd: &Command) -> Vec<&Path> {
+    use webdedup_archive::{CdxCommand, WarcCommand};
+    fn paths(v: &[std::path::PathBuf]) -> Vec<&Path> {
+        v.iter().map(|p| p.as_path()).collect()
+    }
+    match cmd {
+        Command::Dedup(a) => vec![&a.input],
+        Command::Check(a) => vec![&a.input, &a.output],
+        Command::Batch(b) => vec![b.input_and_work().0],
+        Command::Status(a) => a.input.iter().map(|p| p.as_path()).collect(),
+        Command::Simhash(a) => paths(&a.files),
+        Command::Similar(a) => paths(&a.files),
+        Command::Cdx(CdxCommand::Dups(a)) => paths(&a.files),
+        Command::Cdx(CdxCommand::Revisits(a)) => paths(&a.files),
+        Command::Cdx(CdxCommand::Dates(a)) => [paths(&a.files), paths(&a.merge)].concat(),
+        Command::Warc(WarcCommand::Index(a)) => paths(&a.files),
+        Command::Warc(WarcCommand::Dedup(a)) => paths(&a.inputs),
+        Command::Server(_) | Command::Distribute(_) => Vec::new(),
+    }
+}
+
+/// Before anything is created: the named inputs exist, and an input directory
+/// holds input files (nothing to do is a usage error, as a missing input is).
+fn preflight(cmd: &Command) -> anyhow::Result<()> {
+    preflight::inputs_exist(named_inputs(cmd))?;
+    match cmd {
+        Command::Dedup(a) => preflight::has_input_files(&a.input, &a.output),
+        Command::Check(a) => preflight::has_input_files(&a.input, &a.output),
+        Command::Batch(batch::BatchCommand::Publish(_)) => Ok(()),
+        Command::Batch(b) => {
+            let (input, work) = b.input_and_work();
+            preflight::has_input_files(input, work)
+        }
+        Command::Status(a) => match (&a.input, &a.output) {
+            (Some(i), Some(o)) => preflight::has_input_files(i, o),
+            _ => Ok(()),
+        },
+        _ => Ok(()),
+    }
+}
+
 /// The library crates' exit codes (0, 1) as a process status; anything else is fatal.
 fn exit_code(code: i32) -> u8 {
     u8::try_from(code)
@@ -122,7 +165,7 @@ fn main() -> ExitCode {
         }
     };
     let new_dirs = output_of(&cli.command).map(NewDirs::before);
-    let result = match &cli.command {
+    let result = preflight(&cli.command).and_then(|()| match &cli.command {
         Command::Dedup(args) => dedup::run(args),
         Command::Check(args) => check::run(args),
         Command::Batch(cmd) => batch::run(cmd),
@@ -143,7 +186,7 @@ fn main() -> ExitCode {
         })
         .and_then(|s| webdedup_archive::run_warc_with_store(cmd, s.as_deref()))
         .map(exit_code),
-    };
+    });
     match result {
         Ok(code) => ExitCode::from(code),
         // `webdedup ... | head`: the reader has what it wanted. Quiet, status 0,

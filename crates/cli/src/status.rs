@@ -15,10 +15,10 @@ pub struct StatusArgs {
     map: Option<PathBuf>,
     /// Input directory of the run (with --output: count finished outputs).
     #[arg(short = 'i', long, value_name = "DIR", requires = "output")]
-    input: Option<PathBuf>,
+    pub(crate) input: Option<PathBuf>,
     /// Output directory of the run.
     #[arg(short = 'o', long, value_name = "DIR", requires = "input")]
-    output: Option<PathBuf>,
+    pub(crate) output: Option<PathBuf>,
     /// The servers' shared secret.
     #[arg(long, value_name = "FILE")]
     auth_token_file: Option<PathBuf>,

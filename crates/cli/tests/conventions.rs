@@ -197,10 +197,14 @@ fn an_empty_input_directory_is_reported() {
     std::fs::create_dir(&empty).unwrap();
     let out = dir.path().join("out");
     let work = dir.path().join("work");
+    // The output directory of an earlier run (for check and status).
+    let done = dir.path().join("done");
+    std::fs::create_dir(&done).unwrap();
     let cases: Vec<Vec<&str>> = vec![
         vec!["dedup", "-i", s(&empty), "-o", s(&out)],
         vec!["batch", "run", "-i", s(&empty), "-o", s(&out), "-w", s(&work)],
-        vec!["check", "-i", s(&empty), "-o", s(&out)],
+        vec!["check", "-i", s(&empty), "-o", s(&done)],
+        vec!["status", "-i", s(&empty), "-o", s(&done)],
     ];
     for args in cases {
         let o = webdedup(&args);

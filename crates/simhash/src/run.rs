@@ -128,8 +128,9 @@ pub struct SimilarArgs {
     /// first document of each cluster survives), plus a report of what was dropped.
     #[arg(long, requires = "output_dir")]
     pub dedup: bool,
-    /// Directory for the deduplicated inputs (same file names and compression).
-    #[arg(long, value_name = "DIR")]
+    /// Directory for the deduplicated inputs (same file names and compression;
+    /// paths below the inputs' common directory when names repeat). Needs --dedup.
+    #[arg(long, value_name = "DIR", requires = "dedup")]
     pub output_dir: Option<PathBuf>,
     /// Dedup report `DROPPED_ID KEPT_ID DISTANCE FILE LINE` (default:
     /// OUTPUT_DIR/simhash-dropped.tsv).

@@ -1,0 +1,30 @@
+//! Checks every command makes before it creates anything: the inputs named on the
+//! command line exist, and an input directory holds something to do. Both failures
+//! are usage errors (exit status 2), so a run that cannot start leaves no output
+//! behind (`simhash nothere -o m.tsv` creates no `m.tsv`).
+
+use anyhow::{bail, Context, Result};
+use std::path::Path;
+
+/// Each path exists (`-`, standard input, always does).
+pub fn inputs_exist<'a>(paths: impl IntoIterator<Item = &'a Path>) -> Result<()> {
+    for p in paths {
+        if p.as_os_str() == "-" {
+            continue;
+        }
+        std::fs::metadata(p).with_context(|| format!("cannot read input {}", p.display()))?;
+    }
+    Ok(())
+}
+
+/// `input` (a directory, or one file) holds at least one input file, leaving out
+/// anything under `output`. Nothing to do is not a success: a typo in a path, or a
+/// crawl not yet copied, must not pass for a finished run.
+pub fn has_input_files(input: &Path, output: &Path) -> Result<()> {
+    let files = webdedup_dedup::runner::list_inputs(input, output)
+        .with_context(|| format!("cannot list input {}", input.display()))?;
+    if files.is_empty() {
+        bail!("no input files in {}", input.display());
+    }
+    Ok(())
+}
