@@ -86,10 +86,13 @@ struct Dedup {
 
 impl Dedup {
     /// Runs a server-control call: 0 on success, 1 or (with `check`) an exception.
+    /// With `warn`, a failure returned as 1 is also a `WebdedupWarning` saying why
+    /// (a server that cannot start must not fail in silence).
     fn server_call(
         &self,
         py: Python<'_>,
         check: bool,
+        warn: bool,
         f: fn(&servers::Servers) -> Result<(), String>,
     ) -> PyResult<i32> {
         let Keys::Servers(s) = &self.shared.store else {
@@ -98,7 +101,14 @@ impl Dedup {
         match py.allow_threads(|| f(s)) {
             Ok(()) => Ok(0),
             Err(e) if check => Err(err(e)),
-            Err(_) => Ok(1),
+            Err(e) => {
+                if warn {
+                    let text = std::ffi::CString::new(e.replace('\0', "\\0"))
+                        .expect("NUL replaced");
+                    PyErr::warn(py, &py.get_type::<WebdedupWarning>(), &text, 1)?;
+                }
+                Ok(1)
+            }
         }
     }
 }
@@ -250,26 +260,28 @@ impl Dedup {
     /// The seed's server control. With `map=PATH`: starts a `webdedup server` for
     /// every server of the map on this machine (loopback addresses; the binary is
     /// `$WEBDEDUP_BIN` or `webdedup` on the PATH; with `store_dir`, each saves to
-    /// `store_dir/server-PORT.snap`) and returns 0 once all listen; raises
-    /// otherwise. Without a map there is nothing to start: 0.
+    /// `store_dir/server-PORT.snap`) and returns 0 once all listen; otherwise 1,
+    /// with a `WebdedupWarning` saying why (a missing binary names `WEBDEDUP_BIN`;
+    /// the server's log `MAP.servers/PORT.log` says it too). `check=True` raises
+    /// instead. Without a map there is nothing to start: 0.
     #[pyo3(signature = (*, check=false))]
     fn start_servers(&self, py: Python<'_>, check: bool) -> PyResult<i32> {
-        self.server_call(py, check, servers::Servers::start)
+        self.server_call(py, check, true, servers::Servers::start)
     }
 
     /// Stops this map's local servers (SIGTERM: they save and exit), whichever
-    /// interpreter started them; 0 on success. `check=True` raises instead of
-    /// returning non-zero.
+    /// interpreter started them; 0 on success, else 1 with a `WebdedupWarning`
+    /// naming the servers. `check=True` raises instead of returning non-zero.
     #[pyo3(signature = (*, check=false))]
     fn stop_servers(&self, py: Python<'_>, check: bool) -> PyResult<i32> {
-        self.server_call(py, check, servers::Servers::stop)
+        self.server_call(py, check, true, servers::Servers::stop)
     }
 
     /// 0 if every server of the map answers and is ready, 1 otherwise (or, with
     /// `check=True`, a WebdedupError naming the servers that are not).
     #[pyo3(signature = (*, check=false))]
     fn test_servers(&self, py: Python<'_>, check: bool) -> PyResult<i32> {
-        self.server_call(py, check, servers::Servers::test)
+        self.server_call(py, check, false, servers::Servers::test)
     }
 
     /// Saves the store to `store_dir` (the command line's snapshot format); returns
@@ -751,11 +763,14 @@ fn similar(py: Python<'_>, fingerprints: Vec<u64>, k: u32) -> PyResult<Vec<(usiz
     }))
 }
 
-/// The CDX lines whose (urlkey, digest) appeared on an earlier line: all but the
-/// first capture of every version (NutchWAX dedup-cdx), in input order. Lines that
-/// are not CDX are skipped with a `WebdedupWarning` naming them (`lines[I]`).
+/// The captures whose (urlkey, digest) appeared on an earlier line: all but the
+/// first capture of every version (NutchWAX dedup-cdx), in input order, as
+/// `webdedup cdx dups` prints them: `urlkey sha1:DIGEST timestamp`, or with
+/// `whole_lines=True` the CDX lines themselves (`cdx dups --lines`). Lines that are not
+/// CDX are skipped with a `WebdedupWarning` naming them (`lines[I]`).
 #[pyfunction]
-fn cdx_dups(py: Python<'_>, lines: Vec<String>) -> PyResult<Vec<String>> {
+#[pyo3(signature = (lines, *, whole_lines=false))]
+fn cdx_dups(py: Python<'_>, lines: Vec<String>, whole_lines: bool) -> PyResult<Vec<String>> {
     let (dups, problems) = py.allow_threads(move || {
         let dir = tempfile::tempdir().map_err(err)?;
         let path = dir.path().join("input.cdx");
@@ -767,7 +782,7 @@ fn cdx_dups(py: Python<'_>, lines: Vec<String>) -> PyResult<Vec<String>> {
         let mut report = webdedup_archive::util::Report::collecting();
         webdedup_archive::cdx_cmd::dups(
             std::slice::from_ref(&path),
-            true,
+            whole_lines,
             &store,
             &mut out,
             &mut report,

@@ -160,7 +160,19 @@ def test_simhash_hamming_similar_and_cdx_dups():
     assert webdedup.similar([5, 5], 0) == [(0, 1, 0)]
     line = "org,example)/ {} http://example.org/ text/html 200 {} - - 100 0 a.warc.gz"
     lines = [line.format("20070101", "AAA"), line.format("20070102", "AAA"), line.format("20070103", "BBB")]
-    assert webdedup.cdx_dups(lines) == [lines[1]]
+    assert webdedup.cdx_dups(lines) == ["org,example)/ sha1:AAA 20070102"]
+    assert webdedup.cdx_dups(lines, whole_lines=True) == [lines[1]]
+
+
+def test_cdx_dups_says_what_the_command_line_prints(tmp_path):
+    """Issue 19: Python and `webdedup cdx dups` agree, with and without --lines."""
+    line = "org,example)/{} {} http://example.org/ text/html 200 sha1:{} - - 100 0 a.warc.gz"
+    lines = [line.format(i % 3, 20070101 + i, "AAA" if i % 2 else "bbb") for i in range(12)]
+    cdx = tmp_path / "in.cdx"
+    cdx.write_text("\n".join(lines) + "\n")
+    for flags, kwargs in (([], {}), (["--lines"], {"whole_lines": True})):
+        cli = subprocess.run([BIN, "cdx", "dups", *flags, str(cdx)], capture_output=True, text=True, check=True)
+        assert webdedup.cdx_dups(lines, **kwargs) == cli.stdout.splitlines()
 
 
 def test_batch_phases_from_python_equal_the_command_line(tmp_path):
@@ -244,7 +256,7 @@ def test_hash_servers_from_python_answer_as_the_embedded_store(tmp_path):
     hashmap = block_map(tmp_path, ports)
     d = webdedup.Dedup(map=str(hashmap), store_dir=str(tmp_path / "state"), server_timeout=1)
     assert d.test_servers() == 1, "nothing runs yet"
-    with pytest.raises(webdedup.WebdedupError, match="crashed"):
+    with pytest.raises(webdedup.WebdedupError, match="stopped"):
         d.test_servers(check=True)
     assert d.start_servers() == 0
     assert d.test_servers() == 0
@@ -396,7 +408,7 @@ def test_cdx_dups_skips_bad_lines_with_a_warning_naming_them():
     line = "org,example)/ {} http://example.org/ text/html 200 {} - - 100 0 a.warc.gz"
     lines = [line.format("20070101", "AAA"), "not a cdx line", line.format("20070102", "AAA")]
     with pytest.warns(webdedup.WebdedupWarning, match=r"lines\[1\]: .*not a known CDX layout"):
-        assert webdedup.cdx_dups(lines) == [lines[2]]
+        assert webdedup.cdx_dups(lines, whole_lines=True) == [lines[2]]
 
 
 def test_random_bytes_never_raise_and_keep_every_good_document():
@@ -445,3 +457,23 @@ def test_feedback_on_hash_servers_gives_the_embedded_stores_references(tmp_path)
         assert refs > 100
     finally:
         assert d.stop_servers() == 0
+
+
+@pytest.mark.parametrize("bin_env", ["missing", "unset"])
+def test_start_servers_without_the_binary_says_why(tmp_path, monkeypatch, bin_env):
+    """Issue 19: no binary is not a silent 1 with an empty log; the warning and the
+    server's log name WEBDEDUP_BIN."""
+    port = free_port()
+    hashmap = block_map(tmp_path, [port])
+    if bin_env == "missing":
+        monkeypatch.setenv("WEBDEDUP_BIN", str(tmp_path / "no-such-webdedup"))
+    else:
+        monkeypatch.delenv("WEBDEDUP_BIN", raising=False)
+        monkeypatch.setenv("PATH", str(tmp_path / "empty-path"))
+    d = webdedup.Dedup(map=str(hashmap), server_timeout=1)
+    with pytest.warns(webdedup.WebdedupWarning, match="WEBDEDUP_BIN"):
+        assert d.start_servers() == 1
+    log = Path(str(hashmap) + ".servers") / f"{port}.log"
+    assert "WEBDEDUP_BIN" in log.read_text()
+    with pytest.raises(webdedup.WebdedupError, match="WEBDEDUP_BIN"):
+        d.start_servers(check=True)

@@ -458,7 +458,10 @@ pub fn dedup(
                 .strip_prefix(out)
                 .ok()
                 .filter(|r| !r.as_os_str().is_empty())
-                .map_or_else(|| base_name(&out_path), |r| r.to_string_lossy().into_owned()),
+                .map_or_else(
+                    || base_name(&out_path),
+                    |r| r.to_string_lossy().into_owned(),
+                ),
             copied: 0,
             delta: 0,
             store,

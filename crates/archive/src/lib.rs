@@ -73,7 +73,9 @@ pub struct StoreArgs {
 
 #[derive(Debug, Args)]
 pub struct RevisitsArgs {
-    #[arg(required = true)]
+    /// CDX (legend or 7/9/10/11/12/13/14 fields) or CDXJ files; gzip/zstd detected;
+    /// `-` is stdin.
+    #[arg(required = true, value_name = "FILES")]
     pub files: Vec<PathBuf>,
     /// Also count lines whose file name is `-` as revisits (pywb's rule).
     #[arg(long)]
@@ -81,7 +83,8 @@ pub struct RevisitsArgs {
     /// Print the original CDX lines instead of `urlkey sha1:DIGEST timestamp`.
     #[arg(long)]
     pub lines: bool,
-    #[arg(short, long)]
+    /// Output file (default stdout); `.gz` / `.zst` compress.
+    #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 }
 
@@ -92,15 +95,16 @@ pub struct DatesArgs {
     pub files: Vec<PathBuf>,
     /// Dates files (`urlkey sha1:DIGEST DATE...`, e.g. an earlier output) or `.dup`
     /// files of `cdx dups` to merge with; repeatable.
-    #[arg(long)]
+    #[arg(long, value_name = "DATES")]
     pub merge: Vec<PathBuf>,
     /// Memory for the sort buffer (e.g. 512M, 2G).
-    #[arg(long, default_value = "1G", value_parser = util::parse_size)]
+    #[arg(long, default_value = "1G", value_name = "SIZE", value_parser = util::parse_size)]
     pub memory: u64,
     /// Directory for sort runs (default: the system temporary directory).
-    #[arg(long)]
+    #[arg(long, value_name = "DIR")]
     pub tmp_dir: Option<PathBuf>,
-    #[arg(short, long)]
+    /// Output file (default stdout); `.gz` / `.zst` compress.
+    #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 }
 
@@ -181,8 +185,10 @@ pub enum WarcCommand {
 #[derive(Debug, Args)]
 pub struct IndexArgs {
     /// WARC or ARC files: gzip per record, whole-file gzip or uncompressed.
-    #[arg(required = true)]
+    #[arg(required = true, value_name = "FILES")]
     pub files: Vec<PathBuf>,
+    /// Index format: `cdxj` (as cdxj-indexer) or `cdx11` (11-field CDX with its
+    /// legend, as `cdxj-indexer -11`).
     #[arg(long, value_enum, default_value = "cdxj")]
     pub format: IndexFormat,
     /// Record types to index, comma-separated (warcinfo, response, resource,

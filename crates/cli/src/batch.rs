@@ -42,16 +42,24 @@ pub struct Common {
     /// Hash partitions (groups of blocks), spread over the resolve tasks.
     #[arg(long, default_value_t = 64, value_name = "N")]
     partitions: u32,
+    /// Blocks of the key space, as `dedup --blocks` (fixed once a store is saved).
     #[arg(long, default_value_t = DEFAULT_BLOCKS, value_name = "N")]
     blocks: u32,
+    /// Text normalization before hashing, as `dedup --normalize`: `loose` or `none`.
     #[arg(long = "normalize", default_value = "loose", value_name = "MODE")]
     normalization: Normalization,
+    /// Paragraphs with fewer characters are short, as `dedup --min-para-chars`.
     #[arg(long, default_value_t = 50, value_name = "N")]
     min_para_chars: usize,
+    /// Which documents get their whole-content key tested, as `dedup --doc-check`:
+    /// `all` or `url-title`.
     #[arg(long, default_value = "all", value_name = "WHICH")]
     doc_check: DocCheck,
+    /// Bytes of input planned at a time, as `dedup --chunk-bytes` (fixed for a work
+    /// directory).
     #[arg(long, default_value_t = webdedup_formats::vertical::DEFAULT_CHUNK_BYTES, value_name = "BYTES")]
     chunk_bytes: usize,
+    /// Lines longer than this are dropped and reported, as `dedup --max-line-bytes`.
     #[arg(long, default_value_t = webdedup_formats::vertical::DEFAULT_MAX_LINE_BYTES, value_name = "BYTES")]
     max_line_bytes: usize,
 }
@@ -82,8 +90,10 @@ pub struct Outputs {
     /// Output directory (names as `webdedup dedup` gives them).
     #[arg(short, long, value_name = "DIR")]
     output: PathBuf,
+    /// Also write `*.dedup.dd`: one `<dd .../>` line per input document, as `dedup --dd`.
     #[arg(short = 'd', long = "dd")]
     dd: bool,
+    /// Compress outputs: `zst`, `gz` or `none`.
     #[arg(long, default_value = "none", value_name = "KIND")]
     compress: OutputCompression,
 }
@@ -100,6 +110,8 @@ pub struct FilterArgs {
 pub struct PublishArgs {
     #[command(flatten)]
     common: Common,
+    /// The store directory to fold the run's new keys into (`DIR/store.snap`,
+    /// created if missing), as `dedup --store DIR` keeps it.
     #[arg(long, value_name = "DIR")]
     store: PathBuf,
 }

@@ -1,9 +1,9 @@
 //! `webdedup check`: verify the references of a feedback-mode run.
 
 use crate::{EXIT_INPUT_PROBLEMS, EXIT_OK};
-use std::io::Write;
 use anyhow::{Context, Result};
 use clap::Args;
+use std::io::Write;
 use std::path::PathBuf;
 use webdedup_dedup::check::{check, CheckConfig};
 use webdedup_dedup::{NearOptions, Options};

@@ -204,3 +204,51 @@ fn main() -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::CommandFactory;
+
+    /// Every argument (options and positionals) of every command and subcommand, and
+    /// every subcommand, has a description in `--help` (issue 19).
+    #[test]
+    fn every_argument_of_every_command_has_help() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for a in cmd.get_arguments() {
+                let id = a.get_id().as_str();
+                if a.is_hide_set() || id == "help" || id == "version" {
+                    continue;
+                }
+                let help = a.get_help().or(a.get_long_help()).map(|h| h.to_string());
+                if help.is_none_or(|h| h.trim().is_empty()) {
+                    let name = a
+                        .get_long()
+                        .map(|l| format!("--{l}"))
+                        .unwrap_or_else(|| id.to_uppercase());
+                    missing.push(format!("{path} {name}"));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                let sub_path = format!("{path} {}", sub.get_name());
+                if sub.get_about().is_none() && sub.get_long_about().is_none() {
+                    missing.push(format!("{sub_path} (the command itself)"));
+                }
+                walk(sub, &sub_path, missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&Cli::command(), "webdedup", &mut missing);
+        assert!(
+            missing.is_empty(),
+            "{} arguments without a description:\n{}",
+            missing.len(),
+            missing.join("\n")
+        );
+    }
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+}

@@ -32,7 +32,10 @@ fn s(p: &Path) -> &str {
 fn warc_dedup_keeps_inputs_with_one_name_apart() {
     let dir = tempfile::tempdir().unwrap();
     let body = "the same page, long enough that a revisit record is smaller than it ".repeat(20);
-    for (sub, date) in [("ca", "2024-01-01T00:00:00Z"), ("cb", "2024-02-01T00:00:00Z")] {
+    for (sub, date) in [
+        ("ca", "2024-01-01T00:00:00Z"),
+        ("cb", "2024-02-01T00:00:00Z"),
+    ] {
         std::fs::create_dir_all(dir.path().join(sub)).unwrap();
         std::fs::write(
             dir.path().join(sub).join("crawl.warc"),
@@ -53,7 +56,10 @@ fn warc_dedup_keeps_inputs_with_one_name_apart() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let first = std::fs::read(out.join("ca/crawl.warc")).expect("first output");
     let second = std::fs::read(out.join("cb/crawl.warc")).expect("second output");
-    assert_eq!(first, response("http://example.org/", "2024-01-01T00:00:00Z", &body));
+    assert_eq!(
+        first,
+        response("http://example.org/", "2024-01-01T00:00:00Z", &body)
+    );
     assert!(String::from_utf8_lossy(&second).contains("WARC-Type: revisit"));
     assert!(!out.join("crawl.warc").exists());
 }
@@ -64,7 +70,11 @@ fn warc_dedup_keeps_inputs_with_one_name_apart() {
 fn warc_dedup_refuses_a_file_given_twice() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("crawl.warc");
-    std::fs::write(&input, response("http://example.org/", "2024-01-01T00:00:00Z", "x")).unwrap();
+    std::fs::write(
+        &input,
+        response("http://example.org/", "2024-01-01T00:00:00Z", "x"),
+    )
+    .unwrap();
     let out = dir.path().join("out");
     let o = webdedup(&["warc", "dedup", "-i", s(&input), s(&input), "-o", s(&out)]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
@@ -124,7 +134,13 @@ fn a_closed_pipe_ends_the_command_quietly() {
     std::fs::write(&servers, "127.0.0.1:4001\n127.0.0.1:4002\n").unwrap();
     let warc = dir.path().join("many.warc");
     let records: Vec<u8> = (0..3000)
-        .flat_map(|i| response(&format!("http://example.org/{i}"), "2024-01-01T00:00:00Z", "x"))
+        .flat_map(|i| {
+            response(
+                &format!("http://example.org/{i}"),
+                "2024-01-01T00:00:00Z",
+                "x",
+            )
+        })
         .collect();
     std::fs::write(&warc, records).unwrap();
     let map = dir.path().join("hashmap.conf");
@@ -183,7 +199,11 @@ fn a_missing_input_is_status_2_everywhere_and_writes_nothing() {
     for args in cases {
         let o = webdedup(&args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
-        assert!(stderr(&o).contains(n), "{args:?} names the file: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains(n),
+            "{args:?} names the file: {}",
+            stderr(&o)
+        );
         assert!(!out.exists(), "{args:?} created {}", out.display());
         assert!(!outdir.exists(), "{args:?} created {}", outdir.display());
     }
@@ -202,7 +222,16 @@ fn an_empty_input_directory_is_reported() {
     std::fs::create_dir(&done).unwrap();
     let cases: Vec<Vec<&str>> = vec![
         vec!["dedup", "-i", s(&empty), "-o", s(&out)],
-        vec!["batch", "run", "-i", s(&empty), "-o", s(&out), "-w", s(&work)],
+        vec![
+            "batch",
+            "run",
+            "-i",
+            s(&empty),
+            "-o",
+            s(&out),
+            "-w",
+            s(&work),
+        ],
         vec!["check", "-i", s(&empty), "-o", s(&done)],
         vec!["status", "-i", s(&empty), "-o", s(&done)],
     ];
@@ -224,12 +253,19 @@ fn an_empty_input_directory_is_reported() {
 fn usage_errors_are_status_2() {
     let dir = tempfile::tempdir().unwrap();
     let warc = dir.path().join("a.warc");
-    std::fs::write(&warc, response("http://example.org/", "2024-01-01T00:00:00Z", "x")).unwrap();
+    std::fs::write(
+        &warc,
+        response("http://example.org/", "2024-01-01T00:00:00Z", "x"),
+    )
+    .unwrap();
     let docs = dir.path().join("docs.txt");
     std::fs::write(&docs, "one document\n").unwrap();
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["cdx", "dates"], "FILES"),
-        (vec!["warc", "index", "--records", "bogus", s(&warc)], "bogus"),
+        (
+            vec!["warc", "index", "--records", "bogus", s(&warc)],
+            "bogus",
+        ),
         (
             vec!["similar", "--output-dir", s(dir.path()), s(&docs)],
             "--dedup",
@@ -262,4 +298,85 @@ fn distribute_knot_refuses_servers_on_different_ports() {
     std::fs::write(&servers, "10.0.0.1:1234\n10.0.0.2:1234\n").unwrap();
     let o = webdedup(&["distribute", "-s", s(&servers), "--knot", "-o", s(&out)]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+/// `status` tells a server that is not running (`stopped`) from one that runs but
+/// wants the token (`auth required`); neither is called `crashed`.
+#[test]
+fn status_tells_stopped_and_auth_required_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let servers = dir.path().join("servers");
+    std::fs::write(&servers, format!("127.0.0.1:{port}\n")).unwrap();
+    let map = dir.path().join("hashmap.conf");
+    let o = webdedup(&["distribute", "-s", s(&servers), "-o", s(&map)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let token = dir.path().join("token");
+    std::fs::write(&token, "a shared secret of more than 16 bytes\n").unwrap();
+    let status = |with_token: bool| {
+        let mut args = vec!["status", "-m", s(&map)];
+        if with_token {
+            args.extend(["--auth-token-file", s(&token)]);
+        }
+        let o = webdedup(&args);
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+        )
+    };
+    let (code, out) = status(false);
+    assert_eq!(code, Some(1));
+    assert!(out.contains("stopped") && !out.contains("crashed"), "{out}");
+
+    let ready = dir.path().join("ready");
+    let snap = dir.path().join("s.snap");
+    let mut server = Command::new(env!("CARGO_BIN_EXE_webdedup"))
+        .args([
+            "server",
+            "-m",
+            s(&map),
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+        ])
+        .args([
+            "--auth-token-file",
+            s(&token),
+            "-o",
+            s(&snap),
+            "--ready-file",
+            s(&ready),
+        ])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while !ready.exists() {
+        assert!(server.try_wait().unwrap().is_none(), "the server exited");
+        assert!(started.elapsed().as_secs() < 60, "the server did not start");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let (code, out) = status(false);
+    assert_eq!(code, Some(1));
+    assert!(
+        out.contains("auth required") && out.contains("--auth-token-file"),
+        "{out}"
+    );
+    let (code, out) = status(true);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("ready"), "{out}");
+
+    // A clean stop (SIGTERM: it saves and exits 0).
+    let ok = Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    assert!(server.wait().unwrap().success());
+    let (code, out) = status(true);
+    assert_eq!(code, Some(1));
+    assert!(out.contains("stopped") && !out.contains("crashed"), "{out}");
 }

@@ -175,7 +175,11 @@ mod tests {
     #[test]
     fn shared_names_are_kept_apart_by_their_paths() {
         let got = plan_outputs(
-            &paths(&["crawls/ca/crawl.warc.gz", "crawls/cb/crawl.warc.gz", "crawls/z.warc"]),
+            &paths(&[
+                "crawls/ca/crawl.warc.gz",
+                "crawls/cb/crawl.warc.gz",
+                "crawls/z.warc",
+            ]),
             Path::new("out"),
         )
         .unwrap();
@@ -189,17 +193,26 @@ mod tests {
             Path::new("out"),
         )
         .unwrap();
-        assert!(got.iter().all(|p| p
-            .components()
-            .all(|c| matches!(c, Component::Normal(_)))));
+        assert!(got
+            .iter()
+            .all(|p| p.components().all(|c| matches!(c, Component::Normal(_)))));
         assert_ne!(got[0], got[1]);
     }
 
     #[test]
     fn a_path_given_twice_is_refused_naming_both_and_the_output() {
-        let e = plan_outputs(&paths(&["ca/crawl.warc.gz", "ca/crawl.warc.gz"]), Path::new("out"))
-            .unwrap_err();
-        assert!(matches!(e, OutputPlanError::Collision { same_file: true, .. }));
+        let e = plan_outputs(
+            &paths(&["ca/crawl.warc.gz", "ca/crawl.warc.gz"]),
+            Path::new("out"),
+        )
+        .unwrap_err();
+        assert!(matches!(
+            e,
+            OutputPlanError::Collision {
+                same_file: true,
+                ..
+            }
+        ));
         let msg = e.to_string();
         assert_eq!(
             msg,
