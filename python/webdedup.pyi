@@ -117,7 +117,7 @@ class Dedup:
         url_filter: Optional[Union[str, PathLike, Sequence[str]]] = None,
         feedback: bool = False,
         blocks: int = 1999,
-        capacity: int = 0,
+        capacity: Optional[int] = None,
         server_timeout: float = 120.0,
     ) -> None: ...
     def create_worker(self) -> Worker:

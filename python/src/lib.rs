@@ -23,6 +23,7 @@ use webdedup_dedup::report::ChunkStats;
 use webdedup_dedup::{DocCheck, NearOptions, Options, UrlFilter};
 use webdedup_formats::vertical::{escape_attr, parse_tag, Chunk};
 use webdedup_store::{BatchId, Location, MemStore, Store, StoreMeta};
+use webdedup_store_spec::{open_embedded, KeySet, OpenOptions, StoreSpec};
 use webdedup_text::Normalization;
 
 mod batch;
@@ -103,8 +104,8 @@ impl Dedup {
             Err(e) if check => Err(err(e)),
             Err(e) => {
                 if warn {
-                    let text = std::ffi::CString::new(e.replace('\0', "\\0"))
-                        .expect("NUL replaced");
+                    let text =
+                        std::ffi::CString::new(e.replace('\0', "\\0")).expect("NUL replaced");
                     PyErr::warn(py, &py.get_type::<WebdedupWarning>(), &text, 1)?;
                 }
                 Ok(1)
@@ -116,7 +117,7 @@ impl Dedup {
 #[pymethods]
 impl Dedup {
     #[new]
-    #[pyo3(signature = (map=None, port=None, store_dir=None, *, store=None, store_password=None, normalize="loose", min_para_chars=50, doc_check="all", near=false, ngram=7, threshold=0.5, smooth=false, max_stub=20, url_filter=None, feedback=false, blocks=1999, capacity=0, server_timeout=120.0))]
+    #[pyo3(signature = (map=None, port=None, store_dir=None, *, store=None, store_password=None, normalize="loose", min_para_chars=50, doc_check="all", near=false, ngram=7, threshold=0.5, smooth=false, max_stub=20, url_filter=None, feedback=false, blocks=1999, capacity=None, server_timeout=120.0))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         map: Option<PathBuf>,
@@ -135,7 +136,7 @@ impl Dedup {
         url_filter: Option<&Bound<'_, PyAny>>,
         feedback: bool,
         blocks: u32,
-        capacity: usize,
+        capacity: Option<usize>,
         server_timeout: f64,
     ) -> PyResult<Self> {
         if port.is_some() && map.is_none() {
@@ -172,21 +173,18 @@ impl Dedup {
             url_filter,
             feedback,
         };
-        let meta = StoreMeta {
-            hash: "xxh3-64".into(),
-            normalization: normalization.name().into(),
-            blocks,
-            key_kind: webdedup_dedup::persist::KEY_KIND.into(),
-        };
-        let snap = store_dir
-            .as_ref()
-            .map(|d| d.join(webdedup_dedup::persist::SNAPSHOT_FILE));
+        // The store is opened as the command line opens it (one function for both:
+        // the same namespace, settings and layout rules).
+        let keys = KeySet::dedup(normalization, blocks);
+        let meta = keys.meta.clone();
+        // 0 was the old way of saying "not given".
+        let capacity = capacity.filter(|&c| c > 0).map(|c| c as u64);
         if map.is_some() && store.is_some() {
             return Err(PyValueError::new_err(
                 "give map (hash servers) or store (Redis), not both",
             ));
         }
-        let store = match (store, &snap) {
+        let store = match (store, &store_dir) {
             (None, _) if map.is_some() => Keys::Servers(Box::new(
                 servers::Servers::new(
                     map.unwrap(),
@@ -203,38 +201,25 @@ impl Dedup {
                 ))
             }
             (Some(url), None) => {
-                let expected = if capacity > 0 {
-                    capacity as u64
-                } else {
-                    1 << 28
-                };
-                let settings = webdedup_redis::RedisSettings::for_keys(
-                    "xxh3-64",
-                    normalization.name(),
-                    webdedup_dedup::persist::KEY_KIND,
-                    expected,
-                );
                 // Worker requests carry ids unique to this Dedup: salt them apart
                 // from every other process's.
                 let salt = std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
                     .map_or(0, |d| d.as_nanos() as u64)
                     ^ ((std::process::id() as u64) << 32);
-                Keys::Engine(Box::new(
-                    webdedup_redis::RedisStore::open(
-                        &url,
-                        store_password.as_deref(),
-                        settings,
-                        blocks,
-                        salt,
-                    )
-                    .map_err(err)?,
-                ))
+                let spec = StoreSpec::Redis {
+                    url,
+                    password: store_password,
+                };
+                let opened = spec
+                    .open(&keys, &OpenOptions { capacity, salt })
+                    .map_err(|e| err(format!("{e:#}")))?;
+                Keys::Engine(opened.store)
             }
-            (None, Some(p)) if p.exists() => {
-                Keys::Embedded(MemStore::load(p, &meta, capacity).map_err(err)?.0)
-            }
-            (None, _) => Keys::Embedded(MemStore::with_capacity(blocks, capacity)),
+            (None, dir) => Keys::Embedded(
+                open_embedded(dir.as_deref(), &keys, &OpenOptions { capacity, salt: 0 })
+                    .map_err(|e| err(format!("{e:#}")))?,
+            ),
         };
         Ok(Dedup {
             shared: Arc::new(Shared {

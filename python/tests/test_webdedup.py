@@ -225,6 +225,18 @@ def test_a_redis_store_gives_the_embedded_stores_output(tmp_path):
         assert [red.process(x).data for x in docs] == [emb.process(x).data for x in docs]
         with pytest.raises(webdedup.WebdedupError):
             webdedup.Dedup(store=f"redis://127.0.0.1:{port}", normalize="none")
+        # Issue 19: the layout made with capacity=... is adopted when none is named,
+        # another one is refused naming the option; the command line opens the same
+        # key set the same way.
+        again = webdedup.Dedup(store=f"redis://127.0.0.1:{port}").create_worker()
+        assert again.process(docs[0]).data == b"", "the key set of the first Dedup"
+        with pytest.raises(webdedup.WebdedupError, match="capacity"):
+            webdedup.Dedup(store=f"redis://127.0.0.1:{port}", capacity=500_000_000)
+        cli = subprocess.run(
+            [BIN, "dedup", "-q", "-i", str(SAMPLE), "-o", str(tmp_path / "out"), "--store", f"redis://127.0.0.1:{port}"],
+            capture_output=True, text=True,
+        )
+        assert cli.returncode == 0, cli.stderr
     finally:
         server.kill()
         server.wait()

@@ -36,7 +36,8 @@ pub struct Common {
     /// Work directory shared by all tasks (runs, verdicts, completion markers).
     #[arg(short, long, value_name = "DIR")]
     work: PathBuf,
-    /// Number of tasks of each phase (fixed for a work directory).
+    /// Number of tasks of each phase (fixed for a work directory; `publish` reads it
+    /// from the work directory).
     #[arg(long, default_value_t = 1, value_name = "N")]
     task_count: usize,
     /// Hash partitions (groups of blocks), spread over the resolve tasks.
@@ -236,7 +237,23 @@ pub fn run(cmd: &BatchCommand) -> Result<u8> {
             }
         }
         BatchCommand::Publish(p) => {
-            let cfg = config(&p.common, p.common.task_count);
+            // The task count is the work directory's: publish reads every task's
+            // verdicts, so telling it again (or differently) is never needed.
+            let tasks = match batch::recorded_task_count(&p.common.work)? {
+                Some(n) => {
+                    if p.common.task_count != 1 && p.common.task_count != n {
+                        eprintln!(
+                            "webdedup batch publish: note: {} was made with --task-count {n}; \
+                             publish uses that (--task-count {} ignored, and not needed)",
+                            p.common.work.display(),
+                            p.common.task_count
+                        );
+                    }
+                    n
+                }
+                None => p.common.task_count,
+            };
+            let cfg = config(&p.common, tasks);
             let keys = batch::publish(&cfg, &p.store)?;
             eprintln!("store {}: {keys} keys", p.store.display());
             Ok(EXIT_OK)

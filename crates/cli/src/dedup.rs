@@ -12,6 +12,7 @@ use webdedup_dedup::{DocCheck, NearOptions, Options, RunConfig};
 use webdedup_formats::output::OutputCompression;
 use webdedup_formats::shown::escape_controls;
 use webdedup_store::{SyncMode, DEFAULT_BLOCKS};
+use webdedup_store_spec::StoreSpec;
 use webdedup_text::Normalization;
 
 #[derive(Args, Debug)]
@@ -52,9 +53,11 @@ pub struct DedupArgs {
     /// Blocks of the key space (fixed once a store is saved).
     #[arg(long, default_value_t = DEFAULT_BLOCKS, value_name = "N")]
     blocks: u32,
-    /// Preallocate the store for about N keys.
-    #[arg(long, default_value_t = 0, value_name = "N")]
-    capacity: usize,
+    /// The number of keys expected: the embedded store preallocates room for them;
+    /// a new Redis key set is laid out for them (default about 1,048,576 keys; the
+    /// layout is then fixed, and later runs without --capacity adopt it).
+    #[arg(long, value_name = "N")]
+    capacity: Option<usize>,
     /// Input problems printed per file; the rest are counted in the summary.
     #[arg(long, default_value_t = 20, value_name = "N")]
     report_limit: usize,
@@ -187,7 +190,7 @@ pub fn run(args: &DedupArgs) -> Result<u8> {
         restore: args.restore,
         fsync: args.fsync,
         blocks: args.blocks,
-        capacity: args.capacity,
+        capacity: args.capacity.unwrap_or(0),
     };
     // SIGTERM, SIGINT, SIGHUP: stop reading, finish what is in flight, save. A second
     // one exits at once (the journal still allows --restore). SIGPIPE is ignored by
@@ -211,21 +214,19 @@ pub fn run(args: &DedupArgs) -> Result<u8> {
     if args.format == "wikilinks" {
         return run_wikilinks(args, &cfg, &report, input_problems);
     }
+    let keys = webdedup_store_spec::KeySet::dedup(args.normalization, args.blocks);
+    let capacity = args.capacity.map(|c| c as u64);
     let engine = args
         .store
         .as_deref()
-        .filter(|s| crate::remote::is_engine_url(s));
+        .filter(|s| s.to_str().is_some_and(StoreSpec::is_engine_url));
     let (stats, persisted) = if let Some(map) = &args.servers {
-        let open = |salt| {
-            crate::remote::open_servers(
-                map,
-                args.auth_token_file.as_deref(),
-                &cfg,
-                args.blocks,
-                args.server_timeout,
-                salt,
-            )
+        let spec = StoreSpec::Servers {
+            map: map.clone(),
+            token_file: args.auth_token_file.clone(),
+            give_up_after: std::time::Duration::from_secs(args.server_timeout),
         };
+        let open = |salt| crate::remote::open(&spec, &keys, capacity, salt);
         (
             run_on_external(args, &cfg, &stop, &report, open)?,
             Default::default(),
@@ -234,22 +235,11 @@ pub fn run(args: &DedupArgs) -> Result<u8> {
         if args.feedback {
             anyhow::bail!("feedback mode (-f) needs first-seen locations, which Redis does not keep; use the embedded store or the hash servers");
         }
-        let expected = if args.capacity > 0 {
-            args.capacity as u64
-        } else {
-            1 << 28
-        };
-        let open = |salt| {
-            crate::remote::open_redis(
-                url,
-                args.store_password_file.as_deref(),
-                args.normalization.name(),
-                webdedup_dedup::persist::KEY_KIND,
-                expected,
-                args.blocks,
-                salt,
-            )
-        };
+        let spec = StoreSpec::from_store_arg(
+            url,
+            crate::remote::read_password(args.store_password_file.as_deref())?,
+        );
+        let open = |salt| crate::remote::open(&spec, &keys, capacity, salt);
         (
             run_on_external(args, &cfg, &stop, &report, open)?,
             Default::default(),
@@ -344,7 +334,7 @@ fn run_wikilinks(
     if let Some(why) = webdedup_dedup::wikilinks::unsupported(cfg.options.near.as_ref()) {
         anyhow::bail!("{why}");
     }
-    let store = webdedup_store::MemStore::with_capacity(args.blocks, args.capacity);
+    let store = webdedup_store::MemStore::with_capacity(args.blocks, args.capacity.unwrap_or(0));
     let stats = webdedup_dedup::wikilinks::run(cfg, &store, report)?;
     if let Some(path) = &args.json {
         let json = serde_json::to_string_pretty(&stats)?;

@@ -380,3 +380,52 @@ fn status_tells_stopped_and_auth_required_apart() {
     assert_eq!(code, Some(1));
     assert!(out.contains("stopped") && !out.contains("crashed"), "{out}");
 }
+
+/// `batch publish` after `batch run -t 2 --store`: the work directory knows its task
+/// count, so publish needs no `--task-count` (and one that differs is not an error).
+#[test]
+fn batch_publish_reads_the_task_count_from_the_work_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = common::sample_dir();
+    let (work, out, store) = (
+        dir.path().join("work"),
+        dir.path().join("out"),
+        dir.path().join("hashes"),
+    );
+    let o = webdedup(&[
+        "batch",
+        "run",
+        "-i",
+        s(&input),
+        "-o",
+        s(&out),
+        "-w",
+        s(&work),
+        "-t",
+        "2",
+        "--store",
+        s(&store),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let snap = std::fs::read(store.join("store.snap")).unwrap();
+    for extra in [&[][..], &["--task-count", "4"][..]] {
+        let mut args = vec![
+            "batch",
+            "publish",
+            "-i",
+            s(&input),
+            "-w",
+            s(&work),
+            "--store",
+            s(&store),
+        ];
+        args.extend_from_slice(extra);
+        let o = webdedup(&args);
+        assert_eq!(o.status.code(), Some(0), "{extra:?}: {}", stderr(&o));
+        assert_eq!(
+            std::fs::read(store.join("store.snap")).unwrap(),
+            snap,
+            "idempotent"
+        );
+    }
+}
