@@ -229,7 +229,7 @@ fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -271,7 +271,9 @@ mod tests {
         let again = open_embedded(Some(dir.path()), &keys, &OpenOptions::default()).unwrap();
         assert_eq!(again.len(), 3);
         let other = KeySet::dedup(Normalization::None, 1999);
-        let e = open_embedded(Some(dir.path()), &other, &OpenOptions::default()).unwrap_err();
+        let e = open_embedded(Some(dir.path()), &other, &OpenOptions::default())
+            .err()
+            .expect("other settings are refused");
         assert!(format!("{e:#}").contains("normalization"), "{e:#}");
     }
 
