@@ -26,7 +26,7 @@ fn config(
     let normalization: Normalization = normalize.parse().map_err(PyValueError::new_err)?;
     let doc_check: DocCheck = doc_check.parse().map_err(PyValueError::new_err)?;
     Ok(BatchConfig {
-        input,
+        inputs: vec![input],
         work,
         task_count,
         partitions,
@@ -37,6 +37,7 @@ fn config(
             doc_check,
             ..Default::default()
         },
+        read: Default::default(),
         chunk_bytes: webdedup_formats::vertical::DEFAULT_CHUNK_BYTES,
         max_line_bytes: webdedup_formats::vertical::DEFAULT_MAX_LINE_BYTES,
     })

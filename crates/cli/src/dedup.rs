@@ -1,5 +1,6 @@
 //! `webdedup dedup`.
 
+use crate::read_args::{Compress, ReadArgs};
 use crate::{EXIT_INPUT_PROBLEMS, EXIT_OK, EXIT_STOPPED};
 use anyhow::{Context, Result};
 use clap::Args;
@@ -9,7 +10,6 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use webdedup_dedup::Persistence;
 use webdedup_dedup::{DocCheck, NearOptions, Options, RunConfig};
-use webdedup_formats::output::OutputCompression;
 use webdedup_formats::shown::escape_controls;
 use webdedup_store::{SyncMode, DEFAULT_BLOCKS};
 use webdedup_store_spec::StoreSpec;
@@ -17,9 +17,11 @@ use webdedup_text::Normalization;
 
 #[derive(Args, Debug)]
 pub struct DedupArgs {
-    /// Input directory of vertical files (plain, gzip or zstd), or one file.
-    #[arg(short, long, value_name = "DIR")]
-    pub(crate) input: PathBuf,
+    /// Inputs: directories (searched recursively, files in sorted relative-path
+    /// order), files, or `-` for standard input, read in the order given
+    /// (repeatable); plain, gzip or zstd, detected by content.
+    #[arg(short, long, value_name = "PATH", required = true, num_args = 1..)]
+    pub(crate) input: Vec<PathBuf>,
     /// Output directory: one `REL.dedup` per input file `REL`.
     #[arg(short, long, value_name = "DIR")]
     pub(crate) output: PathBuf,
@@ -41,9 +43,10 @@ pub struct DedupArgs {
     /// Also write `*.dedup.dd`: one `<dd url=".." title=".." status=".."/>` per input document.
     #[arg(short = 'd', long = "dd")]
     dd: bool,
-    /// Compress outputs: `zst`, `gz` or `none`.
-    #[arg(long, default_value = "none", value_name = "KIND")]
-    compress: OutputCompression,
+    /// Compress outputs: `auto` (JSON Lines outputs like their inputs' names say,
+    /// verticals plain), `zst`, `gz` or `none`.
+    #[arg(long, default_value = "auto", value_name = "KIND")]
+    compress: Compress,
     /// Write the run's figures as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -127,10 +130,8 @@ pub struct DedupArgs {
     /// file ids to paths. Check the claims with `webdedup check`.
     #[arg(short = 'f', long)]
     feedback: bool,
-    /// Input format: `vertical` (KNOT verticals) or `wikilinks` (tab-separated
-    /// link rows; one thread, embedded store only).
-    #[arg(long, default_value = "vertical", value_name = "FORMAT", value_parser = ["vertical", "wikilinks"])]
-    format: String,
+    #[command(flatten)]
+    read: ReadArgs,
 }
 
 pub fn run(args: &DedupArgs) -> Result<u8> {
@@ -161,7 +162,7 @@ pub fn run(args: &DedupArgs) -> Result<u8> {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
     let cfg = RunConfig {
-        input: args.input.clone(),
+        inputs: args.input.clone(),
         output: args.output.clone(),
         threads,
         options: Options {
@@ -177,8 +178,10 @@ pub fn run(args: &DedupArgs) -> Result<u8> {
             url_filter,
             feedback: args.feedback,
         },
+        read: args.read.settings()?,
         dd: args.dd,
-        compress: args.compress,
+        compress: args.compress.fixed,
+        compress_auto: args.compress.auto,
         progress: !args.quiet && std::io::stderr().is_terminal(),
         report_limit: args.report_limit,
         chunk_bytes: args.chunk_bytes.max(1),
@@ -211,7 +214,7 @@ pub fn run(args: &DedupArgs) -> Result<u8> {
     }
     // Problem lines name input files and may quote input: never raw control bytes.
     let report = |line: &str| eprintln!("{}", escape_controls(line));
-    if args.format == "wikilinks" {
+    if args.read.wikilinks() {
         return run_wikilinks(args, &cfg, &report, input_problems);
     }
     let keys = webdedup_store_spec::KeySet::dedup(args.normalization, args.blocks);

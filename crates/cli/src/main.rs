@@ -2,9 +2,11 @@
 
 mod batch;
 mod check;
+mod convert;
 mod dedup;
 mod distribute;
 mod preflight;
+mod read_args;
 mod remote;
 mod server;
 mod status;
@@ -39,8 +41,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Exact dedup of vertical files: keep the first instance of every document and
-    /// every long paragraph (the KNOT worker).
+    /// Exact dedup of documents (verticals, JSON Lines): keep the first instance of
+    /// every document and every long paragraph (the KNOT worker).
     Dedup(dedup::DedupArgs),
     /// Follow the references of a feedback-mode run (`dedup -f`) and confirm that
     /// every dropped paragraph repeats its named original; exit 1 on any mismatch.
@@ -68,6 +70,9 @@ enum Command {
     /// WARC/ARC files: build CDX(J) indexes, rewrite repeated payloads as revisit records.
     #[command(subcommand)]
     Warc(webdedup_archive::WarcCommand),
+    /// Verticals to JSON Lines by the shared corpus's rules (samples, tests).
+    #[command(hide = true)]
+    ToJsonl(convert::ToJsonlArgs),
 }
 
 /// Logs of long-running commands (servers) go to stderr through `tracing`;
@@ -104,9 +109,10 @@ fn named_inputs(cmd: &Command) -> Vec<&Path> {
         v.iter().map(|p| p.as_path()).collect()
     }
     match cmd {
-        Command::Dedup(a) => vec![&a.input],
-        Command::Check(a) => vec![&a.input, &a.output],
-        Command::Batch(b) => vec![b.input_and_work().0],
+        Command::Dedup(a) => paths(&a.input),
+        Command::ToJsonl(a) => paths(&a.input),
+        Command::Check(a) => [paths(&a.input), vec![a.output.as_path()]].concat(),
+        Command::Batch(b) => paths(b.input_and_work().0),
         Command::Status(a) => a.input.iter().map(|p| p.as_path()).collect(),
         Command::Simhash(a) => paths(&a.files),
         Command::Similar(a) => paths(&a.files),
@@ -132,7 +138,7 @@ fn preflight(cmd: &Command) -> anyhow::Result<()> {
             preflight::has_input_files(input, work)
         }
         Command::Status(a) => match (&a.input, &a.output) {
-            (Some(i), Some(o)) => preflight::has_input_files(i, o),
+            (Some(i), Some(o)) => preflight::has_input_files(std::slice::from_ref(i), o),
             _ => Ok(()),
         },
         _ => Ok(()),
@@ -172,6 +178,7 @@ fn main() -> ExitCode {
         Command::Server(args) => server::run(args),
         Command::Distribute(args) => distribute::run(args),
         Command::Status(args) => status::run(args),
+        Command::ToJsonl(args) => convert::run(args),
         Command::Simhash(args) => webdedup_simhash::run_simhash(args).map(exit_code),
         Command::Similar(args) => webdedup_simhash::run_similar(args).map(exit_code),
         Command::Cdx(cmd) => remote::archive_store(match cmd {

@@ -4,7 +4,7 @@
 //! behind (`simhash nothere -o m.tsv` creates no `m.tsv`).
 
 use anyhow::{bail, Context, Result};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Each path exists (`-`, standard input, always does).
 pub fn inputs_exist<'a>(paths: impl IntoIterator<Item = &'a Path>) -> Result<()> {
@@ -17,14 +17,16 @@ pub fn inputs_exist<'a>(paths: impl IntoIterator<Item = &'a Path>) -> Result<()>
     Ok(())
 }
 
-/// `input` (a directory, or one file) holds at least one input file, leaving out
-/// anything under `output`. Nothing to do is not a success: a typo in a path, or a
-/// crawl not yet copied, must not pass for a finished run.
-pub fn has_input_files(input: &Path, output: &Path) -> Result<()> {
-    let files = webdedup_dedup::runner::list_inputs(input, output)
-        .with_context(|| format!("cannot list input {}", input.display()))?;
-    if files.is_empty() {
-        bail!("no input files in {}", input.display());
+/// Every input directory holds at least one input file, leaving out anything
+/// under `output`. Nothing to do is not a success: a typo in a path, or a crawl not
+/// yet copied, must not pass for a finished run.
+pub fn has_input_files(inputs: &[PathBuf], output: &Path) -> Result<()> {
+    for input in inputs {
+        let listing = webdedup_dedup::runner::list_inputs(std::slice::from_ref(input), output)
+            .with_context(|| format!("cannot list input {}", input.display()))?;
+        if listing.files.is_empty() {
+            bail!("no input files in {}", input.display());
+        }
     }
     Ok(())
 }

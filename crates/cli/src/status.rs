@@ -36,8 +36,7 @@ struct FileCounts {
 }
 
 fn files(input: &Path, output: &Path) -> Result<FileCounts> {
-    let inputs =
-        list_inputs(input, output).with_context(|| format!("cannot list {}", input.display()))?;
+    let inputs = list_inputs(&[input.to_owned()], output)?.files;
     let mut c = FileCounts {
         total: inputs.len(),
         ..Default::default()
@@ -51,7 +50,7 @@ fn files(input: &Path, output: &Path) -> Result<FileCounts> {
         .iter()
         .map(|&z| output_path(output, &f.rel, z))
         .collect();
-        if outs.iter().any(|o| log_path(o).exists()) {
+        if log_path(output, &f.rel).exists() {
             c.unfinished += 1;
         } else if outs.iter().any(|o| o.exists()) {
             c.finished += 1;

@@ -51,13 +51,23 @@ pub fn io_error_at(what: &str, path: &Path, error: io::Error) -> io::Error {
     io::Error::new(error.kind(), format!("{what} {}: {error}", path.display()))
 }
 
+/// Bytes handed to a compressor at a time.
+const BLOCK: usize = 1 << 17;
+
 /// A file being written; [`AtomicOutput::finish`] makes it visible under its name.
+///
+/// A compressor's output depends on how its input is cut into writes, and callers
+/// write a chunk at a time (so it would depend on `--threads` and chunk sizes):
+/// compressed outputs are therefore fed in fixed blocks of [`BLOCK`] bytes, which
+/// makes their bytes a function of the content alone.
 pub struct AtomicOutput {
     path: PathBuf,
     tmp: PathBuf,
     /// `None` once finished.
     sink: Option<Sink>,
     bytes: u64,
+    /// Bytes waiting for a whole block (compressed outputs only).
+    pending: Vec<u8>,
 }
 
 impl AtomicOutput {
@@ -89,6 +99,7 @@ impl AtomicOutput {
             tmp,
             sink: Some(sink),
             bytes: 0,
+            pending: Vec::new(),
         })
     }
 
@@ -103,13 +114,34 @@ impl AtomicOutput {
 
     pub fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
         self.bytes += buf.len() as u64;
-        let done = match self.sink.as_mut() {
-            Some(Sink::Plain(w)) => w.write_all(buf),
-            Some(Sink::Gzip(w)) => w.write_all(buf),
-            Some(Sink::Zstd(w)) => w.write_all(buf),
-            None => Ok(()),
+        self.feed(buf)
+            .map_err(|e| io_error_at("cannot write", &self.tmp, e))
+    }
+
+    /// Plain outputs take `buf` as it comes; compressors get whole blocks.
+    fn feed(&mut self, mut buf: &[u8]) -> io::Result<()> {
+        let w: &mut dyn Write = match self.sink.as_mut() {
+            Some(Sink::Plain(w)) => return w.write_all(buf),
+            Some(Sink::Gzip(w)) => w,
+            Some(Sink::Zstd(w)) => w,
+            None => return Ok(()),
         };
-        done.map_err(|e| io_error_at("cannot write", &self.tmp, e))
+        if !self.pending.is_empty() {
+            let take = (BLOCK - self.pending.len()).min(buf.len());
+            self.pending.extend_from_slice(&buf[..take]);
+            buf = &buf[take..];
+            if self.pending.len() < BLOCK {
+                return Ok(());
+            }
+            w.write_all(&self.pending)?;
+            self.pending.clear();
+        }
+        let whole = buf.len() - buf.len() % BLOCK;
+        for block in buf[..whole].chunks(BLOCK) {
+            w.write_all(block)?;
+        }
+        self.pending.extend_from_slice(&buf[whole..]);
+        Ok(())
     }
 
     /// Flushes, syncs to disk when `sync`, and renames into place. On an error the
@@ -119,11 +151,18 @@ impl AtomicOutput {
             return Ok(());
         };
         let tmp = self.tmp.clone();
+        let rest = std::mem::take(&mut self.pending);
         let written = (|| -> io::Result<File> {
             let file = match sink {
                 Sink::Plain(w) => w.into_inner().map_err(|e| e.into_error())?,
-                Sink::Gzip(w) => w.finish()?.into_inner().map_err(|e| e.into_error())?,
-                Sink::Zstd(w) => w.finish()?.into_inner().map_err(|e| e.into_error())?,
+                Sink::Gzip(mut w) => {
+                    w.write_all(&rest)?;
+                    w.finish()?.into_inner().map_err(|e| e.into_error())?
+                }
+                Sink::Zstd(mut w) => {
+                    w.write_all(&rest)?;
+                    w.finish()?.into_inner().map_err(|e| e.into_error())?
+                }
             };
             if sync {
                 file.sync_all()?;
@@ -277,6 +316,25 @@ mod tests {
         fs::create_dir_all(file.parent().unwrap()).unwrap();
         nd.remove_empty();
         assert!(!dir.path().join("x").exists());
+    }
+
+    #[test]
+    fn compressed_bytes_do_not_depend_on_how_writes_are_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = (0..700_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        for c in [OutputCompression::Gzip, OutputCompression::Zstd] {
+            let mut outs = Vec::new();
+            for cut in [1usize << 20, 4096, 100_003, 7] {
+                let p = dir.path().join(format!("o{cut}{}", c.suffix()));
+                let mut o = AtomicOutput::create(&p, c).unwrap();
+                for piece in data.chunks(cut) {
+                    o.write_all(piece).unwrap();
+                }
+                o.finish(false).unwrap();
+                outs.push(fs::read(&p).unwrap());
+            }
+            assert!(outs.windows(2).all(|w| w[0] == w[1]), "{c:?}");
+        }
     }
 
     #[test]
