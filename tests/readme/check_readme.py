@@ -197,6 +197,13 @@ def make_fixtures(fix, binary):
         with open(fix / "new-batch" / f"part-{part}.jsonl", "w") as f:
             for a, w in docs[part::2][:100]:
                 f.write(json.dumps({"url": a.get("url", ""), "text": " ".join(w)}, ensure_ascii=False) + "\n")
+    # dolma/: the JSON Lines sample (dolma's layout); rp.jsonl.zst: RedPajama's
+    # (`raw_content`, `meta.url`).
+    shutil.copytree(ROOT / "sample" / "web3-mini-jsonl", fix / "dolma")
+    para = lambda w: "\n".join(" ".join(w[i:i + 12]) for i in range(0, len(w), 12))
+    rp = "".join(json.dumps({"raw_content": para(w), "meta": {"url": a.get("url", "")}},
+                            ensure_ascii=False) + "\n" for a, w in docs)
+    run(["zstd", "-q", "-o", str(fix / "rp.jsonl.zst")], input=rp.encode())
     cjk = (ROOT / "crates" / "simhash" / "tests" / "data" / "cjk.jsonl").read_text().splitlines()
     (fix / "ja.jsonl").write_text("".join(l + "\n" for l in cjk if '"ja' in l))
     (fix / "zh.jsonl").write_text("".join(l + "\n" for l in cjk if '"ja' not in l))
