@@ -322,7 +322,7 @@ def test_feedback_references_equal_the_command_lines_and_check_confirms_them(tmp
     subprocess.run([BIN, "dedup", "-q", "-t", "1", "-f", "-i", str(SAMPLE), "-o", str(cli)], check=True)
     for f in sorted(cli.rglob("*.dropped")) + [cli / "files.idx"]:
         assert (out / f.relative_to(cli)).read_bytes() == f.read_bytes(), f
-    check = subprocess.run([BIN, "check", "--json", "-i", str(SAMPLE), "-o", str(out)], capture_output=True, text=True)
+    check = subprocess.run([BIN, "check", "--json", "-", "-i", str(SAMPLE), "-o", str(out)], capture_output=True, text=True)
     assert check.returncode == 0, check.stderr
     import json
 

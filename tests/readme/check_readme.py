@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
-"""Runs every shell example of README.md and fails when one fails (issue 19).
+"""Runs every shell example of README.md and docs/*.md and fails when one fails (issue 19).
 
 Run by scripts/test.sh after the binary is built:
 
-    python3 tests/readme/check_readme.py [--bin target/debug/webdedup] [--list] [README.md]
+    python3 tests/readme/check_readme.py [--bin target/debug/webdedup] [--list] [--only FILE:LINE] [PAGE.md...]
+
+It also fails on a link of these pages to a file of the repository, or a heading,
+that does not exist (pages move; links must follow).
 
 What is run. Every fenced block labelled `sh`, `bash` or `console`, read from the
 README at test time (so examples other people add are run too):
@@ -60,6 +63,7 @@ TIMEOUT = 600
 
 class Block:
     def __init__(self, line, lang, lines, skip):
+        self.name = ""  # the file's path relative to the repository, set by main
         self.line = line  # 1-based line of the opening fence
         self.lang = lang
         self.lines = lines
@@ -313,11 +317,12 @@ def script(block, outdir):
 
 
 def run_block(block, work, fix, binary):
-    d = work / f"line-{block.line}"
+    tag = re.sub(r"[^\w.-]", "_", block.name)
+    d = work / f"{tag}-{block.line}"
     shutil.rmtree(d, ignore_errors=True)
     shutil.copytree(fix, d, symlinks=True)
     (d / "sample").symlink_to(ROOT / "sample")
-    rc = work / f"line-{block.line}.run"
+    rc = work / f"{tag}-{block.line}.run"
     shutil.rmtree(rc, ignore_errors=True)
     (rc / "bin").mkdir(parents=True)
     (rc / "bin" / "webdedup").symlink_to(binary)
@@ -359,32 +364,78 @@ def run_block(block, work, fix, binary):
     return True, "", secs
 
 
+HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def anchors(text):
+    """GitHub's anchors of a Markdown text's headings (fenced blocks left out)."""
+    out, fenced = set(), False
+    for line in text.split("\n"):
+        if FENCE.match(line):
+            fenced = not fenced
+            continue
+        m = HEADING.match(line)
+        if m and not fenced:
+            a = re.sub(r"[^\w\- ]", "", m.group(2).lower()).replace(" ", "-")
+            n, base = 1, a
+            while a in out:
+                a, n = f"{base}-{n}", n + 1
+            out.add(a)
+    return out
+
+
+def broken_links(path):
+    """Links of a page to files of the repository or anchors that do not exist."""
+    text = path.read_text()
+    bad = []
+    for n, line in enumerate(text.split("\n"), 1):
+        for target in LINK.findall(line):
+            if re.match(r"^[a-z]+:", target):
+                continue  # https:, mailto:
+            file, _, anchor = target.partition("#")
+            dest = (path.parent / file).resolve() if file else path
+            if not dest.exists():
+                bad.append(f"{path.relative_to(ROOT)}:{n}: link to a missing file: {target}")
+            elif anchor and dest.suffix == ".md" and anchor not in anchors(dest.read_text()):
+                bad.append(f"{path.relative_to(ROOT)}:{n}: link to a missing heading: {target}")
+    return bad
+
+
 def main():
     # A stopped check still stops the block it runs (the `finally` of run_block).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("readme", nargs="?", default=str(ROOT / "README.md"))
+    ap.add_argument("pages", nargs="*", help="Markdown files (default: README.md and docs/*.md)")
     ap.add_argument("--bin", default=str(ROOT / "target" / "debug" / "webdedup"))
     ap.add_argument("--work", default=str(ROOT / "target" / "readme-check"))
     ap.add_argument("--list", action="store_true", help="list the blocks and what would be done")
-    ap.add_argument("--only", type=int, action="append", help="run only the block at this line")
+    ap.add_argument("--only", action="append", help="run only the block at FILE:LINE (or LINE)")
     args = ap.parse_args()
-    readme = Path(args.readme)
-    name = readme.name
-    all_blocks = blocks(readme.read_text())
+    pages = [Path(p).resolve() for p in args.pages] or [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    all_blocks = []
+    for page in pages:
+        for b in blocks(page.read_text()):
+            b.name = str(page.relative_to(ROOT))
+            all_blocks.append(b)
+    links = [l for page in pages for l in broken_links(page)]
+    for l in links:
+        print(l, file=sys.stderr)
     bad = [b for b in all_blocks if not b.lang and b.lines and b.lines[0].startswith("$ ")]
     for b in bad:
-        print(f"{name}:{b.line}: an unlabelled block of commands: label it ```console", file=sys.stderr)
+        print(f"{b.name}:{b.line}: an unlabelled block of commands: label it ```console", file=sys.stderr)
     runnable = [b for b in all_blocks if b.lang in ("sh", "bash", "shell", "console")]
     skipped = [b for b in runnable if b.skip is not None]
     empty_reason = [b for b in skipped if not b.skip.strip()]
     for b in empty_reason:
-        print(f"{name}:{b.line}: <!-- not run: --> needs a reason", file=sys.stderr)
-    todo = [b for b in runnable if b.skip is None and (not args.only or b.line in args.only)]
+        print(f"{b.name}:{b.line}: <!-- not run: --> needs a reason", file=sys.stderr)
+    only = set(args.only or [])
+    todo = [b for b in runnable if b.skip is None
+            and (not only or f"{b.name}:{b.line}" in only or str(b.line) in only)]
     if args.list:
         for b in runnable:
             what = f"not run: {b.skip}" if b.skip is not None else f"{len(commands(b.lines)) if b.lang != 'console' else len(console_steps(b.lines))} commands"
-            print(f"{name}:{b.line}: {b.lang}: {what}")
+            print(f"{b.name}:{b.line}: {b.lang}: {what}")
         return 0
     binary = Path(args.bin).resolve()
     if not binary.exists():
@@ -399,17 +450,18 @@ def main():
     fix = work / "fixtures"
     print(f"README check: making the example files from the shipped samples", flush=True)
     make_fixtures(fix, binary)
-    failed = len(bad) + len(empty_reason)
+    failed = len(bad) + len(empty_reason) + len(links)
     for b in todo:
         ok, why, secs = run_block(b, work, fix, binary)
         first = b.lines[0] if b.lines else ""
-        print(f"{name}:{b.line}: {b.lang}: {'ok' if ok else 'FAILED'} ({secs:.1f} s)  {first[:70]}", flush=True)
+        print(f"{b.name}:{b.line}: {b.lang}: {'ok' if ok else 'FAILED'} ({secs:.1f} s)  {first[:70]}", flush=True)
         if not ok:
             failed += 1
             print("    " + why.replace("\n", "\n    "), flush=True)
     for b in skipped:
-        print(f"{name}:{b.line}: {b.lang}: not run: {b.skip}")
-    print(f"README check: {len(todo)} blocks run, {failed} failed, {len(skipped)} not run (reasons above)")
+        print(f"{b.name}:{b.line}: {b.lang}: not run: {b.skip}")
+    print(f"README check: {len(pages)} pages, {len(todo)} blocks run, {failed} failed, "
+          f"{len(skipped)} not run (reasons above)")
     if failed == 0:
         shutil.rmtree(work, ignore_errors=True)
     return 1 if failed else 0

@@ -1,5 +1,6 @@
 //! `webdedup batch ...`: deterministic batch mode (see `webdedup_dedup::batch`).
 
+use crate::conventions::{Reporting, Threads};
 use crate::read_args::{Compress, ReadArgs};
 use crate::{EXIT_INPUT_PROBLEMS, EXIT_OK};
 use anyhow::{bail, Result};
@@ -8,6 +9,7 @@ use std::path::{Path, PathBuf};
 use webdedup_dedup::batch::{self, BatchConfig, Stage};
 use webdedup_dedup::{DocCheck, Options, RunConfig, RunStats};
 use webdedup_formats::shown::escape_controls;
+use webdedup_formats::summary::{thousands, Outcome};
 use webdedup_store::DEFAULT_BLOCKS;
 use webdedup_text::Normalization;
 
@@ -126,9 +128,11 @@ pub struct RunArgs {
     common: Common,
     #[command(flatten)]
     out: Outputs,
-    /// Threads (one task of each phase per thread unless --task-count is given).
-    #[arg(short, long, value_name = "N")]
-    threads: Option<usize>,
+    /// One task of each phase per thread unless --task-count is given.
+    #[command(flatten)]
+    threads: Threads,
+    #[command(flatten)]
+    report: Reporting,
     /// Store directory of earlier runs: read by resolve, updated at the end.
     #[arg(long, value_name = "DIR")]
     store: Option<PathBuf>,
@@ -274,10 +278,7 @@ pub fn run(cmd: &BatchCommand) -> Result<u8> {
 }
 
 fn run_all(a: &RunArgs, report: &(dyn Fn(&str) + Sync)) -> Result<u8> {
-    let threads = a
-        .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .max(1);
+    let threads = a.threads.count();
     let tasks = if a.common.task_count > 1 {
         a.common.task_count
     } else {
@@ -285,6 +286,9 @@ fn run_all(a: &RunArgs, report: &(dyn Fn(&str) + Sync)) -> Result<u8> {
     };
     let cfg = config(&a.common, tasks)?;
     cfg.prepare()?;
+    a.report.check_json_target(false)?;
+    // The hash and the filter phases read the inputs.
+    let bar = a.report.bytes_progress("batch run", &a.common.input, 2);
     let started = std::time::Instant::now();
     // Each phase: its tasks on `threads` threads, taking task indexes in turn.
     let phase = |f: &(dyn Fn(usize) -> Result<Option<RunStats>> + Sync)| -> Result<Vec<RunStats>> {
@@ -338,13 +342,40 @@ fn run_all(a: &RunArgs, report: &(dyn Fn(&str) + Sync)) -> Result<u8> {
         let keys = batch::publish(&cfg, store)?;
         eprintln!("store {}: {keys} keys", store.display());
     }
+    drop(bar);
     let work = batch::work_bytes(&cfg.work);
-    eprintln!(
-        "batch run: {} tasks, {:.3} s ({}), work directory {} bytes",
-        tasks,
-        started.elapsed().as_secs_f64(),
-        times.join(", "),
-        work
-    );
+    let sum = |f: fn(&RunStats) -> u64| stats.iter().map(f).sum::<u64>();
+    let secs = started.elapsed().as_secs_f64();
+    let mut o = Outcome::new("batch run");
+    o.count("tasks", tasks as u64, "task", "tasks")
+        .count("files", sum(|s| s.files), "file", "files")
+        .count(
+            "documents_read",
+            sum(|s| s.documents_read),
+            "document read",
+            "documents read",
+        )
+        .note(format!("{} kept", thousands(sum(|s| s.documents_kept))))
+        .figure("documents_kept", sum(|s| s.documents_kept))
+        .note(format!(
+            "{} dropped",
+            thousands(sum(|s| s.documents_dropped))
+        ))
+        .figure("documents_dropped", sum(|s| s.documents_dropped))
+        .note(format!(
+            "{} of {} paragraphs retained",
+            thousands(sum(|s| s.paragraphs_retained)),
+            thousands(sum(|s| s.paragraphs_read))
+        ))
+        .figure("paragraphs_read", sum(|s| s.paragraphs_read))
+        .figure("paragraphs_retained", sum(|s| s.paragraphs_retained))
+        .figure("bytes_in", sum(|s| s.bytes_in))
+        .figure("bytes_out", sum(|s| s.bytes_out))
+        .note(format!("{secs:.3} s ({})", times.join(", ")))
+        .figure("seconds", secs)
+        .note(format!("work directory {} bytes", thousands(work)))
+        .figure("work_bytes", work);
+    o.status = i32::from(status(&stats));
+    a.report.finish(&o)?;
     Ok(status(&stats))
 }

@@ -4,7 +4,6 @@ use crate::read_args::ReadArgs;
 use crate::{EXIT_INPUT_PROBLEMS, EXIT_OK};
 use anyhow::{Context, Result};
 use clap::Args;
-use std::io::Write;
 use std::path::PathBuf;
 use webdedup_dedup::check::{check, CheckConfig};
 use webdedup_dedup::{NearOptions, Options};
@@ -21,7 +20,12 @@ pub struct CheckArgs {
     #[arg(short, long, value_name = "DIR")]
     pub(crate) output: PathBuf,
     /// Check only every Nth reference.
-    #[arg(short = 'n', long = "every", default_value_t = 1, value_name = "N")]
+    #[arg(
+        long = "every",
+        short_alias = 'n',
+        default_value_t = 1,
+        value_name = "N"
+    )]
     every: usize,
     /// The run's normalization.
     #[arg(long = "normalize", default_value = "loose", value_name = "MODE")]
@@ -35,9 +39,8 @@ pub struct CheckArgs {
     /// The run's threshold (near mode).
     #[arg(long, default_value_t = 0.5, value_name = "SHARE")]
     threshold: f64,
-    /// Print the report as JSON on stdout (and nothing else there).
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    report: crate::conventions::Reporting,
     /// The run's --max-line-bytes.
     #[arg(long, default_value_t = webdedup_formats::vertical::DEFAULT_MAX_LINE_BYTES, value_name = "BYTES")]
     max_line_bytes: usize,
@@ -63,7 +66,10 @@ pub fn run(args: &CheckArgs) -> Result<u8> {
             ..Default::default()
         },
     };
-    let report = check(&cfg)?;
+    let report = {
+        let _bar = args.report.bytes_progress("checking", &args.input, 1);
+        check(&cfg)?
+    };
     for m in &report.mismatches {
         let line = format!(
             "{}: mismatch: dropped {} original {}: {}",
@@ -71,10 +77,9 @@ pub fn run(args: &CheckArgs) -> Result<u8> {
         );
         eprintln!("{}", escape_controls(&line));
     }
-    if args.json {
-        let json = serde_json::to_string_pretty(&report).context("cannot write JSON")?;
-        writeln!(std::io::stdout().lock(), "{json}").context("cannot write to stdout")?;
-    } else {
+    args.report
+        .write_json(&serde_json::to_value(&report).context("cannot write JSON")?)?;
+    if !args.report.quiet {
         eprint!("{}", report.table());
     }
     Ok(if report.mismatches.is_empty() {

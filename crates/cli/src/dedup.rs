@@ -1,10 +1,10 @@
 //! `webdedup dedup`.
 
+use crate::conventions::{Reporting, Threads};
 use crate::read_args::{Compress, ReadArgs};
 use crate::{EXIT_INPUT_PROBLEMS, EXIT_OK, EXIT_STOPPED};
 use anyhow::{Context, Result};
 use clap::Args;
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -25,9 +25,8 @@ pub struct DedupArgs {
     /// Output directory: one `REL.dedup` per input file `REL`.
     #[arg(short, long, value_name = "DIR")]
     pub(crate) output: PathBuf,
-    /// Worker threads (the output is the same for any value). Default: all cores.
-    #[arg(short, long)]
-    threads: Option<usize>,
+    #[command(flatten)]
+    threads: Threads,
     /// Text normalization before hashing: `loose` (lowercase, digits to 0, no
     /// punctuation or symbols, collapsed whitespace) or `none`.
     #[arg(long = "normalize", default_value = "loose", value_name = "MODE")]
@@ -47,12 +46,8 @@ pub struct DedupArgs {
     /// verticals plain), `zst`, `gz` or `none`.
     #[arg(long, default_value = "auto", value_name = "KIND")]
     compress: Compress,
-    /// Write the run's figures as JSON to FILE.
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
-    /// No progress bar and no summary (input problems are still reported).
-    #[arg(short, long)]
-    quiet: bool,
+    #[command(flatten)]
+    report: Reporting,
     /// Blocks of the key space (fixed once a store is saved).
     #[arg(long, default_value_t = DEFAULT_BLOCKS, value_name = "N")]
     blocks: u32,
@@ -157,10 +152,7 @@ pub fn run(args: &DedupArgs) -> Result<u8> {
             Some(Arc::new(filter))
         }
     };
-    let threads = args
-        .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .max(1);
+    let threads = args.threads.count();
     let cfg = RunConfig {
         inputs: args.input.clone(),
         output: args.output.clone(),
@@ -182,7 +174,7 @@ pub fn run(args: &DedupArgs) -> Result<u8> {
         dd: args.dd,
         compress: args.compress.fixed,
         compress_auto: args.compress.auto,
-        progress: !args.quiet && std::io::stderr().is_terminal(),
+        progress: args.report.progress_bar(),
         report_limit: args.report_limit,
         chunk_bytes: args.chunk_bytes.max(1),
         max_line_bytes: args.max_line_bytes.max(1),
@@ -250,7 +242,7 @@ pub fn run(args: &DedupArgs) -> Result<u8> {
     } else {
         webdedup_dedup::run_persistent(&cfg, &persistence, Some(&stop), &report)?
     };
-    if let Some(path) = &args.json {
+    if args.report.json.json.is_some() {
         let mut value = serde_json::to_value(&stats)?;
         if let Some(map) = value.as_object_mut() {
             map.insert(
@@ -268,11 +260,9 @@ pub fn run(args: &DedupArgs) -> Result<u8> {
                 }),
             );
         }
-        let json = serde_json::to_string_pretty(&value)?;
-        std::fs::write(path, json + "\n")
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        args.report.write_json(&value)?;
     }
-    if !args.quiet {
+    if !args.report.quiet {
         eprint!("{}", stats.table());
         if persisted.loaded_keys > 0 {
             eprintln!(
@@ -339,12 +329,8 @@ fn run_wikilinks(
     }
     let store = webdedup_store::MemStore::with_capacity(args.blocks, args.capacity.unwrap_or(0));
     let stats = webdedup_dedup::wikilinks::run(cfg, &store, report)?;
-    if let Some(path) = &args.json {
-        let json = serde_json::to_string_pretty(&stats)?;
-        std::fs::write(path, json + "\n")
-            .with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    if !args.quiet {
+    args.report.write_json(&serde_json::to_value(&stats)?)?;
+    if !args.report.quiet {
         eprintln!(
             "Rows read:                {}\nRows kept:                {}\nRows dropped:             {}\nRows passed through (short): {}",
             stats.paragraphs_read,

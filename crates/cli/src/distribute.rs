@@ -22,10 +22,10 @@ pub struct DistributeArgs {
     #[arg(short = 'b', long = "blocks", value_name = "N")]
     blocks: Option<u32>,
     /// No optimisation after the remainder rule (fewest moves, uneven loads).
-    #[arg(short = 'q', long)]
+    #[arg(long, short_alias = 'q')]
     quick: bool,
     /// A fresh distribution, ignoring the current assignment.
-    #[arg(short = 'f', long)]
+    #[arg(long, short_alias = 'f')]
     full: bool,
     /// Servers file of servers to take out (they hand their blocks over).
     #[arg(short = 'E', long = "exclude", value_name = "FILE")]
@@ -37,7 +37,7 @@ pub struct DistributeArgs {
     #[arg(long)]
     knot: bool,
     /// Print the report only.
-    #[arg(short = 'd', long = "dry-run")]
+    #[arg(long = "dry-run", short_alias = 'd')]
     dry_run: bool,
 }
 

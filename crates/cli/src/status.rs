@@ -22,9 +22,9 @@ pub struct StatusArgs {
     /// The servers' shared secret.
     #[arg(long, value_name = "FILE")]
     auth_token_file: Option<PathBuf>,
-    /// Print the findings as JSON.
-    #[arg(long)]
-    json: bool,
+    // The findings as JSON (`--json -`: on standard output instead of the table).
+    #[command(flatten)]
+    json: crate::conventions::JsonOut,
 }
 
 #[derive(Default, serde::Serialize)]
@@ -103,10 +103,9 @@ pub fn run(args: &StatusArgs) -> Result<u8> {
     };
     // Written as a whole, so a closed pipe is one error (never a panic).
     let mut text = String::new();
-    if args.json {
-        let v = serde_json::json!({ "servers": servers, "files": counts, "ok": !wrong });
-        text = serde_json::to_string_pretty(&v)? + "\n";
-    } else {
+    args.json
+        .write(&serde_json::json!({ "servers": servers, "files": counts, "ok": !wrong }))?;
+    if !args.json.to_stdout() {
         if !servers.is_empty() {
             text += &format!(
                 "{:<28} {:<10} {:>14} {:<8} NOTE\n",

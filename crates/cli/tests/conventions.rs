@@ -149,7 +149,7 @@ fn a_closed_pipe_ends_the_command_quietly() {
     let cases: Vec<Vec<&str>> = vec![
         vec!["warc", "index", s(&warc)],
         vec!["similar", "--input-format", "lines", s(&big)],
-        vec!["status", "-m", s(&map), "--json"],
+        vec!["status", "-m", s(&map), "--json", "-"],
         vec!["cdx", "dups", s(&big)],
         vec!["cdx", "revisits", s(&big)],
         vec!["cdx", "dates", s(&big)],
@@ -428,4 +428,129 @@ fn batch_publish_reads_the_task_count_from_the_work_directory() {
             "idempotent"
         );
     }
+}
+
+/// `-q`, `--json FILE|-` and the summary line mean the same in every command
+/// (docs/cli.md): without `-q` one `webdedup CMD: ...` line on stderr (counts with
+/// thousands separators, plurals right); with `-q` nothing there; `--json FILE`
+/// holds the same figures with the command and its status; `--json -` where the
+/// command's output goes (standard output) is refused before anything runs.
+#[test]
+fn summaries_quiet_and_json_are_one_convention() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let body = "a page long enough that a revisit record is smaller than it ".repeat(30);
+    let mut warc = response("http://example.org/", "2024-01-01T00:00:00Z", &body);
+    warc.extend(response(
+        "http://example.org/",
+        "2024-02-01T00:00:00Z",
+        &body,
+    ));
+    std::fs::write(d.join("crawl.warc"), &warc).unwrap();
+    std::fs::write(d.join("docs.txt"), "one document here\nanother one there\n").unwrap();
+    let (warc_in, docs, cdx) = (
+        d.join("crawl.warc"),
+        d.join("docs.txt"),
+        d.join("crawl.cdxj"),
+    );
+    let o = webdedup(&["warc", "index", s(&warc_in), "-o", s(&cdx)]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let cases: Vec<(&str, Vec<String>)> = vec![
+        (
+            "simhash",
+            vec![
+                "simhash".into(),
+                "--input-format".into(),
+                "lines".into(),
+                s(&docs).into(),
+                "-o".into(),
+                s(&d.join("fp.tsv")).into(),
+            ],
+        ),
+        (
+            "cdx dups",
+            vec![
+                "cdx".into(),
+                "dups".into(),
+                s(&cdx).into(),
+                "-o".into(),
+                s(&d.join("dups.txt")).into(),
+            ],
+        ),
+        (
+            "warc index",
+            vec![
+                "warc".into(),
+                "index".into(),
+                s(&warc_in).into(),
+                "-o".into(),
+                s(&d.join("i.cdxj")).into(),
+            ],
+        ),
+        (
+            "warc dedup",
+            vec![
+                "warc".into(),
+                "dedup".into(),
+                "-i".into(),
+                s(&warc_in).into(),
+                "-o".into(),
+                s(&d.join("out.warc")).into(),
+            ],
+        ),
+    ];
+    for (name, args) in &cases {
+        let args: Vec<&str> = args.iter().map(|a| a.as_str()).collect();
+        let loud = webdedup(&args);
+        assert_eq!(loud.status.code(), Some(0), "{name}: {}", stderr(&loud));
+        let err = stderr(&loud);
+        let line = err
+            .lines()
+            .find(|l| l.starts_with(&format!("webdedup {name}: ")))
+            .unwrap_or_else(|| panic!("{name}: no summary line in {err:?}"));
+        assert!(
+            line.contains("1 file") || *name == "cdx dups",
+            "{name}: {line}"
+        );
+        assert!(
+            !line.contains("1 files") && !line.contains("1 records"),
+            "{name}: {line}"
+        );
+
+        let json = d.join(format!("{}.json", name.replace(' ', "-")));
+        let quiet = webdedup(&[&args[..], &["-q", "--json", s(&json)]].concat());
+        assert_eq!(quiet.status.code(), Some(0), "{name}: {}", stderr(&quiet));
+        assert_eq!(
+            stderr(&quiet),
+            "",
+            "{name}: -q prints nothing when all is well"
+        );
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        assert_eq!(v["command"], *name);
+        assert_eq!(v["status"], 0);
+    }
+    // The revisit of the second capture saves bytes: in thousands, with "saved".
+    let o = webdedup(&[
+        "warc",
+        "dedup",
+        "-i",
+        s(&warc_in),
+        "-o",
+        s(&d.join("o2.warc")),
+    ]);
+    let err = stderr(&o);
+    assert!(err.contains(" saved, "), "{err}");
+    let v = warc.len() as u64;
+    let with_commas = format!("{},{:03} -> ", v / 1000, v % 1000);
+    assert!(err.contains(&with_commas), "{with_commas} not in {err}");
+
+    // --json - where the output goes: refused, nothing written.
+    let out = d.join("never.txt");
+    let o = webdedup(&["cdx", "dups", s(&cdx), "--json", "-"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--json -"), "{}", stderr(&o));
+    let o = webdedup(&["cdx", "dups", s(&cdx), "-o", s(&out), "--json", "-"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
+    assert_eq!(v["command"], "cdx dups");
 }

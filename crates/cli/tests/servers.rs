@@ -748,6 +748,7 @@ fn check(input: &Path, out: &Path, near: bool) -> serde_json::Value {
     let mut args = vec![
         "check",
         "--json",
+        "-",
         "-i",
         input.to_str().unwrap(),
         "-o",

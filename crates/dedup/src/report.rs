@@ -4,6 +4,7 @@
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use webdedup_formats::summary::thousands;
 
 /// Counts of one chunk (summed into [`RunStats`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -222,18 +223,6 @@ impl RunStats {
         }
         s
     }
-}
-
-fn thousands(v: u64) -> String {
-    let digits = v.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 #[cfg(test)]

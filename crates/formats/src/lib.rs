@@ -9,6 +9,7 @@
 //! * [`jsonl`]: JSON Lines documents (text, id, URL, title fields).
 //! * [`convert`]: verticals to JSON Lines (the shared corpus's rules), for samples
 //!   and the equivalence tests.
+//! * [`summary`]: a run's summary line and JSON figures, one way for every command.
 //! * [`shown`]: input quoted in messages, with control characters escaped.
 //! * [`vertical`]: the vertical format (one token per line, `<doc>` / `<p>`
 //!   structures), read in chunks that end at document boundaries.
@@ -22,6 +23,7 @@ pub mod jsonl;
 pub mod output;
 pub mod output_plan;
 pub mod shown;
+pub mod summary;
 pub mod vertical;
 pub mod warc;
 

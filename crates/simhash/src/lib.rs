@@ -7,4 +7,6 @@ pub mod run;
 pub mod search;
 pub mod tokenize;
 
-pub use run::{run_simhash, run_similar, SimhashArgs, SimilarArgs};
+pub use run::{
+    run_simhash, run_similar, simhash_outcome, similar_outcome, SimhashArgs, SimilarArgs,
+};

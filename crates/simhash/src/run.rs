@@ -18,6 +18,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use webdedup_formats::output::{AtomicOutput, OutputCompression};
+use webdedup_formats::summary::{count, thousands, Outcome};
 
 /// Options shared by both subcommands: how documents are read and fingerprinted.
 #[derive(clap::Args, Debug, Clone)]
@@ -42,11 +43,14 @@ pub struct DocArgs {
     /// Feature weights: count (occurrences) or distinct (each distinct feature once).
     #[arg(long, default_value = "distinct", value_name = "WEIGHTS")]
     pub weights: Weights,
-    /// Worker threads (default: all cores).
-    #[arg(long, value_name = "N")]
+    /// Worker threads (default: all cores). Not an option of its own: the command
+    /// line sets it from its shared `-t/--threads`.
+    #[arg(skip)]
     pub threads: Option<usize>,
-    /// Do not print the per-line problem messages (they are still counted).
-    #[arg(long)]
+    /// Do not print the per-line problem messages (they are still counted), nor
+    /// the summary of [`run_simhash`] / [`run_similar`]. For library callers: the
+    /// command line reports problems always and shows the summary itself.
+    #[arg(skip)]
     pub quiet: bool,
 }
 
@@ -474,8 +478,18 @@ fn expand_inputs(inputs: &[PathBuf], stdin: bool, problems: &Problems) -> Result
     Ok(files)
 }
 
-/// Entry point of `webdedup simhash`.
+/// Runs `webdedup simhash` and prints its summary (unless `quiet`); returns the
+/// exit code.
 pub fn run_simhash(args: &SimhashArgs) -> Result<i32> {
+    let o = simhash_outcome(args)?;
+    if !args.doc.quiet {
+        eprintln!("{}", o.summary());
+    }
+    Ok(o.status)
+}
+
+/// Runs `webdedup simhash`; what it did is in the [`Outcome`].
+pub fn simhash_outcome(args: &SimhashArgs) -> Result<Outcome> {
     let settings = args.doc.settings();
     let pool = args.doc.pool()?;
     let problems = Problems::new(args.doc.quiet);
@@ -527,20 +541,35 @@ pub fn run_simhash(args: &SimhashArgs) -> Result<i32> {
     )?;
     out.finish()?;
     let _ = infos;
-    if !args.doc.quiet {
-        eprintln!(
-            "webdedup simhash: {} files, {n} documents fingerprinted ({}), {} problems, {:.2} s",
-            files.len(),
-            settings.describe(),
-            problems.count(),
-            start.elapsed().as_secs_f64()
-        );
-    }
-    Ok(if problems.count() > 0 { 1 } else { 0 })
+    let secs = start.elapsed().as_secs_f64();
+    let mut o = Outcome::new("simhash");
+    o.count("files", files.len() as u64, "file", "files")
+        .note(format!(
+            "{} fingerprinted ({})",
+            count(n, "document", "documents"),
+            settings.describe()
+        ))
+        .figure("documents", n)
+        .figure("settings", settings.describe())
+        .count("problems", problems.count(), "problem", "problems")
+        .figure("seconds", secs)
+        .note(format!("{secs:.2} s"));
+    o.status = i32::from(problems.count() > 0);
+    Ok(o)
 }
 
-/// Entry point of `webdedup similar`.
+/// Runs `webdedup similar` and prints its summary (unless `quiet`); returns the
+/// exit code.
 pub fn run_similar(args: &SimilarArgs) -> Result<i32> {
+    let o = similar_outcome(args)?;
+    if !args.doc.quiet {
+        eprintln!("{}", o.summary());
+    }
+    Ok(o.status)
+}
+
+/// Runs `webdedup similar`; what it did is in the [`Outcome`].
+pub fn similar_outcome(args: &SimilarArgs) -> Result<Outcome> {
     let pool = args.doc.pool()?;
     let problems = Problems::new(args.doc.quiet);
     // --dedup reads every input a second time: not standard input.
@@ -687,32 +716,35 @@ pub fn run_similar(args: &SimilarArgs) -> Result<i32> {
             ix.save()?;
         }
     }
-    if !args.doc.quiet {
-        let mut msg = format!(
-            "webdedup similar: {} documents, k={}, {} near-duplicates dropped/clustered, {} kept",
-            docs.len(),
-            args.k,
-            dropped,
-            docs.len() - dropped
-        );
-        if !args.dedup && !args.clusters {
-            msg.push_str(&format!(", {n_pairs} pairs"));
-        }
-        if let Some(ix) = &index {
-            msg.push_str(&format!(
-                ", index {} -> {} documents",
-                indexed_before,
-                ix.len()
-            ));
-        }
-        msg.push_str(&format!(
-            ", {} problems, {:.2} s",
-            problems.count(),
-            start.elapsed().as_secs_f64()
-        ));
-        eprintln!("{msg}");
+    let secs = start.elapsed().as_secs_f64();
+    let mut o = Outcome::new("similar");
+    o.count("documents", docs.len() as u64, "document", "documents")
+        .note(format!("k={}", args.k))
+        .figure("k", args.k)
+        .note(format!(
+            "{} dropped/clustered",
+            count(dropped as u64, "near-duplicate", "near-duplicates")
+        ))
+        .figure("near_duplicates", dropped as u64)
+        .note(format!("{} kept", thousands((docs.len() - dropped) as u64)))
+        .figure("kept", (docs.len() - dropped) as u64);
+    if !args.dedup && !args.clusters {
+        o.count("pairs", n_pairs as u64, "pair", "pairs");
     }
-    Ok(if problems.count() > 0 { 1 } else { 0 })
+    if let Some(ix) = &index {
+        o.note(format!(
+            "index {} -> {}",
+            thousands(indexed_before as u64),
+            count(ix.len() as u64, "document", "documents")
+        ))
+        .figure("index_before", indexed_before as u64)
+        .figure("index_after", ix.len() as u64);
+    }
+    o.count("problems", problems.count(), "problem", "problems")
+        .figure("seconds", secs)
+        .note(format!("{secs:.2} s"));
+    o.status = i32::from(problems.count() > 0);
+    Ok(o)
 }
 
 /// Second pass: copies every input to `dir` without its dropped documents.
