@@ -4,6 +4,16 @@
 //! [`MemStore`] here; the server cluster and Redis later). [`block_of`] is the rule
 //! that splits the key space into blocks, the unit of persistence, ownership and
 //! migration.
+//!
+//! ```
+//! use webdedup_store::{MemStore, Store};
+//! let store = MemStore::new(1999);
+//! let mut seen = Vec::new();
+//! store.test_and_insert(&[7, 8, 7], &mut seen).unwrap();
+//! assert_eq!(seen, [false, false, true]); // the second 7 was seen: within a batch too
+//! store.test_and_insert(&[8, 9], &mut seen).unwrap();
+//! assert_eq!(seen, [true, false]);
+//! ```
 
 pub mod bits;
 pub mod distribute;
