@@ -154,23 +154,21 @@ impl Dedup {
         if blocks == 0 {
             return Err(PyValueError::new_err("blocks must be at least 1"));
         }
-        if !(1..=64).contains(&ngram) || !(0.0..1.0).contains(&threshold) {
-            return Err(PyValueError::new_err(
-                "ngram must be 1..64 and threshold in [0, 1)",
-            ));
-        }
+        let near_options = NearOptions {
+            ngram,
+            threshold,
+            smooth,
+            max_stub,
+        };
+        // The command line's limits, checked by the same function.
+        near_options.validate().map_err(PyValueError::new_err)?;
         let normalization: Normalization = normalize.parse().map_err(PyValueError::new_err)?;
         let doc_check: DocCheck = doc_check.parse().map_err(PyValueError::new_err)?;
         let options = Options {
             normalization,
             min_para_chars,
             doc_check,
-            near: near.then_some(NearOptions {
-                ngram,
-                threshold,
-                smooth,
-                max_stub,
-            }),
+            near: near.then_some(near_options),
             url_filter,
             feedback,
         };

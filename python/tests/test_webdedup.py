@@ -489,3 +489,11 @@ def test_start_servers_without_the_binary_says_why(tmp_path, monkeypatch, bin_en
     assert "WEBDEDUP_BIN" in log.read_text()
     with pytest.raises(webdedup.WebdedupError, match="WEBDEDUP_BIN"):
         d.start_servers(check=True)
+
+
+def test_near_limits_are_the_command_lines():
+    """Issue 19: the same check, and message, as `webdedup dedup --ngram 0`."""
+    with pytest.raises(ValueError, match="--ngram must be between 1 and 64"):
+        webdedup.Dedup(near=True, ngram=0)
+    with pytest.raises(ValueError, match="--threshold must be at least 0 and below 1"):
+        webdedup.Dedup(near=True, threshold=1.0)

@@ -50,6 +50,15 @@ pub struct CheckArgs {
 }
 
 pub fn run(args: &CheckArgs) -> Result<u8> {
+    let near = args.near.then(|| NearOptions {
+        ngram: args.ngram,
+        threshold: args.threshold,
+        ..Default::default()
+    });
+    if let Some(n) = &near {
+        // The run's limits: a value `dedup` refused is refused here too.
+        n.validate().map_err(anyhow::Error::msg)?;
+    }
     let cfg = CheckConfig {
         inputs: args.input.clone(),
         read: args.read.settings()?,
@@ -58,11 +67,7 @@ pub fn run(args: &CheckArgs) -> Result<u8> {
         every: args.every.max(1),
         options: Options {
             normalization: args.normalization,
-            near: args.near.then(|| NearOptions {
-                ngram: args.ngram.clamp(1, 64),
-                threshold: args.threshold,
-                ..Default::default()
-            }),
+            near,
             ..Default::default()
         },
     };

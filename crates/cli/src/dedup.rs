@@ -133,12 +133,13 @@ pub fn run(args: &DedupArgs) -> Result<u8> {
     if args.blocks == 0 {
         anyhow::bail!("--blocks must be at least 1");
     }
-    if args.ngram == 0 || args.ngram > 64 {
-        anyhow::bail!("--ngram must be between 1 and 64");
+    NearOptions {
+        ngram: args.ngram,
+        threshold: args.threshold,
+        ..Default::default()
     }
-    if !(0.0..1.0).contains(&args.threshold) {
-        anyhow::bail!("--threshold must be at least 0 and below 1");
-    }
+    .validate()
+    .map_err(anyhow::Error::msg)?;
     let mut input_problems = false;
     let url_filter = match &args.url_filter {
         None => None,

@@ -554,3 +554,37 @@ fn summaries_quiet_and_json_are_one_convention() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
     assert_eq!(v["command"], "cdx dups");
 }
+
+/// One rule for the near-mode limits: a `--ngram` that `dedup` refuses is refused
+/// by `check` too (it was clamped there silently), naming the flag.
+#[test]
+fn check_refuses_the_ngram_dedup_refuses() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in");
+    std::fs::create_dir_all(&input).unwrap();
+    std::fs::write(
+        input.join("a.vert"),
+        "<doc id=\"1\">\n<p>\nword\n</p>\n</doc>\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    for cmd in ["dedup", "check"] {
+        let o = webdedup(&[
+            cmd,
+            "-i",
+            s(&input),
+            "-o",
+            s(&out),
+            "--near",
+            "--ngram",
+            "0",
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{cmd}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("--ngram must be between 1 and 64"),
+            "{cmd}: {}",
+            stderr(&o)
+        );
+    }
+}
