@@ -489,3 +489,42 @@ fn a_small_run_without_capacity_costs_few_bytes_a_key() {
     let per_key = bytes as f64 / keys as f64;
     assert!(per_key < 30.0, "{per_key:.1} bytes a key for {keys} keys");
 }
+
+/// Issue 19: Redis keeps no key count, so the summary says so instead of
+/// "Keys stored: 0" (the embedded store's summary counts them).
+#[test]
+fn the_redis_summary_does_not_claim_zero_keys() {
+    let tmp = tempfile::tempdir().unwrap();
+    let node = Node::start(false);
+    let sample = sample_dir().join("cc-2023-14");
+    let out = tmp.path().join("out");
+    let url = node.url();
+    let args = [
+        "dedup",
+        "-i",
+        sample.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    let o = webdedup(&[&args[..], &["--store", &url]].concat());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("Keys stored:              not counted"),
+        "{err}"
+    );
+    assert!(!err.contains("Keys stored:              0 "), "{err}");
+    let out2 = tmp.path().join("out2");
+    let embedded = [
+        "dedup",
+        "-i",
+        sample.to_str().unwrap(),
+        "-o",
+        out2.to_str().unwrap(),
+    ];
+    let o = webdedup(&embedded);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    let line = err.lines().find(|l| l.starts_with("Keys stored:")).unwrap();
+    assert!(line.contains("bytes per key"), "{line}");
+}

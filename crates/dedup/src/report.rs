@@ -74,6 +74,8 @@ pub struct RunStats {
     /// Reported input problems by kind.
     pub issues: BTreeMap<String, u64>,
     pub keys_stored: u64,
+    /// Whether `keys_stored` is a count (false on Redis, which keeps none).
+    pub keys_counted: bool,
     pub store_bytes: u64,
     pub bytes_per_key: f64,
     pub mb_per_second: f64,
@@ -111,6 +113,7 @@ impl RunStats {
     pub fn finish(&mut self, seconds: f64, keys: u64, store_bytes: u64) {
         self.seconds = seconds;
         self.keys_stored = keys;
+        self.keys_counted = true;
         self.store_bytes = store_bytes;
         self.bytes_per_key = if keys > 0 {
             store_bytes as f64 / keys as f64
@@ -207,12 +210,19 @@ impl RunStats {
             "Throughput:               {:.1} MB/s",
             self.mb_per_second
         );
-        let _ = writeln!(
-            s,
-            "Keys stored:              {} ({:.2} bytes per key)",
-            n(self.keys_stored),
-            self.bytes_per_key
-        );
+        if self.keys_counted {
+            let _ = writeln!(
+                s,
+                "Keys stored:              {} ({:.2} bytes per key)",
+                n(self.keys_stored),
+                self.bytes_per_key
+            );
+        } else {
+            let _ = writeln!(
+                s,
+                "Keys stored:              not counted by this store (Redis keeps no count)"
+            );
+        }
         if !self.issues.is_empty() {
             let list: Vec<String> = self
                 .issues

@@ -645,6 +645,10 @@ impl Store for RedisStore {
         0
     }
 
+    fn counts_keys(&self) -> bool {
+        false
+    }
+
     fn memory_bytes(&self) -> u64 {
         0
     }

@@ -215,8 +215,15 @@ pub trait Store: Send + Sync {
         self.test_and_insert_located(keys, locs, seen, originals)
     }
 
-    /// Number of distinct keys stored.
+    /// Number of distinct keys stored (0 where [`Store::counts_keys`] is false).
     fn len(&self) -> u64;
+
+    /// Whether [`Store::len`] is a count: false for a store that keeps none
+    /// (Redis: counting would scan every bucket), so a summary says so instead of
+    /// showing 0.
+    fn counts_keys(&self) -> bool {
+        true
+    }
 
     fn is_empty(&self) -> bool {
         self.len() == 0
