@@ -163,7 +163,7 @@ impl Servers {
             if let Some(d) = &self.store_dir {
                 std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
                 let snap = d.join(format!("server-{}.snap", a.port));
-                cmd.arg("-i").arg(&snap).arg("-o").arg(&snap);
+                cmd.arg("--load").arg(&snap).arg("--save").arg(&snap);
             }
             // Its own process group: a Ctrl-C in the notebook does not stop it.
             let child = cmd
