@@ -169,7 +169,7 @@ class Dedup:
         url_filter: Optional[Union[str, PathLike, Sequence[str]]] = None,
         feedback: bool = False,
         blocks: int = 1999,
-        capacity: int = 0,
+        capacity: Optional[int] = None,
         server_timeout: float = 120.0,
         input_format: str = "auto",
         text_field: str = "text",
@@ -183,10 +183,12 @@ class Dedup:
     def start_servers(self, *, check: bool = False) -> int:
         """Starts `webdedup server` ($WEBDEDUP_BIN) for the map's loopback servers
         not running yet; they outlive the interpreter (pids in MAP.servers/). 0 once
-        all listen, else 1 (check=True: raises WebdedupError). 0 without a map."""
+        all listen, else 1 with a WebdedupWarning saying why, e.g. no binary: set
+        WEBDEDUP_BIN (check=True: raises WebdedupError). 0 without a map."""
     def stop_servers(self, *, check: bool = False) -> int:
         """SIGTERM to the map's local servers, whoever started them (they save);
-        0 when all stopped (check=True: raises WebdedupError otherwise)."""
+        0 when all stopped, else 1 with a WebdedupWarning (check=True: raises
+        WebdedupError)."""
     def test_servers(self, *, check: bool = False) -> int:
         """0 when every server of the map answers and is ready, else 1
         (check=True: raises WebdedupError naming the others)."""
@@ -208,9 +210,11 @@ def hamming(a: int, b: int) -> int:
 def similar(fingerprints: Sequence[int], k: int) -> List[Tuple[int, int, int]]:
     """All pairs (i, j, distance), i < j, within k bits."""
 
-def cdx_dups(lines: Sequence[str]) -> List[str]:
-    """The CDX lines whose (urlkey, digest) appeared on an earlier line. Lines that
-    are not CDX are skipped with a WebdedupWarning naming them (lines[I])."""
+def cdx_dups(lines: Sequence[str], *, whole_lines: bool = False) -> List[str]:
+    """The captures whose (urlkey, digest) appeared on an earlier line, as
+    `webdedup cdx dups` prints them (`urlkey sha1:DIGEST timestamp`); with
+    whole_lines=True the CDX lines themselves (the CLI's --lines). Lines that are
+    not CDX are skipped with a WebdedupWarning naming them (lines[I])."""
 
 def minhash_signature(text: str, ngram: Union[int, str] = 5, hashes: int = 112) -> Optional[List[int]]:
     """The MinHash signature of text: `hashes` 32-bit values (pinned: the same on

@@ -4,11 +4,13 @@
 #   redis  redis-server and redis-cli, for the Redis store tests
 #   slurm  slurm-wlm (slurmctld, slurmd, the client commands) and munge, for
 #          tests/extended/slurm_local.sh
+#   readme iproute2 and zstd, for tests/readme/check_readme.py (namespaces, the
+#          examples' zstd inputs); unshare is util-linux's, always there
 #   java   a Java runtime, for tests/extended/spark_local.sh
-# With no GROUP: what scripts/test.sh needs (redis, slurm).
+# With no GROUP: what scripts/test.sh needs (redis, slurm, readme).
 set -euo pipefail
 groups=("$@")
-[ ${#groups[@]} -gt 0 ] || groups=(redis slurm)
+[ ${#groups[@]} -gt 0 ] || groups=(redis slurm readme)
 has() { command -v "$1" >/dev/null || [ -x "/usr/sbin/$1" ]; }
 need=()
 for g in "${groups[@]}"; do
@@ -20,11 +22,15 @@ for g in "${groups[@]}"; do
     slurm)
       { has slurmctld && has slurmd && has sbatch && has munged; } || need+=(slurm-wlm munge)
       ;;
+    readme)
+      has ip || need+=(iproute2)
+      has zstd || need+=(zstd)
+      ;;
     java)
       has java || need+=(openjdk-17-jre-headless)
       ;;
     *)
-      echo "scripts/deps.sh: unknown group '$g' (redis, slurm, java)" >&2
+      echo "scripts/deps.sh: unknown group '$g' (redis, slurm, readme, java)" >&2
       exit 2
       ;;
   esac

@@ -25,6 +25,7 @@ use webdedup_dedup::{DocCheck, NearOptions, Options, UrlFilter};
 use webdedup_formats::doc::{DocFormat, ReadSettings};
 use webdedup_formats::vertical::{escape_attr, parse_tag, Chunk, IssueKind};
 use webdedup_store::{BatchId, Location, MemStore, Store, StoreMeta};
+use webdedup_store_spec::{open_embedded, KeySet, OpenOptions, StoreSpec};
 use webdedup_text::Normalization;
 
 mod batch;
@@ -91,10 +92,13 @@ struct Dedup {
 
 impl Dedup {
     /// Runs a server-control call: 0 on success, 1 or (with `check`) an exception.
+    /// With `warn`, a failure returned as 1 is also a `WebdedupWarning` saying why
+    /// (a server that cannot start must not fail in silence).
     fn server_call(
         &self,
         py: Python<'_>,
         check: bool,
+        warn: bool,
         f: fn(&servers::Servers) -> Result<(), String>,
     ) -> PyResult<i32> {
         let Keys::Servers(s) = &self.shared.store else {
@@ -103,7 +107,14 @@ impl Dedup {
         match py.allow_threads(|| f(s)) {
             Ok(()) => Ok(0),
             Err(e) if check => Err(err(e)),
-            Err(_) => Ok(1),
+            Err(e) => {
+                if warn {
+                    let text =
+                        std::ffi::CString::new(e.replace('\0', "\\0")).expect("NUL replaced");
+                    PyErr::warn(py, &py.get_type::<WebdedupWarning>(), &text, 1)?;
+                }
+                Ok(1)
+            }
         }
     }
 }
@@ -111,7 +122,7 @@ impl Dedup {
 #[pymethods]
 impl Dedup {
     #[new]
-    #[pyo3(signature = (map=None, port=None, store_dir=None, *, store=None, store_password=None, normalize="loose", min_para_chars=50, doc_check="all", near=false, ngram=7, threshold=0.5, smooth=false, max_stub=20, url_filter=None, feedback=false, blocks=1999, capacity=0, server_timeout=120.0, input_format="auto", text_field="text", id_field=None, url_field=None, title_field=None, drop_bad_records=false))]
+    #[pyo3(signature = (map=None, port=None, store_dir=None, *, store=None, store_password=None, normalize="loose", min_para_chars=50, doc_check="all", near=false, ngram=7, threshold=0.5, smooth=false, max_stub=20, url_filter=None, feedback=false, blocks=1999, capacity=None, server_timeout=120.0, input_format="auto", text_field="text", id_field=None, url_field=None, title_field=None, drop_bad_records=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         map: Option<PathBuf>,
@@ -130,7 +141,7 @@ impl Dedup {
         url_filter: Option<&Bound<'_, PyAny>>,
         feedback: bool,
         blocks: u32,
-        capacity: usize,
+        capacity: Option<usize>,
         server_timeout: f64,
         input_format: &str,
         text_field: &str,
@@ -161,43 +172,38 @@ impl Dedup {
         if blocks == 0 {
             return Err(PyValueError::new_err("blocks must be at least 1"));
         }
-        if !(1..=64).contains(&ngram) || !(0.0..1.0).contains(&threshold) {
-            return Err(PyValueError::new_err(
-                "ngram must be 1..64 and threshold in [0, 1)",
-            ));
-        }
+        let near_options = NearOptions {
+            ngram,
+            threshold,
+            smooth,
+            max_stub,
+            ..Default::default()
+        };
+        // The command line's limits, checked by the same function.
+        near_options.validate().map_err(PyValueError::new_err)?;
         let normalization: Normalization = normalize.parse().map_err(PyValueError::new_err)?;
         let doc_check: DocCheck = doc_check.parse().map_err(PyValueError::new_err)?;
         let options = Options {
             normalization,
             min_para_chars,
             doc_check,
-            near: near.then_some(NearOptions {
-                ngram,
-                threshold,
-                smooth,
-                max_stub,
-                ..Default::default()
-            }),
+            near: near.then_some(near_options),
             url_filter,
             feedback,
             minhash: None,
         };
-        let meta = StoreMeta {
-            hash: "xxh3-64".into(),
-            normalization: normalization.name().into(),
-            blocks,
-            key_kind: webdedup_dedup::persist::KEY_KIND.into(),
-        };
-        let snap = store_dir
-            .as_ref()
-            .map(|d| d.join(webdedup_dedup::persist::SNAPSHOT_FILE));
+        // The store is opened as the command line opens it (one function for both:
+        // the same namespace, settings and layout rules).
+        let keys = KeySet::dedup(normalization, blocks);
+        let meta = keys.meta.clone();
+        // 0 was the old way of saying "not given".
+        let capacity = capacity.filter(|&c| c > 0).map(|c| c as u64);
         if map.is_some() && store.is_some() {
             return Err(PyValueError::new_err(
                 "give map (hash servers) or store (Redis), not both",
             ));
         }
-        let store = match (store, &snap) {
+        let store = match (store, &store_dir) {
             (None, _) if map.is_some() => Keys::Servers(Box::new(
                 servers::Servers::new(
                     map.unwrap(),
@@ -214,38 +220,25 @@ impl Dedup {
                 ))
             }
             (Some(url), None) => {
-                let expected = if capacity > 0 {
-                    capacity as u64
-                } else {
-                    1 << 28
-                };
-                let settings = webdedup_redis::RedisSettings::for_keys(
-                    "xxh3-64",
-                    normalization.name(),
-                    webdedup_dedup::persist::KEY_KIND,
-                    expected,
-                );
                 // Worker requests carry ids unique to this Dedup: salt them apart
                 // from every other process's.
                 let salt = std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
                     .map_or(0, |d| d.as_nanos() as u64)
                     ^ ((std::process::id() as u64) << 32);
-                Keys::Engine(Box::new(
-                    webdedup_redis::RedisStore::open(
-                        &url,
-                        store_password.as_deref(),
-                        settings,
-                        blocks,
-                        salt,
-                    )
-                    .map_err(err)?,
-                ))
+                let spec = StoreSpec::Redis {
+                    url,
+                    password: store_password,
+                };
+                let opened = spec
+                    .open(&keys, &OpenOptions { capacity, salt })
+                    .map_err(|e| err(format!("{e:#}")))?;
+                Keys::Engine(opened.store)
             }
-            (None, Some(p)) if p.exists() => {
-                Keys::Embedded(MemStore::load(p, &meta, capacity).map_err(err)?.0)
-            }
-            (None, _) => Keys::Embedded(MemStore::with_capacity(blocks, capacity)),
+            (None, dir) => Keys::Embedded(
+                open_embedded(dir.as_deref(), &keys, &OpenOptions { capacity, salt: 0 })
+                    .map_err(|e| err(format!("{e:#}")))?,
+            ),
         };
         Ok(Dedup {
             shared: Arc::new(Shared {
@@ -272,26 +265,28 @@ impl Dedup {
     /// The seed's server control. With `map=PATH`: starts a `webdedup server` for
     /// every server of the map on this machine (loopback addresses; the binary is
     /// `$WEBDEDUP_BIN` or `webdedup` on the PATH; with `store_dir`, each saves to
-    /// `store_dir/server-PORT.snap`) and returns 0 once all listen; raises
-    /// otherwise. Without a map there is nothing to start: 0.
+    /// `store_dir/server-PORT.snap`) and returns 0 once all listen; otherwise 1,
+    /// with a `WebdedupWarning` saying why (a missing binary names `WEBDEDUP_BIN`;
+    /// the server's log `MAP.servers/PORT.log` says it too). `check=True` raises
+    /// instead. Without a map there is nothing to start: 0.
     #[pyo3(signature = (*, check=false))]
     fn start_servers(&self, py: Python<'_>, check: bool) -> PyResult<i32> {
-        self.server_call(py, check, servers::Servers::start)
+        self.server_call(py, check, true, servers::Servers::start)
     }
 
     /// Stops this map's local servers (SIGTERM: they save and exit), whichever
-    /// interpreter started them; 0 on success. `check=True` raises instead of
-    /// returning non-zero.
+    /// interpreter started them; 0 on success, else 1 with a `WebdedupWarning`
+    /// naming the servers. `check=True` raises instead of returning non-zero.
     #[pyo3(signature = (*, check=false))]
     fn stop_servers(&self, py: Python<'_>, check: bool) -> PyResult<i32> {
-        self.server_call(py, check, servers::Servers::stop)
+        self.server_call(py, check, true, servers::Servers::stop)
     }
 
     /// 0 if every server of the map answers and is ready, 1 otherwise (or, with
     /// `check=True`, a WebdedupError naming the servers that are not).
     #[pyo3(signature = (*, check=false))]
     fn test_servers(&self, py: Python<'_>, check: bool) -> PyResult<i32> {
-        self.server_call(py, check, servers::Servers::test)
+        self.server_call(py, check, false, servers::Servers::test)
     }
 
     /// Saves the store to `store_dir` (the command line's snapshot format); returns
@@ -980,11 +975,14 @@ fn warn_problems(py: Python<'_>, problems: impl IntoIterator<Item = String>) -> 
     Ok(())
 }
 
-/// The CDX lines whose (urlkey, digest) appeared on an earlier line: all but the
-/// first capture of every version (NutchWAX dedup-cdx), in input order. Lines that
-/// are not CDX are skipped with a `WebdedupWarning` naming them (`lines[I]`).
+/// The captures whose (urlkey, digest) appeared on an earlier line: all but the
+/// first capture of every version (NutchWAX dedup-cdx), in input order, as
+/// `webdedup cdx dups` prints them: `urlkey sha1:DIGEST timestamp`, or with
+/// `whole_lines=True` the CDX lines themselves (`cdx dups --lines`). Lines that are not
+/// CDX are skipped with a `WebdedupWarning` naming them (`lines[I]`).
 #[pyfunction]
-fn cdx_dups(py: Python<'_>, lines: Vec<String>) -> PyResult<Vec<String>> {
+#[pyo3(signature = (lines, *, whole_lines=false))]
+fn cdx_dups(py: Python<'_>, lines: Vec<String>, whole_lines: bool) -> PyResult<Vec<String>> {
     let (dups, problems) = py.allow_threads(move || {
         let dir = tempfile::tempdir().map_err(err)?;
         let path = dir.path().join("input.cdx");
@@ -996,7 +994,7 @@ fn cdx_dups(py: Python<'_>, lines: Vec<String>) -> PyResult<Vec<String>> {
         let mut report = webdedup_archive::util::Report::collecting();
         webdedup_archive::cdx_cmd::dups(
             std::slice::from_ref(&path),
-            true,
+            whole_lines,
             &store,
             &mut out,
             &mut report,

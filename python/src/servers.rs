@@ -149,8 +149,9 @@ impl Servers {
             }
             let ready = dir.join(format!("{}.ready", a.port));
             let _ = std::fs::remove_file(&ready);
-            let log = std::fs::File::create(dir.join(format!("{}.log", a.port)))
-                .map_err(|e| e.to_string())?;
+            let log_path = dir.join(format!("{}.log", a.port));
+            let log = std::fs::File::create(&log_path)
+                .map_err(|e| format!("{}: {e}", log_path.display()))?;
             let mut cmd = Command::new(&bin);
             cmd.arg("server")
                 .arg("-m")
@@ -162,7 +163,7 @@ impl Servers {
             if let Some(d) = &self.store_dir {
                 std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
                 let snap = d.join(format!("server-{}.snap", a.port));
-                cmd.arg("-i").arg(&snap).arg("-o").arg(&snap);
+                cmd.arg("--load").arg(&snap).arg("--save").arg(&snap);
             }
             // Its own process group: a Ctrl-C in the notebook does not stop it.
             let child = cmd
@@ -171,7 +172,19 @@ impl Servers {
                 .stderr(log)
                 .process_group(0)
                 .spawn()
-                .map_err(|e| format!("cannot start `{bin} server`: {e} (set WEBDEDUP_BIN to the webdedup binary)"))?;
+                .map_err(|e| {
+                    let why = if std::env::var_os("WEBDEDUP_BIN").is_some() {
+                        format!("cannot start `{bin} server` (WEBDEDUP_BIN): {e}")
+                    } else {
+                        format!(
+                            "cannot start `{bin} server`: {e} (no webdedup binary on the PATH: \
+                             install it, or set WEBDEDUP_BIN to the webdedup binary)"
+                        )
+                    };
+                    // The log is where a user looks first: it says it too.
+                    let _ = std::fs::write(&log_path, format!("{why}\n"));
+                    why
+                })?;
             std::fs::write(&pid_file, format!("{}\n", child.id())).map_err(|e| e.to_string())?;
             started.push((child, ready, a.to_string()));
         }

@@ -164,7 +164,19 @@ def test_simhash_hamming_similar_and_cdx_dups():
     assert webdedup.similar([5, 5], 0) == [(0, 1, 0)]
     line = "org,example)/ {} http://example.org/ text/html 200 {} - - 100 0 a.warc.gz"
     lines = [line.format("20070101", "AAA"), line.format("20070102", "AAA"), line.format("20070103", "BBB")]
-    assert webdedup.cdx_dups(lines) == [lines[1]]
+    assert webdedup.cdx_dups(lines) == ["org,example)/ sha1:AAA 20070102"]
+    assert webdedup.cdx_dups(lines, whole_lines=True) == [lines[1]]
+
+
+def test_cdx_dups_says_what_the_command_line_prints(tmp_path):
+    """Issue 19: Python and `webdedup cdx dups` agree, with and without --lines."""
+    line = "org,example)/{} {} http://example.org/ text/html 200 sha1:{} - - 100 0 a.warc.gz"
+    lines = [line.format(i % 3, 20070101 + i, "AAA" if i % 2 else "bbb") for i in range(12)]
+    cdx = tmp_path / "in.cdx"
+    cdx.write_text("\n".join(lines) + "\n")
+    for flags, kwargs in (([], {}), (["--lines"], {"whole_lines": True})):
+        cli = subprocess.run([BIN, "cdx", "dups", *flags, str(cdx)], capture_output=True, text=True, check=True)
+        assert webdedup.cdx_dups(lines, **kwargs) == cli.stdout.splitlines()
 
 
 def test_batch_phases_from_python_equal_the_command_line(tmp_path):
@@ -217,6 +229,18 @@ def test_a_redis_store_gives_the_embedded_stores_output(tmp_path):
         assert [red.process(x).data for x in docs] == [emb.process(x).data for x in docs]
         with pytest.raises(webdedup.WebdedupError):
             webdedup.Dedup(store=f"redis://127.0.0.1:{port}", normalize="none")
+        # Issue 19: the layout made with capacity=... is adopted when none is named,
+        # another one is refused naming the option; the command line opens the same
+        # key set the same way.
+        again = webdedup.Dedup(store=f"redis://127.0.0.1:{port}").create_worker()
+        assert again.process(docs[0]).data == b"", "the key set of the first Dedup"
+        with pytest.raises(webdedup.WebdedupError, match="capacity"):
+            webdedup.Dedup(store=f"redis://127.0.0.1:{port}", capacity=500_000_000)
+        cli = subprocess.run(
+            [BIN, "dedup", "-q", "-i", str(SAMPLE), "-o", str(tmp_path / "out"), "--store", f"redis://127.0.0.1:{port}"],
+            capture_output=True, text=True,
+        )
+        assert cli.returncode == 0, cli.stderr
     finally:
         server.kill()
         server.wait()
@@ -248,7 +272,7 @@ def test_hash_servers_from_python_answer_as_the_embedded_store(tmp_path):
     hashmap = block_map(tmp_path, ports)
     d = webdedup.Dedup(map=str(hashmap), store_dir=str(tmp_path / "state"), server_timeout=1)
     assert d.test_servers() == 1, "nothing runs yet"
-    with pytest.raises(webdedup.WebdedupError, match="crashed"):
+    with pytest.raises(webdedup.WebdedupError, match="stopped"):
         d.test_servers(check=True)
     assert d.start_servers() == 0
     assert d.test_servers() == 0
@@ -302,7 +326,7 @@ def test_feedback_references_equal_the_command_lines_and_check_confirms_them(tmp
     subprocess.run([BIN, "dedup", "-q", "-t", "1", "-f", "-i", str(SAMPLE), "-o", str(cli)], check=True)
     for f in sorted(cli.rglob("*.dropped")) + [cli / "files.idx"]:
         assert (out / f.relative_to(cli)).read_bytes() == f.read_bytes(), f
-    check = subprocess.run([BIN, "check", "--json", "-i", str(SAMPLE), "-o", str(out)], capture_output=True, text=True)
+    check = subprocess.run([BIN, "check", "--json", "-", "-i", str(SAMPLE), "-o", str(out)], capture_output=True, text=True)
     assert check.returncode == 0, check.stderr
     import json
 
@@ -400,7 +424,7 @@ def test_cdx_dups_skips_bad_lines_with_a_warning_naming_them():
     line = "org,example)/ {} http://example.org/ text/html 200 {} - - 100 0 a.warc.gz"
     lines = [line.format("20070101", "AAA"), "not a cdx line", line.format("20070102", "AAA")]
     with pytest.warns(webdedup.WebdedupWarning, match=r"lines\[1\]: .*not a known CDX layout"):
-        assert webdedup.cdx_dups(lines) == [lines[2]]
+        assert webdedup.cdx_dups(lines, whole_lines=True) == [lines[2]]
 
 
 # Every problem is also a warning (tested in test_bad_input_is_reported_not_raised).
@@ -451,3 +475,31 @@ def test_feedback_on_hash_servers_gives_the_embedded_stores_references(tmp_path)
         assert refs > 100
     finally:
         assert d.stop_servers() == 0
+
+
+@pytest.mark.parametrize("bin_env", ["missing", "unset"])
+def test_start_servers_without_the_binary_says_why(tmp_path, monkeypatch, bin_env):
+    """Issue 19: no binary is not a silent 1 with an empty log; the warning and the
+    server's log name WEBDEDUP_BIN."""
+    port = free_port()
+    hashmap = block_map(tmp_path, [port])
+    if bin_env == "missing":
+        monkeypatch.setenv("WEBDEDUP_BIN", str(tmp_path / "no-such-webdedup"))
+    else:
+        monkeypatch.delenv("WEBDEDUP_BIN", raising=False)
+        monkeypatch.setenv("PATH", str(tmp_path / "empty-path"))
+    d = webdedup.Dedup(map=str(hashmap), server_timeout=1)
+    with pytest.warns(webdedup.WebdedupWarning, match="WEBDEDUP_BIN"):
+        assert d.start_servers() == 1
+    log = Path(str(hashmap) + ".servers") / f"{port}.log"
+    assert "WEBDEDUP_BIN" in log.read_text()
+    with pytest.raises(webdedup.WebdedupError, match="WEBDEDUP_BIN"):
+        d.start_servers(check=True)
+
+
+def test_near_limits_are_the_command_lines():
+    """Issue 19: the same check, and message, as `webdedup dedup --ngram 0`."""
+    with pytest.raises(ValueError, match="--ngram must be between 1 and 64"):
+        webdedup.Dedup(near=True, ngram=0)
+    with pytest.raises(ValueError, match="--threshold must be at least 0 and below 1"):
+        webdedup.Dedup(near=True, threshold=1.0)

@@ -187,8 +187,8 @@ t=$SECONDS
 mkdir -p "$d/state-stuck"
 printf '127.0.0.11:%s\n127.0.0.14:%s\n' "$port" "$port" > "$d/state-stuck/old"
 printf '127.0.0.14:%s\n' "$port" > "$d/state-stuck/leaving"
-"$bin" distribute -q -s "$d/state-stuck/old" -o "$d/state-stuck/hashmap.prev" 2>/dev/null
-"$bin" distribute -q -i "$d/state-stuck/hashmap.prev" -E "$d/state-stuck/leaving" \
+"$bin" distribute --quick -s "$d/state-stuck/old" -o "$d/state-stuck/hashmap.prev" 2>/dev/null
+"$bin" distribute --quick -i "$d/state-stuck/hashmap.prev" -E "$d/state-stuck/leaving" \
   -o "$d/state-stuck/hashmap.conf" 2>/dev/null
 code=0
 SERVERS=1 START_TIMEOUT=5 cluster cluster4 -N1 -w n1 deploy/slurm/cluster.sbatch \

@@ -30,6 +30,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use webdedup_formats::cdx::normalize_digest;
 use webdedup_formats::output::{io_error_at, AtomicOutput, OutputCompression};
+use webdedup_formats::output_plan::plan_outputs;
 use webdedup_formats::warc::{
     base32, ArchiveReader, DigestMode, Format, Item, ReadOptions, Record,
 };
@@ -390,17 +391,18 @@ fn input_revisit(mut rec: Box<Record>, by: DedupBy, scratch: &mut Vec<u8>) -> In
     }
 }
 
-/// Output path of `input` under `out`: `out` itself for a single input that is not a
-/// directory, else `out/<file name>`.
-pub fn output_path(input: &Path, out: &Path, single: bool) -> PathBuf {
-    if single && !out.is_dir() && !out.to_string_lossy().ends_with('/') {
-        out.to_owned()
-    } else {
-        out.join(input.file_name().unwrap_or(input.as_os_str()))
+/// Output paths of `inputs` under `out`: `out` itself for a single input when `out`
+/// is not a directory, else one file per input below `out`, named by
+/// [`plan_outputs`] (file names; paths below the inputs' common directory when
+/// names repeat; an input given twice is refused before anything is written).
+pub fn output_paths(inputs: &[PathBuf], out: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    if inputs.len() == 1 && !out.is_dir() && !out.to_string_lossy().ends_with('/') {
+        return Ok(vec![out.to_owned()]);
     }
+    Ok(plan_outputs(inputs, out)?)
 }
 
-/// Rewrites each input to its output (see [`output_path`]).
+/// Rewrites each input to its output (see [`output_paths`]).
 pub fn dedup(
     inputs: &[PathBuf],
     out: &Path,
@@ -410,14 +412,16 @@ pub fn dedup(
     report: &mut Report,
 ) -> anyhow::Result<DedupStats> {
     let mut stats = DedupStats::default();
-    let single = inputs.len() == 1;
-    for input in inputs {
-        let out_path = output_path(input, out, single);
-        let same = out_path == *input
-            || matches!((std::fs::canonicalize(&out_path), std::fs::canonicalize(input)), (Ok(a), Ok(b)) if a == b);
+    let out_paths = output_paths(inputs, out)?;
+    // Every output checked before the first is written.
+    for (input, out_path) in inputs.iter().zip(&out_paths) {
+        let same = out_path == input
+            || matches!((std::fs::canonicalize(out_path), std::fs::canonicalize(input)), (Ok(a), Ok(b)) if a == b);
         if same {
             anyhow::bail!("output {} would overwrite its input", out_path.display());
         }
+    }
+    for (input, out_path) in inputs.iter().zip(out_paths) {
         let mut reader = match ArchiveReader::open(
             input,
             ReadOptions {
@@ -448,7 +452,16 @@ pub fn dedup(
             input_path: input,
             // AtomicOutput's errors name the file.
             out: AtomicOutput::create(&out_path, OutputCompression::None)?,
-            out_name: base_name(&out_path),
+            // The name first captures are found under: the file's path below the
+            // output directory (its file name unless names repeat).
+            out_name: out_path
+                .strip_prefix(out)
+                .ok()
+                .filter(|r| !r.as_os_str().is_empty())
+                .map_or_else(
+                    || base_name(&out_path),
+                    |r| r.to_string_lossy().into_owned(),
+                ),
             copied: 0,
             delta: 0,
             store,

@@ -34,6 +34,40 @@ pub struct IndexStats {
     pub bytes: u64,
 }
 
+/// The WARC 1.1 record types (ARC records are read as `response` and `warcinfo`).
+pub const RECORD_TYPES: [&str; 8] = [
+    "warcinfo",
+    "response",
+    "resource",
+    "request",
+    "metadata",
+    "revisit",
+    "conversion",
+    "continuation",
+];
+
+/// `--records`: `all` or a comma-separated list of record types; an unknown type
+/// is a usage error, never a filter that silently matches nothing.
+pub fn parse_records(spec: &str) -> Result<String, String> {
+    if spec == "all" {
+        return Ok(spec.to_owned());
+    }
+    let mut any = false;
+    for t in spec.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+        if !RECORD_TYPES.contains(&t) {
+            return Err(format!(
+                "unknown record type '{t}' (expected all, or some of {})",
+                RECORD_TYPES.join(", ")
+            ));
+        }
+        any = true;
+    }
+    if !any {
+        return Err("no record type given (expected all, or a list)".into());
+    }
+    Ok(spec.to_owned())
+}
+
 /// Which records to index: `None` means all types.
 pub fn record_filter(spec: &str) -> Option<Vec<String>> {
     if spec == "all" {

@@ -30,6 +30,7 @@ pub use dedup::DedupBy;
 pub use index::IndexFormat;
 
 use crate::util::{Out, Report};
+use webdedup_formats::summary::{count, thousands, Outcome};
 
 /// `webdedup cdx ...`
 #[derive(Debug, Subcommand)]
@@ -44,7 +45,7 @@ pub enum CdxCommand {
     Dates(DatesArgs),
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Args, Clone)]
 pub struct DupsArgs {
     /// CDX (legend or 7/9/10/11/12/13/14 fields) or CDXJ files; gzip/zstd detected;
     /// `-` is stdin.
@@ -61,7 +62,7 @@ pub struct DupsArgs {
 }
 
 /// Where the "seen" set lives, for the commands that can share it.
-#[derive(Debug, Args, Default)]
+#[derive(Debug, Args, Default, Clone)]
 pub struct StoreArgs {
     /// Keep the seen versions in Redis / Valkey, `redis://HOST:PORT[,HOST:PORT...]`
     /// (`valkey://`, `rediss://` for TLS), shared with other runs; default: in memory.
@@ -72,9 +73,11 @@ pub struct StoreArgs {
     pub store_password_file: Option<PathBuf>,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Args, Clone)]
 pub struct RevisitsArgs {
-    #[arg(required = true)]
+    /// CDX (legend or 7/9/10/11/12/13/14 fields) or CDXJ files; gzip/zstd detected;
+    /// `-` is stdin.
+    #[arg(required = true, value_name = "FILES")]
     pub files: Vec<PathBuf>,
     /// Also count lines whose file name is `-` as revisits (pywb's rule).
     #[arg(long)]
@@ -82,31 +85,34 @@ pub struct RevisitsArgs {
     /// Print the original CDX lines instead of `urlkey sha1:DIGEST timestamp`.
     #[arg(long)]
     pub lines: bool,
-    #[arg(short, long)]
+    /// Output file (default stdout); `.gz` / `.zst` compress.
+    #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Args, Clone)]
 pub struct DatesArgs {
-    /// CDX / CDXJ files.
+    /// CDX / CDXJ files; gzip/zstd detected; `-` is stdin. Optional with --merge.
+    #[arg(required_unless_present = "merge")]
     pub files: Vec<PathBuf>,
     /// Dates files (`urlkey sha1:DIGEST DATE...`, e.g. an earlier output) or `.dup`
     /// files of `cdx dups` to merge with; repeatable.
-    #[arg(long)]
+    #[arg(long, value_name = "DATES")]
     pub merge: Vec<PathBuf>,
     /// Memory for the sort buffer (e.g. 512M, 2G).
-    #[arg(long, default_value = "1G", value_parser = util::parse_size)]
+    #[arg(long, default_value = "1G", value_name = "SIZE", value_parser = util::parse_size)]
     pub memory: u64,
     /// Directory for sort runs (default: the system temporary directory).
-    #[arg(long)]
+    #[arg(long, value_name = "DIR")]
     pub tmp_dir: Option<PathBuf>,
-    #[arg(short, long)]
+    /// Output file (default stdout); `.gz` / `.zst` compress.
+    #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 }
 
-/// Runs a `cdx` subcommand with the embedded in-memory store. Returns the exit code:
-/// 0 ok, 1 some input was reported bad (the rest was processed). Fatal errors
-/// (output not writable...) are `Err` (exit code 2).
+/// Runs a `cdx` subcommand with the embedded in-memory store, printing its summary.
+/// Returns the exit code: 0 ok, 1 some input was reported bad (the rest was
+/// processed). Fatal errors (output not writable...) are `Err` (exit code 2).
 pub fn run_cdx(cmd: &CdxCommand) -> anyhow::Result<i32> {
     run_cdx_with_store(cmd, None)
 }
@@ -114,7 +120,16 @@ pub fn run_cdx(cmd: &CdxCommand) -> anyhow::Result<i32> {
 /// [`run_cdx`] with the "seen" set in `store` (a persisted store, the server
 /// cluster...) instead of a fresh in-memory one. Only `cdx dups` uses a store.
 pub fn run_cdx_with_store(cmd: &CdxCommand, store: Option<&dyn Store>) -> anyhow::Result<i32> {
+    let o = cdx_outcome(cmd, store)?;
+    eprintln!("{}", o.summary());
+    Ok(o.status)
+}
+
+/// Runs a `cdx` subcommand; what it did is in the [`Outcome`] (the command line
+/// shows its summary and figures as the conventions say).
+pub fn cdx_outcome(cmd: &CdxCommand, store: Option<&dyn Store>) -> anyhow::Result<Outcome> {
     let mut report = Report::default();
+    let mut o;
     match cmd {
         CdxCommand::Dups(a) => {
             let files = inputs::expand(&a.files, true, true, &mut report)?;
@@ -137,20 +152,26 @@ pub fn run_cdx_with_store(cmd: &CdxCommand, store: Option<&dyn Store>) -> anyhow
             let mut out = Out::create(a.output.as_deref())?;
             let s = cdx_cmd::dups(&files, a.lines, store, &mut out, &mut report)?;
             out.finish()?;
-            eprintln!(
-                "webdedup cdx dups: {} lines, {} duplicates, {} without digest, {} bad lines",
-                s.lines, s.printed, s.no_digest, s.bad
-            );
+            o = Outcome::new("cdx dups");
+            o.count("lines", s.lines, "line", "lines")
+                .count("duplicates", s.printed, "duplicate", "duplicates")
+                .count(
+                    "without_digest",
+                    s.no_digest,
+                    "without digest",
+                    "without digest",
+                )
+                .count("bad_lines", s.bad, "bad line", "bad lines");
         }
         CdxCommand::Revisits(a) => {
             let files = inputs::expand(&a.files, true, true, &mut report)?;
             let mut out = Out::create(a.output.as_deref())?;
             let s = cdx_cmd::revisits(&files, a.lines, a.filename_dash, &mut out, &mut report)?;
             out.finish()?;
-            eprintln!(
-                "webdedup cdx revisits: {} lines, {} revisits, {} bad lines",
-                s.lines, s.printed, s.bad
-            );
+            o = Outcome::new("cdx revisits");
+            o.count("lines", s.lines, "line", "lines")
+                .count("revisits", s.printed, "revisit", "revisits")
+                .count("bad_lines", s.bad, "bad line", "bad lines");
         }
         CdxCommand::Dates(a) => {
             let files = inputs::expand(&a.files, true, true, &mut report)?;
@@ -162,13 +183,21 @@ pub fn run_cdx_with_store(cmd: &CdxCommand, store: Option<&dyn Store>) -> anyhow
             let mut out = Out::create(a.output.as_deref())?;
             let s = dates::dates(&files, &a.merge, &opts, &mut out, &mut report)?;
             out.finish()?;
-            eprintln!(
-                "webdedup cdx dates: {} lines, {} versions, {} without digest, {} bad lines, {} sort runs",
-                s.lines, s.versions, s.no_digest, s.bad, s.runs
-            );
+            o = Outcome::new("cdx dates");
+            o.count("lines", s.lines, "line", "lines")
+                .count("versions", s.versions, "version", "versions")
+                .count(
+                    "without_digest",
+                    s.no_digest,
+                    "without digest",
+                    "without digest",
+                )
+                .count("bad_lines", s.bad, "bad line", "bad lines")
+                .count("sort_runs", s.runs, "sort run", "sort runs");
         }
     }
-    Ok(report.exit_code())
+    o.status = report.exit_code();
+    Ok(o)
 }
 
 /// `webdedup warc ...`
@@ -180,26 +209,30 @@ pub enum WarcCommand {
     Dedup(DedupArgs),
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Args, Clone)]
 pub struct IndexArgs {
     /// WARC or ARC files: gzip per record, whole-file gzip or uncompressed.
-    #[arg(required = true)]
+    #[arg(required = true, value_name = "FILES")]
     pub files: Vec<PathBuf>,
+    /// Index format: `cdxj` (as cdxj-indexer) or `cdx11` (11-field CDX with its
+    /// legend, as `cdxj-indexer -11`).
     #[arg(long, value_enum, default_value = "cdxj")]
     pub format: IndexFormat,
-    /// Record types to index, comma-separated, or `all`.
-    #[arg(long, default_value = "response,revisit,resource,metadata")]
+    /// Record types to index, comma-separated (warcinfo, response, resource,
+    /// request, metadata, revisit, conversion, continuation), or `all`.
+    #[arg(long, default_value = "response,revisit,resource,metadata", value_name = "TYPES", value_parser = index::parse_records)]
     pub records: String,
     /// Files indexed in parallel (default: the number of CPUs); output order is the
-    /// file order whatever the value.
-    #[arg(long)]
+    /// file order whatever the value. Not an option of its own: the command line
+    /// sets it from its shared `-t/--threads`.
+    #[arg(skip)]
     pub threads: Option<usize>,
     /// Output file (default stdout); `.gz` / `.zst` compress.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Args, Clone)]
 pub struct DedupArgs {
     /// Input WARC files, processed in order (earlier captures are the originals).
     #[arg(short, long = "input", required = true, num_args = 1..)]
@@ -219,8 +252,8 @@ pub struct DedupArgs {
     pub store: StoreArgs,
 }
 
-/// Runs a `warc` subcommand with the embedded in-memory store. Exit codes as
-/// [`run_cdx`].
+/// Runs a `warc` subcommand with the embedded in-memory store, printing its
+/// summary. Exit codes as [`run_cdx`].
 pub fn run_warc(cmd: &WarcCommand) -> anyhow::Result<i32> {
     run_warc_with_store(cmd, None)
 }
@@ -229,7 +262,15 @@ pub fn run_warc(cmd: &WarcCommand) -> anyhow::Result<i32> {
 /// Only `warc dedup` uses a store. With a shared store, keep `--locations` too: a
 /// duplicate whose first capture is not in the locations is kept, not replaced.
 pub fn run_warc_with_store(cmd: &WarcCommand, store: Option<&dyn Store>) -> anyhow::Result<i32> {
+    let o = warc_outcome(cmd, store)?;
+    eprintln!("{}", o.summary());
+    Ok(o.status)
+}
+
+/// Runs a `warc` subcommand; what it did is in the [`Outcome`].
+pub fn warc_outcome(cmd: &WarcCommand, store: Option<&dyn Store>) -> anyhow::Result<Outcome> {
     let mut report = Report::default();
+    let mut o;
     match cmd {
         WarcCommand::Index(a) => {
             // Records are read by offset: files, not standard input.
@@ -251,21 +292,21 @@ pub fn run_warc_with_store(cmd: &WarcCommand, store: Option<&dyn Store>) -> anyh
             )?;
             out.finish()?;
             let secs = start.elapsed().as_secs_f64().max(1e-9);
-            let shared = if s.shared_member > 0 {
-                format!(
-                    ", {} not indexable (in shared gzip members)",
-                    s.shared_member
-                )
-            } else {
-                String::new()
-            };
-            eprintln!(
-                "webdedup warc index: {} files, {} records, {} indexed{shared}, {:.1} MB/s",
-                s.files,
-                s.records,
-                s.indexed,
-                s.bytes as f64 / 1e6 / secs
-            );
+            o = Outcome::new("warc index");
+            o.count("files", s.files, "file", "files")
+                .count("records", s.records, "record", "records")
+                .note(format!("{} indexed", thousands(s.indexed)))
+                .figure("indexed", s.indexed);
+            if s.shared_member > 0 {
+                o.note(format!(
+                    "{} not indexable (in shared gzip members)",
+                    thousands(s.shared_member)
+                ));
+            }
+            o.figure("not_indexable_shared_member", s.shared_member)
+                .figure("bytes", s.bytes)
+                .figure("seconds", secs)
+                .note(format!("{:.1} MB/s", s.bytes as f64 / 1e6 / secs));
         }
         WarcCommand::Dedup(a) => {
             // Outputs keep the inputs' file names: files only, not directories.
@@ -288,26 +329,69 @@ pub fn run_warc_with_store(cmd: &WarcCommand, store: Option<&dyn Store>) -> anyh
                 locations.save(p)?;
             }
             let secs = start.elapsed().as_secs_f64().max(1e-9);
-            eprintln!(
-                "webdedup warc dedup: {} files, {} records, {} responses, {} revisits written, {} duplicates kept as they are ({} named by revisits, {} not smaller as revisits, {} with their original's record ID), {} revisits retargeted, {} unresolved, {} payload digest mismatches, {} -> {} bytes ({} saved, {:.1}%), {:.1} MB/s",
-                s.files,
-                s.records,
-                s.responses,
-                s.revisits_written,
-                s.duplicates_kept,
-                s.kept_referenced,
-                s.kept_not_smaller,
-                s.kept_same_id,
-                s.revisits_retargeted,
-                s.revisits_unresolved,
-                s.digest_mismatch,
-                s.bytes_in,
-                s.bytes_out,
-                s.bytes_in as i64 - s.bytes_out as i64,
-                if s.bytes_in > 0 { 100.0 * (s.bytes_in as f64 - s.bytes_out as f64) / s.bytes_in as f64 } else { 0.0 },
-                s.bytes_in as f64 / 1e6 / secs
-            );
+            o = Outcome::new("warc dedup");
+            o.count("files", s.files, "file", "files")
+                .count("records", s.records, "record", "records")
+                .count("responses", s.responses, "response", "responses")
+                .note(format!(
+                    "{} written",
+                    count(s.revisits_written, "revisit", "revisits")
+                ))
+                .figure("revisits_written", s.revisits_written)
+                .note(format!(
+                    "{} kept as they are ({} named by revisits, {} not smaller as revisits, {} with their original's record ID)",
+                    count(s.duplicates_kept, "duplicate", "duplicates"),
+                    thousands(s.kept_referenced),
+                    thousands(s.kept_not_smaller),
+                    thousands(s.kept_same_id)
+                ))
+                .figure("duplicates_kept", s.duplicates_kept)
+                .figure("kept_named_by_revisits", s.kept_referenced)
+                .figure("kept_not_smaller", s.kept_not_smaller)
+                .figure("kept_same_record_id", s.kept_same_id)
+                .note(format!(
+                    "{} retargeted",
+                    count(s.revisits_retargeted, "revisit", "revisits")
+                ))
+                .figure("revisits_retargeted", s.revisits_retargeted)
+                .note(format!("{} unresolved", thousands(s.revisits_unresolved)))
+                .figure("revisits_unresolved", s.revisits_unresolved)
+                .count(
+                    "payload_digest_mismatches",
+                    s.digest_mismatch,
+                    "payload digest mismatch",
+                    "payload digest mismatches",
+                )
+                .note(format!(
+                    "{} -> {} bytes ({})",
+                    thousands(s.bytes_in),
+                    thousands(s.bytes_out),
+                    saved(s.bytes_in, s.bytes_out)
+                ))
+                .figure("bytes_in", s.bytes_in)
+                .figure("bytes_out", s.bytes_out)
+                .figure("seconds", secs)
+                .note(format!("{:.1} MB/s", s.bytes_in as f64 / 1e6 / secs));
         }
     }
-    Ok(report.exit_code())
+    o.status = report.exit_code();
+    Ok(o)
+}
+
+/// `123,030 saved, 15.1%`, or `2,388 more, 0.3%` when the output grew.
+fn saved(bytes_in: u64, bytes_out: u64) -> String {
+    let share = |d: u64| {
+        if bytes_in > 0 {
+            100.0 * d as f64 / bytes_in as f64
+        } else {
+            0.0
+        }
+    };
+    if bytes_out <= bytes_in {
+        let d = bytes_in - bytes_out;
+        format!("{} saved, {:.1}%", thousands(d), share(d))
+    } else {
+        let d = bytes_out - bytes_in;
+        format!("{} more, {:.1}%", thousands(d), share(d))
+    }
 }

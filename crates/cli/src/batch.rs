@@ -1,13 +1,15 @@
 //! `webdedup batch ...`: deterministic batch mode (see `webdedup_dedup::batch`).
 
+use crate::conventions::{Reporting, Threads};
 use crate::read_args::{Compress, ReadArgs};
 use crate::{EXIT_INPUT_PROBLEMS, EXIT_OK};
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use webdedup_dedup::batch::{self, BatchConfig, Stage};
 use webdedup_dedup::{DocCheck, Options, RunConfig, RunStats};
 use webdedup_formats::shown::escape_controls;
+use webdedup_formats::summary::{thousands, Outcome};
 use webdedup_store::DEFAULT_BLOCKS;
 use webdedup_text::Normalization;
 
@@ -37,22 +39,31 @@ pub struct Common {
     /// Work directory shared by all tasks (runs, verdicts, completion markers).
     #[arg(short, long, value_name = "DIR")]
     work: PathBuf,
-    /// Number of tasks of each phase (fixed for a work directory).
+    /// Number of tasks of each phase (fixed for a work directory; `publish` reads it
+    /// from the work directory).
     #[arg(long, default_value_t = 1, value_name = "N")]
     task_count: usize,
     /// Hash partitions (groups of blocks), spread over the resolve tasks.
     #[arg(long, default_value_t = 64, value_name = "N")]
     partitions: u32,
+    /// Blocks of the key space, as `dedup --blocks` (fixed once a store is saved).
     #[arg(long, default_value_t = DEFAULT_BLOCKS, value_name = "N")]
     blocks: u32,
+    /// Text normalization before hashing, as `dedup --normalize`: `loose` or `none`.
     #[arg(long = "normalize", default_value = "loose", value_name = "MODE")]
     normalization: Normalization,
+    /// Paragraphs with fewer characters are short, as `dedup --min-para-chars`.
     #[arg(long, default_value_t = 50, value_name = "N")]
     min_para_chars: usize,
+    /// Which documents get their whole-content key tested, as `dedup --doc-check`:
+    /// `all` or `url-title`.
     #[arg(long, default_value = "all", value_name = "WHICH")]
     doc_check: DocCheck,
+    /// Bytes of input planned at a time, as `dedup --chunk-bytes` (fixed for a work
+    /// directory).
     #[arg(long, default_value_t = webdedup_formats::vertical::DEFAULT_CHUNK_BYTES, value_name = "BYTES")]
     chunk_bytes: usize,
+    /// Lines longer than this are dropped and reported, as `dedup --max-line-bytes`.
     #[arg(long, default_value_t = webdedup_formats::vertical::DEFAULT_MAX_LINE_BYTES, value_name = "BYTES")]
     max_line_bytes: usize,
     #[command(flatten)]
@@ -85,6 +96,7 @@ pub struct Outputs {
     /// Output directory (names as `webdedup dedup` gives them).
     #[arg(short, long, value_name = "DIR")]
     output: PathBuf,
+    /// Also write `*.dedup.dd`: one `<dd .../>` line per input document, as `dedup --dd`.
     #[arg(short = 'd', long = "dd")]
     dd: bool,
     /// As for `webdedup dedup`: `auto`, `zst`, `gz` or `none`.
@@ -104,6 +116,8 @@ pub struct FilterArgs {
 pub struct PublishArgs {
     #[command(flatten)]
     common: Common,
+    /// The store directory to fold the run's new keys into (`DIR/store.snap`,
+    /// created if missing), as `dedup --store DIR` keeps it.
     #[arg(long, value_name = "DIR")]
     store: PathBuf,
 }
@@ -114,9 +128,11 @@ pub struct RunArgs {
     common: Common,
     #[command(flatten)]
     out: Outputs,
-    /// Threads (one task of each phase per thread unless --task-count is given).
-    #[arg(short, long, value_name = "N")]
-    threads: Option<usize>,
+    /// One task of each phase per thread unless --task-count is given.
+    #[command(flatten)]
+    threads: Threads,
+    #[command(flatten)]
+    report: Reporting,
     /// Store directory of earlier runs: read by resolve, updated at the end.
     #[arg(long, value_name = "DIR")]
     store: Option<PathBuf>,
@@ -125,6 +141,20 @@ pub struct RunArgs {
     /// past the budget are parsed twice). 0 turns it off.
     #[arg(long, default_value_t = 2048, value_name = "MIB")]
     plan_cache_mib: usize,
+}
+
+impl BatchCommand {
+    /// The input directory (or file) and the work directory of the task.
+    pub fn input_and_work(&self) -> (&[PathBuf], &Path) {
+        let c = match self {
+            BatchCommand::Hash(t) => &t.common,
+            BatchCommand::Resolve(r) => &r.task.common,
+            BatchCommand::Filter(f) => &f.task.common,
+            BatchCommand::Publish(p) => &p.common,
+            BatchCommand::Run(r) => &r.common,
+        };
+        (&c.input, &c.work)
+    }
 }
 
 fn config(c: &Common, task_count: usize) -> Result<BatchConfig> {
@@ -222,7 +252,23 @@ pub fn run(cmd: &BatchCommand) -> Result<u8> {
             }
         }
         BatchCommand::Publish(p) => {
-            let cfg = config(&p.common, p.common.task_count)?;
+            // The task count is the work directory's: publish reads every task's
+            // verdicts, so telling it again (or differently) is never needed.
+            let tasks = match batch::recorded_task_count(&p.common.work)? {
+                Some(n) => {
+                    if p.common.task_count != 1 && p.common.task_count != n {
+                        eprintln!(
+                            "webdedup batch publish: note: {} was made with --task-count {n}; \
+                             publish uses that (--task-count {} ignored, and not needed)",
+                            p.common.work.display(),
+                            p.common.task_count
+                        );
+                    }
+                    n
+                }
+                None => p.common.task_count,
+            };
+            let cfg = config(&p.common, tasks)?;
             let keys = batch::publish(&cfg, &p.store)?;
             eprintln!("store {}: {keys} keys", p.store.display());
             Ok(EXIT_OK)
@@ -232,10 +278,7 @@ pub fn run(cmd: &BatchCommand) -> Result<u8> {
 }
 
 fn run_all(a: &RunArgs, report: &(dyn Fn(&str) + Sync)) -> Result<u8> {
-    let threads = a
-        .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .max(1);
+    let threads = a.threads.count();
     let tasks = if a.common.task_count > 1 {
         a.common.task_count
     } else {
@@ -243,6 +286,9 @@ fn run_all(a: &RunArgs, report: &(dyn Fn(&str) + Sync)) -> Result<u8> {
     };
     let cfg = config(&a.common, tasks)?;
     cfg.prepare()?;
+    a.report.check_json_target(false)?;
+    // The hash and the filter phases read the inputs.
+    let bar = a.report.bytes_progress("batch run", &a.common.input, 2);
     let started = std::time::Instant::now();
     // Each phase: its tasks on `threads` threads, taking task indexes in turn.
     let phase = |f: &(dyn Fn(usize) -> Result<Option<RunStats>> + Sync)| -> Result<Vec<RunStats>> {
@@ -296,13 +342,40 @@ fn run_all(a: &RunArgs, report: &(dyn Fn(&str) + Sync)) -> Result<u8> {
         let keys = batch::publish(&cfg, store)?;
         eprintln!("store {}: {keys} keys", store.display());
     }
+    drop(bar);
     let work = batch::work_bytes(&cfg.work);
-    eprintln!(
-        "batch run: {} tasks, {:.3} s ({}), work directory {} bytes",
-        tasks,
-        started.elapsed().as_secs_f64(),
-        times.join(", "),
-        work
-    );
+    let sum = |f: fn(&RunStats) -> u64| stats.iter().map(f).sum::<u64>();
+    let secs = started.elapsed().as_secs_f64();
+    let mut o = Outcome::new("batch run");
+    o.count("tasks", tasks as u64, "task", "tasks")
+        .count("files", sum(|s| s.files), "file", "files")
+        .count(
+            "documents_read",
+            sum(|s| s.documents_read),
+            "document read",
+            "documents read",
+        )
+        .note(format!("{} kept", thousands(sum(|s| s.documents_kept))))
+        .figure("documents_kept", sum(|s| s.documents_kept))
+        .note(format!(
+            "{} dropped",
+            thousands(sum(|s| s.documents_dropped))
+        ))
+        .figure("documents_dropped", sum(|s| s.documents_dropped))
+        .note(format!(
+            "{} of {} paragraphs retained",
+            thousands(sum(|s| s.paragraphs_retained)),
+            thousands(sum(|s| s.paragraphs_read))
+        ))
+        .figure("paragraphs_read", sum(|s| s.paragraphs_read))
+        .figure("paragraphs_retained", sum(|s| s.paragraphs_retained))
+        .figure("bytes_in", sum(|s| s.bytes_in))
+        .figure("bytes_out", sum(|s| s.bytes_out))
+        .note(format!("{secs:.3} s ({})", times.join(", ")))
+        .figure("seconds", secs)
+        .note(format!("work directory {} bytes", thousands(work)))
+        .figure("work_bytes", work);
+    o.status = i32::from(status(&stats));
+    a.report.finish(&o)?;
     Ok(status(&stats))
 }

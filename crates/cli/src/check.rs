@@ -15,12 +15,17 @@ pub struct CheckArgs {
     /// The inputs of the checked run (files or directories, as given to `dedup`;
     /// repeatable).
     #[arg(short, long, value_name = "PATH", required = true, num_args = 1..)]
-    input: Vec<PathBuf>,
+    pub(crate) input: Vec<PathBuf>,
     /// The output directory of the checked run (made with -f/--feedback).
     #[arg(short, long, value_name = "DIR")]
-    output: PathBuf,
+    pub(crate) output: PathBuf,
     /// Check only every Nth reference.
-    #[arg(short = 'n', long = "every", default_value_t = 1, value_name = "N")]
+    #[arg(
+        long = "every",
+        short_alias = 'n',
+        default_value_t = 1,
+        value_name = "N"
+    )]
     every: usize,
     /// The run's normalization.
     #[arg(long = "normalize", default_value = "loose", value_name = "MODE")]
@@ -34,9 +39,8 @@ pub struct CheckArgs {
     /// The run's threshold (near mode).
     #[arg(long, default_value_t = 0.5, value_name = "SHARE")]
     threshold: f64,
-    /// Print the report as JSON on stdout (and nothing else there).
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    report: crate::conventions::Reporting,
     /// The run's --max-line-bytes.
     #[arg(long, default_value_t = webdedup_formats::vertical::DEFAULT_MAX_LINE_BYTES, value_name = "BYTES")]
     max_line_bytes: usize,
@@ -46,6 +50,15 @@ pub struct CheckArgs {
 }
 
 pub fn run(args: &CheckArgs) -> Result<u8> {
+    let near = args.near.then(|| NearOptions {
+        ngram: args.ngram,
+        threshold: args.threshold,
+        ..Default::default()
+    });
+    if let Some(n) = &near {
+        // The run's limits: a value `dedup` refused is refused here too.
+        n.validate().map_err(anyhow::Error::msg)?;
+    }
     let cfg = CheckConfig {
         inputs: args.input.clone(),
         read: args.read.settings()?,
@@ -54,15 +67,14 @@ pub fn run(args: &CheckArgs) -> Result<u8> {
         every: args.every.max(1),
         options: Options {
             normalization: args.normalization,
-            near: args.near.then(|| NearOptions {
-                ngram: args.ngram.clamp(1, 64),
-                threshold: args.threshold,
-                ..Default::default()
-            }),
+            near,
             ..Default::default()
         },
     };
-    let report = check(&cfg)?;
+    let report = {
+        let _bar = args.report.bytes_progress("checking", &args.input, 1);
+        check(&cfg)?
+    };
     for m in &report.mismatches {
         let line = format!(
             "{}: mismatch: dropped {} original {}: {}",
@@ -70,12 +82,9 @@ pub fn run(args: &CheckArgs) -> Result<u8> {
         );
         eprintln!("{}", escape_controls(&line));
     }
-    if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).context("cannot write JSON")?
-        );
-    } else {
+    args.report
+        .write_json(&serde_json::to_value(&report).context("cannot write JSON")?)?;
+    if !args.report.quiet {
         eprint!("{}", report.table());
     }
     Ok(if report.mismatches.is_empty() {

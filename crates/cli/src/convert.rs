@@ -12,7 +12,7 @@ use webdedup_formats::output::{AtomicOutput, OutputCompression};
 pub struct ToJsonlArgs {
     /// Vertical inputs: files, directories (recursive) or `-`.
     #[arg(short, long, value_name = "PATH", required = true, num_args = 1..)]
-    input: Vec<PathBuf>,
+    pub(crate) input: Vec<PathBuf>,
     /// Output directory: `REL` with `.vert` made `.jsonl`, compressed as the input.
     #[arg(short, long, value_name = "DIR")]
     output: PathBuf,

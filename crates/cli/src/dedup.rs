@@ -1,10 +1,10 @@
 //! `webdedup dedup`.
 
+use crate::conventions::{Reporting, Threads};
 use crate::read_args::{Compress, ReadArgs};
 use crate::{EXIT_INPUT_PROBLEMS, EXIT_OK, EXIT_STOPPED};
 use anyhow::{Context, Result};
 use clap::Args;
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -12,6 +12,7 @@ use webdedup_dedup::Persistence;
 use webdedup_dedup::{DocCheck, NearOptions, NearRules, Options, RunConfig};
 use webdedup_formats::shown::escape_controls;
 use webdedup_store::{SyncMode, DEFAULT_BLOCKS};
+use webdedup_store_spec::StoreSpec;
 use webdedup_text::Normalization;
 
 #[derive(Args, Debug)]
@@ -24,9 +25,8 @@ pub struct DedupArgs {
     /// Output directory: one `REL.dedup` per input file `REL`.
     #[arg(short, long, value_name = "DIR")]
     pub(crate) output: PathBuf,
-    /// Worker threads (the output is the same for any value). Default: all cores.
-    #[arg(short, long)]
-    threads: Option<usize>,
+    #[command(flatten)]
+    threads: Threads,
     /// Text normalization before hashing: `loose` (lowercase, digits to 0, no
     /// punctuation or symbols, collapsed whitespace) or `none`.
     #[arg(long = "normalize", default_value = "loose", value_name = "MODE")]
@@ -48,18 +48,16 @@ pub struct DedupArgs {
     /// verticals plain), `zst`, `gz` or `none`.
     #[arg(long, default_value = "auto", value_name = "KIND")]
     compress: Compress,
-    /// Write the run's figures as JSON to FILE.
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
-    /// No progress bar and no summary (input problems are still reported).
-    #[arg(short, long)]
-    quiet: bool,
+    #[command(flatten)]
+    report: Reporting,
     /// Blocks of the key space (fixed once a store is saved).
     #[arg(long, default_value_t = DEFAULT_BLOCKS, value_name = "N")]
     blocks: u32,
-    /// Preallocate the store for about N keys.
-    #[arg(long, default_value_t = 0, value_name = "N")]
-    capacity: usize,
+    /// The number of keys expected: the embedded store preallocates room for them;
+    /// a new Redis key set is laid out for them (default about 1,048,576 keys; the
+    /// layout is then fixed, and later runs without --capacity adopt it).
+    #[arg(long, value_name = "N")]
+    capacity: Option<usize>,
     /// Input problems printed per file; the rest are counted in the summary.
     #[arg(long, default_value_t = 20, value_name = "N")]
     report_limit: usize,
@@ -167,7 +165,8 @@ pub(crate) fn run_mode(
         if args
             .store
             .as_deref()
-            .is_some_and(crate::remote::is_engine_url)
+            .and_then(|s| s.to_str())
+            .is_some_and(StoreSpec::is_engine_url)
         {
             anyhow::bail!("minhash needs the location of each band key's first document (to name originals and verify them), which the Redis / Valkey backend does not keep; use the embedded store (--store DIR) or the hash servers (-s MAP)");
         }
@@ -175,12 +174,13 @@ pub(crate) fn run_mode(
     if args.blocks == 0 {
         anyhow::bail!("--blocks must be at least 1");
     }
-    if args.ngram == 0 || args.ngram > 64 {
-        anyhow::bail!("--ngram must be between 1 and 64");
+    NearOptions {
+        ngram: args.ngram,
+        threshold: args.threshold,
+        ..Default::default()
     }
-    if !(0.0..1.0).contains(&args.threshold) {
-        anyhow::bail!("--threshold must be at least 0 and below 1");
-    }
+    .validate()
+    .map_err(anyhow::Error::msg)?;
     let onion = args.near_rules == NearRules::Onion;
     if args.max_stub.is_some() && !(args.smooth || onion) {
         anyhow::bail!("--max-stub applies with --smooth or --near-rules onion");
@@ -204,10 +204,7 @@ pub(crate) fn run_mode(
             Some(Arc::new(filter))
         }
     };
-    let threads = args
-        .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .max(1);
+    let threads = args.threads.count();
     let cfg = RunConfig {
         inputs: args.input.clone(),
         output: args.output.clone(),
@@ -232,7 +229,7 @@ pub(crate) fn run_mode(
         dd: args.dd,
         compress: args.compress.fixed,
         compress_auto: args.compress.auto,
-        progress: !args.quiet && std::io::stderr().is_terminal(),
+        progress: args.report.progress_bar(),
         report_limit: args.report_limit,
         chunk_bytes: args.chunk_bytes.max(1),
         max_line_bytes: args.max_line_bytes.max(1),
@@ -243,7 +240,7 @@ pub(crate) fn run_mode(
         restore: args.restore,
         fsync: args.fsync,
         blocks: args.blocks,
-        capacity: args.capacity,
+        capacity: args.capacity.unwrap_or(0),
     };
     // SIGTERM, SIGINT, SIGHUP: stop reading, finish what is in flight, save. A second
     // one exits at once (the journal still allows --restore). SIGPIPE is ignored by
@@ -267,21 +264,21 @@ pub(crate) fn run_mode(
     if args.read.wikilinks() {
         return run_wikilinks(args, &cfg, &report, input_problems);
     }
+    let mut keys = webdedup_store_spec::KeySet::dedup(args.normalization, args.blocks);
+    // MinHash band keys are a key kind of their own: a store never mixes them silently.
+    keys.meta.key_kind = webdedup_dedup::persist::key_kind(&cfg);
+    let capacity = args.capacity.map(|c| c as u64);
     let engine = args
         .store
         .as_deref()
-        .filter(|s| crate::remote::is_engine_url(s));
+        .filter(|s| s.to_str().is_some_and(StoreSpec::is_engine_url));
     let (stats, persisted) = if let Some(map) = &args.servers {
-        let open = |salt| {
-            crate::remote::open_servers(
-                map,
-                args.auth_token_file.as_deref(),
-                &cfg,
-                args.blocks,
-                args.server_timeout,
-                salt,
-            )
+        let spec = StoreSpec::Servers {
+            map: map.clone(),
+            token_file: args.auth_token_file.clone(),
+            give_up_after: std::time::Duration::from_secs(args.server_timeout),
         };
+        let open = |salt| crate::remote::open(&spec, &keys, capacity, salt);
         (
             run_on_external(args, &cfg, &stop, &report, open)?,
             Default::default(),
@@ -290,22 +287,11 @@ pub(crate) fn run_mode(
         if args.feedback {
             anyhow::bail!("feedback mode (-f) needs first-seen locations, which Redis does not keep; use the embedded store or the hash servers");
         }
-        let expected = if args.capacity > 0 {
-            args.capacity as u64
-        } else {
-            1 << 28
-        };
-        let open = |salt| {
-            crate::remote::open_redis(
-                url,
-                args.store_password_file.as_deref(),
-                args.normalization.name(),
-                &webdedup_dedup::persist::key_kind(&cfg),
-                expected,
-                args.blocks,
-                salt,
-            )
-        };
+        let spec = StoreSpec::from_store_arg(
+            url,
+            crate::remote::read_password(args.store_password_file.as_deref())?,
+        );
+        let open = |salt| crate::remote::open(&spec, &keys, capacity, salt);
         (
             run_on_external(args, &cfg, &stop, &report, open)?,
             Default::default(),
@@ -313,7 +299,7 @@ pub(crate) fn run_mode(
     } else {
         webdedup_dedup::run_persistent(&cfg, &persistence, Some(&stop), &report)?
     };
-    if let Some(path) = &args.json {
+    if args.report.json.json.is_some() {
         let mut value = serde_json::to_value(&stats)?;
         if let Some(map) = value.as_object_mut() {
             map.insert(
@@ -331,11 +317,9 @@ pub(crate) fn run_mode(
                 }),
             );
         }
-        let json = serde_json::to_string_pretty(&value)?;
-        std::fs::write(path, json + "\n")
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        args.report.write_json(&value)?;
     }
-    if !args.quiet {
+    if !args.report.quiet {
         eprint!("{}", stats.table());
         if persisted.loaded_keys > 0 {
             eprintln!(
@@ -400,14 +384,10 @@ fn run_wikilinks(
     if let Some(why) = webdedup_dedup::wikilinks::unsupported(cfg.options.near.as_ref()) {
         anyhow::bail!("{why}");
     }
-    let store = webdedup_store::MemStore::with_capacity(args.blocks, args.capacity);
+    let store = webdedup_store::MemStore::with_capacity(args.blocks, args.capacity.unwrap_or(0));
     let stats = webdedup_dedup::wikilinks::run(cfg, &store, report)?;
-    if let Some(path) = &args.json {
-        let json = serde_json::to_string_pretty(&stats)?;
-        std::fs::write(path, json + "\n")
-            .with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    if !args.quiet {
+    args.report.write_json(&serde_json::to_value(&stats)?)?;
+    if !args.report.quiet {
         eprintln!(
             "Rows read:                {}\nRows kept:                {}\nRows dropped:             {}\nRows passed through (short): {}",
             stats.paragraphs_read,

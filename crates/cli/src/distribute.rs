@@ -2,6 +2,7 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use std::io::Write;
 use std::path::PathBuf;
 use webdedup_store::distribute::{balanced, remainder, report};
 use webdedup_store::server_map::{read_servers_file, ServerMap};
@@ -21,10 +22,10 @@ pub struct DistributeArgs {
     #[arg(short = 'b', long = "blocks", value_name = "N")]
     blocks: Option<u32>,
     /// No optimisation after the remainder rule (fewest moves, uneven loads).
-    #[arg(short = 'q', long)]
+    #[arg(long, short_alias = 'q')]
     quick: bool,
     /// A fresh distribution, ignoring the current assignment.
-    #[arg(short = 'f', long)]
+    #[arg(long, short_alias = 'f')]
     full: bool,
     /// Servers file of servers to take out (they hand their blocks over).
     #[arg(short = 'E', long = "exclude", value_name = "FILE")]
@@ -36,7 +37,7 @@ pub struct DistributeArgs {
     #[arg(long)]
     knot: bool,
     /// Print the report only.
-    #[arg(short = 'd', long = "dry-run")]
+    #[arg(long = "dry-run", short_alias = 'd')]
     dry_run: bool,
 }
 
@@ -87,21 +88,25 @@ pub fn run(args: &DistributeArgs) -> Result<u8> {
         )
     }
     .map_err(|e| anyhow::anyhow!(e))?;
+    // Before the report: a map that cannot be written is refused first.
+    let text = if args.knot {
+        next.to_knot_text().map_err(anyhow::Error::msg)?
+    } else {
+        next.to_text()
+    };
     // The report goes to stderr: the seed sends the map to stdout.
     eprint!("{}", report(prev.as_ref(), &next));
     if args.dry_run {
         return Ok(crate::EXIT_OK);
     }
-    let text = if args.knot {
-        next.to_knot_text()
-    } else {
-        next.to_text()
-    };
     match &args.output {
         Some(f) => {
             std::fs::write(f, text).with_context(|| format!("cannot write {}", f.display()))?
         }
-        None => print!("{text}"),
+        None => std::io::stdout()
+            .lock()
+            .write_all(text.as_bytes())
+            .context("cannot write to stdout")?,
     }
     Ok(crate::EXIT_OK)
 }

@@ -2,10 +2,12 @@
 
 mod batch;
 mod check;
+mod conventions;
 mod convert;
 mod dedup;
 mod distribute;
 mod minhash;
+mod preflight;
 mod read_args;
 mod remote;
 mod server;
@@ -17,16 +19,9 @@ use std::process::ExitCode;
 use webdedup_formats::output::NewDirs;
 use webdedup_formats::shown::escape_controls;
 
-/// Exit status: everything read cleanly.
-pub const EXIT_OK: u8 = 0;
-/// Exit status: some input was rejected or repaired (reported on stderr); the rest
-/// was processed.
-pub const EXIT_INPUT_PROBLEMS: u8 = 1;
-/// Exit status: the run could not be done (bad usage, unwritable output, ...).
-pub const EXIT_FATAL: u8 = 2;
-/// Exit status: stopped before the end (by a signal: then 128 + its number);
-/// finish with `--restore`.
-pub const EXIT_STOPPED: u8 = 3;
+use conventions::{Reporting, Threads};
+pub use conventions::{EXIT_FATAL, EXIT_INPUT_PROBLEMS, EXIT_OK, EXIT_STOPPED};
+use webdedup_archive::{CdxCommand, WarcCommand};
 
 #[derive(Parser)]
 #[command(
@@ -64,19 +59,137 @@ enum Command {
     /// Are the servers of a block map up, and how far is a run? Exit 1 if not all is well.
     Status(status::StatusArgs),
     /// 64-bit SimHash fingerprints of documents (verticals, JSON Lines, plain text).
-    Simhash(webdedup_simhash::SimhashArgs),
+    Simhash {
+        #[command(flatten)]
+        args: webdedup_simhash::SimhashArgs,
+        #[command(flatten)]
+        threads: Threads,
+        #[command(flatten)]
+        report: Reporting,
+    },
     /// Near-duplicate documents by SimHash: all pairs within k bits, clusters, dedup,
     /// and an incremental index.
-    Similar(webdedup_simhash::SimilarArgs),
+    Similar {
+        #[command(flatten)]
+        args: webdedup_simhash::SimilarArgs,
+        #[command(flatten)]
+        threads: Threads,
+        #[command(flatten)]
+        report: Reporting,
+    },
     /// Web-archive dedup over CDX/CDXJ indexes (NutchWAX dedup-cdx, revisits, add-dates).
     #[command(subcommand)]
-    Cdx(webdedup_archive::CdxCommand),
+    Cdx(CdxCmd),
     /// WARC/ARC files: build CDX(J) indexes, rewrite repeated payloads as revisit records.
     #[command(subcommand)]
-    Warc(webdedup_archive::WarcCommand),
+    Warc(WarcCmd),
     /// Verticals to JSON Lines by the shared corpus's rules (samples, tests).
     #[command(hide = true)]
     ToJsonl(convert::ToJsonlArgs),
+}
+
+/// `webdedup cdx ...`: the archive crate's commands with the shared options.
+#[derive(Subcommand)]
+enum CdxCmd {
+    /// Print every capture whose (urlkey, digest) was already seen: all but the first
+    /// occurrence, in input order (NutchWAX dedup-cdx).
+    Dups {
+        #[command(flatten)]
+        args: webdedup_archive::DupsArgs,
+        #[command(flatten)]
+        report: Reporting,
+    },
+    /// Print the lines of WARC revisit records (NutchWAX revisits).
+    Revisits {
+        #[command(flatten)]
+        args: webdedup_archive::RevisitsArgs,
+        #[command(flatten)]
+        report: Reporting,
+    },
+    /// Every capture date of every (urlkey, digest) version, sorted by urlkey then
+    /// digest (NutchWAX add-dates input); external sort in bounded memory.
+    Dates {
+        #[command(flatten)]
+        args: webdedup_archive::DatesArgs,
+        #[command(flatten)]
+        report: Reporting,
+    },
+}
+
+/// `webdedup warc ...`: the archive crate's commands with the shared options.
+#[derive(Subcommand)]
+enum WarcCmd {
+    /// CDXJ (default) or 11-field CDX index of WARC / ARC files, as cdxj-indexer.
+    Index {
+        #[command(flatten)]
+        args: webdedup_archive::IndexArgs,
+        #[command(flatten)]
+        threads: Threads,
+        #[command(flatten)]
+        report: Reporting,
+    },
+    /// Rewrite WARC files, replacing repeated payloads by revisit records.
+    Dedup {
+        #[command(flatten)]
+        args: webdedup_archive::DedupArgs,
+        #[command(flatten)]
+        report: Reporting,
+    },
+}
+
+/// Runs a `cdx` command under the conventions.
+fn run_cdx(cmd: &CdxCmd) -> anyhow::Result<u8> {
+    let (lib, files, output, report) = match cmd {
+        CdxCmd::Dups { args, report } => (
+            CdxCommand::Dups(args.clone()),
+            &args.files,
+            &args.output,
+            report,
+        ),
+        CdxCmd::Revisits { args, report } => (
+            CdxCommand::Revisits(args.clone()),
+            &args.files,
+            &args.output,
+            report,
+        ),
+        CdxCmd::Dates { args, report } => (
+            CdxCommand::Dates(args.clone()),
+            &args.files,
+            &args.output,
+            report,
+        ),
+    };
+    let store = remote::archive_store(match &lib {
+        CdxCommand::Dups(a) => Some(&a.store),
+        _ => None,
+    })?;
+    report.run("reading indexes", files, 1, output.is_none(), || {
+        webdedup_archive::cdx_outcome(&lib, store.as_deref())
+    })
+}
+
+/// Runs a `warc` command under the conventions.
+fn run_warc(cmd: &WarcCmd) -> anyhow::Result<u8> {
+    match cmd {
+        WarcCmd::Index {
+            args,
+            threads,
+            report,
+        } => {
+            let mut a = args.clone();
+            a.threads = Some(threads.count());
+            report.run("indexing", &args.files, 1, args.output.is_none(), || {
+                webdedup_archive::warc_outcome(&WarcCommand::Index(a), None)
+            })
+        }
+        WarcCmd::Dedup { args, report } => {
+            let store = remote::archive_store(Some(&args.store))?;
+            let lib = WarcCommand::Dedup(args.clone());
+            report.run("deduplicating", &args.inputs, 1, false, || {
+                webdedup_archive::warc_outcome(&lib, store.as_deref())
+            })
+        }
+    }
 }
 
 /// Logs of long-running commands (servers) go to stderr through `tracing`;
@@ -94,25 +207,70 @@ pub fn init_logging() {
 /// The output path of a command (a file or a directory), for [`NewDirs`]: a run that
 /// fails removes the output directories it created and left empty.
 fn output_of(cmd: &Command) -> Option<&Path> {
-    use webdedup_archive::{CdxCommand, WarcCommand};
     match cmd {
         Command::Dedup(a) => Some(&a.output),
         Command::Minhash(a) => Some(&a.dedup.output),
-        Command::Cdx(CdxCommand::Dups(a)) => a.output.as_deref(),
-        Command::Cdx(CdxCommand::Revisits(a)) => a.output.as_deref(),
-        Command::Cdx(CdxCommand::Dates(a)) => a.output.as_deref(),
-        Command::Warc(WarcCommand::Index(a)) => a.output.as_deref(),
-        Command::Warc(WarcCommand::Dedup(a)) => Some(&a.output),
+        Command::Cdx(CdxCmd::Dups { args, .. }) => args.output.as_deref(),
+        Command::Cdx(CdxCmd::Revisits { args, .. }) => args.output.as_deref(),
+        Command::Cdx(CdxCmd::Dates { args, .. }) => args.output.as_deref(),
+        Command::Warc(WarcCmd::Index { args, .. }) => args.output.as_deref(),
+        Command::Warc(WarcCmd::Dedup { args, .. }) => Some(&args.output),
         _ => None,
     }
 }
 
-/// The library crates' exit codes (0, 1) as a process status; anything else is fatal.
-fn exit_code(code: i32) -> u8 {
-    u8::try_from(code)
-        .ok()
-        .filter(|&c| c <= EXIT_INPUT_PROBLEMS)
-        .unwrap_or(EXIT_FATAL)
+/// The inputs a command names on its command line (files or directories).
+fn named_inputs(cmd: &Command) -> Vec<&Path> {
+    fn paths(v: &[std::path::PathBuf]) -> Vec<&Path> {
+        v.iter().map(|p| p.as_path()).collect()
+    }
+    match cmd {
+        Command::Dedup(a) => paths(&a.input),
+        Command::Minhash(a) => paths(&a.dedup.input),
+        Command::ToJsonl(a) => paths(&a.input),
+        Command::Check(a) => [paths(&a.input), vec![a.output.as_path()]].concat(),
+        Command::Batch(b) => paths(b.input_and_work().0),
+        Command::Status(a) => a.input.iter().map(|p| p.as_path()).collect(),
+        Command::Simhash { args, .. } => paths(&args.files),
+        Command::Similar { args, .. } => paths(&args.files),
+        Command::Cdx(CdxCmd::Dups { args, .. }) => paths(&args.files),
+        Command::Cdx(CdxCmd::Revisits { args, .. }) => paths(&args.files),
+        Command::Cdx(CdxCmd::Dates { args, .. }) => {
+            [paths(&args.files), paths(&args.merge)].concat()
+        }
+        Command::Warc(WarcCmd::Index { args, .. }) => paths(&args.files),
+        Command::Warc(WarcCmd::Dedup { args, .. }) => paths(&args.inputs),
+        Command::Server(_) | Command::Distribute(_) => Vec::new(),
+    }
+}
+
+/// Before anything is created: the named inputs exist, and an input directory
+/// holds input files (nothing to do is a usage error, as a missing input is).
+fn preflight(cmd: &Command) -> anyhow::Result<()> {
+    preflight::inputs_exist(named_inputs(cmd))?;
+    match cmd {
+        Command::Dedup(a) => preflight::has_input_files(&a.input, &a.output),
+        Command::Minhash(a) => preflight::has_input_files(&a.dedup.input, &a.dedup.output),
+        Command::Check(a) => preflight::has_input_files(&a.input, &a.output),
+        Command::Batch(batch::BatchCommand::Publish(_)) => Ok(()),
+        Command::Batch(b) => {
+            let (input, work) = b.input_and_work();
+            preflight::has_input_files(input, work)
+        }
+        Command::Status(a) => match (&a.input, &a.output) {
+            (Some(i), Some(o)) => preflight::has_input_files(std::slice::from_ref(i), o),
+            _ => Ok(()),
+        },
+        _ => Ok(()),
+    }
+}
+
+/// Whether `e` comes from writing to a pipe whose reader went away.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 fn main() -> ExitCode {
@@ -125,7 +283,7 @@ fn main() -> ExitCode {
         }
     };
     let new_dirs = output_of(&cli.command).map(NewDirs::before);
-    let result = match &cli.command {
+    let result = preflight(&cli.command).and_then(|()| match &cli.command {
         Command::Dedup(args) => dedup::run(args),
         Command::Minhash(args) => minhash::run(args),
         Command::Check(args) => check::run(args),
@@ -134,23 +292,44 @@ fn main() -> ExitCode {
         Command::Distribute(args) => distribute::run(args),
         Command::Status(args) => status::run(args),
         Command::ToJsonl(args) => convert::run(args),
-        Command::Simhash(args) => webdedup_simhash::run_simhash(args).map(exit_code),
-        Command::Similar(args) => webdedup_simhash::run_similar(args).map(exit_code),
-        Command::Cdx(cmd) => remote::archive_store(match cmd {
-            webdedup_archive::CdxCommand::Dups(a) => Some(&a.store),
-            _ => None,
-        })
-        .and_then(|s| webdedup_archive::run_cdx_with_store(cmd, s.as_deref()))
-        .map(exit_code),
-        Command::Warc(cmd) => remote::archive_store(match cmd {
-            webdedup_archive::WarcCommand::Dedup(a) => Some(&a.store),
-            _ => None,
-        })
-        .and_then(|s| webdedup_archive::run_warc_with_store(cmd, s.as_deref()))
-        .map(exit_code),
-    };
+        Command::Simhash {
+            args,
+            threads,
+            report,
+        } => {
+            let mut a = args.clone();
+            a.doc.threads = Some(threads.count());
+            report.run(
+                "fingerprinting",
+                &args.files,
+                1,
+                args.output.is_none(),
+                || webdedup_simhash::simhash_outcome(&a),
+            )
+        }
+        Command::Similar {
+            args,
+            threads,
+            report,
+        } => {
+            let mut a = args.clone();
+            a.doc.threads = Some(threads.count());
+            // --dedup reads every input again to write it back.
+            let passes = if args.dedup { 2 } else { 1 };
+            let on_stdout = !args.dedup && args.output.is_none();
+            report.run("comparing", &args.files, passes, on_stdout, || {
+                webdedup_simhash::similar_outcome(&a)
+            })
+        }
+        Command::Cdx(cmd) => run_cdx(cmd),
+        Command::Warc(cmd) => run_warc(cmd),
+    });
     match result {
         Ok(code) => ExitCode::from(code),
+        // `webdedup ... | head`: the reader has what it wanted. Quiet, status 0,
+        // as ripgrep and the Unix tools (the runtime ignores SIGPIPE, so a write
+        // to a closed pipe is an error, and every command's ends up here).
+        Err(e) if is_broken_pipe(&e) => ExitCode::from(EXIT_OK),
         Err(e) => {
             // Errors name files and may quote input: never raw control bytes.
             let msg = format!("{e:#}");
@@ -160,5 +339,131 @@ fn main() -> ExitCode {
             }
             ExitCode::from(EXIT_FATAL)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::CommandFactory;
+
+    /// Every argument (options and positionals) of every command and subcommand, and
+    /// every subcommand, has a description in `--help` (issue 19).
+    #[test]
+    fn every_argument_of_every_command_has_help() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for a in cmd.get_arguments() {
+                let id = a.get_id().as_str();
+                if a.is_hide_set() || id == "help" || id == "version" {
+                    continue;
+                }
+                let help = a.get_help().or(a.get_long_help()).map(|h| h.to_string());
+                if help.is_none_or(|h| h.trim().is_empty()) {
+                    let name = a
+                        .get_long()
+                        .map(|l| format!("--{l}"))
+                        .unwrap_or_else(|| id.to_uppercase());
+                    missing.push(format!("{path} {name}"));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                let sub_path = format!("{path} {}", sub.get_name());
+                if sub.get_about().is_none() && sub.get_long_about().is_none() {
+                    missing.push(format!("{sub_path} (the command itself)"));
+                }
+                walk(sub, &sub_path, missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&Cli::command(), "webdedup", &mut missing);
+        assert!(
+            missing.is_empty(),
+            "{} arguments without a description:\n{}",
+            missing.len(),
+            missing.join("\n")
+        );
+    }
+
+    /// The shared options mean one thing everywhere (docs/cli.md): every command
+    /// that runs over inputs has `-q/--quiet`, `--progress` and `--json`, every one
+    /// that works on threads `-t/--threads`, all from the conventions' groups; no
+    /// command gives `-q`, `-t` or `--json` another meaning.
+    #[test]
+    fn every_command_follows_the_conventions() {
+        let cli = Cli::command();
+        let find = |path: &[&str]| {
+            let mut c = &cli;
+            for p in path {
+                c = c.find_subcommand(p).unwrap_or_else(|| panic!("no {p}"));
+            }
+            c.clone()
+        };
+        let reporting = [
+            vec!["dedup"],
+            vec!["check"],
+            vec!["batch", "run"],
+            vec!["simhash"],
+            vec!["similar"],
+            vec!["cdx", "dups"],
+            vec!["cdx", "revisits"],
+            vec!["cdx", "dates"],
+            vec!["warc", "index"],
+            vec!["warc", "dedup"],
+        ];
+        let threads = [
+            vec!["dedup"],
+            vec!["batch", "run"],
+            vec!["simhash"],
+            vec!["similar"],
+            vec!["warc", "index"],
+        ];
+        let arg =
+            |c: &clap::Command, id: &str| c.get_arguments().find(|a| a.get_id() == id).cloned();
+        for path in &reporting {
+            let c = find(path);
+            let q = arg(&c, "quiet").unwrap_or_else(|| panic!("{path:?} has no --quiet"));
+            assert_eq!(q.get_short(), Some('q'), "{path:?}");
+            assert!(arg(&c, "progress").is_some(), "{path:?} has no --progress");
+            assert!(arg(&c, "json").is_some(), "{path:?} has no --json");
+        }
+        for path in &threads {
+            let c = find(path);
+            let t = arg(&c, "threads").unwrap_or_else(|| panic!("{path:?} has no --threads"));
+            assert_eq!(t.get_short(), Some('t'), "{path:?}");
+        }
+        // Everywhere: a short flag means one thing (the old meanings of server's
+        // -i/-o/-s, distribute's -q/-f/-d and check's -n are hidden aliases), and
+        // --json takes FILE|-.
+        fn walk(c: &clap::Command, path: String) {
+            for a in c.get_arguments() {
+                let long = match a.get_short() {
+                    Some('q') => "quiet",
+                    Some('t') => "threads",
+                    Some('n') => "near",
+                    Some('f') => "feedback",
+                    Some('d') => "dd",
+                    Some('i') => "input",
+                    Some('o') => "output",
+                    Some('s') => "servers",
+                    _ => continue,
+                };
+                assert_eq!(a.get_long(), Some(long), "{path}: -{:?}", a.get_short());
+            }
+            for a in c.get_arguments() {
+                if a.get_long() == Some("json") {
+                    let names = a.get_value_names().map(|v| v.to_vec());
+                    assert_eq!(names, Some(vec!["FILE|-".into()]), "{path} --json");
+                }
+            }
+            for s in c.get_subcommands() {
+                walk(s, format!("{path} {}", s.get_name()));
+            }
+        }
+        walk(&cli, "webdedup".into());
+    }
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
     }
 }

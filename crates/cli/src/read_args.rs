@@ -13,7 +13,7 @@ pub struct ReadArgs {
     /// Input format: `auto` (sniffed from each file's first bytes: `{` JSON Lines,
     /// else vertical), `vertical`, `jsonl`, or `wikilinks` (never sniffed; `dedup`
     /// only).
-    #[arg(long = "input-format", visible_alias = "format", default_value = "auto", value_name = "FORMAT",
+    #[arg(long = "input-format", alias = "format", default_value = "auto", value_name = "FORMAT",
           value_parser = ["auto", "vertical", "vert", "jsonl", "json", "wikilinks"])]
     pub input_format: String,
     /// JSON Lines: the field holding the text (a dotted path reaches nested fields).

@@ -1,19 +1,13 @@
-//! External stores for the CLI: `--store redis://...` (Redis / Valkey), and the
-//! run salt that keeps one run's retry records from answering another.
+//! External stores for the CLI (`--store redis://...`, `--servers MAP`), opened
+//! through `webdedup_store_spec`, and the run salt that keeps one run's retry
+//! records from answering another.
 
 use anyhow::{Context, Result};
 use std::path::Path;
-use webdedup_redis::{RedisSettings, RedisStore};
+use webdedup_formats::shown::escape_controls;
 use webdedup_store::Store;
-
-/// Whether `--store` names an external engine rather than a directory.
-pub fn is_engine_url(store: &Path) -> bool {
-    store.to_str().is_some_and(|s| {
-        ["redis://", "rediss://", "valkey://", "valkeys://"]
-            .iter()
-            .any(|p| s.starts_with(p))
-    })
-}
+pub use webdedup_store_spec::read_password;
+use webdedup_store_spec::{KeySet, OpenOptions, StoreSpec};
 
 /// The file in an output directory that holds its run's salt.
 pub const RUN_ID_FILE: &str = ".webdedup.run-id";
@@ -42,77 +36,34 @@ pub fn run_salt(output: &Path, restore: bool) -> Result<u64> {
     Ok(salt)
 }
 
-/// Reads a password file (first line, trimmed).
-pub fn read_password(file: Option<&Path>) -> Result<Option<String>> {
-    file.map(|f| {
-        std::fs::read_to_string(f)
-            .with_context(|| format!("cannot read password file {}", f.display()))
-            .map(|s| s.lines().next().unwrap_or("").trim().to_owned())
-    })
-    .transpose()
-}
-
-/// Opens `url` for keys of `key_kind` normalized with `normalization`.
-#[allow(clippy::too_many_arguments)]
-pub fn open_redis(
-    url: &Path,
-    password_file: Option<&Path>,
-    normalization: &str,
-    key_kind: &str,
-    expected_keys: u64,
-    blocks: u32,
+/// Opens the store `spec` for `keys`, printing what the user should know about it
+/// (e.g. the layout a new Redis key set got).
+pub fn open(
+    spec: &StoreSpec,
+    keys: &KeySet,
+    capacity: Option<u64>,
     salt: u64,
 ) -> Result<Box<dyn Store>> {
-    let url = url.to_str().context("the store URL is not UTF-8")?;
-    let password = read_password(password_file)?;
-    let settings = RedisSettings::for_keys("xxh3-64", normalization, key_kind, expected_keys);
-    let store = RedisStore::open(url, password.as_deref(), settings, blocks, salt)
-        .with_context(|| format!("cannot use the store {url}"))?;
-    Ok(Box::new(store))
+    let opened = spec.open(keys, &OpenOptions { capacity, salt })?;
+    if let Some(note) = opened.note {
+        eprintln!("webdedup: note: {}", escape_controls(&note));
+    }
+    Ok(opened.store)
 }
 
-/// The key set of `cdx dups` / `warc dedup`: one (urlkey, payload digest) key per
-/// version, the same in both commands, so they may share a database.
-pub const ARCHIVE_KEY_KIND: &str = "url+digest-v1 (urlkey SPACE digest; xxh3 seed url+dgst)";
-
-/// The external store a `cdx` / `warc` command names with `--store`, if any.
+/// The external store a `cdx` / `warc` command names with `--store`, if any: the
+/// archive key set (its own namespace, so a database `dedup` uses too is shared
+/// without clashes).
 pub fn archive_store(args: Option<&webdedup_archive::StoreArgs>) -> Result<Option<Box<dyn Store>>> {
     let Some(a) = args else { return Ok(None) };
     let Some(url) = &a.store else { return Ok(None) };
-    if !is_engine_url(Path::new(url)) {
+    if !StoreSpec::is_engine_url(url) {
         anyhow::bail!("--store takes a redis://, valkey:// or rediss:// URL here, not '{url}'");
     }
-    // Archive requests carry no batch identity: no salt needed.
-    open_redis(
-        Path::new(url),
-        a.store_password_file.as_deref(),
-        "none",
-        ARCHIVE_KEY_KIND,
-        1 << 28,
-        webdedup_store::DEFAULT_BLOCKS,
-        0,
-    )
-    .map(Some)
-}
-
-/// `dedup -s MAP`: the hash servers of a block map as the store.
-pub fn open_servers(
-    map: &Path,
-    token: Option<&Path>,
-    cfg: &webdedup_dedup::RunConfig,
-    blocks: u32,
-    timeout_seconds: u64,
-    salt: u64,
-) -> Result<Box<dyn Store>> {
-    let server_map =
-        webdedup_store::server_map::ServerMap::read(map).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let opts = webdedup_net::ClientOptions {
-        secret: token.map(webdedup_net::auth::Secret::read).transpose()?,
-        give_up_after: std::time::Duration::from_secs(timeout_seconds),
-        ..Default::default()
+    let spec = StoreSpec::Redis {
+        url: url.clone(),
+        password: read_password(a.store_password_file.as_deref())?,
     };
-    let meta = webdedup_dedup::persist::store_meta(cfg, blocks);
-    let store = webdedup_net::RemoteStore::connect(server_map, meta, opts, salt)
-        .with_context(|| format!("cannot use the servers of {}", map.display()))?;
-    Ok(Box::new(store))
+    // Archive requests carry no batch identity: no salt needed.
+    open(&spec, &KeySet::archive(), None, 0).map(Some)
 }

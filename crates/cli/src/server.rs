@@ -31,10 +31,10 @@ pub struct ServerArgs {
     #[arg(long, value_name = "FILE")]
     from_map: Option<PathBuf>,
     /// Load the keys saved in FILE at start (a snapshot).
-    #[arg(short = 'i', long = "load", value_name = "FILE")]
+    #[arg(long = "load", short_alias = 'i', value_name = "FILE")]
     load: Option<PathBuf>,
     /// Save the keys to FILE on SIGHUP (and go on) and on SIGTERM / SIGINT (and stop).
-    #[arg(short = 'o', long = "save", value_name = "FILE")]
+    #[arg(long = "save", short_alias = 'o', value_name = "FILE")]
     save: Option<PathBuf>,
     /// The journal (default: SAVE.journal). Replayed at start if present: no
     /// acknowledged key is lost when the server is killed.
@@ -45,7 +45,7 @@ pub struct ServerArgs {
     #[arg(long, default_value = "batch", value_name = "MODE")]
     fsync: SyncMode,
     /// Preallocate room for about N keys.
-    #[arg(short = 's', long, default_value_t = 0, value_name = "N")]
+    #[arg(long, short_alias = 's', default_value_t = 0, value_name = "N")]
     capacity: usize,
     /// Serve KNOT clients (the one-hash protocol): the store holds their hashes
     /// (settings fixed now, workers are refused), and a connection that does not

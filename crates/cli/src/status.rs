@@ -1,8 +1,9 @@
 //! `webdedup status` (the seed's `dedup_check.py`): are the servers of a map up,
 //! and how far is a run over an input directory?
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use webdedup_dedup::runner::{list_inputs, log_path, output_path};
 use webdedup_formats::output::OutputCompression;
@@ -14,16 +15,16 @@ pub struct StatusArgs {
     map: Option<PathBuf>,
     /// Input directory of the run (with --output: count finished outputs).
     #[arg(short = 'i', long, value_name = "DIR", requires = "output")]
-    input: Option<PathBuf>,
+    pub(crate) input: Option<PathBuf>,
     /// Output directory of the run.
     #[arg(short = 'o', long, value_name = "DIR", requires = "input")]
-    output: Option<PathBuf>,
+    pub(crate) output: Option<PathBuf>,
     /// The servers' shared secret.
     #[arg(long, value_name = "FILE")]
     auth_token_file: Option<PathBuf>,
-    /// Print the findings as JSON.
-    #[arg(long)]
-    json: bool,
+    // The findings as JSON (`--json -`: on standard output instead of the table).
+    #[command(flatten)]
+    json: crate::conventions::JsonOut,
 }
 
 #[derive(Default, serde::Serialize)]
@@ -100,18 +101,19 @@ pub fn run(args: &StatusArgs) -> Result<u8> {
         }
         _ => None,
     };
-    if args.json {
-        let v = serde_json::json!({ "servers": servers, "files": counts, "ok": !wrong });
-        println!("{}", serde_json::to_string_pretty(&v)?);
-    } else {
+    // Written as a whole, so a closed pipe is one error (never a panic).
+    let mut text = String::new();
+    args.json
+        .write(&serde_json::json!({ "servers": servers, "files": counts, "ok": !wrong }))?;
+    if !args.json.to_stdout() {
         if !servers.is_empty() {
-            println!(
-                "{:<28} {:<10} {:>14} {:<8} NOTE",
+            text += &format!(
+                "{:<28} {:<10} {:>14} {:<8} NOTE\n",
                 "SERVER", "STATE", "KEYS", "JOURNAL"
             );
             for r in &servers {
-                println!(
-                    "{:<28} {:<10} {:>14} {:<8} {}",
+                text += &format!(
+                    "{:<28} {:<10} {:>14} {:<8} {}\n",
                     r.server,
                     r.state,
                     r.keys.map_or("-".into(), |k| k.to_string()),
@@ -122,8 +124,8 @@ pub fn run(args: &StatusArgs) -> Result<u8> {
             }
         }
         if let Some(c) = &counts {
-            println!(
-                "Files: {} total, {} finished ({:.1}%), {} unfinished ({:.1}%), {} missing ({:.1}%)",
+            text += &format!(
+                "Files: {} total, {} finished ({:.1}%), {} unfinished ({:.1}%), {} missing ({:.1}%)\n",
                 c.total,
                 c.finished,
                 pct(c.finished, c.total),
@@ -134,6 +136,10 @@ pub fn run(args: &StatusArgs) -> Result<u8> {
             );
         }
     }
+    std::io::stdout()
+        .lock()
+        .write_all(text.as_bytes())
+        .context("cannot write to stdout")?;
     Ok(if wrong {
         crate::EXIT_INPUT_PROBLEMS
     } else {

@@ -80,7 +80,8 @@ fn control_bytes_of_the_input_never_reach_the_terminal() {
         (
             "warc index, file name",
             vec![os("warc"), os("index"), missing.as_os_str()],
-            1,
+            // A missing input is a usage error (issue 19), still escaped.
+            2,
         ),
         (
             "warc dedup",

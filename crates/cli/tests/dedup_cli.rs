@@ -408,7 +408,7 @@ fn usage_errors_exit_with_status_2() {
     let o = webdedup(&["dedup", "-i", "/nonexistent/input", "-o", "/tmp/x"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        stderr(&o).contains("cannot list input /nonexistent/input"),
+        stderr(&o).contains("cannot read input /nonexistent/input"),
         "{}",
         stderr(&o)
     );

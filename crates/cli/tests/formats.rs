@@ -338,6 +338,7 @@ fn feedback_on_jsonl_is_confirmed_by_check_exact_and_near() {
                     "-o",
                     s(&out),
                     "--json",
+                    "-",
                 ],
                 check_extra,
             ]

@@ -73,6 +73,7 @@ fn feedback_mode_writes_dropped_paragraphs_with_references_that_check_confirms()
         "-o",
         output.to_str().unwrap(),
         "--json",
+        "-",
     ]);
     assert!(c.status.success(), "{}", stderr(&c));
     let report: serde_json::Value = serde_json::from_slice(&c.stdout).unwrap();
@@ -116,6 +117,7 @@ fn check_over_a_feedback_run_of_the_sample_finds_no_mismatch() {
             "-o",
             out.to_str().unwrap(),
             "--json",
+            "-",
         ];
         if mode == "near" {
             check.push("--near");

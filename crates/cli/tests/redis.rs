@@ -343,3 +343,188 @@ fn cdx_dups_on_redis_equals_the_embedded_store() {
     let again = webdedup(&["cdx", "dups", "--store", &node.url(), f.to_str().unwrap()]);
     assert_eq!(String::from_utf8_lossy(&again.stdout).lines().count(), 5);
 }
+
+/// A WARC response record (uncompressed).
+fn warc_response(uri: &str, date: &str, body: &str) -> Vec<u8> {
+    let block = format!("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n{body}");
+    format!(
+        "WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: {uri}\r\nWARC-Date: {date}\r\n\
+         WARC-Record-ID: <urn:uuid:{uri}-{date}>\r\nContent-Type: application/http; msgtype=response\r\n\
+         Content-Length: {}\r\n\r\n{block}\r\n\r\n",
+        block.len()
+    )
+    .into_bytes()
+}
+
+/// Issue 19, the README's flow: after `dedup --store redis://X`, `cdx dups --store
+/// redis://X` and `warc dedup --store redis://X` work on the same database. Their
+/// key sets live in namespaces of their own (no settings the user never chose
+/// clash, no keys mix), and each command finds its own keys again.
+#[test]
+fn dedup_cdx_and_warc_share_one_database_without_clashing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let node = Node::start(false);
+    let url = node.url();
+    let o = dedup(&sample_dir(), &tmp.path().join("out"), &["--store", &url]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+
+    let mut cdx = String::new();
+    for (d, k) in [
+        ("20071001", "abc"),
+        ("20071002", "abc"),
+        ("20071003", "def"),
+    ] {
+        cdx += &format!(
+            "org,example)/ {d} http://example.org/ text/html 200 {k} - - 100 0 a.warc.gz\n"
+        );
+    }
+    let f = tmp.path().join("crawl-1.cdx");
+    std::fs::write(&f, cdx).unwrap();
+    let mem = webdedup(&["cdx", "dups", f.to_str().unwrap()]);
+    let red = webdedup(&["cdx", "dups", "--store", &url, f.to_str().unwrap()]);
+    assert_eq!(red.status.code(), Some(0), "{}", stderr(&red));
+    assert_eq!(red.stdout, mem.stdout, "the dedup keys must not leak in");
+
+    let body = "a page long enough that its revisit record is smaller ".repeat(20);
+    let warc = tmp.path().join("in.warc");
+    let mut bytes = warc_response("http://example.org/a", "2024-01-01T00:00:00Z", &body);
+    bytes.extend(warc_response(
+        "http://example.org/b",
+        "2024-01-02T00:00:00Z",
+        &body,
+    ));
+    std::fs::write(&warc, bytes).unwrap();
+    let o = webdedup(&[
+        "warc",
+        "dedup",
+        "--store",
+        &url,
+        "-i",
+        warc.to_str().unwrap(),
+        "-o",
+        tmp.path().join("wout/").to_str().unwrap(),
+        "--locations",
+        tmp.path().join("firsts.tsv").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(read(tmp.path().join("wout/in.warc")).contains("WARC-Type: revisit"));
+
+    // The dedup key set is untouched: a second crawl run finds the first one's keys.
+    let o = dedup(&sample_dir(), &tmp.path().join("again"), &["--store", &url]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(read(tmp.path().join("again/cc-2024-33/part-00000.vert.dedup")).is_empty());
+    // Two namespaces, each with its settings.
+    assert!(cli(node.port, &["HGET", "wd:settings", "key_kind"]).starts_with("vertical"));
+    assert!(cli(node.port, &["HGET", "wd:archive:settings", "key_kind"]).starts_with("url+digest"));
+}
+
+/// Issue 19: a database first used with `--capacity N` keeps its layout; a run that
+/// does not name one adopts it, a run naming another is refused with a message that
+/// names the flag.
+#[test]
+fn a_layout_is_adopted_unless_another_is_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let node = Node::start(false);
+    let url = node.url();
+    let run = |name: &str, extra: &[&str]| {
+        let mut args = vec!["--store", url.as_str()];
+        args.extend_from_slice(extra);
+        dedup(&sample_dir(), &tmp.path().join(name), &args)
+    };
+    let o = run("a", &["--capacity", "100000"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let layout = cli(node.port, &["HGET", "wd:settings", "layout"]);
+    let o = run("b", &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = run("c", &["--capacity", "100000"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = run("d", &["--capacity", "500000000"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--capacity"), "{}", stderr(&o));
+    assert_eq!(cli(node.port, &["HGET", "wd:settings", "layout"]), layout);
+}
+
+/// Issue 19: without `--capacity`, a small run does not pay for hundreds of
+/// thousands of buckets (2^28 keys were assumed: a bucket of its own for almost
+/// every key of the sample, about 75 bytes a key), and the user is told which
+/// layout a new database got.
+#[test]
+fn a_small_run_without_capacity_costs_few_bytes_a_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let node = Node::start(false);
+    let o = dedup(
+        &sample_dir(),
+        &tmp.path().join("out"),
+        &["--store", &node.url()],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("laid out for about 1,048,576 keys"),
+        "{}",
+        stderr(&o)
+    );
+    let json = tmp.path().join("stats.json");
+    let o = dedup(
+        &sample_dir(),
+        &tmp.path().join("embedded"),
+        &["--json", json.to_str().unwrap()],
+    );
+    assert!(o.status.success());
+    let stats: serde_json::Value = serde_json::from_str(&read(&json)).unwrap();
+    let keys = stats["keys_stored"].as_u64().unwrap();
+    // What the key set costs: every key of it (buckets and retry records), as Redis
+    // counts them (not the server's own overhead).
+    let bytes: u64 = cli(
+        node.port,
+        &[
+            "EVAL",
+            "local t = 0 for _, k in ipairs(redis.call('KEYS', 'wd:*')) do \
+             t = t + redis.call('MEMORY', 'USAGE', k) end return t",
+            "0",
+        ],
+    )
+    .trim()
+    .parse()
+    .unwrap();
+    let per_key = bytes as f64 / keys as f64;
+    assert!(per_key < 30.0, "{per_key:.1} bytes a key for {keys} keys");
+}
+
+/// Issue 19: Redis keeps no key count, so the summary says so instead of
+/// "Keys stored: 0" (the embedded store's summary counts them).
+#[test]
+fn the_redis_summary_does_not_claim_zero_keys() {
+    let tmp = tempfile::tempdir().unwrap();
+    let node = Node::start(false);
+    let sample = sample_dir().join("cc-2023-14");
+    let out = tmp.path().join("out");
+    let url = node.url();
+    let args = [
+        "dedup",
+        "-i",
+        sample.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    let o = webdedup(&[&args[..], &["--store", &url]].concat());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("Keys stored:              not counted"),
+        "{err}"
+    );
+    assert!(!err.contains("Keys stored:              0 "), "{err}");
+    let out2 = tmp.path().join("out2");
+    let embedded = [
+        "dedup",
+        "-i",
+        sample.to_str().unwrap(),
+        "-o",
+        out2.to_str().unwrap(),
+    ];
+    let o = webdedup(&embedded);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    let line = err.lines().find(|l| l.starts_with("Keys stored:")).unwrap();
+    assert!(line.contains("bytes per key"), "{line}");
+}

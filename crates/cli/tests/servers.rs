@@ -646,11 +646,11 @@ fn listening_beyond_loopback_needs_a_token_and_status_reports_a_dead_server() {
     ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--auth-token-file"), "{}", stderr(&o));
-    // Nobody listening: status says crashed and exits non-zero.
+    // Nobody listening: status says stopped and exits non-zero.
     let o = webdedup(&["status", "-m", map.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.contains("crashed"), "{out}");
+    assert!(out.contains("stopped"), "{out}");
     // A worker gives up on it with an error naming it.
     let o = worker(
         &sample_dir(),
@@ -712,18 +712,22 @@ fn distribute_writes_maps_servers_use_and_prints_the_seeds_report() {
         stderr(&o),
         "Servers: 2 -> 10\nBlocks to be redistributed: 1599 (79.99%)\nAverage aberrancy: 0 blocks(0.0450225%)\nMax. aberrancy: 1 blocks(0.050025%)\n"
     );
-    // The KNOT layout reads back as the same map.
+    // The KNOT layout (one port for all servers) reads back as the same map.
+    let hosts: String = (1..=10).map(|i| format!("127.0.0.{i}:1234\n")).collect();
+    std::fs::write(d.join("hosts"), hosts).unwrap();
+    let o = webdedup(&["distribute", "-s", &p("hosts"), "-o", &p("h10")]);
+    assert!(o.status.success(), "{}", stderr(&o));
     let o = webdedup(&[
         "distribute",
         "-i",
-        &p("m10"),
+        &p("h10"),
         "--knot",
         "-o",
-        &p("m10.knot"),
+        &p("h10.knot"),
     ]);
-    assert!(o.status.success());
-    let knot = ServerMap::read(&d.join("m10.knot")).unwrap();
-    assert_eq!(knot.owner, ServerMap::read(&d.join("m10")).unwrap().owner);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let knot = ServerMap::read(&d.join("h10.knot")).unwrap();
+    assert_eq!(knot.owner, ServerMap::read(&d.join("h10")).unwrap().owner);
     // The block count is fixed once used.
     let o = webdedup(&["distribute", "-i", &p("m2"), "-b", "7"]);
     assert_eq!(o.status.code(), Some(2));
@@ -744,6 +748,7 @@ fn check(input: &Path, out: &Path, near: bool) -> serde_json::Value {
     let mut args = vec![
         "check",
         "--json",
+        "-",
         "-i",
         input.to_str().unwrap(),
         "-o",

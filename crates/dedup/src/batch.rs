@@ -173,6 +173,25 @@ impl BatchConfig {
     }
 }
 
+/// The task count a work directory was made with (`tasks=` of `WORK/settings`), if
+/// it has settings: the phases after the first need not be told it again.
+pub fn recorded_task_count(work: &Path) -> Result<Option<usize>> {
+    let path = work.join("settings");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    text.lines()
+        .find_map(|l| l.strip_prefix("tasks="))
+        .map(|n| {
+            n.trim()
+                .parse()
+                .with_context(|| format!("{}: bad tasks= line", path.display()))
+        })
+        .transpose()
+}
+
 /// A temporary name beside `path`, unique to this process and call: two copies of
 /// one task (a retry, a speculative copy) may run at once, and must not write into
 /// each other's files.

@@ -91,6 +91,27 @@ pub struct NearOptions {
     pub rules: NearRules,
 }
 
+impl NearOptions {
+    /// The limits every front door (`dedup`, `check`, Python's `Dedup`) enforces,
+    /// in one place: `ngram` from 1 to 64 words, `threshold` at least 0 and below 1.
+    /// The message names the values as the command line does (`--ngram`).
+    pub fn validate(&self) -> Result<(), String> {
+        if !(1..=64).contains(&self.ngram) {
+            return Err(format!(
+                "--ngram must be between 1 and 64, not {}",
+                self.ngram
+            ));
+        }
+        if !(0.0..1.0).contains(&self.threshold) {
+            return Err(format!(
+                "--threshold must be at least 0 and below 1, not {}",
+                self.threshold
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl Default for NearOptions {
     fn default() -> Self {
         NearOptions {

@@ -4,6 +4,7 @@
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use webdedup_formats::summary::thousands;
 
 /// Counts of one chunk (summed into [`RunStats`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -73,6 +74,8 @@ pub struct RunStats {
     /// Reported input problems by kind.
     pub issues: BTreeMap<String, u64>,
     pub keys_stored: u64,
+    /// Whether `keys_stored` is a count (false on Redis, which keeps none).
+    pub keys_counted: bool,
     pub store_bytes: u64,
     pub bytes_per_key: f64,
     pub mb_per_second: f64,
@@ -110,6 +113,7 @@ impl RunStats {
     pub fn finish(&mut self, seconds: f64, keys: u64, store_bytes: u64) {
         self.seconds = seconds;
         self.keys_stored = keys;
+        self.keys_counted = true;
         self.store_bytes = store_bytes;
         self.bytes_per_key = if keys > 0 {
             store_bytes as f64 / keys as f64
@@ -206,12 +210,19 @@ impl RunStats {
             "Throughput:               {:.1} MB/s",
             self.mb_per_second
         );
-        let _ = writeln!(
-            s,
-            "Keys stored:              {} ({:.2} bytes per key)",
-            n(self.keys_stored),
-            self.bytes_per_key
-        );
+        if self.keys_counted {
+            let _ = writeln!(
+                s,
+                "Keys stored:              {} ({:.2} bytes per key)",
+                n(self.keys_stored),
+                self.bytes_per_key
+            );
+        } else {
+            let _ = writeln!(
+                s,
+                "Keys stored:              not counted by this store (Redis keeps no count)"
+            );
+        }
         if !self.issues.is_empty() {
             let list: Vec<String> = self
                 .issues
@@ -222,18 +233,6 @@ impl RunStats {
         }
         s
     }
-}
-
-fn thousands(v: u64) -> String {
-    let digits = v.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 #[cfg(test)]

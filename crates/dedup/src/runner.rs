@@ -1015,5 +1015,6 @@ pub fn run_files(
         store.len(),
         store.memory_bytes(),
     );
+    stats.keys_counted = store.counts_keys();
     Ok(stats)
 }

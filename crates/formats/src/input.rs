@@ -15,13 +15,42 @@
 //!   else is read as is. Streams (standard input, pipes) are read through a
 //!   [`StopAware`] reader when the caller has a stop flag: a signal then ends a read
 //!   that waits for a writer, where a blocking `open`/`read` would ignore it.
+//! * **How far it is** ([`bytes_read`]): every byte read from an input (as stored,
+//!   before decompression) is counted in one process-wide counter, so a progress
+//!   bar can follow any command without the command reporting to it.
 
 use std::fs::{self, File};
 use std::io::{self, BufRead, BufReader, Read};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::os::unix::io::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// Bytes read from inputs by this process (see [`bytes_read`]).
+static BYTES_READ: AtomicU64 = AtomicU64::new(0);
+
+/// Bytes read from inputs by this process so far, as stored (compressed bytes of
+/// a compressed file): what a progress bar shows against the inputs' sizes. Only
+/// ever grows; a command that reads its inputs twice counts them twice.
+pub fn bytes_read() -> u64 {
+    BYTES_READ.load(Ordering::Relaxed)
+}
+
+/// Adds `n` to [`bytes_read`], for readers that open inputs themselves (WARC).
+pub fn count_bytes_read(n: usize) {
+    BYTES_READ.fetch_add(n as u64, Ordering::Relaxed);
+}
+
+/// A reader that counts what it reads in [`bytes_read`].
+struct Counting<R>(R);
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.0.read(buf)?;
+        count_bytes_read(n);
+        Ok(n)
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Compression {
@@ -347,7 +376,7 @@ pub fn open_file<'a>(
     stop: Option<&'a AtomicBool>,
 ) -> io::Result<(Box<dyn Read + Send + 'a>, Compression)> {
     if file.is_stdin() {
-        let stdin = StopAware::new(StdinFd(io::stdin()), stop);
+        let stdin = Counting(StopAware::new(StdinFd(io::stdin()), stop));
         return decode(BufReader::with_capacity(1 << 16, stdin));
     }
     open_path(&file.path, stop)
@@ -359,9 +388,12 @@ fn open_path<'a>(
 ) -> io::Result<(Box<dyn Read + Send + 'a>, Compression)> {
     let regular = fs::metadata(path)?.is_file();
     if regular {
-        return decode(BufReader::with_capacity(1 << 16, File::open(path)?));
+        return decode(BufReader::with_capacity(
+            1 << 16,
+            Counting(File::open(path)?),
+        ));
     }
-    let stream = StopAware::new(open_stream(path)?, stop);
+    let stream = Counting(StopAware::new(open_stream(path)?, stop));
     decode(BufReader::with_capacity(1 << 16, stream))
 }
 

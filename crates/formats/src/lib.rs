@@ -3,11 +3,13 @@
 //! * [`input`]: the one input layer: files, directories and `-` listed, plain,
 //!   gzip or zstd streams opened (detected by magic bytes).
 //! * [`output`]: writing outputs atomically, optionally compressed.
+//! * [`output_plan`]: one output per input file, never two inputs to one output.
 //! * [`doc`]: documents whatever the format: the events a format's reader sends
 //!   ([`doc::DocSink`]) and the formats ([`doc::DocFormat`], sniffing).
 //! * [`jsonl`]: JSON Lines documents (text, id, URL, title fields).
 //! * [`convert`]: verticals to JSON Lines (the shared corpus's rules), for samples
 //!   and the equivalence tests.
+//! * [`summary`]: a run's summary line and JSON figures, one way for every command.
 //! * [`shown`]: input quoted in messages, with control characters escaped.
 //! * [`vertical`]: the vertical format (one token per line, `<doc>` / `<p>`
 //!   structures), read in chunks that end at document boundaries.
@@ -19,7 +21,9 @@ pub mod doc;
 pub mod input;
 pub mod jsonl;
 pub mod output;
+pub mod output_plan;
 pub mod shown;
+pub mod summary;
 pub mod vertical;
 pub mod warc;
 

@@ -190,6 +190,7 @@ impl Read for Counted {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.inner.read(buf)?;
         self.pos += n as u64;
+        crate::input::count_bytes_read(n);
         Ok(n)
     }
 }
@@ -201,6 +202,7 @@ impl BufRead for Counted {
     fn consume(&mut self, amt: usize) {
         self.inner.consume(amt);
         self.pos += amt as u64;
+        crate::input::count_bytes_read(amt);
     }
 }
 

@@ -89,9 +89,9 @@ fn main() {
 
     let _: () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
     let before = used_memory(&mut con);
-    let settings = RedisSettings::for_keys("xxh3-64", "bench", "random", n as u64);
-    let bits = settings.bucket_bits;
+    let settings = RedisSettings::for_keys("xxh3-64", "bench", "random", Some(n as u64));
     let store = RedisStore::open(url, None, settings, webdedup_store::DEFAULT_BLOCKS, 0).unwrap();
+    let bits = store.bucket_bits();
     run(
         &format!("redis buckets ({bits} bits)"),
         n,

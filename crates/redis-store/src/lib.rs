@@ -4,14 +4,25 @@
 //!
 //! A plain `SET key NX` costs about 68 bytes a key on Redis 7. Here the top
 //! `bucket_bits` of a key choose a *bucket*, a Redis set named
-//! `wd:{T}:B` (B the bucket number in hex, T = B mod 16 its hash tag), and the
+//! `wd:{T}:B` (B the bucket number in hex, T = B mod 16 its hash tag; `wd:NS:{T}:B`
+//! in a namespace, see below), and the
 //! remaining `64 - bucket_bits` bits are the member, written as a decimal integer.
 //! Redis keeps a set of integers as an *intset* (a sorted array of 8-byte
 //! integers) while it has at most `set-max-intset-entries` members, so a key costs
 //! 8 bytes plus its share of the bucket's overhead (about 60-90 bytes per bucket).
 //! `bucket_bits` is chosen at creation from the expected key count (about 1,000
-//! keys a bucket) and recorded; raise `set-max-intset-entries` to 4096 or more so
-//! buckets stay intsets as the store grows past its planned size.
+//! keys a bucket; [`DEFAULT_EXPECTED_KEYS`] when none is given) and recorded; a
+//! later open that names no count adopts it, one that names a count of another
+//! layout is refused. Raise `set-max-intset-entries` to 4096 or more so buckets
+//! stay intsets as the store grows past its planned size.
+//!
+//! # Namespaces
+//!
+//! Each key set lives under its own prefix, so the key sets of different commands
+//! (the vertical dedup keys of `webdedup dedup`, the URL+digest versions of `cdx
+//! dups` / `warc dedup`) share a database without ever mixing or refusing each
+//! other's settings: the default namespace (`""`) is `wd:` (the names of earlier
+//! versions), namespace `NS` is `wd:NS:`.
 //!
 //! # Requests
 //!
@@ -34,8 +45,9 @@
 //!
 //! # Settings
 //!
-//! `wd:settings` (a hash) holds the hash, normalization, key kind and layout;
-//! opening a database with other settings is refused, naming both values.
+//! `wd:settings` (`wd:NS:settings`) holds the hash, normalization, key kind and
+//! layout of its namespace; opening it with other settings is refused, naming both
+//! values.
 
 use parking_lot::Mutex;
 use redis::cluster::{ClusterClient, ClusterConnection};
@@ -81,39 +93,78 @@ if ttl > 0 then redis.call('SET', KEYS[1], s, 'EX', ttl) end
 return s
 "#;
 
+/// The key count a new key set is laid out for when none is given: 2,048
+/// buckets, about 180 KB of bucket overhead, so a small run costs about 8 bytes a
+/// key plus a few; every bucket stays within Redis's default
+/// `set-max-intset-entries` (512) up to about a million keys, and within 4096 up
+/// to about eight million. Larger key sets should name their size on first use.
+pub const DEFAULT_EXPECTED_KEYS: u64 = 1 << 20;
+
 /// The store's settings, recorded in the database and compared on open.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RedisSettings {
     pub hash: String,
     pub normalization: String,
     pub key_kind: String,
-    /// Top bits of a key that choose its bucket.
-    pub bucket_bits: u32,
+    /// The key set's namespace (`""`: the default one, `wd:`; else `wd:NS:`).
+    pub namespace: String,
+    /// Top bits of a key that choose its bucket; `None`: the database's (or, for a
+    /// new key set, those of [`DEFAULT_EXPECTED_KEYS`]).
+    pub bucket_bits: Option<u32>,
+}
+
+/// Top bits of a key that choose its bucket, for about `expected_keys` keys:
+/// about 1,000 keys a bucket.
+pub fn bucket_bits_for(expected_keys: u64) -> u32 {
+    let buckets = (expected_keys / 1000).max(1);
+    (64 - buckets.leading_zeros()).clamp(4, 40)
+}
+
+fn layout_text(bits: u32) -> String {
+    format!("buckets-v1 bits={bits} tags={TAGS}")
+}
+
+/// The bucket bits of a recorded layout (`buckets-v1 bits=N tags=16`).
+fn parse_layout(text: &str) -> Option<u32> {
+    let mut f = text.split_whitespace();
+    if f.next()? != "buckets-v1" {
+        return None;
+    }
+    let bits = f.next()?.strip_prefix("bits=")?.parse().ok()?;
+    (f.next()? == format!("tags={TAGS}")).then_some(bits)
 }
 
 impl RedisSettings {
-    /// Settings for about `expected_keys` keys: about 1,000 keys a bucket.
-    pub fn for_keys(hash: &str, normalization: &str, key_kind: &str, expected_keys: u64) -> Self {
-        let buckets = (expected_keys / 1000).max(1);
-        let bucket_bits = (64 - buckets.leading_zeros()).clamp(4, 40);
+    /// Settings for about `expected_keys` keys (`None`: adopt the database's
+    /// layout), in the default namespace.
+    pub fn for_keys(
+        hash: &str,
+        normalization: &str,
+        key_kind: &str,
+        expected_keys: Option<u64>,
+    ) -> Self {
         RedisSettings {
             hash: hash.into(),
             normalization: normalization.into(),
             key_kind: key_kind.into(),
-            bucket_bits,
+            namespace: String::new(),
+            bucket_bits: expected_keys.map(bucket_bits_for),
         }
     }
 
-    fn fields(&self) -> Vec<(&'static str, String)> {
-        vec![
-            ("hash", self.hash.clone()),
-            ("normalization", self.normalization.clone()),
-            ("key_kind", self.key_kind.clone()),
-            (
-                "layout",
-                format!("buckets-v1 bits={} tags={TAGS}", self.bucket_bits),
-            ),
-        ]
+    /// The same settings in namespace `ns`.
+    pub fn in_namespace(mut self, ns: &str) -> Self {
+        self.namespace = ns.into();
+        self
+    }
+
+    /// The prefix of every key of this key set.
+    fn prefix(&self) -> String {
+        if self.namespace.is_empty() {
+            "wd:".into()
+        } else {
+            format!("wd:{}:", self.namespace)
+        }
     }
 }
 
@@ -143,6 +194,12 @@ pub struct RedisStore {
     target: Target,
     describe: String,
     settings: RedisSettings,
+    /// `wd:` or `wd:NS:`.
+    prefix: String,
+    /// The layout in use (the database's, or the one this open recorded).
+    bucket_bits: u32,
+    /// Whether this open created the key set (recorded its settings).
+    created: bool,
     /// Mixed into every [`BatchId::stream`]: a fresh run must not be answered from
     /// an earlier run's records (the CLI keeps it in the output directory).
     salt: u64,
@@ -232,10 +289,14 @@ impl RedisStore {
         } else {
             Target::Node(first)
         };
-        let store = RedisStore {
+        let prefix = settings.prefix();
+        let mut store = RedisStore {
             target,
             describe,
             settings,
+            prefix,
+            bucket_bits: 0,
+            created: false,
             salt,
             pool: Mutex::new(Vec::new()),
             script: Script::new(SCRIPT),
@@ -244,6 +305,16 @@ impl RedisStore {
         store.check_settings()?;
         store.load_script()?;
         Ok(store)
+    }
+
+    /// Top bits of a key that choose its bucket, as recorded in the database.
+    pub fn bucket_bits(&self) -> u32 {
+        self.bucket_bits
+    }
+
+    /// Whether this open created the key set (nothing was recorded before).
+    pub fn created(&self) -> bool {
+        self.created
     }
 
     /// Whether the Cluster client is in use.
@@ -289,19 +360,32 @@ impl RedisStore {
         }
     }
 
-    fn check_settings(&self) -> Result<(), StoreError> {
-        let want = self.settings.fields();
+    /// Records the settings in a new key set, or compares them with the recorded
+    /// ones; a run that names no layout adopts the recorded one.
+    fn check_settings(&mut self) -> Result<(), StoreError> {
+        let key = format!("{}settings", self.prefix);
         let have: HashMap<String, String> =
-            self.with_conn(|c| redis::cmd("HGETALL").arg("wd:settings").query(c))?;
+            self.with_conn(|c| redis::cmd("HGETALL").arg(&key).query(c))?;
+        let fixed = [
+            ("hash", self.settings.hash.clone()),
+            ("normalization", self.settings.normalization.clone()),
+            ("key_kind", self.settings.key_kind.clone()),
+        ];
         if have.is_empty() {
+            self.bucket_bits = self
+                .settings
+                .bucket_bits
+                .unwrap_or_else(|| bucket_bits_for(DEFAULT_EXPECTED_KEYS));
             let mut cmd = redis::cmd("HSET");
-            cmd.arg("wd:settings");
-            for (k, v) in &want {
+            cmd.arg(&key);
+            for (k, v) in &fixed {
                 cmd.arg(*k).arg(v);
             }
+            cmd.arg("layout").arg(layout_text(self.bucket_bits));
+            self.created = true;
             return self.with_conn(|c| cmd.query::<()>(c));
         }
-        let diffs: Vec<String> = want
+        let mut diffs: Vec<String> = fixed
             .iter()
             .filter(|(k, v)| have.get(*k) != Some(v))
             .map(|(k, v)| {
@@ -311,12 +395,32 @@ impl RedisStore {
                 )
             })
             .collect();
+        let recorded = have.get("layout").map(String::as_str).unwrap_or("(none)");
+        match (parse_layout(recorded), self.settings.bucket_bits) {
+            (Some(bits), None) => self.bucket_bits = bits,
+            (Some(bits), Some(want)) if bits == want => self.bucket_bits = bits,
+            (Some(bits), Some(want)) => diffs.push(format!(
+                "layout: '{recorded}' in the database (made for about {} keys), '{}' for \
+                 the capacity this run names (--capacity): drop --capacity to use the \
+                 database's layout, or use another database for this one",
+                1000u64 << (bits - 1),
+                layout_text(want)
+            )),
+            (None, _) => diffs.push(format!(
+                "layout: '{recorded}' in the database, which this version cannot read"
+            )),
+        }
         if diffs.is_empty() {
             Ok(())
         } else {
             Err(StoreError::Mismatch(format!(
-                "{} holds a key set with other settings ({})",
+                "{} holds a key set{} with other settings ({})",
                 self.describe,
+                if self.settings.namespace.is_empty() {
+                    String::new()
+                } else {
+                    format!(" '{}'", self.settings.namespace)
+                },
                 diffs.join("; ")
             )))
         }
@@ -352,7 +456,7 @@ impl RedisStore {
     }
 
     fn bucket_of(&self, key: u64) -> (u64, u64) {
-        let bits = self.settings.bucket_bits;
+        let bits = self.bucket_bits;
         let bucket = key >> (64 - bits);
         let member = key & (u64::MAX >> bits);
         (bucket, member)
@@ -385,11 +489,12 @@ impl RedisStore {
             for (part, chunk) in items.chunks(MAX_KEYS_PER_CALL).enumerate() {
                 let record = match id {
                     Some(id) => format!(
-                        "wd:{{{tag:x}}}:r:{:x}:{:x}:{part}",
+                        "{}{{{tag:x}}}:r:{:x}:{:x}:{part}",
+                        self.prefix,
                         id.stream ^ self.salt,
                         id.seq
                     ),
-                    None => format!("wd:{{{tag:x}}}:r:-"),
+                    None => format!("{}{{{tag:x}}}:r:-", self.prefix),
                 };
                 let mut buckets: Vec<(u64, usize)> = Vec::new();
                 for &(b, _, _) in chunk {
@@ -403,7 +508,7 @@ impl RedisStore {
                     .arg(buckets.len() + 1)
                     .arg(record);
                 for &(b, _) in &buckets {
-                    cmd.arg(format!("wd:{{{:x}}}:{b:x}", b % TAGS));
+                    cmd.arg(format!("{}{{{:x}}}:{b:x}", self.prefix, b % TAGS));
                 }
                 let ttl = if id.is_some() && insert {
                     RETRY_TTL_SECONDS
@@ -540,6 +645,10 @@ impl Store for RedisStore {
         0
     }
 
+    fn counts_keys(&self) -> bool {
+        false
+    }
+
     fn memory_bytes(&self) -> u64 {
         0
     }
@@ -587,9 +696,23 @@ mod tests {
 
     #[test]
     fn bucket_bits_grow_with_the_expected_key_count() {
-        let s = |n| RedisSettings::for_keys("x", "y", "z", n).bucket_bits;
+        let s = bucket_bits_for;
         assert_eq!(s(0), 4);
         assert!(s(2_000_000) >= 10 && s(2_000_000) <= 12);
         assert!(s(1 << 36) > s(1 << 30));
+        assert_eq!(
+            RedisSettings::for_keys("x", "y", "z", None).bucket_bits,
+            None
+        );
+    }
+
+    #[test]
+    fn layouts_read_back_and_namespaces_prefix_keys() {
+        assert_eq!(parse_layout(&layout_text(19)), Some(19));
+        assert_eq!(parse_layout("buckets-v2 bits=19 tags=16"), None);
+        assert_eq!(parse_layout("buckets-v1 bits=19 tags=8"), None);
+        let s = RedisSettings::for_keys("x", "y", "z", None);
+        assert_eq!(s.prefix(), "wd:");
+        assert_eq!(s.in_namespace("archive").prefix(), "wd:archive:");
     }
 }

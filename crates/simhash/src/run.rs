@@ -14,11 +14,11 @@ use crate::input::{
 use crate::tokenize::{Fingerprinter, Settings, Tokenizer, Weights, DEFAULT_SHINGLE};
 use anyhow::{bail, Context, Result};
 use rayon::prelude::*;
-use std::collections::HashSet;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use webdedup_formats::output::{AtomicOutput, OutputCompression};
+use webdedup_formats::summary::{count, thousands, Outcome};
 
 /// Options shared by both subcommands: how documents are read and fingerprinted.
 #[derive(clap::Args, Debug, Clone)]
@@ -43,11 +43,14 @@ pub struct DocArgs {
     /// Feature weights: count (occurrences) or distinct (each distinct feature once).
     #[arg(long, default_value = "distinct", value_name = "WEIGHTS")]
     pub weights: Weights,
-    /// Worker threads (default: all cores).
-    #[arg(long, value_name = "N")]
+    /// Worker threads (default: all cores). Not an option of its own: the command
+    /// line sets it from its shared `-t/--threads`.
+    #[arg(skip)]
     pub threads: Option<usize>,
-    /// Do not print the per-line problem messages (they are still counted).
-    #[arg(long)]
+    /// Do not print the per-line problem messages (they are still counted), nor
+    /// the summary of [`run_simhash`] / [`run_similar`]. For library callers: the
+    /// command line reports problems always and shows the summary itself.
+    #[arg(skip)]
     pub quiet: bool,
 }
 
@@ -131,8 +134,9 @@ pub struct SimilarArgs {
     /// first document of each cluster survives), plus a report of what was dropped.
     #[arg(long, requires = "output_dir")]
     pub dedup: bool,
-    /// Directory for the deduplicated inputs (same file names and compression).
-    #[arg(long, value_name = "DIR")]
+    /// Directory for the deduplicated inputs (same file names and compression;
+    /// paths below the inputs' common directory when names repeat). Needs --dedup.
+    #[arg(long, value_name = "DIR", requires = "dedup")]
     pub output_dir: Option<PathBuf>,
     /// Dedup report `DROPPED_ID KEPT_ID DISTANCE FILE LINE` (default:
     /// OUTPUT_DIR/simhash-dropped.tsv).
@@ -474,8 +478,18 @@ fn expand_inputs(inputs: &[PathBuf], stdin: bool, problems: &Problems) -> Result
     Ok(files)
 }
 
-/// Entry point of `webdedup simhash`.
+/// Runs `webdedup simhash` and prints its summary (unless `quiet`); returns the
+/// exit code.
 pub fn run_simhash(args: &SimhashArgs) -> Result<i32> {
+    let o = simhash_outcome(args)?;
+    if !args.doc.quiet {
+        eprintln!("{}", o.summary());
+    }
+    Ok(o.status)
+}
+
+/// Runs `webdedup simhash`; what it did is in the [`Outcome`].
+pub fn simhash_outcome(args: &SimhashArgs) -> Result<Outcome> {
     let settings = args.doc.settings();
     let pool = args.doc.pool()?;
     let problems = Problems::new(args.doc.quiet);
@@ -527,30 +541,51 @@ pub fn run_simhash(args: &SimhashArgs) -> Result<i32> {
     )?;
     out.finish()?;
     let _ = infos;
-    if !args.doc.quiet {
-        eprintln!(
-            "webdedup simhash: {} files, {n} documents fingerprinted ({}), {} problems, {:.2} s",
-            files.len(),
-            settings.describe(),
-            problems.count(),
-            start.elapsed().as_secs_f64()
-        );
-    }
-    Ok(if problems.count() > 0 { 1 } else { 0 })
+    let secs = start.elapsed().as_secs_f64();
+    let mut o = Outcome::new("simhash");
+    o.count("files", files.len() as u64, "file", "files")
+        .note(format!(
+            "{} fingerprinted ({})",
+            count(n, "document", "documents"),
+            settings.describe()
+        ))
+        .figure("documents", n)
+        .figure("settings", settings.describe())
+        .count("problems", problems.count(), "problem", "problems")
+        .figure("seconds", secs)
+        .note(format!("{secs:.2} s"));
+    o.status = i32::from(problems.count() > 0);
+    Ok(o)
 }
 
-/// Entry point of `webdedup similar`.
+/// Runs `webdedup similar` and prints its summary (unless `quiet`); returns the
+/// exit code.
 pub fn run_similar(args: &SimilarArgs) -> Result<i32> {
+    let o = similar_outcome(args)?;
+    if !args.doc.quiet {
+        eprintln!("{}", o.summary());
+    }
+    Ok(o.status)
+}
+
+/// Runs `webdedup similar`; what it did is in the [`Outcome`].
+pub fn similar_outcome(args: &SimilarArgs) -> Result<Outcome> {
     let pool = args.doc.pool()?;
     let problems = Problems::new(args.doc.quiet);
     // --dedup reads every input a second time: not standard input.
     let files = expand_inputs(&args.files, !args.dedup, &problems)?;
     let start = Instant::now();
-    let out_names = if args.dedup {
-        output_names(&files)?
-    } else {
-        Vec::new()
+    // Where each deduplicated copy goes, checked before anything is read or
+    // written: the rule every command with one output per input follows.
+    let out_paths = match (&args.dedup, &args.output_dir) {
+        (true, Some(dir)) => webdedup_formats::output_plan::plan_outputs(&files, dir)?,
+        _ => Vec::new(),
     };
+    for (path, target) in files.iter().zip(&out_paths) {
+        if target.exists() && target.canonicalize().ok() == path.canonicalize().ok() {
+            bail!("--output-dir would overwrite the input {}", path.display());
+        }
+    }
     let settings_cli = args.doc.settings();
     let mut docs: Vec<DocRec> = Vec::new();
     let infos = fingerprint_files(
@@ -618,8 +653,7 @@ pub fn run_similar(args: &SimilarArgs) -> Result<i32> {
         report.finish()?;
         write_dedup(
             &files,
-            &out_names,
-            dir,
+            &out_paths,
             &args.doc.read_options(),
             &docs,
             &assign,
@@ -682,97 +716,41 @@ pub fn run_similar(args: &SimilarArgs) -> Result<i32> {
             ix.save()?;
         }
     }
-    if !args.doc.quiet {
-        let mut msg = format!(
-            "webdedup similar: {} documents, k={}, {} near-duplicates dropped/clustered, {} kept",
-            docs.len(),
-            args.k,
-            dropped,
-            docs.len() - dropped
-        );
-        if !args.dedup && !args.clusters {
-            msg.push_str(&format!(", {n_pairs} pairs"));
-        }
-        if let Some(ix) = &index {
-            msg.push_str(&format!(
-                ", index {} -> {} documents",
-                indexed_before,
-                ix.len()
-            ));
-        }
-        msg.push_str(&format!(
-            ", {} problems, {:.2} s",
-            problems.count(),
-            start.elapsed().as_secs_f64()
-        ));
-        eprintln!("{msg}");
+    let secs = start.elapsed().as_secs_f64();
+    let mut o = Outcome::new("similar");
+    o.count("documents", docs.len() as u64, "document", "documents")
+        .note(format!("k={}", args.k))
+        .figure("k", args.k)
+        .note(format!(
+            "{} dropped/clustered",
+            count(dropped as u64, "near-duplicate", "near-duplicates")
+        ))
+        .figure("near_duplicates", dropped as u64)
+        .note(format!("{} kept", thousands((docs.len() - dropped) as u64)))
+        .figure("kept", (docs.len() - dropped) as u64);
+    if !args.dedup && !args.clusters {
+        o.count("pairs", n_pairs as u64, "pair", "pairs");
     }
-    Ok(if problems.count() > 0 { 1 } else { 0 })
-}
-
-/// The names of the deduplicated copies, relative to the output directory: the file
-/// names, or, when two inputs share a file name (`cc-2023-14/part-0.zst`,
-/// `cc-2024-33/part-0.zst`), the paths below the inputs' deepest common directory.
-/// Paths that would still collide, or leave the output directory, are refused.
-pub fn output_names(files: &[PathBuf]) -> Result<Vec<PathBuf>> {
-    use std::path::Component;
-    let mut names = Vec::with_capacity(files.len());
-    for f in files {
-        let name = f
-            .file_name()
-            .with_context(|| format!("{} has no file name", f.display()))?;
-        names.push(PathBuf::from(name));
+    if let Some(ix) = &index {
+        o.note(format!(
+            "index {} -> {}",
+            thousands(indexed_before as u64),
+            count(ix.len() as u64, "document", "documents")
+        ))
+        .figure("index_before", indexed_before as u64)
+        .figure("index_after", ix.len() as u64);
     }
-    let distinct: HashSet<&PathBuf> = names.iter().collect();
-    if distinct.len() == names.len() {
-        return Ok(names);
-    }
-    let abs: Vec<PathBuf> = files
-        .iter()
-        .map(|f| std::path::absolute(f).unwrap_or_else(|_| f.clone()))
-        .collect();
-    let dirs: Vec<Vec<Component>> = abs
-        .iter()
-        .map(|p| {
-            p.parent()
-                .map(|d| d.components().collect())
-                .unwrap_or_default()
-        })
-        .collect();
-    let mut common = dirs[0].len();
-    for d in &dirs[1..] {
-        common = common.min(d.iter().zip(&dirs[0]).take_while(|(a, b)| a == b).count());
-    }
-    let mut seen = HashSet::new();
-    let mut out = Vec::with_capacity(files.len());
-    for (p, d) in abs.iter().zip(&dirs) {
-        let mut rel = PathBuf::new();
-        for c in &d[common..] {
-            match c {
-                Component::Normal(x) => rel.push(x),
-                _ => bail!(
-                    "cannot name the output of {} below --output-dir",
-                    p.display()
-                ),
-            }
-        }
-        rel.push(p.file_name().expect("checked above"));
-        if !seen.insert(rel.clone()) {
-            bail!(
-                "two inputs would both be written to OUTPUT_DIR/{}",
-                rel.display()
-            );
-        }
-        out.push(rel);
-    }
-    Ok(out)
+    o.count("problems", problems.count(), "problem", "problems")
+        .figure("seconds", secs)
+        .note(format!("{secs:.2} s"));
+    o.status = i32::from(problems.count() > 0);
+    Ok(o)
 }
 
 /// Second pass: copies every input to `dir` without its dropped documents.
 fn write_dedup(
     files: &[PathBuf],
-    names: &[PathBuf],
-    dir: &Path,
+    targets: &[PathBuf],
     ropts: &ReadOptions,
     docs: &[DocRec],
     assign: &[Option<(Leader, u32)>],
@@ -789,11 +767,8 @@ fn write_dedup(
             Compression::Gzip => OutputCompression::Gzip,
             Compression::Zstd => OutputCompression::Zstd,
         };
-        let target = dir.join(&names[fi]);
-        if target.canonicalize().ok() == path.canonicalize().ok() && target.exists() {
-            bail!("--output-dir would overwrite the input {}", path.display());
-        }
-        let mut out = AtomicOutput::create(&target, comp)
+        let target = &targets[fi];
+        let mut out = AtomicOutput::create(target, comp)
             .with_context(|| format!("creating {}", target.display()))?;
         let mut opts = ropts.clone();
         opts.format = info.format; // same reading as the first pass
@@ -827,33 +802,4 @@ fn write_dedup(
             .with_context(|| format!("writing {}", target.display()))?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn output_names_fall_back_to_relative_paths() {
-        let p = |v: &[&str]| v.iter().map(PathBuf::from).collect::<Vec<_>>();
-        assert_eq!(
-            output_names(&p(&["a/x.zst", "b/y.zst"])).unwrap(),
-            p(&["x.zst", "y.zst"])
-        );
-        assert_eq!(
-            output_names(&p(&[
-                "/c/cc-1/part-0.zst",
-                "/c/cc-2/part-0.zst",
-                "/c/cc-2/part-1.zst"
-            ]))
-            .unwrap(),
-            p(&["cc-1/part-0.zst", "cc-2/part-0.zst", "cc-2/part-1.zst"])
-        );
-        assert_eq!(
-            output_names(&p(&["/c/d/e/part-0.zst", "/c/f/part-0.zst"])).unwrap(),
-            p(&["d/e/part-0.zst", "f/part-0.zst"])
-        );
-        assert!(output_names(&p(&["/c/x.zst", "/c/x.zst"])).is_err());
-        assert!(output_names(&p(&["/c/.."])).is_err());
-    }
 }

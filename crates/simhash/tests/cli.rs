@@ -23,13 +23,18 @@ enum Cmd {
 fn run(args: &[&str]) -> anyhow::Result<i32> {
     let mut v = vec!["webdedup"];
     v.extend_from_slice(args);
-    v.push("--quiet");
     match Cli::try_parse_from(v)
         .map_err(|e| anyhow::anyhow!("{e}"))?
         .cmd
     {
-        Cmd::Simhash(a) => run_simhash(&a),
-        Cmd::Similar(a) => run_similar(&a),
+        Cmd::Simhash(mut a) => {
+            a.doc.quiet = true;
+            run_simhash(&a)
+        }
+        Cmd::Similar(mut a) => {
+            a.doc.quiet = true;
+            run_similar(&a)
+        }
     }
 }
 

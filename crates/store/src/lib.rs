@@ -4,6 +4,16 @@
 //! [`MemStore`] here; the server cluster and Redis later). [`block_of`] is the rule
 //! that splits the key space into blocks, the unit of persistence, ownership and
 //! migration.
+//!
+//! ```
+//! use webdedup_store::{MemStore, Store};
+//! let store = MemStore::new(1999);
+//! let mut seen = Vec::new();
+//! store.test_and_insert(&[7, 8, 7], &mut seen).unwrap();
+//! assert_eq!(seen, [false, false, true]); // the second 7 was seen: within a batch too
+//! store.test_and_insert(&[8, 9], &mut seen).unwrap();
+//! assert_eq!(seen, [true, false]);
+//! ```
 
 pub mod bits;
 pub mod distribute;
@@ -205,8 +215,15 @@ pub trait Store: Send + Sync {
         self.test_and_insert_located(keys, locs, seen, originals)
     }
 
-    /// Number of distinct keys stored.
+    /// Number of distinct keys stored (0 where [`Store::counts_keys`] is false).
     fn len(&self) -> u64;
+
+    /// Whether [`Store::len`] is a count: false for a store that keeps none
+    /// (Redis: counting would scan every bucket), so a summary says so instead of
+    /// showing 0.
+    fn counts_keys(&self) -> bool {
+        true
+    }
 
     fn is_empty(&self) -> bool {
         self.len() == 0

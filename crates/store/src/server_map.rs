@@ -419,10 +419,25 @@ impl ServerMap {
         s
     }
 
-    /// The KNOT clients' layout (one port for all servers: server 0's).
-    pub fn to_knot_text(&self) -> String {
+    /// The KNOT clients' layout. It has one port for all servers, so a map whose
+    /// servers listen on different ports cannot be written in it (the clients would
+    /// ask the wrong port): refused, naming the servers that differ.
+    pub fn to_knot_text(&self) -> Result<String, String> {
         use fmt::Write;
         let port = self.servers.first().map_or(DEFAULT_PORT, |s| s.addr.port);
+        let other: Vec<String> = self
+            .servers
+            .iter()
+            .filter(|s| s.addr.port != port)
+            .map(|s| s.addr.to_string())
+            .collect();
+        if !other.is_empty() {
+            return Err(format!(
+                "the KNOT layout has one port for all servers, but {} do not listen on port {port} as {} does; give every server one port",
+                other.join(", "),
+                self.servers[0].addr
+            ));
+        }
         let mut s = format!(
             "blocks {} servers {} port {port} format knot 1\n",
             self.blocks,
@@ -431,7 +446,7 @@ impl ServerMap {
         for (b, &o) in self.owner.iter().enumerate() {
             let _ = writeln!(s, "{b} {o} {}", self.servers[o as usize].addr.host);
         }
-        s
+        Ok(s)
     }
 
     pub fn owner_of_key(&self, key: u64) -> usize {
@@ -510,9 +525,13 @@ mod tests {
             ],
             ..m
         };
-        let text = knot.to_knot_text();
+        let text = knot.to_knot_text().unwrap();
         assert_eq!(text.lines().next().unwrap().split_whitespace().count(), 9);
         assert_eq!(ServerMap::parse(&text, "k").unwrap(), knot);
+        let mut ports = knot.clone();
+        ports.servers[1].addr.port = 99;
+        let e = ports.to_knot_text().unwrap_err();
+        assert!(e.contains("b:99") && e.contains("one port"), "{e}");
     }
 
     #[test]

@@ -6,6 +6,16 @@
 //!   Each kind hashes with its own xxh3 seed, so the kinds share one store without
 //!   ever colliding on purpose (a one-paragraph document and its paragraph have
 //!   different keys).
+//!
+//! ```
+//! use webdedup_text::{key, normalize::normalize, KeyKind, Normalization};
+//! // `loose`: lowercase, digits to 0, punctuation gone, whitespace collapsed.
+//! let a = normalize("The  price: 42 EUR!", Normalization::Loose);
+//! assert_eq!(a, "the price 00 eur");
+//! assert_eq!(a, normalize("the PRICE 17 eur", Normalization::Loose));
+//! // One text, two kinds: two different keys.
+//! assert_ne!(key(KeyKind::Paragraph, a.as_bytes()), key(KeyKind::Document, a.as_bytes()));
+//! ```
 
 pub mod keys;
 pub mod normalize;

@@ -1,0 +1,590 @@
+//! Issue 19: what every command must do alike, through the real binary: never two
+//! inputs to one output, quiet exit on a closed pipe, exit statuses (missing
+//! inputs, nothing to do, usage errors), and the small answers that were wrong
+//! (`status`, `distribute --knot`, `batch publish`).
+
+mod common;
+
+use common::{stderr, webdedup};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// A WARC response record (uncompressed).
+fn response(uri: &str, date: &str, body: &str) -> Vec<u8> {
+    let block = format!("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n{body}");
+    format!(
+        "WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: {uri}\r\nWARC-Date: {date}\r\n\
+         WARC-Record-ID: <urn:uuid:{uri}-{date}>\r\nContent-Type: application/http; msgtype=response\r\n\
+         Content-Length: {}\r\n\r\n{block}\r\n\r\n",
+        block.len()
+    )
+    .into_bytes()
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Two crawls with the same file name (`ca/crawl.warc`, `cb/crawl.warc`): each
+/// gets its own output, below the inputs' common directory, and the revisit of
+/// the second names a record that is still in the outputs.
+#[test]
+fn warc_dedup_keeps_inputs_with_one_name_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = "the same page, long enough that a revisit record is smaller than it ".repeat(20);
+    for (sub, date) in [
+        ("ca", "2024-01-01T00:00:00Z"),
+        ("cb", "2024-02-01T00:00:00Z"),
+    ] {
+        std::fs::create_dir_all(dir.path().join(sub)).unwrap();
+        std::fs::write(
+            dir.path().join(sub).join("crawl.warc"),
+            response("http://example.org/", date, &body),
+        )
+        .unwrap();
+    }
+    let out = dir.path().join("out");
+    let o = webdedup(&[
+        "warc",
+        "dedup",
+        "-i",
+        s(&dir.path().join("ca/crawl.warc")),
+        s(&dir.path().join("cb/crawl.warc")),
+        "-o",
+        s(&out),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let first = std::fs::read(out.join("ca/crawl.warc")).expect("first output");
+    let second = std::fs::read(out.join("cb/crawl.warc")).expect("second output");
+    assert_eq!(
+        first,
+        response("http://example.org/", "2024-01-01T00:00:00Z", &body)
+    );
+    assert!(String::from_utf8_lossy(&second).contains("WARC-Type: revisit"));
+    assert!(!out.join("crawl.warc").exists());
+}
+
+/// One file given twice would be written twice to one place: refused before
+/// anything is written, naming both inputs and the output.
+#[test]
+fn warc_dedup_refuses_a_file_given_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("crawl.warc");
+    std::fs::write(
+        &input,
+        response("http://example.org/", "2024-01-01T00:00:00Z", "x"),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let o = webdedup(&["warc", "dedup", "-i", s(&input), s(&input), "-o", s(&out)]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!("inputs {} and {}", s(&input), s(&input)))
+            && err.contains(s(&out.join("crawl.warc"))),
+        "{err}"
+    );
+    assert!(!out.exists(), "nothing may be written");
+}
+
+/// `similar --dedup` follows the same rule (and its message).
+#[test]
+fn similar_dedup_refuses_a_file_given_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("docs.txt");
+    std::fs::write(&input, "one document here\nanother document there\n").unwrap();
+    let out = dir.path().join("out");
+    let o = webdedup(&[
+        "similar",
+        "--dedup",
+        "--output-dir",
+        s(&out),
+        "--input-format",
+        "lines",
+        s(&input),
+        s(&input),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("would both be written to"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// `webdedup ... | head -1`: the reader went away; exit quietly with status 0, as
+/// ripgrep and the Unix tools do, whichever command writes to stdout.
+#[test]
+fn a_closed_pipe_ends_the_command_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cdx = String::new();
+    for i in 0..20_000 {
+        cdx.push_str(&format!(
+            "org,example)/p{} 20240101000000 http://example.org/p{} {} 200 AAAA{} - - 100 {} crawl.warc.gz\n",
+            i % 1000,
+            i % 1000,
+            if i % 3 == 0 { "warc/revisit" } else { "text/html" },
+            i % 7,
+            i
+        ));
+    }
+    let big = dir.path().join("big.cdx");
+    std::fs::write(&big, cdx).unwrap();
+    let servers = dir.path().join("servers");
+    std::fs::write(&servers, "127.0.0.1:4001\n127.0.0.1:4002\n").unwrap();
+    let warc = dir.path().join("many.warc");
+    let records: Vec<u8> = (0..3000)
+        .flat_map(|i| {
+            response(
+                &format!("http://example.org/{i}"),
+                "2024-01-01T00:00:00Z",
+                "x",
+            )
+        })
+        .collect();
+    std::fs::write(&warc, records).unwrap();
+    let map = dir.path().join("hashmap.conf");
+    let o = webdedup(&["distribute", "-s", s(&servers), "-o", s(&map)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["warc", "index", s(&warc)],
+        vec!["similar", "--input-format", "lines", s(&big)],
+        vec!["status", "-m", s(&map), "--json", "-"],
+        vec!["cdx", "dups", s(&big)],
+        vec!["cdx", "revisits", s(&big)],
+        vec!["cdx", "dates", s(&big)],
+        vec!["simhash", "--input-format", "lines", s(&big)],
+        vec!["distribute", "-s", s(&servers)],
+    ];
+    for args in cases {
+        // A pipe whose reader is gone before the command starts: every write to
+        // stdout fails with EPIPE, whatever the output's size.
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let o = Command::new(env!("CARGO_BIN_EXE_webdedup"))
+            .args(&args)
+            .stdout(writer)
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {err}");
+        assert!(
+            !err.contains("Broken pipe") && !err.contains("error") && !err.contains("panicked"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+/// A missing input is a usage error (status 2) in every command, and no output is
+/// created for a run that cannot start.
+#[test]
+fn a_missing_input_is_status_2_everywhere_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let nothere = dir.path().join("nothere");
+    let out = dir.path().join("m.tsv");
+    let outdir = dir.path().join("outdir");
+    let n = s(&nothere);
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["simhash", n, "-o", s(&out)],
+        vec!["similar", n, "-o", s(&out)],
+        vec!["cdx", "dups", n, "-o", s(&out)],
+        vec!["cdx", "revisits", n, "-o", s(&out)],
+        vec!["cdx", "dates", n, "-o", s(&out)],
+        vec!["warc", "index", n, "-o", s(&out)],
+        vec!["warc", "dedup", "-i", n, "-o", s(&outdir)],
+        vec!["dedup", "-i", n, "-o", s(&outdir)],
+        vec!["batch", "run", "-i", n, "-o", s(&outdir), "-w", s(&outdir)],
+    ];
+    for args in cases {
+        let o = webdedup(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains(n),
+            "{args:?} names the file: {}",
+            stderr(&o)
+        );
+        assert!(!out.exists(), "{args:?} created {}", out.display());
+        assert!(!outdir.exists(), "{args:?} created {}", outdir.display());
+    }
+}
+
+/// An input directory without input files: nothing to do is not success.
+#[test]
+fn an_empty_input_directory_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let out = dir.path().join("out");
+    let work = dir.path().join("work");
+    // The output directory of an earlier run (for check and status).
+    let done = dir.path().join("done");
+    std::fs::create_dir(&done).unwrap();
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["dedup", "-i", s(&empty), "-o", s(&out)],
+        vec![
+            "batch",
+            "run",
+            "-i",
+            s(&empty),
+            "-o",
+            s(&out),
+            "-w",
+            s(&work),
+        ],
+        vec!["check", "-i", s(&empty), "-o", s(&done)],
+        vec!["status", "-i", s(&empty), "-o", s(&done)],
+    ];
+    for args in cases {
+        let o = webdedup(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("no input files"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+        assert!(!out.exists(), "{args:?}");
+    }
+}
+
+/// Usage errors: nothing to read, an unknown record type, an option that would be
+/// ignored.
+#[test]
+fn usage_errors_are_status_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let warc = dir.path().join("a.warc");
+    std::fs::write(
+        &warc,
+        response("http://example.org/", "2024-01-01T00:00:00Z", "x"),
+    )
+    .unwrap();
+    let docs = dir.path().join("docs.txt");
+    std::fs::write(&docs, "one document\n").unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["cdx", "dates"], "FILES"),
+        (
+            vec!["warc", "index", "--records", "bogus", s(&warc)],
+            "bogus",
+        ),
+        (
+            vec!["similar", "--output-dir", s(dir.path()), s(&docs)],
+            "--dedup",
+        ),
+    ];
+    for (args, says) in cases {
+        let o = webdedup(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+    }
+}
+
+/// The KNOT layout has one port for every server: a map whose servers listen on
+/// different ports cannot be written in it.
+#[test]
+fn distribute_knot_refuses_servers_on_different_ports() {
+    let dir = tempfile::tempdir().unwrap();
+    let servers = dir.path().join("servers");
+    std::fs::write(&servers, "10.0.0.1:1234\n10.0.0.2:1235\n").unwrap();
+    let out = dir.path().join("hashmap.knot");
+    let o = webdedup(&["distribute", "-s", s(&servers), "--knot", "-o", s(&out)]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("10.0.0.2:1235") && stderr(&o).contains("one port"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!out.exists());
+    // One port: fine.
+    std::fs::write(&servers, "10.0.0.1:1234\n10.0.0.2:1234\n").unwrap();
+    let o = webdedup(&["distribute", "-s", s(&servers), "--knot", "-o", s(&out)]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+/// `status` tells a server that is not running (`stopped`) from one that runs but
+/// wants the token (`auth required`); neither is called `crashed`.
+#[test]
+fn status_tells_stopped_and_auth_required_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let servers = dir.path().join("servers");
+    std::fs::write(&servers, format!("127.0.0.1:{port}\n")).unwrap();
+    let map = dir.path().join("hashmap.conf");
+    let o = webdedup(&["distribute", "-s", s(&servers), "-o", s(&map)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let token = dir.path().join("token");
+    std::fs::write(&token, "a shared secret of more than 16 bytes\n").unwrap();
+    let status = |with_token: bool| {
+        let mut args = vec!["status", "-m", s(&map)];
+        if with_token {
+            args.extend(["--auth-token-file", s(&token)]);
+        }
+        let o = webdedup(&args);
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+        )
+    };
+    let (code, out) = status(false);
+    assert_eq!(code, Some(1));
+    assert!(out.contains("stopped") && !out.contains("crashed"), "{out}");
+
+    let ready = dir.path().join("ready");
+    let snap = dir.path().join("s.snap");
+    let mut server = Command::new(env!("CARGO_BIN_EXE_webdedup"))
+        .args([
+            "server",
+            "-m",
+            s(&map),
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+        ])
+        .args([
+            "--auth-token-file",
+            s(&token),
+            "-o",
+            s(&snap),
+            "--ready-file",
+            s(&ready),
+        ])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while !ready.exists() {
+        assert!(server.try_wait().unwrap().is_none(), "the server exited");
+        assert!(started.elapsed().as_secs() < 60, "the server did not start");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let (code, out) = status(false);
+    assert_eq!(code, Some(1));
+    assert!(
+        out.contains("auth required") && out.contains("--auth-token-file"),
+        "{out}"
+    );
+    let (code, out) = status(true);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("ready"), "{out}");
+
+    // A clean stop (SIGTERM: it saves and exits 0).
+    let ok = Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    assert!(server.wait().unwrap().success());
+    let (code, out) = status(true);
+    assert_eq!(code, Some(1));
+    assert!(out.contains("stopped") && !out.contains("crashed"), "{out}");
+}
+
+/// `batch publish` after `batch run -t 2 --store`: the work directory knows its task
+/// count, so publish needs no `--task-count` (and one that differs is not an error).
+#[test]
+fn batch_publish_reads_the_task_count_from_the_work_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = common::sample_dir();
+    let (work, out, store) = (
+        dir.path().join("work"),
+        dir.path().join("out"),
+        dir.path().join("hashes"),
+    );
+    let o = webdedup(&[
+        "batch",
+        "run",
+        "-i",
+        s(&input),
+        "-o",
+        s(&out),
+        "-w",
+        s(&work),
+        "-t",
+        "2",
+        "--store",
+        s(&store),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let snap = std::fs::read(store.join("store.snap")).unwrap();
+    for extra in [&[][..], &["--task-count", "4"][..]] {
+        let mut args = vec![
+            "batch",
+            "publish",
+            "-i",
+            s(&input),
+            "-w",
+            s(&work),
+            "--store",
+            s(&store),
+        ];
+        args.extend_from_slice(extra);
+        let o = webdedup(&args);
+        assert_eq!(o.status.code(), Some(0), "{extra:?}: {}", stderr(&o));
+        assert_eq!(
+            std::fs::read(store.join("store.snap")).unwrap(),
+            snap,
+            "idempotent"
+        );
+    }
+}
+
+/// `-q`, `--json FILE|-` and the summary line mean the same in every command
+/// (docs/cli.md): without `-q` one `webdedup CMD: ...` line on stderr (counts with
+/// thousands separators, plurals right); with `-q` nothing there; `--json FILE`
+/// holds the same figures with the command and its status; `--json -` where the
+/// command's output goes (standard output) is refused before anything runs.
+#[test]
+fn summaries_quiet_and_json_are_one_convention() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let body = "a page long enough that a revisit record is smaller than it ".repeat(30);
+    let mut warc = response("http://example.org/", "2024-01-01T00:00:00Z", &body);
+    warc.extend(response(
+        "http://example.org/",
+        "2024-02-01T00:00:00Z",
+        &body,
+    ));
+    std::fs::write(d.join("crawl.warc"), &warc).unwrap();
+    std::fs::write(d.join("docs.txt"), "one document here\nanother one there\n").unwrap();
+    let (warc_in, docs, cdx) = (
+        d.join("crawl.warc"),
+        d.join("docs.txt"),
+        d.join("crawl.cdxj"),
+    );
+    let o = webdedup(&["warc", "index", s(&warc_in), "-o", s(&cdx)]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let cases: Vec<(&str, Vec<String>)> = vec![
+        (
+            "simhash",
+            vec![
+                "simhash".into(),
+                "--input-format".into(),
+                "lines".into(),
+                s(&docs).into(),
+                "-o".into(),
+                s(&d.join("fp.tsv")).into(),
+            ],
+        ),
+        (
+            "cdx dups",
+            vec![
+                "cdx".into(),
+                "dups".into(),
+                s(&cdx).into(),
+                "-o".into(),
+                s(&d.join("dups.txt")).into(),
+            ],
+        ),
+        (
+            "warc index",
+            vec![
+                "warc".into(),
+                "index".into(),
+                s(&warc_in).into(),
+                "-o".into(),
+                s(&d.join("i.cdxj")).into(),
+            ],
+        ),
+        (
+            "warc dedup",
+            vec![
+                "warc".into(),
+                "dedup".into(),
+                "-i".into(),
+                s(&warc_in).into(),
+                "-o".into(),
+                s(&d.join("out.warc")).into(),
+            ],
+        ),
+    ];
+    for (name, args) in &cases {
+        let args: Vec<&str> = args.iter().map(|a| a.as_str()).collect();
+        let loud = webdedup(&args);
+        assert_eq!(loud.status.code(), Some(0), "{name}: {}", stderr(&loud));
+        let err = stderr(&loud);
+        let line = err
+            .lines()
+            .find(|l| l.starts_with(&format!("webdedup {name}: ")))
+            .unwrap_or_else(|| panic!("{name}: no summary line in {err:?}"));
+        assert!(
+            line.contains("1 file") || *name == "cdx dups",
+            "{name}: {line}"
+        );
+        assert!(
+            !line.contains("1 files") && !line.contains("1 records"),
+            "{name}: {line}"
+        );
+
+        let json = d.join(format!("{}.json", name.replace(' ', "-")));
+        let quiet = webdedup(&[&args[..], &["-q", "--json", s(&json)]].concat());
+        assert_eq!(quiet.status.code(), Some(0), "{name}: {}", stderr(&quiet));
+        assert_eq!(
+            stderr(&quiet),
+            "",
+            "{name}: -q prints nothing when all is well"
+        );
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        assert_eq!(v["command"], *name);
+        assert_eq!(v["status"], 0);
+    }
+    // The revisit of the second capture saves bytes: in thousands, with "saved".
+    let o = webdedup(&[
+        "warc",
+        "dedup",
+        "-i",
+        s(&warc_in),
+        "-o",
+        s(&d.join("o2.warc")),
+    ]);
+    let err = stderr(&o);
+    assert!(err.contains(" saved, "), "{err}");
+    let v = warc.len() as u64;
+    let with_commas = format!("{},{:03} -> ", v / 1000, v % 1000);
+    assert!(err.contains(&with_commas), "{with_commas} not in {err}");
+
+    // --json - where the output goes: refused, nothing written.
+    let out = d.join("never.txt");
+    let o = webdedup(&["cdx", "dups", s(&cdx), "--json", "-"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--json -"), "{}", stderr(&o));
+    let o = webdedup(&["cdx", "dups", s(&cdx), "-o", s(&out), "--json", "-"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
+    assert_eq!(v["command"], "cdx dups");
+}
+
+/// One rule for the near-mode limits: a `--ngram` that `dedup` refuses is refused
+/// by `check` too (it was clamped there silently), naming the flag.
+#[test]
+fn check_refuses_the_ngram_dedup_refuses() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in");
+    std::fs::create_dir_all(&input).unwrap();
+    std::fs::write(
+        input.join("a.vert"),
+        "<doc id=\"1\">\n<p>\nword\n</p>\n</doc>\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    for cmd in ["dedup", "check"] {
+        let o = webdedup(&[
+            cmd,
+            "-i",
+            s(&input),
+            "-o",
+            s(&out),
+            "--near",
+            "--ngram",
+            "0",
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{cmd}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("--ngram must be between 1 and 64"),
+            "{cmd}: {}",
+            stderr(&o)
+        );
+    }
+}
