@@ -40,7 +40,7 @@ fn main() {
         read,
         bytes as f64 / 1e6 / read
     );
-    {
+    if std::env::var("FP_ONLY").is_err() {
         use unicode_segmentation::UnicodeSegmentation;
         let t = Instant::now();
         let n: usize = texts.iter().map(|s| s.unicode_words().count()).sum();
@@ -56,8 +56,11 @@ fn main() {
         (Tokenizer::Chars(3), Weights::Distinct),
         (Tokenizer::Charabia, Weights::Distinct),
     ] {
-        // FP_ONLY=unicode (etc.) restricts the run to one tokenizer (for profiling).
-        if std::env::var("FP_ONLY").is_ok_and(|o| o != tok.to_string()) {
+        // FP_ONLY=unicode (etc.) restricts the run to one tokenizer, FP_ONLY=unicode/distinct
+        // to one tokenizer and weights (for profiling).
+        if std::env::var("FP_ONLY")
+            .is_ok_and(|o| o != tok.to_string() && o != format!("{tok}/{weights}"))
+        {
             continue;
         }
         let mut f = Fingerprinter::new(Settings {
