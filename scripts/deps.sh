@@ -1,10 +1,34 @@
 #!/usr/bin/env bash
-# System packages the test suite needs, installed when missing (Debian's packages;
-# root, or sudo when present): redis-server and redis-cli for the Redis store tests.
+# System packages the tests need, installed when missing (Debian's packages; root,
+# or sudo when present). Usage: scripts/deps.sh [GROUP...]
+#   redis  redis-server and redis-cli, for the Redis store tests
+#   slurm  slurm-wlm (slurmctld, slurmd, the client commands) and munge, for
+#          tests/extended/slurm_local.sh
+#   java   a Java runtime, for tests/extended/spark_local.sh
+# With no GROUP: what scripts/test.sh needs (redis, slurm).
 set -euo pipefail
+groups=("$@")
+[ ${#groups[@]} -gt 0 ] || groups=(redis slurm)
+has() { command -v "$1" >/dev/null || [ -x "/usr/sbin/$1" ]; }
 need=()
-command -v redis-server >/dev/null || need+=(redis-server)
-command -v redis-cli >/dev/null || need+=(redis-tools)
+for g in "${groups[@]}"; do
+  case $g in
+    redis)
+      has redis-server || need+=(redis-server)
+      has redis-cli || need+=(redis-tools)
+      ;;
+    slurm)
+      { has slurmctld && has slurmd && has sbatch && has munged; } || need+=(slurm-wlm munge)
+      ;;
+    java)
+      has java || need+=(openjdk-17-jre-headless)
+      ;;
+    *)
+      echo "scripts/deps.sh: unknown group '$g' (redis, slurm, java)" >&2
+      exit 2
+      ;;
+  esac
+done
 [ ${#need[@]} -eq 0 ] && exit 0
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"

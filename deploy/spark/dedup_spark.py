@@ -7,7 +7,10 @@ IN, WORK and OUT must be on a file system every executor sees (NFS, a mounted
 bucket). Every executor needs `pip install webdedup` (the wheel of ./python).
 
     spark-submit deploy/spark/dedup_spark.py --input IN --work WORK --output OUT \\
-        --tasks 64 [--store STORE_DIR] [--dd]
+        --tasks 64 [--partitions 64] [--store STORE_DIR] [--dd]
+
+Run with plain `python` and `--master local[N]`, it binds to 127.0.0.1 (unless
+SPARK_LOCAL_IP says otherwise); under spark-submit, the cluster's settings apply.
 """
 
 import argparse
@@ -44,10 +47,10 @@ def main():
     p.add_argument("--input", required=True)
     p.add_argument("--work", required=True)
     p.add_argument("--output", required=True)
-    p.add_argument("--tasks", type=int, default=8)
-    p.add_argument("--partitions", type=int, default=64)
-    p.add_argument("--store")
-    p.add_argument("--dd", action="store_true")
+    p.add_argument("--tasks", type=int, default=8, help="tasks of each phase (default 8)")
+    p.add_argument("--partitions", type=int, default=64, help="hash partitions (default 64)")
+    p.add_argument("--store", help="key store of earlier runs; this run's keys are published into it")
+    p.add_argument("--dd", action="store_true", help="also write .dd lists")
     p.add_argument("--master", help="e.g. local[2] (default: spark-submit's)")
     a = p.parse_args()
     import os
@@ -55,6 +58,9 @@ def main():
 
     # Executors run the driver's interpreter unless told otherwise (it has webdedup).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if a.master and a.master.startswith("local"):
+        # A Spark of our own on this machine: loopback, not the external interface.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
     b = SparkSession.builder.appName("webdedup-batch")

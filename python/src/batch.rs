@@ -8,7 +8,9 @@ use pyo3::prelude::*;
 use std::path::PathBuf;
 use webdedup_dedup::batch::{self, BatchConfig, Stage};
 use webdedup_dedup::{DocCheck, Options, RunConfig};
+// Problem lines name input files: never raw control bytes on the terminal.
 use webdedup_formats::output::OutputCompression;
+use webdedup_formats::shown::escape_controls;
 use webdedup_text::Normalization;
 
 #[allow(clippy::too_many_arguments)]
@@ -24,7 +26,7 @@ fn config(
     let normalization: Normalization = normalize.parse().map_err(PyValueError::new_err)?;
     let doc_check: DocCheck = doc_check.parse().map_err(PyValueError::new_err)?;
     Ok(BatchConfig {
-        input,
+        inputs: vec![input],
         work,
         task_count,
         partitions,
@@ -35,6 +37,7 @@ fn config(
             doc_check,
             ..Default::default()
         },
+        read: Default::default(),
         chunk_bytes: webdedup_formats::vertical::DEFAULT_CHUNK_BYTES,
         max_line_bytes: webdedup_formats::vertical::DEFAULT_MAX_LINE_BYTES,
     })
@@ -75,7 +78,7 @@ fn batch_hash(
         doc_check,
     )?;
     check_index(&cfg, task_index)?;
-    py.allow_threads(|| batch::hash(&cfg, task_index, &|l| eprintln!("{l}")))
+    py.allow_threads(|| batch::hash(&cfg, task_index, &|l| eprintln!("{}", escape_controls(l))))
         .map_err(|e| err(format!("{e:#}")))
 }
 
@@ -145,9 +148,13 @@ fn batch_filter(
     run.dd = dd;
     run.compress = OutputCompression::None;
     run.sync = true;
-    py.allow_threads(|| batch::filter(&cfg, &run, task_index, &|l| eprintln!("{l}")))
-        .map(|s| s.is_some())
-        .map_err(|e| err(format!("{e:#}")))
+    py.allow_threads(|| {
+        batch::filter(&cfg, &run, task_index, &|l| {
+            eprintln!("{}", escape_controls(l))
+        })
+    })
+    .map(|s| s.is_some())
+    .map_err(|e| err(format!("{e:#}")))
 }
 
 /// Folds the run's new keys into the store directory; returns its key count.

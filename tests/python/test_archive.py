@@ -54,6 +54,18 @@ def test_index_cdx11_equals_cdxj_indexer(webdedup, pywb_sample):
         assert got == want, f.name
 
 
+def test_index_of_whole_file_gzip_is_refused_as_cdxj_indexer_does(webdedup, pywb_sample):
+    """Issue 16 W5: records sharing one gzip member have no usable offset/length:
+    no index line (cdxj-indexer writes nothing and exits 1), exit 1, a message."""
+    f = pywb_sample / "warcs" / "example-bad.warc.gz.bad"
+    code = "import sys; from cdxj_indexer.main import main; sys.exit(main())"
+    ref = subprocess.run([sys.executable, "-c", code, str(f)], capture_output=True, text=True)
+    assert (ref.returncode, ref.stdout) == (1, "")
+    p = webdedup("warc", "index", f, check=False)
+    assert (p.returncode, p.stdout) == (1, ""), p.stderr
+    assert "not indexed" in p.stderr and "recompress" in p.stderr, p.stderr
+
+
 def test_index_reports_bad_input_and_goes_on(webdedup, pywb_sample):
     p = webdedup("warc", "index", pywb_sample / "warcs" / "bad.arc", pywb_sample / "warcs" / "example.warc.gz", check=False)
     assert p.returncode == 1, p.stderr
@@ -110,10 +122,13 @@ def write_warc(path, captures, gzip=True):
 @pytest.mark.parametrize("gzip", [True, False])
 def test_dedup_of_warcio_written_crawls(webdedup, tmp_path, gzip):
     ext = ".warc.gz" if gzip else ".warc"
-    big = hashlib.sha256(b"seed").hexdigest().encode() * 200
+    # Payloads that do not compress away: a revisit is only written when it is
+    # smaller than the record it replaces.
+    big = b"".join(hashlib.sha256(b"a%d" % i).hexdigest().encode() for i in range(200))
+    bee = b"".join(hashlib.sha256(b"b%d" % i).hexdigest().encode() for i in range(50))
     c1, c2 = tmp_path / f"c1{ext}", tmp_path / f"c2{ext}"
-    write_warc(c1, [("http://a.org/", big), ("http://b.org/", b"bee"), ("http://a.org/x", big)], gzip)
-    write_warc(c2, [("http://a.org/", big), ("http://c.org/", b"bee"), ("http://d.org/", b"new")], gzip)
+    write_warc(c1, [("http://a.org/", big), ("http://b.org/", bee), ("http://a.org/x", big)], gzip)
+    write_warc(c2, [("http://a.org/", big), ("http://c.org/", bee), ("http://d.org/", b"new")], gzip)
     out = tmp_path / "out"
     p = webdedup("warc", "dedup", "-i", c1, c2, "-o", out)
     assert "3 revisits written" in p.stderr, p.stderr

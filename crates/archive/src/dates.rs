@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use webdedup_formats::cdx::normalize_digest;
+use webdedup_formats::output::io_error_at;
 
 use crate::cdx_cmd::{for_each_record, ReadCounts};
 use crate::util::{open_text, Report};
@@ -128,13 +129,20 @@ impl RunBuilder {
         )
     }
 
+    /// Writes the buffered captures as the next sorted run; errors name the run file.
     fn write_run(&mut self) -> io::Result<()> {
         if self.entries.is_empty() {
             return Ok(());
         }
+        let path = self.dir.path().join(format!("run-{}", self.runs.len()));
+        self.write_run_to(&path)
+            .map_err(|e| io_error_at("cannot write sort run", &path, e))
+    }
+
+    fn write_run_to(&mut self, path: &Path) -> io::Result<()> {
         let mut entries = std::mem::take(&mut self.entries);
         entries.sort_unstable_by(|a, b| self.parts(a).cmp(&self.parts(b)));
-        let path = self.dir.path().join(format!("run-{}", self.runs.len()));
+        let path = path.to_owned();
         let mut w = BufWriter::with_capacity(1 << 16, File::create(&path)?);
         let mut prev: Option<Entry> = None;
         for e in &entries {
@@ -267,7 +275,10 @@ fn merge_runs(runs: &[PathBuf], out: &mut dyn Write) -> io::Result<u64> {
     let mut heap = BinaryHeap::with_capacity(runs.len());
     for (i, p) in runs.iter().enumerate() {
         let mut r = RunReader {
-            r: BufReader::with_capacity(1 << 16, File::open(p)?),
+            r: BufReader::with_capacity(
+                1 << 16,
+                File::open(p).map_err(|e| io_error_at("cannot open sort run", p, e))?,
+            ),
             line: Vec::new(),
         };
         let mut g = Group {
@@ -330,8 +341,15 @@ pub fn dates(
     report: &mut Report,
 ) -> anyhow::Result<DatesStats> {
     let mut stats = DatesStats::default();
-    let mut b =
-        RunBuilder::new(opts).context("cannot create the temporary directory for sort runs")?;
+    let mut b = RunBuilder::new(opts).with_context(|| {
+        format!(
+            "cannot create a temporary directory for sort runs in {}",
+            opts.tmp_dir
+                .clone()
+                .unwrap_or_else(std::env::temp_dir)
+                .display()
+        )
+    })?;
     let mut digest = Vec::with_capacity(64);
     for m in merge {
         read_dates_file(m, &mut b, &mut stats, report)?;
@@ -344,14 +362,13 @@ pub fn dates(
                 stats.no_digest += 1;
                 return Ok(());
             }
-            b.push(rec.urlkey, &digest, rec.timestamp)
-                .context("cannot write a sort run")?;
+            b.push(rec.urlkey, &digest, rec.timestamp)?;
             Ok(())
         })?;
     }
     stats.lines += read.lines;
     stats.bad += read.bad;
-    b.write_run().context("cannot write a sort run")?;
+    b.write_run()?;
     let fan_in = opts.fan_in.max(2);
     let mut runs = std::mem::take(&mut b.runs);
     stats.runs = runs.len() as u64;
@@ -366,8 +383,10 @@ pub fn dates(
             }
             let path = b.dir.path().join(format!("merge-{next_id}"));
             next_id += 1;
-            let mut f = File::create(&path).context("cannot write a merge run")?;
-            merge_runs(chunk, &mut f).context("cannot merge sort runs")?;
+            let mut f = File::create(&path)
+                .map_err(|e| io_error_at("cannot create merge run", &path, e))?;
+            merge_runs(chunk, &mut f)
+                .with_context(|| format!("cannot merge sort runs into {}", path.display()))?;
             for p in chunk {
                 let _ = std::fs::remove_file(p);
             }
@@ -376,7 +395,8 @@ pub fn dates(
         runs = merged;
     }
     stats.merge_passes += 1;
-    stats.versions = merge_runs(&runs, out).context("cannot merge sort runs")?;
+    // Errors writing `out` name it (`Out`); those reading a run name the run.
+    stats.versions = merge_runs(&runs, out)?;
     Ok(stats)
 }
 
@@ -442,8 +462,7 @@ fn read_dates_file(
             continue;
         }
         for t in &fields[2..] {
-            b.push(fields[0], &digest, t)
-                .context("cannot write a sort run")?;
+            b.push(fields[0], &digest, t)?;
         }
     }
     Ok(())

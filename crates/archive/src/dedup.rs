@@ -15,21 +15,30 @@
 //! offset), optionally loaded from and saved to a file so later crawls dedup against
 //! earlier ones. A duplicate whose first capture is not in the table (store shared
 //! with another process) is kept, never turned into a revisit that cannot resolve.
+//!
+//! Revisit records of the inputs keep resolving, whatever the input order: a record
+//! one of them named earlier is kept; one that names a record replaced earlier is
+//! rewritten to name the first capture (see [`Locations`] and ARCHITECTURE.md).
+//! Duplicates with their first capture's record ID, and those whose revisit would
+//! not be smaller, are kept too.
 
-use std::collections::HashMap;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Write};
+use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use webdedup_formats::output::{AtomicOutput, OutputCompression};
+use webdedup_formats::cdx::normalize_digest;
+use webdedup_formats::output::{io_error_at, AtomicOutput, OutputCompression};
 use webdedup_formats::warc::{
-    base32, sha1_base32, write_record, ArchiveReader, DigestMode, Format, Item, ReadOptions, Record,
+    base32, ArchiveReader, DigestMode, Format, Item, ReadOptions, Record,
 };
 use webdedup_store::Store;
 
 use crate::cdx_cmd::url_digest_key;
+pub use crate::locations::{capture_names, Location, Locations, Names};
+pub use crate::revisit::revisit_record;
+use crate::revisit::{gzip_member, retargeted_revisit};
 use crate::surt::url_key;
 use crate::util::{base_name, Report};
 
@@ -43,110 +52,27 @@ pub enum DedupBy {
     UrlDigest,
 }
 
-/// Where the first capture of a payload is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Location {
-    pub record_id: String,
-    pub target_uri: String,
-    pub date: String,
-    pub digest: String,
-    pub file: String,
-    pub offset: u64,
-}
-
-/// First captures by key. Saved as tab-separated lines
-/// `key-hex file offset record-id target-uri date digest`.
-#[derive(Default)]
-pub struct Locations {
-    map: HashMap<u64, Location>,
-}
-
-impl Locations {
-    pub fn get(&self, key: u64) -> Option<&Location> {
-        self.map.get(&key)
-    }
-
-    pub fn len(&self) -> usize {
-        self.map.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
-    }
-
-    /// Loads a locations file, inserting its keys into `store` too. Bad lines are
-    /// reported.
-    pub fn load(path: &Path, store: &dyn Store, report: &mut Report) -> anyhow::Result<Locations> {
-        let mut loc = Locations::default();
-        let f = File::open(path)
-            .with_context(|| format!("cannot open locations file {}", path.display()))?;
-        let mut keys = Vec::new();
-        for (i, line) in BufReader::new(f).lines().enumerate() {
-            let line = line.with_context(|| format!("cannot read {}", path.display()))?;
-            let f: Vec<&str> = line.split('\t').collect();
-            let parsed = (f.len() == 7)
-                .then(|| (u64::from_str_radix(f[0], 16).ok(), f[2].parse::<u64>().ok()));
-            match parsed {
-                Some((Some(key), Some(offset))) => {
-                    keys.push(key);
-                    loc.map.insert(
-                        key,
-                        Location {
-                            file: f[1].into(),
-                            offset,
-                            record_id: f[3].into(),
-                            target_uri: f[4].into(),
-                            date: f[5].into(),
-                            digest: f[6].into(),
-                        },
-                    );
-                }
-                _ => report.bad(
-                    format_args!("{}:{}", path.display(), i + 1),
-                    "bad locations line; skipped",
-                ),
-            }
-        }
-        let mut seen = Vec::new();
-        for chunk in keys.chunks(8192) {
-            store.test_and_insert(chunk, &mut seen)?;
-        }
-        Ok(loc)
-    }
-
-    /// Writes all locations to `path` (atomically), sorted by key.
-    pub fn save(&self, path: &Path) -> anyhow::Result<()> {
-        let mut out = AtomicOutput::create(path, OutputCompression::None)?;
-        let mut keys: Vec<&u64> = self.map.keys().collect();
-        keys.sort();
-        let mut buf = Vec::with_capacity(1 << 16);
-        for k in keys {
-            let l = &self.map[k];
-            writeln!(
-                buf,
-                "{k:016x}\t{}\t{}\t{}\t{}\t{}\t{}",
-                l.file, l.offset, l.record_id, l.target_uri, l.date, l.digest
-            )?;
-            if buf.len() > 1 << 16 {
-                out.write_all(&buf)?;
-                buf.clear();
-            }
-        }
-        out.write_all(&buf)?;
-        out.finish(true)?;
-        Ok(())
-    }
-}
-
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct DedupStats {
     pub files: u64,
     pub records: u64,
     pub responses: u64,
     pub revisits_written: u64,
-    /// Duplicates left as they are (mis-sized, sharing a gzip member, no HTTP header,
-    /// first capture unknown).
+    /// Duplicates left as they are, for any reason (the four counts below, and:
+    /// mis-sized, sharing a gzip member, no HTTP header, first capture unknown).
     pub duplicates_kept: u64,
+    /// ... because a revisit of the inputs refers to them.
+    pub kept_referenced: u64,
+    /// ... because their revisit would not be smaller.
+    pub kept_not_smaller: u64,
+    /// ... because their record ID is their first capture's (two copies of a file).
+    pub kept_same_id: u64,
+    /// Revisits of the inputs rewritten to name the first capture, because the
+    /// record they named was replaced by a revisit.
+    pub revisits_retargeted: u64,
+    /// Revisits of the inputs that name a replaced record and could not be
+    /// rewritten (reported).
+    pub revisits_unresolved: u64,
     pub bytes_in: u64,
     pub bytes_out: u64,
     /// Responses whose WARC-Payload-Digest differs from their payload (kept).
@@ -173,21 +99,54 @@ pub fn claims_other_sha1(claimed: &str, sha1: &[u8; 20]) -> bool {
     }
 }
 
-/// One candidate record waiting for the store's verdict.
-struct Candidate {
+/// A response waiting for the store's verdict.
+struct Response {
     key: u64,
     offset: u64,
     end: u64,
     replaceable: bool,
     loc: Location,
+    names: Names,
     /// The record, its block cut to the HTTP header.
     rec: Box<Record>,
+}
+
+/// A revisit record of the inputs, with the names of its original.
+struct InputRevisit {
+    offset: u64,
+    end: u64,
+    /// Its own record ID.
+    id: String,
+    /// Can be rewritten in place (its own gzip member or exactly sized, whole block
+    /// in memory).
+    rewritable: bool,
+    target: Names,
+    /// Its WARC-Payload-Digest (empty if none).
+    digest: String,
+    /// The key of the target's payload (in this run's `--by` mode) and the SURT of
+    /// its URI: whether a first capture answers the URI and digest lookup.
+    digest_key: Option<u64>,
+    target_surt: String,
+    rec: Box<Record>,
+}
+
+/// Revisits of the inputs with larger blocks are never rewritten (their blocks are
+/// not kept in memory while waiting in a batch).
+const REWRITE_MAX: usize = 64 << 10;
+
+/// Records in input order: decisions are taken in this order, so a revisit of the
+/// inputs and the record it names are handled whichever comes first.
+enum Pending {
+    Response(Response),
+    Revisit(InputRevisit),
 }
 
 const BATCH: usize = 1024;
 
 struct FileJob<'a> {
+    by: DedupBy,
     input: File,
+    input_path: &'a Path,
     out: AtomicOutput,
     out_name: String,
     copied: u64,
@@ -196,7 +155,9 @@ struct FileJob<'a> {
     store: &'a dyn Store,
     locations: &'a mut Locations,
     stats: &'a mut DedupStats,
+    report: &'a mut Report,
     seen: Vec<bool>,
+    keys: Vec<u64>,
 }
 
 impl FileJob<'_> {
@@ -204,11 +165,17 @@ impl FileJob<'_> {
         let mut buf = vec![0u8; 1 << 16];
         while self.copied < upto {
             let n = ((upto - self.copied) as usize).min(buf.len());
-            let got = self.input.read_at(&mut buf[..n], self.copied)?;
+            let got = self
+                .input
+                .read_at(&mut buf[..n], self.copied)
+                .map_err(|e| io_error_at("cannot read", self.input_path, e))?;
             if got == 0 {
                 return Err(io::Error::new(
                     io::ErrorKind::UnexpectedEof,
-                    "input file shrank while being read",
+                    format!(
+                        "{}: input file shrank while being read",
+                        self.input_path.display()
+                    ),
                 ));
             }
             self.out.write_all(&buf[..got])?;
@@ -217,94 +184,210 @@ impl FileJob<'_> {
         Ok(())
     }
 
-    fn flush(&mut self, batch: &mut Vec<Candidate>) -> anyhow::Result<()> {
-        if batch.is_empty() {
+    /// Writes `bytes` in place of the input range `offset..end`.
+    fn replace(&mut self, offset: u64, end: u64, bytes: &[u8]) -> io::Result<()> {
+        self.copy_to(offset)?;
+        self.out.write_all(bytes)?;
+        self.copied = end;
+        self.delta += bytes.len() as i64 - (end - offset) as i64;
+        Ok(())
+    }
+
+    fn place(&self, offset: u64) -> String {
+        format!("{}: offset {offset}", self.input_path.display())
+    }
+
+    fn flush(&mut self, batch: &mut Vec<Pending>) -> anyhow::Result<()> {
+        self.keys.clear();
+        self.keys.extend(batch.iter().filter_map(|p| match p {
+            Pending::Response(r) => Some(r.key),
+            Pending::Revisit(_) => None,
+        }));
+        if !self.keys.is_empty() {
+            self.store.test_and_insert(&self.keys, &mut self.seen)?;
+        }
+        let mut i = 0;
+        for p in batch.drain(..) {
+            match p {
+                Pending::Response(r) => {
+                    let seen = self.seen[i];
+                    i += 1;
+                    self.response(r, seen)?;
+                }
+                Pending::Revisit(r) => self.input_revisit(r)?,
+            }
+        }
+        Ok(())
+    }
+
+    fn keep(&mut self, counter: fn(&mut DedupStats) -> &mut u64) {
+        self.stats.duplicates_kept += 1;
+        *counter(self.stats) += 1;
+    }
+
+    fn response(&mut self, r: Response, seen: bool) -> anyhow::Result<()> {
+        // A revisit of the inputs (before this record) names it: it stays.
+        let referenced = self.locations.take_referenced(&r.names);
+        if !seen {
+            let mut loc = r.loc;
+            loc.file = self.out_name.clone();
+            loc.offset = (r.offset as i64 + self.delta) as u64;
+            self.locations.insert(r.key, loc);
             return Ok(());
         }
-        let keys: Vec<u64> = batch.iter().map(|c| c.key).collect();
-        self.store.test_and_insert(&keys, &mut self.seen)?;
-        for (i, c) in batch.drain(..).enumerate() {
-            if !self.seen[i] {
-                let mut loc = c.loc;
-                loc.file = self.out_name.clone();
-                loc.offset = (c.offset as i64 + self.delta) as u64;
-                self.locations.map.insert(c.key, loc);
-                continue;
-            }
-            let first = match self.locations.get(c.key) {
-                Some(first) if c.replaceable => first.clone(),
-                _ => {
-                    self.stats.duplicates_kept += 1;
-                    continue;
-                }
-            };
-            let revisit = revisit_record(&c.rec, &first);
-            let bytes = if c.rec.gzip {
-                gzip_member(&revisit)?
-            } else {
-                revisit
-            };
-            self.copy_to(c.offset)?;
-            self.out.write_all(&bytes)?;
-            self.copied = c.end;
-            self.delta += bytes.len() as i64 - (c.end - c.offset) as i64;
-            self.stats.revisits_written += 1;
+        if referenced {
+            self.keep(|s| &mut s.kept_referenced);
+            return Ok(());
         }
+        let first = match self.locations.get(r.key) {
+            Some(first) if r.replaceable => first.clone(),
+            _ => {
+                self.stats.duplicates_kept += 1;
+                return Ok(());
+            }
+        };
+        if !first.record_id.is_empty() && first.record_id == r.loc.record_id {
+            // Two copies of the same record (the same file twice, compressed and
+            // not): a revisit would name itself.
+            self.keep(|s| &mut s.kept_same_id);
+            let place = self.place(r.offset);
+            self.report.bad(
+                place,
+                format_args!(
+                    "record {} has the ID of the first capture of its payload ({} offset {}): a revisit would refer to itself; kept as it is",
+                    r.loc.record_id, first.file, first.offset
+                ),
+            );
+            return Ok(());
+        }
+        let revisit = revisit_record(&r.rec, &first);
+        let bytes = if r.rec.gzip {
+            gzip_member(&revisit)?
+        } else {
+            revisit
+        };
+        if bytes.len() as u64 >= r.end - r.offset {
+            // A small payload under large headers: nothing to gain.
+            self.keep(|s| &mut s.kept_not_smaller);
+            return Ok(());
+        }
+        self.replace(r.offset, r.end, &bytes)?;
+        self.locations.note_replaced(&r.names, r.key);
+        self.stats.revisits_written += 1;
+        Ok(())
+    }
+
+    fn input_revisit(&mut self, r: InputRevisit) -> anyhow::Result<()> {
+        // The record it names, if this run (or an earlier one) replaced it: by ID,
+        // by URI and date; by URI and digest only when nothing else names it and no
+        // first capture answers that lookup.
+        let t = &r.target;
+        // pywb finds an original by URI and digest: a first capture may answer.
+        let satisfied = r
+            .digest_key
+            .and_then(|k| self.locations.get(k))
+            .is_some_and(|f| {
+                self.by == DedupBy::UrlDigest || url_key(&f.target_uri) == r.target_surt
+            });
+        let replaced = match (t.id, t.uri_date) {
+            (None, None) if !satisfied => self.locations.replaced_by(t.uri_digest),
+            _ => self
+                .locations
+                .replaced_by(t.id)
+                .or_else(|| self.locations.replaced_by(t.uri_date)),
+        };
+        // Never point it at another payload (a URI and date can name two records).
+        let same_payload = |f: &&Location| {
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            !normalize_digest(r.digest.as_bytes(), &mut a)
+                || (normalize_digest(f.digest.as_bytes(), &mut b) && a == b)
+        };
+        let first = replaced
+            .and_then(|k| self.locations.get(k))
+            .filter(same_payload)
+            .cloned();
+        let Some(first) = first else {
+            // The record it names must stay a response if it comes later; unless it
+            // is the first capture of the payload (the usual case: crawlers name the
+            // original), which is never replaced: then nothing needs remembering.
+            let names_first = r
+                .digest_key
+                .and_then(|k| self.locations.get(k))
+                .is_some_and(|f| {
+                    let f = capture_names(&f.record_id, &f.target_uri, &f.date, &f.digest);
+                    (t.id.is_some() && t.id == f.id)
+                        || (t.uri_date.is_some() && t.uri_date == f.uri_date)
+                });
+            if !names_first {
+                let names = [t.id, t.uri_date, t.uri_digest.filter(|_| !satisfied)];
+                self.locations.note_referenced(names.into_iter().flatten());
+            }
+            return Ok(());
+        };
+        if !r.rewritable || first.record_id == r.id {
+            self.stats.revisits_unresolved += 1;
+            let place = self.place(r.offset);
+            self.report.bad(
+                place,
+                format_args!(
+                    "revisit {} names a record replaced by a revisit of {} ({} offset {}), and cannot be rewritten to name that one (its record is not alone in its gzip member, mis-sized, or has that ID)",
+                    r.id, first.record_id, first.file, first.offset
+                ),
+            );
+            return Ok(());
+        }
+        let rewritten = retargeted_revisit(&r.rec, &first);
+        let bytes = if r.rec.gzip {
+            gzip_member(&rewritten)?
+        } else {
+            rewritten
+        };
+        self.replace(r.offset, r.end, &bytes)?;
+        self.stats.revisits_retargeted += 1;
         Ok(())
     }
 }
 
-fn gzip_member(bytes: &[u8]) -> io::Result<Vec<u8>> {
-    let mut e = flate2::write::GzEncoder::new(
-        Vec::with_capacity(bytes.len() / 2),
-        flate2::Compression::default(),
+/// A revisit record of the inputs, as it waits in a batch.
+fn input_revisit(mut rec: Box<Record>, by: DedupBy, scratch: &mut Vec<u8>) -> InputRevisit {
+    let own_uri = rec.target_uri().to_string();
+    let uri = rec
+        .header("WARC-Refers-To-Target-URI")
+        .map(|u| u.trim_start_matches('<').trim_end_matches('>').to_string())
+        .unwrap_or(own_uri);
+    let digest = rec.header("WARC-Payload-Digest").unwrap_or("").to_string();
+    let target = capture_names(
+        rec.header("WARC-Refers-To").unwrap_or(""),
+        &uri,
+        rec.header("WARC-Refers-To-Date").unwrap_or(""),
+        &digest,
     );
-    e.write_all(bytes)?;
-    e.finish()
-}
-
-/// The WARC/1.1 revisit record that replaces `rec`, pointing at `first`.
-pub fn revisit_record(rec: &Record, first: &Location) -> Vec<u8> {
-    let http = rec.http_header_bytes().unwrap_or(b"");
-    let mut fields: Vec<(&str, String)> = vec![("WARC-Type", "revisit".into())];
-    for name in [
-        "WARC-Record-ID",
-        "WARC-Date",
-        "WARC-Target-URI",
-        "WARC-IP-Address",
-        "WARC-Warcinfo-ID",
-        "WARC-Concurrent-To",
-    ] {
-        for (k, v) in &rec.fields {
-            if k.eq_ignore_ascii_case(name) {
-                fields.push((name, v.clone()));
-            }
-        }
+    let target_surt = url_key(&uri);
+    let urlkey = match by {
+        DedupBy::Digest => "",
+        DedupBy::UrlDigest => target_surt.as_str(),
+    };
+    let digest_key = url_digest_key(urlkey.as_bytes(), digest.as_bytes(), scratch);
+    let whole_block = rec.block_read == rec.block_prefix.len() as u64;
+    let rewritable = rec.format == Format::Warc
+        && rec.own_member
+        && !rec.mis_sized
+        && whole_block
+        && rec.block_prefix.len() <= REWRITE_MAX;
+    if !rewritable {
+        rec.block_prefix = Vec::new();
     }
-    fields.push((
-        "WARC-Profile",
-        "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest".into(),
-    ));
-    fields.push(("WARC-Refers-To-Target-URI", first.target_uri.clone()));
-    fields.push(("WARC-Refers-To-Date", first.date.clone()));
-    if !first.record_id.is_empty() {
-        fields.push(("WARC-Refers-To", first.record_id.clone()));
+    InputRevisit {
+        offset: rec.offset,
+        end: rec.end,
+        id: rec.header("WARC-Record-ID").unwrap_or("").to_string(),
+        rewritable,
+        target,
+        digest,
+        digest_key,
+        target_surt,
+        rec,
     }
-    fields.push((
-        "WARC-Payload-Digest",
-        rec.payload_digest().unwrap_or_default(),
-    ));
-    fields.push(("WARC-Block-Digest", sha1_base32(http)));
-    fields.push(("WARC-Truncated", "length".into()));
-    fields.push((
-        "Content-Type",
-        rec.header("Content-Type")
-            .unwrap_or("application/http; msgtype=response")
-            .to_string(),
-    ));
-    let mut out = Vec::with_capacity(http.len() + 1024);
-    write_record(&mut out, "WARC/1.1", &fields, http);
-    out
 }
 
 /// Output path of `input` under `out`: `out` itself for a single input that is not a
@@ -355,31 +438,46 @@ pub fn dedup(
             );
         }
         let file = File::open(input).with_context(|| format!("cannot open {}", input.display()))?;
-        let len = file.metadata()?.len();
+        let len = file
+            .metadata()
+            .with_context(|| format!("cannot read {}", input.display()))?
+            .len();
         let mut job = FileJob {
+            by,
             input: file,
-            out: AtomicOutput::create(&out_path, OutputCompression::None)
-                .with_context(|| format!("cannot create {}", out_path.display()))?,
+            input_path: input,
+            // AtomicOutput's errors name the file.
+            out: AtomicOutput::create(&out_path, OutputCompression::None)?,
             out_name: base_name(&out_path),
             copied: 0,
             delta: 0,
             store,
-            locations,
+            locations: &mut *locations,
             stats: &mut stats,
+            report: &mut *report,
             seen: Vec::new(),
+            keys: Vec::new(),
         };
         job.stats.files += 1;
-        let mut batch: Vec<Candidate> = Vec::with_capacity(BATCH);
+        let mut batch: Vec<Pending> = Vec::with_capacity(BATCH);
         let mut scratch = Vec::new();
         while let Some(item) = reader.next_item() {
             let rec = match item {
                 Item::Problem { offset, reason } => {
-                    report.bad(format_args!("{}: offset {offset}", input.display()), reason);
+                    job.report
+                        .bad(format_args!("{}: offset {offset}", input.display()), reason);
                     continue;
                 }
                 Item::Record(rec) => rec,
             };
             job.stats.records += 1;
+            if rec.rec_type() == "revisit" {
+                batch.push(Pending::Revisit(input_revisit(rec, by, &mut scratch)));
+                if batch.len() >= BATCH {
+                    job.flush(&mut batch)?;
+                }
+                continue;
+            }
             if rec.rec_type() != "response" {
                 continue;
             }
@@ -393,7 +491,7 @@ pub fn dedup(
             if let Some(claimed) = rec.header("WARC-Payload-Digest") {
                 if claims_other_sha1(claimed, &sha1) {
                     job.stats.digest_mismatch += 1;
-                    report.bad(
+                    job.report.bad(
                         format_args!("{}: offset {}", input.display(), rec.offset),
                         format_args!("WARC-Payload-Digest {claimed} does not match the payload ({digest}); record kept as it is"),
                     );
@@ -420,17 +518,19 @@ pub fn dedup(
                 file: String::new(),
                 offset: 0,
             };
+            let names = capture_names(&loc.record_id, &loc.target_uri, &loc.date, &loc.digest);
             let mut rec = rec;
             // Only the HTTP header is needed for a revisit.
             rec.block_prefix.truncate(rec.http_len.unwrap_or(0));
-            batch.push(Candidate {
+            batch.push(Pending::Response(Response {
                 key,
                 offset: rec.offset,
                 end: rec.end,
                 replaceable,
                 loc,
+                names,
                 rec,
-            });
+            }));
             if batch.len() >= BATCH {
                 job.flush(&mut batch)?;
             }
@@ -439,9 +539,7 @@ pub fn dedup(
         job.copy_to(len)?;
         job.stats.bytes_in += len;
         job.stats.bytes_out += job.out.bytes();
-        job.out
-            .finish(false)
-            .with_context(|| format!("cannot write {}", out_path.display()))?;
+        job.out.finish(false)?;
     }
     Ok(stats)
 }

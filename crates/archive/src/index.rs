@@ -28,6 +28,9 @@ pub struct IndexStats {
     pub files: u64,
     pub records: u64,
     pub indexed: u64,
+    /// Records left out because they share a gzip member with other records
+    /// (whole-file gzip): no offset and length could point at them.
+    pub shared_member: u64,
     pub bytes: u64,
 }
 
@@ -138,6 +141,13 @@ fn index_file(file: &Path, format: IndexFormat, types: Option<&[String]>) -> Fil
                 if !included(&rec, types) {
                     continue;
                 }
+                // A replay tool reads a record by (offset, length) in the file: a
+                // record inside a gzip member it shares has neither (cdxj-indexer
+                // writes nothing for such files). No line rather than a useless one.
+                if rec.gzip && !rec.own_member {
+                    fi.stats.shared_member += 1;
+                    continue;
+                }
                 fi.stats.indexed += 1;
                 let e = entry(&rec, &name);
                 // Writing to a Vec cannot fail.
@@ -147,6 +157,15 @@ fn index_file(file: &Path, format: IndexFormat, types: Option<&[String]>) -> Fil
                 };
             }
         }
+    }
+    if fi.stats.shared_member > 0 {
+        fi.problems.push((
+            file.display().to_string(),
+            format!(
+                "{} records not indexed: they share a gzip member with other records, so no offset and length can point at them (recompress with one record per member: warcio recompress)",
+                fi.stats.shared_member
+            ),
+        ));
     }
     fi.stats.bytes = std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
     fi
@@ -195,6 +214,7 @@ pub fn index(
                 stats.files += fi.stats.files;
                 stats.records += fi.stats.records;
                 stats.indexed += fi.stats.indexed;
+                stats.shared_member += fi.stats.shared_member;
                 stats.bytes += fi.stats.bytes;
                 if result.is_ok() {
                     result = out.write_all(&fi.lines);

@@ -15,6 +15,9 @@ pub mod cdx_cmd;
 pub mod dates;
 pub mod dedup;
 pub mod index;
+mod inputs;
+pub mod locations;
+pub mod revisit;
 pub mod surt;
 pub mod util;
 
@@ -114,14 +117,14 @@ pub fn run_cdx_with_store(cmd: &CdxCommand, store: Option<&dyn Store>) -> anyhow
     let mut report = Report::default();
     match cmd {
         CdxCommand::Dups(a) => {
+            let files = inputs::expand(&a.files, true, true, &mut report)?;
             // Presized for about one key per 100 bytes of (uncompressed) input, so the
             // table rarely grows; 9 bytes per key.
             let mem;
             let store = match store {
                 Some(s) => s,
                 None => {
-                    let bytes: u64 = a
-                        .files
+                    let bytes: u64 = files
                         .iter()
                         .filter_map(|f| std::fs::metadata(f).ok())
                         .map(|m| m.len())
@@ -132,7 +135,7 @@ pub fn run_cdx_with_store(cmd: &CdxCommand, store: Option<&dyn Store>) -> anyhow
                 }
             };
             let mut out = Out::create(a.output.as_deref())?;
-            let s = cdx_cmd::dups(&a.files, a.lines, store, &mut out, &mut report)?;
+            let s = cdx_cmd::dups(&files, a.lines, store, &mut out, &mut report)?;
             out.finish()?;
             eprintln!(
                 "webdedup cdx dups: {} lines, {} duplicates, {} without digest, {} bad lines",
@@ -140,8 +143,9 @@ pub fn run_cdx_with_store(cmd: &CdxCommand, store: Option<&dyn Store>) -> anyhow
             );
         }
         CdxCommand::Revisits(a) => {
+            let files = inputs::expand(&a.files, true, true, &mut report)?;
             let mut out = Out::create(a.output.as_deref())?;
-            let s = cdx_cmd::revisits(&a.files, a.lines, a.filename_dash, &mut out, &mut report)?;
+            let s = cdx_cmd::revisits(&files, a.lines, a.filename_dash, &mut out, &mut report)?;
             out.finish()?;
             eprintln!(
                 "webdedup cdx revisits: {} lines, {} revisits, {} bad lines",
@@ -149,13 +153,14 @@ pub fn run_cdx_with_store(cmd: &CdxCommand, store: Option<&dyn Store>) -> anyhow
             );
         }
         CdxCommand::Dates(a) => {
+            let files = inputs::expand(&a.files, true, true, &mut report)?;
             let opts = dates::DatesOptions {
                 memory: a.memory,
                 tmp_dir: a.tmp_dir.clone(),
                 ..Default::default()
             };
             let mut out = Out::create(a.output.as_deref())?;
-            let s = dates::dates(&a.files, &a.merge, &opts, &mut out, &mut report)?;
+            let s = dates::dates(&files, &a.merge, &opts, &mut out, &mut report)?;
             out.finish()?;
             eprintln!(
                 "webdedup cdx dates: {} lines, {} versions, {} without digest, {} bad lines, {} sort runs",
@@ -227,11 +232,13 @@ pub fn run_warc_with_store(cmd: &WarcCommand, store: Option<&dyn Store>) -> anyh
     let mut report = Report::default();
     match cmd {
         WarcCommand::Index(a) => {
+            // Records are read by offset: files, not standard input.
+            let files = inputs::expand(&a.files, true, false, &mut report)?;
             let types = index::record_filter(&a.records);
             let mut out = Out::create(a.output.as_deref())?;
             let start = std::time::Instant::now();
             let s = index::index(
-                &a.files,
+                &files,
                 a.format,
                 types.as_deref(),
                 a.threads.unwrap_or_else(|| {
@@ -244,8 +251,16 @@ pub fn run_warc_with_store(cmd: &WarcCommand, store: Option<&dyn Store>) -> anyh
             )?;
             out.finish()?;
             let secs = start.elapsed().as_secs_f64().max(1e-9);
+            let shared = if s.shared_member > 0 {
+                format!(
+                    ", {} not indexable (in shared gzip members)",
+                    s.shared_member
+                )
+            } else {
+                String::new()
+            };
             eprintln!(
-                "webdedup warc index: {} files, {} records, {} indexed, {:.1} MB/s",
+                "webdedup warc index: {} files, {} records, {} indexed{shared}, {:.1} MB/s",
                 s.files,
                 s.records,
                 s.indexed,
@@ -253,6 +268,8 @@ pub fn run_warc_with_store(cmd: &WarcCommand, store: Option<&dyn Store>) -> anyh
             );
         }
         WarcCommand::Dedup(a) => {
+            // Outputs keep the inputs' file names: files only, not directories.
+            let files = inputs::expand(&a.inputs, false, false, &mut report)?;
             let mem;
             let store = match store {
                 Some(s) => s,
@@ -266,25 +283,23 @@ pub fn run_warc_with_store(cmd: &WarcCommand, store: Option<&dyn Store>) -> anyh
                 _ => dedup::Locations::default(),
             };
             let start = std::time::Instant::now();
-            let s = dedup::dedup(
-                &a.inputs,
-                &a.output,
-                a.by,
-                store,
-                &mut locations,
-                &mut report,
-            )?;
+            let s = dedup::dedup(&files, &a.output, a.by, store, &mut locations, &mut report)?;
             if let Some(p) = &a.locations {
                 locations.save(p)?;
             }
             let secs = start.elapsed().as_secs_f64().max(1e-9);
             eprintln!(
-                "webdedup warc dedup: {} files, {} records, {} responses, {} revisits written, {} duplicates kept as they are, {} payload digest mismatches, {} -> {} bytes ({} saved, {:.1}%), {:.1} MB/s",
+                "webdedup warc dedup: {} files, {} records, {} responses, {} revisits written, {} duplicates kept as they are ({} named by revisits, {} not smaller as revisits, {} with their original's record ID), {} revisits retargeted, {} unresolved, {} payload digest mismatches, {} -> {} bytes ({} saved, {:.1}%), {:.1} MB/s",
                 s.files,
                 s.records,
                 s.responses,
                 s.revisits_written,
                 s.duplicates_kept,
+                s.kept_referenced,
+                s.kept_not_smaller,
+                s.kept_same_id,
+                s.revisits_retargeted,
+                s.revisits_unresolved,
                 s.digest_mismatch,
                 s.bytes_in,
                 s.bytes_out,

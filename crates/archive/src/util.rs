@@ -2,9 +2,10 @@
 
 use std::fmt::Display;
 use std::io::{self, BufRead, BufReader, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use webdedup_formats::output::{AtomicOutput, OutputCompression};
+use webdedup_formats::shown::escape_controls;
 
 /// Problems found in the input: printed to stderr as `webdedup: WHERE: REASON` and
 /// counted (or, for library callers, kept: [`Report::collecting`]). Any problem
@@ -34,11 +35,16 @@ impl Report {
         self.kept.as_deref().unwrap_or_default()
     }
 
+    /// Reports a problem at `place` (a file name, `FILE:LINE`, `FILE: offset N`).
+    /// Both are shown with control characters escaped: they quote input (file names,
+    /// bytes of a bad line), which must never drive the terminal.
     pub fn bad(&mut self, place: impl Display, reason: impl Display) {
         self.problems += 1;
+        let (place, reason) = (place.to_string(), reason.to_string());
+        let (place, reason) = (escape_controls(&place), escape_controls(&reason));
         if let Some(kept) = &mut self.kept {
             if (kept.len() as u64) < MAX_PRINTED {
-                kept.push((place.to_string(), reason.to_string()));
+                kept.push((place.into_owned(), reason.into_owned()));
             }
         } else if self.printed < MAX_PRINTED {
             self.printed += 1;
@@ -64,7 +70,7 @@ impl Report {
 }
 
 /// Where a command writes: stdout, or a file written atomically (compressed by its
-/// suffix `.gz` / `.zst`).
+/// suffix `.gz` / `.zst`). Errors name the file (or stdout).
 pub enum Out {
     Stdout(BufWriter<io::Stdout>),
     File(Box<AtomicOutput>),
@@ -86,28 +92,32 @@ impl Out {
 
     pub fn finish(self) -> io::Result<()> {
         match self {
-            Out::Stdout(mut w) => w.flush(),
+            Out::Stdout(mut w) => w.flush().map_err(stdout_error),
             Out::File(f) => f.finish(false),
         }
     }
 }
 
+fn stdout_error(e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("cannot write to stdout: {e}"))
+}
+
 impl Write for Out {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
-            Out::Stdout(w) => w.write(buf),
+            Out::Stdout(w) => w.write(buf).map_err(stdout_error),
             Out::File(f) => f.write_all(buf).map(|_| buf.len()),
         }
     }
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
         match self {
-            Out::Stdout(w) => w.write_all(buf),
+            Out::Stdout(w) => w.write_all(buf).map_err(stdout_error),
             Out::File(f) => f.write_all(buf),
         }
     }
     fn flush(&mut self) -> io::Result<()> {
         match self {
-            Out::Stdout(w) => w.flush(),
+            Out::Stdout(w) => w.flush().map_err(stdout_error),
             Out::File(_) => Ok(()),
         }
     }
@@ -168,11 +178,6 @@ pub fn base_name(p: &Path) -> String {
     p.file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| p.to_string_lossy().into_owned())
-}
-
-/// `a/b.warc.gz` -> display form used in messages.
-pub fn shown(p: &Path) -> PathBuf {
-    p.to_owned()
 }
 
 #[cfg(test)]

@@ -98,7 +98,9 @@ fn crawls(dir: &Path, gzip: bool) -> (PathBuf, PathBuf) {
     let ext = if gzip { "warc.gz" } else { "warc" };
     let c1 = dir.join(format!("crawl1.{ext}"));
     let c2 = dir.join(format!("crawl2.{ext}"));
-    // An incompressible payload, so that revisits save bytes in gzip files too.
+    // Incompressible payloads, so that revisits save bytes in gzip files too (a
+    // revisit is only written when it is smaller than the record).
+    let payload_b = big_payload(98);
     let mut x: u64 = 99;
     let big: String = (0..5000)
         .map(|_| {
@@ -117,7 +119,7 @@ fn crawls(dir: &Path, gzip: bool) -> (PathBuf, PathBuf) {
                 payload: "GET / HTTP/1.1\r\n\r\n".into(),
                 ..resp(2, "http://a.org/", "")
             },
-            resp(3, "http://b.org/", "payload B"),
+            resp(3, "http://b.org/", &payload_b),
             resp(4, "http://a.org/copy", &big), // same payload, other URL, same file
         ],
         gzip,
@@ -126,7 +128,7 @@ fn crawls(dir: &Path, gzip: bool) -> (PathBuf, PathBuf) {
         &c2,
         &[
             resp(11, "http://a.org/", &big),        // same URL + payload as 1
-            resp(12, "http://c.org/", "payload B"), // payload of 3, other URL
+            resp(12, "http://c.org/", &payload_b),  // payload of 3, other URL
             resp(13, "http://d.org/", "brand new"), // new
         ],
         gzip,
@@ -259,9 +261,16 @@ fn locations_file_lets_a_later_crawl_dedup_against_an_earlier_one() {
     );
     let revisits = check_nothing_lost(&[c1, c2], &[o1, o2]);
     assert_eq!(revisits.len(), 3);
-    // The locations name the output file and the offset of the first capture there.
+    // The locations name the output file and the offset of the first capture there,
+    // and the names (ID, URI and date, URI and digest) of the 3 replaced records.
     let text = fs::read_to_string(&loc).unwrap();
-    assert_eq!(text.lines().count(), 3, "{text}");
+    let firsts = text.lines().filter(|l| l.split('\t').count() == 7).count();
+    let replaced = text.lines().filter(|l| l.starts_with("replaced\t")).count();
+    assert_eq!(
+        (firsts, replaced, text.lines().count()),
+        (3, 9, 12),
+        "{text}"
+    );
     assert!(text.contains("\to1.warc.gz\t"), "{text}");
 }
 
@@ -442,4 +451,374 @@ fn whole_file_gzip_is_copied_unchanged() {
     let out = dir.path().join("out.warc.gz");
     assert_eq!(dedup(vec![whole.clone()], &out, DedupBy::Digest, None), 1);
     assert_eq!(fs::read(&out).unwrap(), fs::read(&whole).unwrap());
+}
+
+/// Issue 16 W5: records that share a gzip member (whole-file gzip) have no offset and
+/// length a replay tool could use: `warc index` writes no line for them (cdxj-indexer
+/// writes nothing for such a file either), reports it (exit 1) and still indexes the
+/// other files.
+#[test]
+fn index_writes_no_line_for_records_sharing_a_gzip_member() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("p.warc");
+    write_warc(
+        &plain,
+        &[
+            resp(1, "http://a.org/", "one"),
+            resp(3, "http://b.org/", "two"),
+        ],
+        false,
+    );
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(&fs::read(&plain).unwrap()).unwrap();
+    let whole = dir.path().join("whole.warc.gz");
+    fs::write(&whole, e.finish().unwrap()).unwrap();
+    let good = dir.path().join("good.warc.gz");
+    write_warc(&good, &[resp(5, "http://c.org/", "three")], true);
+    for format in [IndexFormat::Cdxj, IndexFormat::Cdx11] {
+        let idx = dir.path().join("index");
+        let code = run_warc(&WarcCommand::Index(IndexArgs {
+            files: vec![whole.clone(), good.clone()],
+            format,
+            records: "all".into(),
+            threads: Some(1),
+            output: Some(idx.clone()),
+        }))
+        .unwrap();
+        assert_eq!(code, 1, "reported");
+        let text = fs::read_to_string(&idx).unwrap();
+        assert!(!text.contains("whole.warc.gz"), "{text}");
+        assert_eq!(text.matches("good.warc.gz").count(), 1, "{text}");
+    }
+}
+
+/// An incompressible payload (so that revisits save bytes in gzip files too).
+fn big_payload(seed: u64) -> String {
+    let mut x = seed;
+    (0..4000)
+        .map(|_| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (b'a' + (x >> 59) as u8 % 26) as char
+        })
+        .collect()
+}
+
+/// A revisit record as crawlers write them: HTTP headers, the payload digest, and
+/// (when `target` is given) WARC-Refers-To, -Target-URI and -Date naming the
+/// original record.
+fn crawler_revisit(n: u32, uri: &str, payload: &str, target: Option<&Rec>) -> Vec<u8> {
+    let r = resp(n, uri, payload);
+    let mut fields: Vec<(&str, String)> = vec![
+        ("WARC-Type", "revisit".into()),
+        ("WARC-Record-ID", r.id.clone()),
+        ("WARC-Date", r.date.clone()),
+        ("WARC-Target-URI", r.uri.clone()),
+        (
+            "WARC-Profile",
+            "http://netpreserve.org/warc/1.0/revisit/identical-payload-digest".into(),
+        ),
+        ("WARC-Payload-Digest", sha1_base32(payload.as_bytes())),
+    ];
+    if let Some(t) = target {
+        fields.push(("WARC-Refers-To", t.id.clone()));
+        fields.push(("WARC-Refers-To-Target-URI", t.uri.clone()));
+        fields.push(("WARC-Refers-To-Date", t.date.clone()));
+    }
+    fields.push(("Content-Type", "application/http; msgtype=response".into()));
+    let mut out = Vec::new();
+    write_record(
+        &mut out,
+        "WARC/1.0",
+        &fields,
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n",
+    );
+    out
+}
+
+/// Writes raw records, each its own gzip member when `gzip`.
+fn write_raw(path: &Path, records: &[Vec<u8>], gzip: bool) {
+    let mut out = Vec::new();
+    for b in records {
+        if gzip {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            e.write_all(b).unwrap();
+            out.extend(e.finish().unwrap());
+        } else {
+            out.extend_from_slice(b);
+        }
+    }
+    fs::write(path, out).unwrap();
+}
+
+/// What replay tools need of every revisit in `outputs`: its WARC-Refers-To names
+/// a response of the outputs with the same payload digest, and a response exists
+/// at its WARC-Refers-To-Target-URI (or its own URI) with that digest (pywb's
+/// lookup). Returns (revisit URI, WARC-Refers-To) of every revisit.
+fn every_revisit_resolves(outputs: &[PathBuf]) -> Vec<(String, String)> {
+    let mut by_id = std::collections::HashMap::new();
+    let mut by_uri_digest = std::collections::HashSet::new();
+    let mut revisits = Vec::new();
+    for o in outputs {
+        let (recs, problems) = read_records(o);
+        assert_eq!(problems, 0, "{}", o.display());
+        for r in recs {
+            let digest = r.payload_digest().unwrap_or_default();
+            match r.rec_type() {
+                "response" => {
+                    by_uri_digest.insert((r.target_uri().to_string(), digest.clone()));
+                    by_id.insert(r.header("WARC-Record-ID").unwrap().to_string(), digest);
+                }
+                "revisit" => revisits.push(r),
+                _ => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for r in revisits {
+        let digest = r.header("WARC-Payload-Digest").unwrap().to_string();
+        let target = r.header("WARC-Refers-To").unwrap_or("").to_string();
+        let own = r.header("WARC-Record-ID").unwrap();
+        assert_ne!(target, own, "a revisit refers to itself");
+        if !target.is_empty() {
+            assert_eq!(
+                by_id.get(&target),
+                Some(&digest),
+                "revisit of {} refers to {target}, not a response with its payload",
+                r.target_uri()
+            );
+        }
+        let uri = r
+            .header("WARC-Refers-To-Target-URI")
+            .unwrap_or(r.target_uri());
+        assert!(
+            by_uri_digest.contains(&(uri.to_string(), digest.clone())),
+            "revisit of {}: no response at {uri} with {digest}",
+            r.target_uri()
+        );
+        out.push((r.target_uri().to_string(), target));
+    }
+    out
+}
+
+fn dedup_all(inputs: &[PathBuf], out: &Path, locations: Option<PathBuf>) -> (i32, Vec<PathBuf>) {
+    let code = dedup(inputs.to_vec(), out, DedupBy::Digest, locations);
+    let outs = if inputs.len() == 1 {
+        vec![out.to_owned()]
+    } else {
+        inputs
+            .iter()
+            .map(|i| out.join(i.file_name().unwrap()))
+            .collect()
+    };
+    (code, outs)
+}
+
+/// Issue 16 W1 (revisit after the record it names): F, then X with F's payload at
+/// another URL (replaced by a revisit of F), then a crawler's revisit of X. The
+/// crawler's revisit is rewritten to name F, so that it still resolves.
+#[test]
+fn an_input_revisit_of_a_replaced_record_is_retargeted() {
+    for gzip in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let ext = if gzip { "warc.gz" } else { "warc" };
+        let big = big_payload(1);
+        let f = resp(1, "http://first.org/", &big);
+        let x = resp(3, "http://x.org/", &big);
+        let inputs: Vec<PathBuf> = (1..=3)
+            .map(|i| dir.path().join(format!("c{i}.{ext}")))
+            .collect();
+        write_warc(&inputs[0], &[resp(1, "http://first.org/", &big)], gzip);
+        write_warc(&inputs[1], &[resp(3, "http://x.org/", &big)], gzip);
+        write_raw(
+            &inputs[2],
+            &[crawler_revisit(5, "http://x.org/", &big, Some(&x))],
+            gzip,
+        );
+        let (code, outs) = dedup_all(&inputs, &dir.path().join("out"), None);
+        assert_eq!(code, 0);
+        let revisits = every_revisit_resolves(&outs);
+        assert_eq!(
+            revisits,
+            [
+                ("http://x.org/".to_string(), f.id.clone()),
+                ("http://x.org/".to_string(), f.id.clone())
+            ]
+        );
+        let (recs, _) = read_records(&outs[2]);
+        assert_eq!(
+            recs[0].header("WARC-Refers-To-Target-URI"),
+            Some("http://first.org/")
+        );
+        assert_eq!(recs[0].header("WARC-Refers-To-Date"), Some(f.date.as_str()));
+        assert_eq!(
+            recs[0].header("WARC-Date"),
+            Some(resp(5, "", "").date.as_str())
+        );
+        assert_eq!(
+            recs[0].header("WARC-Record-ID"),
+            Some(resp(5, "", "").id.as_str())
+        );
+    }
+}
+
+/// Issue 16 W1 (revisit before the record it names): a record that an earlier
+/// revisit of the inputs refers to is never replaced.
+#[test]
+fn a_record_an_earlier_revisit_refers_to_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = big_payload(2);
+    let x = resp(3, "http://x.org/", &big);
+    let inputs: Vec<PathBuf> = (1..=3)
+        .map(|i| dir.path().join(format!("c{i}.warc.gz")))
+        .collect();
+    write_warc(&inputs[0], &[resp(1, "http://first.org/", &big)], true);
+    write_raw(
+        &inputs[1],
+        &[crawler_revisit(5, "http://x.org/", &big, Some(&x))],
+        true,
+    );
+    write_warc(&inputs[2], &[resp(3, "http://x.org/", &big)], true);
+    let (code, outs) = dedup_all(&inputs, &dir.path().join("out"), None);
+    assert_eq!(code, 0);
+    assert_eq!(
+        fs::read(&outs[2]).unwrap(),
+        fs::read(&inputs[2]).unwrap(),
+        "kept"
+    );
+    assert_eq!(
+        every_revisit_resolves(&outs),
+        [("http://x.org/".to_string(), x.id)]
+    );
+}
+
+/// Issue 16 W1 across runs (`--locations`): a crawl deduplicated in an earlier run,
+/// then a later crawl whose revisits name records of the first one that the first
+/// run replaced.
+#[test]
+fn retargeting_works_across_runs_with_locations() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = big_payload(3);
+    let f = resp(1, "http://first.org/", &big);
+    let x = resp(3, "http://x.org/", &big);
+    let c1 = dir.path().join("c1.warc.gz");
+    let c2 = dir.path().join("c2.warc.gz");
+    write_warc(
+        &c1,
+        &[
+            resp(1, "http://first.org/", &big),
+            resp(3, "http://x.org/", &big),
+        ],
+        true,
+    );
+    write_raw(
+        &c2,
+        &[crawler_revisit(5, "http://x.org/", &big, Some(&x))],
+        true,
+    );
+    let loc = dir.path().join("firsts.tsv");
+    let (o1, o2) = (dir.path().join("o1.warc.gz"), dir.path().join("o2.warc.gz"));
+    assert_eq!(dedup_all(&[c1], &o1, Some(loc.clone())).0, 0);
+    assert_eq!(dedup_all(&[c2], &o2, Some(loc.clone())).0, 0);
+    let revisits = every_revisit_resolves(&[o1, o2]);
+    assert_eq!(revisits.len(), 2);
+    assert!(revisits.iter().all(|(_, t)| *t == f.id), "{revisits:?}");
+}
+
+/// Issue 16 W2: two copies of the same records (`.warc` and `.warc.gz` share record
+/// IDs). A revisit would refer to its own record ID: the copy is kept as it is and
+/// reported.
+#[test]
+fn records_sharing_the_id_of_their_first_capture_are_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = big_payload(4);
+    let recs = [
+        resp(1, "http://a.org/", &big),
+        resp(3, "http://b.org/", &big_payload(5)),
+    ];
+    let plain = dir.path().join("hello.warc");
+    let gz = dir.path().join("hello.warc.gz");
+    write_warc(&plain, &recs, false);
+    write_warc(&gz, &recs, true);
+    let (code, outs) = dedup_all(&[plain.clone(), gz.clone()], &dir.path().join("out"), None);
+    assert_eq!(code, 1, "reported");
+    assert_eq!(fs::read(&outs[0]).unwrap(), fs::read(&plain).unwrap());
+    assert_eq!(fs::read(&outs[1]).unwrap(), fs::read(&gz).unwrap());
+    assert!(every_revisit_resolves(&outs).is_empty());
+}
+
+/// Issue 16 W3: a revisit is written only when it is smaller than the record it
+/// replaces (a small payload under large HTTP headers is kept as it is).
+#[test]
+fn a_revisit_never_makes_a_record_larger() {
+    for gzip in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let ext = if gzip { "warc.gz" } else { "warc" };
+        let input = dir.path().join(format!("in.{ext}"));
+        let big = big_payload(6);
+        write_warc(
+            &input,
+            &[
+                resp(1, "http://a.org/", "tiny"),
+                resp(3, "http://b.org/", "tiny"),
+                resp(5, "http://c.org/", &big),
+                resp(7, "http://d.org/", &big),
+            ],
+            gzip,
+        );
+        let out = dir.path().join(format!("out.{ext}"));
+        let (code, outs) = dedup_all(std::slice::from_ref(&input), &out, None);
+        assert_eq!(code, 0);
+        let revisits = every_revisit_resolves(&outs);
+        assert_eq!(
+            revisits,
+            [("http://d.org/".to_string(), resp(5, "", "").id)]
+        );
+        let (ins, _) = read_records(&input);
+        let (got, _) = read_records(&out);
+        for (a, b) in ins.iter().zip(&got) {
+            assert!(b.end - b.offset <= a.end - a.offset, "{}", b.target_uri());
+        }
+        assert!(fs::metadata(&out).unwrap().len() < fs::metadata(&input).unwrap().len());
+    }
+}
+
+/// A revisit that names its original by URI and date only is never pointed at a
+/// capture of another payload (two records can share a URI and a second).
+#[test]
+fn a_revisit_is_never_retargeted_to_another_payload() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, q) = (big_payload(7), big_payload(8));
+    let x = resp(3, "http://x.org/", &p);
+    let mut z = resp(3, "http://x.org/", &q);
+    z.id = "<urn:uuid:z>".into();
+    let c1 = dir.path().join("c1.warc.gz");
+    let c2 = dir.path().join("c2.warc.gz");
+    write_warc(
+        &c1,
+        &[
+            resp(1, "http://first.org/", &p),
+            resp(3, "http://x.org/", &p),
+            z,
+        ],
+        true,
+    );
+    // Names (x.org, x's date) without an ID, with payload q: it means z.
+    let by_uri_date = Rec {
+        id: String::new(),
+        ..x
+    };
+    write_raw(
+        &c2,
+        &[crawler_revisit(5, "http://x.org/", &q, Some(&by_uri_date))],
+        true,
+    );
+    let (code, outs) = dedup_all(&[c1, c2.clone()], &dir.path().join("out"), None);
+    assert_eq!(code, 0);
+    assert_eq!(
+        fs::read(&outs[1]).unwrap(),
+        fs::read(&c2).unwrap(),
+        "untouched"
+    );
 }

@@ -1,12 +1,13 @@
 //! `webdedup batch ...`: deterministic batch mode (see `webdedup_dedup::batch`).
 
+use crate::read_args::{Compress, ReadArgs};
 use crate::{EXIT_INPUT_PROBLEMS, EXIT_OK};
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 use webdedup_dedup::batch::{self, BatchConfig, Stage};
 use webdedup_dedup::{DocCheck, Options, RunConfig, RunStats};
-use webdedup_formats::output::OutputCompression;
+use webdedup_formats::shown::escape_controls;
 use webdedup_store::DEFAULT_BLOCKS;
 use webdedup_text::Normalization;
 
@@ -29,9 +30,10 @@ pub enum BatchCommand {
 
 #[derive(Debug, Args, Clone)]
 pub struct Common {
-    /// Input directory (or file), as for `webdedup dedup`.
-    #[arg(short, long, value_name = "DIR")]
-    input: PathBuf,
+    /// Inputs: directories (searched recursively) or files, as for `webdedup
+    /// dedup` (repeatable; not `-`: every phase reads the input again).
+    #[arg(short, long, value_name = "PATH", required = true, num_args = 1..)]
+    input: Vec<PathBuf>,
     /// Work directory shared by all tasks (runs, verdicts, completion markers).
     #[arg(short, long, value_name = "DIR")]
     work: PathBuf,
@@ -53,6 +55,8 @@ pub struct Common {
     chunk_bytes: usize,
     #[arg(long, default_value_t = webdedup_formats::vertical::DEFAULT_MAX_LINE_BYTES, value_name = "BYTES")]
     max_line_bytes: usize,
+    #[command(flatten)]
+    read: ReadArgs,
 }
 
 #[derive(Debug, Args)]
@@ -83,8 +87,9 @@ pub struct Outputs {
     output: PathBuf,
     #[arg(short = 'd', long = "dd")]
     dd: bool,
-    #[arg(long, default_value = "none", value_name = "KIND")]
-    compress: OutputCompression,
+    /// As for `webdedup dedup`: `auto`, `zst`, `gz` or `none`.
+    #[arg(long, default_value = "auto", value_name = "KIND")]
+    compress: Compress,
 }
 
 #[derive(Debug, Args)]
@@ -122,9 +127,12 @@ pub struct RunArgs {
     plan_cache_mib: usize,
 }
 
-fn config(c: &Common, task_count: usize) -> BatchConfig {
-    BatchConfig {
-        input: c.input.clone(),
+fn config(c: &Common, task_count: usize) -> Result<BatchConfig> {
+    if c.read.wikilinks() {
+        bail!("batch mode reads documents (verticals, JSON Lines), not wikilinks rows");
+    }
+    Ok(BatchConfig {
+        inputs: c.input.clone(),
         work: c.work.clone(),
         task_count,
         partitions: c.partitions,
@@ -135,24 +143,29 @@ fn config(c: &Common, task_count: usize) -> BatchConfig {
             doc_check: c.doc_check,
             ..Default::default()
         },
+        read: c.read.settings()?,
         chunk_bytes: c.chunk_bytes.max(1),
         max_line_bytes: c.max_line_bytes.max(1),
-    }
+    })
 }
 
-fn run_config(c: &Common, o: &Outputs) -> RunConfig {
-    let mut r = RunConfig::new(&c.input, &o.output);
-    r.options = config(c, 1).options;
+fn run_config(c: &Common, o: &Outputs) -> Result<RunConfig> {
+    let b = config(c, 1)?;
+    let mut r = RunConfig::new(PathBuf::new(), &o.output);
+    r.inputs = c.input.clone();
+    r.options = b.options;
+    r.read = b.read;
     r.dd = o.dd;
-    r.compress = o.compress;
+    r.compress = o.compress.fixed;
+    r.compress_auto = o.compress.auto;
     r.chunk_bytes = c.chunk_bytes.max(1);
     r.max_line_bytes = c.max_line_bytes.max(1);
     r.sync = true;
-    r
+    Ok(r)
 }
 
 fn check_task(t: &TaskArgs) -> Result<BatchConfig> {
-    let cfg = config(&t.common, t.common.task_count);
+    let cfg = config(&t.common, t.common.task_count)?;
     if t.task_index >= cfg.task_count {
         bail!(
             "--task-index {} is not below --task-count {}",
@@ -172,7 +185,8 @@ fn status(stats: &[RunStats]) -> u8 {
 }
 
 pub fn run(cmd: &BatchCommand) -> Result<u8> {
-    let report = |line: &str| eprintln!("{line}");
+    // Problem lines name input files: never raw control bytes.
+    let report = |line: &str| eprintln!("{}", escape_controls(line));
     match cmd {
         BatchCommand::Hash(t) => {
             let cfg = check_task(t)?;
@@ -196,7 +210,7 @@ pub fn run(cmd: &BatchCommand) -> Result<u8> {
             let cfg = check_task(&f.task)?;
             match batch::filter(
                 &cfg,
-                &run_config(&f.task.common, &f.out),
+                &run_config(&f.task.common, &f.out)?,
                 f.task.task_index,
                 &report,
             )? {
@@ -208,7 +222,7 @@ pub fn run(cmd: &BatchCommand) -> Result<u8> {
             }
         }
         BatchCommand::Publish(p) => {
-            let cfg = config(&p.common, p.common.task_count);
+            let cfg = config(&p.common, p.common.task_count)?;
             let keys = batch::publish(&cfg, &p.store)?;
             eprintln!("store {}: {keys} keys", p.store.display());
             Ok(EXIT_OK)
@@ -227,7 +241,7 @@ fn run_all(a: &RunArgs, report: &(dyn Fn(&str) + Sync)) -> Result<u8> {
     } else {
         threads
     };
-    let cfg = config(&a.common, tasks);
+    let cfg = config(&a.common, tasks)?;
     cfg.prepare()?;
     let started = std::time::Instant::now();
     // Each phase: its tasks on `threads` threads, taking task indexes in turn.
@@ -272,7 +286,7 @@ fn run_all(a: &RunArgs, report: &(dyn Fn(&str) + Sync)) -> Result<u8> {
         phase(&|t| batch::resolve(&cfg, stage, t, a.store.as_deref()).map(|_| None))?;
     }
     mark("resolve");
-    let run = run_config(&a.common, &a.out);
+    let run = run_config(&a.common, &a.out)?;
     let stats = phase(&|t| batch::filter_with_plans(&cfg, &run, t, report, Some(&plans)))?;
     mark("filter");
     let (kept, reused) = plans.counts();

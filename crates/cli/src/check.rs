@@ -1,18 +1,21 @@
 //! `webdedup check`: verify the references of a feedback-mode run.
 
+use crate::read_args::ReadArgs;
 use crate::{EXIT_INPUT_PROBLEMS, EXIT_OK};
 use anyhow::{Context, Result};
 use clap::Args;
 use std::path::PathBuf;
 use webdedup_dedup::check::{check, CheckConfig};
 use webdedup_dedup::{NearOptions, Options};
+use webdedup_formats::shown::escape_controls;
 use webdedup_text::Normalization;
 
 #[derive(Args, Debug)]
 pub struct CheckArgs {
-    /// The input directory of the checked run.
-    #[arg(short, long, value_name = "DIR")]
-    input: PathBuf,
+    /// The inputs of the checked run (files or directories, as given to `dedup`;
+    /// repeatable).
+    #[arg(short, long, value_name = "PATH", required = true, num_args = 1..)]
+    input: Vec<PathBuf>,
     /// The output directory of the checked run (made with -f/--feedback).
     #[arg(short, long, value_name = "DIR")]
     output: PathBuf,
@@ -34,11 +37,19 @@ pub struct CheckArgs {
     /// Print the report as JSON on stdout (and nothing else there).
     #[arg(long)]
     json: bool,
+    /// The run's --max-line-bytes.
+    #[arg(long, default_value_t = webdedup_formats::vertical::DEFAULT_MAX_LINE_BYTES, value_name = "BYTES")]
+    max_line_bytes: usize,
+    /// How the run read its inputs (its --input-format and fields).
+    #[command(flatten)]
+    read: ReadArgs,
 }
 
 pub fn run(args: &CheckArgs) -> Result<u8> {
     let cfg = CheckConfig {
-        input: args.input.clone(),
+        inputs: args.input.clone(),
+        read: args.read.settings()?,
+        max_line_bytes: args.max_line_bytes.max(1),
         output: args.output.clone(),
         every: args.every.max(1),
         options: Options {
@@ -53,10 +64,11 @@ pub fn run(args: &CheckArgs) -> Result<u8> {
     };
     let report = check(&cfg)?;
     for m in &report.mismatches {
-        eprintln!(
+        let line = format!(
             "{}: mismatch: dropped {} original {}: {}",
             m.at, m.dropped, m.original, m.reason
         );
+        eprintln!("{}", escape_controls(&line));
     }
     if args.json {
         println!(

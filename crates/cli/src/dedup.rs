@@ -1,5 +1,6 @@
 //! `webdedup dedup`.
 
+use crate::read_args::{Compress, ReadArgs};
 use crate::{EXIT_INPUT_PROBLEMS, EXIT_OK, EXIT_STOPPED};
 use anyhow::{Context, Result};
 use clap::Args;
@@ -9,18 +10,20 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use webdedup_dedup::Persistence;
 use webdedup_dedup::{DocCheck, NearOptions, Options, RunConfig};
-use webdedup_formats::output::OutputCompression;
+use webdedup_formats::shown::escape_controls;
 use webdedup_store::{SyncMode, DEFAULT_BLOCKS};
 use webdedup_text::Normalization;
 
 #[derive(Args, Debug)]
 pub struct DedupArgs {
-    /// Input directory of vertical files (plain, gzip or zstd), or one file.
-    #[arg(short, long, value_name = "DIR")]
-    input: PathBuf,
+    /// Inputs: directories (searched recursively, files in sorted relative-path
+    /// order), files, or `-` for standard input, read in the order given
+    /// (repeatable); plain, gzip or zstd, detected by content.
+    #[arg(short, long, value_name = "PATH", required = true, num_args = 1..)]
+    input: Vec<PathBuf>,
     /// Output directory: one `REL.dedup` per input file `REL`.
     #[arg(short, long, value_name = "DIR")]
-    output: PathBuf,
+    pub(crate) output: PathBuf,
     /// Worker threads (the output is the same for any value). Default: all cores.
     #[arg(short, long)]
     threads: Option<usize>,
@@ -39,9 +42,10 @@ pub struct DedupArgs {
     /// Also write `*.dedup.dd`: one `<dd url=".." title=".." status=".."/>` per input document.
     #[arg(short = 'd', long = "dd")]
     dd: bool,
-    /// Compress outputs: `zst`, `gz` or `none`.
-    #[arg(long, default_value = "none", value_name = "KIND")]
-    compress: OutputCompression,
+    /// Compress outputs: `auto` (JSON Lines outputs like their inputs' names say,
+    /// verticals plain), `zst`, `gz` or `none`.
+    #[arg(long, default_value = "auto", value_name = "KIND")]
+    compress: Compress,
     /// Write the run's figures as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -123,10 +127,8 @@ pub struct DedupArgs {
     /// file ids to paths. Check the claims with `webdedup check`.
     #[arg(short = 'f', long)]
     feedback: bool,
-    /// Input format: `vertical` (KNOT verticals) or `wikilinks` (tab-separated
-    /// link rows; one thread, embedded store only).
-    #[arg(long, default_value = "vertical", value_name = "FORMAT", value_parser = ["vertical", "wikilinks"])]
-    format: String,
+    #[command(flatten)]
+    read: ReadArgs,
 }
 
 pub fn run(args: &DedupArgs) -> Result<u8> {
@@ -146,7 +148,7 @@ pub fn run(args: &DedupArgs) -> Result<u8> {
             let (filter, problems) = webdedup_dedup::UrlFilter::load(path)
                 .with_context(|| format!("cannot read URL filter {}", path.display()))?;
             for p in &problems {
-                eprintln!("{p}");
+                eprintln!("{}", escape_controls(p));
             }
             input_problems |= !problems.is_empty();
             Some(Arc::new(filter))
@@ -157,7 +159,7 @@ pub fn run(args: &DedupArgs) -> Result<u8> {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
     let cfg = RunConfig {
-        input: args.input.clone(),
+        inputs: args.input.clone(),
         output: args.output.clone(),
         threads,
         options: Options {
@@ -173,8 +175,10 @@ pub fn run(args: &DedupArgs) -> Result<u8> {
             url_filter,
             feedback: args.feedback,
         },
+        read: args.read.settings()?,
         dd: args.dd,
-        compress: args.compress,
+        compress: args.compress.fixed,
+        compress_auto: args.compress.auto,
         progress: !args.quiet && std::io::stderr().is_terminal(),
         report_limit: args.report_limit,
         chunk_bytes: args.chunk_bytes.max(1),
@@ -205,8 +209,9 @@ pub fn run(args: &DedupArgs) -> Result<u8> {
         signal_hook::flag::register_usize(sig, which.clone(), sig as usize)
             .context("cannot install a signal handler")?;
     }
-    let report = |line: &str| eprintln!("{line}");
-    if args.format == "wikilinks" {
+    // Problem lines name input files and may quote input: never raw control bytes.
+    let report = |line: &str| eprintln!("{}", escape_controls(line));
+    if args.read.wikilinks() {
         return run_wikilinks(args, &cfg, &report, input_problems);
     }
     let engine = args
@@ -381,7 +386,18 @@ fn run_on_external(
     let _lock = webdedup_store::DirLock::acquire(
         &args.output.join(webdedup_dedup::persist::OUTPUT_LOCK_FILE),
     )?;
-    let store = open(salt)?;
+    let store = match open(salt) {
+        Ok(s) => s,
+        Err(e) => {
+            // Nothing was asked yet, so nothing can be resumed: the fresh run id and
+            // the lock would only be debris (and keep a new output directory alive).
+            if !args.restore {
+                let _ = std::fs::remove_file(args.output.join(crate::remote::RUN_ID_FILE));
+            }
+            let _ = std::fs::remove_file(_lock.path());
+            return Err(e);
+        }
+    };
     let dur = webdedup_dedup::Durability {
         journal: None,
         recorded: None,

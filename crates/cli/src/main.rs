@@ -2,14 +2,19 @@
 
 mod batch;
 mod check;
+mod convert;
 mod dedup;
 mod distribute;
+mod read_args;
 mod remote;
 mod server;
 mod status;
 
 use clap::{Parser, Subcommand};
+use std::path::Path;
 use std::process::ExitCode;
+use webdedup_formats::output::NewDirs;
+use webdedup_formats::shown::escape_controls;
 
 /// Exit status: everything read cleanly.
 pub const EXIT_OK: u8 = 0;
@@ -35,8 +40,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Exact dedup of vertical files: keep the first instance of every document and
-    /// every long paragraph (the KNOT worker).
+    /// Exact dedup of documents (verticals, JSON Lines): keep the first instance of
+    /// every document and every long paragraph (the KNOT worker).
     Dedup(dedup::DedupArgs),
     /// Follow the references of a feedback-mode run (`dedup -f`) and confirm that
     /// every dropped paragraph repeats its named original; exit 1 on any mismatch.
@@ -64,6 +69,9 @@ enum Command {
     /// WARC/ARC files: build CDX(J) indexes, rewrite repeated payloads as revisit records.
     #[command(subcommand)]
     Warc(webdedup_archive::WarcCommand),
+    /// Verticals to JSON Lines by the shared corpus's rules (samples, tests).
+    #[command(hide = true)]
+    ToJsonl(convert::ToJsonlArgs),
 }
 
 /// Logs of long-running commands (servers) go to stderr through `tracing`;
@@ -76,6 +84,21 @@ pub fn init_logging() {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
+}
+
+/// The output path of a command (a file or a directory), for [`NewDirs`]: a run that
+/// fails removes the output directories it created and left empty.
+fn output_of(cmd: &Command) -> Option<&Path> {
+    use webdedup_archive::{CdxCommand, WarcCommand};
+    match cmd {
+        Command::Dedup(a) => Some(&a.output),
+        Command::Cdx(CdxCommand::Dups(a)) => a.output.as_deref(),
+        Command::Cdx(CdxCommand::Revisits(a)) => a.output.as_deref(),
+        Command::Cdx(CdxCommand::Dates(a)) => a.output.as_deref(),
+        Command::Warc(WarcCommand::Index(a)) => a.output.as_deref(),
+        Command::Warc(WarcCommand::Dedup(a)) => Some(&a.output),
+        _ => None,
+    }
 }
 
 /// The library crates' exit codes (0, 1) as a process status; anything else is fatal.
@@ -95,6 +118,7 @@ fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { EXIT_FATAL } else { EXIT_OK });
         }
     };
+    let new_dirs = output_of(&cli.command).map(NewDirs::before);
     let result = match &cli.command {
         Command::Dedup(args) => dedup::run(args),
         Command::Check(args) => check::run(args),
@@ -102,6 +126,7 @@ fn main() -> ExitCode {
         Command::Server(args) => server::run(args),
         Command::Distribute(args) => distribute::run(args),
         Command::Status(args) => status::run(args),
+        Command::ToJsonl(args) => convert::run(args),
         Command::Simhash(args) => webdedup_simhash::run_simhash(args).map(exit_code),
         Command::Similar(args) => webdedup_simhash::run_similar(args).map(exit_code),
         Command::Cdx(cmd) => remote::archive_store(match cmd {
@@ -120,7 +145,12 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("webdedup: error: {e:#}");
+            // Errors name files and may quote input: never raw control bytes.
+            let msg = format!("{e:#}");
+            eprintln!("webdedup: error: {}", escape_controls(&msg));
+            if let Some(d) = new_dirs {
+                d.remove_empty();
+            }
             ExitCode::from(EXIT_FATAL)
         }
     }

@@ -1,7 +1,7 @@
 //! `webdedup status` (the seed's `dedup_check.py`): are the servers of a map up,
 //! and how far is a run over an input directory?
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use std::path::{Path, PathBuf};
 use webdedup_dedup::runner::{list_inputs, log_path, output_path};
@@ -35,8 +35,7 @@ struct FileCounts {
 }
 
 fn files(input: &Path, output: &Path) -> Result<FileCounts> {
-    let inputs =
-        list_inputs(input, output).with_context(|| format!("cannot list {}", input.display()))?;
+    let inputs = list_inputs(&[input.to_owned()], output)?.files;
     let mut c = FileCounts {
         total: inputs.len(),
         ..Default::default()
@@ -50,7 +49,7 @@ fn files(input: &Path, output: &Path) -> Result<FileCounts> {
         .iter()
         .map(|&z| output_path(output, &f.rel, z))
         .collect();
-        if outs.iter().any(|o| log_path(o).exists()) {
+        if log_path(output, &f.rel).exists() {
             c.unfinished += 1;
         } else if outs.iter().any(|o| o.exists()) {
             c.finished += 1;

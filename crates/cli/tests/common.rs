@@ -67,3 +67,25 @@ pub fn gzip(data: &[u8]) -> Vec<u8> {
     e.write_all(data).unwrap();
     e.finish().unwrap()
 }
+
+/// The JSON Lines sample shipped in the repository (the same documents as
+/// `sample_dir()`, converted by `webdedup to-jsonl`).
+pub fn jsonl_sample_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../sample/web3-mini-jsonl")
+}
+
+/// Decompresses gzip or zstd (by magic), or returns plain bytes as they are.
+pub fn decompress(data: &[u8]) -> Vec<u8> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    if data.starts_with(&[0x1f, 0x8b]) {
+        flate2::read::MultiGzDecoder::new(data)
+            .read_to_end(&mut out)
+            .unwrap();
+    } else if data.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        out = zstd::decode_all(data).unwrap();
+    } else {
+        out = data.to_vec();
+    }
+    out
+}

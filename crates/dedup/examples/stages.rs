@@ -25,7 +25,9 @@ impl Sink for Nothing {
 
 fn main() {
     let dir = std::env::args().nth(1).expect("usage: stages DIR");
-    let files = list_inputs(dir.as_ref(), "/nonexistent".as_ref()).unwrap();
+    let files = list_inputs(&[dir.into()], "/nonexistent".as_ref())
+        .unwrap()
+        .files;
     let t = Instant::now();
     let mut chunks: Vec<Chunk> = Vec::new();
     for f in &files {

@@ -31,9 +31,11 @@
 //! others. Exact mode only (no `-n`, `-f`, `--url-filter`).
 
 use crate::options::{DocCheck, Options};
-use crate::plan::{ChunkPlan, PlanCache, Planner};
+use crate::plan::{ChunkPlan, DocKind, PlanCache, Planner};
 use crate::report::RunStats;
-use crate::runner::{list_inputs, rel_bytes, Durability, InputFile, RunConfig};
+use crate::runner::{
+    count_skipped, open_documents, rel_bytes, report_skipped, Durability, InputFile, RunConfig,
+};
 use anyhow::{anyhow, bail, Context, Result};
 use parking_lot::Mutex;
 // Keys and positions are hashed millions of times per stage; SipHash's DoS
@@ -41,8 +43,8 @@ use parking_lot::Mutex;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use webdedup_formats::input::open_input;
-use webdedup_formats::vertical::ChunkReader;
+use webdedup_formats::doc::ReadSettings;
+use webdedup_formats::input::{ListOptions, Listing};
 use webdedup_store::{fault, BatchId, MemStore, Store, StoreError, StoreMeta};
 
 /// The key kinds, in stage order.
@@ -76,20 +78,25 @@ impl std::str::FromStr for Stage {
 
 #[derive(Clone, Debug)]
 pub struct BatchConfig {
-    pub input: PathBuf,
+    /// Files and directories (not `-`: the input is read once per phase).
+    pub inputs: Vec<PathBuf>,
     pub work: PathBuf,
     pub task_count: usize,
     pub partitions: u32,
     pub blocks: u32,
     pub options: Options,
+    /// How documents are read (format, fields); part of the work directory's settings.
+    pub read: ReadSettings,
     pub chunk_bytes: usize,
     pub max_line_bytes: usize,
 }
 
 impl BatchConfig {
     fn settings(&self) -> String {
+        // The reading settings only when not the defaults, so work directories
+        // made before formats existed still match.
         format!(
-            "webdedup-batch 2\nhash=xxh3-64\nnormalization={}\nmin-para-chars={}\ndoc-check={:?}\nchunk-bytes={}\nmax-line-bytes={}\nblocks={}\npartitions={}\ntasks={}\n",
+            "webdedup-batch 2\nhash=xxh3-64\nnormalization={}\nmin-para-chars={}\ndoc-check={:?}\nchunk-bytes={}\nmax-line-bytes={}\nblocks={}\npartitions={}\ntasks={}\n{}",
             self.options.normalization.name(),
             self.options.min_para_chars,
             self.options.doc_check,
@@ -97,7 +104,8 @@ impl BatchConfig {
             self.max_line_bytes,
             self.blocks,
             self.partitions,
-            self.task_count
+            self.task_count,
+            self.read.describe()
         )
     }
 
@@ -121,9 +129,15 @@ impl BatchConfig {
         match std::fs::read_to_string(&path) {
             Ok(have) if have == want => Ok(()),
             Ok(have) => {
-                let diff: Vec<String> = have
-                    .lines()
-                    .zip(want.lines())
+                let (h, w): (Vec<&str>, Vec<&str>) =
+                    (have.lines().collect(), want.lines().collect());
+                let diff: Vec<String> = (0..h.len().max(w.len()))
+                    .map(|i| {
+                        (
+                            h.get(i).copied().unwrap_or(""),
+                            w.get(i).copied().unwrap_or(""),
+                        )
+                    })
                     .filter(|(a, b)| a != b)
                     .map(|(a, b)| format!("'{a}' in the work directory, '{b}' now"))
                     .collect();
@@ -137,9 +151,17 @@ impl BatchConfig {
         }
     }
 
+    fn listing(&self) -> Result<Listing> {
+        let opts = ListOptions {
+            exclude: Some(&self.work),
+            stdin: false,
+            dirs: true,
+        };
+        webdedup_formats::input::list_inputs(&self.inputs, &opts).map_err(anyhow::Error::from)
+    }
+
     fn files(&self) -> Result<Vec<InputFile>> {
-        list_inputs(&self.input, &self.work)
-            .with_context(|| format!("cannot list input {}", self.input.display()))
+        Ok(self.listing()?.files)
     }
 
     fn partition(&self, key: u64) -> u32 {
@@ -381,20 +403,21 @@ pub fn hash_keeping_plans(
         .filter(|(r, _)| cfg.owner(*r) == task)
     {
         let rank = rank as u32;
-        let reader = match open_input(&f.path) {
-            Ok((r, _)) => r,
+        let (format, reader) = match open_documents(f, &cfg.read, None) {
+            Ok(r) => r,
             Err(e) => {
                 // The filter task reports it (and writes nothing for it).
                 report(&format!("{}: cannot read: {e}", f.path.display()));
                 continue;
             }
         };
-        let mut chunks = ChunkReader::with_sizes(reader, cfg.chunk_bytes, cfg.max_line_bytes);
+        let mut chunks = format.chunk_reader(reader, cfg.chunk_bytes, cfg.max_line_bytes);
         let (mut doc_index, mut long_index) = (0u32, 0u32);
         let mut chunk_index = 0u64;
         while let Some(chunk) = chunks.next_chunk() {
-            planner.plan(&chunk, &mut plan);
-            for d in &plan.docs {
+            planner.plan_as(&format, &chunk, &mut plan);
+            // Bad records ask no key (they are not documents).
+            for d in plan.docs.iter().filter(|d| d.kind == DocKind::Document) {
                 let mut push = |stage: Stage, key: u64, seq: u32| {
                     runs[stage as usize][cfg.partition(key) as usize].push(Rec {
                         key,
@@ -403,7 +426,10 @@ pub fn hash_keeping_plans(
                         doc: doc_index,
                     })
                 };
-                push(Stage::UrlTitle, d.url_title_key, doc_index);
+                // Documents without URL or title ask no URL+title key.
+                if d.has_url_title {
+                    push(Stage::UrlTitle, d.url_title_key, doc_index);
+                }
                 push(Stage::Docs, d.doc_key, doc_index);
                 for p in plan.paras[d.paras.clone()].iter().filter(|p| p.long) {
                     push(Stage::Paras, p.key, long_index);
@@ -493,9 +519,21 @@ fn load_store(cfg: &BatchConfig, store: Option<&Path>) -> Result<Option<MemStore
     Ok(Some(MemStore::load(&snap, &store_meta(cfg), 0)?.0))
 }
 
-/// The documents (file rank, document index) whose URL+title was asked before:
-/// every URL+title key is asked, and all but the new first occurrences are seen.
-fn url_title_repeats(cfg: &BatchConfig) -> Result<HashSet<(u32, u32)>> {
+/// A document: (file rank, document index).
+type DocPos = (u32, u32);
+
+/// The documents that ask their document key with `--doc-check url-title`: those
+/// whose URL+title was asked before (every URL+title key is asked, and all but the
+/// new first occurrences are seen), and those without a URL+title key (the
+/// shortcut does not apply to them).
+fn doc_key_askers(cfg: &BatchConfig) -> Result<impl Fn(&DocPos) -> bool + Send + 'static> {
+    let (with, repeated) = url_title_repeats(cfg)?;
+    Ok(move |doc: &DocPos| repeated.contains(doc) || !with.contains(doc))
+}
+
+/// The documents (file rank, document index) that have a URL+title key, and those
+/// whose URL+title key was asked before.
+fn url_title_repeats(cfg: &BatchConfig) -> Result<(HashSet<DocPos>, HashSet<DocPos>)> {
     let new: HashSet<(u32, u32)> = read_new(cfg, Stage::UrlTitle)?
         .iter()
         .map(|r| (r.file, r.seq))
@@ -509,11 +547,13 @@ fn url_title_repeats(cfg: &BatchConfig) -> Result<HashSet<(u32, u32)>> {
             decode(&run, &mut all)?;
         }
     }
-    Ok(all
+    let with = all.iter().map(|r| (r.file, r.seq)).collect();
+    let repeated = all
         .iter()
         .map(|r| (r.file, r.seq))
         .filter(|pos| !new.contains(pos))
-        .collect())
+        .collect();
+    Ok((with, repeated))
 }
 
 /// One resolve stage for one task; returns false if it had already finished.
@@ -531,9 +571,9 @@ pub fn resolve(cfg: &BatchConfig, stage: Stage, task: usize, store: Option<&Path
         Stage::UrlTitle => Box::new(|_| true),
         Stage::Docs if cfg.options.doc_check == DocCheck::All => Box::new(|_| true),
         Stage::Docs => {
-            // Only documents whose URL+title repeated.
-            let repeated = url_title_repeats(cfg)?;
-            Box::new(move |r: &Rec| repeated.contains(&(r.file, r.doc)))
+            // Only documents whose URL+title repeated (or that have none).
+            let asks = doc_key_askers(cfg)?;
+            Box::new(move |r: &Rec| asks(&(r.file, r.doc)))
         }
         Stage::Paras => {
             // Documents not dropped whole: the document key was not asked, or new.
@@ -543,11 +583,11 @@ pub fn resolve(cfg: &BatchConfig, stage: Stage, task: usize, store: Option<&Path
                 .collect();
             let asked_docs = match cfg.options.doc_check {
                 DocCheck::All => None,
-                DocCheck::UrlTitle => Some(url_title_repeats(cfg)?),
+                DocCheck::UrlTitle => Some(doc_key_askers(cfg)?),
             };
             Box::new(move |r: &Rec| {
                 let doc = (r.file, r.doc);
-                let doc_asked = asked_docs.as_ref().is_none_or(|a| a.contains(&doc));
+                let doc_asked = asked_docs.as_ref().is_none_or(|a| a(&doc));
                 !doc_asked || new.contains(&doc)
             })
         }
@@ -663,7 +703,9 @@ pub fn filter_with_plans(
     if marker(&dir, &name).exists() {
         return Ok(None);
     }
-    let files = cfg.files()?;
+    let listing = cfg.listing()?;
+    report_skipped(&listing, report);
+    let files = listing.files.clone();
     let mine: HashSet<u32> = (0..files.len() as u32)
         .filter(|r| cfg.owner(*r as usize) == task)
         .collect();
@@ -706,7 +748,8 @@ pub fn filter_with_plans(
     let staging = temp_name(&dir.join(&name));
     let mut staged = run.clone();
     staged.output = staging.clone();
-    let stats = crate::runner::run_files(&staged, selected, &store, &dur, report)?;
+    let mut stats = crate::runner::run_files(&staged, selected, &store, &dur, report)?;
+    count_skipped(&listing, &mut stats);
     fault::hit("batch-filter-written");
     move_tree(&staging, &run.output)?;
     let _ = std::fs::remove_dir_all(&staging);
@@ -873,12 +916,13 @@ mod tests {
             run(&rc, &MemStore::new(13), &|_| {}).unwrap();
 
             let cfg = BatchConfig {
-                input: input.clone(),
+                inputs: vec![input.clone()],
                 work: tmp.path().join("work"),
                 task_count: tasks,
                 partitions: 3,
                 blocks: 13,
                 options,
+                read: Default::default(),
                 chunk_bytes: chunk,
                 max_line_bytes: 1 << 20,
             };

@@ -19,23 +19,30 @@
 
 use crate::options::{NearOptions, Options};
 use crate::plan::{ngram_key, ChunkPlan, Planner};
+use crate::runner::open_documents;
 use crate::runner::FILES_INDEX;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use webdedup_formats::input::open_input;
-use webdedup_formats::vertical::{Chunk, ChunkReader};
+use webdedup_formats::doc::{DocFormat, ReadSettings};
+use webdedup_formats::input::InputFile;
+use webdedup_formats::vertical::{Chunk, DEFAULT_CHUNK_BYTES};
 use webdedup_store::Location;
 
 #[derive(Clone, Debug)]
 pub struct CheckConfig {
-    pub input: PathBuf,
+    /// The run's inputs (files and directories, as given to `dedup`).
+    pub inputs: Vec<PathBuf>,
+    /// How the run read documents (format or sniffing, fields).
+    pub read: ReadSettings,
     pub output: PathBuf,
     /// Check every Nth reference (1: all).
     pub every: usize,
     /// The run's normalization and near settings (`near: None` = exact mode).
     pub options: Options,
+    /// The run's `--max-line-bytes` (longer lines were dropped: so here too).
+    pub max_line_bytes: usize,
 }
 
 /// One reference that does not hold.
@@ -99,15 +106,15 @@ fn planner_options(cfg: &CheckConfig) -> Options {
     }
 }
 
-/// Plans `data` as one chunk and calls `f` with the plan.
-fn plan_bytes(planner: &mut Planner, plan: &mut ChunkPlan, data: Vec<u8>) {
+/// Plans `data` (documents of `format`) as one chunk.
+fn plan_bytes(planner: &mut Planner, plan: &mut ChunkPlan, format: &DocFormat, data: Vec<u8>) {
     let chunk = Chunk {
         data,
         first_line: 1,
         last: true,
         ..Default::default()
     };
-    planner.plan(&chunk, plan);
+    planner.plan_as(format, &chunk, plan);
 }
 
 fn read_files_index(output: &Path) -> Result<HashMap<u64, String>> {
@@ -144,9 +151,12 @@ fn dropped_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
 }
 
 /// Reads the references of one `.dropped` file (every `every`-th, counting across
-/// files through `counter`).
+/// files through `counter`); `format_of` gives the format of the input a file id
+/// names (the dropped paragraphs are as that input's reader read them).
+#[allow(clippy::too_many_arguments)]
 fn read_references(
     path: &Path,
+    format_of: &mut dyn FnMut(u64) -> DocFormat,
     planner: &mut Planner,
     plan: &mut ChunkPlan,
     every: usize,
@@ -193,10 +203,8 @@ fn read_references(
             continue;
         };
         let body_end = heads.get(i + 1).map_or(data.len(), |h| h.1);
-        let mut doc = b"<doc>\n".to_vec();
-        doc.extend_from_slice(&data[body..body_end]);
-        doc.extend_from_slice(b"</doc>\n");
-        plan_bytes(planner, plan, doc);
+        let (doc, format) = format_of(dropped.file).dropped_as_document(&data[body..body_end]);
+        plan_bytes(planner, plan, &format, doc);
         let Some(p) = plan.paras.first() else {
             report.mismatches.push(Mismatch {
                 at,
@@ -225,20 +233,23 @@ fn doc_token_range(plan: &ChunkPlan, paras: std::ops::Range<usize>) -> std::ops:
     plan.paras[paras.start].tokens.start as usize..plan.paras[paras.end - 1].tokens.end as usize
 }
 
+#[allow(clippy::too_many_arguments)]
 fn read_originals(
-    path: &Path,
+    input: &InputFile,
+    read: &ReadSettings,
+    max_line: usize,
     wanted: &HashSet<u64>,
     context: usize,
     planner: &mut Planner,
     plan: &mut ChunkPlan,
 ) -> Result<HashMap<u64, (u64, Vec<u64>)>> {
-    let (reader, _) =
-        open_input(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let mut chunks = ChunkReader::new(reader);
+    let (format, reader) = open_documents(input, read, None)
+        .with_context(|| format!("cannot open {}", input.display()))?;
+    let mut chunks = format.chunk_reader(reader, DEFAULT_CHUNK_BYTES, max_line);
     let mut found = HashMap::new();
     let mut record = 0u64;
     while let Some(chunk) = chunks.next_chunk() {
-        planner.plan(&chunk, plan);
+        planner.plan_as(&format, &chunk, plan);
         for doc in &plan.docs {
             let doc_tokens = doc_token_range(plan, doc.paras.clone());
             for p in &plan.paras[doc.paras.clone()] {
@@ -278,6 +289,33 @@ pub fn check(cfg: &CheckConfig) -> Result<CheckReport> {
     let mut files = Vec::new();
     dropped_files(&cfg.output, &mut files)?;
     files.sort();
+    // The run's input files by relative path (files.idx names them so).
+    let list = webdedup_formats::input::ListOptions {
+        exclude: Some(&cfg.output),
+        stdin: false,
+        dirs: true,
+    };
+    let inputs: HashMap<String, InputFile> =
+        webdedup_formats::input::list_inputs(&cfg.inputs, &list)
+            .map_err(anyhow::Error::from)?
+            .files
+            .into_iter()
+            .map(|f| (f.rel.to_string_lossy().into_owned(), f))
+            .collect();
+    // The format of each input, as the run read it (unknown files: verticals).
+    let mut formats: HashMap<u64, DocFormat> = HashMap::new();
+    let mut format_of = |file: u64| {
+        formats
+            .entry(file)
+            .or_insert_with(|| {
+                names
+                    .get(&file)
+                    .and_then(|rel| inputs.get(rel))
+                    .and_then(|f| open_documents(f, &cfg.read, None).ok())
+                    .map_or(DocFormat::Vertical, |(format, _)| format)
+            })
+            .clone()
+    };
     let opts = planner_options(cfg);
     let mut planner = Planner::new(&opts);
     let mut plan = ChunkPlan::default();
@@ -290,6 +328,7 @@ pub fn check(cfg: &CheckConfig) -> Result<CheckReport> {
     for f in &files {
         read_references(
             f,
+            &mut format_of,
             &mut planner,
             &mut plan,
             cfg.every.max(1),
@@ -310,11 +349,18 @@ pub fn check(cfg: &CheckConfig) -> Result<CheckReport> {
     let n = opts.near.as_ref().map_or(7, |n: &NearOptions| n.ngram);
     let mut originals: HashMap<u64, HashMap<u64, (u64, Vec<u64>)>> = HashMap::new();
     for (file, records) in &wanted {
-        if let Some(rel) = names.get(file) {
-            let path = cfg.input.join(rel);
+        if let Some(input) = names.get(file).and_then(|rel| inputs.get(rel)) {
             originals.insert(
                 *file,
-                read_originals(&path, records, n - 1, &mut planner, &mut plan)?,
+                read_originals(
+                    input,
+                    &cfg.read,
+                    cfg.max_line_bytes,
+                    records,
+                    n - 1,
+                    &mut planner,
+                    &mut plan,
+                )?,
             );
         }
     }

@@ -18,9 +18,7 @@
 //!    its `REL.dedup.log`, save the snapshot, remove the journal.
 
 use crate::resume::Recorded;
-use crate::runner::{
-    list_inputs, log_path, output_path, rel_bytes, run_with, Durability, InputFile,
-};
+use crate::runner::{list_inputs, log_path, rel_bytes, run_with, Durability, InputFile};
 use crate::{RunConfig, RunStats};
 use anyhow::{anyhow, bail, Context, Result};
 use std::collections::BTreeMap;
@@ -81,17 +79,34 @@ fn run_info(cfg: &RunConfig) -> Result<String> {
     let canon = |p: &Path| {
         std::fs::canonicalize(p).with_context(|| format!("cannot resolve {}", p.display()))
     };
+    let inputs = cfg
+        .inputs
+        .iter()
+        .map(|i| {
+            if i.as_os_str() == webdedup_formats::input::STDIN_ARG {
+                Ok(i.display().to_string())
+            } else {
+                canon(i).map(|p| p.display().to_string())
+            }
+        })
+        .collect::<Result<Vec<_>>>()?;
     let mut info = format!(
         "input={}\noutput={}\nmin-para-chars={}\ndoc-check={:?}\nchunk-bytes={}\nmax-line-bytes={}\ndd={}\ncompress={}\n",
-        canon(&cfg.input)?.display(),
+        inputs.join(" "),
         canon(&cfg.output)?.display(),
         cfg.options.min_para_chars,
         cfg.options.doc_check,
         cfg.chunk_bytes,
         cfg.max_line_bytes,
         cfg.dd,
-        cfg.compress.suffix(),
+        if cfg.compress_auto {
+            format!("auto{}", cfg.compress.suffix())
+        } else {
+            cfg.compress.suffix().to_string()
+        },
     );
+    // Written only when not the defaults (verticals, sniffed), like the lines below.
+    info.push_str(&cfg.read.describe());
     // Written only when set, so journals of runs without them still match.
     if let Some(n) = &cfg.options.near {
         info.push_str(&format!(
@@ -174,8 +189,7 @@ pub fn run_persistent(
     report: &(dyn Fn(&str) + Sync),
 ) -> Result<(RunStats, PersistReport)> {
     let mut rep = PersistReport::default();
-    let files = list_inputs(&cfg.input, &cfg.output)
-        .with_context(|| format!("cannot list input {}", cfg.input.display()))?;
+    let files = list_inputs(&cfg.inputs, &cfg.output)?.files;
     std::fs::create_dir_all(&cfg.output)
         .with_context(|| format!("cannot create output directory {}", cfg.output.display()))?;
     let meta = store_meta(cfg, p.blocks);
@@ -252,12 +266,13 @@ pub fn run_persistent(
                 let finished = files
                     .iter()
                     .find(|f| rel_bytes(&f.rel) == rel.as_slice())
-                    .filter(|f| output_path(&cfg.output, &f.rel, cfg.compress).exists());
+                    .filter(|f| cfg.output_candidates(&f.rel).iter().any(|o| o.exists()));
                 let mark_torn = |f: &InputFile| -> Result<bool> {
                     Ok(replay.torn.is_some() && count_chunks(cfg, &f.path)? == chunk + 1)
                 };
                 if let Some(f) = finished.filter(|f| !mark_torn(f).unwrap_or(false)) {
-                    let out = output_path(&cfg.output, &f.rel, cfg.compress);
+                    let outs = cfg.output_candidates(&f.rel);
+                    let out = outs.iter().find(|o| o.exists()).unwrap_or(&outs[0]);
                     bail!(
                         "{}: the journal ends with the record of chunk {chunk} of {}, whose output {} is \
                          finished, without that output's finish mark: the journal was cut short after it \
@@ -282,12 +297,12 @@ pub fn run_persistent(
 
     // Decision logs of unfinished outputs.
     for f in &files {
-        let out = output_path(&cfg.output, &f.rel, cfg.compress);
-        let log = log_path(&out);
+        let log = log_path(&cfg.output, &f.rel);
         if !log.exists() {
             continue;
         }
-        if out.exists() {
+        let finished = cfg.output_candidates(&f.rel).iter().any(|o| o.exists());
+        if finished {
             if p.restore {
                 remove_durably(&log)?;
             }
@@ -339,11 +354,10 @@ pub fn run_persistent(
                 }
             }
             for f in &files {
-                let out = output_path(&cfg.output, &f.rel, cfg.compress);
                 let Some(chunks) = all.files.get(rel_bytes(&f.rel)) else {
                     continue;
                 };
-                if out.exists() {
+                if cfg.output_candidates(&f.rel).iter().any(|o| o.exists()) {
                     continue;
                 }
                 let records: Vec<(Vec<u8>, Vec<u64>)> = chunks
@@ -354,7 +368,12 @@ pub fn run_persistent(
                         (tag, Vec::new())
                     })
                     .collect();
-                Journal::write_file(&log_path(&out), &meta, info.as_bytes(), &records)?;
+                Journal::write_file(
+                    &log_path(&cfg.output, &f.rel),
+                    &meta,
+                    info.as_bytes(),
+                    &records,
+                )?;
                 rep.logs_written += 1;
                 fault::hit("stop-logs");
             }

@@ -1,11 +1,15 @@
 //! Walks a chunk once and records, for every document and paragraph, its byte
-//! ranges and keys: everything the policy needs, nothing copied.
+//! ranges and keys: everything the policy needs, nothing copied. The chunk's
+//! format's reader drives the walk ([`DocFormat::parse`] calls this module's
+//! [`DocSink`]), so plans, and everything after them, are the same for every
+//! format.
 
 use crate::options::Options;
 use crate::url_filter::UrlFilter;
 use std::ops::Range;
 use std::sync::Arc;
-use webdedup_formats::vertical::{self, parse_chunk, Chunk, Issue, IssueKind, Sink};
+use webdedup_formats::doc::{DocFormat, DocMeta, DocSink};
+use webdedup_formats::vertical::{self, Chunk, Issue, IssueKind};
 use webdedup_text::{key, KeyKind, StreamKey, TextBuilder};
 
 /// Marks a piece that belongs to the document, not to a paragraph.
@@ -20,18 +24,44 @@ pub struct ParaPlan {
 }
 
 /// A contiguous run of a document's bytes: written when the document is, if
-/// `para == DOC_LEVEL`, else when that paragraph is kept.
+/// `para == DOC_LEVEL`; else, when `sep`, only when paragraph `para` and a later
+/// paragraph of the document are both kept (the break between two lines of a JSON
+/// text); else when paragraph `para` is kept.
 #[derive(Clone, Debug)]
 pub struct Piece {
     pub range: Range<usize>,
     pub para: u32,
+    pub sep: bool,
+}
+
+/// What a plan's entry is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DocKind {
+    Document,
+    /// A record that is not a document (a bad JSON line): no keys, written as it is
+    /// unless `dropped` (`--drop-bad-records`).
+    BadRecord {
+        dropped: bool,
+    },
 }
 
 #[derive(Clone, Debug)]
 pub struct DocPlan {
     pub line: u64,
-    /// Raw attribute text of the `<doc>` line (for the `.dd` list).
-    pub attrs: Range<usize>,
+    pub kind: DocKind,
+    /// Its URL and title, in [`ChunkPlan::meta`] (empty where the format has none).
+    pub url: Range<u32>,
+    pub title: Range<u32>,
+    /// Its id in [`ChunkPlan::meta`], where the format has ids and this document
+    /// one (else `FILE:LINE` names it in `.dd` lines).
+    pub id: Option<Range<u32>>,
+    /// Its format names documents (JSON Lines): `.dd` lines carry ids.
+    pub named: bool,
+    /// It has both a URL and a title (every vertical document: missing attributes
+    /// read as empty, as the KNOT worker reads them), so `url_title_key` is asked.
+    /// Without them the URL+title shortcut does not apply: with `--doc-check
+    /// url-title` the document key is then always tested.
+    pub has_url_title: bool,
     pub url_title_key: u64,
     pub doc_key: u64,
     /// Indexes into [`ChunkPlan::paras`].
@@ -42,6 +72,13 @@ pub struct DocPlan {
     pub filtered: bool,
 }
 
+impl DocPlan {
+    /// Neither filtered nor a bad record: its keys are asked.
+    pub fn live(&self) -> bool {
+        !self.filtered && self.kind == DocKind::Document
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct ChunkPlan {
     pub docs: Vec<DocPlan>,
@@ -50,6 +87,8 @@ pub struct ChunkPlan {
     pub issues: Vec<Issue>,
     /// Near mode: the hash of every token (normalized word) of the chunk, in order.
     pub tokens: Vec<u64>,
+    /// URLs, titles and ids of the documents (see [`DocPlan`]).
+    pub meta: String,
 }
 
 impl ChunkPlan {
@@ -59,6 +98,11 @@ impl ChunkPlan {
         self.paras.clear();
         self.pieces.clear();
         self.issues.clear();
+        self.meta.clear();
+    }
+
+    pub fn meta_of(&self, r: &Range<u32>) -> &str {
+        &self.meta[r.start as usize..r.end as usize]
     }
 }
 
@@ -93,17 +137,21 @@ impl Planner {
         }
     }
 
-    /// Plans `chunk` into `out` (cleared first).
+    /// Plans `chunk` (a vertical) into `out` (cleared first).
     pub fn plan(&mut self, chunk: &Chunk, out: &mut ChunkPlan) {
+        self.plan_as(&DocFormat::Vertical, chunk, out)
+    }
+
+    /// Plans `chunk`, read as `format`, into `out` (cleared first).
+    pub fn plan_as(&mut self, format: &DocFormat, chunk: &Chunk, out: &mut ChunkPlan) {
         out.clear();
         self.last_invalid_line = 0;
         self.chunk_start = 0;
         let mut sink = PlanSink {
             planner: self,
             plan: out,
-            data: &chunk.data,
         };
-        parse_chunk(chunk, &mut sink);
+        format.parse(chunk, &mut sink);
     }
 }
 
@@ -128,10 +176,16 @@ pub fn ngram_key(tokens: &[u64]) -> u64 {
     key(KeyKind::NGram, &bytes)
 }
 
-/// The key of a document's `url TAB title` (unescaped attribute values).
+/// The key of a document's `url TAB title` (unescaped attribute values of a
+/// vertical `<doc>` line).
 pub fn url_title_key(attrs: &[u8]) -> u64 {
     let url = vertical::attr(attrs, b"url").unwrap_or_default();
     let title = vertical::attr(attrs, b"title").unwrap_or_default();
+    url_title_key_of(&url, &title)
+}
+
+/// The key of `url TAB title`.
+pub fn url_title_key_of(url: &str, title: &str) -> u64 {
     let mut buf = Vec::with_capacity(url.len() + title.len() + 1);
     buf.extend_from_slice(url.as_bytes());
     buf.push(b'\t');
@@ -142,12 +196,29 @@ pub fn url_title_key(attrs: &[u8]) -> u64 {
 struct PlanSink<'a> {
     planner: &'a mut Planner,
     plan: &'a mut ChunkPlan,
-    data: &'a [u8],
 }
 
-impl Sink for PlanSink<'_> {
-    fn doc_start(&mut self, header: Range<usize>, line: u64, attrs: &[u8]) {
-        let attrs_start = attrs.as_ptr() as usize - self.data.as_ptr() as usize;
+impl PlanSink<'_> {
+    fn push_meta(&mut self, s: &str) -> Range<u32> {
+        let start = self.plan.meta.len() as u32;
+        self.plan.meta.push_str(s);
+        start..self.plan.meta.len() as u32
+    }
+}
+
+impl DocSink for PlanSink<'_> {
+    fn doc_start(&mut self, header: Range<usize>, line: u64, meta: &DocMeta<'_>) {
+        let (url, title) = (meta.url(), meta.title());
+        let has_url_title = url.is_some() && title.is_some();
+        let url = url.unwrap_or_default();
+        let title = title.unwrap_or_default();
+        let filtered = self
+            .planner
+            .url_filter
+            .as_ref()
+            .is_some_and(|f| f.matches(&url));
+        let (url_range, title_range) = (self.push_meta(&url), self.push_meta(&title));
+        let id = meta.id().map(|id| self.push_meta(id));
         let p = &mut *self.planner;
         p.doc_hash.reset();
         p.doc_has_para = false;
@@ -155,18 +226,25 @@ impl Sink for PlanSink<'_> {
         self.plan.pieces.push(Piece {
             range: header,
             para: DOC_LEVEL,
+            sep: false,
         });
         self.plan.docs.push(DocPlan {
             line,
-            attrs: attrs_start..attrs_start + attrs.len(),
-            url_title_key: url_title_key(attrs),
+            kind: DocKind::Document,
+            url: url_range,
+            title: title_range,
+            id,
+            named: meta.named(),
+            has_url_title,
+            url_title_key: if has_url_title {
+                url_title_key_of(&url, &title)
+            } else {
+                0
+            },
             doc_key: 0,
             paras: self.plan.paras.len()..self.plan.paras.len(),
             pieces: pieces..pieces,
-            filtered: p
-                .url_filter
-                .as_ref()
-                .is_some_and(|f| f.matches(&vertical::attr(attrs, b"url").unwrap_or_default())),
+            filtered,
         });
     }
 
@@ -174,6 +252,17 @@ impl Sink for PlanSink<'_> {
         self.plan.pieces.push(Piece {
             range,
             para: DOC_LEVEL,
+            sep: false,
+        });
+    }
+
+    fn separator(&mut self, range: Range<usize>) {
+        // Between the paragraph just planned and the next one.
+        let para = self.plan.paras.len().saturating_sub(1) as u32;
+        self.plan.pieces.push(Piece {
+            range,
+            para,
+            sep: true,
         });
     }
 
@@ -186,17 +275,7 @@ impl Sink for PlanSink<'_> {
     #[inline]
     fn word(&mut self, word: &[u8], glued: bool, line: u64) {
         let p = &mut *self.planner;
-        let before = p.text.text().len();
         let valid = p.text.push_word(word, glued);
-        if p.tokens {
-            // A token is what normalization made of the word (punctuation alone
-            // makes none), so n-grams see the same text the paragraph key does.
-            let new = &p.text.text()[before..];
-            let new = new.strip_prefix(b" ").unwrap_or(new);
-            if !new.is_empty() {
-                self.plan.tokens.push(token_hash(new));
-            }
-        }
         if !valid && p.last_invalid_line != line {
             p.last_invalid_line = line;
             self.plan.issues.push(Issue {
@@ -209,6 +288,17 @@ impl Sink for PlanSink<'_> {
     fn para_end(&mut self, end: usize) {
         let p = &mut *self.planner;
         let text = p.text.text();
+        if p.tokens {
+            // Tokens are the words of the normalized text (punctuation alone makes
+            // none; glued vertical tokens make one, as the same text does in any
+            // other format), so n-grams see the text the paragraph key does.
+            for t in text
+                .split(u8::is_ascii_whitespace)
+                .filter(|t| !t.is_empty())
+            {
+                self.plan.tokens.push(token_hash(t));
+            }
+        }
         if p.doc_has_para {
             p.doc_hash.update(b"\n");
         }
@@ -223,6 +313,7 @@ impl Sink for PlanSink<'_> {
         self.plan.pieces.push(Piece {
             range: p.para_start..end,
             para: idx,
+            sep: false,
         });
     }
 
@@ -231,6 +322,7 @@ impl Sink for PlanSink<'_> {
             self.plan.pieces.push(Piece {
                 range: r,
                 para: DOC_LEVEL,
+                sep: false,
             });
         }
         let (paras, pieces) = (self.plan.paras.len(), self.plan.pieces.len());
@@ -239,6 +331,29 @@ impl Sink for PlanSink<'_> {
             doc.paras.end = paras;
             doc.pieces.end = pieces;
         }
+    }
+
+    fn passthrough(&mut self, range: Range<usize>, line: u64, dropped: bool) {
+        let (paras, pieces) = (self.plan.paras.len(), self.plan.pieces.len());
+        self.plan.pieces.push(Piece {
+            range,
+            para: DOC_LEVEL,
+            sep: false,
+        });
+        self.plan.docs.push(DocPlan {
+            line,
+            kind: DocKind::BadRecord { dropped },
+            url: 0..0,
+            title: 0..0,
+            id: None,
+            named: true,
+            has_url_title: false,
+            url_title_key: 0,
+            doc_key: 0,
+            paras: paras..paras,
+            pieces: pieces..pieces + 1,
+            filtered: false,
+        });
     }
 
     fn issue(&mut self, issue: Issue) {
@@ -273,6 +388,7 @@ impl ChunkPlan {
             + self.pieces.capacity() * size_of::<Piece>()
             + self.issues.capacity() * size_of::<Issue>()
             + self.tokens.capacity() * size_of::<u64>()
+            + self.meta.capacity()
     }
 }
 

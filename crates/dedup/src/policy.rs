@@ -11,6 +11,8 @@
 //! | document without any long paragraph | kept whole (unless its document key repeated) |
 //! | document left with no paragraph | not written, status `E` |
 //! | URL matches `--url-filter` | not written, status `U`, no store request |
+//! | a bad record (not a document: a line that is not a JSON object...) | no store request; written as it is (status `B`) unless `--drop-bad-records` |
+//! | a document without URL or title (JSON Lines) | no URL+title key; with `--doc-check url-title` its document key is always tested |
 //!
 //! Near mode (`-n`) adds a fourth and fifth round: every word n-gram of the
 //! documents still standing is *tested* (not inserted); a long paragraph is also
@@ -25,7 +27,7 @@
 //! chunking and of threads.
 
 use crate::options::{DocCheck, Options};
-use crate::plan::ChunkPlan;
+use crate::plan::{ChunkPlan, DocKind};
 use webdedup_store::{BatchId, Location, Store, StoreError};
 
 /// Request ids a chunk may use: `decide` numbers its rounds from `seq` upwards.
@@ -54,11 +56,16 @@ pub enum DocStatus {
     Emptied,
     /// Its URL matched the URL filter (`U`): dropped before any store request.
     UrlFiltered,
+    /// Not a document (`B`): a bad record, written as it is unless `dropped`.
+    BadRecord { dropped: bool },
 }
 
 impl DocStatus {
     pub fn written(self) -> bool {
-        matches!(self, DocStatus::Kept | DocStatus::Partial { .. })
+        matches!(
+            self,
+            DocStatus::Kept | DocStatus::Partial { .. } | DocStatus::BadRecord { dropped: false }
+        )
     }
 
     pub fn code(self) -> String {
@@ -68,6 +75,7 @@ impl DocStatus {
             DocStatus::Duplicate => "D".into(),
             DocStatus::Emptied => "E".into(),
             DocStatus::UrlFiltered => "U".into(),
+            DocStatus::BadRecord { .. } => "B".into(),
         }
     }
 }
@@ -140,28 +148,34 @@ pub fn decide(
         file: ctx.file,
         record: ctx.first_record + para as u64,
     };
-    let live = |i: usize| !plan.docs[i].filtered;
+    let live = |i: usize| plan.docs[i].live();
+    let asks_url_title = |i: usize| live(i) && plan.docs[i].has_url_title;
 
-    // Round 1: URL+title keys of every document the URL filter let through.
+    // Round 1: URL+title keys of every document the URL filter let through (that
+    // has a URL and a title).
     s.keys.clear();
     s.keys.extend(
-        plan.docs
-            .iter()
-            .filter(|d| !d.filtered)
-            .map(|d| d.url_title_key),
+        (0..plan.docs.len())
+            .filter(|&i| asks_url_title(i))
+            .map(|i| plan.docs[i].url_title_key),
     );
     store.test_and_insert_batch(round(0), &s.keys, &mut s.seen)?;
     out.url_title_repeat.clear();
     let mut answers = s.seen.iter();
     for i in 0..plan.docs.len() {
         out.url_title_repeat
-            .push(live(i) && *answers.next().expect("one answer per document"));
+            .push(asks_url_title(i) && *answers.next().expect("one answer per URL+title key"));
     }
 
     // Round 2: document keys.
     s.keys.clear();
     s.locs.clear();
-    let tested = |i: usize| live(i) && (opts.doc_check == DocCheck::All || out.url_title_repeat[i]);
+    let tested = |i: usize| {
+        live(i)
+            && (opts.doc_check == DocCheck::All
+                || out.url_title_repeat[i]
+                || !plan.docs[i].has_url_title)
+    };
     for (i, d) in plan.docs.iter().enumerate() {
         if tested(i) {
             s.keys.push(d.doc_key);
@@ -253,6 +267,10 @@ pub fn decide(
     }
 
     for (i, doc) in plan.docs.iter().enumerate() {
+        if let DocKind::BadRecord { dropped } = doc.kind {
+            out.docs.push(DocStatus::BadRecord { dropped });
+            continue;
+        }
         if !live(i) {
             out.docs.push(DocStatus::UrlFiltered);
             continue;

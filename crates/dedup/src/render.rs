@@ -1,9 +1,13 @@
 //! Writes the kept bytes of a chunk, and its lines of the `.dd` document list.
+//!
+//! The writer of every format: a document's pieces tile its bytes (see
+//! [`Piece`](crate::plan::Piece)), so a written document is the concatenation of
+//! its surviving pieces, which keeps every byte of the input that is not dropped.
 
-use crate::plan::{ChunkPlan, DOC_LEVEL};
+use crate::plan::{ChunkPlan, DocKind, DOC_LEVEL};
 use crate::policy::{Decisions, DocStatus};
 use crate::report::ChunkStats;
-use webdedup_formats::vertical::{attr, escape_attr};
+use webdedup_formats::vertical::escape_attr;
 use webdedup_store::Location;
 
 /// Feedback mode: where the `.dropped` text of a chunk goes, and how its
@@ -35,21 +39,43 @@ pub fn carries_reference(plan: &ChunkPlan, status: DocStatus, j: usize) -> bool 
     status != DocStatus::UrlFiltered && (status == DocStatus::Duplicate || plan.paras[j].long)
 }
 
+/// Where the `.dd` lines of a chunk go.
+pub struct DdOut<'a> {
+    pub out: &'a mut Vec<u8>,
+    /// The input's name (its relative path): documents of formats with ids but
+    /// without one of their own are named `NAME:LINE`.
+    pub name: &'a str,
+}
+
 /// Appends the kept content of the chunk to `out` (byte for byte as read) and, when
-/// `dd` is given, one `<dd url=".." title=".." status=".."/>` line per document.
+/// `dd` is given, one `<dd url=".." title=".." status=".."/>` line per document
+/// (`<dd id=".." url=".." ...` for formats that name documents, JSON Lines).
 /// With `dropped`, every paragraph dropped as a duplicate is appended there, byte for
 /// byte, after a [`feedback_header`] (except short paragraphs that rode along with
-/// a long one: their original is not known, as in the seed).
+/// a long one: their original is not known, as in the seed); a paragraph whose
+/// bytes do not end a line (a line of a JSON text) gets a newline.
 pub fn render(
     data: &[u8],
     plan: &ChunkPlan,
     dec: &Decisions,
     out: &mut Vec<u8>,
-    mut dd: Option<&mut Vec<u8>>,
+    mut dd: Option<DdOut>,
     mut dropped: Option<DroppedOut>,
     stats: &mut ChunkStats,
 ) {
     for (i, (doc, &status)) in plan.docs.iter().zip(&dec.docs).enumerate() {
+        if let Some(dd) = dd.as_mut() {
+            dd_line(plan, i, status, dd);
+        }
+        if let DocKind::BadRecord { dropped } = doc.kind {
+            stats.bad_records += 1;
+            if !dropped {
+                for piece in &plan.pieces[doc.pieces.clone()] {
+                    out.extend_from_slice(&data[piece.range.clone()]);
+                }
+            }
+            continue;
+        }
         stats.docs += 1;
         stats.url_title_repeats += dec.url_title_repeat[i] as u64;
         let paras = &plan.paras[doc.paras.clone()];
@@ -61,11 +87,12 @@ pub fn render(
             DocStatus::Duplicate => stats.docs_duplicate += 1,
             DocStatus::Emptied => stats.docs_emptied += 1,
             DocStatus::UrlFiltered => stats.docs_url_filtered += 1,
+            DocStatus::BadRecord { .. } => {}
         }
         if let (Some(d), true) = (dropped.as_mut(), status != DocStatus::UrlFiltered) {
             for piece in &plan.pieces[doc.pieces.clone()] {
                 let j = piece.para as usize;
-                if piece.para == DOC_LEVEL || dec.keep_para[j] {
+                if piece.para == DOC_LEVEL || piece.sep || dec.keep_para[j] {
                     continue;
                 }
                 if carries_reference(plan, status, j) {
@@ -75,12 +102,21 @@ pub fn render(
                     };
                     feedback_header(here, dec.originals[j], d.out);
                 }
-                d.out.extend_from_slice(&data[piece.range.clone()]);
+                let bytes = &data[piece.range.clone()];
+                d.out.extend_from_slice(bytes);
+                if !bytes.ends_with(b"\n") {
+                    d.out.push(b'\n');
+                }
             }
         }
         if status.written() {
+            // A separator is written between two written paragraphs only.
+            let last_kept = doc.paras.clone().rev().find(|&j| dec.keep_para[j]);
             for piece in &plan.pieces[doc.pieces.clone()] {
-                if piece.para == DOC_LEVEL || dec.keep_para[piece.para as usize] {
+                let j = piece.para as usize;
+                let written = piece.para == DOC_LEVEL
+                    || (dec.keep_para[j] && (!piece.sep || last_kept.is_some_and(|l| j < l)));
+                if written {
                     out.extend_from_slice(&data[piece.range.clone()]);
                 }
             }
@@ -89,15 +125,27 @@ pub fn render(
                 .filter(|&&k| k)
                 .count() as u64;
         }
-        if let Some(dd) = dd.as_deref_mut() {
-            let attrs = &data[doc.attrs.clone()];
-            dd.extend_from_slice(b"<dd url=\"");
-            escape_attr(&attr(attrs, b"url").unwrap_or_default(), dd);
-            dd.extend_from_slice(b"\" title=\"");
-            escape_attr(&attr(attrs, b"title").unwrap_or_default(), dd);
-            dd.extend_from_slice(b"\" status=\"");
-            dd.extend_from_slice(status.code().as_bytes());
-            dd.extend_from_slice(b"\"/>\n");
-        }
     }
+}
+
+/// The `.dd` line of document `i`.
+fn dd_line(plan: &ChunkPlan, i: usize, status: DocStatus, dd: &mut DdOut) {
+    let doc = &plan.docs[i];
+    let out = &mut *dd.out;
+    out.extend_from_slice(b"<dd ");
+    if doc.named {
+        out.extend_from_slice(b"id=\"");
+        match &doc.id {
+            Some(id) => escape_attr(plan.meta_of(id), out),
+            None => escape_attr(&format!("{}:{}", dd.name, doc.line), out),
+        }
+        out.extend_from_slice(b"\" ");
+    }
+    out.extend_from_slice(b"url=\"");
+    escape_attr(plan.meta_of(&doc.url), out);
+    out.extend_from_slice(b"\" title=\"");
+    escape_attr(plan.meta_of(&doc.title), out);
+    out.extend_from_slice(b"\" status=\"");
+    out.extend_from_slice(status.code().as_bytes());
+    out.extend_from_slice(b"\"/>\n");
 }

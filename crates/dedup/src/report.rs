@@ -18,6 +18,8 @@ pub struct ChunkStats {
     pub long_paras: u64,
     pub paras_kept: u64,
     pub url_title_repeats: u64,
+    /// Records that are not documents (bad JSON lines...), passed through or dropped.
+    pub bad_records: u64,
 }
 
 impl ChunkStats {
@@ -32,6 +34,7 @@ impl ChunkStats {
         self.long_paras += o.long_paras;
         self.paras_kept += o.paras_kept;
         self.url_title_repeats += o.url_title_repeats;
+        self.bad_records += o.bad_records;
     }
 }
 
@@ -64,6 +67,9 @@ pub struct RunStats {
     pub paragraphs_retained: u64,
     pub paragraphs_thrown_away: u64,
     pub url_title_repeats: u64,
+    /// Records that are not documents (a line that is not a JSON object...):
+    /// reported, and written as they are unless `--drop-bad-records`.
+    pub bad_records: u64,
     /// Reported input problems by kind.
     pub issues: BTreeMap<String, u64>,
     pub keys_stored: u64,
@@ -89,6 +95,7 @@ impl RunStats {
         self.paragraphs_retained += c.paras_kept;
         self.paragraphs_thrown_away = self.paragraphs_read - self.paragraphs_retained;
         self.url_title_repeats += c.url_title_repeats;
+        self.bad_records += c.bad_records;
     }
 
     pub fn issue_count(&self) -> u64 {
@@ -181,6 +188,13 @@ impl RunStats {
             n(self.paragraphs_thrown_away)
         );
         let _ = writeln!(s, "URL+title repeats:        {}", n(self.url_title_repeats));
+        if self.bad_records > 0 {
+            let _ = writeln!(
+                s,
+                "Bad records:              {} (not documents; see the input problems)",
+                n(self.bad_records)
+            );
+        }
         let _ = writeln!(
             s,
             "MB in / out:              {:.1} / {:.1}",

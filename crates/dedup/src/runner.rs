@@ -9,24 +9,24 @@
 use crate::options::Options;
 use crate::plan::{ChunkPlan, Planner};
 use crate::policy::{chunk_identity, decide, file_id, ChunkContext, Decisions, Scratch};
-use crate::render::render;
-use crate::render::DroppedOut;
+use crate::render::{render, DdOut, DroppedOut};
 use crate::report::{ChunkStats, RunStats};
 use crate::resume::{encode_finished, encode_tag, Recorded, Recorder, Replayer};
 use anyhow::{anyhow, Context, Result};
 use parking_lot::{Condvar, Mutex};
 use std::ffi::OsString;
 use std::fs;
-use std::io;
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
+use webdedup_formats::doc::{DocFormat, ReadSettings};
 use webdedup_formats::input::COMPRESSION_SUFFIXES;
-use webdedup_formats::open_input;
+use webdedup_formats::open_file;
 use webdedup_formats::output::{AtomicOutput, OutputCompression};
 use webdedup_formats::vertical::{
-    BufferPool, Chunk, ChunkReader, Issue, DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES,
+    BufferPool, Chunk, Issue, DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES,
 };
 use webdedup_store::journal::encode_record;
 use webdedup_store::{fault, Journal, Store};
@@ -49,9 +49,12 @@ pub struct Durability<'a> {
     pub plans: Option<&'a crate::plan::PlanCache>,
 }
 
-/// The per-file decision log of an unfinished output: `OUT.log` (`REL.dedup.log`).
-pub fn log_path(output: &Path) -> PathBuf {
-    let mut s = output.as_os_str().to_owned();
+/// The per-file decision log of an unfinished output: `OUT/REL.dedup.log` (without
+/// the input's and the output's compression suffixes). It is named after the input,
+/// not the output: the output's compression may depend on the format read
+/// (`--compress auto`), which a stopped run need not know for every file.
+pub fn log_path(out_dir: &Path, rel: &Path) -> PathBuf {
+    let mut s = output_stem(out_dir, rel).into_os_string();
     s.push(".log");
     PathBuf::from(s)
 }
@@ -63,13 +66,19 @@ pub fn rel_bytes(rel: &Path) -> &[u8] {
 
 #[derive(Clone, Debug)]
 pub struct RunConfig {
-    pub input: PathBuf,
+    /// Files, directories or `-`, read in this order (see [`list_inputs`]).
+    pub inputs: Vec<PathBuf>,
     pub output: PathBuf,
     pub threads: usize,
     pub options: Options,
+    /// How documents are read: the format (or sniffed per file) and its fields.
+    pub read: ReadSettings,
     /// Also write `*.dedup.dd`, one line per input document.
     pub dd: bool,
     pub compress: OutputCompression,
+    /// `--compress auto`: outputs of formats other than verticals are compressed
+    /// as their input's name says (`.gz`, `.zst`); verticals as `compress` says.
+    pub compress_auto: bool,
     /// Show a progress bar on stderr.
     pub progress: bool,
     /// Input problems printed per file before the rest are only counted.
@@ -83,12 +92,14 @@ pub struct RunConfig {
 impl RunConfig {
     pub fn new(input: impl Into<PathBuf>, output: impl Into<PathBuf>) -> Self {
         RunConfig {
-            input: input.into(),
+            inputs: vec![input.into()],
             output: output.into(),
             threads: 1,
             options: Options::default(),
+            read: ReadSettings::default(),
             dd: false,
             compress: OutputCompression::None,
+            compress_auto: false,
             progress: false,
             report_limit: 20,
             chunk_bytes: DEFAULT_CHUNK_BYTES,
@@ -96,54 +107,63 @@ impl RunConfig {
             sync: false,
         }
     }
-}
 
-/// An input file and its path relative to the input directory.
-#[derive(Clone, Debug)]
-pub struct InputFile {
-    pub path: PathBuf,
-    pub rel: PathBuf,
-}
-
-/// Every regular file under `input` (or `input` itself if it is a file), sorted by
-/// relative path, leaving out anything under `exclude` (the output directory).
-/// Symbolic links to directories are followed once (a link cycle is not re-entered).
-pub fn list_inputs(input: &Path, exclude: &Path) -> io::Result<Vec<InputFile>> {
-    let meta = fs::metadata(input)?;
-    if meta.is_file() {
-        let rel = input
-            .file_name()
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("input"));
-        return Ok(vec![InputFile {
-            path: input.to_owned(),
-            rel,
-        }]);
-    }
-    let exclude = fs::canonicalize(exclude).ok();
-    let mut visited = std::collections::HashSet::new();
-    let mut files = Vec::new();
-    let mut stack = vec![input.to_owned()];
-    while let Some(dir) = stack.pop() {
-        let real = fs::canonicalize(&dir)?;
-        if exclude.as_ref() == Some(&real) || !visited.insert(real) {
-            continue;
+    /// The compression of the output of input `rel` read as `format`.
+    pub fn output_compression(&self, rel: &Path, format: &DocFormat) -> OutputCompression {
+        if !self.compress_auto || *format == DocFormat::Vertical {
+            return self.compress;
         }
-        for entry in fs::read_dir(&dir)? {
-            let entry = entry?;
-            let path = entry.path();
-            let ft = entry.file_type()?;
-            let is_dir = ft.is_dir() || (ft.is_symlink() && path.is_dir());
-            if is_dir {
-                stack.push(path);
-            } else {
-                let rel = path.strip_prefix(input).unwrap_or(&path).to_owned();
-                files.push(InputFile { path, rel });
+        let name = rel.as_os_str().as_encoded_bytes();
+        if name.ends_with(b".gz") {
+            OutputCompression::Gzip
+        } else if name.ends_with(b".zst") || name.ends_with(b".zstd") {
+            OutputCompression::Zstd
+        } else {
+            OutputCompression::None
+        }
+    }
+
+    /// Every name the output of input `rel` may have (one, unless the compression
+    /// depends on the format read: `compress_auto`).
+    pub fn output_candidates(&self, rel: &Path) -> Vec<PathBuf> {
+        let mut c = vec![output_path(&self.output, rel, self.compress)];
+        if self.compress_auto {
+            let jsonl = DocFormat::Jsonl(self.read.jsonl.clone());
+            let other = output_path(&self.output, rel, self.output_compression(rel, &jsonl));
+            if other != c[0] {
+                c.push(other);
             }
         }
+        c
     }
-    files.sort_by(|a, b| a.rel.as_os_str().cmp(b.rel.as_os_str()));
-    Ok(files)
+}
+
+pub use webdedup_formats::input::{InputFile, Listing, Skipped};
+
+/// The input files of a run (see [`webdedup_formats::input`]: files, directories
+/// searched recursively, `-` for standard input, in the order given), leaving out
+/// anything under `exclude` (the output directory). Non-regular files found in a
+/// directory are in `skipped`, for the caller to report.
+pub fn list_inputs(inputs: &[PathBuf], exclude: &Path) -> Result<Listing> {
+    let opts = webdedup_formats::input::ListOptions {
+        exclude: Some(exclude),
+        ..Default::default()
+    };
+    webdedup_formats::input::list_inputs(inputs, &opts).map_err(anyhow::Error::from)
+}
+
+/// Reports the inputs a listing skipped (before the run reads anything).
+pub fn report_skipped(listing: &Listing, report: &(dyn Fn(&str) + Sync)) {
+    for s in &listing.skipped {
+        report(&s.to_string());
+    }
+}
+
+/// Counts the inputs a listing skipped as input problems of the run.
+pub fn count_skipped(listing: &Listing, stats: &mut RunStats) {
+    if !listing.skipped.is_empty() {
+        *stats.issues.entry("skipped-input".into()).or_default() += listing.skipped.len() as u64;
+    }
 }
 
 /// `OUT/REL` without its compression suffix, plus `.dedup` (and the output
@@ -233,6 +253,8 @@ fn check_output_names(files: &[InputFile], out_dir: &Path) -> Result<()> {
 struct Job {
     seq: u64,
     file: usize,
+    /// The file's format (named, or sniffed from its first bytes).
+    format: DocFormat,
     /// Index of the chunk in its file.
     index: u64,
     first: bool,
@@ -292,7 +314,7 @@ impl Worker {
                     c.take(rel_bytes(&file.rel), job.index, &chunk.data, &mut self.plan)
                 });
                 if !cached {
-                    self.planner.plan(chunk, &mut self.plan);
+                    self.planner.plan_as(&job.format, chunk, &mut self.plan);
                 }
             }
             Err(_) => self.plan.clear(),
@@ -412,7 +434,11 @@ impl Worker {
         self.dropped.clear();
         self.stats = ChunkStats::default();
         if let Ok(chunk) = &job.chunk {
-            let dd_buf = if dd { Some(&mut self.dd) } else { None };
+            let name = file.rel.to_string_lossy();
+            let dd_buf = dd.then(|| DdOut {
+                out: &mut self.dd,
+                name: &name,
+            });
             let dropped = feedback.then(|| DroppedOut {
                 out: &mut self.dropped,
                 file: file_id(rel_bytes(&file.rel)),
@@ -434,6 +460,8 @@ impl Worker {
 /// A complete output, to be made durable and renamed into place.
 struct Finish {
     main: AtomicOutput,
+    /// The file's decision log, removed once the output is in place.
+    log: PathBuf,
     dd: Option<AtomicOutput>,
     dropped: Option<AtomicOutput>,
 }
@@ -462,9 +490,8 @@ fn finish_file(f: Finish, journal: Option<&Journal>, sync: bool) -> Result<()> {
         .finish(sync)
         .with_context(|| format!("cannot finish {}", path.display()))?;
     fault::hit("renamed");
-    let log = log_path(&path);
-    if log.exists() {
-        webdedup_store::journal::remove_durably(&log)?;
+    if f.log.exists() {
+        webdedup_store::journal::remove_durably(&f.log)?;
     }
     Ok(())
 }
@@ -502,7 +529,8 @@ impl Writer<'_> {
             }
         };
         if job.first {
-            let out = output_path(&self.cfg.output, &file.rel, self.cfg.compress);
+            let compress = self.cfg.output_compression(&file.rel, &job.format);
+            let out = output_path(&self.cfg.output, &file.rel, compress);
             let dd_out = dd_path(&self.cfg.output, &file.rel);
             let dd = if self.cfg.dd {
                 Some(
@@ -521,7 +549,7 @@ impl Writer<'_> {
             } else {
                 None
             };
-            let main = AtomicOutput::create(&out, self.cfg.compress)
+            let main = AtomicOutput::create(&out, compress)
                 .with_context(|| format!("cannot create {}", out.display()))?;
             self.current = Some((main, dd, dropped));
             self.issues_in_file = 0;
@@ -563,7 +591,12 @@ impl Writer<'_> {
                 j.append(&tag, &[]).context("cannot write the journal")?;
             }
             let (main, dd, dropped) = self.current.take().expect("checked above");
-            let done = Finish { main, dd, dropped };
+            let done = Finish {
+                main,
+                log: log_path(&self.cfg.output, &file.rel),
+                dd,
+                dropped,
+            };
             match &self.finisher {
                 Some(tx) => tx
                     .send(done)
@@ -628,6 +661,20 @@ impl Writer<'_> {
     }
 }
 
+/// Opens an input (see [`open_file`]) and decides its document format: the one
+/// `read` names, or the one its first decompressed bytes suggest. The reader
+/// still starts at the first byte.
+pub fn open_documents<'a>(
+    f: &InputFile,
+    read: &ReadSettings,
+    stop: Option<&'a AtomicBool>,
+) -> std::io::Result<(DocFormat, BufReader<Box<dyn Read + Send + 'a>>)> {
+    let (reader, _) = open_file(f, stop)?;
+    let mut r = BufReader::with_capacity(1 << 16, reader);
+    let format = read.resolve(r.fill_buf()?);
+    Ok((format, r))
+}
+
 /// Sends every chunk of every file, numbered in order, until `send` refuses or
 /// `stop` says so.
 fn read_jobs(
@@ -635,6 +682,7 @@ fn read_jobs(
     cfg: &RunConfig,
     pool: &Arc<BufferPool>,
     stop: &(dyn Fn() -> bool + Sync),
+    dur_stop: Option<&AtomicBool>,
     mut send: impl FnMut(Job) -> bool,
 ) {
     let mut seq = 0u64;
@@ -642,11 +690,14 @@ fn read_jobs(
         if stop() {
             return;
         }
-        match open_input(&f.path) {
+        match open_documents(f, &cfg.read, dur_stop) {
+            // A signal ended the wait for a stream: the file stays unfinished.
+            Err(_) if stop() => return,
             Err(e) => {
                 if !send(Job {
                     seq,
                     file: i,
+                    format: DocFormat::Vertical,
                     index: 0,
                     first: true,
                     chunk: Err(e.to_string()),
@@ -655,10 +706,10 @@ fn read_jobs(
                 }
                 seq += 1;
             }
-            Ok((reader, _)) => {
-                let mut chunks =
-                    ChunkReader::with_sizes(reader, cfg.chunk_bytes, cfg.max_line_bytes)
-                        .with_pool(pool.clone());
+            Ok((format, reader)) => {
+                let mut chunks = format
+                    .chunk_reader(reader, cfg.chunk_bytes, cfg.max_line_bytes)
+                    .with_pool(pool.clone());
                 let mut first = true;
                 let mut index = 0;
                 while let Some(chunk) = chunks.next_chunk() {
@@ -666,6 +717,7 @@ fn read_jobs(
                         || !send(Job {
                             seq,
                             file: i,
+                            format: format.clone(),
                             index,
                             first,
                             chunk: Ok(chunk),
@@ -729,7 +781,7 @@ impl<T> Gate<T> {
     }
 }
 
-/// Deduplicates every file of `cfg.input` into `cfg.output` against `store`.
+/// Deduplicates every file of `cfg.inputs` into `cfg.output` against `store`.
 /// Input problems go to `report` (one line each) and are counted in the stats; an
 /// error is returned only for what stops the run (a failing store, an unwritable
 /// output).
@@ -746,13 +798,15 @@ pub fn run_with(
     dur: &Durability,
     report: &(dyn Fn(&str) + Sync),
 ) -> Result<RunStats> {
-    let files = list_inputs(&cfg.input, &cfg.output)
-        .with_context(|| format!("cannot list input {}", cfg.input.display()))?;
-    run_files(cfg, files, store, dur, report)
+    let listing = list_inputs(&cfg.inputs, &cfg.output)?;
+    report_skipped(&listing, report);
+    let mut stats = run_files(cfg, listing.files.clone(), store, dur, report)?;
+    count_skipped(&listing, &mut stats);
+    Ok(stats)
 }
 
-/// [`run_with`] over the given input files (a subset of `cfg.input`'s, in sorted
-/// relative-path order), e.g. one batch-mode task's share.
+/// [`run_with`] over the given input files (a subset of `cfg.inputs`' listing, in
+/// its order), e.g. one batch-mode task's share.
 pub fn run_files(
     cfg: &RunConfig,
     mut files: Vec<InputFile>,
@@ -769,7 +823,7 @@ pub fn run_files(
     }
     let listed = files.len();
     if dur.skip_finished {
-        files.retain(|f| !output_path(&cfg.output, &f.rel, cfg.compress).exists());
+        files.retain(|f| !cfg.output_candidates(&f.rel).iter().any(|o| o.exists()));
     }
     let skipped = (listed - files.len()) as u64;
     let progress = cfg.progress.then(|| {
@@ -828,7 +882,7 @@ pub fn run_files(
             let mut w = Worker::new(&cfg.options);
             let mut failure = None;
             let mut records = RecordCounter::default();
-            read_jobs(&files, cfg, &pool, &should_stop, |job| {
+            read_jobs(&files, cfg, &pool, &should_stop, dur.stop, |job| {
                 w.plan(&job, &files[job.file], dur);
                 w.first_record = records.next(&job, w.plan.paras.len());
                 let r = w
@@ -864,7 +918,11 @@ pub fn run_files(
                     let (files, should_stop, pool) = (&files, &should_stop, &pool);
                     // The sender moves into the reader: when it is done the channel closes
                     // and the workers' loops end.
-                    move || read_jobs(files, cfg, pool, should_stop, |job| tx.send(job).is_ok())
+                    move || {
+                        read_jobs(files, cfg, pool, should_stop, dur.stop, |job| {
+                            tx.send(job).is_ok()
+                        })
+                    }
                 });
                 for _ in 0..threads {
                     s.spawn(|| {

@@ -2,9 +2,12 @@
 
 use crate::plan::{ChunkPlan, Planner};
 use crate::policy::{decide, Decisions, DocStatus, Scratch};
-use crate::render::render;
+use crate::render::{render, DdOut};
 use crate::report::ChunkStats;
 use crate::{DocCheck, Options};
+use std::sync::Arc;
+use webdedup_formats::doc::DocFormat;
+use webdedup_formats::jsonl::JsonlOptions;
 use webdedup_formats::vertical::Chunk;
 use webdedup_store::MemStore;
 
@@ -28,6 +31,18 @@ fn doc(url: &str, body: &[String]) -> String {
 /// Runs the policy over `inputs` in order against one store; returns each input's
 /// output and its documents' statuses.
 fn run(inputs: &[String], opts: &Options) -> Vec<(String, Vec<String>)> {
+    run_as(&DocFormat::Vertical, inputs, opts)
+        .into_iter()
+        .map(|(out, st, _)| (out, st))
+        .collect()
+}
+
+/// [`run`] for inputs of `format`; also returns each input's `.dd` lines.
+fn run_as(
+    format: &DocFormat,
+    inputs: &[String],
+    opts: &Options,
+) -> Vec<(String, Vec<String>, String)> {
     let store = MemStore::new(13);
     let mut planner = Planner::new(opts);
     let (mut plan, mut scratch, mut dec) = (
@@ -44,7 +59,7 @@ fn run(inputs: &[String], opts: &Options) -> Vec<(String, Vec<String>)> {
                 last: true,
                 ..Default::default()
             };
-            planner.plan(&chunk, &mut plan);
+            planner.plan_as(format, &chunk, &mut plan);
             decide(
                 &plan,
                 Default::default(),
@@ -61,12 +76,19 @@ fn run(inputs: &[String], opts: &Options) -> Vec<(String, Vec<String>)> {
                 &plan,
                 &dec,
                 &mut out,
-                Some(&mut dd),
+                Some(DdOut {
+                    out: &mut dd,
+                    name: "in",
+                }),
                 None,
                 &mut ChunkStats::default(),
             );
             let statuses = dec.docs.iter().map(|s| s.code()).collect();
-            (String::from_utf8(out).unwrap(), statuses)
+            (
+                String::from_utf8(out).unwrap(),
+                statuses,
+                String::from_utf8(dd).unwrap(),
+            )
         })
         .collect()
 }
@@ -481,4 +503,169 @@ fn a_kept_plan_is_used_only_for_the_same_bytes_and_within_its_budget() {
     let tiny = PlanCache::new(10);
     assert!(!tiny.put(b"f", 0, a.as_bytes(), plan_of(&mut planner, &a)));
     assert!(tiny.is_empty());
+}
+
+// ---- JSON Lines: the same policy, the text value rewritten in place --------------
+
+fn jsonl() -> DocFormat {
+    DocFormat::Jsonl(Arc::new(JsonlOptions::default()))
+}
+
+/// A long line of text (>= 50 characters) made of `word` repeated.
+fn long_line(word: &str) -> String {
+    vec![word; 60 / (word.len() + 1) + 1].join(" ")
+}
+
+/// A JSON line with `text` and fields around it, as a JSON writer would put them.
+fn jline(id: &str, text: &str) -> String {
+    format!(
+        "{{\"id\": \"{id}\", \"text\": {}, \"n\": [1, {{\"x\": \"\\u00e9\"}}], \"metadata\": {{\"url\": \"https://e/{id}\", \"title\": \"T\"}}}}\n",
+        serde_json::to_string(text).unwrap()
+    )
+}
+
+#[test]
+fn jsonl_duplicate_lines_are_removed_from_the_text_value_in_place() {
+    let (a, b, c) = (long_line("alpha"), long_line("beta"), long_line("gamma"));
+    let first = jline("1", &format!("{a}\n{b}"));
+    let cases = [
+        // (text of the second document, text written for it)
+        (format!("{a}\n{c}"), c.clone()),
+        (format!("{c}\n{a}"), c.clone()),
+        (format!("{c}\n{a}\nshort\n{b}\n"), format!("{c}\n")),
+        // "x" is short: it rides along with the next long line (kept).
+        (
+            format!("{c}\r\n\n{b}\r\nx\n\n{c}x\n"),
+            format!("{c}\r\n\nx\n\n{c}x\n"),
+        ),
+        (format!("{c}\r\n\n{b}\r\n{c}x"), format!("{c}\r\n\n{c}x")),
+        (
+            format!("\n{a}\n{c} \\ \"tail\""),
+            format!("\n{c} \\ \"tail\""),
+        ),
+    ];
+    for (text, kept) in cases {
+        let second = jline("2", &text);
+        let (out, st, dd) = run_as(&jsonl(), &[first.clone() + &second], &Options::default())
+            .pop()
+            .unwrap();
+        let want = jline("2", &kept);
+        assert_eq!(out, first.clone() + &want, "text {text:?}");
+        assert_eq!(st[0], "K");
+        assert!(st[1].contains('/'), "{st:?}");
+        // Every byte outside the text value is the input's.
+        let v: serde_json::Value = serde_json::from_str(out.lines().nth(1).unwrap()).unwrap();
+        assert_eq!(v["text"], kept.as_str());
+        assert!(dd.starts_with(
+            "<dd id=\"1\" url=\"https://e/1\" title=\"T\" status=\"K\"/>\n<dd id=\"2\""
+        ));
+    }
+}
+
+#[test]
+fn jsonl_documents_dropped_whole_or_emptied_are_left_out() {
+    let (a, b) = (long_line("alpha"), long_line("beta"));
+    let one = jline("1", &format!("{a}\n{b}"));
+    let same = jline("2", &format!("{a}\n{b}"));
+    let emptied = jline("3", &format!("{b}\n\n{a}"));
+    let (out, st, _) = run_as(
+        &jsonl(),
+        &[one.clone() + &same + &emptied],
+        &Options::default(),
+    )
+    .pop()
+    .unwrap();
+    assert_eq!(st, ["K", "D", "E"]);
+    assert_eq!(out, one);
+}
+
+#[test]
+fn jsonl_bad_records_pass_through_unless_dropped_and_ask_nothing() {
+    let a = long_line("alpha");
+    let input = format!(
+        "not json\n{}{{\"text\": 3}}\n{}",
+        jline("1", &a),
+        jline("2", &a)
+    );
+    let (out, st, dd) = run_as(&jsonl(), std::slice::from_ref(&input), &Options::default())
+        .pop()
+        .unwrap();
+    assert_eq!(st, ["B", "K", "B", "D"]);
+    assert_eq!(
+        out,
+        format!("not json\n{}{{\"text\": 3}}\n", jline("1", &a))
+    );
+    assert!(
+        dd.starts_with("<dd id=\"in:1\" url=\"\" title=\"\" status=\"B\"/>\n"),
+        "{dd}"
+    );
+    let dropping = DocFormat::Jsonl(Arc::new(JsonlOptions {
+        drop_bad: true,
+        ..Default::default()
+    }));
+    let (out, st, _) = run_as(&dropping, &[input], &Options::default())
+        .pop()
+        .unwrap();
+    assert_eq!(st, ["B", "K", "B", "D"]);
+    assert_eq!(out, jline("1", &a));
+}
+
+#[test]
+fn jsonl_without_url_and_title_always_tests_the_document_key() {
+    let a = long_line("alpha");
+    let doc = |id: &str| format!("{{\"id\":\"{id}\",\"text\":\"{a}\"}}\n");
+    let opts = Options {
+        doc_check: DocCheck::UrlTitle,
+        ..Options::default()
+    };
+    // No URL+title: the shortcut does not apply, so the copy is a duplicate
+    // document (D), not a document emptied paragraph by paragraph (E).
+    let (_, st, dd) = run_as(&jsonl(), &[doc("x") + &doc("y")], &opts)
+        .pop()
+        .unwrap();
+    assert_eq!(st, ["K", "D"]);
+    assert_eq!(dd, "<dd id=\"x\" url=\"\" title=\"\" status=\"K\"/>\n<dd id=\"y\" url=\"\" title=\"\" status=\"D\"/>\n");
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+    /// A vertical and its JSON Lines conversion (the project's converter) give the
+    /// same decisions, exact and near mode: a paragraph and a line of the text are
+    /// the same unit, and glued tokens are one word in both.
+    #[test]
+    fn verticals_and_their_jsonl_conversion_decide_alike(
+        docs in proptest::collection::vec(
+            proptest::collection::vec(proptest::collection::vec((0u8..8, proptest::bool::weighted(0.15)), 1..14), 0..5),
+            1..8,
+        ),
+        near_mode: bool,
+    ) {
+        let words = ["Alpha", "beta", "gamma", ",", "delta-3", "épsilon", "zeta", "(x)"];
+        let mut vert = String::new();
+        for (i, paras) in docs.iter().enumerate() {
+            vert.push_str(&format!("<doc id=\"d{i}\" url=\"u{}\" title=\"t\">\n", i % 3));
+            for p in paras {
+                vert.push_str("<p>\n");
+                for (j, &(w, glue)) in p.iter().enumerate() {
+                    if glue && j > 0 {
+                        vert.push_str("<g/>\n");
+                    }
+                    vert.push_str(words[w as usize]);
+                    vert.push('\n');
+                }
+                vert.push_str("</p>\n");
+            }
+            vert.push_str("</doc>\n");
+        }
+        let mut json = Vec::new();
+        webdedup_formats::convert::vertical_to_jsonl(vert.as_bytes(), &mut json).unwrap();
+        let json = String::from_utf8(json).unwrap();
+        let opts = Options {
+            min_para_chars: 25,
+            ..if near_mode { near(3, false) } else { Options::default() }
+        };
+        let (_, st_v, _) = run_as(&DocFormat::Vertical, std::slice::from_ref(&vert), &opts).pop().unwrap();
+        let (_, st_j, _) = run_as(&jsonl(), &[json], &opts).pop().unwrap();
+        proptest::prop_assert_eq!(st_v, st_j);
+    }
 }

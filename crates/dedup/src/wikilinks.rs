@@ -19,13 +19,14 @@ use crate::policy::file_id;
 use crate::render::feedback_header;
 use crate::report::RunStats;
 use crate::runner::{
-    dropped_path, list_inputs, output_path, rel_bytes, write_files_index, InputFile, RunConfig,
+    count_skipped, dropped_path, list_inputs, output_path, rel_bytes, report_skipped,
+    write_files_index, InputFile, RunConfig,
 };
 use anyhow::{Context, Result};
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader};
 use std::time::Instant;
-use webdedup_formats::input::open_input;
+use webdedup_formats::input::open_file;
 use webdedup_formats::output::{AtomicOutput, OutputCompression};
 use webdedup_store::{Location, Store};
 use webdedup_text::normalize::normalize;
@@ -177,18 +178,20 @@ impl Batch {
     }
 }
 
-/// Runs wikilinks dedup over `cfg.input` (one thread; see the module docs).
+/// Runs wikilinks dedup over `cfg.inputs` (one thread; see the module docs).
 pub fn run(cfg: &RunConfig, store: &dyn Store, report: &(dyn Fn(&str) + Sync)) -> Result<RunStats> {
     let started = Instant::now();
-    let files = list_inputs(&cfg.input, &cfg.output)
-        .with_context(|| format!("cannot list input {}", cfg.input.display()))?;
+    let listing = list_inputs(&cfg.inputs, &cfg.output)?;
+    report_skipped(&listing, report);
+    let files = &listing.files;
     std::fs::create_dir_all(&cfg.output)
         .with_context(|| format!("cannot create output directory {}", cfg.output.display()))?;
     if cfg.options.feedback {
-        write_files_index(&cfg.output, &files)?;
+        write_files_index(&cfg.output, files)?;
     }
     let mut stats = RunStats::default();
-    for f in &files {
+    count_skipped(&listing, &mut stats);
+    for f in files {
         if let Err(e) = run_file(cfg, f, store, report, &mut stats) {
             report(&format!("{}: {e:#}", f.path.display()));
             stats.files_unreadable += 1;
@@ -213,7 +216,7 @@ fn run_file(
     report: &(dyn Fn(&str) + Sync),
     stats: &mut RunStats,
 ) -> Result<()> {
-    let (reader, _) = open_input(&f.path).context("cannot open")?;
+    let (reader, _) = open_file(f, None).context("cannot open")?;
     let mut reader = BufReader::with_capacity(1 << 16, reader);
     let out_path = output_path(&cfg.output, &f.rel, cfg.compress);
     let mut out = AtomicOutput::create(&out_path, cfg.compress)

@@ -8,6 +8,8 @@
 //! [`crate::warc::ArchiveReader`], which presents them as WARC `response` records
 //! (`warcinfo` for the version block), as warcio's `arc2warc` does.
 
+use crate::shown::escape_controls;
+
 /// A parsed ARC header line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ArcHeader {
@@ -34,7 +36,10 @@ pub fn parse_header(line: &[u8]) -> Result<ArcHeader, String> {
     }
     let date = fields[2];
     if date.len() < 12 || !date.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!("ARC header: bad archive date '{date}'"));
+        return Err(format!(
+            "ARC header: bad archive date '{}'",
+            escape_controls(date)
+        ));
     }
     let len_field = fields[fields.len() - 1];
     // warcio reads a length that is not a number (`-1`, `abc`) as 0: so do we, with a
@@ -44,7 +49,8 @@ pub fn parse_header(line: &[u8]) -> Result<ArcHeader, String> {
         Err(_) => (
             0,
             Some(format!(
-                "ARC header: bad archive length '{len_field}', read as 0"
+                "ARC header: bad archive length '{}', read as 0",
+                escape_controls(len_field)
             )),
         ),
     };

@@ -1,15 +1,26 @@
 //! Formats webdedup reads and writes.
 //!
-//! * [`input`]: opening plain, gzip or zstd files (detected by magic bytes).
+//! * [`input`]: the one input layer: files, directories and `-` listed, plain,
+//!   gzip or zstd streams opened (detected by magic bytes).
 //! * [`output`]: writing outputs atomically, optionally compressed.
+//! * [`doc`]: documents whatever the format: the events a format's reader sends
+//!   ([`doc::DocSink`]) and the formats ([`doc::DocFormat`], sniffing).
+//! * [`jsonl`]: JSON Lines documents (text, id, URL, title fields).
+//! * [`convert`]: verticals to JSON Lines (the shared corpus's rules), for samples
+//!   and the equivalence tests.
+//! * [`shown`]: input quoted in messages, with control characters escaped.
 //! * [`vertical`]: the vertical format (one token per line, `<doc>` / `<p>`
 //!   structures), read in chunks that end at document boundaries.
 
 pub mod arc;
 pub mod cdx;
+pub mod convert;
+pub mod doc;
 pub mod input;
+pub mod jsonl;
 pub mod output;
+pub mod shown;
 pub mod vertical;
 pub mod warc;
 
-pub use input::{open_input, Compression};
+pub use input::{list_inputs, open_file, open_input, Compression, InputFile, ListOptions};

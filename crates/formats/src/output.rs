@@ -1,5 +1,7 @@
 //! Output files written atomically: to `NAME.tmp` first, renamed to `NAME` once
-//! complete, so a file under its final name is always whole.
+//! complete, so a file under its final name is always whole. An output dropped
+//! before [`AtomicOutput::finish`] (an error stopped the run) removes its `.tmp`
+//! file. Every error names the file it is about.
 
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
@@ -43,36 +45,61 @@ enum Sink {
     Zstd(zstd::stream::write::Encoder<'static, BufWriter<File>>),
 }
 
+/// `error` with `what` and the path in front (the kind and the OS error are kept):
+/// an I/O error message always says which file.
+pub fn io_error_at(what: &str, path: &Path, error: io::Error) -> io::Error {
+    io::Error::new(error.kind(), format!("{what} {}: {error}", path.display()))
+}
+
+/// Bytes handed to a compressor at a time.
+const BLOCK: usize = 1 << 17;
+
 /// A file being written; [`AtomicOutput::finish`] makes it visible under its name.
+///
+/// A compressor's output depends on how its input is cut into writes, and callers
+/// write a chunk at a time (so it would depend on `--threads` and chunk sizes):
+/// compressed outputs are therefore fed in fixed blocks of [`BLOCK`] bytes, which
+/// makes their bytes a function of the content alone.
 pub struct AtomicOutput {
     path: PathBuf,
     tmp: PathBuf,
-    sink: Sink,
+    /// `None` once finished.
+    sink: Option<Sink>,
     bytes: u64,
+    /// Bytes waiting for a whole block (compressed outputs only).
+    pending: Vec<u8>,
 }
 
 impl AtomicOutput {
     pub fn create(path: &Path, compression: OutputCompression) -> io::Result<Self> {
-        if let Some(dir) = path.parent() {
-            fs::create_dir_all(dir)?;
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            fs::create_dir_all(dir).map_err(|e| io_error_at("cannot create directory", dir, e))?;
         }
         let mut tmp = path.as_os_str().to_owned();
         tmp.push(".tmp");
         let tmp = PathBuf::from(tmp);
-        let file = BufWriter::with_capacity(1 << 17, File::create(&tmp)?);
+        let file = File::create(&tmp).map_err(|e| io_error_at("cannot create", &tmp, e))?;
+        let file = BufWriter::with_capacity(1 << 17, file);
         let sink = match compression {
             OutputCompression::None => Sink::Plain(file),
             OutputCompression::Gzip => Sink::Gzip(flate2::write::GzEncoder::new(
                 file,
                 flate2::Compression::default(),
             )),
-            OutputCompression::Zstd => Sink::Zstd(zstd::stream::write::Encoder::new(file, 3)?),
+            OutputCompression::Zstd => match zstd::stream::write::Encoder::new(file, 3) {
+                Ok(e) => Sink::Zstd(e),
+                Err(e) => {
+                    let _ = fs::remove_file(&tmp);
+                    return Err(io_error_at("cannot write", &tmp, e));
+                }
+            },
         };
         Ok(AtomicOutput {
             path: path.to_owned(),
             tmp,
-            sink,
+            sink: Some(sink),
             bytes: 0,
+            pending: Vec::new(),
         })
     }
 
@@ -87,25 +114,138 @@ impl AtomicOutput {
 
     pub fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
         self.bytes += buf.len() as u64;
-        match &mut self.sink {
-            Sink::Plain(w) => w.write_all(buf),
-            Sink::Gzip(w) => w.write_all(buf),
-            Sink::Zstd(w) => w.write_all(buf),
+        self.feed(buf)
+            .map_err(|e| io_error_at("cannot write", &self.tmp, e))
+    }
+
+    /// Plain outputs take `buf` as it comes; compressors get whole blocks.
+    fn feed(&mut self, mut buf: &[u8]) -> io::Result<()> {
+        let w: &mut dyn Write = match self.sink.as_mut() {
+            Some(Sink::Plain(w)) => return w.write_all(buf),
+            Some(Sink::Gzip(w)) => w,
+            Some(Sink::Zstd(w)) => w,
+            None => return Ok(()),
+        };
+        if !self.pending.is_empty() {
+            let take = (BLOCK - self.pending.len()).min(buf.len());
+            self.pending.extend_from_slice(&buf[..take]);
+            buf = &buf[take..];
+            if self.pending.len() < BLOCK {
+                return Ok(());
+            }
+            w.write_all(&self.pending)?;
+            self.pending.clear();
+        }
+        let whole = buf.len() - buf.len() % BLOCK;
+        for block in buf[..whole].chunks(BLOCK) {
+            w.write_all(block)?;
+        }
+        self.pending.extend_from_slice(&buf[whole..]);
+        Ok(())
+    }
+
+    /// Flushes, syncs to disk when `sync`, and renames into place. On an error the
+    /// temporary file is removed.
+    pub fn finish(mut self, sync: bool) -> io::Result<()> {
+        let Some(sink) = self.sink.take() else {
+            return Ok(());
+        };
+        let tmp = self.tmp.clone();
+        let rest = std::mem::take(&mut self.pending);
+        let written = (|| -> io::Result<File> {
+            let file = match sink {
+                Sink::Plain(w) => w.into_inner().map_err(|e| e.into_error())?,
+                Sink::Gzip(mut w) => {
+                    w.write_all(&rest)?;
+                    w.finish()?.into_inner().map_err(|e| e.into_error())?
+                }
+                Sink::Zstd(mut w) => {
+                    w.write_all(&rest)?;
+                    w.finish()?.into_inner().map_err(|e| e.into_error())?
+                }
+            };
+            if sync {
+                file.sync_all()?;
+            }
+            Ok(file)
+        })();
+        let result = match written {
+            Ok(file) => {
+                drop(file);
+                fs::rename(&tmp, &self.path).map_err(|e| {
+                    io_error_at(
+                        &format!("cannot rename {} to", tmp.display()),
+                        &self.path,
+                        e,
+                    )
+                })
+            }
+            Err(e) => Err(io_error_at("cannot write", &tmp, e)),
+        };
+        if result.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        result
+    }
+}
+
+impl Drop for AtomicOutput {
+    /// An output dropped unfinished (the run stopped on an error) leaves no `.tmp`
+    /// file behind. (A killed process does: the next run overwrites it.)
+    fn drop(&mut self) {
+        if let Some(sink) = self.sink.take() {
+            // Drop the writer first (its buffer may flush), then remove the file.
+            drop(sink);
+            let _ = fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+/// The directories a run may create for its output `path`: `path` and its missing
+/// ancestors, noted before the run, so that a run that failed can remove the ones it
+/// created and left empty ([`NewDirs::remove_empty`]).
+#[derive(Debug)]
+pub struct NewDirs {
+    path: PathBuf,
+    /// The highest missing ancestor of `path` (or `path`), when one is missing.
+    top: Option<PathBuf>,
+}
+
+impl NewDirs {
+    /// Notes which of `path` and its ancestors do not exist yet.
+    pub fn before(path: &Path) -> NewDirs {
+        let mut top = None;
+        let mut p = Some(path);
+        while let Some(q) = p.filter(|q| !q.as_os_str().is_empty()) {
+            if fs::symlink_metadata(q).is_ok() {
+                break;
+            }
+            top = Some(q.to_owned());
+            p = q.parent();
+        }
+        NewDirs {
+            path: path.to_owned(),
+            top,
         }
     }
 
-    /// Flushes, syncs to disk when `sync`, and renames into place.
-    pub fn finish(self, sync: bool) -> io::Result<()> {
-        let file = match self.sink {
-            Sink::Plain(w) => w.into_inner().map_err(|e| e.into_error())?,
-            Sink::Gzip(w) => w.finish()?.into_inner().map_err(|e| e.into_error())?,
-            Sink::Zstd(w) => w.finish()?.into_inner().map_err(|e| e.into_error())?,
+    /// Removes the directories noted as missing that exist now and are empty,
+    /// deepest first; stops at the first one that is not empty. Nothing else is
+    /// touched (`remove_dir` never removes a directory with files in it).
+    pub fn remove_empty(&self) {
+        let Some(top) = &self.top else {
+            return;
         };
-        if sync {
-            file.sync_all()?;
+        let mut p = Some(self.path.as_path());
+        while let Some(q) = p {
+            if q.is_dir() && fs::remove_dir(q).is_err() {
+                return;
+            }
+            if q == top {
+                return;
+            }
+            p = q.parent();
         }
-        drop(file);
-        fs::rename(&self.tmp, &self.path)
     }
 }
 
@@ -122,6 +262,79 @@ mod tests {
         assert!(!p.exists());
         o.finish(false).unwrap();
         assert_eq!(fs::read(&p).unwrap(), b"hello\n");
+    }
+
+    #[test]
+    fn dropped_unfinished_leaves_no_tmp_and_errors_name_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("out.txt");
+        let mut o = AtomicOutput::create(&p, OutputCompression::Gzip).unwrap();
+        o.write_all(b"half").unwrap();
+        assert!(dir.path().join("out.txt.tmp").exists());
+        drop(o);
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+        // A file where a directory should be.
+        fs::write(dir.path().join("f"), "x").unwrap();
+        let e = AtomicOutput::create(&dir.path().join("f/sub/out"), OutputCompression::None)
+            .err()
+            .unwrap();
+        assert!(
+            e.to_string()
+                .contains(&*dir.path().join("f/sub").to_string_lossy()),
+            "{e}"
+        );
+        // The rename fails (a directory is in the way): the temporary file goes.
+        let blocked = dir.path().join("blocked");
+        fs::create_dir_all(blocked.join("x")).unwrap();
+        let o = AtomicOutput::create(&blocked, OutputCompression::None).unwrap();
+        let e = o.finish(false).unwrap_err();
+        assert!(e.to_string().contains("cannot rename"), "{e}");
+        assert!(!dir.path().join("blocked.tmp").exists());
+    }
+
+    #[test]
+    fn new_dirs_removes_only_what_it_created_and_left_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("a/b/c");
+        let nd = NewDirs::before(&out);
+        fs::create_dir_all(&out).unwrap();
+        nd.remove_empty();
+        assert!(!dir.path().join("a").exists());
+        // Not empty: kept, and so are its parents.
+        let nd = NewDirs::before(&out);
+        fs::create_dir_all(&out).unwrap();
+        fs::write(dir.path().join("a/b/file"), "x").unwrap();
+        nd.remove_empty();
+        assert!(!out.exists() && dir.path().join("a/b/file").exists());
+        // Existing before: never removed.
+        fs::create_dir_all(&out).unwrap();
+        NewDirs::before(&out).remove_empty();
+        assert!(out.exists());
+        // A file output: its new parent directories go.
+        let file = dir.path().join("x/y/out.txt");
+        let nd = NewDirs::before(&file);
+        fs::create_dir_all(file.parent().unwrap()).unwrap();
+        nd.remove_empty();
+        assert!(!dir.path().join("x").exists());
+    }
+
+    #[test]
+    fn compressed_bytes_do_not_depend_on_how_writes_are_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = (0..700_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        for c in [OutputCompression::Gzip, OutputCompression::Zstd] {
+            let mut outs = Vec::new();
+            for cut in [1usize << 20, 4096, 100_003, 7] {
+                let p = dir.path().join(format!("o{cut}{}", c.suffix()));
+                let mut o = AtomicOutput::create(&p, c).unwrap();
+                for piece in data.chunks(cut) {
+                    o.write_all(piece).unwrap();
+                }
+                o.finish(false).unwrap();
+                outs.push(fs::read(&p).unwrap());
+            }
+            assert!(outs.windows(2).all(|w| w[0] == w[1]), "{c:?}");
+        }
     }
 
     #[test]

@@ -45,12 +45,24 @@ pub struct Issue {
 pub enum IssueKind {
     OutsideDocument,
     StrayClose(String),
-    MissingParaClose { opened: u64 },
-    MissingDocClose { opened: u64 },
+    MissingParaClose {
+        opened: u64,
+    },
+    MissingDocClose {
+        opened: u64,
+    },
     NulByte,
     InvalidUtf8,
-    LineTooLong { limit: usize },
+    LineTooLong {
+        limit: usize,
+    },
     ReadError(String),
+    /// A record that is not a document (JSON Lines: not JSON, not an object, no
+    /// text field, a text that is not a string): passed through, or dropped.
+    BadRecord {
+        reason: String,
+        dropped: bool,
+    },
 }
 
 impl IssueKind {
@@ -65,6 +77,7 @@ impl IssueKind {
             IssueKind::InvalidUtf8 => "invalid-utf8",
             IssueKind::LineTooLong { .. } => "line-too-long",
             IssueKind::ReadError(_) => "read-error",
+            IssueKind::BadRecord { .. } => "bad-record",
         }
     }
 }
@@ -89,12 +102,21 @@ impl fmt::Display for IssueKind {
                 write!(f, "line longer than {limit} bytes: dropped")
             }
             IssueKind::ReadError(e) => write!(f, "read error, rest of the file lost: {e}"),
+            IssueKind::BadRecord { reason, dropped } => write!(
+                f,
+                "{reason}: {}",
+                if *dropped {
+                    "record dropped (--drop-bad-records)"
+                } else {
+                    "record passed through unchanged"
+                }
+            ),
         }
     }
 }
 
 /// A piece of decompressed input that starts at a line start and ends just before a
-/// `<doc` line (or at the end of the input).
+/// `<doc` line (or at the end of the input); with [`Boundary::Line`], at a line end.
 #[derive(Debug, Default)]
 pub struct Chunk {
     pub data: Vec<u8>,
@@ -148,6 +170,16 @@ impl BufferPool {
 }
 
 pub const DEFAULT_CHUNK_BYTES: usize = 4 << 20;
+
+/// Where a [`ChunkReader`] may end a chunk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Boundary {
+    /// Just before a `<doc` line (verticals: documents span many lines).
+    #[default]
+    DocLine,
+    /// At any line start (JSON Lines: a line is a document).
+    Line,
+}
 pub const DEFAULT_MAX_LINE_BYTES: usize = 8 << 20;
 
 /// Cuts a stream into [`Chunk`]s at document starts.
@@ -171,6 +203,7 @@ pub struct ChunkReader<R> {
     eof: bool,
     done: bool,
     pool: Option<std::sync::Arc<BufferPool>>,
+    boundary: Boundary,
 }
 
 impl<R: Read> ChunkReader<R> {
@@ -195,7 +228,14 @@ impl<R: Read> ChunkReader<R> {
             eof: false,
             done: false,
             pool: None,
+            boundary: Boundary::DocLine,
         }
+    }
+
+    /// Ends chunks at `boundary` (the default: before `<doc` lines).
+    pub fn with_boundary(mut self, boundary: Boundary) -> Self {
+        self.boundary = boundary;
+        self
     }
 
     /// Takes buffers for new chunks from `pool` (give chunks' data back to it).
@@ -214,7 +254,11 @@ impl<R: Read> ChunkReader<R> {
         loop {
             if self.pending.len() >= self.target {
                 let from = search_from.max(self.target.saturating_sub(1));
-                if let Some(split) = find_doc_start(&self.pending, from) {
+                let split = match self.boundary {
+                    Boundary::DocLine => find_doc_start(&self.pending, from),
+                    Boundary::Line => memchr(b'\n', &self.pending[from..]).map(|i| from + i + 1),
+                };
+                if let Some(split) = split {
                     return Some(self.emit(split, false));
                 }
                 // Resume the search where it stopped (minus a partial match), but no
@@ -447,11 +491,20 @@ pub fn parse_tag(line: &[u8]) -> Option<Tag<'_>> {
 /// The raw (still escaped) value of attribute `name` in `attrs`. Values may be
 /// double-quoted, single-quoted or bare.
 pub fn attr_raw<'a>(attrs: &'a [u8], name: &[u8]) -> Option<&'a [u8]> {
-    let mut i = 0;
+    attr_pairs(attrs).find(|(k, _)| *k == name).map(|(_, v)| v)
+}
+
+/// Every attribute of `attrs` in order, as (name, raw value); a bare attribute
+/// without a value has an empty value.
+pub fn attr_pairs(attrs: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
     let n = attrs.len();
-    while i < n {
+    let mut i = 0;
+    std::iter::from_fn(move || {
         while i < n && attrs[i].is_ascii_whitespace() {
             i += 1;
+        }
+        if i >= n {
+            return None;
         }
         let key_start = i;
         while i < n && attrs[i] != b'=' && !attrs[i].is_ascii_whitespace() {
@@ -463,10 +516,7 @@ pub fn attr_raw<'a>(attrs: &'a [u8], name: &[u8]) -> Option<&'a [u8]> {
         }
         if i >= n || attrs[i] != b'=' {
             // A bare attribute without a value.
-            if key == name {
-                return Some(&[]);
-            }
-            continue;
+            return Some((key, &attrs[i..i]));
         }
         i += 1;
         while i < n && attrs[i].is_ascii_whitespace() {
@@ -487,11 +537,8 @@ pub fn attr_raw<'a>(attrs: &'a [u8], name: &[u8]) -> Option<&'a [u8]> {
                 &attrs[start..i]
             }
         };
-        if key == name {
-            return Some(value);
-        }
-    }
-    None
+        Some((key, value))
+    })
 }
 
 /// The value of attribute `name`, XML entities unescaped (`&amp;` `&lt;` `&gt;`

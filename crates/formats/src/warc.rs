@@ -25,6 +25,7 @@ use flate2::bufread::GzDecoder;
 use sha1::{Digest, Sha1};
 
 use crate::arc::{self, ArcHeader};
+use crate::shown::{escape_controls, quote_bytes};
 
 /// Bytes of a record's block kept in memory ([`Record::block_prefix`]).
 pub const PREFIX_MAX: usize = 1 << 20;
@@ -383,13 +384,28 @@ impl ArchiveReader {
                     };
                 }
                 rec.own_member = true;
-                if truncated {
+                // A Content-Length past the end of the file: either the file is cut
+                // short in this record, or the length is wrong and records follow
+                // inside what it claims (they must not be hidden): look for one.
+                let next = if truncated {
+                    self.resync(body_start.max(start + 1), fmt)
+                } else {
+                    None
+                };
+                if truncated && next.is_none() {
                     rec.mis_sized = true;
-                    rec.end = src.pos;
+                    rec.end = content_end;
                     let (cl, got) = (rec.content_length, rec.block_read);
                     self.pending.push_back(Item::Record(Box::new(rec)));
                     self.problem(start, format!("truncated record: Content-Length {cl} but the file ends after {got} bytes"));
                     self.done = true;
+                } else if let Some(n) = next {
+                    rec.mis_sized = true;
+                    rec.end = n;
+                    let (cl, got) = (rec.content_length, rec.block_read);
+                    self.pending.push_back(Item::Record(Box::new(rec)));
+                    self.problem(start, format!("Content-Length {cl} runs past the end of the file ({got} bytes of block follow) but a record starts inside it: Content-Length probably wrong; resuming at offset {n}"));
+                    self.seek_plain(next);
                 } else if !next_ok {
                     rec.mis_sized = true;
                     let next = self.resync(body_start.max(start + 1), fmt);
@@ -532,7 +548,7 @@ impl ArchiveReader {
                         self.multi_reported = true;
                         self.problem(
                             member_start,
-                            "gzip member holds several records (whole-file gzip?): their offsets point at the member and `warc dedup` copies them unchanged; recompress with one record per member (warcio recompress)".into(),
+                            "gzip member holds several records (whole-file gzip?): no record in it can be addressed by offset and length; recompress with one record per member (warcio recompress)".into(),
                         );
                     }
                 }
@@ -696,11 +712,9 @@ fn parse_record(
     match fmt {
         Format::Warc => {
             if !read_line_limited(r, &mut header, 4096)? || !starts_record(Format::Warc, &header) {
-                let shown = String::from_utf8_lossy(&header[..header.len().min(40)])
-                    .trim_end()
-                    .to_string();
                 return Err(ParseError::Garbage(format!(
-                    "expected a WARC/ version line, found '{shown}'"
+                    "expected a WARC/ version line, found '{}'",
+                    quote_bytes(&header, 40)
                 )));
             }
             loop {
@@ -734,7 +748,7 @@ fn parse_record(
                     None => {
                         return Err(ParseError::Garbage(format!(
                             "bad header line '{}'",
-                            text.chars().take(60).collect::<String>()
+                            escape_controls(&text.chars().take(60).collect::<String>())
                         )))
                     }
                 }
@@ -748,7 +762,7 @@ fn parse_record(
                 Some(Err(_)) => {
                     return Err(ParseError::Garbage(format!(
                         "bad Content-Length '{}'",
-                        cl.unwrap_or("")
+                        escape_controls(cl.unwrap_or(""))
                     )))
                 }
                 None => return Err(ParseError::Garbage("no Content-Length header".into())),
@@ -1104,6 +1118,42 @@ mod tests {
         let items = read(&gzipped[..gzipped.len() - 10], DigestMode::Never);
         assert_eq!(records(&items).len(), 1);
         assert!(problems(&items)[0].1.contains("gzip"));
+    }
+
+    /// Issue 16 W4: a Content-Length that runs past the end of the file must not hide
+    /// the records after it: reading resumes at the next `WARC/` line, as for a
+    /// length that is too large but still inside the file.
+    #[test]
+    fn content_length_past_the_end_of_the_file_hides_nothing() {
+        let recs: Vec<Vec<u8>> = (0..20)
+            .map(|i| {
+                response(
+                    &format!("http://a.org/{i}"),
+                    "2020-01-01T00:00:00Z",
+                    "hello",
+                )
+            })
+            .collect();
+        let text = String::from_utf8(recs[5].clone()).unwrap();
+        let huge = text.replace("Content-Length: 64\r\n", "Content-Length: 999999\r\n");
+        assert_ne!(huge, text, "test setup");
+        let mut bytes = recs[..5].concat();
+        let offset = bytes.len() as u64;
+        bytes.extend_from_slice(huge.as_bytes());
+        bytes.extend(recs[6..].concat());
+        let items = read(&bytes, DigestMode::Never);
+        let found = records(&items);
+        assert_eq!(found.len(), 20, "{:?}", problems(&items));
+        assert!(found[5].mis_sized);
+        assert_eq!(found[6].target_uri(), "http://a.org/6");
+        let p = problems(&items);
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert_eq!(p[0].0, offset);
+        assert!(p[0].1.contains("past the end of the file"), "{p:?}");
+        // A record that is really cut short at the end is still reported as such.
+        let items = read(&bytes[..bytes.len() - 10], DigestMode::Never);
+        assert_eq!(records(&items).len(), 20);
+        assert!(problems(&items).iter().any(|p| p.1.contains("truncated")));
     }
 
     #[test]

@@ -159,7 +159,11 @@ impl Problems {
             None => format!("{}: {reason}", file.display()),
         };
         if !self.quiet {
-            eprintln!("webdedup: {msg}");
+            // `msg` names an input file and may quote input: never raw control bytes.
+            eprintln!(
+                "webdedup: {}",
+                webdedup_formats::shown::escape_controls(&msg)
+            );
         }
         let mut m = self.messages.borrow_mut();
         if m.len() < 1000 {
@@ -602,6 +606,17 @@ fn read_lines(
                     f(Item::Other { raw: line });
                     continue;
                 }
+                // Invalid UTF-8 is replaced by U+FFFD (reported) and the record
+                // kept; serde_json would refuse the whole line.
+                let lossy;
+                let content = match std::str::from_utf8(content) {
+                    Ok(_) => content,
+                    Err(_) => {
+                        problems.report(path, Some(lineno), "invalid UTF-8 (replaced by U+FFFD)");
+                        lossy = String::from_utf8_lossy(content).into_owned();
+                        lossy.as_bytes()
+                    }
+                };
                 match json_doc(content, opts) {
                     Ok((id, text)) => {
                         let id = id.unwrap_or_else(|| format!("{file}:{lineno}"));
@@ -761,9 +776,14 @@ mod tests {
             ..Default::default()
         };
         let (docs, raw, msgs) = read_all(input, &opts);
+        // Invalid UTF-8 is replaced and the record kept, as the README says.
         assert_eq!(
             docs,
-            vec![("a".into(), "one".into(), 1), ("g".into(), "two".into(), 8)]
+            vec![
+                ("a".into(), "one".into(), 1),
+                ("f".into(), "caf\u{fffd}".into(), 7),
+                ("g".into(), "two".into(), 8)
+            ]
         );
         assert_eq!(raw, input.to_vec(), "items cover the input byte for byte");
         assert_eq!(msgs.len(), 5, "{msgs:?}");
@@ -771,7 +791,7 @@ mod tests {
         assert_eq!(msgs[1], "in:3: missing field 'text' (skipped)");
         assert_eq!(msgs[2], "in:5: missing field 'id' (skipped)");
         assert_eq!(msgs[3], "in:6: JSON line is not an object (skipped)");
-        assert!(msgs[4].starts_with("in:7: bad JSON"), "{msgs:?}");
+        assert_eq!(msgs[4], "in:7: invalid UTF-8 (replaced by U+FFFD)");
     }
 
     #[test]

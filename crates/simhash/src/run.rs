@@ -92,8 +92,9 @@ pub enum FpFormat {
 /// `webdedup simhash`: one 64-bit SimHash per document.
 #[derive(clap::Args, Debug, Clone)]
 pub struct SimhashArgs {
-    /// Input files (plain, gzip or zstd, detected by content).
-    #[arg(required = true, value_name = "FILE")]
+    /// Inputs: files, directories (searched recursively) or `-` (standard input);
+    /// plain, gzip or zstd, detected by content.
+    #[arg(required = true, value_name = "PATH")]
     pub files: Vec<PathBuf>,
     #[command(flatten)]
     pub doc: DocArgs,
@@ -113,8 +114,9 @@ pub struct SimhashArgs {
 /// `webdedup similar`: near-duplicate pairs, clusters or a deduplicated copy.
 #[derive(clap::Args, Debug, Clone)]
 pub struct SimilarArgs {
-    /// Inputs: fingerprint files written by `webdedup simhash`, or documents.
-    #[arg(required = true, value_name = "FILE")]
+    /// Inputs: fingerprint files written by `webdedup simhash`, or documents: files,
+    /// directories (searched recursively) or `-` (not with --dedup).
+    #[arg(required = true, value_name = "PATH")]
     pub files: Vec<PathBuf>,
     /// Maximal Hamming distance of near-duplicates.
     #[arg(short = 'k', long = "max-distance", value_name = "K", default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=crate::search::MAX_K as i64))]
@@ -442,11 +444,42 @@ impl Out {
     }
 }
 
+/// The files to read for the command line's inputs, through the one input layer
+/// (`webdedup_formats::input`): directories searched recursively, `-` standard
+/// input (where `stdin`), FIFOs and the like inside directories reported and
+/// skipped. An input that cannot be listed (missing) is reported and skipped too:
+/// the rest is processed.
+fn expand_inputs(inputs: &[PathBuf], stdin: bool, problems: &Problems) -> Result<Vec<PathBuf>> {
+    let opts = webdedup_formats::input::ListOptions {
+        stdin,
+        ..Default::default()
+    };
+    if inputs.iter().filter(|i| i.as_os_str() == "-").count() > 1 {
+        bail!("standard input (-) is given more than once");
+    }
+    let mut files = Vec::new();
+    for input in inputs {
+        if input.as_os_str() != "-" {
+            if let Err(e) = std::fs::metadata(input) {
+                problems.report(input, None, format_args!("cannot open: {e}"));
+                continue;
+            }
+        }
+        let listing = webdedup_formats::input::list_inputs(std::slice::from_ref(input), &opts)?;
+        for s in &listing.skipped {
+            problems.report(&s.path, None, format_args!("{}: skipped", s.reason));
+        }
+        files.extend(listing.files.into_iter().map(|f| f.path));
+    }
+    Ok(files)
+}
+
 /// Entry point of `webdedup simhash`.
 pub fn run_simhash(args: &SimhashArgs) -> Result<i32> {
     let settings = args.doc.settings();
     let pool = args.doc.pool()?;
     let problems = Problems::new(args.doc.quiet);
+    let files = expand_inputs(&args.files, true, &problems)?;
     let mut out = Out::open(args.output.as_deref())?;
     match args.format {
         FpFormat::Tsv if !args.no_header => {
@@ -460,7 +493,7 @@ pub fn run_simhash(args: &SimhashArgs) -> Result<i32> {
     let mut line = String::new();
     let infos = fingerprint_files(
         false,
-        &args.files,
+        &files,
         &args.doc.read_options(),
         settings,
         &problems,
@@ -497,7 +530,7 @@ pub fn run_simhash(args: &SimhashArgs) -> Result<i32> {
     if !args.doc.quiet {
         eprintln!(
             "webdedup simhash: {} files, {n} documents fingerprinted ({}), {} problems, {:.2} s",
-            args.files.len(),
+            files.len(),
             settings.describe(),
             problems.count(),
             start.elapsed().as_secs_f64()
@@ -510,9 +543,11 @@ pub fn run_simhash(args: &SimhashArgs) -> Result<i32> {
 pub fn run_similar(args: &SimilarArgs) -> Result<i32> {
     let pool = args.doc.pool()?;
     let problems = Problems::new(args.doc.quiet);
+    // --dedup reads every input a second time: not standard input.
+    let files = expand_inputs(&args.files, !args.dedup, &problems)?;
     let start = Instant::now();
     let out_names = if args.dedup {
-        output_names(&args.files)?
+        output_names(&files)?
     } else {
         Vec::new()
     };
@@ -520,7 +555,7 @@ pub fn run_similar(args: &SimilarArgs) -> Result<i32> {
     let mut docs: Vec<DocRec> = Vec::new();
     let infos = fingerprint_files(
         true,
-        &args.files,
+        &files,
         &args.doc.read_options(),
         settings_cli,
         &problems,
@@ -530,7 +565,7 @@ pub fn run_similar(args: &SimilarArgs) -> Result<i32> {
             Ok(())
         },
     )?;
-    let settings = common_settings(&args.files, &infos, settings_cli)?;
+    let settings = common_settings(&files, &infos, settings_cli)?;
 
     let mut index = match &args.index {
         Some(dir) => {
@@ -574,7 +609,7 @@ pub fn run_similar(args: &SimilarArgs) -> Result<i32> {
                     "{}\t{}\t{dist}\t{}\t{}\n",
                     tsv_field(&d.id),
                     tsv_field(id_of(*l)),
-                    tsv_field(&args.files[d.file as usize].to_string_lossy()),
+                    tsv_field(&files[d.file as usize].to_string_lossy()),
                     d.line
                 );
                 report.write_all(line.as_bytes())?;
@@ -582,7 +617,7 @@ pub fn run_similar(args: &SimilarArgs) -> Result<i32> {
         }
         report.finish()?;
         write_dedup(
-            &args.files,
+            &files,
             &out_names,
             dir,
             &args.doc.read_options(),

@@ -535,3 +535,36 @@ fn fingerprint_files_of_unknown_or_other_settings_are_refused() {
     );
     assert_eq!(read_tsv(&out).len(), 2, "a and b of both files pair up");
 }
+
+#[test]
+fn directories_are_searched_and_fifos_in_them_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in");
+    fs::create_dir_all(input.join("sub")).unwrap();
+    fs::write(input.join("b.txt"), "second file line\n").unwrap();
+    fs::write(input.join("sub/a.txt"), "first file line\n").unwrap();
+    let fifo = input.join("pipe.txt");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let out = dir.path().join("fps.tsv");
+    // Never waits on the FIFO: it is reported and skipped (exit 1).
+    let code = run(&[
+        "simhash",
+        "--input-format",
+        "lines",
+        s(&input),
+        "-o",
+        s(&out),
+    ])
+    .unwrap();
+    assert_eq!(code, 1);
+    let ids: Vec<String> = read_tsv(&out)
+        .iter()
+        .map(|r| r[0].rsplit('/').next().unwrap().to_string())
+        .collect();
+    // Sorted relative paths: b.txt, then sub/a.txt.
+    assert_eq!(ids, ["b.txt:1", "a.txt:1"]);
+}

@@ -17,6 +17,10 @@
 //! * `rename`: before the N-th output rename; `renamed`: after it.
 //! * `stop-logs`: after the N-th `.dedup.log` was written during a clean stop.
 //! * `stop`: not an abort: after the N-th chunk commit, behave as if SIGTERM came.
+//!
+//! `POINT:N:enospc` is not an abort either: at the points that write a file
+//! atomically (`snapshot-mid`, `journal-create`, `log-mid`), the N-th write fails
+//! half-way with "No space left on device", as on a full disk, to test error paths.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -24,6 +28,8 @@ use std::sync::OnceLock;
 struct Fault {
     point: String,
     at: u64,
+    /// `POINT:N:enospc`: fail with a disk-full error instead of aborting.
+    disk_full: bool,
     count: AtomicU64,
 }
 
@@ -35,10 +41,16 @@ fn faults() -> &'static [Fault] {
         };
         spec.split(',')
             .filter_map(|p| {
-                let (point, n) = p.trim().rsplit_once(':')?;
+                let p = p.trim();
+                let (p, disk_full) = match p.strip_suffix(":enospc") {
+                    Some(rest) => (rest, true),
+                    None => (p, false),
+                };
+                let (point, n) = p.rsplit_once(':')?;
                 Some(Fault {
                     point: point.to_string(),
                     at: n.parse().ok()?,
+                    disk_full,
                     count: AtomicU64::new(0),
                 })
             })
@@ -55,8 +67,17 @@ pub fn armed() -> bool {
 /// Counts one pass through `point` (by `by`, e.g. bytes); true when the armed
 /// count is reached by this pass.
 pub fn reached(point: &str, by: u64) -> bool {
+    reached_kind(point, by, false)
+}
+
+/// [`reached`] for the disk-full faults (`POINT:N:enospc`).
+pub fn disk_full(point: &str, by: u64) -> bool {
+    reached_kind(point, by, true)
+}
+
+fn reached_kind(point: &str, by: u64, disk_full: bool) -> bool {
     for f in faults() {
-        if f.point == point {
+        if f.point == point && f.disk_full == disk_full {
             let before = f.count.fetch_add(by, Ordering::SeqCst);
             if before < f.at && before + by >= f.at {
                 return true;

@@ -105,9 +105,9 @@ pub struct JournalReplay {
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {
-    move |source| StoreError::Io {
+    move |error| StoreError::Io {
         path: path.to_owned(),
-        source,
+        error,
     }
 }
 
@@ -225,7 +225,7 @@ impl Journal {
         match inner.failed.take() {
             Some(e) => Err(StoreError::Io {
                 path: self.path.clone(),
-                source: io::Error::other(e),
+                error: io::Error::other(e),
             }),
             None => Ok(()),
         }

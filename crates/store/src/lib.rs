@@ -123,11 +123,12 @@ pub enum StoreError {
         offset: u64,
         reason: String,
     },
-    #[error("{}: {source}", path.display())]
+    /// The OS error is part of the message and deliberately not a `source()`:
+    /// printed with its chain (`{:#}`) it would appear twice.
+    #[error("{}: {error}", path.display())]
     Io {
         path: std::path::PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }
 

@@ -16,9 +16,9 @@ pub struct DirLock {
 impl DirLock {
     /// Locks `path` (created if missing) or fails at once if another process holds it.
     pub fn acquire(path: &Path) -> Result<DirLock, StoreError> {
-        let io = |source| StoreError::Io {
+        let io = |error| StoreError::Io {
             path: path.to_owned(),
-            source,
+            error,
         };
         let file = OpenOptions::new()
             .create(true)

@@ -160,9 +160,9 @@ impl SnapshotInfo {
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {
-    move |source| StoreError::Io {
+    move |error| StoreError::Io {
         path: path.to_owned(),
-        source,
+        error,
     }
 }
 
@@ -332,25 +332,45 @@ fn decode_payload(
 // ---------------------------------------------------------------- save
 
 /// Writes `bytes` to `path` atomically: `PATH.tmp`, fsync, rename, fsync of the
-/// directory. `fault_point` aborts half-way through when armed.
+/// directory. On an error (a full disk...) `PATH.tmp` is removed and `path` is
+/// untouched. `fault_point` aborts half-way through when armed (or fails there with
+/// a disk-full error: `POINT:N:enospc`).
 pub fn write_atomic(path: &Path, parts: &[&[u8]], fault_point: &str) -> Result<u64, StoreError> {
     let tmp = tmp_path(path);
-    let mut f = File::create(&tmp).map_err(io_err(&tmp))?;
+    let result = write_tmp_and_rename(path, &tmp, parts, fault_point);
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+fn write_tmp_and_rename(
+    path: &Path,
+    tmp: &Path,
+    parts: &[&[u8]],
+    fault_point: &str,
+) -> Result<u64, StoreError> {
+    let mut f = File::create(tmp).map_err(io_err(tmp))?;
     let total: usize = parts.iter().map(|p| p.len()).sum();
     let mut written = 0usize;
     let crash_here = fault::armed() && fault::reached(fault_point, 1);
+    let full_here = fault::armed() && fault::disk_full(fault_point, 1);
     for part in parts {
-        if crash_here && written + part.len() >= total / 2 {
+        if (crash_here || full_here) && written + part.len() >= total / 2 {
             f.write_all(&part[..total / 2 - written])
-                .map_err(io_err(&tmp))?;
-            fault::crash(fault_point);
+                .map_err(io_err(tmp))?;
+            if crash_here {
+                fault::crash(fault_point);
+            }
+            // As a full disk reports it.
+            return Err(io_err(tmp)(io::Error::from_raw_os_error(libc::ENOSPC)));
         }
-        f.write_all(part).map_err(io_err(&tmp))?;
+        f.write_all(part).map_err(io_err(tmp))?;
         written += part.len();
     }
-    f.sync_all().map_err(io_err(&tmp))?;
+    f.sync_all().map_err(io_err(tmp))?;
     drop(f);
-    fs::rename(&tmp, path).map_err(io_err(path))?;
+    fs::rename(tmp, path).map_err(io_err(path))?;
     sync_dir(path).map_err(io_err(path))?;
     Ok(total as u64)
 }
@@ -790,6 +810,29 @@ mod tests {
         t.test_and_insert(&[keys[5], 12345], &mut seen).unwrap();
         assert_eq!(seen, vec![true, keys.contains(&12345)]);
         assert!(!dir.path().join("a.snap.tmp").exists());
+    }
+
+    /// A failed save (here the rename: a directory is in the way; a full disk in
+    /// `crates/cli/tests/archive_cli.rs`) leaves no temporary file, and its message
+    /// holds the OS error once.
+    #[test]
+    fn failed_save_removes_its_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.snap");
+        fs::create_dir_all(p.join("in-the-way")).unwrap();
+        let e = store_with(1999, &[1, 2, 3])
+            .save(&p, &meta(1999))
+            .unwrap_err();
+        assert!(!dir.path().join("a.snap.tmp").exists());
+        // The message with its chain of sources, as `anyhow`'s `{:#}` prints it.
+        let mut text = e.to_string();
+        let mut source = std::error::Error::source(&e);
+        while let Some(s) = source {
+            text += &format!(": {s}");
+            source = s.source();
+        }
+        assert_eq!(text.matches("(os error").count(), 1, "{text}");
+        assert!(text.contains("a.snap"), "{text}");
     }
 
     #[test]

@@ -1,0 +1,95 @@
+//! How documents are read (`--input-format` and the fields of JSON Lines), shared
+//! by `dedup`, `batch` and `check`.
+
+use anyhow::Result;
+use clap::Args;
+use std::sync::Arc;
+use webdedup_formats::doc::{FormatChoice, ReadSettings};
+use webdedup_formats::jsonl::{FieldPath, JsonlOptions};
+use webdedup_formats::output::OutputCompression;
+
+#[derive(Args, Debug, Clone)]
+pub struct ReadArgs {
+    /// Input format: `auto` (sniffed from each file's first bytes: `{` JSON Lines,
+    /// else vertical), `vertical`, `jsonl`, or `wikilinks` (never sniffed; `dedup`
+    /// only).
+    #[arg(long = "input-format", visible_alias = "format", default_value = "auto", value_name = "FORMAT",
+          value_parser = ["auto", "vertical", "vert", "jsonl", "json", "wikilinks"])]
+    pub input_format: String,
+    /// JSON Lines: the field holding the text (a dotted path reaches nested fields).
+    #[arg(long, default_value = "text", value_name = "FIELD")]
+    pub text_field: String,
+    /// JSON Lines: the field holding the document id (default `id`; documents
+    /// without one are named FILE:LINE).
+    #[arg(long, value_name = "FIELD")]
+    pub id_field: Option<String>,
+    /// JSON Lines: the field holding the URL (default `url`, else `metadata.url`).
+    #[arg(long, value_name = "FIELD")]
+    pub url_field: Option<String>,
+    /// JSON Lines: the field holding the title (default `title`, else
+    /// `metadata.title`). Documents with both a URL and a title get the URL+title
+    /// key; with `--doc-check url-title` the others always have their document key
+    /// tested.
+    #[arg(long, value_name = "FIELD")]
+    pub title_field: Option<String>,
+    /// Leave bad records (lines that are not a JSON object with a string text
+    /// field) out of the outputs instead of passing them through unchanged; they
+    /// are reported either way.
+    #[arg(long)]
+    pub drop_bad_records: bool,
+}
+
+impl ReadArgs {
+    pub fn wikilinks(&self) -> bool {
+        self.input_format == "wikilinks"
+    }
+
+    pub fn settings(&self) -> Result<ReadSettings> {
+        let choice: FormatChoice = match self.input_format.as_str() {
+            "wikilinks" => FormatChoice::Vertical, // not read by document readers
+            f => f.parse().map_err(anyhow::Error::msg)?,
+        };
+        let d = JsonlOptions::default();
+        let paths = |given: &Option<String>, default: Vec<FieldPath>| match given {
+            Some(f) => vec![FieldPath::parse(f)],
+            None => default,
+        };
+        Ok(ReadSettings {
+            choice,
+            jsonl: Arc::new(JsonlOptions {
+                text: FieldPath::parse(&self.text_field),
+                id: paths(&self.id_field, d.id),
+                url: paths(&self.url_field, d.url),
+                title: paths(&self.title_field, d.title),
+                drop_bad: self.drop_bad_records,
+            }),
+        })
+    }
+}
+
+/// `--compress`: `auto` (the default) compresses the outputs of JSON Lines as
+/// their inputs' names say (`.gz`, `.zst`) and leaves verticals plain (as the
+/// KNOT tools read them); `zst`, `gz` or `none` for every output.
+#[derive(Clone, Copy, Debug)]
+pub struct Compress {
+    pub fixed: OutputCompression,
+    pub auto: bool,
+}
+
+impl std::str::FromStr for Compress {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s == "auto" {
+            return Ok(Compress {
+                fixed: OutputCompression::None,
+                auto: true,
+            });
+        }
+        Ok(Compress {
+            fixed: s
+                .parse()
+                .map_err(|e: String| e.replace("or none", "none or auto"))?,
+            auto: false,
+        })
+    }
+}

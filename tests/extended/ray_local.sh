@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Extended check (not in scripts/test.sh: it downloads Ray, ~100 MB): the Ray
+# driver of batch mode on a Ray of its own (2 CPUs; its files under a temporary
+# directory, RAY_TMPDIR), run twice
+# with --store as crawls are (a crawl, then the next), compared byte for byte with
+# `webdedup dedup --store` run the same way. The first hash task raises once
+# (tests/extended/fail_once): Ray must retry it.
+#
+# Usage: tests/extended/ray_local.sh   (RAY_VERSION=X.Y.Z pins Ray; default: the
+# newest that installs; the venv is target/ray-venv)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+started=$SECONDS
+if [ -z "${WEBDEDUP_BIN:-}" ]; then
+  cargo build -q --locked -p webdedup
+  WEBDEDUP_BIN=$PWD/target/debug/webdedup
+fi
+bin=$WEBDEDUP_BIN
+venv=target/ray-venv
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+"$venv/bin/pip" install -q --disable-pip-version-check -U "ray${RAY_VERSION:+==$RAY_VERSION}"
+"$venv/bin/pip" install -q --disable-pip-version-check ./python
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/in1" "$tmp/in2"
+cp -r sample/web3-mini/cc-2023-14 sample/web3-mini/cc-2023-50 "$tmp/in1/"
+cp -r sample/web3-mini/cc-2024-33 "$tmp/in2/"
+"$bin" dedup -q -i "$tmp/in1" -o "$tmp/cli1" --dd --store "$tmp/cli-store"
+"$bin" dedup -q -i "$tmp/in2" -o "$tmp/cli2" --dd --store "$tmp/cli-store"
+for run in 1 2; do
+  PYTHONPATH=$PWD/tests/extended/fail_once WEBDEDUP_FAIL_ONCE=$tmp/failed-once RAY_ADDRESS='' RAY_TMPDIR=$tmp/ray \
+    "$venv/bin/python" deploy/ray/dedup_ray.py --num-cpus 2 --input "$tmp/in$run" \
+    --work "$tmp/work$run" --output "$tmp/ray$run" --tasks 3 --partitions 8 --dd \
+    --store "$tmp/ray-store"
+done
+[ -e "$tmp/failed-once" ] || { echo "the injected failure did not happen" >&2; exit 1; }
+diff -r "$tmp/cli1" "$tmp/ray1"
+diff -r "$tmp/cli2" "$tmp/ray2"
+echo "ray $("$venv/bin/python" -c 'import ray; print(ray.__version__)'): a failed task retried;" \
+  "two runs with --store identical to webdedup dedup ($((SECONDS - started)) s)"
