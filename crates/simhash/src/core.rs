@@ -323,7 +323,21 @@ mod tests {
         };
         // Lengths around the block size and the counters' flush points, dense and
         // sparse bits, repeats.
-        for n in [0, 1, 15, 16, 17, 33, 255, 256, 4079, 4080, 4081, 4096 + 7, 20_000] {
+        for n in [
+            0,
+            1,
+            15,
+            16,
+            17,
+            33,
+            255,
+            256,
+            4079,
+            4080,
+            4081,
+            4096 + 7,
+            20_000,
+        ] {
             let hashes: Vec<u64> = (0..n)
                 .map(|i| match i % 5 {
                     0 => u64::MAX,

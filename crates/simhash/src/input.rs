@@ -355,7 +355,10 @@ pub fn read_items(
     let res = match format {
         InputFormat::File => read_whole(path, &mut r, problems, &mut f),
         InputFormat::Vertical => read_vertical(path, &mut r, problems, &mut f),
-        _ => read_lines(path, format, opts, &mut r, problems, &mut headers, &mut f),
+        InputFormat::Fingerprints => {
+            read_fingerprints(path, &mut r, problems, &mut headers, &mut f)
+        }
+        _ => read_lines(path, format, opts, &mut r, problems, &mut f),
     };
     if let Err(e) = res {
         problems.report(
@@ -543,13 +546,173 @@ impl<F: FnMut(Item<'_>)> vertical::Sink for DocSink<'_, F> {
     }
 }
 
+/// One line of a fingerprint file, parsed.
+enum FpLine {
+    /// Empty, or a `#` comment that is no header.
+    Other,
+    Header(FpHeader),
+    Fingerprint {
+        id: String,
+        fp: u64,
+    },
+    BadId,
+    BadFingerprint,
+}
+
+impl FpLine {
+    /// Parses one line (without its line end).
+    fn parse(content: &[u8]) -> FpLine {
+        if content.is_empty() {
+            return FpLine::Other;
+        }
+        if content.starts_with(b"#") {
+            // Headers are judged by the caller (`similar` refuses unknown or
+            // mismatched ones as fatal), so they are collected, not reported.
+            return FpHeader::parse(content).map_or(FpLine::Other, FpLine::Header);
+        }
+        let mut cols = content.split(|&b| b == b'\t');
+        let id = cols.next().unwrap_or(b"");
+        let hex = cols
+            .next()
+            .and_then(|c| std::str::from_utf8(c).ok())
+            .and_then(parse_hex);
+        match (std::str::from_utf8(id), hex) {
+            (Ok(id), Some(fp)) => FpLine::Fingerprint {
+                id: id.to_string(),
+                fp,
+            },
+            (Err(_), _) => FpLine::BadId,
+            (_, None) => FpLine::BadFingerprint,
+        }
+    }
+}
+
+/// Bytes of whole lines read per block of a fingerprint file.
+const FP_BLOCK: usize = 1 << 20;
+
+/// Reads a fingerprint file: blocks of whole lines, a window of them parsed in
+/// parallel on the current rayon pool (a large `similar` run is mostly this parse),
+/// then handed on line by line in order, so that items, problems and line numbers
+/// are the same as a sequential read gives.
+fn read_fingerprints(
+    path: &Path,
+    r: &mut impl BufRead,
+    problems: &Problems,
+    headers: &mut Vec<(u64, FpHeader)>,
+    f: &mut impl FnMut(Item<'_>),
+) -> io::Result<()> {
+    use rayon::prelude::*;
+    let window = 4 * rayon::current_num_threads().max(1);
+    let mut lineno = 0u64;
+    let mut carry: Vec<u8> = Vec::new();
+    let mut eof = false;
+    let mut error = None;
+    let mut blocks: Vec<Vec<u8>> = Vec::new();
+    while !eof {
+        blocks.clear();
+        while blocks.len() < window && !eof {
+            let mut b = std::mem::take(&mut carry);
+            // Fill to at least a block, then cut after the last line end (a line
+            // longer than a block makes the block longer).
+            loop {
+                let want = b.len().max(FP_BLOCK) + FP_BLOCK / 4;
+                let filled = b.len();
+                b.resize(want, 0);
+                let n = loop {
+                    match r.read(&mut b[filled..]) {
+                        Ok(n) => break n,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                        Err(e) => {
+                            // The whole lines before the error are still handed on
+                            // (the unfinished one is not), as a sequential read does.
+                            b.truncate(filled);
+                            b.truncate(memchr::memrchr(b'\n', &b).map_or(0, |i| i + 1));
+                            error = Some(e);
+                            break 0;
+                        }
+                    }
+                };
+                b.truncate(filled + n);
+                if n == 0 {
+                    eof = true;
+                    break;
+                }
+                if b.len() >= FP_BLOCK {
+                    if let Some(i) = memchr::memrchr(b'\n', &b) {
+                        carry.extend_from_slice(&b[i + 1..]);
+                        b.truncate(i + 1);
+                        break;
+                    }
+                }
+            }
+            if !b.is_empty() {
+                blocks.push(b);
+            }
+        }
+        let parsed: Vec<Vec<FpLine>> = blocks
+            .par_iter()
+            .map(|b| {
+                fp_lines(b)
+                    .map(|(_, content)| FpLine::parse(content))
+                    .collect()
+            })
+            .collect();
+        for (b, parsed) in blocks.iter().zip(parsed) {
+            for ((line, _), p) in fp_lines(b).zip(parsed) {
+                lineno += 1;
+                match p {
+                    FpLine::Other => f(Item::Other { raw: line }),
+                    FpLine::Header(h) => {
+                        headers.push((lineno, h));
+                        f(Item::Other { raw: line });
+                    }
+                    FpLine::Fingerprint { id, fp } => f(Item::Fingerprint {
+                        id,
+                        fp,
+                        line: lineno,
+                        raw: line,
+                    }),
+                    FpLine::BadId => {
+                        problems.report(path, Some(lineno), "invalid UTF-8 in id (skipped)");
+                        f(Item::Other { raw: line });
+                    }
+                    FpLine::BadFingerprint => {
+                        problems.report(
+                            path,
+                            Some(lineno),
+                            "expected ID TAB 16-hex-digit fingerprint (skipped)",
+                        );
+                        f(Item::Other { raw: line });
+                    }
+                }
+            }
+        }
+    }
+    error.map_or(Ok(()), Err)
+}
+
+/// The lines of a block (each with its `\n`, the last maybe without) and their
+/// contents (without `\n` or `\r\n`).
+fn fp_lines(b: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        if at == b.len() {
+            return None;
+        }
+        let end = memchr::memchr(b'\n', &b[at..]).map_or(b.len(), |i| at + i + 1);
+        let line = &b[at..end];
+        at = end;
+        let content = line.strip_suffix(b"\n").unwrap_or(line);
+        Some((line, content.strip_suffix(b"\r").unwrap_or(content)))
+    })
+}
+
 fn read_lines(
     path: &Path,
     format: InputFormat,
     opts: &ReadOptions,
     r: &mut impl BufRead,
     problems: &Problems,
-    headers: &mut Vec<(u64, FpHeader)>,
     f: &mut impl FnMut(Item<'_>),
 ) -> io::Result<()> {
     let mut lineno = 0u64;
@@ -560,47 +723,6 @@ fn read_lines(
         let content = line.strip_suffix(b"\n").unwrap_or(line);
         let content = content.strip_suffix(b"\r").unwrap_or(content);
         match format {
-            InputFormat::Fingerprints => {
-                if content.is_empty() {
-                    f(Item::Other { raw: line });
-                    continue;
-                }
-                if content.starts_with(b"#") {
-                    // Headers are judged by the caller (`similar` refuses unknown or
-                    // mismatched ones as fatal), so they are collected, not reported.
-                    if let Some(h) = FpHeader::parse(content) {
-                        headers.push((lineno, h));
-                    }
-                    f(Item::Other { raw: line });
-                    continue;
-                }
-                let mut cols = content.split(|&b| b == b'\t');
-                let id = cols.next().unwrap_or(b"");
-                let hex = cols
-                    .next()
-                    .and_then(|c| std::str::from_utf8(c).ok())
-                    .and_then(parse_hex);
-                match (std::str::from_utf8(id), hex) {
-                    (Ok(id), Some(fp)) => f(Item::Fingerprint {
-                        id: id.to_string(),
-                        fp,
-                        line: lineno,
-                        raw: line,
-                    }),
-                    (Err(_), _) => {
-                        problems.report(path, Some(lineno), "invalid UTF-8 in id (skipped)");
-                        f(Item::Other { raw: line });
-                    }
-                    (_, None) => {
-                        problems.report(
-                            path,
-                            Some(lineno),
-                            "expected ID TAB 16-hex-digit fingerprint (skipped)",
-                        );
-                        f(Item::Other { raw: line });
-                    }
-                }
-            }
             InputFormat::Jsonl => {
                 if content.iter().all(|b| b.is_ascii_whitespace()) {
                     f(Item::Other { raw: line });

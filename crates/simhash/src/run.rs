@@ -174,8 +174,9 @@ const BATCH_BYTES: usize = 8 << 20;
 const BATCH_DOCS: usize = 20_000;
 
 /// Reads and fingerprints `files`, calling `emit` per fingerprinted document in
-/// input order. Files are processed `threads` at a time in parallel (and the
-/// documents of each file in parallel batches); results are emitted in order. Empty
+/// input order (a file's documents at once). Files are processed `threads` at a
+/// time in parallel (and the documents of each file in parallel batches); results
+/// are emitted in order. Empty
 /// documents are reported and skipped. Returns one [`FileInfo`] per file.
 fn fingerprint_files(
     accept_fingerprints: bool,
@@ -184,7 +185,7 @@ fn fingerprint_files(
     settings: Settings,
     problems: &Problems,
     pool: &rayon::ThreadPool,
-    mut emit: impl FnMut(DocRec) -> Result<()>,
+    mut emit: impl FnMut(Vec<DocRec>) -> Result<()>,
 ) -> Result<Vec<FileInfo>> {
     let mut infos = Vec::with_capacity(files.len());
     let window = pool.current_num_threads().max(1);
@@ -213,9 +214,7 @@ fn fingerprint_files(
         });
         for (info, docs, p) in results {
             problems.absorb(p);
-            for d in docs {
-                emit(d)?;
-            }
+            emit(docs)?;
             infos.push(info);
         }
     }
@@ -359,6 +358,18 @@ fn fingerprint_file(
                     );
                     return;
                 }
+                if batch.is_empty() {
+                    // Nothing waits to be fingerprinted before it: straight out.
+                    out.push(DocRec {
+                        id,
+                        fp,
+                        file: fi,
+                        line,
+                        item,
+                    });
+                    item += 1;
+                    return;
+                }
                 batch.push(Pending {
                     id,
                     text: String::new(),
@@ -498,31 +509,34 @@ pub fn run_simhash(args: &SimhashArgs) -> Result<i32> {
         settings,
         &problems,
         &pool,
-        |d| {
+        |docs| {
             use std::fmt::Write as _;
-            line.clear();
-            let p = parts(d.fp);
-            match args.format {
-                FpFormat::Tsv | FpFormat::Csv => {
-                    let (sep, id) = match args.format {
-                        FpFormat::Csv => (',', csv_field(&d.id)),
-                        _ => ('\t', tsv_field(&d.id)),
-                    };
-                    let (hex, signed) = (to_hex(d.fp), to_signed(d.fp));
-                    let _ = writeln!(
-                        line,
-                        "{id}{sep}{hex}{sep}{signed}{sep}{}{sep}{}{sep}{}{sep}{}",
-                        p[0], p[1], p[2], p[3]
-                    );
+            for d in docs {
+                line.clear();
+                let p = parts(d.fp);
+                match args.format {
+                    FpFormat::Tsv | FpFormat::Csv => {
+                        let (sep, id) = match args.format {
+                            FpFormat::Csv => (',', csv_field(&d.id)),
+                            _ => ('\t', tsv_field(&d.id)),
+                        };
+                        let (hex, signed) = (to_hex(d.fp), to_signed(d.fp));
+                        let _ = writeln!(
+                            line,
+                            "{id}{sep}{hex}{sep}{signed}{sep}{}{sep}{}{sep}{}{sep}{}",
+                            p[0], p[1], p[2], p[3]
+                        );
+                    }
+                    FpFormat::Jsonl => {
+                        let v = serde_json::json!({"id": d.id, "simhash": to_hex(d.fp), "signed": to_signed(d.fp), "parts": p});
+                        let _ = writeln!(line, "{v}");
+                    }
                 }
-                FpFormat::Jsonl => {
-                    let v = serde_json::json!({"id": d.id, "simhash": to_hex(d.fp), "signed": to_signed(d.fp), "parts": p});
-                    let _ = writeln!(line, "{v}");
-                }
+                n += 1;
+                out.write_all(line.as_bytes())
+                    .context("writing fingerprints")?;
             }
-            n += 1;
-            out.write_all(line.as_bytes())
-                .context("writing fingerprints")
+            Ok(())
         },
     )?;
     out.finish()?;
@@ -560,8 +574,12 @@ pub fn run_similar(args: &SimilarArgs) -> Result<i32> {
         settings_cli,
         &problems,
         &pool,
-        |d| {
-            docs.push(d);
+        |mut file_docs| {
+            if docs.is_empty() {
+                docs = file_docs; // one file (the usual case): no copy
+            } else {
+                docs.append(&mut file_docs);
+            }
             Ok(())
         },
     )?;
