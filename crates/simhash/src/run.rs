@@ -593,15 +593,15 @@ pub fn run_similar(args: &SimilarArgs) -> Result<i32> {
         }
         None => None,
     };
-    let fps: Vec<u64> = docs.iter().map(|d| d.fp).collect();
     let nb = pool.install(|| {
+        let fps: Vec<u64> = docs.par_iter().map(|d| d.fp).collect();
         Neighbours::build(
             &fps,
             args.k,
             index.as_ref().and_then(|ix| ix.view()).as_ref(),
         )
     });
-    let assign = nb.clusters();
+    let assign = pool.install(|| nb.clusters());
     let id_of = |l: Leader| -> &str {
         match l {
             Leader::Batch(i) => &docs[i].id,
@@ -679,7 +679,8 @@ pub fn run_similar(args: &SimilarArgs) -> Result<i32> {
                 }
             }
         } else {
-            for (a, b, d) in nb.pairs() {
+            let pairs = pool.install(|| nb.pairs());
+            for (a, b, d) in pairs {
                 n_pairs += 1;
                 out.write_all(
                     format!("{}\t{}\t{d}\n", tsv_field(id_of(a)), tsv_field(id_of(b))).as_bytes(),

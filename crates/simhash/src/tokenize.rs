@@ -230,13 +230,23 @@ impl Fingerprinter {
                 // set that keeps first occurrences is enough (no sort).
                 let mut set = std::mem::take(&mut self.distinct);
                 set.start(self.feature_count());
-                self.for_each_feature(|h| {
-                    if set.insert(h) {
+                let mut crowded = false;
+                self.for_each_feature(|h| match set.insert(h) {
+                    Some(true) => feats.push(h),
+                    Some(false) => {}
+                    None => {
+                        crowded = true;
                         feats.push(h)
                     }
                 });
                 set.clear();
                 self.distinct = set;
+                if crowded {
+                    // Hashes crafted to share their low bits would make the set
+                    // quadratic: sort instead (the same distinct features).
+                    feats.sort_unstable();
+                    feats.dedup();
+                }
             }
         }
         acc.push_all(&feats);
@@ -409,26 +419,31 @@ impl DistinctSet {
         }
     }
 
-    /// Adds `h`; true if it was not there yet.
+    /// Adds `h`; whether it was not there yet, or `None` (and `h` not added) when
+    /// its probe sequence is abnormally long (the caller then deduplicates another
+    /// way), so that no input makes a document quadratic.
     #[inline]
-    fn insert(&mut self, h: u64) -> bool {
+    fn insert(&mut self, h: u64) -> Option<bool> {
+        /// At most half full, a probe sequence of random hashes is a few slots.
+        const MAX_PROBES: usize = 128;
         if h == 0 {
-            return !std::mem::replace(&mut self.has_zero, true);
+            return Some(!std::mem::replace(&mut self.has_zero, true));
         }
         let mask = self.slots.len() - 1;
         let mut i = h as usize & mask;
-        loop {
+        for _ in 0..MAX_PROBES {
             let s = self.slots[i];
             if s == h {
-                return false;
+                return Some(false);
             }
             if s == 0 {
                 self.slots[i] = h;
                 self.used.push(i as u32);
-                return true;
+                return Some(true);
             }
             i = (i + 1) & mask;
         }
+        None
     }
 
     fn clear(&mut self) {
@@ -929,6 +944,23 @@ mod tests {
             )
         );
         assert_eq!((h1, h3), (0xa286_9500_0cb3_0a2c, 0x1ea9_6c01_42ac_5510));
+    }
+
+    #[test]
+    fn distinct_set_gives_up_on_crowded_probes() {
+        let mut set = DistinctSet::default();
+        set.start(1000);
+        // Values sharing their low bits all probe from one slot: after a bounded
+        // number of probes the set refuses rather than going quadratic.
+        let crowded: Vec<u64> = (1..1000u64).map(|i| i << 40).collect();
+        let answers: Vec<Option<bool>> = crowded.iter().map(|&h| set.insert(h)).collect();
+        assert!(answers[..100].iter().all(|a| *a == Some(true)));
+        assert!(answers.contains(&None));
+        assert_eq!(set.insert(crowded[5]), Some(false));
+        assert_eq!(set.insert(0), Some(true));
+        assert_eq!(set.insert(0), Some(false));
+        set.clear();
+        assert_eq!(set.insert(crowded[5]), Some(true));
     }
 
     #[test]
