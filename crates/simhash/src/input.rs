@@ -1007,7 +1007,7 @@ mod tests {
                     ));
                 }
                 _ => {
-                    let end = if line % 3 == 0 { "\r\n" } else { "\n" };
+                    let end = if line.is_multiple_of(3) { "\r\n" } else { "\n" };
                     input.extend_from_slice(format!("d{line}\t{x:016x}\t0{end}").as_bytes());
                     expect_docs.push((format!("d{line}"), format!("{x:x}"), line));
                 }
