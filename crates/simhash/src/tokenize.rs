@@ -727,6 +727,8 @@ const K_IF_BACK_NU: u8 = 5;
 /// Rules WB5-WB13b as a table by (class before, class after) (one load instead of a
 /// chain of comparisons: this runs for every byte of ASCII chunks with punctuation).
 /// 16 x 16, so that indexing by `class & 15` needs no bounds check.
+// One branch per rule of the standard, even where two give the same answer.
+#[allow(clippy::if_same_then_else)]
 static KEEP: [[u8; 16]; 16] = {
     let mut t = [[K_NO; 16]; 16];
     let mut a = 0;
