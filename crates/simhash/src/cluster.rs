@@ -10,6 +10,7 @@
 //! expanded back to documents.
 
 use crate::search::{Plan, TableSet};
+use rayon::prelude::*;
 
 /// The leader a document was assigned to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -50,7 +51,10 @@ pub struct Neighbours {
     hits: Vec<(u32, u32)>,
 }
 
-fn csr<T: Copy>(n: usize, items: &[(u32, T)]) -> (Vec<u32>, Vec<T>) {
+/// Compressed rows: `items` grouped by their first field (a row index below `n`),
+/// each row keeping the items' order (a counting sort: one pass to count, one to
+/// place).
+fn csr<T: Copy + Default>(n: usize, items: &[(u32, T)]) -> (Vec<u32>, Vec<T>) {
     let mut start = vec![0u32; n + 1];
     for &(u, _) in items {
         start[u as usize + 1] += 1;
@@ -58,42 +62,65 @@ fn csr<T: Copy>(n: usize, items: &[(u32, T)]) -> (Vec<u32>, Vec<T>) {
     for i in 1..=n {
         start[i] += start[i - 1];
     }
-    let mut order: Vec<u32> = (0..items.len() as u32).collect();
-    // Stable by value index: keeps the original order inside each row.
-    order.sort_by_key(|&i| items[i as usize].0);
-    let out = order.iter().map(|&i| items[i as usize].1).collect();
+    let mut out = vec![T::default(); items.len()];
+    let mut next = start.clone();
+    for &(u, t) in items {
+        out[next[u as usize] as usize] = t;
+        next[u as usize] += 1;
+    }
     (start, out)
 }
 
 impl Neighbours {
-    /// Builds the structure for `fps` (in input order) at distance `k`.
+    /// Builds the structure for `fps` (in input order) at distance `k`. Runs on the
+    /// current rayon pool; the result does not depend on the number of threads.
     pub fn build(fps: &[u64], k: u32, index: Option<&IndexView<'_>>) -> Neighbours {
-        let mut uniq: Vec<u64> = fps.to_vec();
-        uniq.sort_unstable();
-        uniq.dedup();
-        let doc_u: Vec<u32> = fps
-            .iter()
-            .map(|f| uniq.partition_point(|&v| v < *f) as u32)
-            .collect();
-        let members: Vec<(u32, u32)> = doc_u
-            .iter()
+        // (value, document) sorted: the distinct values in order, and each value's
+        // documents in input order (the pairs are distinct, so an unstable sort is
+        // deterministic).
+        let mut by_value: Vec<(u64, u32)> = fps
+            .par_iter()
             .enumerate()
-            .map(|(i, &u)| (u, i as u32))
+            .map(|(i, &f)| (f, i as u32))
             .collect();
-        let (mem_start, mem) = csr(uniq.len(), &members);
+        by_value.par_sort_unstable();
+        let mem: Vec<u32> = by_value.par_iter().map(|e| e.1).collect();
+        let mut mem_start: Vec<u32> = (0..by_value.len())
+            .into_par_iter()
+            .filter(|&i| i == 0 || by_value[i].0 != by_value[i - 1].0)
+            .map(|i| i as u32)
+            .collect();
+        let uniq: Vec<u64> = mem_start
+            .par_iter()
+            .map(|&s| by_value[s as usize].0)
+            .collect();
+        mem_start.push(by_value.len() as u32);
+        drop(by_value);
+        // Per document, its value's index: every value's members get it (a scatter,
+        // in parallel over values through relaxed atomic stores to distinct slots).
+        let doc_u: Vec<u32> = {
+            use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+            let slots: Vec<AtomicU32> = (0..fps.len()).map(|_| AtomicU32::new(0)).collect();
+            mem_start.par_windows(2).enumerate().for_each(|(u, w)| {
+                for &m in &mem[w[0] as usize..w[1] as usize] {
+                    slots[m as usize].store(u as u32, Relaxed);
+                }
+            });
+            slots.into_par_iter().map(AtomicU32::into_inner).collect()
+        };
         let pairs = Plan::choose(uniq.len(), k).all_pairs(&uniq);
         let idx = |v: u64| uniq.partition_point(|&x| x < v) as u32;
-        let mut adj_items = Vec::with_capacity(pairs.len() * 2);
-        for &(a, b, d) in &pairs {
-            let (ia, ib) = (idx(a), idx(b));
-            adj_items.push((ia, (ib, d)));
-            adj_items.push((ib, (ia, d)));
-        }
+        let adj_items: Vec<(u32, (u32, u32))> = pairs
+            .par_iter()
+            .flat_map_iter(|&(a, b, d)| {
+                let (ia, ib) = (idx(a), idx(b));
+                [(ia, (ib, d)), (ib, (ia, d))]
+            })
+            .collect();
         let (adj_start, adj) = csr(uniq.len(), &adj_items);
         let mut hit_items = Vec::new();
         if let Some(ix) = index {
             if !ix.tables.is_empty() {
-                use rayon::prelude::*;
                 let per: Vec<Vec<(u32, (u32, u32))>> = uniq
                     .par_iter()
                     .enumerate()
@@ -129,13 +156,37 @@ impl Neighbours {
         &self.hits[self.hit_start[u] as usize..self.hit_start[u + 1] as usize]
     }
 
+    /// Whether the documents of value `u` need the sequential pass of
+    /// [`clusters`](Self::clusters): a value with one document and no neighbour,
+    /// in the batch or the index, is a leader whatever came before it.
+    fn is_alone(&self, u: usize) -> bool {
+        self.mem_start[u + 1] - self.mem_start[u] == 1
+            && self.adj_start[u] == self.adj_start[u + 1]
+            && self.hit_start[u] == self.hit_start[u + 1]
+    }
+
     /// Per document: `None` for a leader (kept), or its leader and distance.
+    ///
+    /// Documents are taken in input order, but only those with an exact duplicate or
+    /// a neighbour can join a cluster or be joined; the others (most of a large
+    /// batch) are found in parallel and skipped by the sequential pass.
     pub fn clusters(&self) -> Vec<Option<(Leader, u32)>> {
         let n_u = self.mem_start.len() - 1;
+        let alone: Vec<bool> = (0..n_u).into_par_iter().map(|u| self.is_alone(u)).collect();
+        let busy: Vec<u32> = self
+            .doc_u
+            .par_iter()
+            .enumerate()
+            .filter(|&(_, &u)| !alone[u as usize])
+            .map(|(i, _)| i as u32)
+            .collect();
+        drop(alone);
+        let mut out: Vec<Option<(Leader, u32)>> = Vec::new();
+        out.par_extend((0..self.doc_u.len()).into_par_iter().map(|_| None));
         let mut leader_of: Vec<u32> = vec![u32::MAX; n_u];
-        let mut out = Vec::with_capacity(self.doc_u.len());
-        for (i, &u) in self.doc_u.iter().enumerate() {
-            let u = u as usize;
+        for i in busy {
+            let i = i as usize;
+            let u = self.doc_u[i] as usize;
             let mut best: Option<(u32, Leader)> = None;
             let mut consider = |d: u32, l: Leader| {
                 if best.is_none_or(|b| (d, l) < b) {
@@ -154,11 +205,8 @@ impl Neighbours {
                 }
             }
             match best {
-                Some((d, l)) => out.push(Some((l, d))),
-                None => {
-                    leader_of[u] = i as u32;
-                    out.push(None);
-                }
+                Some((d, l)) => out[i] = Some((l, d)),
+                None => leader_of[u] = i as u32,
             }
         }
         out
@@ -168,29 +216,37 @@ impl Neighbours {
     /// ordinal, indexed ones as `Leader::Indexed` (always earlier).
     pub fn pairs(&self) -> Vec<(Leader, Leader, u32)> {
         let n_u = self.mem_start.len() - 1;
-        let mut out = Vec::new();
-        for u in 0..n_u {
-            let m = self.members(u);
-            for (x, &a) in m.iter().enumerate() {
-                for &b in &m[x + 1..] {
-                    out.push((Leader::Batch(a as usize), Leader::Batch(b as usize), 0));
+        let mut out: Vec<(Leader, Leader, u32)> = (0..n_u)
+            .into_par_iter()
+            .with_min_len(1 << 14)
+            .fold(Vec::new, |mut out, u| {
+                if self.is_alone(u) {
+                    return out;
                 }
-                for &(pos, d) in self.hits(u) {
-                    out.push((Leader::Indexed(pos as usize), Leader::Batch(a as usize), d));
+                let m = self.members(u);
+                for (x, &a) in m.iter().enumerate() {
+                    for &b in &m[x + 1..] {
+                        out.push((Leader::Batch(a as usize), Leader::Batch(b as usize), 0));
+                    }
+                    for &(pos, d) in self.hits(u) {
+                        out.push((Leader::Indexed(pos as usize), Leader::Batch(a as usize), d));
+                    }
                 }
-            }
-            for &(v, d) in self.adj(u) {
-                if (v as usize) > u {
-                    for &a in m {
-                        for &b in self.members(v as usize) {
-                            let (a, b) = (a.min(b), a.max(b));
-                            out.push((Leader::Batch(a as usize), Leader::Batch(b as usize), d));
+                for &(v, d) in self.adj(u) {
+                    if (v as usize) > u {
+                        for &a in m {
+                            for &b in self.members(v as usize) {
+                                let (a, b) = (a.min(b), a.max(b));
+                                out.push((Leader::Batch(a as usize), Leader::Batch(b as usize), d));
+                            }
                         }
                     }
                 }
-            }
-        }
-        out.sort_unstable();
+                out
+            })
+            .flatten_iter()
+            .collect();
+        out.par_sort_unstable();
         out
     }
 }

@@ -87,6 +87,78 @@ impl Accumulator {
         }
     }
 
+    /// Adds each of `hashes` with weight 1: the same counts, so the same fingerprint,
+    /// as [`push`](Self::push) one by one. Sixteen at a time go through a tree of
+    /// carry-save adders (Harley and Seal's population count, done per bit position):
+    /// about 75 logic operations and one byte spread per 16 features instead of 16
+    /// byte spreads.
+    pub fn push_all(&mut self, hashes: &[u64]) {
+        /// Carry-save adder: (carries, sums) of three bit vectors.
+        #[inline(always)]
+        fn csa(a: u64, b: u64, c: u64) -> (u64, u64) {
+            let u = a ^ b;
+            ((a & b) | (u & c), u ^ c)
+        }
+        let mut blocks = hashes.chunks_exact(16);
+        // Bit i of `ones`, `twos`, `fours`, `eights` are the binary digits of the
+        // count at position i not yet in the counters; each carry out of `eights`
+        // (a set bit of `sixteens`) is 16 more.
+        let (mut ones, mut twos, mut fours, mut eights) = (0u64, 0u64, 0u64, 0u64);
+        let mut sixteens_small = [0u64; 8];
+        let mut sixteens_pending = 0u32;
+        for d in &mut blocks {
+            let (twos_a, o) = csa(ones, d[0], d[1]);
+            let (twos_b, o) = csa(o, d[2], d[3]);
+            let (fours_a, t) = csa(twos, twos_a, twos_b);
+            let (twos_a, o) = csa(o, d[4], d[5]);
+            let (twos_b, o) = csa(o, d[6], d[7]);
+            let (fours_b, t) = csa(t, twos_a, twos_b);
+            let (eights_a, f) = csa(fours, fours_a, fours_b);
+            let (twos_a, o) = csa(o, d[8], d[9]);
+            let (twos_b, o) = csa(o, d[10], d[11]);
+            let (fours_a, t) = csa(t, twos_a, twos_b);
+            let (twos_a, o) = csa(o, d[12], d[13]);
+            let (twos_b, o) = csa(o, d[14], d[15]);
+            let (fours_b, t) = csa(t, twos_a, twos_b);
+            let (eights_b, f) = csa(f, fours_a, fours_b);
+            let (sixteens, e) = csa(eights, eights_a, eights_b);
+            (ones, twos, fours, eights) = (o, t, f, e);
+            for (i, s) in sixteens_small.iter_mut().enumerate() {
+                *s += SPREAD[((sixteens >> (8 * i)) & 0xff) as usize];
+            }
+            sixteens_pending += 1;
+            if sixteens_pending == 255 {
+                self.add_byte_counters(&mut sixteens_small, 16);
+                sixteens_pending = 0;
+            }
+        }
+        self.add_byte_counters(&mut sixteens_small, 16);
+        for (plane, weight) in [(ones, 1), (twos, 2), (fours, 4), (eights, 8)] {
+            let mut bits = plane;
+            while bits != 0 {
+                self.ones[bits.trailing_zeros() as usize] += weight;
+                bits &= bits - 1;
+            }
+        }
+        self.total += (hashes.len() - blocks.remainder().len()) as u64;
+        for &h in blocks.remainder() {
+            self.push(h);
+        }
+    }
+
+    /// Adds `weight` times the byte counters `small` (as in [`flush`](Self::flush))
+    /// to the per-bit weights, and clears them.
+    fn add_byte_counters(&mut self, small: &mut [u64; 8], weight: u64) {
+        for (i, s) in small.iter_mut().enumerate() {
+            let mut v = *s;
+            for j in 0..8 {
+                self.ones[8 * i + j] += (v & 0xff) * weight;
+                v >>= 8;
+            }
+            *s = 0;
+        }
+    }
+
     /// Adds a feature with an explicit weight.
     #[inline]
     pub fn push_weighted(&mut self, hash: u64, weight: u64) {
@@ -237,6 +309,57 @@ mod tests {
                 .enumerate()
                 .fold(0u64, |h, (i, &c)| h | ((c > 0) as u64) << i);
             assert_eq!(simhash(&feats), naive);
+        }
+    }
+
+    #[test]
+    fn push_all_equals_pushes() {
+        let mut x = 0x1234_5678_9abc_def0u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        // Lengths around the block size and the counters' flush points, dense and
+        // sparse bits, repeats.
+        for n in [
+            0,
+            1,
+            15,
+            16,
+            17,
+            33,
+            255,
+            256,
+            4079,
+            4080,
+            4081,
+            4096 + 7,
+            20_000,
+        ] {
+            let hashes: Vec<u64> = (0..n)
+                .map(|i| match i % 5 {
+                    0 => u64::MAX,
+                    1 => next() & next(),
+                    _ => next(),
+                })
+                .collect();
+            let mut one_by_one = Accumulator::new();
+            let mut all = Accumulator::new();
+            for (i, &h) in hashes.iter().enumerate() {
+                one_by_one.push(h);
+                if i == 3 {
+                    all.push(h); // mixed with single pushes
+                }
+            }
+            all.push_all(&hashes[..3.min(n)]);
+            all.push_all(&hashes[4.min(n)..]);
+            let (mut a, mut b) = (one_by_one.clone(), all.clone());
+            a.flush();
+            b.flush();
+            assert_eq!((a.ones, a.total), (b.ones, b.total), "n={n}");
+            assert_eq!(one_by_one.finish(), all.finish(), "n={n}");
         }
     }
 

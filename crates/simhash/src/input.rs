@@ -355,7 +355,10 @@ pub fn read_items(
     let res = match format {
         InputFormat::File => read_whole(path, &mut r, problems, &mut f),
         InputFormat::Vertical => read_vertical(path, &mut r, problems, &mut f),
-        _ => read_lines(path, format, opts, &mut r, problems, &mut headers, &mut f),
+        InputFormat::Fingerprints => {
+            read_fingerprints(path, &mut r, problems, &mut headers, &mut f)
+        }
+        _ => read_lines(path, format, opts, &mut r, problems, &mut f),
     };
     if let Err(e) = res {
         problems.report(
@@ -543,13 +546,177 @@ impl<F: FnMut(Item<'_>)> vertical::Sink for DocSink<'_, F> {
     }
 }
 
+/// One line of a fingerprint file, parsed.
+enum FpLine {
+    /// Empty, or a `#` comment that is no header.
+    Other,
+    Header(FpHeader),
+    Fingerprint {
+        id: String,
+        fp: u64,
+    },
+    BadId,
+    BadFingerprint,
+}
+
+impl FpLine {
+    /// Parses one line (without its line end).
+    fn parse(content: &[u8]) -> FpLine {
+        if content.is_empty() {
+            return FpLine::Other;
+        }
+        if content.starts_with(b"#") {
+            // Headers are judged by the caller (`similar` refuses unknown or
+            // mismatched ones as fatal), so they are collected, not reported.
+            return FpHeader::parse(content).map_or(FpLine::Other, FpLine::Header);
+        }
+        let mut cols = content.split(|&b| b == b'\t');
+        let id = cols.next().unwrap_or(b"");
+        let hex = cols
+            .next()
+            .and_then(|c| std::str::from_utf8(c).ok())
+            .and_then(parse_hex);
+        match (std::str::from_utf8(id), hex) {
+            (Ok(id), Some(fp)) => FpLine::Fingerprint {
+                id: id.to_string(),
+                fp,
+            },
+            (Err(_), _) => FpLine::BadId,
+            (_, None) => FpLine::BadFingerprint,
+        }
+    }
+}
+
+/// Bytes of whole lines read per block of a fingerprint file.
+const FP_BLOCK: usize = 1 << 20;
+
+/// Reads a fingerprint file: blocks of whole lines, a window of them parsed in
+/// parallel on the current rayon pool (a large `similar` run is mostly this parse),
+/// then handed on line by line in order, so that items, problems and line numbers
+/// are the same as a sequential read gives.
+fn read_fingerprints(
+    path: &Path,
+    r: &mut impl BufRead,
+    problems: &Problems,
+    headers: &mut Vec<(u64, FpHeader)>,
+    f: &mut impl FnMut(Item<'_>),
+) -> io::Result<()> {
+    use rayon::prelude::*;
+    let window = 4 * rayon::current_num_threads().max(1);
+    let mut lineno = 0u64;
+    let mut carry: Vec<u8> = Vec::new();
+    let mut eof = false;
+    let mut error = None;
+    let mut blocks: Vec<Vec<u8>> = Vec::new();
+    // Emptied blocks, reused (fresh megabyte buffers cost a page fault per page).
+    let mut spare: Vec<Vec<u8>> = Vec::new();
+    while !eof {
+        spare.append(&mut blocks);
+        while blocks.len() < window && !eof {
+            let mut b = spare.pop().unwrap_or_default();
+            b.clear();
+            b.append(&mut carry);
+            // Fill to at least a block, then cut after the last line end (a line
+            // longer than a block makes the block longer).
+            loop {
+                let want = b.len().max(FP_BLOCK) + FP_BLOCK / 4;
+                let filled = b.len();
+                b.resize(want, 0);
+                let n = loop {
+                    match r.read(&mut b[filled..]) {
+                        Ok(n) => break n,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                        Err(e) => {
+                            // The whole lines before the error are still handed on
+                            // (the unfinished one is not), as a sequential read does.
+                            b.truncate(filled);
+                            b.truncate(memchr::memrchr(b'\n', &b).map_or(0, |i| i + 1));
+                            error = Some(e);
+                            break 0;
+                        }
+                    }
+                };
+                b.truncate(filled + n);
+                if n == 0 {
+                    eof = true;
+                    break;
+                }
+                if b.len() >= FP_BLOCK {
+                    if let Some(i) = memchr::memrchr(b'\n', &b) {
+                        carry.extend_from_slice(&b[i + 1..]);
+                        b.truncate(i + 1);
+                        break;
+                    }
+                }
+            }
+            if !b.is_empty() {
+                blocks.push(b);
+            }
+        }
+        let parsed: Vec<Vec<FpLine>> = blocks
+            .par_iter()
+            .map(|b| {
+                fp_lines(b)
+                    .map(|(_, content)| FpLine::parse(content))
+                    .collect()
+            })
+            .collect();
+        for (b, parsed) in blocks.iter().zip(parsed) {
+            for ((line, _), p) in fp_lines(b).zip(parsed) {
+                lineno += 1;
+                match p {
+                    FpLine::Other => f(Item::Other { raw: line }),
+                    FpLine::Header(h) => {
+                        headers.push((lineno, h));
+                        f(Item::Other { raw: line });
+                    }
+                    FpLine::Fingerprint { id, fp } => f(Item::Fingerprint {
+                        id,
+                        fp,
+                        line: lineno,
+                        raw: line,
+                    }),
+                    FpLine::BadId => {
+                        problems.report(path, Some(lineno), "invalid UTF-8 in id (skipped)");
+                        f(Item::Other { raw: line });
+                    }
+                    FpLine::BadFingerprint => {
+                        problems.report(
+                            path,
+                            Some(lineno),
+                            "expected ID TAB 16-hex-digit fingerprint (skipped)",
+                        );
+                        f(Item::Other { raw: line });
+                    }
+                }
+            }
+        }
+    }
+    error.map_or(Ok(()), Err)
+}
+
+/// The lines of a block (each with its `\n`, the last maybe without) and their
+/// contents (without `\n` or `\r\n`).
+fn fp_lines(b: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        if at == b.len() {
+            return None;
+        }
+        let end = memchr::memchr(b'\n', &b[at..]).map_or(b.len(), |i| at + i + 1);
+        let line = &b[at..end];
+        at = end;
+        let content = line.strip_suffix(b"\n").unwrap_or(line);
+        Some((line, content.strip_suffix(b"\r").unwrap_or(content)))
+    })
+}
+
 fn read_lines(
     path: &Path,
     format: InputFormat,
     opts: &ReadOptions,
     r: &mut impl BufRead,
     problems: &Problems,
-    headers: &mut Vec<(u64, FpHeader)>,
     f: &mut impl FnMut(Item<'_>),
 ) -> io::Result<()> {
     let mut lineno = 0u64;
@@ -560,47 +727,6 @@ fn read_lines(
         let content = line.strip_suffix(b"\n").unwrap_or(line);
         let content = content.strip_suffix(b"\r").unwrap_or(content);
         match format {
-            InputFormat::Fingerprints => {
-                if content.is_empty() {
-                    f(Item::Other { raw: line });
-                    continue;
-                }
-                if content.starts_with(b"#") {
-                    // Headers are judged by the caller (`similar` refuses unknown or
-                    // mismatched ones as fatal), so they are collected, not reported.
-                    if let Some(h) = FpHeader::parse(content) {
-                        headers.push((lineno, h));
-                    }
-                    f(Item::Other { raw: line });
-                    continue;
-                }
-                let mut cols = content.split(|&b| b == b'\t');
-                let id = cols.next().unwrap_or(b"");
-                let hex = cols
-                    .next()
-                    .and_then(|c| std::str::from_utf8(c).ok())
-                    .and_then(parse_hex);
-                match (std::str::from_utf8(id), hex) {
-                    (Ok(id), Some(fp)) => f(Item::Fingerprint {
-                        id: id.to_string(),
-                        fp,
-                        line: lineno,
-                        raw: line,
-                    }),
-                    (Err(_), _) => {
-                        problems.report(path, Some(lineno), "invalid UTF-8 in id (skipped)");
-                        f(Item::Other { raw: line });
-                    }
-                    (_, None) => {
-                        problems.report(
-                            path,
-                            Some(lineno),
-                            "expected ID TAB 16-hex-digit fingerprint (skipped)",
-                        );
-                        f(Item::Other { raw: line });
-                    }
-                }
-            }
             InputFormat::Jsonl => {
                 if content.iter().all(|b| b.is_ascii_whitespace()) {
                     f(Item::Other { raw: line });
@@ -844,6 +970,61 @@ mod tests {
         assert_eq!(docs.len(), 2);
         assert_eq!(docs[1].0, "in:2");
         assert_eq!(msgs, vec!["in:2: invalid UTF-8 (replaced by U+FFFD)"]);
+    }
+
+    #[test]
+    fn fingerprint_files_over_many_blocks_read_as_line_by_line() {
+        // Several blocks of lines with a bad line every so often, CRLF lines, a header
+        // in the middle, a line longer than a block, no final line end: the parallel
+        // block reader gives the items, bytes, line numbers and problems that the
+        // rules applied line by line give, with one thread or two.
+        let mut input = Vec::new();
+        let mut expect_docs = Vec::new();
+        let mut expect_msgs = Vec::new();
+        let mut line = 0u64;
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        while input.len() < 5 * FP_BLOCK {
+            line += 1;
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            match line % 1000 {
+                7 => {
+                    input.extend_from_slice(b"bad\tnot-hex\n");
+                    expect_msgs.push(format!(
+                        "in:{line}: expected ID TAB 16-hex-digit fingerprint (skipped)"
+                    ));
+                }
+                8 => input.extend_from_slice(b"\n"),
+                9 if line == 2009 => input.extend_from_slice(
+                    b"# webdedup-simhash v1 tokenizer=unicode shingle=5 weights=count hash=xxh3-64\n",
+                ),
+                10 if line == 3010 => {
+                    input.extend_from_slice(&vec![b'y'; FP_BLOCK + 10]);
+                    input.push(b'\n');
+                    expect_msgs.push(format!(
+                        "in:{line}: expected ID TAB 16-hex-digit fingerprint (skipped)"
+                    ));
+                }
+                _ => {
+                    let end = if line.is_multiple_of(3) { "\r\n" } else { "\n" };
+                    input.extend_from_slice(format!("d{line}\t{x:016x}\t0{end}").as_bytes());
+                    expect_docs.push((format!("d{line}"), format!("{x:x}"), line));
+                }
+            }
+        }
+        input.extend_from_slice(b"last\t00000000000000ab");
+        expect_docs.push(("last".into(), "ab".into(), line + 1));
+        for threads in [1, 2] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let (docs, raw, msgs) = pool.install(|| read_all(&input, &ReadOptions::default()));
+            assert!(raw == input, "threads={threads}: bytes differ");
+            assert_eq!(docs, expect_docs, "threads={threads}");
+            assert_eq!(msgs, expect_msgs, "threads={threads}");
+        }
     }
 
     #[test]

@@ -178,8 +178,9 @@ const BATCH_BYTES: usize = 8 << 20;
 const BATCH_DOCS: usize = 20_000;
 
 /// Reads and fingerprints `files`, calling `emit` per fingerprinted document in
-/// input order. Files are processed `threads` at a time in parallel (and the
-/// documents of each file in parallel batches); results are emitted in order. Empty
+/// input order (a file's documents at once). Files are processed `threads` at a
+/// time in parallel (and the documents of each file in parallel batches); results
+/// are emitted in order. Empty
 /// documents are reported and skipped. Returns one [`FileInfo`] per file.
 fn fingerprint_files(
     accept_fingerprints: bool,
@@ -188,7 +189,7 @@ fn fingerprint_files(
     settings: Settings,
     problems: &Problems,
     pool: &rayon::ThreadPool,
-    mut emit: impl FnMut(DocRec) -> Result<()>,
+    mut emit: impl FnMut(Vec<DocRec>) -> Result<()>,
 ) -> Result<Vec<FileInfo>> {
     let mut infos = Vec::with_capacity(files.len());
     let window = pool.current_num_threads().max(1);
@@ -217,9 +218,7 @@ fn fingerprint_files(
         });
         for (info, docs, p) in results {
             problems.absorb(p);
-            for d in docs {
-                emit(d)?;
-            }
+            emit(docs)?;
             infos.push(info);
         }
     }
@@ -361,6 +360,18 @@ fn fingerprint_file(
                         "this is a fingerprint file (ID TAB 16 hex digits); `simhash` reads documents: \
                          use --input-format lines to fingerprint its lines (file skipped)",
                     );
+                    return;
+                }
+                if batch.is_empty() {
+                    // Nothing waits to be fingerprinted before it: straight out.
+                    out.push(DocRec {
+                        id,
+                        fp,
+                        file: fi,
+                        line,
+                        item,
+                    });
+                    item += 1;
                     return;
                 }
                 batch.push(Pending {
@@ -512,31 +523,34 @@ pub fn simhash_outcome(args: &SimhashArgs) -> Result<Outcome> {
         settings,
         &problems,
         &pool,
-        |d| {
+        |docs| {
             use std::fmt::Write as _;
-            line.clear();
-            let p = parts(d.fp);
-            match args.format {
-                FpFormat::Tsv | FpFormat::Csv => {
-                    let (sep, id) = match args.format {
-                        FpFormat::Csv => (',', csv_field(&d.id)),
-                        _ => ('\t', tsv_field(&d.id)),
-                    };
-                    let (hex, signed) = (to_hex(d.fp), to_signed(d.fp));
-                    let _ = writeln!(
-                        line,
-                        "{id}{sep}{hex}{sep}{signed}{sep}{}{sep}{}{sep}{}{sep}{}",
-                        p[0], p[1], p[2], p[3]
-                    );
+            for d in docs {
+                line.clear();
+                let p = parts(d.fp);
+                match args.format {
+                    FpFormat::Tsv | FpFormat::Csv => {
+                        let (sep, id) = match args.format {
+                            FpFormat::Csv => (',', csv_field(&d.id)),
+                            _ => ('\t', tsv_field(&d.id)),
+                        };
+                        let (hex, signed) = (to_hex(d.fp), to_signed(d.fp));
+                        let _ = writeln!(
+                            line,
+                            "{id}{sep}{hex}{sep}{signed}{sep}{}{sep}{}{sep}{}{sep}{}",
+                            p[0], p[1], p[2], p[3]
+                        );
+                    }
+                    FpFormat::Jsonl => {
+                        let v = serde_json::json!({"id": d.id, "simhash": to_hex(d.fp), "signed": to_signed(d.fp), "parts": p});
+                        let _ = writeln!(line, "{v}");
+                    }
                 }
-                FpFormat::Jsonl => {
-                    let v = serde_json::json!({"id": d.id, "simhash": to_hex(d.fp), "signed": to_signed(d.fp), "parts": p});
-                    let _ = writeln!(line, "{v}");
-                }
+                n += 1;
+                out.write_all(line.as_bytes())
+                    .context("writing fingerprints")?;
             }
-            n += 1;
-            out.write_all(line.as_bytes())
-                .context("writing fingerprints")
+            Ok(())
         },
     )?;
     out.finish()?;
@@ -595,8 +609,12 @@ pub fn similar_outcome(args: &SimilarArgs) -> Result<Outcome> {
         settings_cli,
         &problems,
         &pool,
-        |d| {
-            docs.push(d);
+        |mut file_docs| {
+            if docs.is_empty() {
+                docs = file_docs; // one file (the usual case): no copy
+            } else {
+                docs.append(&mut file_docs);
+            }
             Ok(())
         },
     )?;
@@ -610,15 +628,15 @@ pub fn similar_outcome(args: &SimilarArgs) -> Result<Outcome> {
         }
         None => None,
     };
-    let fps: Vec<u64> = docs.iter().map(|d| d.fp).collect();
     let nb = pool.install(|| {
+        let fps: Vec<u64> = docs.par_iter().map(|d| d.fp).collect();
         Neighbours::build(
             &fps,
             args.k,
             index.as_ref().and_then(|ix| ix.view()).as_ref(),
         )
     });
-    let assign = nb.clusters();
+    let assign = pool.install(|| nb.clusters());
     let id_of = |l: Leader| -> &str {
         match l {
             Leader::Batch(i) => &docs[i].id,
@@ -695,7 +713,8 @@ pub fn similar_outcome(args: &SimilarArgs) -> Result<Outcome> {
                 }
             }
         } else {
-            for (a, b, d) in nb.pairs() {
+            let pairs = pool.install(|| nb.pairs());
+            for (a, b, d) in pairs {
                 n_pairs += 1;
                 out.write_all(
                     format!("{}\t{}\t{d}\n", tsv_field(id_of(a)), tsv_field(id_of(b))).as_bytes(),

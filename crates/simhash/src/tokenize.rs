@@ -181,7 +181,9 @@ pub struct Fingerprinter {
     scratch: Vec<u8>,
     /// Spans of the tokens in `scratch` (tokens joined by spaces).
     joined: Vec<(u32, u32)>,
+    /// The features to accumulate (each distinct one once with `weights=distinct`).
     feats: Vec<u64>,
+    distinct: DistinctSet,
     norm: TextBuilder,
     acc: Accumulator,
 }
@@ -196,6 +198,7 @@ impl Fingerprinter {
             scratch: Vec::new(),
             joined: Vec::new(),
             feats: Vec::new(),
+            distinct: DistinctSet::default(),
             norm: TextBuilder::new(Normalization::Loose),
             acc: Accumulator::new(),
         }
@@ -218,20 +221,36 @@ impl Fingerprinter {
     fn accumulate(&mut self) -> u64 {
         let mut acc = std::mem::take(&mut self.acc);
         acc.clear();
+        let mut feats = std::mem::take(&mut self.feats);
+        feats.clear();
         match self.settings.weights {
-            Weights::Count => self.for_each_feature(|h| acc.push(h)),
+            Weights::Count => self.for_each_feature(|h| feats.push(h)),
             Weights::Distinct => {
-                let mut feats = std::mem::take(&mut self.feats);
-                feats.clear();
-                self.for_each_feature(|h| feats.push(h));
-                feats.sort_unstable();
-                feats.dedup();
-                for &h in &feats {
-                    acc.push(h);
+                // Each distinct feature once: sums are the same in any order, so a
+                // set that keeps first occurrences is enough (no sort).
+                let mut set = std::mem::take(&mut self.distinct);
+                set.start(self.feature_count());
+                let mut crowded = false;
+                self.for_each_feature(|h| match set.insert(h) {
+                    Some(true) => feats.push(h),
+                    Some(false) => {}
+                    None => {
+                        crowded = true;
+                        feats.push(h)
+                    }
+                });
+                set.clear();
+                self.distinct = set;
+                if crowded {
+                    // Hashes crafted to share their low bits would make the set
+                    // quadratic: sort instead (the same distinct features).
+                    feats.sort_unstable();
+                    feats.dedup();
                 }
-                self.feats = feats;
             }
         }
+        acc.push_all(&feats);
+        self.feats = feats;
         let h = acc.finish();
         self.acc = acc;
         h
@@ -320,6 +339,17 @@ impl Fingerprinter {
         }
     }
 
+    /// How many features [`for_each_feature`](Self::for_each_feature) will give.
+    fn feature_count(&self) -> usize {
+        let (n, s) = (self.spans.len(), self.settings.shingle);
+        match n {
+            0 => 0,
+            _ if s == 1 => n,
+            _ if n <= s => 1,
+            _ => n - s + 1,
+        }
+    }
+
     fn for_each_feature(&mut self, mut f: impl FnMut(u64)) {
         let s = self.settings.shingle;
         let buf = self.buf.as_bytes();
@@ -340,22 +370,88 @@ impl Fingerprinter {
         };
         let w = s.min(spans.len());
         // All tokens joined by one space, once: every shingle is then a contiguous
-        // slice of it (no per-shingle copy).
+        // slice of it (no per-shingle copy). Tokens that already follow each other
+        // with one space between them in `buf` (most do) are copied as one run.
         self.scratch.clear();
         self.joined.clear();
-        for &(a, b) in spans {
-            if !self.scratch.is_empty() {
+        let (mut run_a, mut run_b) = (spans[0].0 as usize, spans[0].1 as usize);
+        let mut run_at = 0; // where the run starts in `scratch`
+        self.joined.push((0, (run_b - run_a) as u32));
+        for &(a, b) in &spans[1..] {
+            let (a, b) = (a as usize, b as usize);
+            if a != run_b + 1 || buf[run_b] != b' ' {
+                self.scratch.extend_from_slice(&buf[run_a..run_b]);
                 self.scratch.push(b' ');
+                (run_a, run_at) = (a, self.scratch.len());
             }
-            let start = self.scratch.len() as u32;
-            self.scratch.extend_from_slice(&buf[a as usize..b as usize]);
-            self.joined.push((start, self.scratch.len() as u32));
+            run_b = b;
+            let at = run_at + (a - run_a);
+            self.joined.push((at as u32, (at + b - a) as u32));
         }
+        self.scratch.extend_from_slice(&buf[run_a..run_b]);
         for i in 0..windows {
             let a = self.joined[i].0 as usize;
             let b = self.joined[i + w - 1].1 as usize;
             f(xxh3_64(&self.scratch[a..b]));
         }
+    }
+}
+
+/// A set of 64-bit feature hashes for one document at a time: open addressing with
+/// linear probing at most half full, in a table kept between documents (only the
+/// slots used are cleared). Feature hashes are xxh3 outputs, so their low bits index
+/// the table directly.
+#[derive(Default)]
+struct DistinctSet {
+    slots: Vec<u64>,
+    /// Slots used by the current document.
+    used: Vec<u32>,
+    /// 0 marks an empty slot, so the value 0 is kept as a flag.
+    has_zero: bool,
+}
+
+impl DistinctSet {
+    /// Makes room for `n` values.
+    fn start(&mut self, n: usize) {
+        let want = (2 * n).next_power_of_two().max(64);
+        if self.slots.len() < want {
+            self.slots = vec![0; want];
+        }
+    }
+
+    /// Adds `h`; whether it was not there yet, or `None` (and `h` not added) when
+    /// its probe sequence is abnormally long (the caller then deduplicates another
+    /// way), so that no input makes a document quadratic.
+    #[inline]
+    fn insert(&mut self, h: u64) -> Option<bool> {
+        /// At most half full, a probe sequence of random hashes is a few slots.
+        const MAX_PROBES: usize = 128;
+        if h == 0 {
+            return Some(!std::mem::replace(&mut self.has_zero, true));
+        }
+        let mask = self.slots.len() - 1;
+        let mut i = h as usize & mask;
+        for _ in 0..MAX_PROBES {
+            let s = self.slots[i];
+            if s == h {
+                return Some(false);
+            }
+            if s == 0 {
+                self.slots[i] = h;
+                self.used.push(i as u32);
+                return Some(true);
+            }
+            i = (i + 1) & mask;
+        }
+        None
+    }
+
+    fn clear(&mut self) {
+        for &i in &self.used {
+            self.slots[i as usize] = 0;
+        }
+        self.used.clear();
+        self.has_zero = false;
     }
 }
 
@@ -372,9 +468,7 @@ pub fn lowercase_into(text: &str, out: &mut String) {
     let mut i = 0;
     while i < b.len() {
         let start = i;
-        while i < b.len() && b[i] < 0x80 {
-            i += 1;
-        }
+        i += ascii_run(&b[i..]);
         if i > start {
             let at = out.len();
             out.push_str(&text[start..i]);
@@ -388,6 +482,21 @@ pub fn lowercase_into(text: &str, out: &mut String) {
     }
 }
 
+/// Length of the ASCII prefix of `b`, eight bytes at a time.
+#[inline]
+fn ascii_run(b: &[u8]) -> usize {
+    let mut i = 0;
+    for w in b.chunks_exact(8) {
+        let x = u64::from_le_bytes(w.try_into().expect("8 bytes"));
+        let high = x & 0x8080_8080_8080_8080;
+        if high != 0 {
+            return i + (high.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    i + b[i..].iter().take_while(|c| c.is_ascii()).count()
+}
+
 /// Appends the spans of `unicode_words(text)` to `spans`, with a fast path for ASCII.
 ///
 /// The text is cut into chunks at ASCII whitespace that is followed by an ASCII byte
@@ -398,30 +507,67 @@ pub fn lowercase_into(text: &str, out: &mut String) {
 pub fn uax29_words(text: &str, spans: &mut Vec<(u32, u32)>) {
     let b = text.as_bytes();
     let mut start = 0;
-    let mut ascii = true;
-    let mut i = 0;
-    while i < b.len() {
-        let c = b[i];
-        if c.is_ascii_whitespace() && b.get(i + 1).is_none_or(|n| n.is_ascii()) {
-            if start < i {
-                chunk_words(text, start, i, ascii, spans);
-            }
+    // The SCAN classes of the chunk's bytes, or-ed.
+    let mut seen = 0u8;
+    for (i, &c) in b.iter().enumerate() {
+        let k = SCAN[c as usize];
+        if k == S_SPACE && b.get(i + 1).is_none_or(|n| n.is_ascii()) {
+            chunk_words(text, start, i, seen, spans);
             start = i + 1;
-            ascii = true;
-        } else if c >= 0x80 {
-            ascii = false;
+            seen = 0;
+        } else {
+            seen |= k;
         }
-        i += 1;
     }
-    if start < b.len() {
-        chunk_words(text, start, b.len(), ascii, spans);
+    chunk_words(text, start, b.len(), seen, spans);
+}
+
+// Byte classes of the chunk scan. A chunk made only of ASCII letters and digits
+// (most chunks: a whole word) is one word; an ASCII chunk without any (a
+// punctuation token) has none.
+const S_SPACE: u8 = 1; // ASCII whitespace (`u8::is_ascii_whitespace`)
+const S_OTHER: u8 = 2; // any other ASCII byte that is not a letter or digit
+const S_HIGH: u8 = 4; // a byte of a non-ASCII character
+const S_ALNUM: u8 = 8; // an ASCII letter or digit
+
+static SCAN: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = if b >= 0x80 {
+            S_HIGH
+        } else if b.is_ascii_whitespace() {
+            S_SPACE
+        } else if b.is_ascii_alphanumeric() {
+            S_ALNUM
+        } else {
+            S_OTHER
+        };
+        c += 1;
+    }
+    t
+};
+
+/// The words of the chunk `text[a..e]` whose bytes have the SCAN classes `seen`.
+#[inline]
+fn chunk_words(text: &str, a: usize, e: usize, seen: u8, spans: &mut Vec<(u32, u32)>) {
+    if seen == S_ALNUM {
+        // Only letters and digits: WB5, WB8, WB9, WB10 keep them together.
+        spans.push((a as u32, e as u32));
+    } else if seen & S_HIGH != 0 {
+        other_words(text, a, e, spans);
+    } else if seen & S_ALNUM != 0 {
+        // ASCII with punctuation: words are the segments with a letter or digit
+        // (a chunk without letters or digits has none).
+        ascii_words(&text.as_bytes()[a..e], a, spans);
     }
 }
 
-fn chunk_words(text: &str, a: usize, e: usize, ascii: bool, spans: &mut Vec<(u32, u32)>) {
-    if ascii {
-        ascii_words(&text.as_bytes()[a..e], a, spans);
-    } else if !simple_words(&text[a..e], a, spans) {
+/// The words of a chunk with non-ASCII characters.
+#[inline(never)]
+fn other_words(text: &str, a: usize, e: usize, spans: &mut Vec<(u32, u32)>) {
+    if !simple_words(&text[a..e], a, spans) {
         let chunk = &text[a..e];
         let base = chunk.as_ptr() as usize;
         for w in chunk.unicode_words() {
@@ -431,7 +577,8 @@ fn chunk_words(text: &str, a: usize, e: usize, ascii: bool, spans: &mut Vec<(u32
     }
 }
 
-// Word_Break classes of ASCII characters (UAX #29).
+// Word_Break classes (UAX #29) of ASCII characters and of the other characters
+// `simple_class` knows.
 const OT: u8 = 0; // Other
 const AL: u8 = 1; // ALetter
 const NU: u8 = 2; // Numeric
@@ -439,6 +586,15 @@ const EX: u8 = 3; // ExtendNumLet: _
 const ML: u8 = 4; // MidLetter: :
 const MB: u8 = 5; // MidNumLet or Single_Quote: . '
 const MN: u8 = 6; // MidNum: , ;
+const ID: u8 = 7; // Other, but a letter: Han ideographs and Hiragana, one word each
+const KA: u8 = 8; // Katakana (letters only)
+
+/// Whether a character of class `k` makes its segment a word (`unicode_words` keeps
+/// the segments with an alphanumeric character).
+#[inline]
+fn is_alnum(k: u8) -> bool {
+    (1u32 << (k & 31)) & (1 << AL | 1 << NU | 1 << ID | 1 << KA) != 0
+}
 
 static WB: [u8; 128] = {
     let mut t = [OT; 128];
@@ -463,92 +619,195 @@ static WB: [u8; 128] = {
     t
 };
 
-/// The Word_Break class of characters that behave exactly like ASCII ones: Latin-1,
-/// Latin Extended-A/B and Cyrillic letters (ALetter, no special rule) and a few common
-/// punctuation marks (Other). `None` for anything else.
+/// The Word_Break class of characters whose rules the ASCII classes cover: ASCII,
+/// Latin-1, Latin Extended-A/B, Greek and Cyrillic letters (ALetter, no special
+/// rule), Han ideographs and Hiragana (Other, but letters), Katakana letters, the
+/// typographic apostrophes (MidNumLet), full-width CJK punctuation (MidNum, MidLetter,
+/// MidNumLet or Other) and a few common symbols (Other). Never Extend, Format or ZWJ
+/// (which attach to the previous character), never a letter that is not alphabetic.
+/// `None` for anything else. (The proptests below check these against
+/// `unicode-segmentation`.)
 #[inline]
 fn simple_class(c: char) -> Option<u8> {
-    match c {
-        '\0'..='\x7f' => Some(WB[c as usize]),
-        '\u{d7}' | '\u{f7}' => None,
-        '\u{c0}'..='\u{24f}' | '\u{400}'..='\u{481}' | '\u{48a}'..='\u{4ff}' => Some(AL),
-        '¶' | '§' | '—' | '–' | '“' | '”' | '„' | '«' | '»' | '©' | '®' | '°' => {
-            Some(OT)
-        }
-        _ => None,
-    }
+    Some(match c {
+        '\0'..='\x7f' => WB[c as usize],
+        '\u{d7}' | '\u{f7}' => return None,
+        '\u{c0}'..='\u{24f}' | '\u{400}'..='\u{481}' | '\u{48a}'..='\u{52f}' => AL,
+        '\u{386}'
+        | '\u{388}'..='\u{38a}'
+        | '\u{38c}'
+        | '\u{38e}'..='\u{3a1}'
+        | '\u{3a3}'..='\u{3f5}'
+        | '\u{3f7}'..='\u{3ff}'
+        | '\u{3005}' => AL,
+        '\u{3041}'..='\u{3096}' | '\u{3400}'..='\u{4dbf}' | '\u{4e00}'..='\u{9fff}' => ID,
+        '\u{30a1}'..='\u{30fa}' | '\u{30fc}'..='\u{30ff}' => KA,
+        '\u{2018}' | '\u{2019}' | '\u{ff0e}' => MB,
+        '\u{ff0c}' | '\u{ff1b}' => MN,
+        '\u{ff1a}' => ML,
+        '¶' | '§' | '—' | '–' | '“' | '”' | '„' | '«' | '»' | '©' | '®' | '°' | '\u{a0}' | '…'
+        | '•' | '€' | '™' | '、' | '。' | '「' | '」' | '『' | '』' | '（' | '）' | '！' | '？'
+        | '・' => OT,
+        // Arrows, box drawing.
+        '\u{2190}'..='\u{21ff}' | '\u{2500}'..='\u{257f}' => OT,
+        _ => return None,
+    })
 }
 
-/// UAX #29 words of a chunk made only of [`simple_class`] characters (at most 128),
-/// by the same rules as [`ascii_words`]. Returns false (and adds nothing) otherwise.
+/// UAX #29 words of a chunk made only of [`simple_class`] characters, by the same
+/// rules as [`ascii_words`]. Returns false (and adds nothing) otherwise.
 fn simple_words(chunk: &str, base: usize, spans: &mut Vec<(u32, u32)>) -> bool {
-    let mut cls = [0u8; 128];
-    let mut pos = [0u32; 129];
-    let mut n = 0;
-    for (i, c) in chunk.char_indices() {
-        if n == 128 {
-            return false;
-        }
-        match simple_class(c) {
-            Some(k) => {
-                cls[n] = k;
-                pos[n] = i as u32;
-                n += 1;
-            }
-            None => return false,
-        }
+    let len = spans.len();
+    let chars = chunk
+        .char_indices()
+        .map(|(i, c)| simple_class(c).map(|k| (base + i, k)));
+    if segment(chars, base + chunk.len(), spans) {
+        true
+    } else {
+        spans.truncate(len);
+        false
     }
-    pos[n] = chunk.len() as u32;
-    segment(n, |i| cls[i], |i| base + pos[i] as usize, spans);
-    true
 }
 
 /// UAX #29 words of an ASCII string (rules WB5-WB13b; the others never apply to ASCII
 /// without whitespace), keeping the segments that contain a letter or digit, as
 /// `unicode_words` does. `base` is added to the spans.
 pub fn ascii_words(s: &[u8], base: usize, spans: &mut Vec<(u32, u32)>) {
-    segment(s.len(), |i| WB[(s[i] & 0x7f) as usize], |i| base + i, spans);
-}
-
-/// The word rules over `n` characters of classes `cls(i)`; `pos(i)` is the byte
-/// offset of character `i` (and `pos(n)` the end).
-#[inline]
-fn segment(
-    n: usize,
-    cls: impl Fn(usize) -> u8,
-    pos: impl Fn(usize) -> usize,
-    spans: &mut Vec<(u32, u32)>,
-) {
+    // `segment` over bytes, without its per-character Option.
+    let mut classes = s.iter().map(|&c| WB[(c & 0x7f) as usize]);
+    let Some(mut a) = classes.next() else {
+        return;
+    };
+    let mut b = classes.next().unwrap_or(NONE);
+    let mut back2 = NONE;
     let mut seg_start = 0;
-    let mut has_alnum = n > 0 && matches!(cls(0), AL | NU);
-    for i in 1..=n {
-        let brk = if i == n {
-            true
-        } else {
-            let (a, b) = (cls(i - 1), cls(i));
-            let keep = match (a, b) {
-                (AL | NU, AL | NU) => true,
-                (AL | NU | EX, EX) => true,
-                (EX, AL | NU) => true,
-                (AL, ML | MB) => i + 1 < n && cls(i + 1) == AL,
-                (ML | MB, AL) => i >= 2 && cls(i - 2) == AL,
-                (NU, MN | MB) => i + 1 < n && cls(i + 1) == NU,
-                (MN | MB, NU) => i >= 2 && cls(i - 2) == NU,
-                _ => false,
-            };
-            !keep
-        };
-        if brk {
+    let mut has_alnum = is_alnum(a);
+    for i in 1..s.len() {
+        let c = classes.next().unwrap_or(NONE);
+        if !keep_together(back2, a, b, c) {
             if has_alnum {
-                spans.push((pos(seg_start) as u32, pos(i) as u32));
+                spans.push(((base + seg_start) as u32, (base + i) as u32));
             }
             seg_start = i;
             has_alnum = false;
         }
-        if i < n && matches!(cls(i), AL | NU) {
-            has_alnum = true;
-        }
+        has_alnum |= is_alnum(b);
+        (back2, a, b) = (a, b, c);
     }
+    if has_alnum {
+        spans.push(((base + seg_start) as u32, (base + s.len()) as u32));
+    }
+}
+
+/// The class of a position before the start or past the end: equals none.
+const NONE: u8 = u8::MAX;
+
+/// Rules WB5-WB13b: whether the boundary between `a` and `b` is no word break, given
+/// the classes `back2` before `a` and `c` after `b` (NONE at the ends).
+#[inline]
+fn keep_together(back2: u8, a: u8, b: u8, c: u8) -> bool {
+    match KEEP[(a & 15) as usize][(b & 15) as usize] {
+        K_YES => true,
+        K_NO => false,
+        K_IF_NEXT_AL => c == AL,
+        K_IF_BACK_AL => back2 == AL,
+        K_IF_NEXT_NU => c == NU,
+        _ => back2 == NU,
+    }
+}
+
+// What KEEP says about a boundary.
+const K_NO: u8 = 0;
+const K_YES: u8 = 1;
+const K_IF_NEXT_AL: u8 = 2;
+const K_IF_BACK_AL: u8 = 3;
+const K_IF_NEXT_NU: u8 = 4;
+const K_IF_BACK_NU: u8 = 5;
+
+/// Rules WB5-WB13b as a table by (class before, class after) (one load instead of a
+/// chain of comparisons: this runs for every byte of ASCII chunks with punctuation).
+/// 16 x 16, so that indexing by `class & 15` needs no bounds check.
+// One branch per rule of the standard, even where two give the same answer.
+#[allow(clippy::if_same_then_else)]
+static KEEP: [[u8; 16]; 16] = {
+    let mut t = [[K_NO; 16]; 16];
+    let mut a = 0;
+    while a < 9 {
+        let mut b = 0;
+        while b < 9 {
+            let (x, y) = (a as u8, b as u8);
+            let (x_alnum, y_alnum) = (x == AL || x == NU, y == AL || y == NU);
+            t[a][b] = if x_alnum && y_alnum {
+                K_YES // WB5, WB8, WB9, WB10
+            } else if (x_alnum || x == EX || x == KA) && y == EX {
+                K_YES // WB13a
+            } else if x == EX && (y_alnum || y == KA) {
+                K_YES // WB13b
+            } else if x == KA && y == KA {
+                K_YES // WB13
+            } else if x == AL && (y == ML || y == MB) {
+                K_IF_NEXT_AL // WB6
+            } else if (x == ML || x == MB) && y == AL {
+                K_IF_BACK_AL // WB7
+            } else if x == NU && (y == MN || y == MB) {
+                K_IF_NEXT_NU // WB12
+            } else if (x == MN || x == MB) && y == NU {
+                K_IF_BACK_NU // WB11
+            } else {
+                K_NO
+            };
+            b += 1;
+        }
+        a += 1;
+    }
+    t
+};
+
+/// The word rules ([`keep_together`]) over characters given as `Some((byte offset,
+/// class))` in order, `end` being the offset after the last one; pushes the spans of
+/// the segments with a letter or digit. Stops and returns false at the first `None` (a character it does
+/// not know), having maybe pushed some spans already. Each character is looked at
+/// once: the classes around the boundary roll along in locals.
+#[inline]
+fn segment(
+    mut chars: impl Iterator<Item = Option<(usize, u8)>>,
+    end: usize,
+    spans: &mut Vec<(u32, u32)>,
+) -> bool {
+    let (mut seg_start, mut a) = match chars.next() {
+        None => return true,
+        Some(None) => return false,
+        Some(Some(x)) => x,
+    };
+    // Before the boundary at `at`: back2, a; after it: b (at `at`), c.
+    let (mut at, mut b) = match chars.next() {
+        None => (end, NONE),
+        Some(None) => return false,
+        Some(Some(x)) => x,
+    };
+    let mut back2 = NONE;
+    let mut has_alnum = is_alnum(a);
+    while b != NONE {
+        let (next_at, c) = match chars.next() {
+            None => (end, NONE),
+            Some(None) => return false,
+            Some(Some(x)) => x,
+        };
+        let keep = keep_together(back2, a, b, c);
+        if !keep {
+            if has_alnum {
+                spans.push((seg_start as u32, at as u32));
+            }
+            seg_start = at;
+            has_alnum = false;
+        }
+        has_alnum |= is_alnum(b);
+        (back2, a, b, at) = (a, b, c, next_at);
+    }
+    if has_alnum {
+        spans.push((seg_start as u32, end as u32));
+    }
+    true
 }
 
 #[cfg(test)]
@@ -645,6 +904,15 @@ mod tests {
         fn simple_only_chunks_equal_unicode_segmentation(t in "[a0_:.',; éžƀжЯ¶—«°]{0,30}") {
             proptest::prop_assert_eq!(fast_words(&t), reference_words(&t));
         }
+
+        // The Greek, CJK and punctuation classes of `simple_class`, with characters
+        // just outside its ranges (which must take the general path).
+        #[test]
+        fn greek_cjk_and_punctuation_classes_equal_unicode_segmentation(
+            t in "[a1_:.,' \t→⇿\u{218f}─╿\u{2580}αΩάΐ\u{385}\u{386}\u{387}\u{3f5}\u{3f6}\u{3ff}ԯ\u{530}中丂\u{3400}\u{4dbf}\u{4dc0}\u{9fff}ぁゖ\u{3097}\u{3099}゛ァヺ\u{30a0}・ーヿ々\u{2018}\u{2019}\u{2024}，；：．０\u{a0}…•€™、。「」（）！？\u{200d}]{0,24}"
+        ) {
+            proptest::prop_assert_eq!(fast_words(&t), reference_words(&t));
+        }
     }
 
     #[test]
@@ -678,6 +946,23 @@ mod tests {
             )
         );
         assert_eq!((h1, h3), (0xa286_9500_0cb3_0a2c, 0x1ea9_6c01_42ac_5510));
+    }
+
+    #[test]
+    fn distinct_set_gives_up_on_crowded_probes() {
+        let mut set = DistinctSet::default();
+        set.start(1000);
+        // Values sharing their low bits all probe from one slot: after a bounded
+        // number of probes the set refuses rather than going quadratic.
+        let crowded: Vec<u64> = (1..1000u64).map(|i| i << 40).collect();
+        let answers: Vec<Option<bool>> = crowded.iter().map(|&h| set.insert(h)).collect();
+        assert!(answers[..100].iter().all(|a| *a == Some(true)));
+        assert!(answers.contains(&None));
+        assert_eq!(set.insert(crowded[5]), Some(false));
+        assert_eq!(set.insert(0), Some(true));
+        assert_eq!(set.insert(0), Some(false));
+        set.clear();
+        assert_eq!(set.insert(crowded[5]), Some(true));
     }
 
     #[test]
