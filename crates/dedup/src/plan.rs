@@ -43,6 +43,9 @@ pub enum DocKind {
     BadRecord {
         dropped: bool,
     },
+    /// A record that is not a document and not bad (a WET `warcinfo` record): no
+    /// keys, always written as it is, not counted.
+    Other,
 }
 
 #[derive(Clone, Debug)]
@@ -89,6 +92,11 @@ pub struct ChunkPlan {
     pub tokens: Vec<u64>,
     /// URLs, titles and ids of the documents (see [`DocPlan`]).
     pub meta: String,
+    /// `--mark` only: each paragraph's characters in its document's text.
+    pub para_chars: Vec<Range<u32>>,
+    /// `--mark` only: each entry's text length in characters (0 for records that
+    /// are not documents).
+    pub doc_chars: Vec<u32>,
 }
 
 impl ChunkPlan {
@@ -99,6 +107,8 @@ impl ChunkPlan {
         self.pieces.clear();
         self.issues.clear();
         self.meta.clear();
+        self.para_chars.clear();
+        self.doc_chars.clear();
     }
 
     pub fn meta_of(&self, r: &Range<u32>) -> &str {
@@ -119,6 +129,8 @@ pub struct Planner {
     tokens: bool,
     para_tokens: u32,
     url_filter: Option<Arc<UrlFilter>>,
+    /// `--mark`: record character offsets and vertical ids.
+    marks: bool,
 }
 
 impl Planner {
@@ -134,7 +146,15 @@ impl Planner {
             tokens: opts.near.is_some(),
             para_tokens: 0,
             url_filter: opts.url_filter.clone(),
+            marks: false,
         }
+    }
+
+    /// Also records what `--mark` needs: character offsets of paragraphs, and the
+    /// ids of vertical documents (their `id` attribute).
+    pub fn with_marks(mut self, on: bool) -> Self {
+        self.marks = on;
+        self
     }
 
     /// Plans `chunk` (a vertical) into `out` (cleared first).
@@ -218,7 +238,15 @@ impl DocSink for PlanSink<'_> {
             .as_ref()
             .is_some_and(|f| f.matches(&url));
         let (url_range, title_range) = (self.push_meta(&url), self.push_meta(&title));
-        let id = meta.id().map(|id| self.push_meta(id));
+        let id = match meta {
+            DocMeta::Attrs(a) if self.planner.marks => {
+                vertical::attr(a, b"id").map(|id| self.push_meta(&id))
+            }
+            _ => meta.id().map(|id| self.push_meta(id)),
+        };
+        if self.planner.marks {
+            self.plan.doc_chars.push(0);
+        }
         let p = &mut *self.planner;
         p.doc_hash.reset();
         p.doc_has_para = false;
@@ -334,6 +362,38 @@ impl DocSink for PlanSink<'_> {
     }
 
     fn passthrough(&mut self, range: Range<usize>, line: u64, dropped: bool) {
+        self.record(range, line, DocKind::BadRecord { dropped });
+    }
+
+    fn other(&mut self, range: Range<usize>, line: u64) {
+        self.record(range, line, DocKind::Other);
+    }
+
+    fn issue(&mut self, issue: Issue) {
+        self.plan.issues.push(issue);
+    }
+
+    fn wants_chars(&self) -> bool {
+        self.planner.marks
+    }
+
+    fn para_chars(&mut self, chars: Range<u64>) {
+        self.plan.para_chars.push(chars.start as u32..chars.end as u32);
+    }
+
+    fn text_chars(&mut self, len: u64) {
+        if let Some(c) = self.plan.doc_chars.last_mut() {
+            *c = len as u32;
+        }
+    }
+}
+
+impl PlanSink<'_> {
+    /// An entry for a record that is not a document (no keys).
+    fn record(&mut self, range: Range<usize>, line: u64, kind: DocKind) {
+        if self.planner.marks {
+            self.plan.doc_chars.push(0);
+        }
         let (paras, pieces) = (self.plan.paras.len(), self.plan.pieces.len());
         self.plan.pieces.push(Piece {
             range,
@@ -342,7 +402,7 @@ impl DocSink for PlanSink<'_> {
         });
         self.plan.docs.push(DocPlan {
             line,
-            kind: DocKind::BadRecord { dropped },
+            kind,
             url: 0..0,
             title: 0..0,
             id: None,
@@ -354,10 +414,6 @@ impl DocSink for PlanSink<'_> {
             pieces: pieces..pieces + 1,
             filtered: false,
         });
-    }
-
-    fn issue(&mut self, issue: Issue) {
-        self.plan.issues.push(issue);
     }
 }
 
@@ -389,6 +445,8 @@ impl ChunkPlan {
             + self.issues.capacity() * size_of::<Issue>()
             + self.tokens.capacity() * size_of::<u64>()
             + self.meta.capacity()
+            + self.para_chars.capacity() * size_of::<Range<u32>>()
+            + self.doc_chars.capacity() * size_of::<u32>()
     }
 }
 
