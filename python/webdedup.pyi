@@ -154,6 +154,18 @@ def cdx_dups(lines: Sequence[str]) -> List[str]:
     """The CDX lines whose (urlkey, digest) appeared on an earlier line. Lines that
     are not CDX are skipped with a WebdedupWarning naming them (lines[I])."""
 
+def minhash_signature(text: str, ngram: Union[int, str] = 5, hashes: int = 112) -> Optional[List[int]]:
+    """The MinHash signature of text: `hashes` 32-bit values (pinned: the same on
+    every machine and version). ngram: word n-grams (int, or "words:N") or "chars:N"
+    for scripts without spaces. None when the text has no word after normalization."""
+
+def minhash_band_keys(signature: Sequence[int], bands: int = 14, rows: int = 8) -> List[int]:
+    """The LSH band keys (64-bit) of a signature: two documents sharing one are
+    near-duplicate candidates (probability 1 - (1 - J**rows)**bands)."""
+
+def minhash_jaccard(a: Sequence[int], b: Sequence[int]) -> float:
+    """The Jaccard similarity estimated from two signatures of the same settings."""
+
 def batch_hash(
     input: Union[str, PathLike], work: Union[str, PathLike], task_index: int, task_count: int,
     *, partitions: int = 64, normalize: str = "loose", min_para_chars: int = 50, doc_check: str = "all",

@@ -26,6 +26,7 @@ use webdedup_store::{BatchId, Location, MemStore, Store, StoreMeta};
 use webdedup_text::Normalization;
 
 mod batch;
+mod minhash;
 
 create_exception!(
     webdedup,
@@ -817,5 +818,6 @@ fn webdedup(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(similar, m)?)?;
     m.add_function(wrap_pyfunction!(cdx_dups, m)?)?;
     batch::register(m)?;
+    minhash::register(m)?;
     Ok(())
 }

@@ -15,9 +15,9 @@ pub mod cdx_cmd;
 pub mod dates;
 pub mod dedup;
 pub mod index;
+mod inputs;
 pub mod locations;
 pub mod revisit;
-mod inputs;
 pub mod surt;
 pub mod util;
 

@@ -47,11 +47,19 @@ pub struct ServerArgs {
     /// Preallocate room for about N keys.
     #[arg(short = 's', long, default_value_t = 0, value_name = "N")]
     capacity: usize,
-    /// Also serve the KNOT one-hash protocol on this port (it is always served on
-    /// the main port too, told apart by its first bytes, unless auth is on).
+    /// Serve KNOT clients (the one-hash protocol): the store holds their hashes
+    /// (settings fixed now, workers are refused), and a connection that does not
+    /// open with webdedup's preamble is a KNOT client. Without it, such a
+    /// connection is dropped and changes nothing. Excludes --auth-token-file.
+    #[arg(long)]
+    knot: bool,
+    /// Also serve the KNOT one-hash protocol on this port, and only it (implies
+    /// --knot).
     #[arg(long, value_name = "PORT")]
     knot_port: Option<u16>,
     /// Serve `/metrics` (Prometheus) and `/status` (JSON) over HTTP at ADDR.
+    /// Beyond loopback it needs --auth-token-file (or --insecure), as --listen;
+    /// with a token, `/status` leaves out the pid, file paths, map and settings.
     #[arg(long, value_name = "ADDR")]
     metrics: Option<String>,
     /// Shared secret (first line of FILE): clients must prove they know it.
@@ -64,7 +72,13 @@ pub struct ServerArgs {
     /// Largest request frame accepted, in bytes.
     #[arg(long, default_value_t = webdedup_net::wire::DEFAULT_MAX_FRAME, value_name = "BYTES")]
     max_frame: u32,
-    /// Most connections at once (more are refused with "busy").
+    /// Memory for frames in flight, all connections together, in MiB (beyond
+    /// each connection's 8 KiB buffer); a frame that finds none in time is
+    /// refused with "busy". At least --max-frame.
+    #[arg(long, default_value_t = webdedup_net::server::DEFAULT_FRAME_MEMORY >> 20, value_name = "MIB")]
+    frame_memory: usize,
+    /// Most connections past their handshake at once (more are refused with
+    /// "busy"); as many more may be in their handshake (10 s at most each).
     #[arg(long, default_value_t = 1024, value_name = "N")]
     max_connections: usize,
     /// Disconnect a client silent this many seconds.
@@ -103,6 +117,7 @@ pub fn run(args: &ServerArgs) -> Result<u8> {
     cfg.journal = args.journal.clone();
     cfg.fsync = args.fsync;
     cfg.capacity = args.capacity;
+    cfg.knot = args.knot;
     cfg.knot_port = args.knot_port;
     cfg.metrics = args
         .metrics
@@ -116,6 +131,7 @@ pub fn run(args: &ServerArgs) -> Result<u8> {
         .transpose()?;
     cfg.insecure = args.insecure;
     cfg.max_frame = args.max_frame.max(1024);
+    cfg.frame_memory = args.frame_memory.saturating_mul(1 << 20);
     cfg.max_connections = args.max_connections.max(1);
     cfg.idle_timeout = Duration::from_secs(args.idle_timeout.max(1));
     cfg.retry_memory = args.retry_memory << 20;

@@ -49,7 +49,7 @@ fn files(input: &Path, output: &Path) -> Result<FileCounts> {
         .iter()
         .map(|&z| output_path(output, &f.rel, z))
         .collect();
-        if outs.iter().any(|o| log_path(o).exists()) {
+        if log_path(output, &f.rel).exists() {
             c.unfinished += 1;
         } else if outs.iter().any(|o| o.exists()) {
             c.finished += 1;

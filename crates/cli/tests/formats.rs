@@ -410,8 +410,8 @@ fn a_killed_jsonl_run_restores_to_the_same_bytes_and_store() {
         .unwrap();
     ok(&o);
     // Crashes at fault points (like kill -9), and clean stops (like SIGTERM: the
-    // decisions of unfinished outputs go to their logs, named after the
-    // compressed output a `.jsonl.gz` input gets).
+    // decisions of unfinished outputs go to their logs, named after the input, so a
+    // restore finds them whatever compression the `.jsonl.gz` input's output gets).
     for fault in [
         "commit:4",
         "output-bytes:60000",

@@ -3,161 +3,17 @@
 //! migration 2 -> 3 -> 2 servers, the KNOT protocol, auth, hostile clients.
 
 mod common;
+mod server_procs;
 
 use common::*;
+use server_procs::*;
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use webdedup_store::server_map::{ServerAddr, ServerEntry, ServerMap};
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn addr(port: u16) -> ServerAddr {
-    ServerAddr {
-        host: "127.0.0.1".into(),
-        port,
-    }
-}
-
-/// A block map over `ports` with block b owned by `owner(b)`.
-fn write_map(path: &Path, ports: &[u16], owner: impl Fn(u32) -> u32) -> ServerMap {
-    let blocks = 1999;
-    let map = ServerMap {
-        blocks,
-        servers: ports
-            .iter()
-            .map(|&p| ServerEntry {
-                addr: addr(p),
-                weight: 1.0,
-            })
-            .collect(),
-        owner: (0..blocks).map(owner).collect(),
-    };
-    std::fs::write(path, map.to_text()).unwrap();
-    map
-}
-
-struct Server {
-    child: Option<Child>,
-    port: u16,
-    log: PathBuf,
-}
-
-impl Server {
-    fn start(dir: &Path, map: &Path, port: u16, extra: &[&str]) -> Server {
-        let ready = dir.join(format!("ready-{port}"));
-        let _ = std::fs::remove_file(&ready);
-        let log = dir.join(format!("server-{port}.log"));
-        let child = Command::new(env!("CARGO_BIN_EXE_webdedup"))
-            .args(["server", "-m"])
-            .arg(map)
-            .args(["--listen", &format!("127.0.0.1:{port}"), "--ready-file"])
-            .arg(&ready)
-            .args(extra)
-            .stderr(
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(&log)
-                    .unwrap(),
-            )
-            .spawn()
-            .unwrap();
-        let mut s = Server {
-            child: Some(child),
-            port,
-            log,
-        };
-        let started = Instant::now();
-        while !ready.exists() {
-            if let Some(status) = s.child.as_mut().unwrap().try_wait().unwrap() {
-                panic!("server {port} exited ({status}): {}", read(&s.log));
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(30),
-                "server {port} did not start: {}",
-                read(&s.log)
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        s
-    }
-
-    /// Starts a server that saves to `DIR/s-PORT.snap` and loads it if present.
-    fn persistent(dir: &Path, map: &Path, port: u16, extra: &[&str]) -> Server {
-        let snap = snap_path(dir, port);
-        let snap = snap.to_str().unwrap();
-        let mut args = vec!["-i", snap, "-o", snap];
-        args.extend_from_slice(extra);
-        Server::start(dir, map, port, &args)
-    }
-
-    fn kill9(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            c.kill().unwrap();
-            c.wait().unwrap();
-        }
-    }
-
-    /// SIGTERM: save and stop; waits for the exit.
-    fn stop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            unsafe_kill(c.id(), "TERM");
-            let status = c.wait().unwrap();
-            assert!(
-                status.success(),
-                "server {} stopped with {status}: {}",
-                self.port,
-                read(&self.log)
-            );
-        }
-    }
-
-    fn wait_exit(&mut self, within: Duration) {
-        let c = self.child.as_mut().unwrap();
-        let started = Instant::now();
-        loop {
-            if let Some(status) = c.try_wait().unwrap() {
-                assert!(status.success(), "{}", read(&self.log));
-                self.child = None;
-                return;
-            }
-            assert!(
-                started.elapsed() < within,
-                "server {} did not exit: {}",
-                self.port,
-                read(&self.log)
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.kill9();
-    }
-}
-
-fn unsafe_kill(pid: u32, sig: &str) {
-    let ok = Command::new("kill")
-        .args([&format!("-{sig}"), &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(ok.success());
-}
-
-fn snap_path(dir: &Path, port: u16) -> PathBuf {
-    dir.join(format!("s-{port}.snap"))
-}
+use webdedup_net::wire::Msg;
+use webdedup_store::server_map::ServerMap;
 
 fn outputs(dir: &Path) -> Vec<(String, Vec<u8>)> {
     tree(dir)
@@ -198,18 +54,6 @@ fn finished_outputs(dir: &Path) -> usize {
         }
     }
     n
-}
-
-fn worker(input: &Path, out: &Path, map: &Path, extra: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_webdedup"));
-    c.args(["dedup", "-q", "--dd", "-i"])
-        .arg(input)
-        .arg("-o")
-        .arg(out)
-        .arg("-s")
-        .arg(map)
-        .args(extra);
-    c
 }
 
 /// The keys of a saved server snapshot.
@@ -598,44 +442,6 @@ fn migration_two_three_two_servers_loses_and_doubles_no_key() {
         snapshot_keys(&snap_path(d, p[2])).is_empty(),
         "the excluded server kept keys"
     );
-}
-
-/// Speaks the wire protocol by hand: preamble, hello, auth, ready.
-fn handshake(port: u16) -> TcpStream {
-    use webdedup_net::wire::{self, Msg, Role};
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    let mut out = wire::PREAMBLE.to_vec();
-    wire::encode(
-        &Msg::Hello {
-            version: wire::VERSION,
-            nonce: [1; 16],
-        },
-        &mut out,
-    );
-    s.write_all(&out).unwrap();
-    let _challenge = recv(&mut s);
-    out.clear();
-    wire::encode(
-        &Msg::Auth {
-            mac: [0; 32],
-            role: Role::Peer,
-            settings: None,
-        },
-        &mut out,
-    );
-    s.write_all(&out).unwrap();
-    assert!(matches!(recv(&mut s), Msg::Ready { .. }));
-    s
-}
-
-use webdedup_net::wire::Msg;
-
-fn recv(s: &mut TcpStream) -> Msg {
-    let mut head = [0u8; 4];
-    s.read_exact(&mut head).unwrap();
-    let mut body = vec![0u8; u32::from_le_bytes(head) as usize];
-    s.read_exact(&mut body).unwrap();
-    webdedup_net::wire::decode(&body).unwrap()
 }
 
 #[test]

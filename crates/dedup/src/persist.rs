@@ -18,9 +18,7 @@
 //!    its `REL.dedup.log`, save the snapshot, remove the journal.
 
 use crate::resume::Recorded;
-use crate::runner::{
-    list_inputs, log_path, output_path, rel_bytes, run_with, Durability, InputFile,
-};
+use crate::runner::{list_inputs, log_path, rel_bytes, run_with, Durability, InputFile};
 use crate::{RunConfig, RunStats};
 use anyhow::{anyhow, bail, Context, Result};
 use std::collections::BTreeMap;
@@ -73,13 +71,6 @@ pub fn store_meta(cfg: &RunConfig, blocks: u32) -> StoreMeta {
         blocks,
         key_kind: KEY_KIND.into(),
     }
-}
-
-/// `NAME.tmp`, where an unfinished output is written.
-fn tmp_of(out: &Path) -> PathBuf {
-    let mut s = out.as_os_str().to_owned();
-    s.push(".tmp");
-    PathBuf::from(s)
 }
 
 /// The settings a resumed run must share with the interrupted one, one `name=value`
@@ -275,12 +266,13 @@ pub fn run_persistent(
                 let finished = files
                     .iter()
                     .find(|f| rel_bytes(&f.rel) == rel.as_slice())
-                    .filter(|f| output_path(&cfg.output, &f.rel, cfg.compress).exists());
+                    .filter(|f| cfg.output_candidates(&f.rel).iter().any(|o| o.exists()));
                 let mark_torn = |f: &InputFile| -> Result<bool> {
                     Ok(replay.torn.is_some() && count_chunks(cfg, &f.path)? == chunk + 1)
                 };
                 if let Some(f) = finished.filter(|f| !mark_torn(f).unwrap_or(false)) {
-                    let out = output_path(&cfg.output, &f.rel, cfg.compress);
+                    let outs = cfg.output_candidates(&f.rel);
+                    let out = outs.iter().find(|o| o.exists()).unwrap_or(&outs[0]);
                     bail!(
                         "{}: the journal ends with the record of chunk {chunk} of {}, whose output {} is \
                          finished, without that output's finish mark: the journal was cut short after it \
@@ -304,12 +296,8 @@ pub fn run_persistent(
     };
 
     // Decision logs of unfinished outputs.
-    for (f, out) in files.iter().flat_map(|f| {
-        cfg.output_candidates(&f.rel)
-            .into_iter()
-            .map(move |o| (f, o))
-    }) {
-        let log = log_path(&out);
+    for f in &files {
+        let log = log_path(&cfg.output, &f.rel);
         if !log.exists() {
             continue;
         }
@@ -369,16 +357,9 @@ pub fn run_persistent(
                 let Some(chunks) = all.files.get(rel_bytes(&f.rel)) else {
                     continue;
                 };
-                let candidates = cfg.output_candidates(&f.rel);
-                if candidates.iter().any(|o| o.exists()) {
+                if cfg.output_candidates(&f.rel).iter().any(|o| o.exists()) {
                     continue;
                 }
-                // The name the unfinished output has (its `.tmp` is there).
-                let out = candidates
-                    .iter()
-                    .find(|o| tmp_of(o).exists())
-                    .unwrap_or(&candidates[0])
-                    .clone();
                 let records: Vec<(Vec<u8>, Vec<u64>)> = chunks
                     .iter()
                     .map(|(&i, v)| {
@@ -387,7 +368,12 @@ pub fn run_persistent(
                         (tag, Vec::new())
                     })
                     .collect();
-                Journal::write_file(&log_path(&out), &meta, info.as_bytes(), &records)?;
+                Journal::write_file(
+                    &log_path(&cfg.output, &f.rel),
+                    &meta,
+                    info.as_bytes(),
+                    &records,
+                )?;
                 rep.logs_written += 1;
                 fault::hit("stop-logs");
             }

@@ -49,9 +49,12 @@ pub struct Durability<'a> {
     pub plans: Option<&'a crate::plan::PlanCache>,
 }
 
-/// The per-file decision log of an unfinished output: `OUT.log` (`REL.dedup.log`).
-pub fn log_path(output: &Path) -> PathBuf {
-    let mut s = output.as_os_str().to_owned();
+/// The per-file decision log of an unfinished output: `OUT/REL.dedup.log` (without
+/// the input's and the output's compression suffixes). It is named after the input,
+/// not the output: the output's compression may depend on the format read
+/// (`--compress auto`), which a stopped run need not know for every file.
+pub fn log_path(out_dir: &Path, rel: &Path) -> PathBuf {
+    let mut s = output_stem(out_dir, rel).into_os_string();
     s.push(".log");
     PathBuf::from(s)
 }
@@ -457,6 +460,8 @@ impl Worker {
 /// A complete output, to be made durable and renamed into place.
 struct Finish {
     main: AtomicOutput,
+    /// The file's decision log, removed once the output is in place.
+    log: PathBuf,
     dd: Option<AtomicOutput>,
     dropped: Option<AtomicOutput>,
 }
@@ -485,9 +490,8 @@ fn finish_file(f: Finish, journal: Option<&Journal>, sync: bool) -> Result<()> {
         .finish(sync)
         .with_context(|| format!("cannot finish {}", path.display()))?;
     fault::hit("renamed");
-    let log = log_path(&path);
-    if log.exists() {
-        webdedup_store::journal::remove_durably(&log)?;
+    if f.log.exists() {
+        webdedup_store::journal::remove_durably(&f.log)?;
     }
     Ok(())
 }
@@ -587,7 +591,12 @@ impl Writer<'_> {
                 j.append(&tag, &[]).context("cannot write the journal")?;
             }
             let (main, dd, dropped) = self.current.take().expect("checked above");
-            let done = Finish { main, dd, dropped };
+            let done = Finish {
+                main,
+                log: log_path(&self.cfg.output, &file.rel),
+                dd,
+                dropped,
+            };
             match &self.finisher {
                 Some(tx) => tx
                     .send(done)

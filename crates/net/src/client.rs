@@ -10,7 +10,9 @@
 //! Failures: a dropped connection is retried with exponential backoff, resending
 //! the same (stream, sequence) ids, so the server answers from its retry records
 //! and nothing is counted twice; a server that stays unreachable for
-//! `give_up_after` is an error naming it. A server that is migrating is waited for.
+//! `give_up_after` is an error naming it. So is a server that stays busy (all its
+//! connection slots taken, or no memory for frames): `Busy` is retried with
+//! backoff like a dropped connection. A server that is migrating is waited for.
 
 use crate::auth::{self, Secret};
 use crate::wire::{self, ErrorCode, Msg, Role, ServerState, Settings};
@@ -303,7 +305,7 @@ impl RemoteStore {
         }
     }
 
-    /// Connects, retrying with backoff until `give_up_after`.
+    /// Connects, retrying with backoff until `give_up_after` (a busy server too).
     fn connect_with_retry(&self, server: usize) -> Result<Conn, StoreError> {
         let addr = self.addr(server);
         let started = Instant::now();
@@ -311,10 +313,10 @@ impl RemoteStore {
         loop {
             match Conn::connect(addr, Role::Worker, Some(&self.settings), &self.opts) {
                 Ok(c) => return Ok(c),
-                Err(ConnError::Refused { code, message }) => {
+                Err(ConnError::Refused { code, message }) if code != ErrorCode::Busy => {
                     return Err(self.refused(code, message))
                 }
-                Err(ConnError::Io(e)) => {
+                Err(ConnError::Refused { message: e, .. }) | Err(ConnError::Io(e)) => {
                     if started.elapsed() >= self.opts.give_up_after {
                         return Err(StoreError::Unavailable(format!(
                             "server {addr} unreachable for {} s: {e}",
@@ -533,10 +535,12 @@ impl RemoteStore {
                         migrating = true;
                         failed.push(share);
                     }
-                    Err(ConnError::Refused { code, message }) => {
+                    Err(ConnError::Refused { code, message }) if code != ErrorCode::Busy => {
                         return Err(self.refused(code, message))
                     }
-                    Err(ConnError::Io(e)) => {
+                    // Busy (a stopping server, no memory for frames): the rest of
+                    // this connection's answers will not come; retry elsewhen.
+                    Err(ConnError::Refused { message: e, .. }) | Err(ConnError::Io(e)) => {
                         last_error = e;
                         failed.push(share);
                     }

@@ -560,6 +560,14 @@ pub enum KeysRequest {
     Test { req: u32 },
 }
 
+/// Whether a frame body is a `TestAndInsert`/`Test` (by its kind byte only).
+pub fn is_keys_request(body: &[u8]) -> bool {
+    matches!(
+        body.first(),
+        Some(&kind::TEST_AND_INSERT) | Some(&kind::TEST)
+    )
+}
+
 /// Decodes a `TestAndInsert`/`Test` body into `keys` without allocating a new
 /// vector; any other kind gives `Ok(None)` (decode it with [`decode`]).
 pub fn decode_keys_request(

@@ -20,6 +20,9 @@ pub enum KeyKind {
     WikilinksRow,
     /// A wikilinks row's column 2 (the link target), normalized.
     WikilinksTarget,
+    /// A MinHash LSH band: the band's index and its signature values
+    /// (`webdedup-minhash`). A store holding them holds nothing else.
+    MinHashBand,
 }
 
 impl KeyKind {
@@ -34,6 +37,7 @@ impl KeyKind {
             KeyKind::UrlDigest => 0x7572_6c2b_6467_7374, // "url+dgst"
             KeyKind::WikilinksRow => 0x776b_6c6e_6b72_6f77, // "wklnkrow"
             KeyKind::WikilinksTarget => 0x776b_6c6e_6b74_6774, // "wklnktgt"
+            KeyKind::MinHashBand => 0x6d68_2d62_616e_6473, // "mh-bands"
         }
     }
 }
@@ -93,6 +97,7 @@ mod tests {
             KeyKind::UrlDigest,
             KeyKind::WikilinksRow,
             KeyKind::WikilinksTarget,
+            KeyKind::MinHashBand,
         ];
         let keys: std::collections::HashSet<u64> =
             kinds.iter().map(|k| key(*k, b"same text")).collect();

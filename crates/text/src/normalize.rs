@@ -176,6 +176,48 @@ impl TextBuilder {
         }
     }
 
+    /// Appends a whole text whose words are separated by whitespace. With `loose`
+    /// this equals pushing each of its whitespace-separated words with `glued =
+    /// false` (so [`normalize`] of the text), faster for long texts: runs of ASCII
+    /// words go through the ASCII path in one call (whitespace inside them is the
+    /// separator); only words with a non-ASCII byte go one by one. With `none`, the
+    /// words separated by ASCII whitespace are pushed one by one. [`words`](Self::words)
+    /// and [`raw_chars`](Self::raw_chars) are not meaningful after this call. Returns
+    /// false when some word was not valid UTF-8 (read lossily).
+    pub fn push_text(&mut self, text: &[u8]) -> bool {
+        let mut ok = true;
+        if self.mode == Normalization::None {
+            for w in text.split(|b| b.is_ascii_whitespace()) {
+                ok &= self.push_word(w, false);
+            }
+            return ok;
+        }
+        let mut i = 0;
+        while i < text.len() {
+            let rest = &text[i..];
+            let Some(na) = rest.iter().position(|&b| b >= 0x80) else {
+                ok &= self.push_word(rest, false);
+                break;
+            };
+            // The word holding the non-ASCII byte starts after the last ASCII
+            // whitespace before it; everything before that is ASCII words.
+            let start = match rest[..na].iter().rposition(|b| b.is_ascii_whitespace()) {
+                Some(ws) => {
+                    ok &= self.push_word(&rest[..ws], false);
+                    ws + 1
+                }
+                None => 0,
+            };
+            let end = rest[na..]
+                .iter()
+                .position(|b| b.is_ascii_whitespace())
+                .map_or(rest.len(), |e| na + e);
+            ok &= self.push_word(&rest[start..end], false);
+            i += end + 1;
+        }
+        ok
+    }
+
     /// The ASCII fast path of `loose`, one table lookup per byte, written straight
     /// into the buffer's spare capacity. Returns false, having written nothing, if
     /// the word is not ASCII.
@@ -410,6 +452,17 @@ mod tests {
                 b.push_word(w.as_bytes(), *glued);
             }
             proptest::prop_assert_eq!(std::str::from_utf8(b.text()).unwrap(), reference_loose_ascii(&words));
+        }
+
+        #[test]
+        fn push_text_equals_word_by_word(text in "([ -~\t\n\x0b]|\\PC|[\u{a0}\u{3000}\u{2028}]){0,40}") {
+            let mut whole = TextBuilder::new(Normalization::Loose);
+            whole.push_text(text.as_bytes());
+            proptest::prop_assert_eq!(std::str::from_utf8(whole.text()).unwrap(), normalize(&text, Normalization::Loose));
+            let mut none = TextBuilder::new(Normalization::None);
+            none.push_text(text.as_bytes());
+            let words: Vec<&str> = text.split(|c: char| c.is_ascii_whitespace()).filter(|w| !w.is_empty()).collect();
+            proptest::prop_assert_eq!(std::str::from_utf8(none.text()).unwrap(), words.join(" "));
         }
 
         #[test]

@@ -1,199 +1,276 @@
 //! One connection: the handshake, then requests until the peer leaves, idles out
 //! or misbehaves. A client that sends garbage is disconnected and logged; the
 //! server goes on serving everyone else.
+//!
+//! Limits (see `admission` and `connection`): the handshake (or a KNOT client's
+//! first hash) must come within [`HANDSHAKE_TIMEOUT`] before the connection takes
+//! one of `--max-connections` slots; frames are read into buffers that grow only
+//! as bytes arrive, under the server's frame budget.
+//!
+//! Work that may block (waiting for the gate while a save holds it, fsyncs,
+//! migration and status locks) runs in `block_in_place`, so the runtime's worker
+//! threads keep accepting and reading while a save holds the gate or a disk is
+//! slow. Key requests take a fast path inline when they cannot wait long: the
+//! gate is free (`try_read`) and the journal does not fsync each record; what
+//! remains are short shard locks and a write to the page cache. (A hand-off to
+//! `block_in_place` per request doubled the server's CPU per KNOT hash.)
+//!
+//! Stopping: once the server is closing, a request that has not taken the gate
+//! yet is refused (`Busy`, never verdicts), so nothing acknowledged can miss the
+//! final save.
 
+use super::admission::InRoom;
+use super::connection::{Connection, ReadError, Why};
 use super::Shared;
 use crate::auth;
 use crate::wire::{self, ErrorCode, KeysRequest, Msg, Role, ServerState};
-use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader, BufWriter};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
-use webdedup_store::Location;
+use tokio::sync::{mpsc, watch};
+use webdedup_store::{Location, SyncMode};
 
-/// Time a client has to complete the handshake.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// The server's gate, held shared by a request.
+type Gate<'a> = parking_lot::RwLockReadGuard<'a, ()>;
+
+/// Time a connection has, from its accept, to complete the handshake (a KNOT
+/// client: to send its first hash).
+pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Keys per frame when streaming a block to its new owner.
 const FETCH_CHUNK: usize = 1 << 16;
+/// Answers are written once no request is waiting, or once this many bytes are.
+const FLUSH_AT: usize = 64 << 10;
+/// Scratch buffers larger than this are freed after their request, so an idle
+/// connection keeps only small buffers whatever it sent before.
+const SCRATCH_KEEP: usize = 16 << 10;
+
+/// What every connection task is handed: the shutdown signal (`true` once the
+/// server stops), and a sender whose drop tells the server this task is done.
+#[derive(Clone)]
+pub(crate) struct Lifeline {
+    pub stop: watch::Receiver<bool>,
+    pub _done: mpsc::Sender<()>,
+}
+
+impl Lifeline {
+    async fn stopping(&mut self) {
+        let _ = self.stop.wait_for(|&s| s).await;
+    }
+}
 
 pub(crate) async fn accept_loop(
     listener: TcpListener,
     shared: Arc<Shared>,
-    limit: Arc<Semaphore>,
     knot_only: bool,
+    mut life: Lifeline,
 ) {
     loop {
-        let (sock, peer) = match listener.accept().await {
-            Ok(x) => x,
-            Err(e) => {
-                // Out of file descriptors and the like: wait rather than spin.
-                tracing::warn!("accept failed: {e}");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
+        let (sock, peer) = tokio::select! {
+            biased;
+            _ = life.stopping() => return,
+            r = listener.accept() => match r {
+                Ok(x) => x,
+                Err(e) => {
+                    // Out of file descriptors and the like: wait rather than spin.
+                    shared.throttle.warn(format_args!("accept failed: {e}"));
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
         };
         let _ = sock.set_nodelay(true);
-        let permit = match limit.clone().try_acquire_owned() {
-            Ok(p) => p,
-            Err(_) => {
-                shared
-                    .counters
-                    .rejected_connections
-                    .fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(
-                    "{peer}: refused, {} connections already",
-                    shared.cfg.max_connections
-                );
-                tokio::spawn(refuse_busy(sock));
-                continue;
-            }
-        };
         let shared = shared.clone();
+        let life = life.clone();
         tokio::spawn(async move {
-            shared.counters.connections.fetch_add(1, Ordering::Relaxed);
-            shared
-                .counters
-                .connections_total
-                .fetch_add(1, Ordering::Relaxed);
-            if let Err(why) = handle(sock, peer, &shared, knot_only).await {
-                tracing::warn!("{peer}: disconnected: {why}");
+            let c = &shared.counters;
+            c.connections.fetch_add(1, Ordering::Relaxed);
+            c.connections_total.fetch_add(1, Ordering::Relaxed);
+            if let Err(why) = handle(sock, &shared, knot_only, life).await {
+                shared
+                    .throttle
+                    .warn(format_args!("{peer}: disconnected: {why}"));
             }
             shared.counters.connections.fetch_sub(1, Ordering::Relaxed);
-            drop(permit);
         });
     }
 }
 
-async fn refuse_busy(mut sock: TcpStream) {
+/// How a connection introduced itself.
+enum Opened {
+    /// Closed before saying anything (a port probe).
+    Probe,
+    /// A KNOT client: its first hashes are in the buffer.
+    Knot,
+    /// Our handshake, up to the `Ready` (not sent yet): the role and the proof.
+    Client(Role, [u8; 32]),
+}
+
+async fn handle(
+    sock: TcpStream,
+    shared: &Arc<Shared>,
+    knot_only: bool,
+    mut life: Lifeline,
+) -> Result<(), Why> {
+    let mut conn = Connection::new(sock, shared.budget.clone());
+    let mut room: InRoom = shared.admission.enter();
+    let opened = tokio::select! {
+        biased;
+        _ = life.stopping() => return Ok(()),
+        _ = room.evicted() => {
+            return Err("evicted from the handshake: too many connections in handshake, and this one was the oldest".into())
+        }
+        r = tokio::time::timeout(HANDSHAKE_TIMEOUT, open(&mut conn, shared, knot_only)) => match r {
+            Err(_) => return Err(format!("no handshake within {} s", HANDSHAKE_TIMEOUT.as_secs())),
+            Ok(r) => r?,
+        },
+    };
+    drop(room);
+    let busy = || {
+        shared
+            .counters
+            .rejected_connections
+            .fetch_add(1, Ordering::Relaxed);
+        format!(
+            "refused: {} connections already",
+            shared.cfg.max_connections
+        )
+    };
+    match opened {
+        Opened::Probe => Ok(()),
+        Opened::Knot => {
+            let Some(_slot) = shared.admission.slot() else {
+                return Err(busy());
+            };
+            knot(conn, shared, life).await
+        }
+        Opened::Client(_role, proof) => {
+            let Some(_slot) = shared.admission.slot() else {
+                let why = busy();
+                let _ = send(
+                    &mut conn,
+                    shared,
+                    &Msg::Error {
+                        req: 0,
+                        code: ErrorCode::Busy,
+                        message: "too many connections; retry".into(),
+                    },
+                )
+                .await;
+                return Err(why);
+            };
+            send(
+                &mut conn,
+                shared,
+                &Msg::Ready {
+                    state: shared.state(),
+                    index: shared.me.map_or(u32::MAX, |i| i as u32),
+                    max_frame: shared.cfg.max_frame,
+                    mac: proof,
+                },
+            )
+            .await?;
+            serve_requests(conn, shared, life).await
+        }
+    }
+}
+
+/// The first bytes: our preamble and handshake, or (on a KNOT server) a hash.
+async fn open(conn: &mut Connection, shared: &Arc<Shared>, knot_only: bool) -> Result<Opened, Why> {
+    match conn.fill(wire::PREAMBLE.len()).await {
+        Ok(true) => {}
+        Ok(false) if conn.buffered().is_empty() => return Ok(Opened::Probe),
+        Ok(false) => return Err(format!("left after {} bytes", conn.buffered().len())),
+        Err(e) => return Err(e.to_string()),
+    }
+    if knot_only || conn.buffered()[..8] != wire::PREAMBLE {
+        if shared.cfg.serves_knot() {
+            return Ok(Opened::Knot);
+        }
+        shared.counters.bad_frames.fetch_add(1, Ordering::Relaxed);
+        return Err(
+            "not a webdedup client (no preamble); the KNOT one-hash protocol is off (see --knot)"
+                .into(),
+        );
+    }
+    conn.consume(wire::PREAMBLE.len());
+    let (role, proof) = handshake(conn, shared).await?;
+    Ok(Opened::Client(role, proof))
+}
+
+/// Writes `bytes`, giving up on a peer that does not read for the idle timeout.
+async fn write(conn: &mut Connection, shared: &Shared, bytes: &[u8]) -> Result<(), Why> {
+    match tokio::time::timeout(shared.cfg.idle_timeout, conn.write_all(bytes)).await {
+        Ok(r) => r.map_err(|e| e.to_string()),
+        Err(_) => Err(format!(
+            "not reading its answers for {} s",
+            shared.cfg.idle_timeout.as_secs()
+        )),
+    }
+}
+
+async fn send(conn: &mut Connection, shared: &Shared, msg: &Msg) -> Result<(), Why> {
+    let mut out = Vec::new();
+    wire::encode(msg, &mut out);
+    write(conn, shared, &out).await
+}
+
+/// Says why before hanging up (best effort: the client may be gone).
+async fn say_error(conn: &mut Connection, code: ErrorCode, message: String) {
     let mut out = Vec::new();
     wire::encode(
         &Msg::Error {
             req: 0,
-            code: ErrorCode::Busy,
-            message: "too many connections".into(),
+            code,
+            message,
         },
         &mut out,
     );
-    let _ = tokio::time::timeout(Duration::from_secs(1), sock.write_all(&out)).await;
+    let _ = tokio::time::timeout(Duration::from_secs(1), conn.write_all(&out)).await;
 }
 
-/// Why a connection ended badly (logged).
-type Why = String;
-
-async fn handle(
-    sock: TcpStream,
-    peer: SocketAddr,
-    shared: &Arc<Shared>,
-    knot_only: bool,
-) -> Result<(), Why> {
-    let (r, w) = sock.into_split();
-    let mut r = BufReader::with_capacity(1 << 16, r);
-    let mut w = BufWriter::with_capacity(1 << 16, w);
-    let mut first = [0u8; 8];
-    match tokio::time::timeout(
-        HANDSHAKE_TIMEOUT.max(shared.cfg.idle_timeout),
-        r.read_exact(&mut first),
-    )
-    .await
-    {
-        Ok(Ok(_)) => {}
-        Ok(Err(_)) => return Ok(()), // closed before saying anything (a port probe)
-        Err(_) => return Err("said nothing".into()),
-    }
-    if knot_only || first != wire::PREAMBLE {
-        if shared.cfg.auth.is_some() {
-            shared.counters.bad_frames.fetch_add(1, Ordering::Relaxed);
-            return Err(
-                "not a webdedup client, and the KNOT protocol is off on an authenticated server"
-                    .into(),
-            );
-        }
-        return knot(first, r, w, shared).await;
-    }
-    match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake(&mut r, &mut w, shared)).await {
-        Ok(Ok(_role)) => {}
-        Ok(Err(why)) => return Err(why),
-        Err(_) => return Err("handshake timed out".into()),
-    }
-    serve_requests(r, w, peer, shared).await
-}
-
-async fn read_frame(
-    r: &mut BufReader<OwnedReadHalf>,
-    body: &mut Vec<u8>,
-    max: u32,
-    idle: Duration,
-) -> Result<bool, Why> {
-    let mut head = [0u8; 4];
-    match tokio::time::timeout(idle, r.read_exact(&mut head)).await {
-        Err(_) => return Err(format!("idle for {} s", idle.as_secs())),
-        Ok(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(false),
-        Ok(Err(e)) => return Err(e.to_string()),
-        Ok(Ok(_)) => {}
-    }
-    let len = wire::frame_len(head, max).map_err(|e| e.to_string())?;
-    body.clear();
-    body.resize(len, 0);
-    match tokio::time::timeout(idle, r.read_exact(body)).await {
-        Err(_) => Err("stalled in the middle of a frame".into()),
-        Ok(Err(e)) => Err(format!("frame cut short: {e}")),
-        Ok(Ok(_)) => Ok(true),
-    }
-}
-
-async fn send(w: &mut BufWriter<OwnedWriteHalf>, msg: &Msg) -> Result<(), Why> {
-    let mut out = Vec::new();
-    wire::encode(msg, &mut out);
-    w.write_all(&out).await.map_err(|e| e.to_string())?;
-    w.flush().await.map_err(|e| e.to_string())
-}
-
-async fn handshake(
-    r: &mut BufReader<OwnedReadHalf>,
-    w: &mut BufWriter<OwnedWriteHalf>,
-    shared: &Arc<Shared>,
-) -> Result<Role, Why> {
-    let mut body = Vec::new();
-    let bad = |shared: &Shared, why: String| {
+/// Reads one handshake frame (at most `max` bytes).
+async fn handshake_frame(conn: &mut Connection, shared: &Shared, max: u32) -> Result<Msg, Why> {
+    let bad = |why: String| {
         shared.counters.bad_frames.fetch_add(1, Ordering::Relaxed);
         why
     };
-    if !read_frame(r, &mut body, 4096, HANDSHAKE_TIMEOUT)
-        .await
-        .map_err(|e| bad(shared, e))?
-    {
-        return Err("left during the handshake".into());
-    }
-    let nonce = match wire::decode(&body) {
-        Ok(Msg::Hello { version, nonce }) => {
+    let at = match conn.read_frame(max, HANDSHAKE_TIMEOUT).await {
+        Ok(Some(at)) => at,
+        Ok(None) => return Err("left during the handshake".into()),
+        Err(e) => return Err(bad(e.to_string())),
+    };
+    let msg = wire::decode(conn.body(&at)).map_err(|e| bad(e.to_string()));
+    conn.finish_frame(at);
+    msg
+}
+
+/// Hello, challenge, auth; checks the token and a worker's settings. Returns
+/// the role and the server's proof for the `Ready`, which the caller sends once
+/// the connection has a slot.
+async fn handshake(conn: &mut Connection, shared: &Arc<Shared>) -> Result<(Role, [u8; 32]), Why> {
+    let bad = |why: String| {
+        shared.counters.bad_frames.fetch_add(1, Ordering::Relaxed);
+        why
+    };
+    let nonce = match handshake_frame(conn, shared, 4096).await? {
+        Msg::Hello { version, nonce } => {
             if version != wire::VERSION {
                 let message = format!(
                     "protocol version {version}; this server speaks {}",
                     wire::VERSION
                 );
-                let _ = send(
-                    w,
-                    &Msg::Error {
-                        req: 0,
-                        code: ErrorCode::Version,
-                        message: message.clone(),
-                    },
-                )
-                .await;
+                say_error(conn, ErrorCode::Version, message.clone()).await;
                 return Err(message);
             }
             nonce
         }
-        Ok(other) => return Err(bad(shared, format!("expected a hello, got {other:?}"))),
-        Err(e) => return Err(bad(shared, e.to_string())),
+        other => return Err(bad(format!("expected a hello, got {}", kind_name(&other)))),
     };
     let challenge = auth::random::<32>();
     send(
-        w,
+        conn,
+        shared,
         &Msg::Challenge {
             version: wire::VERSION,
             auth_required: shared.cfg.auth.is_some(),
@@ -201,25 +278,18 @@ async fn handshake(
         },
     )
     .await?;
-    if !read_frame(r, &mut body, 8192, HANDSHAKE_TIMEOUT)
-        .await
-        .map_err(|e| bad(shared, e))?
-    {
-        return Err("left during the handshake".into());
-    }
-    let (mac, role, settings) = match wire::decode(&body) {
-        Ok(Msg::Auth {
+    let (mac, role, settings) = match handshake_frame(conn, shared, 8192).await? {
+        Msg::Auth {
             mac,
             role,
             settings,
-        }) => (mac, role, settings),
-        Ok(other) => {
-            return Err(bad(
-                shared,
-                format!("expected an auth message, got {other:?}"),
-            ))
+        } => (mac, role, settings),
+        other => {
+            return Err(bad(format!(
+                "expected an auth message, got {}",
+                kind_name(&other)
+            )))
         }
-        Err(e) => return Err(bad(shared, e.to_string())),
     };
     let mut proof = [0u8; 32];
     if let Some(secret) = &shared.cfg.auth {
@@ -228,22 +298,14 @@ async fn handshake(
                 .counters
                 .auth_failures
                 .fetch_add(1, Ordering::Relaxed);
-            let _ = send(
-                w,
-                &Msg::Error {
-                    req: 0,
-                    code: ErrorCode::AuthFailed,
-                    message: "authentication failed".into(),
-                },
-            )
-            .await;
+            say_error(conn, ErrorCode::AuthFailed, "authentication failed".into()).await;
             return Err("authentication failed (wrong or no token)".into());
         }
         proof = secret.server_proof(&challenge, &nonce);
     }
     if role == Role::Worker {
         let Some(s) = settings else {
-            return Err(bad(shared, "a worker without settings".into()));
+            return Err(bad("a worker without settings".into()));
         };
         let problem = if s.map != shared.fingerprint {
             Some(format!(
@@ -253,113 +315,187 @@ async fn handshake(
                 shared.cfg.map.display()
             ))
         } else {
-            shared.adopt_meta(&s.meta).err()
+            // Journal creation may touch the disk: off the runtime's workers.
+            tokio::task::block_in_place(|| shared.adopt_meta(&s.meta)).err()
         };
         if let Some(message) = problem {
-            let _ = send(
-                w,
-                &Msg::Error {
-                    req: 0,
-                    code: ErrorCode::Mismatch,
-                    message: message.clone(),
-                },
-            )
-            .await;
+            say_error(conn, ErrorCode::Mismatch, message.clone()).await;
             return Err(message);
         }
     }
-    send(
-        w,
-        &Msg::Ready {
-            state: shared.state(),
-            index: shared.me.map_or(u32::MAX, |i| i as u32),
-            max_frame: shared.cfg.max_frame,
-            mac: proof,
-        },
-    )
-    .await?;
-    Ok(role)
+    Ok((role, proof))
+}
+
+/// A message's kind, for logs (never its contents: they come from anyone).
+fn kind_name(msg: &Msg) -> &'static str {
+    match msg {
+        Msg::Hello { .. } => "hello",
+        Msg::Challenge { .. } => "challenge",
+        Msg::Auth { .. } => "auth",
+        Msg::Ready { .. } => "ready",
+        Msg::TestAndInsert { .. } => "test-and-insert",
+        Msg::Test { .. } => "test",
+        Msg::Verdicts { .. } => "verdicts",
+        Msg::Error { .. } => "error",
+        Msg::StatusRequest { .. } => "status request",
+        Msg::Status { .. } => "status",
+        Msg::FetchBlock { .. } => "fetch-block",
+        Msg::BlockKeys { .. } => "block keys",
+        Msg::ReleaseBlock { .. } => "release-block",
+        Msg::TestLocated { .. } => "test-located",
+        Msg::TestAndInsertLocated { .. } => "test-and-insert-located",
+        Msg::LocatedVerdicts { .. } => "located verdicts",
+    }
+}
+
+/// Buffers a connection reuses between requests (trimmed after large ones).
+#[derive(Default)]
+struct Scratch {
+    keys: Vec<u64>,
+    seen: Vec<bool>,
+    out: Vec<u8>,
+}
+
+impl Scratch {
+    fn trim(&mut self) {
+        if self.keys.capacity() * 8 > SCRATCH_KEEP {
+            self.keys = Vec::new();
+        }
+        if self.seen.capacity() > SCRATCH_KEEP {
+            self.seen = Vec::new();
+        }
+        if self.out.capacity() > SCRATCH_KEEP {
+            self.out = Vec::new();
+        }
+    }
+}
+
+/// After a request: go on, or hang up (saying why in the log when it is a fault).
+enum Next {
+    Go,
+    Close(Option<Why>),
 }
 
 async fn serve_requests(
-    mut r: BufReader<OwnedReadHalf>,
-    mut w: BufWriter<OwnedWriteHalf>,
-    peer: SocketAddr,
+    mut conn: Connection,
     shared: &Arc<Shared>,
+    mut life: Lifeline,
 ) -> Result<(), Why> {
-    let mut body = Vec::new();
-    let mut keys = Vec::new();
-    let mut seen = Vec::new();
-    let mut out = Vec::new();
+    let max = shared.cfg.max_frame;
+    let mut s = Scratch::default();
     loop {
-        match read_frame(
-            &mut r,
-            &mut body,
-            shared.cfg.max_frame,
-            shared.cfg.idle_timeout,
-        )
-        .await
-        {
-            Ok(true) => {}
-            Ok(false) => return Ok(()),
-            Err(why) => {
-                shared.counters.bad_frames.fetch_add(1, Ordering::Relaxed);
-                // Say why before hanging up (best effort: the client may be gone).
-                let _ = tokio::time::timeout(
-                    Duration::from_secs(1),
-                    send(
-                        &mut w,
-                        &Msg::Error {
-                            req: 0,
-                            code: ErrorCode::BadFrame,
-                            message: why.clone(),
-                        },
-                    ),
-                )
-                .await;
+        let read = tokio::select! {
+            biased;
+            _ = life.stopping() => {
+                // Between requests: everything read so far is answered.
+                return write(&mut conn, shared, &s.out).await;
+            }
+            r = conn.read_frame(max, shared.cfg.idle_timeout) => r,
+        };
+        let at = match read {
+            Ok(Some(at)) => at,
+            Ok(None) => return write(&mut conn, shared, &s.out).await,
+            Err(e) => {
+                let _ = write(&mut conn, shared, &s.out).await;
+                let code = match e {
+                    ReadError::Bad(_) => {
+                        shared.counters.bad_frames.fetch_add(1, Ordering::Relaxed);
+                        ErrorCode::BadFrame
+                    }
+                    ReadError::Busy(_) => {
+                        shared
+                            .counters
+                            .rejected_connections
+                            .fetch_add(1, Ordering::Relaxed);
+                        ErrorCode::Busy
+                    }
+                };
+                let why = e.to_string();
+                say_error(&mut conn, code, why.clone()).await;
                 return Err(why);
             }
-        }
-        out.clear();
-        match wire::decode_keys_request(&body, &mut keys) {
-            Ok(Some(req)) => answer_keys(shared, req, &keys, &mut seen, &mut out),
-            Ok(None) => match wire::decode(&body) {
-                Ok(Msg::TestLocated { req, keys }) => {
-                    answer_located(shared, req, None, &keys, None, &mut out)
-                }
-                Ok(Msg::TestAndInsertLocated {
-                    req,
-                    id,
-                    keys,
-                    locs,
-                }) => answer_located(shared, req, id, &keys, Some(&locs), &mut out),
-                Ok(msg) => {
-                    if let Some(end) = answer_other(shared, msg, &mut w).await? {
-                        return end;
-                    }
-                }
-                Err(e) => {
-                    shared.counters.bad_frames.fetch_add(1, Ordering::Relaxed);
-                    return Err(format!("{peer}: {e}"));
-                }
-            },
-            Err(e) => {
-                shared.counters.bad_frames.fetch_add(1, Ordering::Relaxed);
-                return Err(e.to_string());
+        };
+        let next = {
+            let body = conn.body(&at);
+            match fast_gate(shared).filter(|_| wire::is_keys_request(body)) {
+                Some(gate) => answer(shared, body, &mut s, Some(gate)),
+                None => tokio::task::block_in_place(|| answer(shared, body, &mut s, None)),
             }
+        };
+        conn.finish_frame(at);
+        if s.out.len() >= FLUSH_AT || !conn.frame_buffered(max) || !matches!(next, Next::Go) {
+            write(&mut conn, shared, &s.out).await?;
+            s.out.clear();
         }
-        if !out.is_empty() {
-            w.write_all(&out).await.map_err(|e| e.to_string())?;
-        }
-        // Answer at once unless more requests are already here (pipelined).
-        if r.buffer().is_empty() {
-            w.flush().await.map_err(|e| e.to_string())?;
+        s.trim();
+        match next {
+            Next::Go => {}
+            Next::Close(None) => return Ok(()),
+            Next::Close(Some(why)) => return Err(why),
         }
     }
+}
+
+/// The gate, shared, if taking it cannot wait (no save holds it) and the
+/// journal does not fsync each record: a request may then run inline.
+fn fast_gate(shared: &Shared) -> Option<Gate<'_>> {
+    if shared.cfg.fsync == SyncMode::Always && shared.journal.lock().is_some() {
+        return None;
+    }
+    shared.gate.try_read()
+}
+
+/// Answers one request into `s.out`. Blocking unless `gate` is given (a key
+/// request taken on the fast path, with the gate already held); otherwise it
+/// runs in `block_in_place`.
+fn answer(shared: &Shared, body: &[u8], s: &mut Scratch, gate: Option<Gate>) -> Next {
+    let bad = |why: String| {
+        shared.counters.bad_frames.fetch_add(1, Ordering::Relaxed);
+        Next::Close(Some(why))
+    };
+    let done = match wire::decode_keys_request(body, &mut s.keys) {
+        Ok(Some(req)) => answer_keys(shared, req, &s.keys, &mut s.seen, &mut s.out, gate),
+        Ok(None) => match wire::decode(body) {
+            Ok(Msg::TestLocated { req, keys }) => {
+                answer_located(shared, req, None, &keys, None, &mut s.out)
+            }
+            Ok(Msg::TestAndInsertLocated {
+                req,
+                id,
+                keys,
+                locs,
+            }) => answer_located(shared, req, id, &keys, Some(&locs), &mut s.out),
+            Ok(msg) => return answer_other(shared, msg, &mut s.out),
+            Err(e) => return bad(e.to_string()),
+        },
+        Err(e) => return bad(e.to_string()),
+    };
+    match done {
+        Answered::Yes => Next::Go,
+        Answered::Stopping => Next::Close(None),
+    }
+}
+
+/// Whether a request was answered or refused because the server is stopping.
+enum Answered {
+    Yes,
+    Stopping,
 }
 
 fn error_frame(out: &mut Vec<u8>, req: u32, code: ErrorCode, message: String) {
     wire::encode(&Msg::Error { req, code, message }, out);
+}
+
+/// The refusal of a request that came after the server began to stop: never
+/// verdicts, so nothing is acknowledged that the final save could miss.
+fn stopping(out: &mut Vec<u8>, req: u32) -> Answered {
+    error_frame(
+        out,
+        req,
+        ErrorCode::Busy,
+        "the server is stopping; retry".into(),
+    );
+    Answered::Stopping
 }
 
 /// Whether a key request may be answered now (ready, and every key of a block
@@ -414,15 +550,18 @@ fn answer_keys(
     keys: &[u64],
     seen: &mut Vec<bool>,
     out: &mut Vec<u8>,
-) {
+    gate: Option<Gate>,
+) -> Answered {
     let req_no = match req {
         KeysRequest::TestAndInsert { req, .. } | KeysRequest::Test { req } => req,
     };
     if !admit(shared, req_no, keys, out) {
-        return;
+        return Answered::Yes;
     }
     let c = &shared.counters;
-    let _gate = shared.gate.read();
+    let Some(_gate) = shared.enter_holding(gate) else {
+        return stopping(out, req_no);
+    };
     match req {
         KeysRequest::Test { req } => {
             seen.clear();
@@ -430,10 +569,10 @@ fn answer_keys(
             verdicts(out, req, seen);
         }
         KeysRequest::TestAndInsert { req, id: None } => {
-            if let Err(e) = insert(shared, keys, None, seen, None) {
-                return error_frame(out, req, ErrorCode::Internal, e);
+            match insert(shared, keys, None, seen, None) {
+                Ok(_) => verdicts(out, req, seen),
+                Err(e) => error_frame(out, req, ErrorCode::Internal, e),
             }
-            verdicts(out, req, seen);
         }
         KeysRequest::TestAndInsert { req, id: Some(id) } => {
             let mut shard = shared.retry.lock(id.0);
@@ -448,7 +587,7 @@ fn answer_keys(
                         },
                         out,
                     );
-                    return;
+                    return Answered::Yes;
                 }
                 // Another request under the same id: answer it afresh.
             }
@@ -461,6 +600,7 @@ fn answer_keys(
             }
         }
     }
+    Answered::Yes
 }
 
 /// Feedback mode's requests: `locs` given, test and insert (keeping each new
@@ -474,17 +614,20 @@ fn answer_located(
     keys: &[u64],
     locs: Option<&[Location]>,
     out: &mut Vec<u8>,
-) {
+) -> Answered {
     use webdedup_store::Store;
     if !admit(shared, req, keys, out) {
-        return;
+        return Answered::Yes;
     }
     let (mut seen, mut originals) = (Vec::new(), Vec::new());
-    let _gate = shared.gate.read();
+    let Some(_gate) = shared.enter() else {
+        return stopping(out, req);
+    };
     let bits = match (locs, id) {
         (None, _) => {
             if let Err(e) = shared.store.test_located(keys, &mut seen, &mut originals) {
-                return error_frame(out, req, ErrorCode::Internal, e.to_string());
+                error_frame(out, req, ErrorCode::Internal, e.to_string());
+                return Answered::Yes;
             }
             let mut bits = Vec::new();
             wire::pack_bits(&seen, &mut bits);
@@ -504,7 +647,8 @@ fn answer_located(
                         .retried_requests
                         .fetch_add(1, Ordering::Relaxed);
                     if let Err(e) = shared.store.test_located(keys, &mut seen, &mut originals) {
-                        return error_frame(out, req, ErrorCode::Internal, e.to_string());
+                        error_frame(out, req, ErrorCode::Internal, e.to_string());
+                        return Answered::Yes;
                     }
                     seen.clear();
                     seen.extend((0..keys.len()).map(|i| wire::bit(&bits, i)));
@@ -522,7 +666,10 @@ fn answer_located(
                         }
                         bits
                     }
-                    Err(e) => return error_frame(out, req, ErrorCode::Internal, e),
+                    Err(e) => {
+                        error_frame(out, req, ErrorCode::Internal, e);
+                        return Answered::Yes;
+                    }
                 },
             }
         }
@@ -542,13 +689,14 @@ fn answer_located(
         },
         out,
     );
+    Answered::Yes
 }
 
 /// Tests and inserts (with `located`, keeping each new key's location and
 /// pushing the originals of the others), journals the new keys (with the
 /// verdicts when the request has an id) and hands the record to the OS, all
 /// before the answer goes out. Locations are not journaled: as in the seed, they
-/// live as long as the process.
+/// live as long as the process. The caller holds the gate (`Shared::enter`).
 fn insert(
     shared: &Shared,
     keys: &[u64],
@@ -610,47 +758,29 @@ fn verdicts(out: &mut Vec<u8>, req: u32, seen: &[bool]) {
     );
 }
 
-/// Everything but key requests. `Some(result)` ends the connection.
-async fn answer_other(
-    shared: &Arc<Shared>,
-    msg: Msg,
-    w: &mut BufWriter<OwnedWriteHalf>,
-) -> Result<Option<Result<(), Why>>, Why> {
+/// Everything but key requests, answered into `out`.
+fn answer_other(shared: &Shared, msg: Msg, out: &mut Vec<u8>) -> Next {
     match msg {
-        Msg::StatusRequest { req } => {
-            send(
-                w,
-                &Msg::Status {
-                    req,
-                    json: shared.status_json().to_string(),
-                },
-            )
-            .await?;
-        }
+        Msg::StatusRequest { req } => wire::encode(
+            &Msg::Status {
+                req,
+                json: shared.status_json().to_string(),
+            },
+            out,
+        ),
         Msg::FetchBlock { req, block } => {
             if block >= shared.map.blocks {
-                send(
-                    w,
-                    &Msg::Error {
-                        req,
-                        code: ErrorCode::BadFrame,
-                        message: format!("no block {block}"),
-                    },
-                )
-                .await?;
-                return Ok(None);
+                error_frame(out, req, ErrorCode::BadFrame, format!("no block {block}"));
+                return Next::Go;
             }
             if shared.migration.lock().released.contains(&block) {
-                send(
-                    w,
-                    &Msg::Error {
-                        req,
-                        code: ErrorCode::Released,
-                        message: format!("block {block} was handed over already"),
-                    },
-                )
-                .await?;
-                return Ok(None);
+                error_frame(
+                    out,
+                    req,
+                    ErrorCode::Released,
+                    format!("block {block} was handed over already"),
+                );
+                return Next::Go;
             }
             let keys = {
                 let _gate = shared.gate.read();
@@ -658,48 +788,44 @@ async fn answer_other(
             };
             let mut chunks = keys.chunks(FETCH_CHUNK).peekable();
             if chunks.peek().is_none() {
-                send(
-                    w,
+                wire::encode(
                     &Msg::BlockKeys {
                         req,
                         block,
                         last: true,
                         keys: Vec::new(),
                     },
-                )
-                .await?;
+                    out,
+                );
             }
             while let Some(c) = chunks.next() {
                 let last = chunks.peek().is_none();
-                send(
-                    w,
+                wire::encode(
                     &Msg::BlockKeys {
                         req,
                         block,
                         last,
                         keys: c.to_vec(),
                     },
-                )
-                .await?;
+                    out,
+                );
             }
         }
         Msg::ReleaseBlock { req, block } => {
             if block >= shared.map.blocks || shared.owned[block as usize] {
-                send(
-                    w,
-                    &Msg::Error {
-                        req,
-                        code: ErrorCode::WrongOwner,
-                        message: format!(
-                            "block {block} is this server's under its map: not releasing it"
-                        ),
-                    },
-                )
-                .await?;
-                return Ok(None);
+                error_frame(
+                    out,
+                    req,
+                    ErrorCode::WrongOwner,
+                    format!("block {block} is this server's under its map: not releasing it"),
+                );
+                return Next::Go;
             }
             let result = {
-                let _gate = shared.gate.read();
+                let Some(_gate) = shared.enter() else {
+                    stopping(out, req);
+                    return Next::Close(None);
+                };
                 let dropped = shared.store.clear_block(block);
                 let r = match shared.journal() {
                     Some(j) => {
@@ -721,91 +847,103 @@ async fn answer_other(
                         m.outgoing.remove(&block);
                         m.released.insert(block);
                     }
-                    send(
-                        w,
+                    wire::encode(
                         &Msg::Verdicts {
                             req,
                             n: 0,
                             bitmap: Vec::new(),
                         },
-                    )
-                    .await?;
+                        out,
+                    );
                     shared.migration_step();
                 }
-                Err(e) => {
-                    send(
-                        w,
-                        &Msg::Error {
-                            req,
-                            code: ErrorCode::Internal,
-                            message: e,
-                        },
-                    )
-                    .await?
-                }
+                Err(e) => error_frame(out, req, ErrorCode::Internal, e),
             }
         }
         other => {
             shared.counters.bad_frames.fetch_add(1, Ordering::Relaxed);
-            return Ok(Some(Err(format!("unexpected message {other:?}"))));
+            return Next::Close(Some(format!("unexpected message: {}", kind_name(&other))));
         }
     }
-    Ok(None)
+    Next::Go
 }
 
 /// The KNOT one-hash protocol: 8 bytes in (a big-endian 64-bit hash), one ASCII
 /// byte out, `1` seen before, `0` new. Its block is the hash modulo the block
-/// count, as for every key.
-async fn knot(
-    first: [u8; 8],
-    mut r: BufReader<OwnedReadHalf>,
-    mut w: BufWriter<OwnedWriteHalf>,
-    shared: &Arc<Shared>,
-) -> Result<(), Why> {
-    let mut hash = first;
-    let mut seen = Vec::with_capacity(1);
+/// count, as for every key. Hashes that arrive together are answered together
+/// (one journal record), in order, as if asked one by one.
+async fn knot(mut conn: Connection, shared: &Arc<Shared>, mut life: Lifeline) -> Result<(), Why> {
+    let (mut keys, mut seen, mut answers) = (Vec::new(), Vec::new(), Vec::new());
     loop {
-        let key = u64::from_be_bytes(hash);
-        if shared.state() != ServerState::Ready {
-            return Err(
-                "KNOT client while migrating: the one-hash protocol cannot say 'retry'".into(),
+        let whole = conn.buffered().len() / 8;
+        if whole > 0 {
+            keys.clear();
+            keys.extend(
+                conn.buffered()[..whole * 8]
+                    .chunks_exact(8)
+                    .map(|c| u64::from_be_bytes(c.try_into().unwrap())),
             );
+            let r = match fast_gate(shared) {
+                Some(gate) => knot_answer(shared, &keys, &mut seen, &mut answers, Some(gate)),
+                None => tokio::task::block_in_place(|| {
+                    knot_answer(shared, &keys, &mut seen, &mut answers, None)
+                }),
+            };
+            conn.consume(answers.len() * 8);
+            write(&mut conn, shared, &answers).await?;
+            r?;
         }
-        let block = shared.rule.block(key);
-        if !shared.owned[block as usize] {
-            return Err(format!(
-                "KNOT client sent a hash of block {block}, which this server does not own"
-            ));
-        }
-        if shared.meta.lock().is_none() {
-            // A store started for KNOT clients: its keys are theirs.
-            shared.adopt_meta(&knot_meta(shared.map.blocks))?;
-        }
-        shared
-            .counters
-            .knot_requests
-            .fetch_add(1, Ordering::Relaxed);
-        shared.counters.keys_tested.fetch_add(1, Ordering::Relaxed);
-        let answer = {
-            let _gate = shared.gate.read();
-            insert(shared, &[key], None, &mut seen, None)?;
-            if seen[0] {
-                b'1'
-            } else {
-                b'0'
-            }
+        let read = tokio::select! {
+            biased;
+            _ = life.stopping() => return Ok(()),
+            r = tokio::time::timeout(shared.cfg.idle_timeout, conn.read_some()) => r,
         };
-        w.write_all(&[answer]).await.map_err(|e| e.to_string())?;
-        if r.buffer().len() < 8 {
-            w.flush().await.map_err(|e| e.to_string())?;
-        }
-        match tokio::time::timeout(shared.cfg.idle_timeout, r.read_exact(&mut hash)).await {
+        match read {
             Err(_) => return Err("KNOT client idle".into()),
-            Ok(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
             Ok(Err(e)) => return Err(e.to_string()),
+            Ok(Ok(0)) => return Ok(()),
             Ok(Ok(_)) => {}
         }
     }
+}
+
+/// Answers the KNOT hashes `keys` into `answers` (`0`/`1` each), up to the first
+/// one this server may not answer: that one ends the connection.
+fn knot_answer(
+    shared: &Shared,
+    keys: &[u64],
+    seen: &mut Vec<bool>,
+    answers: &mut Vec<u8>,
+    gate: Option<Gate>,
+) -> Result<(), Why> {
+    answers.clear();
+    if shared.state() != ServerState::Ready {
+        return Err("KNOT client while migrating: the one-hash protocol cannot say 'retry'".into());
+    }
+    let owned = keys
+        .iter()
+        .position(|&k| !shared.owned[shared.rule.block(k) as usize])
+        .unwrap_or(keys.len());
+    if owned > 0 {
+        let Some(_gate) = shared.enter_holding(gate) else {
+            return Err("the server is stopping".into());
+        };
+        insert(shared, &keys[..owned], None, seen, None)?;
+        answers.extend(seen.iter().map(|&s| if s { b'1' } else { b'0' }));
+        let c = &shared.counters;
+        c.knot_requests.fetch_add(owned as u64, Ordering::Relaxed);
+        c.keys_tested.fetch_add(owned as u64, Ordering::Relaxed);
+    }
+    if owned < keys.len() {
+        // Typically a client with another map, reconnecting in a loop: counted,
+        // and logged through the throttle.
+        shared.counters.bad_frames.fetch_add(1, Ordering::Relaxed);
+        let block = shared.rule.block(keys[owned]);
+        return Err(format!(
+            "KNOT client sent a hash of block {block}, which this server does not own (a client with another map?)"
+        ));
+    }
+    Ok(())
 }
 
 /// The settings of a store that only KNOT clients fill: hashes computed by them.

@@ -9,14 +9,31 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>) {
+/// Requests served at once; more connections wait in the kernel's backlog.
+const MAX_AT_ONCE: usize = 64;
+
+pub(crate) async fn serve(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let at_once = Arc::new(tokio::sync::Semaphore::new(MAX_AT_ONCE));
     loop {
-        let Ok((mut sock, _)) = listener.accept().await else {
+        let Ok(permit) = at_once.clone().acquire_owned().await else {
+            return;
+        };
+        let accepted = tokio::select! {
+            biased;
+            _ = stop.wait_for(|&s| s) => return,
+            r = listener.accept() => r,
+        };
+        let Ok((mut sock, _)) = accepted else {
             tokio::time::sleep(Duration::from_millis(100)).await;
             continue;
         };
         let shared = shared.clone();
         tokio::spawn(async move {
+            let _permit = permit;
             let mut buf = vec![0u8; 2048];
             let mut len = 0;
             // Read the request head (bounded, with a deadline).
@@ -40,11 +57,15 @@ pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>) {
             let line = String::from_utf8_lossy(&buf[..len]);
             let path = line.split_whitespace().nth(1).unwrap_or("");
             let (status, ctype, body) = match path {
-                "/metrics" => ("200 OK", "text/plain; version=0.0.4", prometheus(&shared)),
+                "/metrics" => (
+                    "200 OK",
+                    "text/plain; version=0.0.4",
+                    tokio::task::block_in_place(|| prometheus(&shared)),
+                ),
                 "/status" => (
                     "200 OK",
                     "application/json",
-                    shared.status_json().to_string() + "\n",
+                    tokio::task::block_in_place(|| shared.public_status_json()).to_string() + "\n",
                 ),
                 _ => (
                     "404 Not Found",
@@ -56,9 +77,12 @@ pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>) {
                 "HTTP/1.0 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
                 body.len()
             );
-            let _ = sock.write_all(head.as_bytes()).await;
-            let _ = sock.write_all(body.as_bytes()).await;
-            let _ = sock.shutdown().await;
+            let _ = tokio::time::timeout(Duration::from_secs(5), async {
+                let _ = sock.write_all(head.as_bytes()).await;
+                let _ = sock.write_all(body.as_bytes()).await;
+                let _ = sock.shutdown().await;
+            })
+            .await;
         });
     }
 }
@@ -132,13 +156,13 @@ pub(crate) fn prometheus(shared: &Shared) -> String {
     metric(
         "rejected_connections_total",
         "counter",
-        "Connections refused (limit).",
+        "Connections refused: no free slot, or no memory for a frame in time (busy).",
         num("rejected_connections"),
     );
     metric(
         "bad_frames_total",
         "counter",
-        "Connections dropped for malformed input.",
+        "Connections dropped for malformed input (or, KNOT, a hash of a block not served here).",
         num("bad_frames"),
     );
     metric(
@@ -146,6 +170,30 @@ pub(crate) fn prometheus(shared: &Shared) -> String {
         "counter",
         "Failed authentications.",
         num("auth_failures"),
+    );
+    metric(
+        "connections_in_handshake",
+        "gauge",
+        "Connections still in their handshake (they hold no slot).",
+        num("connections_in_handshake"),
+    );
+    metric(
+        "evicted_connections_total",
+        "counter",
+        "Connections evicted from a full handshake room (the oldest first).",
+        num("evicted_connections"),
+    );
+    metric(
+        "frame_memory_bytes",
+        "gauge",
+        "Bytes of frames in flight taken from the frame budget.",
+        num("frame_memory_bytes"),
+    );
+    metric(
+        "frame_memory_limit_bytes",
+        "gauge",
+        "The frame budget (--frame-memory).",
+        num("frame_memory_limit"),
     );
     metric(
         "uptime_seconds",

@@ -170,7 +170,10 @@ fn take_block(
             ));
         }
         {
-            let _gate = shared.gate.read();
+            // Never after the final save began: these keys would be in no file.
+            let Some(_gate) = shared.enter() else {
+                return Err("the server is stopping".into());
+            };
             shared.store.insert_all(&keys);
             if let Some(j) = shared.journal() {
                 let tag = [&[b'M'][..], &block_tag].concat();
@@ -189,7 +192,9 @@ fn take_block(
         }
     }
     {
-        let _gate = shared.gate.read();
+        let Some(_gate) = shared.enter() else {
+            return Err("the server is stopping".into());
+        };
         if let Some(j) = shared.journal() {
             let tag = [&[b'F'][..], &block_tag].concat();
             j.append(&tag, &[])

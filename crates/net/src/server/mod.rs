@@ -9,25 +9,40 @@
 //! snapshot, the retry records and the migration progress, then starts a new
 //! journal.
 //!
+//! Stopping (SIGTERM, SIGINT) drains as tokio's mini-redis does: stop accepting,
+//! let every connection finish the request it is answering, refuse the rest
+//! (refused requests get no verdicts), then save. A request checks that the
+//! server is not closing under the gate, and the final save takes the gate
+//! exclusively after closing is set: every acknowledged key is in the snapshot.
+//!
+//! Who may change what the store is: its settings come from a snapshot or
+//! journal, else from `--knot` (a store of KNOT clients' hashes, fixed at start),
+//! else from the first worker's handshake. A connection that does not open with
+//! our preamble is a KNOT client only on a `--knot` server; elsewhere it is
+//! dropped and counted, and changes nothing.
+//!
 //! Journal record tags (the first byte says which):
 //! `S stream seq n bitmap` a worker request (keys: the new ones), `K` a KNOT key,
 //! `M block` keys taken over from a block's previous owner, `F block` that block
 //! fully taken over, `R block` a block handed over to its new owner (dropped here).
 
+mod admission;
 mod conn;
+mod connection;
 mod http;
 mod migrate;
 mod retry;
+mod throttle;
 
 use crate::auth::Secret;
 use crate::wire::{self, ServerState};
 use anyhow::{bail, Context, Result};
-use parking_lot::{Mutex, RwLock};
+use parking_lot::{Mutex, RwLock, RwLockReadGuard};
 use retry::RetryRecords;
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use webdedup_store::server_map::{ServerAddr, ServerMap};
@@ -44,7 +59,10 @@ pub struct ServerConfig {
     /// How the maps name this server (default: the listen address).
     pub me: Option<ServerAddr>,
     pub listen: SocketAddr,
-    /// A second port speaking only the KNOT one-hash protocol.
+    /// Serve KNOT clients (the one-hash protocol): the store holds their hashes
+    /// (settings fixed at start), and a connection without our preamble is one.
+    pub knot: bool,
+    /// A second port speaking only the KNOT one-hash protocol (implies `knot`).
     pub knot_port: Option<u16>,
     /// Where to serve `/metrics` (Prometheus text) and `/status` (JSON) over HTTP.
     pub metrics: Option<SocketAddr>,
@@ -57,6 +75,9 @@ pub struct ServerConfig {
     /// Allow listening beyond loopback without a shared secret.
     pub insecure: bool,
     pub max_frame: u32,
+    /// Bytes of frames in flight beyond each connection's own small buffer, all
+    /// connections together (at least `max_frame`).
+    pub frame_memory: usize,
     pub max_connections: usize,
     pub idle_timeout: Duration,
     /// Memory for retry records (oldest dropped first beyond it).
@@ -71,6 +92,7 @@ impl ServerConfig {
             from_map: None,
             me: None,
             listen,
+            knot: false,
             knot_port: None,
             metrics: None,
             load: None,
@@ -81,6 +103,7 @@ impl ServerConfig {
             auth: None,
             insecure: false,
             max_frame: wire::DEFAULT_MAX_FRAME,
+            frame_memory: DEFAULT_FRAME_MEMORY,
             max_connections: 1024,
             idle_timeout: Duration::from_secs(600),
             retry_memory: 256 << 20,
@@ -93,7 +116,42 @@ impl ServerConfig {
             .clone()
             .or_else(|| self.save.as_ref().map(|s| sidecar(s, "journal")))
     }
+
+    /// Serves KNOT clients (`--knot`, or a `--knot-port`).
+    pub fn serves_knot(&self) -> bool {
+        self.knot || self.knot_port.is_some()
+    }
+
+    /// Refuses settings that would leave the server open or unable to work.
+    pub fn check(&self) -> Result<()> {
+        let open = |addr: &SocketAddr, what: &str| -> Result<()> {
+            if !addr.ip().is_loopback() && self.auth.is_none() && !self.insecure {
+                bail!(
+                    "{what} {addr} (beyond loopback) needs --auth-token-file (or --insecure on a trusted network)"
+                );
+            }
+            Ok(())
+        };
+        open(&self.listen, "listening on")?;
+        if let Some(m) = &self.metrics {
+            open(m, "--metrics on")?;
+        }
+        if self.serves_knot() && self.auth.is_some() {
+            bail!("KNOT clients cannot authenticate: --knot (or --knot-port) and --auth-token-file exclude each other");
+        }
+        if self.frame_memory < self.max_frame as usize + 4 {
+            bail!(
+                "the memory for frames in flight ({} bytes) must hold the largest frame (--max-frame {})",
+                self.frame_memory,
+                self.max_frame
+            );
+        }
+        Ok(())
+    }
 }
+
+/// Default budget of frames in flight (twice the default largest frame).
+pub const DEFAULT_FRAME_MEMORY: usize = 128 << 20;
 
 /// `FILE.ext` beside `FILE`.
 pub fn sidecar(path: &Path, ext: &str) -> PathBuf {
@@ -149,6 +207,11 @@ pub(crate) struct Shared {
     pub counters: Counters,
     pub started: Instant,
     pub shutdown: tokio::sync::Notify,
+    /// Set when the server begins to stop: requests not yet answered are refused.
+    pub closing: AtomicBool,
+    pub budget: Arc<connection::FrameBudget>,
+    pub admission: admission::Admission,
+    pub throttle: throttle::Throttle,
 }
 
 impl Shared {
@@ -169,12 +232,29 @@ impl Shared {
         self.journal.lock().clone()
     }
 
+    /// The gate, shared, for a request that may change the store; `None` once
+    /// the server is closing (the request must be refused, not answered). Checked
+    /// under the gate: the final save takes it exclusively after closing is set,
+    /// so a request either is in that save or sees closing.
+    pub fn enter(&self) -> Option<RwLockReadGuard<'_, ()>> {
+        self.enter_holding(None)
+    }
+
+    /// [`Shared::enter`] with the gate possibly taken already (`held`).
+    pub fn enter_holding<'a>(
+        &'a self,
+        held: Option<RwLockReadGuard<'a, ()>>,
+    ) -> Option<RwLockReadGuard<'a, ()>> {
+        let gate = held.unwrap_or_else(|| self.gate.read());
+        (!self.closing.load(Ordering::SeqCst)).then_some(gate)
+    }
+
     /// Fixes the settings of the keys this server keeps: the first client's, if
     /// neither a snapshot nor a journal said. Starts the journal then.
     pub fn adopt_meta(&self, theirs: &StoreMeta) -> Result<(), String> {
         let mut meta = self.meta.lock();
         match &*meta {
-            Some(mine) => match mine.mismatch(theirs, "this server's store") {
+            Some(mine) => match theirs.mismatch(mine, "this server's store") {
                 Some(m) => Err(format!(
                     "the client's settings differ from the server's: {m}"
                 )),
@@ -244,7 +324,26 @@ impl Shared {
             "rejected_connections": c.rejected_connections.load(Ordering::Relaxed),
             "bad_frames": c.bad_frames.load(Ordering::Relaxed),
             "auth_failures": c.auth_failures.load(Ordering::Relaxed),
+            "connections_in_handshake": self.admission.in_handshake(),
+            "evicted_connections": self.admission.evicted.load(Ordering::Relaxed),
+            "frame_memory_bytes": self.budget.in_use(),
+            "frame_memory_limit": self.budget.total(),
         })
+    }
+
+    /// The status served over HTTP (`--metrics`), which nobody authenticates: on
+    /// a server with a token, without what locates the server's files and process
+    /// (ask `webdedup status`, which authenticates, for those).
+    pub fn public_status_json(&self) -> serde_json::Value {
+        let mut s = self.status_json();
+        if self.cfg.auth.is_some() {
+            if let Some(o) = s.as_object_mut() {
+                for field in ["pid", "journal", "save", "map_fingerprint", "settings"] {
+                    o.remove(field);
+                }
+            }
+        }
+        s
     }
 
     /// Migration bookkeeping after a block was handed over or taken over.
@@ -400,12 +499,8 @@ fn open_store(cfg: &ServerConfig, blocks: u32) -> Result<Opened> {
 /// block is handed over). Binds before returning `bound` through the callback so
 /// tests and launchers can learn the ports.
 pub fn run(cfg: ServerConfig, on_bound: impl FnOnce(SocketAddr) + Send + 'static) -> Result<Exit> {
-    if !cfg.listen.ip().is_loopback() && cfg.auth.is_none() && !cfg.insecure {
-        bail!(
-            "listening on {} (beyond loopback) needs --auth-token-file (or --insecure on a trusted network)",
-            cfg.listen
-        );
-    }
+    cfg.check()?;
+    raise_fd_limit(2 * cfg.max_connections + 64);
     let map = read_map(&cfg.map)?;
     let me_addr = cfg.me.clone().unwrap_or_else(|| ServerAddr {
         host: cfg.listen.ip().to_string(),
@@ -432,10 +527,25 @@ pub fn run(cfg: ServerConfig, on_bound: impl FnOnce(SocketAddr) + Send + 'static
     }
     let Opened {
         store,
-        meta,
+        mut meta,
         retry,
         migration: saved_migration,
     } = open_store(&cfg, map.blocks)?;
+    let knot = conn::knot_meta(map.blocks);
+    match &meta {
+        None if cfg.serves_knot() => meta = Some(knot),
+        Some(m) if cfg.serves_knot() && *m != knot => {
+            bail!(
+                "--knot serves KNOT clients' hashes, but the stored keys are of another kind (hash {}, key kind {}): use another store",
+                m.hash,
+                m.key_kind
+            )
+        }
+        Some(m) if !cfg.serves_knot() && *m == knot => tracing::warn!(
+            "the stored keys are KNOT clients' hashes: start with --knot to serve KNOT clients (workers are refused)"
+        ),
+        _ => {}
+    }
     let owned: Vec<bool> = map.owner.iter().map(|&o| Some(o as usize) == me).collect();
     let shared = Arc::new(Shared {
         fingerprint: wire::map_fingerprint(&map),
@@ -454,6 +564,10 @@ pub fn run(cfg: ServerConfig, on_bound: impl FnOnce(SocketAddr) + Send + 'static
         counters: Counters::default(),
         started: Instant::now(),
         shutdown: tokio::sync::Notify::new(),
+        closing: AtomicBool::new(false),
+        budget: connection::FrameBudget::new(cfg.frame_memory),
+        admission: admission::Admission::new(cfg.max_connections),
+        throttle: throttle::Throttle::default(),
         map,
         cfg,
     });
@@ -550,33 +664,52 @@ async fn serve(
         .await
         .with_context(|| format!("cannot listen on {}", shared.cfg.listen))?;
     let bound = listener.local_addr()?;
-    let limit = Arc::new(tokio::sync::Semaphore::new(shared.cfg.max_connections));
+    // Every connection task holds a lifeline: `stop` tells it to finish, and the
+    // server waits until every `done` sender is dropped (mini-redis's shutdown).
+    let (stop_tx, stop) = tokio::sync::watch::channel(false);
+    let (done, mut all_done) = tokio::sync::mpsc::channel::<()>(1);
+    let life = conn::Lifeline { stop, _done: done };
     tokio::spawn(conn::accept_loop(
         listener,
         shared.clone(),
-        limit.clone(),
         false,
+        life.clone(),
     ));
     if let Some(port) = shared.cfg.knot_port {
         let addr = SocketAddr::new(shared.cfg.listen.ip(), port);
         let l = TcpListener::bind(addr)
             .await
             .with_context(|| format!("cannot listen on {addr}"))?;
-        tokio::spawn(conn::accept_loop(l, shared.clone(), limit.clone(), true));
+        tokio::spawn(conn::accept_loop(l, shared.clone(), true, life.clone()));
     }
     if let Some(addr) = shared.cfg.metrics {
         let l = TcpListener::bind(addr)
             .await
             .with_context(|| format!("cannot listen on {addr}"))?;
-        tokio::spawn(http::serve(l, shared.clone()));
+        tokio::spawn(http::serve(l, shared.clone(), life.stop.clone()));
     }
+    drop(life);
+    let flusher = {
+        let s = shared.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(throttle::WINDOW).await;
+                s.throttle.flush();
+            }
+        })
+    };
     tracing::info!(
-        "serving {} blocks of {} as {} on {bound}{}",
+        "serving {} blocks of {} as {} on {bound}{}{}",
         shared.owned.iter().filter(|&&o| o).count(),
         shared.map.blocks,
         shared.me_addr,
         if shared.cfg.auth.is_some() {
             " (authenticated)"
+        } else {
+            ""
+        },
+        if shared.cfg.serves_knot() {
+            " (KNOT clients)"
         } else {
             ""
         }
@@ -604,6 +737,22 @@ async fn serve(
             _ = shared.shutdown.notified() => break,
         }
     }
+    // Drain: no new request is answered from here on (checked under the gate),
+    // connections finish the request in hand, then the save takes the gate.
+    shared.closing.store(true, Ordering::SeqCst);
+    let _ = stop_tx.send(true);
+    if tokio::time::timeout(DRAIN_TIMEOUT, all_done.recv())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            "{} connections still open after {} s: saving anyway (their requests are refused)",
+            shared.counters.connections.load(Ordering::Relaxed),
+            DRAIN_TIMEOUT.as_secs()
+        );
+    }
+    flusher.abort();
+    shared.throttle.flush();
     let finished = shared.state() == ServerState::Finished;
     let s = shared.clone();
     tokio::task::spawn_blocking(move || s.save(true)).await??;
@@ -618,4 +767,39 @@ async fn serve(
     } else {
         Exit::Stopped
     })
+}
+
+/// How long a stopping server waits for its connections to finish their requests.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Raises the soft limit of open files to the hard one (as Go's runtime does):
+/// each connection is a file descriptor, and the default soft limit (often 1024)
+/// is below what `--max-connections` allows (a room of connections in handshake
+/// plus the slots).
+fn raise_fd_limit(wanted: usize) {
+    // SAFETY: getrlimit/setrlimit only read and write the struct passed.
+    unsafe {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+            return;
+        }
+        if lim.rlim_cur < lim.rlim_max {
+            let raised = libc::rlimit {
+                rlim_cur: lim.rlim_max,
+                rlim_max: lim.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                lim.rlim_cur = lim.rlim_max;
+            }
+        }
+        if (lim.rlim_cur as u128) < wanted as u128 {
+            tracing::warn!(
+                "open files are limited to {}; --max-connections wants about {wanted} (raise `ulimit -n`)",
+                lim.rlim_cur
+            );
+        }
+    }
 }

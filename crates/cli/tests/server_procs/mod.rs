@@ -1,0 +1,209 @@
+//! Hash servers as real processes for the process tests (`servers.rs`,
+//! `hostile_server.rs`): block maps on loopback ports, `webdedup server` started
+//! and stopped, workers, the wire handshake by hand.
+
+#![allow(dead_code)]
+
+use crate::common::read;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+use webdedup_net::wire::Msg;
+use webdedup_store::server_map::{ServerAddr, ServerEntry, ServerMap};
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+pub fn addr(port: u16) -> ServerAddr {
+    ServerAddr {
+        host: "127.0.0.1".into(),
+        port,
+    }
+}
+
+/// A block map over `ports` with block b owned by `owner(b)`.
+pub fn write_map(path: &Path, ports: &[u16], owner: impl Fn(u32) -> u32) -> ServerMap {
+    let blocks = 1999;
+    let map = ServerMap {
+        blocks,
+        servers: ports
+            .iter()
+            .map(|&p| ServerEntry {
+                addr: addr(p),
+                weight: 1.0,
+            })
+            .collect(),
+        owner: (0..blocks).map(owner).collect(),
+    };
+    std::fs::write(path, map.to_text()).unwrap();
+    map
+}
+
+pub struct Server {
+    pub child: Option<Child>,
+    pub port: u16,
+    pub log: PathBuf,
+}
+
+impl Server {
+    pub fn start(dir: &Path, map: &Path, port: u16, extra: &[&str]) -> Server {
+        let ready = dir.join(format!("ready-{port}"));
+        let _ = std::fs::remove_file(&ready);
+        let log = dir.join(format!("server-{port}.log"));
+        let child = Command::new(env!("CARGO_BIN_EXE_webdedup"))
+            .args(["server", "-m"])
+            .arg(map)
+            .args(["--listen", &format!("127.0.0.1:{port}"), "--ready-file"])
+            .arg(&ready)
+            .args(extra)
+            .stderr(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&log)
+                    .unwrap(),
+            )
+            .spawn()
+            .unwrap();
+        let mut s = Server {
+            child: Some(child),
+            port,
+            log,
+        };
+        let started = Instant::now();
+        while !ready.exists() {
+            if let Some(status) = s.child.as_mut().unwrap().try_wait().unwrap() {
+                panic!("server {port} exited ({status}): {}", read(&s.log));
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "server {port} did not start: {}",
+                read(&s.log)
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        s
+    }
+
+    /// Starts a server that saves to `DIR/s-PORT.snap` and loads it if present.
+    pub fn persistent(dir: &Path, map: &Path, port: u16, extra: &[&str]) -> Server {
+        let snap = snap_path(dir, port);
+        let snap = snap.to_str().unwrap();
+        let mut args = vec!["-i", snap, "-o", snap];
+        args.extend_from_slice(extra);
+        Server::start(dir, map, port, &args)
+    }
+
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            c.kill().unwrap();
+            c.wait().unwrap();
+        }
+    }
+
+    /// SIGTERM: save and stop; waits for the exit.
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            unsafe_kill(c.id(), "TERM");
+            let status = c.wait().unwrap();
+            assert!(
+                status.success(),
+                "server {} stopped with {status}: {}",
+                self.port,
+                read(&self.log)
+            );
+        }
+    }
+
+    pub fn wait_exit(&mut self, within: Duration) {
+        let c = self.child.as_mut().unwrap();
+        let started = Instant::now();
+        loop {
+            if let Some(status) = c.try_wait().unwrap() {
+                assert!(status.success(), "{}", read(&self.log));
+                self.child = None;
+                return;
+            }
+            assert!(
+                started.elapsed() < within,
+                "server {} did not exit: {}",
+                self.port,
+                read(&self.log)
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+pub fn unsafe_kill(pid: u32, sig: &str) {
+    let ok = Command::new("kill")
+        .args([&format!("-{sig}"), &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+}
+
+pub fn snap_path(dir: &Path, port: u16) -> PathBuf {
+    dir.join(format!("s-{port}.snap"))
+}
+
+pub fn worker(input: &Path, out: &Path, map: &Path, extra: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_webdedup"));
+    c.args(["dedup", "-q", "--dd", "-i"])
+        .arg(input)
+        .arg("-o")
+        .arg(out)
+        .arg("-s")
+        .arg(map)
+        .args(extra);
+    c
+}
+
+/// Speaks the wire protocol by hand: preamble, hello, auth, ready.
+pub fn handshake(port: u16) -> TcpStream {
+    use webdedup_net::wire::{self, Msg, Role};
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut out = wire::PREAMBLE.to_vec();
+    wire::encode(
+        &Msg::Hello {
+            version: wire::VERSION,
+            nonce: [1; 16],
+        },
+        &mut out,
+    );
+    s.write_all(&out).unwrap();
+    let _challenge = recv(&mut s);
+    out.clear();
+    wire::encode(
+        &Msg::Auth {
+            mac: [0; 32],
+            role: Role::Peer,
+            settings: None,
+        },
+        &mut out,
+    );
+    s.write_all(&out).unwrap();
+    assert!(matches!(recv(&mut s), Msg::Ready { .. }));
+    s
+}
+
+pub fn recv(s: &mut TcpStream) -> Msg {
+    let mut head = [0u8; 4];
+    s.read_exact(&mut head).unwrap();
+    let mut body = vec![0u8; u32::from_le_bytes(head) as usize];
+    s.read_exact(&mut body).unwrap();
+    webdedup_net::wire::decode(&body).unwrap()
+}

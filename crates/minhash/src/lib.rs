@@ -1,0 +1,225 @@
+//! MinHash signatures and LSH band keys: near-duplicate documents by the Jaccard
+//! similarity of their shingle sets, as 64-bit keys for webdedup's stores.
+//!
+//! A document's text is normalized and cut into shingles ([`shingle`]: word
+//! `N`-grams, or character `N`-grams for scripts without spaces); the shingle hashes
+//! go into a one-permutation sketch densified by rehashing rounds ([`sketch`]),
+//! which gives `hashes` 32-bit values, each equal between two documents with
+//! probability their Jaccard similarity J. The values are cut into `bands` bands of `rows`
+//! values; each band is one 64-bit key of kind `KeyKind::MinHashBand` ([`band`]). Two
+//! documents that share a band key are near-duplicate candidates (probability
+//! `1 - (1 - J^rows)^bands`); [`estimate_jaccard`] of their signatures verifies them.
+//!
+//! Everything that decides a value is pinned (seeds, hash, bin and probe formulas),
+//! so signatures and keys are the same on every machine and in every version that
+//! describes itself with the same [`Params::describe`]; the test vectors in
+//! `tests/vectors.rs` (and in ARCHITECTURE.md) guard that.
+//!
+//! ```
+//! use webdedup_minhash::{MinHasher, Params, estimate_jaccard};
+//! let mut m = MinHasher::new(Params::default()).unwrap();
+//! let a = m.signature(b"the quick brown fox jumps over the lazy dog again and again").unwrap().to_vec();
+//! let b = m.signature(b"The quick brown fox jumps over the lazy dog again and AGAIN!").unwrap().to_vec();
+//! assert_eq!(a, b); // the same text after normalization
+//! let mut keys = Vec::new();
+//! m.params().banding().keys(&a, &mut keys);
+//! assert_eq!(keys.len(), Params::default().bands);
+//! assert_eq!(estimate_jaccard(&a, &b), 1.0);
+//! ```
+
+pub mod band;
+pub mod reference;
+pub mod shingle;
+pub mod sketch;
+
+pub use band::{estimate_jaccard, Banding, MAX_ROWS};
+pub use shingle::{Shingler, Shingling, MAX_SHINGLE, SHINGLE_SEED};
+pub use sketch::{mix64, Sketch};
+
+/// The largest signature.
+pub const MAX_HASHES: usize = 4096;
+
+/// Default shingles: word 5-grams (the ground truth of the quality study, and what
+/// the LLM-data pipelines use).
+pub const DEFAULT_SHINGLING: Shingling = Shingling::Words(5);
+/// Default signature length, bands and rows: chosen by the quality study
+/// (BENCHMARKS.md, "MinHash").
+pub const DEFAULT_HASHES: usize = 112;
+pub const DEFAULT_BANDS: usize = 14;
+pub const DEFAULT_ROWS: usize = 8;
+
+/// Everything that decides signatures and band keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Params {
+    pub shingling: Shingling,
+    /// Signature values (`k`).
+    pub hashes: usize,
+    pub bands: usize,
+    pub rows: usize,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params {
+            shingling: DEFAULT_SHINGLING,
+            hashes: DEFAULT_HASHES,
+            bands: DEFAULT_BANDS,
+            rows: DEFAULT_ROWS,
+        }
+    }
+}
+
+impl Params {
+    /// Checks the ranges: `1 <= hashes <= MAX_HASHES`, `1 <= rows <= MAX_ROWS`,
+    /// `bands >= 1` and `bands * rows <= hashes` (the bands use the first values;
+    /// the others only sharpen [`estimate_jaccard`]).
+    pub fn validate(&self) -> Result<(), String> {
+        if !(1..=MAX_HASHES).contains(&self.hashes) {
+            return Err(format!(
+                "hashes must be between 1 and {MAX_HASHES} (got {})",
+                self.hashes
+            ));
+        }
+        if !(1..=MAX_ROWS).contains(&self.rows) {
+            return Err(format!(
+                "rows must be between 1 and {MAX_ROWS} (got {})",
+                self.rows
+            ));
+        }
+        if self.bands == 0 || self.bands.saturating_mul(self.rows) > self.hashes {
+            return Err(format!(
+                "bands x rows must be at least 1 and at most hashes ({} x {} with {} hashes)",
+                self.bands, self.rows, self.hashes
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn banding(&self) -> Banding {
+        Banding {
+            bands: self.bands,
+            rows: self.rows,
+        }
+    }
+
+    /// `minhash=fss-v1 shingles=words:5 hashes=112 bands=14 rows=8 norm=loose`:
+    /// the settings as one line (store settings, headers); [`parse`](Self::parse)
+    /// reads it back. `fss-v1` names the pinned algorithm (see `sketch`).
+    pub fn describe(&self) -> String {
+        format!(
+            "minhash=fss-v1 shingles={} hashes={} bands={} rows={} norm=loose",
+            self.shingling, self.hashes, self.bands, self.rows
+        )
+    }
+
+    /// The key kind recorded in a store's settings: a store of band keys refuses
+    /// other settings (and paragraph stores) by this string.
+    pub fn key_kind(&self) -> String {
+        format!("minhash-bands-v1 ({})", self.describe())
+    }
+
+    /// Reads what [`describe`](Self::describe) writes (other `key=value` words are
+    /// ignored, missing ones are an error, another algorithm is refused).
+    pub fn parse(s: &str) -> Result<Params, String> {
+        let (mut algo, mut sh, mut hashes, mut bands, mut rows, mut norm) =
+            (None, None, None, None, None, None);
+        let num = |v: &str, what: &str| {
+            v.parse::<usize>()
+                .map_err(|_| format!("bad {what} '{v}' in '{s}'"))
+        };
+        for w in s.split_whitespace() {
+            if let Some((k, v)) = w.split_once('=') {
+                match k {
+                    "minhash" => algo = Some(v),
+                    "shingles" => sh = Some(v.parse::<Shingling>()?),
+                    "hashes" => hashes = Some(num(v, "hashes")?),
+                    "bands" => bands = Some(num(v, "bands")?),
+                    "rows" => rows = Some(num(v, "rows")?),
+                    "norm" => norm = Some(v),
+                    _ => {}
+                }
+            }
+        }
+        match (algo, norm) {
+            (Some("fss-v1"), Some("loose")) => {}
+            (Some(a), _) if a != "fss-v1" => {
+                return Err(format!("unknown MinHash algorithm '{a}' in '{s}'"))
+            }
+            (_, Some(n)) if n != "loose" => {
+                return Err(format!("unknown normalization '{n}' in '{s}'"))
+            }
+            _ => return Err(format!("incomplete MinHash settings '{s}'")),
+        }
+        let (Some(shingling), Some(hashes), Some(bands), Some(rows)) = (sh, hashes, bands, rows)
+        else {
+            return Err(format!("incomplete MinHash settings '{s}'"));
+        };
+        let p = Params {
+            shingling,
+            hashes,
+            bands,
+            rows,
+        };
+        p.validate()?;
+        Ok(p)
+    }
+}
+
+/// Texts to signatures, reusing its buffers. One per thread.
+#[derive(Debug)]
+pub struct MinHasher {
+    params: Params,
+    shingler: Shingler,
+    sketch: Sketch,
+    signature: Vec<u32>,
+}
+
+impl MinHasher {
+    /// Fails with a message when `params` are out of range.
+    pub fn new(params: Params) -> Result<MinHasher, String> {
+        params.validate()?;
+        Ok(MinHasher {
+            params,
+            shingler: Shingler::new(params.shingling),
+            sketch: Sketch::new(params.hashes),
+            signature: Vec::with_capacity(params.hashes),
+        })
+    }
+
+    pub fn params(&self) -> &Params {
+        &self.params
+    }
+
+    /// The signature of `text` (words separated by whitespace; invalid UTF-8 is
+    /// read lossily), or None when it has no shingle (nothing left after
+    /// normalization).
+    pub fn signature(&mut self, text: &[u8]) -> Option<&[u32]> {
+        self.sketch.clear();
+        let sketch = &mut self.sketch;
+        self.shingler.for_each(text, |x| sketch.push(x));
+        self.finish()
+    }
+
+    /// As [`signature`](Self::signature), for text already normalized `loose`.
+    pub fn signature_normalized(&mut self, normalized: &[u8]) -> Option<&[u32]> {
+        self.sketch.clear();
+        let sketch = &mut self.sketch;
+        self.shingler
+            .for_each_normalized(normalized, |x| sketch.push(x));
+        self.finish()
+    }
+
+    /// The signature and band keys of `text` (keys appended to `keys`).
+    pub fn signature_and_keys(&mut self, text: &[u8], keys: &mut Vec<u64>) -> Option<&[u32]> {
+        let banding = self.params.banding();
+        let sig = self.signature(text)?;
+        banding.keys(sig, keys);
+        Some(sig)
+    }
+
+    fn finish(&mut self) -> Option<&[u32]> {
+        self.sketch
+            .finish(&mut self.signature)
+            .then_some(&self.signature[..])
+    }
+}
