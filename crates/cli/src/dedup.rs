@@ -127,6 +127,12 @@ pub struct DedupArgs {
     /// file ids to paths. Check the claims with `webdedup check`.
     #[arg(short = 'f', long)]
     feedback: bool,
+    /// Remove nothing: write every input unchanged and, beside each output, its
+    /// decisions in dolma's attributes layout (`REL.dedup.attributes.jsonl`: one
+    /// line a record, character spans of duplicate paragraphs and of documents
+    /// dropped whole).
+    #[arg(long)]
+    mark: bool,
     #[command(flatten)]
     read: ReadArgs,
 }
@@ -184,6 +190,7 @@ pub fn run(args: &DedupArgs) -> Result<u8> {
         chunk_bytes: args.chunk_bytes.max(1),
         max_line_bytes: args.max_line_bytes.max(1),
         sync: args.fsync != SyncMode::Off,
+        mark: args.mark,
     };
     let persistence = Persistence {
         store_dir: args.store.clone(),

@@ -378,7 +378,9 @@ impl DocSink for PlanSink<'_> {
     }
 
     fn para_chars(&mut self, chars: Range<u64>) {
-        self.plan.para_chars.push(chars.start as u32..chars.end as u32);
+        self.plan
+            .para_chars
+            .push(chars.start as u32..chars.end as u32);
     }
 
     fn text_chars(&mut self, len: u64) {

@@ -343,20 +343,24 @@ impl DocFormat {
         max_line: usize,
     ) -> io::Result<DocReader<R>> {
         let seekable = |what: &str| -> io::Result<()> {
-            let regular = !file.is_stdin()
-                && std::fs::metadata(&file.path).is_ok_and(|m| m.is_file());
+            let regular =
+                !file.is_stdin() && std::fs::metadata(&file.path).is_ok_and(|m| m.is_file());
             if !regular {
                 return Err(io::Error::new(
                     io::ErrorKind::Unsupported,
-                    format!("{what} is read from a file (by offset), not from standard input or a pipe"),
+                    format!(
+                        "{what} is read from a file (by offset), not from standard input or a pipe"
+                    ),
                 ));
             }
             Ok(())
         };
         match self {
-            DocFormat::Vertical | DocFormat::Jsonl(_) => Ok(DocReader::Stream(
-                self.chunk_reader(stream, chunk_bytes, max_line),
-            )),
+            DocFormat::Vertical | DocFormat::Jsonl(_) => Ok(DocReader::Stream(self.chunk_reader(
+                stream,
+                chunk_bytes,
+                max_line,
+            ))),
             DocFormat::Parquet(o) => {
                 seekable("Parquet")?;
                 if compression != Compression::None {

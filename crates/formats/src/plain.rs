@@ -145,7 +145,17 @@ mod tests {
         let e = run("\nab\r\n \n\u{e9}t\u{e9}\n", 0, 0);
         assert_eq!(
             e.out,
-            ["H0..1", "P1", "ab", "/P3", "-3..7", "P7", "\u{e9}t\u{e9}", "/P12", "C12..13"]
+            [
+                "H0..1",
+                "P1",
+                "ab",
+                "/P3",
+                "-3..7",
+                "P7",
+                "\u{e9}t\u{e9}",
+                "/P12",
+                "C12..13"
+            ]
         );
         assert_eq!(e.chars, [1..3, 7..10]);
         assert_eq!(e.len, 11);
@@ -166,7 +176,10 @@ mod tests {
     #[test]
     fn a_last_line_without_a_break_keeps_its_cr() {
         let e = run("a\nb\r", 0, 0);
-        assert_eq!(e.out, ["H0..0", "P0", "a", "/P1", "-1..2", "P2", "b\r", "/P4", "C4..4"]);
+        assert_eq!(
+            e.out,
+            ["H0..0", "P0", "a", "/P1", "-1..2", "P2", "b\r", "/P4", "C4..4"]
+        );
         assert!(is_blank("\u{a0} \t".as_bytes()));
         assert!(!is_blank(b" x"));
     }

@@ -234,7 +234,10 @@ fn header_value(header: &[u8], name: &str) -> Option<Range<usize>> {
         let Some(colon) = line.iter().position(|&b| b == b':') else {
             continue;
         };
-        if !line[..colon].trim_ascii().eq_ignore_ascii_case(name.as_bytes()) {
+        if !line[..colon]
+            .trim_ascii()
+            .eq_ignore_ascii_case(name.as_bytes())
+        {
             continue;
         }
         let value = &line[colon + 1..];
@@ -287,10 +290,8 @@ pub fn write_record(
         record
     };
     if gzip {
-        let mut enc = flate2::write::GzEncoder::new(
-            std::mem::take(out),
-            flate2::Compression::default(),
-        );
+        let mut enc =
+            flate2::write::GzEncoder::new(std::mem::take(out), flate2::Compression::default());
         enc.write_all(bytes)?;
         *out = enc.finish()?;
     } else {
