@@ -688,7 +688,7 @@ impl Writer<'_> {
             j.append_encoded(&w.record)
                 .context("cannot write the journal")?;
         }
-        self.report_issues(file, &w.plan.issues);
+        self.report_issues(file, &job.format, &w.plan.issues);
         let Outputs {
             main,
             dd,
@@ -780,7 +780,7 @@ impl Writer<'_> {
         Ok(())
     }
 
-    fn report_issues(&mut self, file: &InputFile, issues: &[Issue]) {
+    fn report_issues(&mut self, file: &InputFile, format: &DocFormat, issues: &[Issue]) {
         for issue in issues {
             *self
                 .stats
@@ -788,9 +788,11 @@ impl Writer<'_> {
                 .entry(issue.kind.name().to_string())
                 .or_default() += 1;
             if self.issues_in_file < self.cfg.report_limit as u64 {
+                // A line, a Parquet row, a WET record's offset.
                 (self.report)(&format!(
-                    "{}:{}: {}",
+                    "{}:{}{}: {}",
                     file.path.display(),
+                    format.at(),
                     issue.line,
                     issue.kind
                 ));

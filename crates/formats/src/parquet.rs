@@ -13,7 +13,8 @@
 //!   (the input's own, not one derived again from Arrow types), the input's
 //!   key-value metadata, each column compressed with the input's codec (ZSTD where
 //!   the input's cannot be written) and dictionary-encoded where the input's was;
-//!   one row group per chunk, the rows in input order, dropped rows left out, the
+//!   chunk statistics and no page indexes (a row group copied as stored has
+//!   none); one row group per chunk, the rows in input order, dropped rows left out, the
 //!   text column rebuilt from the kept paragraphs, every other column's values
 //!   unchanged. Chunks are encoded by the worker threads; the output file only
 //!   appends encoded row groups, in order.
@@ -45,7 +46,7 @@ use parquet::arrow::arrow_reader::{
 use parquet::arrow::arrow_writer::{compute_leaves, ArrowColumnChunk, ArrowRowGroupWriterFactory};
 use parquet::basic::Compression;
 use parquet::column::writer::ColumnCloseResult;
-use parquet::file::properties::{WriterProperties, WriterPropertiesPtr};
+use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterPropertiesPtr};
 use parquet::file::writer::SerializedFileWriter;
 use std::borrow::Cow;
 use std::fmt;
@@ -117,7 +118,11 @@ fn is_string(t: &DataType) -> bool {
 /// groups), dictionaries where the input has them, the input's key-value metadata.
 fn writer_properties(meta: &ArrowReaderMetadata) -> WriterProperties {
     let md = meta.metadata();
+    // Chunk statistics, no page indexes: a damaged row group copied as stored
+    // has none, and the writer cannot mix row groups with and without them.
     let mut b = WriterProperties::builder()
+        .set_statistics_enabled(EnabledStatistics::Chunk)
+        .set_offset_index_disabled(true)
         .set_compression(Compression::ZSTD(Default::default()))
         .set_key_value_metadata(md.file_metadata().key_value_metadata().cloned());
     if let Some(rg) = md.row_groups().first() {
