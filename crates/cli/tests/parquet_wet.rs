@@ -379,7 +379,7 @@ fn wet_file(docs: &[serde_json::Value], gz: bool) -> Vec<u8> {
                 ),
                 (
                     "WARC-Block-Digest",
-                    format!("sha1:{}", webdedup_formats::warc::sha1_base32(text)),
+                    webdedup_formats::warc::sha1_base32(text),
                 ),
                 ("Content-Type", "text/plain".into()),
             ],
@@ -477,7 +477,7 @@ fn wet_records_decide_as_jsonl_and_are_written_as_valid_warc() {
             assert_eq!(block, doc["text"].as_str().unwrap().as_bytes());
             assert_eq!(
                 header(h, "WARC-Block-Digest").unwrap(),
-                format!("sha1:{}", webdedup_formats::warc::sha1_base32(block))
+                webdedup_formats::warc::sha1_base32(block)
             );
         }
     }

@@ -271,7 +271,7 @@ pub fn write_record(
         for name in ["WARC-Block-Digest", "WARC-Payload-Digest"] {
             if let Some(r) = header_value(header, name) {
                 if header[r.clone()].starts_with(b"sha1:") {
-                    edits.push((r, format!("sha1:{}", sha1_base32(block))));
+                    edits.push((r, sha1_base32(block)));
                 }
             }
         }
