@@ -662,7 +662,7 @@ fn mark_writes_inputs_unchanged_and_attributes_that_give_the_dedup_output() {
     ok(&dedup(&wet, &wm, &["--mark"]));
     for (name, bytes) in tree(&wet) {
         assert_eq!(
-            fs::read(wm.join(format!("{name}")).with_extension("wet.dedup")).unwrap(),
+            fs::read(wm.join(&name).with_extension("wet.dedup")).unwrap(),
             bytes
         );
     }

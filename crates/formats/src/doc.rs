@@ -265,8 +265,8 @@ pub enum ChunkExtra {
 pub enum DocReader<R> {
     /// Line formats (verticals, JSON Lines), from the decompressed stream.
     Stream(ChunkReader<R>),
-    Parquet(crate::parquet::RowGroups),
-    Wet(crate::wet::Records),
+    Parquet(Box<crate::parquet::RowGroups>),
+    Wet(Box<crate::wet::Records>),
 }
 
 impl<R: Read> DocReader<R> {
@@ -369,11 +369,9 @@ impl DocFormat {
                         format!("a {compression:?}-compressed Parquet file: decompress it first (Parquet compresses its pages itself)"),
                     ));
                 }
-                Ok(DocReader::Parquet(crate::parquet::RowGroups::open(
-                    &file.path,
-                    o,
-                    chunk_bytes,
-                )?))
+                Ok(DocReader::Parquet(Box::new(
+                    crate::parquet::RowGroups::open(&file.path, o, chunk_bytes)?,
+                )))
             }
             DocFormat::Wet { drop_bad } => {
                 seekable("WET")?;
@@ -383,12 +381,12 @@ impl DocFormat {
                         "zstd-compressed WARC/WET files are not supported (decompress, or recompress with gzip)",
                     ));
                 }
-                Ok(DocReader::Wet(crate::wet::Records::open(
+                Ok(DocReader::Wet(Box::new(crate::wet::Records::open(
                     &file.path,
                     *drop_bad,
                     chunk_bytes,
                     max_line,
-                )?))
+                )?)))
             }
         }
     }

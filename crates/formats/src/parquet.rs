@@ -116,7 +116,10 @@ fn is_string(t: &DataType) -> bool {
 /// The output's writer properties: the input's codec per column (from its first
 /// row group; ZSTD where the input's codec is not built in or there are no row
 /// groups), dictionaries where the input has them, the input's key-value metadata.
-fn writer_properties(meta: &ArrowReaderMetadata) -> WriterProperties {
+/// The text column (`text`, a top-level column) is never dictionary-encoded:
+/// texts are unique, and trying a dictionary of them (hashing every text before
+/// falling back) cost more than the rest of the write.
+fn writer_properties(meta: &ArrowReaderMetadata, text: Option<&str>) -> WriterProperties {
     let md = meta.metadata();
     // Chunk statistics, no page indexes: a damaged row group copied as stored
     // has none, and the writer cannot mix row groups with and without them.
@@ -134,11 +137,12 @@ fn writer_properties(meta: &ArrowReaderMetadata) -> WriterProperties {
                 | Compression::ZSTD(_)) => c,
                 _ => Compression::ZSTD(Default::default()),
             };
+            let is_text = text.is_some_and(|t| c.column_path().parts() == [t]);
             b = b
                 .set_column_compression(c.column_path().clone(), codec)
                 .set_column_dictionary_enabled(
                     c.column_path().clone(),
-                    c.dictionary_page_offset().is_some(),
+                    c.dictionary_page_offset().is_some() && !is_text,
                 );
         }
     }
@@ -173,7 +177,8 @@ impl ParquetSource {
                 .filter_map(|p| resolve(schema.fields(), p))
                 .collect::<Vec<_>>()
         };
-        let props = Arc::new(writer_properties(&meta));
+        let text_name = text.as_ref().ok().map(|&i| schema.field(i).name().as_str());
+        let props = Arc::new(writer_properties(&meta, text_name));
         // The factory needs a file writer only to learn its schema and properties.
         let probe = SerializedFileWriter::new(
             io::sink(),
@@ -378,6 +383,7 @@ impl RowGroups {
         let mut texts = Vec::with_capacity(batch.num_rows());
         if let Ok(col) = &self.source.text {
             let col = batch.column(*col);
+            data.reserve(col.get_buffer_memory_size());
             let mut push = |v: Option<&str>| {
                 texts.push(v.map(|s| {
                     let start = data.len();

@@ -165,7 +165,7 @@ mod tests {
     fn a_header_and_a_trailer_travel_with_the_document() {
         let e = run("HEAD\nx\r\n\r\n", 5, 4);
         assert_eq!(e.out, ["H0..5", "P5", "x", "/P6", "C6..10"]);
-        assert_eq!(e.chars, [0..1]);
+        assert_eq!(e.chars, vec![0..1]);
         let e = run("HEAD\n \r\n\r\n", 5, 4);
         assert_eq!(e.out, ["H0..10", "CNone"]);
         assert_eq!(e.len, 1);
