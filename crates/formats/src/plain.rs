@@ -154,7 +154,7 @@ mod tests {
                 "P7",
                 "\u{e9}t\u{e9}",
                 "/P12",
-                "C12..13"
+                "CSome(12..13)"
             ]
         );
         assert_eq!(e.chars, [1..3, 7..10]);
@@ -164,7 +164,7 @@ mod tests {
     #[test]
     fn a_header_and_a_trailer_travel_with_the_document() {
         let e = run("HEAD\nx\r\n\r\n", 5, 4);
-        assert_eq!(e.out, ["H0..5", "P5", "x", "/P6", "C6..10"]);
+        assert_eq!(e.out, ["H0..5", "P5", "x", "/P6", "CSome(6..10)"]);
         assert_eq!(e.chars, vec![0..1]);
         let e = run("HEAD\n \r\n\r\n", 5, 4);
         assert_eq!(e.out, ["H0..10", "CNone"]);
@@ -178,7 +178,17 @@ mod tests {
         let e = run("a\nb\r", 0, 0);
         assert_eq!(
             e.out,
-            ["H0..0", "P0", "a", "/P1", "-1..2", "P2", "b\r", "/P4", "C4..4"]
+            [
+                "H0..0",
+                "P0",
+                "a",
+                "/P1",
+                "-1..2",
+                "P2",
+                "b\r",
+                "/P4",
+                "CSome(4..4)"
+            ]
         );
         assert!(is_blank("\u{a0} \t".as_bytes()));
         assert!(!is_blank(b" x"));
