@@ -8,6 +8,9 @@
 # Then: the same on the zstd files as shipped, peak RSS at 1x and 3x the corpus,
 # and the equivalence on all of web3: the same kept/dropped document ids and the
 # same number of paragraphs kept per document (`.dd` statuses), exact and near.
+# Parquet (../shared/corpus/web3-parquet, the same documents in FineWeb's layout)
+# is timed in the same alternation against JSON Lines (target: at least 0.8x its
+# speed) and checked for the same decisions as web3-jsonl, exact and near.
 # Usage: bench/formats.sh [CORPUS_ROOT] (default ../shared/corpus)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,12 +27,15 @@ for kind in web3 web3-jsonl; do
   done
   cat $(find "$tmp/$kind" -type f) > /dev/null
 done
+cp -r "$root/web3-parquet" "$tmp/web3-parquet"
+cat $(find "$tmp/web3-parquet" -type f) > /dev/null
+pbytes=$(cat $(find "$tmp/web3-parquet" -type f) | wc -c)
 vbytes=$(cat $(find "$tmp/web3" -type f) | wc -c)
 jbytes=$(cat $(find "$tmp/web3-jsonl" -type f) | wc -c)
 tbytes=$(cat $(find "$tmp/web3-jsonl" -type f) | python3 -c '
 import json, sys
 print(sum(len(json.loads(l)["text"].encode()) for l in sys.stdin))')
-echo "verticals: $vbytes bytes; JSON Lines: $jbytes bytes; text: $tbytes bytes; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "verticals: $vbytes bytes; JSON Lines: $jbytes bytes; Parquet: $pbytes bytes; text: $tbytes bytes; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 
 run() { # input threads [extra...] -> "seconds peak_rss_kB user_seconds"
   local in=$1 t=$2; shift 2
@@ -39,11 +45,15 @@ run() { # input threads [extra...] -> "seconds peak_rss_kB user_seconds"
 }
 mbs() { echo "$1 / $2 / 1000000" | bc -l | xargs printf %.0f; }
 for t in 1 2; do
-  : > "$tmp/v"; : > "$tmp/j"
+  : > "$tmp/v"; : > "$tmp/j"; : > "$tmp/p"
   for i in 1 2 3; do
     run "$tmp/web3" "$t" >> "$tmp/v"
     run "$tmp/web3-jsonl" "$t" >> "$tmp/j"
+    run "$tmp/web3-parquet" "$t" >> "$tmp/p"
   done
+  read -r ps pr pu <<<"$(sort -n "$tmp/p" | head -1)"
+  echo "-t $t Parquet:    ${ps}s (${pu}s CPU), $(mbs "$tbytes" "$ps") MB/s of text, peak RSS ${pr} kB"
+  echo "-t $t Parquet / JSON Lines, speed: $(echo "$(sort -n "$tmp/j" | head -1 | cut -d' ' -f1) / $ps" | bc -l | xargs printf %.2f)x (target >= 0.8x)"
   read -r vs vr vu <<<"$(sort -n "$tmp/v" | head -1)"
   read -r js jr ju <<<"$(sort -n "$tmp/j" | head -1)"
   echo "-t $t verticals:  ${vs}s (${vu}s CPU), $(mbs "$vbytes" "$vs") MB/s of input, $(mbs "$tbytes" "$vs") MB/s of text, peak RSS ${vr} kB"
@@ -103,5 +113,19 @@ for mode in exact near; do
   "$bin" dedup -i "$tmp/web3-jsonl" -o "$tmp/oj" -q --dd "${extra[@]}"
   python3 "$tmp/eq.py" "$tmp" "$mode" oc "converted by webdedup to-jsonl" || status=1
   python3 "$tmp/eq.py" "$tmp" "$mode" oj "the shared web3-jsonl" || true
+  # Parquet: the shared web3-parquet holds web3-jsonl's texts: the same decisions.
+  rm -rf "$tmp/op"
+  "$bin" dedup -i "$tmp/web3-parquet" -o "$tmp/op" -q --dd "${extra[@]}"
+  python3 - "$tmp" "$mode" <<'EOF2' || status=1
+import pathlib, re, sys
+tmp, mode = pathlib.Path(sys.argv[1]), sys.argv[2]
+def dd(d):
+    return [line for f in sorted((tmp / d).rglob("*.dd")) for line in f.read_text().splitlines()]
+j, p = dd("oj"), dd("op")
+diff = sum(1 for a, b in zip(j, p) if a != b) + abs(len(j) - len(p))
+print(f"equivalence ({mode}, Parquet web3-parquet against JSON Lines web3-jsonl): {len(p)} documents; "
+      + ("same ids, URLs, titles and statuses" if diff == 0 else f"{diff} documents differ"))
+sys.exit(0 if diff == 0 else 1)
+EOF2
 done
 exit "$status"

@@ -141,6 +141,12 @@ pub struct DedupArgs {
     /// file ids to paths. Check the claims with `webdedup check`.
     #[arg(short = 'f', long)]
     feedback: bool,
+    /// Remove nothing: write every input unchanged and, beside each output, its
+    /// decisions in dolma's attributes layout (`REL.dedup.attributes.jsonl`: one
+    /// line a record, character spans of duplicate paragraphs and of documents
+    /// dropped whole).
+    #[arg(long)]
+    mark: bool,
     #[command(flatten)]
     read: ReadArgs,
 }
@@ -234,6 +240,7 @@ pub(crate) fn run_mode(
         chunk_bytes: args.chunk_bytes.max(1),
         max_line_bytes: args.max_line_bytes.max(1),
         sync: args.fsync != SyncMode::Off,
+        mark: args.mark,
     };
     let persistence = Persistence {
         store_dir: args.store.clone(),

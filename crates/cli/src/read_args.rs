@@ -10,11 +10,13 @@ use webdedup_formats::output::OutputCompression;
 
 #[derive(Args, Debug, Clone)]
 pub struct ReadArgs {
-    /// Input format: `auto` (sniffed from each file's first bytes: `{` JSON Lines,
-    /// else vertical), `vertical`, `jsonl`, or `wikilinks` (never sniffed; `dedup`
-    /// only).
+    /// Input format: `auto` (sniffed from each file's first bytes: `PAR1`
+    /// Parquet, `WARC/` WET, `{` JSON Lines, else vertical), `vertical`, `jsonl`,
+    /// `parquet` (the JSON Lines options name its columns), `wet` (Common Crawl
+    /// WET: a document a `conversion` record), or `wikilinks` (never sniffed;
+    /// `dedup` only).
     #[arg(long = "input-format", alias = "format", default_value = "auto", value_name = "FORMAT",
-          value_parser = ["auto", "vertical", "vert", "jsonl", "json", "wikilinks"])]
+          value_parser = ["auto", "vertical", "vert", "jsonl", "json", "parquet", "wet", "wikilinks"])]
     pub input_format: String,
     /// JSON Lines: the field holding the text (a dotted path reaches nested fields).
     #[arg(long, default_value = "text", value_name = "FIELD")]

@@ -34,7 +34,7 @@ use crate::options::{DocCheck, Options};
 use crate::plan::{ChunkPlan, DocKind, PlanCache, Planner};
 use crate::report::RunStats;
 use crate::runner::{
-    count_skipped, open_documents, rel_bytes, report_skipped, Durability, InputFile, RunConfig,
+    count_skipped, open_doc_reader, rel_bytes, report_skipped, Durability, InputFile, RunConfig,
 };
 use anyhow::{anyhow, bail, Context, Result};
 use parking_lot::Mutex;
@@ -422,15 +422,15 @@ pub fn hash_keeping_plans(
         .filter(|(r, _)| cfg.owner(*r) == task)
     {
         let rank = rank as u32;
-        let (format, reader) = match open_documents(f, &cfg.read, None) {
-            Ok(r) => r,
-            Err(e) => {
-                // The filter task reports it (and writes nothing for it).
-                report(&format!("{}: cannot read: {e}", f.path.display()));
-                continue;
-            }
-        };
-        let mut chunks = format.chunk_reader(reader, cfg.chunk_bytes, cfg.max_line_bytes);
+        let (format, mut chunks) =
+            match open_doc_reader(f, &cfg.read, None, cfg.chunk_bytes, cfg.max_line_bytes) {
+                Ok(r) => r,
+                Err(e) => {
+                    // The filter task reports it (and writes nothing for it).
+                    report(&format!("{}: cannot read: {e}", f.path.display()));
+                    continue;
+                }
+            };
         let (mut doc_index, mut long_index) = (0u32, 0u32);
         let mut chunk_index = 0u64;
         while let Some(chunk) = chunks.next_chunk() {

@@ -243,9 +243,9 @@ fn read_originals(
     planner: &mut Planner,
     plan: &mut ChunkPlan,
 ) -> Result<HashMap<u64, (u64, Vec<u64>)>> {
-    let (format, reader) = open_documents(input, read, None)
-        .with_context(|| format!("cannot open {}", input.display()))?;
-    let mut chunks = format.chunk_reader(reader, DEFAULT_CHUNK_BYTES, max_line);
+    let (format, mut chunks) =
+        crate::runner::open_doc_reader(input, read, None, DEFAULT_CHUNK_BYTES, max_line)
+            .with_context(|| format!("cannot open {}", input.display()))?;
     let mut found = HashMap::new();
     let mut record = 0u64;
     while let Some(chunk) = chunks.next_chunk() {

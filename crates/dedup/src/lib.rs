@@ -3,7 +3,7 @@
 //! Data flows one way: a [`Chunk`](webdedup_formats::vertical::Chunk) of input is
 //! walked once by the [`plan`] module (keys of every document and paragraph), the
 //! [`policy`] module asks the store and decides what is kept, [`render`] writes the
-//! kept bytes, and [`runner`] drives all of it over a directory with threads while
+//! kept bytes ([`write_back`] makes Parquet row groups and WET records of them), and [`runner`] drives all of it over a directory with threads while
 //! keeping the output identical to a sequential pass.
 
 pub mod batch;
@@ -18,6 +18,7 @@ pub mod resume;
 pub mod runner;
 pub mod url_filter;
 pub mod wikilinks;
+pub mod write_back;
 
 pub use options::{DocCheck, NearOptions, NearRules, Options};
 pub use persist::{run_persistent, Persistence};

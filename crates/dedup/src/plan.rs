@@ -43,6 +43,9 @@ pub enum DocKind {
     BadRecord {
         dropped: bool,
     },
+    /// A record that is not a document and not bad (a WET `warcinfo` record): no
+    /// keys, always written as it is, not counted.
+    Other,
 }
 
 #[derive(Clone, Debug)]
@@ -97,6 +100,11 @@ pub struct ChunkPlan {
     pub bands: Vec<u64>,
     /// MinHash mode: the low 8 bits of every signature value (verification).
     pub sigs: Vec<u8>,
+    /// `--mark` only: each paragraph's characters in its document's text.
+    pub para_chars: Vec<Range<u32>>,
+    /// `--mark` only: each entry's text length in characters (0 for records that
+    /// are not documents).
+    pub doc_chars: Vec<u32>,
 }
 
 impl ChunkPlan {
@@ -109,6 +117,8 @@ impl ChunkPlan {
         self.meta.clear();
         self.bands.clear();
         self.sigs.clear();
+        self.para_chars.clear();
+        self.doc_chars.clear();
     }
 
     pub fn meta_of(&self, r: &Range<u32>) -> &str {
@@ -137,6 +147,8 @@ pub struct Planner {
     minhash: Option<webdedup_minhash::MinHasher>,
     /// MinHash mode: the document's normalized paragraphs, one space between them.
     doc_text: Vec<u8>,
+    /// `--mark`: record character offsets and vertical ids.
+    marks: bool,
 }
 
 impl Planner {
@@ -159,7 +171,15 @@ impl Planner {
                     .expect("MinHash settings are checked when they are made")
             }),
             doc_text: Vec::new(),
+            marks: false,
         }
+    }
+
+    /// Also records what `--mark` needs: character offsets of paragraphs, and the
+    /// ids of vertical documents (their `id` attribute).
+    pub fn with_marks(mut self, on: bool) -> Self {
+        self.marks = on;
+        self
     }
 
     /// Plans `chunk` (a vertical) into `out` (cleared first).
@@ -280,7 +300,15 @@ impl DocSink for PlanSink<'_> {
             .as_ref()
             .is_some_and(|f| f.matches(&url));
         let (url_range, title_range) = (self.push_meta(&url), self.push_meta(&title));
-        let id = meta.id().map(|id| self.push_meta(id));
+        let id = match meta {
+            DocMeta::Attrs(a) if self.planner.marks => {
+                vertical::attr(a, b"id").map(|id| self.push_meta(&id))
+            }
+            _ => meta.id().map(|id| self.push_meta(id)),
+        };
+        if self.planner.marks {
+            self.plan.doc_chars.push(0);
+        }
         let p = &mut *self.planner;
         p.doc_hash.reset();
         p.doc_has_para = false;
@@ -456,6 +484,40 @@ impl DocSink for PlanSink<'_> {
     }
 
     fn passthrough(&mut self, range: Range<usize>, line: u64, dropped: bool) {
+        self.record(range, line, DocKind::BadRecord { dropped });
+    }
+
+    fn other(&mut self, range: Range<usize>, line: u64) {
+        self.record(range, line, DocKind::Other);
+    }
+
+    fn issue(&mut self, issue: Issue) {
+        self.plan.issues.push(issue);
+    }
+
+    fn wants_chars(&self) -> bool {
+        self.planner.marks
+    }
+
+    fn para_chars(&mut self, chars: Range<u64>) {
+        self.plan
+            .para_chars
+            .push(chars.start as u32..chars.end as u32);
+    }
+
+    fn text_chars(&mut self, len: u64) {
+        if let Some(c) = self.plan.doc_chars.last_mut() {
+            *c = len as u32;
+        }
+    }
+}
+
+impl PlanSink<'_> {
+    /// An entry for a record that is not a document (no keys).
+    fn record(&mut self, range: Range<usize>, line: u64, kind: DocKind) {
+        if self.planner.marks {
+            self.plan.doc_chars.push(0);
+        }
         let (paras, pieces) = (self.plan.paras.len(), self.plan.pieces.len());
         self.plan.pieces.push(Piece {
             range,
@@ -464,7 +526,7 @@ impl DocSink for PlanSink<'_> {
         });
         self.plan.docs.push(DocPlan {
             line,
-            kind: DocKind::BadRecord { dropped },
+            kind,
             url: 0..0,
             title: 0..0,
             id: None,
@@ -478,10 +540,6 @@ impl DocSink for PlanSink<'_> {
             bands: 0..0,
             sig: 0..0,
         });
-    }
-
-    fn issue(&mut self, issue: Issue) {
-        self.plan.issues.push(issue);
     }
 }
 
@@ -515,6 +573,8 @@ impl ChunkPlan {
             + self.meta.capacity()
             + self.bands.capacity() * size_of::<u64>()
             + self.sigs.capacity()
+            + self.para_chars.capacity() * size_of::<Range<u32>>()
+            + self.doc_chars.capacity() * size_of::<u32>()
     }
 }
 

@@ -14,6 +14,7 @@
 //! | a bad record (not a document: a line that is not a JSON object...) | no store request; written as it is (status `B`) unless `--drop-bad-records` |
 //! | a document without URL or title (JSON Lines) | no URL+title key; with `--doc-check url-title` its document key is always tested |
 //! | `--doc-check none` | no URL+title key and no document key is asked: paragraphs only |
+//! | a record that is neither a document nor bad (a WET `warcinfo` record) | no store request; written as it is, no `.dd` line |
 //!
 //! Near mode (`-n`) adds a fourth and fifth round: every word n-gram of the
 //! documents still standing is *tested* (not inserted); a long paragraph is also
@@ -59,13 +60,19 @@ pub enum DocStatus {
     UrlFiltered,
     /// Not a document (`B`): a bad record, written as it is unless `dropped`.
     BadRecord { dropped: bool },
+    /// Not a document and not bad (a WET `warcinfo` record): written as it is, no
+    /// `.dd` line.
+    Other,
 }
 
 impl DocStatus {
     pub fn written(self) -> bool {
         matches!(
             self,
-            DocStatus::Kept | DocStatus::Partial { .. } | DocStatus::BadRecord { dropped: false }
+            DocStatus::Kept
+                | DocStatus::Partial { .. }
+                | DocStatus::BadRecord { dropped: false }
+                | DocStatus::Other
         )
     }
 
@@ -77,6 +84,7 @@ impl DocStatus {
             DocStatus::Emptied => "E".into(),
             DocStatus::UrlFiltered => "U".into(),
             DocStatus::BadRecord { .. } => "B".into(),
+            DocStatus::Other => "-".into(),
         }
     }
 }
@@ -283,9 +291,16 @@ pub fn decide(
     }
 
     for (i, doc) in plan.docs.iter().enumerate() {
-        if let DocKind::BadRecord { dropped } = doc.kind {
-            out.docs.push(DocStatus::BadRecord { dropped });
-            continue;
+        match doc.kind {
+            DocKind::BadRecord { dropped } => {
+                out.docs.push(DocStatus::BadRecord { dropped });
+                continue;
+            }
+            DocKind::Other => {
+                out.docs.push(DocStatus::Other);
+                continue;
+            }
+            DocKind::Document => {}
         }
         if !live(i) {
             out.docs.push(DocStatus::UrlFiltered);

@@ -59,72 +59,128 @@ pub fn render(
     plan: &ChunkPlan,
     dec: &Decisions,
     out: &mut Vec<u8>,
+    dd: Option<DdOut>,
+    dropped: Option<DroppedOut>,
+    stats: &mut ChunkStats,
+) {
+    render_spans(data, plan, dec, out, dd, dropped, stats, None)
+}
+
+/// [`render`], also pushing to `spans` where each entry of the plan (document or
+/// other record) went in `out` (an empty range when it was not written): the
+/// writers of Parquet and WET rebuild rows and records from them.
+#[allow(clippy::too_many_arguments)]
+pub fn render_spans(
+    data: &[u8],
+    plan: &ChunkPlan,
+    dec: &Decisions,
+    out: &mut Vec<u8>,
     mut dd: Option<DdOut>,
     mut dropped: Option<DroppedOut>,
     stats: &mut ChunkStats,
+    mut spans: Option<&mut Vec<std::ops::Range<usize>>>,
 ) {
-    for (i, (doc, &status)) in plan.docs.iter().zip(&dec.docs).enumerate() {
-        if let Some(dd) = dd.as_mut() {
-            dd_line(plan, i, status, dd);
+    for (i, &status) in dec.docs.iter().enumerate().take(plan.docs.len()) {
+        let from = out.len();
+        render_entry(
+            data,
+            plan,
+            dec,
+            i,
+            status,
+            out,
+            &mut dd,
+            &mut dropped,
+            stats,
+        );
+        if let Some(s) = spans.as_deref_mut() {
+            s.push(from..out.len());
         }
-        if let DocKind::BadRecord { dropped } = doc.kind {
-            stats.bad_records += 1;
-            if !dropped {
-                for piece in &plan.pieces[doc.pieces.clone()] {
-                    out.extend_from_slice(&data[piece.range.clone()]);
-                }
-            }
-            continue;
+    }
+}
+
+/// Entry `i` of the plan (see [`render`]).
+#[allow(clippy::too_many_arguments)]
+fn render_entry(
+    data: &[u8],
+    plan: &ChunkPlan,
+    dec: &Decisions,
+    i: usize,
+    status: DocStatus,
+    out: &mut Vec<u8>,
+    dd: &mut Option<DdOut>,
+    dropped: &mut Option<DroppedOut>,
+    stats: &mut ChunkStats,
+) {
+    let doc = &plan.docs[i];
+    // Records that are not documents and not bad (a WET `warcinfo`): written
+    // as they are, no `.dd` line, not counted.
+    if doc.kind == DocKind::Other {
+        for piece in &plan.pieces[doc.pieces.clone()] {
+            out.extend_from_slice(&data[piece.range.clone()]);
         }
-        stats.docs += 1;
-        stats.url_title_repeats += dec.url_title_repeat[i] as u64;
-        let paras = &plan.paras[doc.paras.clone()];
-        stats.paras += paras.len() as u64;
-        stats.long_paras += paras.iter().filter(|p| p.long).count() as u64;
-        match status {
-            DocStatus::Kept => stats.docs_kept_whole += 1,
-            DocStatus::Partial { .. } => stats.docs_partial += 1,
-            DocStatus::Duplicate => stats.docs_duplicate += 1,
-            DocStatus::Emptied => stats.docs_emptied += 1,
-            DocStatus::UrlFiltered => stats.docs_url_filtered += 1,
-            DocStatus::BadRecord { .. } => {}
-        }
-        if let (Some(d), true) = (dropped.as_mut(), status != DocStatus::UrlFiltered) {
+        return;
+    }
+    if let Some(dd) = dd.as_mut() {
+        dd_line(plan, i, status, dd);
+    }
+    if let DocKind::BadRecord { dropped } = doc.kind {
+        stats.bad_records += 1;
+        if !dropped {
             for piece in &plan.pieces[doc.pieces.clone()] {
-                let j = piece.para as usize;
-                if piece.para == DOC_LEVEL || piece.sep || dec.keep_para[j] {
-                    continue;
-                }
-                if carries_reference(plan, status, j) {
-                    let here = Location {
-                        file: d.file,
-                        record: d.first_record + j as u64,
-                    };
-                    feedback_header(here, dec.originals[j], d.out);
-                }
-                let bytes = &data[piece.range.clone()];
-                d.out.extend_from_slice(bytes);
-                if !bytes.ends_with(b"\n") {
-                    d.out.push(b'\n');
-                }
+                out.extend_from_slice(&data[piece.range.clone()]);
             }
         }
-        if status.written() {
-            // A separator is written between two written paragraphs only.
-            let last_kept = doc.paras.clone().rev().find(|&j| dec.keep_para[j]);
-            for piece in &plan.pieces[doc.pieces.clone()] {
-                let j = piece.para as usize;
-                let written = piece.para == DOC_LEVEL
-                    || (dec.keep_para[j] && (!piece.sep || last_kept.is_some_and(|l| j < l)));
-                if written {
-                    out.extend_from_slice(&data[piece.range.clone()]);
-                }
+        return;
+    }
+    stats.docs += 1;
+    stats.url_title_repeats += dec.url_title_repeat[i] as u64;
+    let paras = &plan.paras[doc.paras.clone()];
+    stats.paras += paras.len() as u64;
+    stats.long_paras += paras.iter().filter(|p| p.long).count() as u64;
+    match status {
+        DocStatus::Kept => stats.docs_kept_whole += 1,
+        DocStatus::Partial { .. } => stats.docs_partial += 1,
+        DocStatus::Duplicate => stats.docs_duplicate += 1,
+        DocStatus::Emptied => stats.docs_emptied += 1,
+        DocStatus::UrlFiltered => stats.docs_url_filtered += 1,
+        DocStatus::BadRecord { .. } | DocStatus::Other => {}
+    }
+    if let (Some(d), true) = (dropped.as_mut(), status != DocStatus::UrlFiltered) {
+        for piece in &plan.pieces[doc.pieces.clone()] {
+            let j = piece.para as usize;
+            if piece.para == DOC_LEVEL || piece.sep || dec.keep_para[j] {
+                continue;
             }
-            stats.paras_kept += dec.keep_para[doc.paras.clone()]
-                .iter()
-                .filter(|&&k| k)
-                .count() as u64;
+            if carries_reference(plan, status, j) {
+                let here = Location {
+                    file: d.file,
+                    record: d.first_record + j as u64,
+                };
+                feedback_header(here, dec.originals[j], d.out);
+            }
+            let bytes = &data[piece.range.clone()];
+            d.out.extend_from_slice(bytes);
+            if !bytes.ends_with(b"\n") {
+                d.out.push(b'\n');
+            }
         }
+    }
+    if status.written() {
+        // A separator is written between two written paragraphs only.
+        let last_kept = doc.paras.clone().rev().find(|&j| dec.keep_para[j]);
+        for piece in &plan.pieces[doc.pieces.clone()] {
+            let j = piece.para as usize;
+            let written = piece.para == DOC_LEVEL
+                || (dec.keep_para[j] && (!piece.sep || last_kept.is_some_and(|l| j < l)));
+            if written {
+                out.extend_from_slice(&data[piece.range.clone()]);
+            }
+        }
+        stats.paras_kept += dec.keep_para[doc.paras.clone()]
+            .iter()
+            .filter(|&&k| k)
+            .count() as u64;
     }
 }
 

@@ -9,7 +9,7 @@
 use crate::options::Options;
 use crate::plan::{ChunkPlan, Planner};
 use crate::policy::{chunk_identity, decide, file_id, ChunkContext, Decisions, Scratch};
-use crate::render::{render, DdOut, DroppedOut};
+use crate::render::{render_spans, DdOut, DroppedOut};
 use crate::report::{ChunkStats, RunStats};
 use crate::resume::{encode_finished, encode_tag, Recorded, Recorder, Replayer};
 use anyhow::{anyhow, Context, Result};
@@ -21,10 +21,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
-use webdedup_formats::doc::{DocFormat, ReadSettings};
+use webdedup_formats::doc::{ChunkExtra, DocFormat, DocReader, ReadSettings};
 use webdedup_formats::input::COMPRESSION_SUFFIXES;
 use webdedup_formats::open_file;
 use webdedup_formats::output::{AtomicOutput, OutputCompression};
+use webdedup_formats::parquet::{ParquetOut, RowGroupOut};
 use webdedup_formats::vertical::{
     BufferPool, Chunk, Issue, DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES,
 };
@@ -87,6 +88,9 @@ pub struct RunConfig {
     pub max_line_bytes: usize,
     /// fsync every output before renaming it into place.
     pub sync: bool,
+    /// `--mark`: write every input unchanged and the decisions to an attributes
+    /// file beside each output (see [`crate::write_back`]).
+    pub mark: bool,
 }
 
 impl RunConfig {
@@ -105,11 +109,16 @@ impl RunConfig {
             chunk_bytes: DEFAULT_CHUNK_BYTES,
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
             sync: false,
+            mark: false,
         }
     }
 
     /// The compression of the output of input `rel` read as `format`.
     pub fn output_compression(&self, rel: &Path, format: &DocFormat) -> OutputCompression {
+        // Parquet compresses its pages itself.
+        if matches!(format, DocFormat::Parquet(_)) {
+            return OutputCompression::None;
+        }
         if !self.compress_auto || *format == DocFormat::Vertical {
             return self.compress;
         }
@@ -127,6 +136,11 @@ impl RunConfig {
     /// depends on the format read: `compress_auto`).
     pub fn output_candidates(&self, rel: &Path) -> Vec<PathBuf> {
         let mut c = vec![output_path(&self.output, rel, self.compress)];
+        // A Parquet input's output is never compressed, whatever `--compress` says.
+        let plain = output_path(&self.output, rel, OutputCompression::None);
+        if self.compress != OutputCompression::None && !c.contains(&plain) {
+            c.push(plain);
+        }
         if self.compress_auto {
             let jsonl = DocFormat::Jsonl(self.read.jsonl.clone());
             let other = output_path(&self.output, rel, self.output_compression(rel, &jsonl));
@@ -178,6 +192,13 @@ pub fn output_path(out_dir: &Path, rel: &Path, compress: OutputCompression) -> P
 pub fn dd_path(out_dir: &Path, rel: &Path) -> PathBuf {
     let mut name = output_stem(out_dir, rel).into_os_string();
     name.push(".dd");
+    PathBuf::from(name)
+}
+
+/// `--mark`'s attributes file: `OUT/REL.dedup.attributes.jsonl`, never compressed.
+pub fn attributes_path(out_dir: &Path, rel: &Path) -> PathBuf {
+    let mut name = output_stem(out_dir, rel).into_os_string();
+    name.push(".attributes.jsonl");
     PathBuf::from(name)
 }
 
@@ -291,12 +312,20 @@ struct Worker {
     /// the gates, appended in the write gate before the chunk's output.
     record: Vec<u8>,
     record_due: bool,
+    /// Where each entry of the plan went in `out` (Parquet, WET).
+    spans: Vec<std::ops::Range<usize>>,
+    /// `--mark`: the chunk's attributes lines.
+    attrs: Vec<u8>,
+    /// Parquet: the chunk's row group, encoded here and appended by the writer.
+    row_group: Option<RowGroupOut>,
+    /// WET: the chunk's records as written (`out` holds the rendered bytes).
+    records: Vec<u8>,
 }
 
 impl Worker {
-    fn new(opts: &Options) -> Self {
+    fn new(opts: &Options, mark: bool) -> Self {
         Worker {
-            planner: Planner::new(opts),
+            planner: Planner::new(opts).with_marks(mark),
             plan: ChunkPlan::default(),
             scratch: Scratch::default(),
             decisions: Decisions::default(),
@@ -312,6 +341,10 @@ impl Worker {
             tag: Vec::new(),
             record: Vec::new(),
             record_due: false,
+            spans: Vec::new(),
+            attrs: Vec::new(),
+            row_group: None,
+            records: Vec::new(),
         }
     }
 
@@ -438,11 +471,16 @@ impl Worker {
 
     /// Feedback mode's `.dropped` text, or MinHash mode's pairs report, go into
     /// `self.dropped`.
-    fn render(&mut self, job: &Job, file: &InputFile, dd: bool, options: &Options) {
-        let (feedback, minhash) = (options.feedback, options.minhash.is_some());
+    fn render(&mut self, job: &Job, file: &InputFile, cfg: &RunConfig) -> Result<()> {
+        let (dd, feedback) = (cfg.dd, cfg.options.feedback);
+        let minhash = cfg.options.minhash.is_some();
         self.out.clear();
         self.dd.clear();
         self.dropped.clear();
+        self.spans.clear();
+        self.attrs.clear();
+        self.records.clear();
+        self.row_group = None;
         self.stats = ChunkStats::default();
         if let Ok(chunk) = &job.chunk {
             let name = file.rel.to_string_lossy();
@@ -455,7 +493,8 @@ impl Worker {
                 file: file_id(rel_bytes(&file.rel)),
                 first_record: self.first_record,
             });
-            render(
+            let rebuilt = matches!(job.format, DocFormat::Parquet(_) | DocFormat::Wet { .. });
+            render_spans(
                 &chunk.data,
                 &self.plan,
                 &self.decisions,
@@ -463,6 +502,7 @@ impl Worker {
                 dd_buf,
                 dropped,
                 &mut self.stats,
+                rebuilt.then_some(&mut self.spans),
             );
             if minhash {
                 crate::policy::minhash::pairs_lines(
@@ -472,13 +512,53 @@ impl Worker {
                     &mut self.dropped,
                 );
             }
+            if cfg.mark {
+                crate::write_back::attributes(&self.plan, &self.decisions, &name, &mut self.attrs);
+            }
+            let context = || format!("{}: cannot write its output", file.path.display());
+            match &job.format {
+                DocFormat::Parquet(_) => {
+                    let rows = crate::write_back::parquet_rows(
+                        chunk,
+                        &self.plan,
+                        &self.decisions,
+                        &self.out,
+                        &self.spans,
+                        cfg.mark,
+                    )
+                    .with_context(context)?;
+                    self.row_group = Some(rows);
+                }
+                DocFormat::Wet { .. } => {
+                    let gzip =
+                        cfg.output_compression(&file.rel, &job.format) == OutputCompression::Gzip;
+                    crate::write_back::wet_records(
+                        chunk,
+                        &self.decisions,
+                        &self.out,
+                        &self.spans,
+                        cfg.mark,
+                        gzip,
+                        &mut self.records,
+                    )
+                    .with_context(context)?;
+                    std::mem::swap(&mut self.out, &mut self.records);
+                }
+                _ if cfg.mark => {
+                    self.out.clear();
+                    self.out.extend_from_slice(&chunk.data);
+                }
+                _ => {}
+            }
         }
+        Ok(())
     }
 }
 
 /// A complete output, to be made durable and renamed into place.
 struct Finish {
     main: AtomicOutput,
+    attrs: Option<AtomicOutput>,
     /// The file's decision log, removed once the output is in place.
     log: PathBuf,
     dd: Option<AtomicOutput>,
@@ -499,6 +579,11 @@ fn finish_file(f: Finish, journal: Option<&Journal>, sync: bool) -> Result<()> {
         d.finish(sync)
             .with_context(|| format!("cannot finish {}", path.display()))?;
     }
+    if let Some(a) = f.attrs {
+        let path = a.path().to_owned();
+        a.finish(sync)
+            .with_context(|| format!("cannot finish {}", path.display()))?;
+    }
     if let Some(dd) = f.dd {
         let path = dd.path().to_owned();
         dd.finish(sync)
@@ -515,6 +600,22 @@ fn finish_file(f: Finish, journal: Option<&Journal>, sync: bool) -> Result<()> {
     Ok(())
 }
 
+/// The main output of one input file, as its format is written.
+enum MainOut {
+    /// The rendered bytes of each chunk appended (verticals, JSON Lines, WET).
+    Bytes(AtomicOutput),
+    /// Encoded row groups appended, the footer written at the end.
+    Parquet(ParquetOut<AtomicOutput>),
+}
+
+/// The open outputs of the file being written.
+struct Outputs {
+    main: MainOut,
+    dd: Option<AtomicOutput>,
+    dropped: Option<AtomicOutput>,
+    attrs: Option<AtomicOutput>,
+}
+
 /// Writes outputs in input order and keeps the run's figures.
 struct Writer<'a> {
     cfg: &'a RunConfig,
@@ -524,7 +625,7 @@ struct Writer<'a> {
     finisher: Option<crossbeam_channel::Sender<Finish>>,
     files: &'a [InputFile],
     report: &'a (dyn Fn(&str) + Sync),
-    current: Option<(AtomicOutput, Option<AtomicOutput>, Option<AtomicOutput>)>,
+    current: Option<Outputs>,
     issues_in_file: u64,
     stats: RunStats,
     progress: Option<indicatif::ProgressBar>,
@@ -532,7 +633,7 @@ struct Writer<'a> {
 }
 
 impl Writer<'_> {
-    fn write(&mut self, job: &Job, w: &Worker) -> Result<()> {
+    fn write(&mut self, job: &Job, w: &mut Worker) -> Result<()> {
         let file = &self.files[job.file];
         let chunk = match &job.chunk {
             Ok(c) => c,
@@ -574,9 +675,36 @@ impl Writer<'_> {
             } else {
                 None
             };
-            let main = AtomicOutput::create(&out, compress)
-                .with_context(|| format!("cannot create {}", out.display()))?;
-            self.current = Some((main, dd, dropped));
+            let attrs = if self.cfg.mark {
+                let p = attributes_path(&self.cfg.output, &file.rel);
+                Some(
+                    AtomicOutput::create(&p, OutputCompression::None)
+                        .with_context(|| format!("cannot create {}", p.display()))?,
+                )
+            } else {
+                None
+            };
+            let created = |c| {
+                AtomicOutput::create(&out, c)
+                    .with_context(|| format!("cannot create {}", out.display()))
+            };
+            let main = match (&job.format, &chunk.extra) {
+                (DocFormat::Parquet(_), ChunkExtra::Parquet(slice)) => MainOut::Parquet(
+                    ParquetOut::create(created(OutputCompression::None)?, &slice.source)
+                        .with_context(|| format!("cannot create {}", out.display()))?,
+                ),
+                // Each record is its own gzip member, compressed by the worker.
+                (DocFormat::Wet { .. }, _) if compress == OutputCompression::Gzip => {
+                    MainOut::Bytes(created(OutputCompression::None)?)
+                }
+                _ => MainOut::Bytes(created(compress)?),
+            };
+            self.current = Some(Outputs {
+                main,
+                dd,
+                dropped,
+                attrs,
+            });
             self.issues_in_file = 0;
         }
         // The chunk's keys and verdicts reach the journal in input order, before
@@ -585,15 +713,32 @@ impl Writer<'_> {
             j.append_encoded(&w.record)
                 .context("cannot write the journal")?;
         }
-        self.report_issues(file, &w.plan.issues);
-        let (main, dd, dropped) = self
+        self.report_issues(file, &job.format, &w.plan.issues);
+        let Outputs {
+            main,
+            dd,
+            dropped,
+            attrs,
+        } = self
             .current
             .as_mut()
             .ok_or_else(|| anyhow!("internal: no open output for {}", file.path.display()))?;
-        main.write_all(&w.out)
-            .with_context(|| format!("cannot write {}", main.path().display()))?;
-        if fault::armed() && fault::reached("output-bytes", w.out.len() as u64) {
+        let written = match main {
+            MainOut::Bytes(main) => {
+                main.write_all(&w.out)
+                    .with_context(|| format!("cannot write {}", main.path().display()))?;
+                w.out.len() as u64
+            }
+            MainOut::Parquet(p) => p
+                .append(w.row_group.take().unwrap_or(RowGroupOut::Empty))
+                .with_context(|| format!("cannot write the output of {}", file.path.display()))?,
+        };
+        if fault::armed() && fault::reached("output-bytes", written) {
             fault::crash("output-bytes");
+        }
+        if let Some(a) = attrs {
+            a.write_all(&w.attrs)
+                .with_context(|| format!("cannot write {}", a.path().display()))?;
         }
         if let Some(dd) = dd {
             dd.write_all(&w.dd)
@@ -604,7 +749,7 @@ impl Writer<'_> {
                 .with_context(|| format!("cannot write {}", d.path().display()))?;
         }
         self.stats.bytes_in += chunk.data.len() as u64;
-        self.stats.bytes_out += w.out.len() as u64;
+        self.stats.bytes_out += written;
         self.stats.add_chunk(&w.stats);
         if chunk.last {
             // The finish mark goes after the file's last record and before the sync
@@ -615,9 +760,21 @@ impl Writer<'_> {
                 encode_finished(rel_bytes(&file.rel), job.index + 1, &mut tag);
                 j.append(&tag, &[]).context("cannot write the journal")?;
             }
-            let (main, dd, dropped) = self.current.take().expect("checked above");
+            let Outputs {
+                main,
+                dd,
+                dropped,
+                attrs,
+            } = self.current.take().expect("checked above");
+            let main = match main {
+                MainOut::Bytes(m) => m,
+                MainOut::Parquet(p) => p.finish().with_context(|| {
+                    format!("cannot finish the output of {}", file.path.display())
+                })?,
+            };
             let done = Finish {
                 main,
+                attrs,
                 log: log_path(&self.cfg.output, &file.rel),
                 dd,
                 dropped,
@@ -648,7 +805,7 @@ impl Writer<'_> {
         Ok(())
     }
 
-    fn report_issues(&mut self, file: &InputFile, issues: &[Issue]) {
+    fn report_issues(&mut self, file: &InputFile, format: &DocFormat, issues: &[Issue]) {
         for issue in issues {
             *self
                 .stats
@@ -656,9 +813,11 @@ impl Writer<'_> {
                 .entry(issue.kind.name().to_string())
                 .or_default() += 1;
             if self.issues_in_file < self.cfg.report_limit as u64 {
+                // A line, a Parquet row, a WET record's offset.
                 (self.report)(&format!(
-                    "{}:{}: {}",
+                    "{}:{}{}: {}",
                     file.path.display(),
+                    format.at(),
                     issue.line,
                     issue.kind
                 ));
@@ -700,6 +859,28 @@ pub fn open_documents<'a>(
     Ok((format, r))
 }
 
+/// The reader of an input's chunks of whole documents, in its format (named, or
+/// sniffed from its first decompressed bytes); Parquet and WET are opened again
+/// by path ([`DocFormat::reader`]).
+pub fn open_doc_reader<'a>(
+    f: &InputFile,
+    read: &ReadSettings,
+    stop: Option<&'a AtomicBool>,
+    chunk_bytes: usize,
+    max_line: usize,
+) -> std::io::Result<(DocFormat, DocReader<DocStream<'a>>)> {
+    let (reader, compression) = open_file(f, stop)?;
+    let mut r = BufReader::with_capacity(1 << 16, reader);
+    let format = read.resolve(r.fill_buf()?);
+    let reader = format
+        .reader(f, r, compression, chunk_bytes, max_line)
+        .map_err(|e| std::io::Error::new(e.kind(), e.to_string()))?;
+    Ok((format, reader))
+}
+
+/// A decompressed input stream.
+pub type DocStream<'a> = BufReader<Box<dyn Read + Send + 'a>>;
+
 /// Sends every chunk of every file, numbered in order, until `send` refuses or
 /// `stop` says so.
 fn read_jobs(
@@ -715,7 +896,7 @@ fn read_jobs(
         if stop() {
             return;
         }
-        match open_documents(f, &cfg.read, dur_stop) {
+        match open_doc_reader(f, &cfg.read, dur_stop, cfg.chunk_bytes, cfg.max_line_bytes) {
             // A signal ended the wait for a stream: the file stays unfinished.
             Err(_) if stop() => return,
             Err(e) => {
@@ -732,9 +913,7 @@ fn read_jobs(
                 seq += 1;
             }
             Ok((format, reader)) => {
-                let mut chunks = format
-                    .chunk_reader(reader, cfg.chunk_bytes, cfg.max_line_bytes)
-                    .with_pool(pool.clone());
+                let mut chunks = reader.with_pool(pool.clone());
                 let mut first = true;
                 let mut index = 0;
                 while let Some(chunk) = chunks.next_chunk() {
@@ -910,7 +1089,7 @@ pub fn run_files(
         // Two chunks in flight per thread, plus the reader's.
         let pool = BufferPool::new(threads * 2 + 2);
         let stats = if threads == 1 {
-            let mut w = Worker::new(&cfg.options);
+            let mut w = Worker::new(&cfg.options, cfg.mark);
             let mut failure = None;
             let mut records = RecordCounter::default();
             read_jobs(&files, cfg, &pool, &should_stop, dur.stop, |job| {
@@ -920,8 +1099,8 @@ pub fn run_files(
                     .decide(&job, &files[job.file], store, &cfg.options, dur)
                     .and_then(|_| {
                         w.build_record(&job, &files[job.file]);
-                        w.render(&job, &files[job.file], cfg.dd, &cfg.options);
-                        writer.write(&job, &w)
+                        w.render(&job, &files[job.file], cfg)?;
+                        writer.write(&job, &mut w)
                     });
                 if let Ok(chunk) = job.chunk {
                     pool.give(chunk.data);
@@ -957,7 +1136,7 @@ pub fn run_files(
                 });
                 for _ in 0..threads {
                     s.spawn(|| {
-                        let mut w = Worker::new(&cfg.options);
+                        let mut w = Worker::new(&cfg.options, cfg.mark);
                         for job in rx.iter() {
                             let failed = || stop.load(Ordering::Relaxed);
                             if !failed() {
@@ -973,14 +1152,21 @@ pub fn run_files(
                                     w.decide(&job, &files[job.file], store, &cfg.options, dur)
                                 }
                             });
-                            let r = r.map(|_| {
-                                if !failed() {
-                                    w.build_record(&job, &files[job.file]);
-                                    w.render(&job, &files[job.file], cfg.dd, &cfg.options)
+                            let r = r.and_then(|_| {
+                                if failed() {
+                                    return Ok(());
                                 }
+                                w.build_record(&job, &files[job.file]);
+                                w.render(&job, &files[job.file], cfg)
                             });
                             let r = write_gate.pass(job.seq, |wr| {
-                                r.and_then(|_| if failed() { Ok(()) } else { wr.write(&job, &w) })
+                                r.and_then(|_| {
+                                    if failed() {
+                                        Ok(())
+                                    } else {
+                                        wr.write(&job, &mut w)
+                                    }
+                                })
                             });
                             if let Err(e) = r {
                                 stop.store(true, Ordering::Relaxed);

@@ -12,16 +12,22 @@
 //! |---|---|---|---|---|
 //! | [`vertical`](crate::vertical) | before a `<doc` line | `<doc>`..`</doc>` | `<p>`..`</p>` (or an implicit one) | kept lines byte for byte |
 //! | [`jsonl`](crate::jsonl) | any line start | one JSON line | a non-blank line of the text field | the line with its text value's kept lines, every other byte as read |
+//! | [`parquet`](crate::parquet) | a row group (or an equal slice of a large one) | a row | a non-blank line of the text column | the row group's kept rows, the text column rebuilt |
+//! | [`wet`](crate::wet) | after about `--chunk-bytes` of records | a `conversion` record | a non-blank line of its body | the record with its kept lines and a corrected `Content-Length` |
 //!
 //! A new format is one reader (a module with a `parse_chunk` driving a
 //! [`DocSink`], a variant of [`DocFormat`] and, if it can be recognised, a rule in
 //! [`sniff`]) and, when its bytes are not a concatenation of kept ranges, one
-//! writer; every command that reads documents gains it.
+//! writer; every command that reads documents gains it. Parquet and WET are read
+//! from files (by offset), not streams: [`DocFormat::reader`] opens them again by
+//! path.
 
-use crate::vertical::{self, Chunk, ChunkReader};
+use crate::input::{Compression, InputFile};
+use crate::jsonl::JsonlOptions;
+use crate::vertical::{self, BufferPool, Chunk, ChunkReader};
 use std::borrow::Cow;
 use std::fmt;
-use std::io::Read;
+use std::io::{self, Read};
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -108,41 +114,178 @@ pub trait DocSink {
     fn passthrough(&mut self, range: Range<usize>, line: u64, dropped: bool) {
         let _ = (range, line, dropped);
     }
+    /// A record that is not a document and not bad either (a WET file's
+    /// `warcinfo` record): written as it is where it stands.
+    fn other(&mut self, range: Range<usize>, line: u64) {
+        self.passthrough(range, line, false)
+    }
     /// A problem with the input.
     fn issue(&mut self, issue: Issue);
+    /// Whether the sink wants character offsets (`--mark`): readers then call
+    /// [`para_chars`](Self::para_chars) after each `para_end` and
+    /// [`text_chars`](Self::text_chars) before each `doc_end`.
+    fn wants_chars(&self) -> bool {
+        false
+    }
+    /// The paragraph just ended spans these characters (Unicode scalar values) of
+    /// the document's text.
+    fn para_chars(&mut self, chars: Range<u64>) {
+        let _ = chars;
+    }
+    /// The document's text has this many characters.
+    fn text_chars(&mut self, len: u64) {
+        let _ = len;
+    }
 }
 
-/// Feeds a [`DocSink`] from the vertical reader's events.
-struct FromVertical<'s, S>(&'s mut S);
+/// Counts characters (Unicode scalar values; an invalid UTF-8 sequence counts as
+/// the one U+FFFD a lossy reading makes of it) from a start position up to
+/// positions given in increasing order.
+pub struct CharCounter {
+    pos: usize,
+    chars: u64,
+}
+
+impl CharCounter {
+    pub fn new(start: usize) -> Self {
+        CharCounter {
+            pos: start,
+            chars: 0,
+        }
+    }
+
+    /// Characters from the start to `to` (not before the last position asked).
+    pub fn at(&mut self, data: &[u8], to: usize) -> u64 {
+        if to > self.pos {
+            self.chars += count_chars(&data[self.pos..to]);
+            self.pos = to;
+        }
+        self.chars
+    }
+}
+
+/// The characters of `bytes` read lossily as UTF-8.
+pub fn count_chars(bytes: &[u8]) -> u64 {
+    match std::str::from_utf8(bytes) {
+        // Every byte that does not continue a character starts one.
+        Ok(_) => bytes.iter().filter(|&&b| (b as i8) >= -0x40).count() as u64,
+        Err(_) => String::from_utf8_lossy(bytes).chars().count() as u64,
+    }
+}
+
+/// Feeds a [`DocSink`] from the vertical reader's events. With character offsets
+/// wanted, it counts them in the text a vertical document stands for: the one
+/// `webdedup to-jsonl` makes of it ([`convert`](crate::convert): paragraphs
+/// joined by `\n`, words by a space unless glued).
+struct FromVertical<'s, S> {
+    sink: &'s mut S,
+    chars: bool,
+    len: u64,
+    para_from: u64,
+    para_has_word: bool,
+}
+
+impl<'s, S: DocSink> FromVertical<'s, S> {
+    fn new(sink: &'s mut S) -> Self {
+        let chars = sink.wants_chars();
+        FromVertical {
+            sink,
+            chars,
+            len: 0,
+            para_from: 0,
+            para_has_word: false,
+        }
+    }
+}
 
 impl<S: DocSink> vertical::Sink for FromVertical<'_, S> {
     #[inline]
     fn doc_start(&mut self, header: Range<usize>, line: u64, attrs: &[u8]) {
-        self.0.doc_start(header, line, &DocMeta::Attrs(attrs))
+        self.len = 0;
+        self.sink.doc_start(header, line, &DocMeta::Attrs(attrs))
     }
     #[inline]
     fn structure(&mut self, range: Range<usize>) {
-        self.0.structure(range)
+        self.sink.structure(range)
     }
     #[inline]
     fn para_start(&mut self, start: usize, line: u64, implicit: bool) {
-        self.0.para_start(start, line, implicit)
+        if self.chars {
+            if self.len > 0 {
+                self.len += 1;
+            }
+            self.para_from = self.len;
+            self.para_has_word = false;
+        }
+        self.sink.para_start(start, line, implicit)
     }
     #[inline]
     fn word(&mut self, word: &[u8], glued: bool, line: u64) {
-        self.0.word(word, glued, line)
+        if self.chars {
+            if self.para_has_word && !glued {
+                self.len += 1;
+            }
+            self.len += count_chars(word);
+            self.para_has_word = true;
+        }
+        self.sink.word(word, glued, line)
     }
     #[inline]
     fn para_end(&mut self, end: usize) {
-        self.0.para_end(end)
+        self.sink.para_end(end);
+        if self.chars {
+            self.sink.para_chars(self.para_from..self.len);
+        }
     }
     #[inline]
     fn doc_end(&mut self, close: Option<Range<usize>>) {
-        self.0.doc_end(close)
+        if self.chars {
+            self.sink.text_chars(self.len);
+        }
+        self.sink.doc_end(close)
     }
     #[inline]
     fn issue(&mut self, issue: Issue) {
-        self.0.issue(issue)
+        self.sink.issue(issue)
+    }
+}
+
+/// What a chunk of a format that is not read as lines carries besides its bytes.
+#[derive(Debug, Default)]
+pub enum ChunkExtra {
+    #[default]
+    None,
+    /// Parquet: the chunk's rows (its data holds their texts).
+    Parquet(Box<crate::parquet::RowSlice>),
+    /// WET: where each record lies in the chunk's data.
+    Wet(Vec<crate::wet::RecordInfo>),
+}
+
+/// Cuts an input into chunks of whole documents, whatever its format.
+pub enum DocReader<R> {
+    /// Line formats (verticals, JSON Lines), from the decompressed stream.
+    Stream(ChunkReader<R>),
+    Parquet(Box<crate::parquet::RowGroups>),
+    Wet(Box<crate::wet::Records>),
+}
+
+impl<R: Read> DocReader<R> {
+    /// The next chunk, or None after the last one (there is always at least one,
+    /// with `last` set, even for an empty input).
+    pub fn next_chunk(&mut self) -> Option<Chunk> {
+        match self {
+            DocReader::Stream(r) => r.next_chunk(),
+            DocReader::Parquet(r) => r.next_chunk(),
+            DocReader::Wet(r) => r.next_chunk(),
+        }
+    }
+
+    /// Takes buffers for new chunks from `pool` (line formats).
+    pub fn with_pool(self, pool: Arc<BufferPool>) -> Self {
+        match self {
+            DocReader::Stream(r) => DocReader::Stream(r.with_pool(pool)),
+            other => other,
+        }
     }
 }
 
@@ -150,7 +293,12 @@ impl<S: DocSink> vertical::Sink for FromVertical<'_, S> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DocFormat {
     Vertical,
-    Jsonl(Arc<crate::jsonl::JsonlOptions>),
+    Jsonl(Arc<JsonlOptions>),
+    /// The JSON Lines options name the columns.
+    Parquet(Arc<JsonlOptions>),
+    Wet {
+        drop_bad: bool,
+    },
 }
 
 impl DocFormat {
@@ -158,14 +306,88 @@ impl DocFormat {
         match self {
             DocFormat::Vertical => "vertical",
             DocFormat::Jsonl(_) => "jsonl",
+            DocFormat::Parquet(_) => "parquet",
+            DocFormat::Wet { .. } => "wet",
         }
     }
 
-    /// Where chunks may end: documents never straddle two chunks.
+    /// How a position is named in messages (`FILE:{at}{n}`): a line, a row (from
+    /// 1), a record's byte offset in the file.
+    pub fn at(&self) -> &'static str {
+        match self {
+            DocFormat::Vertical | DocFormat::Jsonl(_) => "",
+            DocFormat::Parquet(_) => "row ",
+            DocFormat::Wet { .. } => "offset ",
+        }
+    }
+
+    /// Where chunks may end: documents never straddle two chunks (line formats;
+    /// the others cut their own chunks).
     pub fn boundary(&self) -> vertical::Boundary {
         match self {
             DocFormat::Vertical => vertical::Boundary::DocLine,
-            DocFormat::Jsonl(_) => vertical::Boundary::Line,
+            _ => vertical::Boundary::Line,
+        }
+    }
+
+    /// Reads `file` in chunks of whole documents. `stream` is its decompressed
+    /// content as the input layer opened it (`compression`: what it found); line
+    /// formats read from it, Parquet and WET open the file again by path (they
+    /// need to seek: neither standard input nor a pipe will do).
+    pub fn reader<R: Read>(
+        &self,
+        file: &InputFile,
+        stream: R,
+        compression: Compression,
+        chunk_bytes: usize,
+        max_line: usize,
+    ) -> io::Result<DocReader<R>> {
+        let seekable = |what: &str| -> io::Result<()> {
+            let regular =
+                !file.is_stdin() && std::fs::metadata(&file.path).is_ok_and(|m| m.is_file());
+            if !regular {
+                return Err(io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    format!(
+                        "{what} is read from a file (by offset), not from standard input or a pipe"
+                    ),
+                ));
+            }
+            Ok(())
+        };
+        match self {
+            DocFormat::Vertical | DocFormat::Jsonl(_) => Ok(DocReader::Stream(self.chunk_reader(
+                stream,
+                chunk_bytes,
+                max_line,
+            ))),
+            DocFormat::Parquet(o) => {
+                seekable("Parquet")?;
+                if compression != Compression::None {
+                    return Err(io::Error::new(
+                        io::ErrorKind::Unsupported,
+                        format!("a {compression:?}-compressed Parquet file: decompress it first (Parquet compresses its pages itself)"),
+                    ));
+                }
+                Ok(DocReader::Parquet(Box::new(
+                    crate::parquet::RowGroups::open(&file.path, o, chunk_bytes)?,
+                )))
+            }
+            DocFormat::Wet { drop_bad } => {
+                seekable("WET")?;
+                if compression == Compression::Zstd {
+                    return Err(io::Error::new(
+                        io::ErrorKind::Unsupported,
+                        "zstd-compressed WARC/WET files are not supported (decompress, or recompress with gzip)",
+                    ));
+                }
+                Ok(DocReader::Wet(Box::new(crate::wet::Records::open(
+                    &file.path,
+                    *drop_bad,
+                    chunk_bytes,
+                    max_line,
+                )?)))
+            }
         }
     }
 
@@ -183,8 +405,10 @@ impl DocFormat {
     #[inline]
     pub fn parse<S: DocSink>(&self, chunk: &Chunk, sink: &mut S) {
         match self {
-            DocFormat::Vertical => vertical::parse_chunk(chunk, &mut FromVertical(sink)),
+            DocFormat::Vertical => vertical::parse_chunk(chunk, &mut FromVertical::new(sink)),
             DocFormat::Jsonl(o) => crate::jsonl::parse_chunk(chunk, o, sink),
+            DocFormat::Parquet(_) => crate::parquet::parse_chunk(chunk, sink),
+            DocFormat::Wet { drop_bad } => crate::wet::parse_chunk(chunk, *drop_bad, sink),
         }
     }
 
@@ -199,23 +423,29 @@ impl DocFormat {
                 doc.extend_from_slice(b"</doc>\n");
                 (doc, DocFormat::Vertical)
             }
-            DocFormat::Jsonl(_) => {
-                // One escaped text line a line (the dropped paragraph, then the
-                // short ones that rode along with the next dropped one): joined
-                // into one text again.
+            DocFormat::Jsonl(_) | DocFormat::Parquet(_) | DocFormat::Wet { .. } => {
+                // One text line a line (the dropped paragraph, then the short ones
+                // that rode along with the next dropped one): joined into one text
+                // again, as JSON Lines (escaped already for JSON Lines; the plain
+                // lines of Parquet and WET escaped here, read lossily, as their
+                // readers read them for keys).
+                let escaped = matches!(self, DocFormat::Jsonl(_));
                 let body = body.strip_suffix(b"\n").unwrap_or(body);
                 let mut doc = b"{\"text\":\"".to_vec();
                 for (i, line) in body.split(|&b| b == b'\n').enumerate() {
                     if i > 0 {
                         doc.extend_from_slice(b"\\n");
                     }
-                    doc.extend_from_slice(line);
+                    if escaped {
+                        doc.extend_from_slice(line);
+                    } else {
+                        let s = serde_json::to_string(&String::from_utf8_lossy(line))
+                            .unwrap_or_default();
+                        doc.extend_from_slice(&s.as_bytes()[1..s.len().saturating_sub(1)]);
+                    }
                 }
                 doc.extend_from_slice(b"\"}\n");
-                (
-                    doc,
-                    DocFormat::Jsonl(Arc::new(crate::jsonl::JsonlOptions::default())),
-                )
+                (doc, DocFormat::Jsonl(Arc::new(JsonlOptions::default())))
             }
         }
     }
@@ -228,6 +458,8 @@ pub enum FormatChoice {
     Auto,
     Vertical,
     Jsonl,
+    Parquet,
+    Wet,
 }
 
 impl FormatChoice {
@@ -236,6 +468,8 @@ impl FormatChoice {
             FormatChoice::Auto => "auto",
             FormatChoice::Vertical => "vertical",
             FormatChoice::Jsonl => "jsonl",
+            FormatChoice::Parquet => "parquet",
+            FormatChoice::Wet => "wet",
         }
     }
 }
@@ -253,8 +487,10 @@ impl std::str::FromStr for FormatChoice {
             "auto" => Ok(FormatChoice::Auto),
             "vertical" | "vert" => Ok(FormatChoice::Vertical),
             "jsonl" | "json" => Ok(FormatChoice::Jsonl),
+            "parquet" => Ok(FormatChoice::Parquet),
+            "wet" | "warc" => Ok(FormatChoice::Wet),
             other => Err(format!(
-                "unknown input format '{other}' (expected auto, vertical or jsonl)"
+                "unknown input format '{other}' (expected auto, vertical, jsonl, parquet or wet)"
             )),
         }
     }
@@ -264,7 +500,8 @@ impl std::str::FromStr for FormatChoice {
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct ReadSettings {
     pub choice: FormatChoice,
-    pub jsonl: Arc<crate::jsonl::JsonlOptions>,
+    /// The fields of JSON Lines, and the columns of Parquet.
+    pub jsonl: Arc<JsonlOptions>,
 }
 
 impl ReadSettings {
@@ -276,6 +513,10 @@ impl ReadSettings {
         };
         match choice {
             FormatChoice::Jsonl => DocFormat::Jsonl(self.jsonl.clone()),
+            FormatChoice::Parquet => DocFormat::Parquet(self.jsonl.clone()),
+            FormatChoice::Wet => DocFormat::Wet {
+                drop_bad: self.jsonl.drop_bad,
+            },
             _ => DocFormat::Vertical,
         }
     }
@@ -290,10 +531,17 @@ impl ReadSettings {
     }
 }
 
-/// The format a decompressed stream's first bytes suggest: `{` JSON Lines, anything
-/// else (`<doc`, or nothing) vertical, the historical default. Leading whitespace
-/// and a UTF-8 byte order mark are skipped.
+/// The format a decompressed stream's first bytes suggest: `PAR1` Parquet,
+/// `WARC/` followed by a digit WET, `{` JSON Lines, anything else (`<doc`, or
+/// nothing) vertical, the historical default. Leading whitespace and a UTF-8 byte
+/// order mark are skipped (not before the binary magics).
 pub fn sniff(head: &[u8]) -> FormatChoice {
+    if head.starts_with(crate::parquet::MAGIC) {
+        return FormatChoice::Parquet;
+    }
+    if head.starts_with(b"WARC/") && head.get(5).is_some_and(u8::is_ascii_digit) {
+        return FormatChoice::Wet;
+    }
     let head = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(head);
     match head.iter().find(|b| !b.is_ascii_whitespace()) {
         Some(b'{') => FormatChoice::Jsonl,
@@ -312,6 +560,11 @@ mod tests {
         assert_eq!(sniff(b"<doc id=\"1\">"), FormatChoice::Vertical);
         assert_eq!(sniff(b""), FormatChoice::Vertical);
         assert_eq!(sniff(b"word\n"), FormatChoice::Vertical);
+        assert_eq!(sniff(b"PAR1\x15\x04"), FormatChoice::Parquet);
+        assert_eq!(sniff(b"WARC/1.0\r\n"), FormatChoice::Wet);
+        assert_eq!(sniff(b"WARC/x"), FormatChoice::Vertical);
+        assert_eq!(count_chars("a\u{e9}\u{1f600}".as_bytes()), 3);
+        assert_eq!(count_chars(b"a\xffb"), 3);
         let s = ReadSettings::default();
         assert_eq!(s.resolve(b"{"), DocFormat::Jsonl(s.jsonl.clone()));
         let v = ReadSettings {

@@ -28,7 +28,7 @@
 //! unescaped here in one pass, since the writer needs every line's span in the
 //! escaped bytes, which no JSON library reports.
 
-use crate::doc::{DocMeta, DocSink};
+use crate::doc::{CharCounter, DocMeta, DocSink};
 use crate::vertical::{Chunk, Issue, IssueKind};
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use std::fmt;
@@ -552,8 +552,17 @@ fn record<S: DocSink>(
         url: Found::first(&sc.found.url),
         title: Found::first(&sc.found.title),
     };
+    // Characters of the text (`--mark`): the unescaped lines, each `\n` one more.
+    let chars = sink.wants_chars();
+    let mut counter = CharCounter::new(0);
+    let text_len = |counter: &mut CharCounter| {
+        counter.at(sc.text.as_bytes(), sc.text.len()) + sc.lines.len() as u64 - 1
+    };
     let Some((&first, &last)) = sc.paras.first().zip(sc.paras.last()) else {
         sink.doc_start(range.clone(), line_no, &meta);
+        if chars {
+            sink.text_chars(text_len(&mut counter));
+        }
         sink.doc_end(None);
         return;
     };
@@ -571,7 +580,16 @@ fn record<S: DocSink>(
         sink.para_start(c.start, line_no, true);
         sink.word(sc.text[sc.lines[i].text.clone()].as_bytes(), false, line_no);
         sink.para_end(c.end);
+        if chars {
+            let t = &sc.lines[i].text;
+            let a = counter.at(sc.text.as_bytes(), t.start) + i as u64;
+            let b = counter.at(sc.text.as_bytes(), t.end) + i as u64;
+            sink.para_chars(a..b);
+        }
         prev_end = Some(c.end);
+    }
+    if chars {
+        sink.text_chars(text_len(&mut counter));
     }
     sink.doc_end(Some(content(last).end..range.end));
 }

@@ -7,6 +7,11 @@
 //! * [`doc`]: documents whatever the format: the events a format's reader sends
 //!   ([`doc::DocSink`]) and the formats ([`doc::DocFormat`], sniffing).
 //! * [`jsonl`]: JSON Lines documents (text, id, URL, title fields).
+//! * [`parquet`]: Parquet documents (a row each), read by row group, written back
+//!   with the input's schema.
+//! * [`wet`]: Common Crawl WET files (a `conversion` record each), written back
+//!   as valid WARC records.
+//! * [`plain`]: documents whose text is plain lines (Parquet, WET).
 //! * [`convert`]: verticals to JSON Lines (the shared corpus's rules), for samples
 //!   and the equivalence tests.
 //! * [`summary`]: a run's summary line and JSON figures, one way for every command.
@@ -22,9 +27,12 @@ pub mod input;
 pub mod jsonl;
 pub mod output;
 pub mod output_plan;
+pub mod parquet;
+pub mod plain;
 pub mod shown;
 pub mod summary;
 pub mod vertical;
 pub mod warc;
+pub mod wet;
 
 pub use input::{list_inputs, open_file, open_input, Compression, InputFile, ListOptions};

@@ -189,6 +189,18 @@ impl AtomicOutput {
     }
 }
 
+/// As a writer (the Parquet writer writes through one): every write is whole.
+impl Write for AtomicOutput {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.write_all(buf)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
 impl Drop for AtomicOutput {
     /// An output dropped unfinished (the run stopped on an error) leaves no `.tmp`
     /// file behind. (A killed process does: the next run overwrites it.)

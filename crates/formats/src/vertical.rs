@@ -63,6 +63,13 @@ pub enum IssueKind {
         reason: String,
         dropped: bool,
     },
+    /// Stored data that cannot be decoded (a Parquet row group with a damaged
+    /// page): the message says what became of it.
+    Damaged(String),
+    /// Bytes that are not a record where one was expected (a WET file: garbage
+    /// between records, a record whose length is wrong): the message says what
+    /// was skipped.
+    Malformed(String),
 }
 
 impl IssueKind {
@@ -78,6 +85,8 @@ impl IssueKind {
             IssueKind::LineTooLong { .. } => "line-too-long",
             IssueKind::ReadError(_) => "read-error",
             IssueKind::BadRecord { .. } => "bad-record",
+            IssueKind::Damaged(_) => "damaged",
+            IssueKind::Malformed(_) => "malformed",
         }
     }
 }
@@ -111,6 +120,7 @@ impl fmt::Display for IssueKind {
                     "record passed through unchanged"
                 }
             ),
+            IssueKind::Damaged(what) | IssueKind::Malformed(what) => f.write_str(what),
         }
     }
 }
@@ -131,6 +141,8 @@ pub struct Chunk {
     pub issues: Vec<Issue>,
     /// No data follows this chunk.
     pub last: bool,
+    /// What formats that are not read as lines carry besides the bytes.
+    pub extra: crate::doc::ChunkExtra,
 }
 
 /// Chunk buffers handed back once written, so that a long run reuses a few buffers
@@ -392,6 +404,7 @@ impl<R: Read> ChunkReader<R> {
             issues: std::mem::take(&mut self.pending_issues),
             last,
             data,
+            extra: Default::default(),
         };
         self.pending_line = first_line + lines_in_data + chunk.skipped_lines.len() as u64;
         self.pending_offset += chunk.data.len() as u64;

@@ -79,7 +79,8 @@ pub struct Record {
     pub content_length: u64,
     /// Block bytes actually present.
     pub block_read: u64,
-    /// The first `min(block, PREFIX_MAX)` bytes of the block.
+    /// The first `min(block, PREFIX_MAX)` bytes of the block (or of the reader's
+    /// block limit).
     pub block_prefix: Vec<u8>,
     /// Length of the HTTP header (status line to blank line) at the start of the
     /// block, when the block is parsed as HTTP (response, revisit, request of an
@@ -230,6 +231,8 @@ pub struct ArchiveReader {
     done: bool,
     opts: ReadOptions,
     multi_reported: bool,
+    /// Bytes of a block kept in memory ([`PREFIX_MAX`] unless set).
+    prefix_max: usize,
 }
 
 enum ParseError {
@@ -276,7 +279,15 @@ impl ArchiveReader {
             done,
             opts,
             multi_reported: false,
+            prefix_max: PREFIX_MAX,
         })
+    }
+
+    /// Keeps up to `bytes` of each block in memory instead of [`PREFIX_MAX`]
+    /// (readers that need whole blocks: WET).
+    pub fn with_block_limit(mut self, bytes: usize) -> Self {
+        self.prefix_max = bytes;
+        self
     }
 
     pub fn path(&self) -> &Path {
@@ -364,7 +375,7 @@ impl ArchiveReader {
         let opts = self.opts;
         let src = self.src.as_mut().expect("checked");
         let mut body_start = 0;
-        match parse_record(src, fmt, opts, &mut body_start) {
+        match parse_record(src, fmt, opts, self.prefix_max, &mut body_start) {
             Ok(mut rec) => {
                 let content_end = src.pos;
                 let body_start = start + body_start;
@@ -522,10 +533,10 @@ impl ArchiveReader {
         }
         let head = head[..head.len().min(16)].to_vec();
         let fmt = self.decide_format(&head);
-        let opts = self.opts;
+        let (opts, prefix_max) = (self.opts, self.prefix_max);
         let dec = self.member.as_mut().expect("set above");
         let mut body_start = 0;
-        match parse_record(dec, fmt, opts, &mut body_start) {
+        match parse_record(dec, fmt, opts, prefix_max, &mut body_start) {
             Ok(mut rec) => {
                 let truncated = rec.block_read < rec.content_length;
                 if let Err(e) = skip_blank_lines(dec) {
@@ -705,6 +716,7 @@ fn parse_record(
     r: &mut impl BufRead,
     fmt: Format,
     opts: ReadOptions,
+    prefix_max: usize,
     body_start: &mut u64,
 ) -> Result<Record, ParseError> {
     let mut header = Vec::with_capacity(512);
@@ -813,7 +825,7 @@ fn parse_record(
         rec.warning = h.warning.clone();
     }
     // The block: a prefix in memory, the rest streamed.
-    let want = content_length.min(PREFIX_MAX as u64) as usize;
+    let want = content_length.min(prefix_max as u64) as usize;
     let mut prefix = Vec::with_capacity(want);
     let got = r.by_ref().take(want as u64).read_to_end(&mut prefix)?;
     rec.block_read = got as u64;

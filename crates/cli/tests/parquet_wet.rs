@@ -1,0 +1,690 @@
+//! Parquet and WET through `webdedup dedup`, and `--mark` for every format: the
+//! same decisions as the vertical and JSON Lines samples (exact and near), Parquet
+//! outputs with the input's schema and row order, WET outputs with correct
+//! `Content-Length`s, bad input (a missing column, a damaged page, a truncated
+//! record) reported with its row or offset and passed through, and attributes
+//! files whose spans give the dedup output back.
+//!
+//! Parquet files are written here by the `parquet` crate from the JSON Lines
+//! sample (the FineWeb layout of `../shared/corpus/web3-parquet`), WET files from
+//! the same documents (a `conversion` record each).
+
+mod common;
+
+use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch, StringArray};
+use arrow_schema::{DataType, Field, Schema};
+use common::*;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ArrowWriter;
+use parquet::basic::Compression;
+use parquet::file::properties::WriterProperties;
+use std::collections::HashMap;
+use std::fs;
+use std::path::Path;
+use std::sync::Arc;
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn ok(o: &std::process::Output) {
+    assert!(o.status.success(), "{:?}: {}", o.status, stderr(o));
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&read(path)).unwrap()
+}
+
+/// (id, status) of every `.dd` line under `out`, files in sorted order.
+fn dd_entries(out: &Path) -> Vec<(String, String)> {
+    let attr = |line: &str, name: &str| {
+        let key = format!(" {name}=\"");
+        let i = line
+            .find(&key)
+            .unwrap_or_else(|| panic!("{name} in {line}"))
+            + key.len();
+        line[i..i + line[i..].find('"').unwrap()].to_string()
+    };
+    tree(out)
+        .into_iter()
+        .filter(|(name, _)| name.ends_with(".dd"))
+        .flat_map(|(_, bytes)| {
+            String::from_utf8(bytes)
+                .unwrap()
+                .lines()
+                .map(|l| (attr(l, "id"), attr(l, "status")))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// The documents of a JSON Lines file (decompressed): every line parsed.
+fn jsonl_docs(path: &Path) -> Vec<serde_json::Value> {
+    String::from_utf8(decompress(&fs::read(path).unwrap()))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The FineWeb-like schema of the test files (with a number column, which
+/// must come through unchanged too).
+fn schema() -> Arc<Schema> {
+    Arc::new(Schema::new(vec![
+        Field::new("text", DataType::Utf8, true),
+        Field::new("id", DataType::Utf8, false),
+        Field::new("url", DataType::Utf8, true),
+        Field::new("title", DataType::Utf8, true),
+        Field::new("language", DataType::Utf8, true),
+        Field::new("n", DataType::Int64, false),
+    ]))
+}
+
+/// Writes `docs` as Parquet: row groups of `group` rows, `codec` pages.
+fn write_parquet(docs: &[serde_json::Value], path: &Path, group: usize, codec: Compression) {
+    let col = |f: &dyn Fn(&serde_json::Value) -> Option<String>| -> ArrayRef {
+        Arc::new(StringArray::from(docs.iter().map(f).collect::<Vec<_>>()))
+    };
+    let batch = RecordBatch::try_new(
+        schema(),
+        vec![
+            col(&|d| d["text"].as_str().map(str::to_owned)),
+            col(&|d| d["id"].as_str().map(str::to_owned)),
+            col(&|d| d["metadata"]["url"].as_str().map(str::to_owned)),
+            col(&|d| d["metadata"]["title"].as_str().map(str::to_owned)),
+            col(&|d| d["metadata"]["lang"].as_str().map(str::to_owned)),
+            Arc::new(Int64Array::from_iter_values(0..docs.len() as i64)),
+        ],
+    )
+    .unwrap();
+    let props = WriterProperties::builder()
+        .set_compression(codec)
+        .set_max_row_group_row_count(Some(group))
+        .build();
+    let mut w =
+        ArrowWriter::try_new(fs::File::create(path).unwrap(), schema(), Some(props)).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+}
+
+/// The Parquet version of the JSON Lines sample, file for file, under `dir`.
+fn parquet_sample(dir: &Path, group: usize) {
+    for (name, _) in tree(&jsonl_sample_dir()) {
+        let docs = jsonl_docs(&jsonl_sample_dir().join(&name));
+        let out = dir.join(name.replace(".jsonl.gz", ".parquet"));
+        fs::create_dir_all(out.parent().unwrap()).unwrap();
+        write_parquet(&docs, &out, group, Compression::SNAPPY);
+    }
+}
+
+/// Every row of a Parquet file: its schema and each row's values as text.
+fn parquet_rows(path: &Path) -> (Arc<Schema>, Vec<Vec<Option<String>>>) {
+    let b = ParquetRecordBatchReaderBuilder::try_new(fs::File::open(path).unwrap()).unwrap();
+    let schema = b.schema().clone();
+    let mut rows = Vec::new();
+    for batch in b.build().unwrap() {
+        let batch = batch.unwrap();
+        for r in 0..batch.num_rows() {
+            rows.push(
+                batch
+                    .columns()
+                    .iter()
+                    .map(|c| {
+                        if c.is_null(r) {
+                            None
+                        } else if let Some(a) = c.as_any().downcast_ref::<StringArray>() {
+                            Some(a.value(r).to_string())
+                        } else {
+                            let a = c.as_any().downcast_ref::<Int64Array>().unwrap();
+                            Some(a.value(r).to_string())
+                        }
+                    })
+                    .collect(),
+            );
+        }
+    }
+    (schema, rows)
+}
+
+#[test]
+fn parquet_decides_as_jsonl_and_verticals_and_keeps_schema_and_row_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let pq = t.join("pq");
+    parquet_sample(&pq, 50);
+    for (mode, extra) in [("exact", &[][..]), ("near", &["-n"][..])] {
+        let (jo, po, vo) = (
+            t.join(format!("j-{mode}")),
+            t.join(format!("p-{mode}")),
+            t.join(format!("v-{mode}")),
+        );
+        let (jj, pj, vj) = (
+            t.join(format!("j-{mode}.json")),
+            t.join(format!("p-{mode}.json")),
+            t.join(format!("v-{mode}.json")),
+        );
+        ok(&dedup(
+            &jsonl_sample_dir(),
+            &jo,
+            &[&["--dd", "--json", s(&jj)], extra].concat(),
+        ));
+        ok(&dedup(
+            &pq,
+            &po,
+            &[&["--dd", "--json", s(&pj), "-t", "2"], extra].concat(),
+        ));
+        ok(&dedup(
+            &sample_dir(),
+            &vo,
+            &[&["--dd", "--json", s(&vj)], extra].concat(),
+        ));
+        // Same documents kept and dropped, same paragraphs kept per document.
+        let (j, p) = (dd_entries(&jo), dd_entries(&po));
+        assert_eq!(j.len(), 380);
+        assert_eq!(j, p, "{mode}");
+        let (j, p, v) = (json(&jj), json(&pj), json(&vj));
+        for field in [
+            "documents_read",
+            "documents_kept_whole",
+            "documents_kept_partly",
+            "documents_dropped_duplicate",
+            "documents_dropped_all_paragraphs",
+            "paragraphs_read",
+            "paragraphs_retained",
+            "keys_stored",
+        ] {
+            assert_eq!(j[field], p[field], "{mode}: {field}");
+            assert_eq!(v[field], p[field], "{mode}: {field} (verticals)");
+        }
+        assert!(p["paragraphs_retained"].as_u64() < p["paragraphs_read"].as_u64());
+    }
+
+    // The output: the input's schema, the kept rows in input order, their text
+    // the JSON Lines output's text, every other column as read.
+    let (jo, po) = (t.join("j-exact"), t.join("p-exact"));
+    for (name, _) in tree(&pq) {
+        let input = pq.join(&name);
+        let output = po.join(format!("{name}.dedup"));
+        let (in_schema, in_rows) = parquet_rows(&input);
+        let (out_schema, out_rows) = parquet_rows(&output);
+        assert_eq!(in_schema, out_schema, "{name}");
+        let jname = name.replace(".parquet", ".jsonl.dedup.gz");
+        let kept: Vec<serde_json::Value> = jsonl_docs(&jo.join(jname));
+        assert!(kept.len() > 50);
+        assert_eq!(out_rows.len(), kept.len(), "{name}");
+        let by_id: HashMap<&str, &Vec<Option<String>>> = in_rows
+            .iter()
+            .map(|r| (r[1].as_deref().unwrap(), r))
+            .collect();
+        let mut last_n = -1i64;
+        for (row, doc) in out_rows.iter().zip(&kept) {
+            assert_eq!(row[1].as_deref(), doc["id"].as_str(), "row order");
+            assert_eq!(row[0].as_deref(), doc["text"].as_str(), "text");
+            let orig = by_id[row[1].as_deref().unwrap()];
+            assert_eq!(&row[1..], &orig[1..], "other columns unchanged");
+            let n: i64 = row[5].as_deref().unwrap().parse().unwrap();
+            assert!(n > last_n);
+            last_n = n;
+        }
+    }
+
+    // Outputs do not depend on threads or on how row groups are cut.
+    let other = t.join("p-other");
+    ok(&dedup(
+        &pq,
+        &other,
+        &["--dd", "-t", "3", "--chunk-bytes", "20000"],
+    ));
+    let one = t.join("p-one");
+    ok(&dedup(
+        &pq,
+        &one,
+        &["--dd", "-t", "1", "--chunk-bytes", "20000"],
+    ));
+    assert!(
+        tree(&other) == tree(&one),
+        "outputs differ between thread counts"
+    );
+    assert_eq!(dd_entries(&other), dd_entries(&po));
+}
+
+#[test]
+fn parquet_bad_input_is_reported_with_its_rows_and_passed_through() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let docs = jsonl_docs(&jsonl_sample_dir().join("cc-2023-14/part-00000.jsonl.gz"));
+    let docs = &docs[..40];
+    let dir = t.join("in");
+    fs::create_dir_all(&dir).unwrap();
+
+    // No column `text`: every row is a bad record, reported with its row.
+    let no_text = dir.join("a.parquet");
+    write_parquet(docs, &no_text, 16, Compression::UNCOMPRESSED);
+    let out = t.join("out-a");
+    let o = dedup(&no_text, &out, &["--text-field", "body", "--dd"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    let f = no_text.display();
+    assert!(
+        err.contains(&format!(
+            "{f}:row 1: no column 'body': record passed through unchanged"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("{f}:row 17: no column 'body'")),
+        "{err}"
+    );
+    let (_, in_rows) = parquet_rows(&no_text);
+    let (_, out_rows) = parquet_rows(&out.join("a.parquet.dedup"));
+    assert_eq!(in_rows, out_rows, "bad rows pass through");
+    let out = t.join("out-a2");
+    let o = dedup(
+        &no_text,
+        &out,
+        &["--text-field", "body", "--drop-bad-records"],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(parquet_rows(&out.join("a.parquet.dedup")).1.len(), 0);
+
+    // A damaged page in the second row group: its rows are reported, the other
+    // row groups deduplicated; the damaged row group is copied as stored.
+    let damaged = dir.join("b.parquet");
+    write_parquet(docs, &damaged, 16, Compression::UNCOMPRESSED);
+    let meta = ParquetRecordBatchReaderBuilder::try_new(fs::File::open(&damaged).unwrap())
+        .unwrap()
+        .metadata()
+        .clone();
+    let text_chunk = meta.row_group(1).column(0);
+    let at = text_chunk.data_page_offset() as usize;
+    let mut bytes = fs::read(&damaged).unwrap();
+    for b in &mut bytes[at..at + 12] {
+        *b = 0xff;
+    }
+    fs::write(&damaged, &bytes).unwrap();
+    let out = t.join("out-b");
+    let stats = t.join("b.json");
+    let o = dedup(&damaged, &out, &["--json", s(&stats)]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(
+            "{}:row 17: row group 1 (rows 17-32) cannot be decoded",
+            damaged.display()
+        )),
+        "{err}"
+    );
+    assert!(err.contains("copied to the output as stored"), "{err}");
+    let st = json(&stats);
+    assert_eq!(st["documents_read"], 24, "rows 1-16 and 33-40 are read");
+    assert_eq!(st["bad_records"], 16);
+    let written = ParquetRecordBatchReaderBuilder::try_new(
+        fs::File::open(out.join("b.parquet.dedup")).unwrap(),
+    )
+    .unwrap()
+    .metadata()
+    .clone();
+    assert_eq!(written.num_row_groups(), 3);
+    assert_eq!(written.row_group(1).num_rows(), 16);
+
+    // Not Parquet at all (a damaged footer): the file is unreadable, the run
+    // goes on.
+    let torn = dir.join("c.parquet");
+    fs::write(&torn, &bytes[..bytes.len() - 20]).unwrap();
+    let out = t.join("out-c");
+    let o = dedup(&dir, &out, &["--input-format", "parquet"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains(&format!("{}: cannot read", torn.display())));
+    assert!(out.join("a.parquet.dedup").exists());
+}
+
+/// A WARC record: header lines (without `Content-Length`), then the block.
+fn warc_record(headers: &[(&str, String)], block: &[u8]) -> Vec<u8> {
+    let mut r = b"WARC/1.0\r\n".to_vec();
+    for (k, v) in headers {
+        r.extend_from_slice(format!("{k}: {v}\r\n").as_bytes());
+    }
+    r.extend_from_slice(format!("Content-Length: {}\r\n\r\n", block.len()).as_bytes());
+    r.extend_from_slice(block);
+    r.extend_from_slice(b"\r\n\r\n");
+    r
+}
+
+/// Common Crawl's layout: a `warcinfo` record, then a `conversion` record a
+/// document (its text the block, its id in `WARC-Record-ID`). Each record its
+/// own gzip member with `gz`.
+fn wet_file(docs: &[serde_json::Value], gz: bool) -> Vec<u8> {
+    let mut records = vec![warc_record(
+        &[
+            ("WARC-Type", "warcinfo".into()),
+            ("WARC-Date", "2024-08-01T00:00:00Z".into()),
+            ("WARC-Record-ID", "<urn:uuid:info>".into()),
+            ("Content-Type", "application/warc-fields".into()),
+        ],
+        b"software: webdedup tests\r\n",
+    )];
+    for d in docs {
+        let text = d["text"].as_str().unwrap().as_bytes();
+        records.push(warc_record(
+            &[
+                ("WARC-Type", "conversion".into()),
+                (
+                    "WARC-Target-URI",
+                    d["metadata"]["url"].as_str().unwrap().into(),
+                ),
+                ("WARC-Date", "2024-08-01T00:00:00Z".into()),
+                (
+                    "WARC-Record-ID",
+                    format!("<urn:test:{}>", d["id"].as_str().unwrap()),
+                ),
+                (
+                    "WARC-Block-Digest",
+                    webdedup_formats::warc::sha1_base32(text),
+                ),
+                ("Content-Type", "text/plain".into()),
+            ],
+            text,
+        ));
+    }
+    records
+        .iter()
+        .flat_map(|r| if gz { gzip(r) } else { r.clone() })
+        .collect()
+}
+
+/// The records of an (uncompressed) WARC file: (header, block), checking that
+/// each block is as long as its `Content-Length` says and followed by `\r\n\r\n`.
+fn warc_records(mut data: &[u8]) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    while !data.is_empty() {
+        let end = data.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+        let header = String::from_utf8(data[..end].to_vec()).unwrap();
+        let len: usize = header
+            .lines()
+            .find_map(|l| l.strip_prefix("Content-Length: "))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let block = data[end..end + len].to_vec();
+        assert_eq!(&data[end + len..end + len + 4], b"\r\n\r\n", "{header}");
+        data = &data[end + len + 4..];
+        out.push((header, block));
+    }
+    out
+}
+
+fn header<'a>(h: &'a str, name: &str) -> Option<&'a str> {
+    h.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}: ")))
+        .map(str::trim)
+}
+
+#[test]
+fn wet_records_decide_as_jsonl_and_are_written_as_valid_warc() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    // One crawl a file, as WET files, gzip per record; and the same as JSON Lines
+    // without titles (WET has none).
+    let (wet, jl) = (t.join("wet"), t.join("jl"));
+    for (name, _) in tree(&jsonl_sample_dir()) {
+        let docs = jsonl_docs(&jsonl_sample_dir().join(&name));
+        let w = wet.join(name.replace(".jsonl.gz", ".warc.wet.gz"));
+        fs::create_dir_all(w.parent().unwrap()).unwrap();
+        fs::write(&w, wet_file(&docs, true)).unwrap();
+        let j = jl.join(&name);
+        fs::create_dir_all(j.parent().unwrap()).unwrap();
+        fs::copy(jsonl_sample_dir().join(&name), &j).unwrap();
+    }
+    for (mode, extra) in [("exact", &[][..]), ("near", &["-n"][..])] {
+        let (wo, jo) = (t.join(format!("w-{mode}")), t.join(format!("j-{mode}")));
+        ok(&dedup(&wet, &wo, &[&["--dd", "-t", "2"], extra].concat()));
+        ok(&dedup(
+            &jl,
+            &jo,
+            &[&["--dd", "--title-field", "no.such.field"], extra].concat(),
+        ));
+        let j = dd_entries(&jo);
+        let w: Vec<(String, String)> = dd_entries(&wo)
+            .into_iter()
+            .map(|(id, st)| (id[13..id.len() - 4].to_string(), st)) // &lt;urn:test:ID&gt;
+            .collect();
+        assert_eq!(w.len(), 380, "the warcinfo records are not documents");
+        assert_eq!(w, j, "{mode}");
+    }
+    // Each record its own gzip member; kept records with their kept text, a
+    // correct Content-Length and recomputed digests; the warcinfo record as read.
+    let (wo, jo) = (t.join("w-exact"), t.join("j-exact"));
+    for (name, _) in tree(&jl) {
+        let wname = name.replace(".jsonl.gz", ".warc.wet.dedup.gz");
+        let bytes = fs::read(wo.join(&wname)).unwrap();
+        let mut members = 0;
+        let mut rest = &bytes[..];
+        while !rest.is_empty() {
+            let mut d = flate2::bufread::GzDecoder::new(rest);
+            std::io::copy(&mut d, &mut std::io::sink()).unwrap();
+            rest = d.into_inner();
+            members += 1;
+        }
+        let records = warc_records(&decompress(&bytes));
+        assert_eq!(members, records.len(), "one gzip member a record");
+        let kept = jsonl_docs(&jo.join(name.replace(".jsonl.gz", ".jsonl.dedup.gz")));
+        assert_eq!(records.len(), kept.len() + 1);
+        assert_eq!(header(&records[0].0, "WARC-Type"), Some("warcinfo"));
+        for ((h, block), doc) in records[1..].iter().zip(&kept) {
+            let id = header(h, "WARC-Record-ID").unwrap();
+            assert_eq!(&id[10..id.len() - 1], doc["id"].as_str().unwrap());
+            assert_eq!(block, doc["text"].as_str().unwrap().as_bytes());
+            assert_eq!(
+                header(h, "WARC-Block-Digest").unwrap(),
+                webdedup_formats::warc::sha1_base32(block)
+            );
+        }
+    }
+}
+
+#[test]
+fn a_truncated_wet_record_is_reported_with_its_offset_and_passed_through() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let docs = jsonl_docs(&jsonl_sample_dir().join("cc-2023-14/part-00000.jsonl.gz"));
+    let full = wet_file(&docs[..5], false);
+    let last = wet_file(&docs[4..5], false).len() - wet_file(&[], false).len();
+    let cut = full.len() - last / 2;
+    let dir = t.join("in");
+    fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("a.warc.wet");
+    fs::write(&f, &full[..cut]).unwrap();
+    let (out, stats) = (t.join("out"), t.join("s.json"));
+    let o = dedup(&dir, &out, &["--json", s(&stats), "--dd"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let offset = full.len() - last;
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!("{}:offset {offset}: ", f.display())),
+        "{err}"
+    );
+    assert!(err.contains("record passed through unchanged"), "{err}");
+    let st = json(&stats);
+    assert_eq!(st["documents_read"], 4);
+    assert_eq!(st["bad_records"], 1);
+    let written = fs::read(out.join("a.warc.wet.dedup")).unwrap();
+    assert!(
+        written.ends_with(&full[offset..cut]),
+        "the truncated record is passed through as read"
+    );
+    assert_eq!(
+        warc_records(&written[..written.len() - (cut - offset)]).len(),
+        5
+    );
+    let out2 = t.join("out2");
+    let o = dedup(&dir, &out2, &["--drop-bad-records"]);
+    assert_eq!(o.status.code(), Some(1));
+    let written = fs::read(out2.join("a.warc.wet.dedup")).unwrap();
+    assert_eq!(warc_records(&written).len(), 5);
+}
+
+/// `--mark`'s attributes lines of every file under `out`: (id, paragraph spans,
+/// document span).
+type Marks = Vec<(String, Vec<(u64, u64)>, Option<(u64, u64)>)>;
+
+fn marks(out: &Path) -> Marks {
+    tree(out)
+        .into_iter()
+        .filter(|(n, _)| n.ends_with(".attributes.jsonl"))
+        .flat_map(|(_, b)| {
+            String::from_utf8(b)
+                .unwrap()
+                .lines()
+                .map(|l| {
+                    let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                    let spans = |name: &str| -> Vec<(u64, u64)> {
+                        v["attributes"][name]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .map(|s| {
+                                assert_eq!(s[2].as_f64(), Some(1.0));
+                                (s[0].as_u64().unwrap(), s[1].as_u64().unwrap())
+                            })
+                            .collect()
+                    };
+                    let doc = spans("webdedup_duplicate_document");
+                    assert!(doc.len() <= 1);
+                    (
+                        v["id"].as_str().unwrap().to_string(),
+                        spans("webdedup_duplicate_paragraphs"),
+                        doc.first().copied(),
+                    )
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// The lines of `text` outside the character spans `dropped`, joined again.
+fn without(text: &str, dropped: &[(u64, u64)]) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut kept = Vec::new();
+    let mut pos = 0u64;
+    for line in text.split('\n') {
+        let n = line.chars().count() as u64;
+        if !dropped.iter().any(|&(a, b)| a == pos && b == pos + n) {
+            kept.push(line);
+        }
+        pos += n + 1;
+    }
+    assert_eq!(pos - 1, chars.len() as u64);
+    kept.join("\n")
+}
+
+#[test]
+fn mark_writes_inputs_unchanged_and_attributes_that_give_the_dedup_output() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let (jo, jm) = (t.join("j"), t.join("jm"));
+    ok(&dedup(&jsonl_sample_dir(), &jo, &["--dd"]));
+    let o = dedup(&jsonl_sample_dir(), &jm, &["--dd", "--mark"]);
+    ok(&o);
+    // The outputs are the inputs; the decisions are the same (`.dd`).
+    for (name, bytes) in tree(&jsonl_sample_dir()) {
+        let out = jm.join(name.replace(".jsonl.gz", ".jsonl.dedup.gz"));
+        assert_eq!(decompress(&fs::read(out).unwrap()), decompress(&bytes));
+    }
+    assert_eq!(dd_entries(&jo), dd_entries(&jm));
+    // Removing the marked spans gives the dedup output's texts; documents dropped
+    // whole have a document span over their whole text.
+    let m = marks(&jm);
+    assert_eq!(m.len(), 380);
+    let mut kept_texts = HashMap::new();
+    for (name, _) in tree(&jo).iter().filter(|(n, _)| n.ends_with(".gz")) {
+        for d in jsonl_docs(&jo.join(name)) {
+            kept_texts.insert(
+                d["id"].as_str().unwrap().to_string(),
+                d["text"].as_str().unwrap().to_string(),
+            );
+        }
+    }
+    let inputs: Vec<serde_json::Value> = tree(&jsonl_sample_dir())
+        .iter()
+        .flat_map(|(n, _)| jsonl_docs(&jsonl_sample_dir().join(n)))
+        .collect();
+    let (mut partly, mut whole) = (0, 0);
+    for ((id, paras, doc), input) in m.iter().zip(&inputs) {
+        assert_eq!(Some(id.as_str()), input["id"].as_str());
+        let text = input["text"].as_str().unwrap();
+        match (kept_texts.get(id), doc) {
+            (Some(kept), None) => {
+                assert_eq!(&without(text, paras), kept, "{id}");
+                partly += !paras.is_empty() as u32;
+            }
+            (None, Some(span)) => {
+                assert_eq!(*span, (0, text.chars().count() as u64), "{id}");
+                whole += 1;
+            }
+            other => panic!("{id}: {other:?}"),
+        }
+    }
+    assert!(partly > 100 && whole > 40, "{partly} {whole}");
+
+    // Verticals (ids from their `id` attribute, offsets in the text `to-jsonl`
+    // makes of them), Parquet and WET mark the same spans.
+    let vm = t.join("vm");
+    ok(&dedup(&sample_dir(), &vm, &["--mark"]));
+    for (name, bytes) in tree(&sample_dir())
+        .iter()
+        .filter(|(n, _)| n.ends_with(".gz"))
+    {
+        let out = vm.join(name.replace(".vert.gz", ".vert.dedup"));
+        assert_eq!(fs::read(out).unwrap(), decompress(bytes), "{name}");
+    }
+    assert_eq!(marks(&vm), m, "verticals");
+    let pq = t.join("pq");
+    parquet_sample(&pq, 64);
+    let pm = t.join("pm");
+    ok(&dedup(&pq, &pm, &["--mark"]));
+    assert_eq!(marks(&pm), m, "parquet");
+    for (name, _) in tree(&pq) {
+        assert_eq!(
+            parquet_rows(&pq.join(&name)),
+            parquet_rows(&pm.join(format!("{name}.dedup"))),
+            "all rows as read"
+        );
+    }
+    let wet = t.join("wet");
+    for (name, _) in tree(&jsonl_sample_dir()) {
+        let docs = jsonl_docs(&jsonl_sample_dir().join(&name));
+        let w = wet.join(name.replace(".jsonl.gz", ".warc.wet"));
+        fs::create_dir_all(w.parent().unwrap()).unwrap();
+        fs::write(&w, wet_file(&docs, false)).unwrap();
+    }
+    let wm = t.join("wm");
+    ok(&dedup(&wet, &wm, &["--mark"]));
+    for (name, bytes) in tree(&wet) {
+        assert_eq!(
+            fs::read(wm.join(&name).with_extension("wet.dedup")).unwrap(),
+            bytes
+        );
+    }
+    let wmarks: Marks = marks(&wm)
+        .into_iter()
+        .filter_map(|(id, p, d)| {
+            Some((
+                id.strip_prefix("<urn:test:")?
+                    .strip_suffix('>')?
+                    .to_string(),
+                p,
+                d,
+            ))
+        })
+        .collect();
+    assert_eq!(wmarks.len(), 380);
+    for (w, j) in wmarks.iter().zip(&m) {
+        assert_eq!(w.0, j.0);
+        // Without titles (WET has none) the decisions may differ only where a
+        // URL+title repeat decided; the spans of kept documents agree.
+        if w.2.is_none() && j.2.is_none() {
+            assert_eq!(w.1, j.1, "{}", w.0);
+        }
+    }
+}

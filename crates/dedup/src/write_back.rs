@@ -1,0 +1,149 @@
+//! Outputs of the formats that are not a concatenation of kept bytes (Parquet,
+//! WET), and `--mark`'s attributes files.
+//!
+//! [`render`](crate::render) writes every format's kept bytes; for Parquet and
+//! WET those bytes are the material, not the output: a Parquet row group is
+//! encoded again from the kept rows with their kept text, a WET record gets a
+//! new `Content-Length`. Both take the span each entry of the plan took in the
+//! rendered bytes ([`render_spans`](crate::render::render_spans)).
+//!
+//! With `--mark` nothing is removed: the output is the input (Parquet rows all
+//! kept with their texts as read, WET records as read), and the decisions go to
+//! an attributes file in dolma's layout, one JSON line per record of the input,
+//! in order: `{"id": ID, "attributes": {"webdedup_duplicate_paragraphs":
+//! [[START, END, 1.0], ...], "webdedup_duplicate_document": [[0, LEN, 1.0]]}}`,
+//! offsets in characters (Unicode scalar values) of the document's text: the JSON
+//! text value, the Parquet text value, the WET record's block, and for a vertical
+//! the text `webdedup to-jsonl` makes of it (paragraphs joined by `\n`). A
+//! paragraph span covers the paragraph's line without its line break; the
+//! document span is there when the document as a whole is not written
+//! (duplicate, emptied, URL-filtered). Records that are not documents get a line
+//! with empty lists, so the file stays aligned with the documents.
+
+use crate::plan::{ChunkPlan, DocKind};
+use crate::policy::{Decisions, DocStatus};
+use std::io::{self, Write};
+use std::ops::Range;
+use webdedup_formats::doc::ChunkExtra;
+use webdedup_formats::parquet::{encode_slice, RowGroupOut};
+use webdedup_formats::vertical::Chunk;
+use webdedup_formats::wet::write_record;
+
+/// Name of the attribute listing duplicate paragraph spans.
+pub const PARAGRAPH_ATTRIBUTE: &str = "webdedup_duplicate_paragraphs";
+/// Name of the attribute holding the span of a document dropped whole.
+pub const DOCUMENT_ATTRIBUTE: &str = "webdedup_duplicate_document";
+
+fn internal(what: &str) -> io::Error {
+    io::Error::other(format!("internal: {what}"))
+}
+
+/// Appends the attributes lines of a chunk to `out` (see the module docs); `name`
+/// is the input's relative path, naming records without ids (`NAME:LINE`).
+pub fn attributes(plan: &ChunkPlan, dec: &Decisions, name: &str, out: &mut Vec<u8>) {
+    let chars_known =
+        plan.para_chars.len() == plan.paras.len() && plan.doc_chars.len() == plan.docs.len();
+    for (i, doc) in plan.docs.iter().enumerate() {
+        let id = match &doc.id {
+            Some(r) => plan.meta_of(r).to_string(),
+            None => format!("{name}:{}", doc.line),
+        };
+        out.extend_from_slice(b"{\"id\":");
+        // Serialising a string into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut *out, &id);
+        let _ = write!(out, ",\"attributes\":{{\"{PARAGRAPH_ATTRIBUTE}\":[");
+        let status = dec.docs.get(i).copied().unwrap_or(DocStatus::Other);
+        let document = doc.kind == DocKind::Document && chars_known;
+        if document {
+            let mut first = true;
+            for j in doc.paras.clone().filter(|&j| !dec.keep_para[j]) {
+                let c = &plan.para_chars[j];
+                let _ = write!(
+                    out,
+                    "{}[{},{},1.0]",
+                    if first { "" } else { "," },
+                    c.start,
+                    c.end
+                );
+                first = false;
+            }
+        }
+        let _ = write!(out, "],\"{DOCUMENT_ATTRIBUTE}\":[");
+        if document && !status.written() {
+            let _ = write!(out, "[0,{},1.0]", plan.doc_chars[i]);
+        }
+        out.extend_from_slice(b"]}}\n");
+    }
+}
+
+/// The rows of a Parquet chunk as they go to the output: the written ones, the
+/// text of a partly kept one rebuilt from its `spans` in `rendered` (all rows as
+/// read with `mark`). Runs in the worker threads.
+pub fn parquet_rows(
+    chunk: &Chunk,
+    plan: &ChunkPlan,
+    dec: &Decisions,
+    rendered: &[u8],
+    spans: &[Range<usize>],
+    mark: bool,
+) -> io::Result<RowGroupOut> {
+    let ChunkExtra::Parquet(slice) = &chunk.extra else {
+        return Err(internal("a Parquet chunk without its rows"));
+    };
+    let n = slice.rows;
+    if mark {
+        return encode_slice(slice, &vec![true; n], &[], &vec![None; n]);
+    }
+    if plan.docs.len() != n && n > 0 {
+        // A slice whose rows were lost (reported) has no entries: nothing to write.
+        if plan.docs.is_empty() {
+            return Ok(RowGroupOut::Empty);
+        }
+        return Err(internal("Parquet rows and planned documents differ"));
+    }
+    let keep: Vec<bool> = dec.docs.iter().map(|s| s.written()).collect();
+    let new: Vec<Option<Range<usize>>> = dec
+        .docs
+        .iter()
+        .zip(spans)
+        .map(|(s, span)| matches!(s, DocStatus::Partial { .. }).then(|| span.clone()))
+        .collect();
+    encode_slice(slice, &keep, rendered, &new)
+}
+
+/// The records of a WET chunk as they go to the output, appended to `out`: the
+/// written ones, a partly kept one with its kept lines and a corrected
+/// `Content-Length` (all records as read with `mark`); each its own gzip member
+/// with `gzip`. Runs in the worker threads.
+#[allow(clippy::too_many_arguments)]
+pub fn wet_records(
+    chunk: &Chunk,
+    dec: &Decisions,
+    rendered: &[u8],
+    spans: &[Range<usize>],
+    mark: bool,
+    gzip: bool,
+    out: &mut Vec<u8>,
+) -> io::Result<()> {
+    let ChunkExtra::Wet(records) = &chunk.extra else {
+        return Err(internal("a WET chunk without its records"));
+    };
+    if records.len() != spans.len() {
+        return Err(internal("WET records and planned documents differ"));
+    }
+    for ((rec, span), status) in records.iter().zip(spans).zip(&dec.docs) {
+        if mark {
+            write_record(
+                &chunk.data[rec.range.clone()],
+                rec.header_len,
+                false,
+                gzip,
+                out,
+            )?;
+        } else if !span.is_empty() {
+            let changed = matches!(status, DocStatus::Partial { .. });
+            write_record(&rendered[span.clone()], rec.header_len, changed, gzip, out)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,772 @@
+//! Parquet documents (FineWeb, most Hugging Face datasets): one document a row.
+//!
+//! * **Document**: a row. Its text is the string column `--text-field` (default
+//!   `text`; a top-level column), its id, URL and title the columns the JSON Lines
+//!   options name (dotted paths reach into struct columns; numbers are taken as
+//!   written). Paragraphs are the lines of the text ([`plain`](crate::plain)), so a
+//!   text gives the same paragraphs as in JSON Lines.
+//! * **Chunk**: a row group, read on its own (a file is never held whole in
+//!   memory); a row group whose uncompressed size is above `--chunk-bytes` is cut
+//!   into that many equal slices of rows. Chunks depend on the file and
+//!   `--chunk-bytes` only, so outputs are the same for any number of threads.
+//! * **Written back** ([`encode_slice`], [`ParquetOut`]): the same Parquet schema
+//!   (the input's own, not one derived again from Arrow types), the input's
+//!   key-value metadata, each column compressed with the input's codec (ZSTD where
+//!   the input's cannot be written) and dictionary-encoded where the input's was;
+//!   chunk statistics and no page indexes (a row group copied as stored has
+//!   none); one row group per chunk, the rows in input order, dropped rows left out, the
+//!   text column rebuilt from the kept paragraphs, every other column's values
+//!   unchanged. Chunks are encoded by the worker threads; the output file only
+//!   appends encoded row groups, in order.
+//!
+//! Bad input: a file that is not Parquet (or whose footer is damaged) cannot be
+//! read at all (no output, as any unreadable input). A missing text column, a text
+//! column that is not a string, or a null text make their rows bad records: each is
+//! reported with its row, counted, and written as it is unless
+//! `--drop-bad-records`. A row group that cannot be decoded (a damaged page, a
+//! codec not built in) is reported with its rows; when none of its rows was read
+//! yet it is copied to the output as stored (unless `--drop-bad-records`), else
+//! (a damaged page in a later slice of a cut row group) the rows from that slice
+//! on are lost, and reported as lost. Rows are numbered from 1 in messages.
+
+use crate::doc::{ChunkExtra, DocMeta, DocSink};
+use crate::jsonl::{FieldPath, JsonlOptions};
+use crate::vertical::{Chunk, Issue, IssueKind};
+use arrow_array::builder::{GenericStringBuilder, StringViewBuilder};
+use arrow_array::{
+    Array, ArrayRef, BooleanArray, GenericStringArray, Int16Array, Int32Array, Int64Array,
+    Int8Array, OffsetSizeTrait, RecordBatch, StringViewArray, StructArray, UInt16Array,
+    UInt32Array, UInt64Array, UInt8Array,
+};
+use arrow_schema::{DataType, Fields};
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
+    ParquetRecordBatchReaderBuilder,
+};
+use parquet::arrow::arrow_writer::{compute_leaves, ArrowColumnChunk, ArrowRowGroupWriterFactory};
+use parquet::basic::Compression;
+use parquet::column::writer::ColumnCloseResult;
+use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterPropertiesPtr};
+use parquet::file::writer::SerializedFileWriter;
+use std::borrow::Cow;
+use std::fmt;
+use std::fs::File;
+use std::io::{self, Write};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The first bytes of every Parquet file.
+pub const MAGIC: &[u8] = b"PAR1";
+
+/// One input file: its metadata, where its fields are, and how to write its rows.
+/// Shared by the file's chunks.
+pub struct ParquetSource {
+    path: PathBuf,
+    file: File,
+    meta: ArrowReaderMetadata,
+    /// The text column (a top-level column index), or why its rows are bad records.
+    text: Result<usize, String>,
+    id: Vec<Vec<usize>>,
+    url: Vec<Vec<usize>>,
+    title: Vec<Vec<usize>>,
+    drop_bad: bool,
+    /// Column writers of the output, with the input's schema and codecs.
+    factory: ArrowRowGroupWriterFactory,
+    props: WriterPropertiesPtr,
+}
+
+impl fmt::Debug for ParquetSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ParquetSource")
+            .field("path", &self.path)
+            .field("text", &self.text)
+            .finish_non_exhaustive()
+    }
+}
+
+fn invalid(path: &Path, what: impl fmt::Display) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("{}: {what}", path.display()),
+    )
+}
+
+/// The indices of a dotted path through struct fields, if every step exists.
+fn resolve(fields: &Fields, path: &FieldPath) -> Option<Vec<usize>> {
+    let mut idx = Vec::new();
+    let mut fields = fields;
+    for (n, name) in path.0.iter().enumerate() {
+        let (i, f) = fields.find(name)?;
+        idx.push(i);
+        if n + 1 < path.0.len() {
+            match f.data_type() {
+                DataType::Struct(children) => fields = children,
+                _ => return None,
+            }
+        }
+    }
+    Some(idx)
+}
+
+fn is_string(t: &DataType) -> bool {
+    matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
+}
+
+/// The output's writer properties: the input's codec per column (from its first
+/// row group; ZSTD where the input's codec is not built in or there are no row
+/// groups), dictionaries where the input has them, the input's key-value metadata.
+/// The text column (`text`, a top-level column) is never dictionary-encoded:
+/// texts are unique, and trying a dictionary of them (hashing every text before
+/// falling back) cost more than the rest of the write.
+fn writer_properties(meta: &ArrowReaderMetadata, text: Option<&str>) -> WriterProperties {
+    let md = meta.metadata();
+    // Chunk statistics, no page indexes: a damaged row group copied as stored
+    // has none, and the writer cannot mix row groups with and without them.
+    let mut b = WriterProperties::builder()
+        .set_statistics_enabled(EnabledStatistics::Chunk)
+        .set_offset_index_disabled(true)
+        .set_compression(Compression::ZSTD(Default::default()))
+        .set_key_value_metadata(md.file_metadata().key_value_metadata().cloned());
+    if let Some(rg) = md.row_groups().first() {
+        for c in rg.columns() {
+            let codec = match c.compression() {
+                c @ (Compression::UNCOMPRESSED
+                | Compression::SNAPPY
+                | Compression::GZIP(_)
+                | Compression::ZSTD(_)) => c,
+                _ => Compression::ZSTD(Default::default()),
+            };
+            let is_text = text.is_some_and(|t| c.column_path().parts() == [t]);
+            b = b
+                .set_column_compression(c.column_path().clone(), codec)
+                .set_column_dictionary_enabled(
+                    c.column_path().clone(),
+                    c.dictionary_page_offset().is_some() && !is_text,
+                );
+        }
+    }
+    b.build()
+}
+
+impl ParquetSource {
+    /// Opens `path` (a regular Parquet file): reads its footer and finds the
+    /// columns `opts` names.
+    pub fn open(path: &Path, opts: &JsonlOptions) -> io::Result<ParquetSource> {
+        let file = File::open(path)?;
+        let meta = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())
+            .map_err(|e| invalid(path, format_args!("not a readable Parquet file: {e}")))?;
+        let schema = meta.schema().clone();
+        let text = match opts.text.0.as_slice() {
+            [name] => match schema.fields().find(name) {
+                Some((i, f)) if is_string(f.data_type()) => Ok(i),
+                Some((_, f)) => Err(format!(
+                    "column '{}' is not a string ({})",
+                    opts.text,
+                    f.data_type()
+                )),
+                None => Err(format!("no column '{}'", opts.text)),
+            },
+            _ => Err(format!(
+                "text field '{}': a text inside a struct column is not supported (name a top-level column)",
+                opts.text
+            )),
+        };
+        let paths = |v: &[FieldPath]| {
+            v.iter()
+                .filter_map(|p| resolve(schema.fields(), p))
+                .collect::<Vec<_>>()
+        };
+        let text_name = text.as_ref().ok().map(|&i| schema.field(i).name().as_str());
+        let props = Arc::new(writer_properties(&meta, text_name));
+        // The factory needs a file writer only to learn its schema and properties.
+        let probe = SerializedFileWriter::new(
+            io::sink(),
+            meta.parquet_schema().root_schema_ptr(),
+            props.clone(),
+        )
+        .map_err(|e| invalid(path, format_args!("cannot prepare its output: {e}")))?;
+        let factory = ArrowRowGroupWriterFactory::new(&probe, schema.clone());
+        Ok(ParquetSource {
+            path: path.to_owned(),
+            file,
+            text,
+            id: paths(&opts.id),
+            url: paths(&opts.url),
+            title: paths(&opts.title),
+            drop_bad: opts.drop_bad,
+            factory,
+            props,
+            meta,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Rows in the file.
+    pub fn rows(&self) -> u64 {
+        self.meta.metadata().file_metadata().num_rows().max(0) as u64
+    }
+}
+
+/// What a chunk of a Parquet file holds.
+#[derive(Debug)]
+pub enum SliceBody {
+    /// Decoded rows; `texts[i]` is row `i`'s text in the chunk's data, or `None`
+    /// (a bad record: the text column is missing or not a string, or the value
+    /// is null).
+    Rows {
+        batch: RecordBatch,
+        texts: Vec<Option<Range<usize>>>,
+    },
+    /// A row group that could not be decoded, before any of its rows was read:
+    /// its rows are bad records, copied to the output as stored.
+    Damaged,
+    /// Rows that could not be decoded after others of their row group were read:
+    /// lost (reported).
+    Lost,
+}
+
+/// A chunk's rows: a row group or a slice of one.
+#[derive(Debug)]
+pub struct RowSlice {
+    pub source: Arc<ParquetSource>,
+    pub row_group: usize,
+    /// Number of its first row in the file (from 1).
+    pub first_row: u64,
+    pub rows: usize,
+    pub body: SliceBody,
+}
+
+/// Reads a Parquet file in chunks (see the module docs).
+pub struct RowGroups {
+    source: Arc<ParquetSource>,
+    chunk_bytes: usize,
+    /// (row group, first row (from 1), rows, slices) of the row groups with rows.
+    groups: Vec<(usize, u64, usize, usize)>,
+    next: usize,
+    /// The row group being read: its reader, rows read so far, slices emitted.
+    current: Option<(ParquetRecordBatchReader, usize, usize)>,
+    emitted: bool,
+    done: bool,
+}
+
+impl RowGroups {
+    pub fn open(path: &Path, opts: &JsonlOptions, chunk_bytes: usize) -> io::Result<RowGroups> {
+        let source = Arc::new(ParquetSource::open(path, opts)?);
+        let mut groups = Vec::new();
+        let mut first_row = 1u64;
+        for (g, rg) in source.meta.metadata().row_groups().iter().enumerate() {
+            let rows = rg.num_rows().max(0) as usize;
+            if rows == 0 {
+                continue;
+            }
+            let bytes = match rg.total_byte_size() {
+                n if n > 0 => n as usize,
+                _ => rg.compressed_size().max(0) as usize,
+            };
+            let slices = bytes.div_ceil(chunk_bytes.max(1)).clamp(1, rows);
+            groups.push((g, first_row, rows, slices));
+            first_row += rows as u64;
+        }
+        Ok(RowGroups {
+            source,
+            chunk_bytes,
+            groups,
+            next: 0,
+            current: None,
+            emitted: false,
+            done: false,
+        })
+    }
+
+    pub fn source(&self) -> &Arc<ParquetSource> {
+        &self.source
+    }
+
+    /// The next chunk, or None after the last one.
+    pub fn next_chunk(&mut self) -> Option<Chunk> {
+        if self.done {
+            return None;
+        }
+        let Some(&(g, first, rows, slices)) = self.groups.get(self.next) else {
+            self.done = true;
+            // A file without rows still makes one (empty) last chunk: its output.
+            return (!self.emitted).then(|| {
+                self.emitted = true;
+                self.chunk(0, 1, 0, SliceBody::Lost, Vec::new(), true)
+            });
+        };
+        let last_group = self.next + 1 == self.groups.len();
+        let per_slice = rows.div_ceil(slices);
+        if self.current.is_none() {
+            let reader = match self.source.file.try_clone() {
+                Ok(f) => {
+                    ParquetRecordBatchReaderBuilder::new_with_metadata(f, self.source.meta.clone())
+                        .with_row_groups(vec![g])
+                        .with_batch_size(per_slice)
+                        .build()
+                        .map_err(|e| e.to_string())
+                }
+                Err(e) => Err(e.to_string()),
+            };
+            match reader {
+                Ok(r) => self.current = Some((r, 0, 0)),
+                Err(e) => return Some(self.failed(g, first, rows, 0, e, last_group)),
+            }
+        }
+        let (reader, done_rows, _) = self.current.as_mut().expect("set above");
+        let done_rows = *done_rows;
+        match reader.next() {
+            Some(Ok(batch)) if batch.num_rows() > 0 => {
+                let n = batch.num_rows().min(rows - done_rows);
+                let batch = batch.slice(0, n);
+                let cur = self.current.as_mut().expect("set above");
+                cur.1 += n;
+                cur.2 += 1;
+                let finished = cur.1 >= rows;
+                if finished {
+                    self.current = None;
+                    self.next += 1;
+                }
+                Some(self.rows_chunk(g, first + done_rows as u64, batch, finished && last_group))
+            }
+            Some(Err(e)) => Some(self.failed(g, first, rows, done_rows, e.to_string(), last_group)),
+            _ => Some(self.failed(
+                g,
+                first,
+                rows,
+                done_rows,
+                "fewer rows than its metadata says".into(),
+                last_group,
+            )),
+        }
+    }
+
+    /// The chunk of a row group (from row `done` on) that could not be decoded.
+    fn failed(
+        &mut self,
+        g: usize,
+        first: u64,
+        rows: usize,
+        done: usize,
+        why: String,
+        last_group: bool,
+    ) -> Chunk {
+        self.current = None;
+        self.next += 1;
+        let (from, to) = (first + done as u64, first + rows as u64 - 1);
+        let (body, outcome) = if done == 0 {
+            let outcome = if self.source.drop_bad {
+                "left out (--drop-bad-records)"
+            } else {
+                "copied to the output as stored"
+            };
+            (SliceBody::Damaged, outcome)
+        } else {
+            (SliceBody::Lost, "these rows are lost")
+        };
+        let issue = Issue {
+            line: from,
+            kind: IssueKind::Damaged(format!(
+                "row group {g} (rows {from}-{to}) cannot be decoded ({why}): {outcome}"
+            )),
+        };
+        let n = if done == 0 { rows } else { 0 };
+        self.chunk(g, from, n, body, vec![issue], last_group)
+    }
+
+    fn rows_chunk(&mut self, g: usize, first_row: u64, batch: RecordBatch, last: bool) -> Chunk {
+        let mut data = Vec::new();
+        let mut texts = Vec::with_capacity(batch.num_rows());
+        if let Ok(col) = &self.source.text {
+            let col = batch.column(*col);
+            data.reserve(col.get_buffer_memory_size());
+            let mut push = |v: Option<&str>| {
+                texts.push(v.map(|s| {
+                    let start = data.len();
+                    data.extend_from_slice(s.as_bytes());
+                    start..data.len()
+                }))
+            };
+            match col.data_type() {
+                DataType::Utf8 => strings::<i32>(col, &mut push),
+                DataType::LargeUtf8 => strings::<i64>(col, &mut push),
+                _ => {
+                    if let Some(a) = col.as_any().downcast_ref::<StringViewArray>() {
+                        for i in 0..a.len() {
+                            push(a.is_valid(i).then(|| a.value(i)));
+                        }
+                    }
+                }
+            }
+        }
+        texts.resize(batch.num_rows(), None);
+        let rows = batch.num_rows();
+        let mut c = self.chunk(
+            g,
+            first_row,
+            rows,
+            SliceBody::Rows { batch, texts },
+            Vec::new(),
+            last,
+        );
+        c.data = data;
+        c
+    }
+
+    fn chunk(
+        &mut self,
+        g: usize,
+        first_row: u64,
+        rows: usize,
+        body: SliceBody,
+        issues: Vec<Issue>,
+        last: bool,
+    ) -> Chunk {
+        self.emitted = true;
+        self.done = last;
+        Chunk {
+            data: Vec::new(),
+            first_line: first_row,
+            offset: 0,
+            skipped_lines: Vec::new(),
+            issues,
+            last,
+            extra: ChunkExtra::Parquet(Box::new(RowSlice {
+                source: self.source.clone(),
+                row_group: g,
+                first_row,
+                rows,
+                body,
+            })),
+        }
+    }
+
+    /// `--chunk-bytes` as given (for messages and tests).
+    pub fn chunk_bytes(&self) -> usize {
+        self.chunk_bytes
+    }
+}
+
+fn strings<O: OffsetSizeTrait>(col: &ArrayRef, push: &mut impl FnMut(Option<&str>)) {
+    if let Some(a) = col.as_any().downcast_ref::<GenericStringArray<O>>() {
+        for i in 0..a.len() {
+            push(a.is_valid(i).then(|| a.value(i)));
+        }
+    }
+}
+
+/// The arrays along a struct path (outermost first), for reading one field of
+/// every row.
+fn path_arrays(batch: &RecordBatch, path: &[usize]) -> Option<Vec<ArrayRef>> {
+    let (&first, rest) = path.split_first()?;
+    let mut arrays = vec![batch.columns().get(first)?.clone()];
+    for &i in rest {
+        let parent = arrays.last()?.as_any().downcast_ref::<StructArray>()?;
+        let child = parent.columns().get(i)?.clone();
+        arrays.push(child);
+    }
+    Some(arrays)
+}
+
+/// Row `row` of the field at the end of `arrays` as text: strings as they are,
+/// integers as written; anything else (and nulls) is missing.
+fn value_at(arrays: &[ArrayRef], row: usize) -> Option<Cow<'_, str>> {
+    if arrays.iter().any(|a| a.is_null(row)) {
+        return None;
+    }
+    let a = arrays.last()?.as_any();
+    macro_rules! ints {
+        ($($t:ty),*) => {$(
+            if let Some(a) = a.downcast_ref::<$t>() {
+                return Some(Cow::Owned(a.value(row).to_string()));
+            }
+        )*};
+    }
+    if let Some(s) = a.downcast_ref::<GenericStringArray<i32>>() {
+        return Some(Cow::Borrowed(s.value(row)));
+    }
+    if let Some(s) = a.downcast_ref::<GenericStringArray<i64>>() {
+        return Some(Cow::Borrowed(s.value(row)));
+    }
+    if let Some(s) = a.downcast_ref::<StringViewArray>() {
+        return Some(Cow::Borrowed(s.value(row)));
+    }
+    ints!(
+        Int64Array,
+        Int32Array,
+        Int16Array,
+        Int8Array,
+        UInt64Array,
+        UInt32Array,
+        UInt16Array,
+        UInt8Array
+    );
+    None
+}
+
+/// The first candidate field with a value in `row`.
+fn first_value<'a>(fields: &'a [Vec<ArrayRef>], row: usize) -> Option<Cow<'a, str>> {
+    fields.iter().find_map(|f| value_at(f, row))
+}
+
+/// Walks the rows of `chunk` (a chunk of [`RowGroups`]), telling `sink` about
+/// documents.
+pub fn parse_chunk<S: DocSink>(chunk: &Chunk, sink: &mut S) {
+    for issue in &chunk.issues {
+        sink.issue(issue.clone());
+    }
+    let ChunkExtra::Parquet(slice) = &chunk.extra else {
+        return;
+    };
+    let src = &slice.source;
+    let (batch, texts) = match &slice.body {
+        SliceBody::Lost => return,
+        SliceBody::Damaged => {
+            for i in 0..slice.rows {
+                sink.passthrough(0..0, slice.first_row + i as u64, src.drop_bad);
+            }
+            return;
+        }
+        SliceBody::Rows { batch, texts } => (batch, texts),
+    };
+    let arrays = |paths: &[Vec<usize>]| {
+        paths
+            .iter()
+            .filter_map(|p| path_arrays(batch, p))
+            .collect::<Vec<_>>()
+    };
+    let (ids, urls, titles) = (arrays(&src.id), arrays(&src.url), arrays(&src.title));
+    let data = &chunk.data[..];
+    let mut pos = 0;
+    for (i, text) in texts.iter().enumerate() {
+        let row = slice.first_row + i as u64;
+        match text {
+            Some(r) => {
+                let (id, url, title) = (
+                    first_value(&ids, i),
+                    first_value(&urls, i),
+                    first_value(&titles, i),
+                );
+                let meta = DocMeta::Fields {
+                    id: id.as_deref(),
+                    url: url.as_deref(),
+                    title: title.as_deref(),
+                };
+                crate::plain::document(data, r.clone(), r.clone(), row, &meta, sink);
+                pos = r.end;
+            }
+            None => {
+                let reason = match &src.text {
+                    Err(why) => why.clone(),
+                    Ok(_) => "the text is null".to_string(),
+                };
+                sink.issue(Issue {
+                    line: row,
+                    kind: IssueKind::BadRecord {
+                        reason,
+                        dropped: src.drop_bad,
+                    },
+                });
+                sink.passthrough(pos..pos, row, src.drop_bad);
+            }
+        }
+    }
+}
+
+/// A chunk's rows as they go to the output.
+pub enum RowGroupOut {
+    /// No row (all dropped).
+    Empty,
+    /// Encoded columns of one row group.
+    Encoded(Vec<ArrowColumnChunk>),
+    /// A damaged row group of the input, copied as stored.
+    Raw {
+        source: Arc<ParquetSource>,
+        row_group: usize,
+    },
+}
+
+impl fmt::Debug for RowGroupOut {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RowGroupOut::Empty => f.write_str("Empty"),
+            RowGroupOut::Encoded(c) => write!(f, "Encoded({} columns)", c.len()),
+            RowGroupOut::Raw { row_group, .. } => write!(f, "Raw({row_group})"),
+        }
+    }
+}
+
+fn err(e: impl fmt::Display) -> io::Error {
+    io::Error::other(e.to_string())
+}
+
+/// Rebuilds a text column: kept rows (`keep`), each with its new text
+/// (`new[i]`: a range of `text`) or, where `None`, its value as read.
+fn rebuild_texts(
+    col: &ArrayRef,
+    keep: &[bool],
+    text: &[u8],
+    new: &[Option<Range<usize>>],
+) -> Option<ArrayRef> {
+    fn generic<O: OffsetSizeTrait>(
+        col: &ArrayRef,
+        keep: &[bool],
+        text: &[u8],
+        new: &[Option<Range<usize>>],
+    ) -> Option<ArrayRef> {
+        let a = col.as_any().downcast_ref::<GenericStringArray<O>>()?;
+        let mut b = GenericStringBuilder::<O>::with_capacity(a.len(), text.len());
+        for i in (0..a.len()).filter(|&i| keep[i]) {
+            match &new[i] {
+                // The kept pieces of a valid UTF-8 text, cut at line breaks.
+                Some(r) => b.append_value(std::str::from_utf8(&text[r.clone()]).ok()?),
+                None if a.is_null(i) => b.append_null(),
+                None => b.append_value(a.value(i)),
+            }
+        }
+        Some(Arc::new(b.finish()))
+    }
+    match col.data_type() {
+        DataType::Utf8 => generic::<i32>(col, keep, text, new),
+        DataType::LargeUtf8 => generic::<i64>(col, keep, text, new),
+        DataType::Utf8View => {
+            let a = col.as_any().downcast_ref::<StringViewArray>()?;
+            let mut b = StringViewBuilder::with_capacity(a.len());
+            for i in (0..a.len()).filter(|&i| keep[i]) {
+                match &new[i] {
+                    Some(r) => b.append_value(std::str::from_utf8(&text[r.clone()]).ok()?),
+                    None if a.is_null(i) => b.append_null(),
+                    None => b.append_value(a.value(i)),
+                }
+            }
+            Some(Arc::new(b.finish()))
+        }
+        _ => None,
+    }
+}
+
+/// Encodes the rows of `slice` that `keep` says (one flag a row), the text column
+/// rebuilt where `new[i]` gives row `i` a new text (a range of `text`), as one row
+/// group of the output. A damaged slice is copied as stored unless none of it is
+/// kept. Runs in the worker threads.
+pub fn encode_slice(
+    slice: &RowSlice,
+    keep: &[bool],
+    text: &[u8],
+    new: &[Option<Range<usize>>],
+) -> io::Result<RowGroupOut> {
+    let batch = match &slice.body {
+        SliceBody::Lost => return Ok(RowGroupOut::Empty),
+        SliceBody::Damaged => {
+            return Ok(if keep.iter().any(|&k| k) {
+                RowGroupOut::Raw {
+                    source: slice.source.clone(),
+                    row_group: slice.row_group,
+                }
+            } else {
+                RowGroupOut::Empty
+            })
+        }
+        SliceBody::Rows { batch, .. } => batch,
+    };
+    let kept = keep.iter().filter(|&&k| k).count();
+    if kept == 0 {
+        return Ok(RowGroupOut::Empty);
+    }
+    let mut out = if kept == batch.num_rows() {
+        batch.clone()
+    } else {
+        arrow_select::filter::filter_record_batch(batch, &BooleanArray::from(keep.to_vec()))
+            .map_err(err)?
+    };
+    if let (Ok(t), true) = (&slice.source.text, new.iter().any(Option::is_some)) {
+        let col = rebuild_texts(batch.column(*t), keep, text, new)
+            .ok_or_else(|| err("internal: the text column could not be rebuilt"))?;
+        let mut cols = out.columns().to_vec();
+        cols[*t] = col;
+        out = RecordBatch::try_new(out.schema(), cols).map_err(err)?;
+    }
+    let mut writers = slice
+        .source
+        .factory
+        .create_column_writers(slice.row_group)
+        .map_err(err)?;
+    let schema = out.schema();
+    let mut next = writers.iter_mut();
+    for (field, col) in schema.fields().iter().zip(out.columns()) {
+        for leaf in compute_leaves(field, col).map_err(err)? {
+            next.next()
+                .ok_or_else(|| err("internal: more leaves than column writers"))?
+                .write(&leaf)
+                .map_err(err)?;
+        }
+    }
+    let chunks = writers
+        .into_iter()
+        .map(|w| w.close())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(err)?;
+    Ok(RowGroupOut::Encoded(chunks))
+}
+
+/// An output Parquet file: row groups appended in order, the footer at the end.
+pub struct ParquetOut<W: Write + Send> {
+    writer: SerializedFileWriter<W>,
+}
+
+impl<W: Write + Send> ParquetOut<W> {
+    /// Starts the output of `source`'s rows (its schema and properties).
+    pub fn create(out: W, source: &ParquetSource) -> io::Result<Self> {
+        let writer = SerializedFileWriter::new(
+            out,
+            source.meta.parquet_schema().root_schema_ptr(),
+            source.props.clone(),
+        )
+        .map_err(err)?;
+        Ok(ParquetOut { writer })
+    }
+
+    /// Appends one row group; returns the bytes it took.
+    pub fn append(&mut self, rg: RowGroupOut) -> io::Result<u64> {
+        let before = self.writer.bytes_written();
+        match rg {
+            RowGroupOut::Empty => return Ok(0),
+            RowGroupOut::Encoded(chunks) => {
+                let mut w = self.writer.next_row_group().map_err(err)?;
+                for c in chunks {
+                    c.append_to_row_group(&mut w).map_err(err)?;
+                }
+                w.close().map_err(err)?;
+            }
+            RowGroupOut::Raw { source, row_group } => {
+                let rg = source.meta.metadata().row_group(row_group);
+                let mut w = self.writer.next_row_group().map_err(err)?;
+                for c in rg.columns() {
+                    let close = ColumnCloseResult {
+                        bytes_written: c.compressed_size().max(0) as u64,
+                        rows_written: rg.num_rows().max(0) as u64,
+                        metadata: c.clone(),
+                        bloom_filter: None,
+                        column_index: None,
+                        offset_index: None,
+                    };
+                    w.append_column(&source.file, close).map_err(err)?;
+                }
+                w.close().map_err(err)?;
+            }
+        }
+        Ok((self.writer.bytes_written() - before) as u64)
+    }
+
+    /// Writes the footer; returns the underlying writer.
+    pub fn finish(self) -> io::Result<W> {
+        self.writer.into_inner().map_err(err)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,304 @@
+//! Common Crawl WET files: the plain text of web pages as WARC `conversion`
+//! records (`.warc.wet.gz`, one gzip member per record).
+//!
+//! * **Document**: a `conversion` record. Its URL is `WARC-Target-URI`, its id
+//!   `WARC-Record-ID` (WET has no title, so no URL+title key); its paragraphs are
+//!   the lines of its block ([`plain`](crate::plain): JSON Lines' rules).
+//! * **Other records** (`warcinfo`, and any other type) are not documents: they
+//!   are written as they are where they stand.
+//! * **Reading** goes through the WARC reader of `warc index` / `warc dedup`
+//!   ([`ArchiveReader`]), so record offsets are the file's (a gzip member's offset
+//!   in a `.gz` file) and damage is handled as there: garbage between records is
+//!   skipped to the next record, a corrupt gzip member to the next member. A
+//!   record whose block is shorter than its `Content-Length` (a truncated record),
+//!   or not followed by the next record (a wrong `Content-Length`), is a bad
+//!   record: reported with its offset and passed through as read (header and the
+//!   block read) unless `--drop-bad-records`. A record with a block longer than
+//!   `--max-line-bytes` is left out, reported.
+//! * **Chunk**: whole records, about `--chunk-bytes` of them; the chunk's data is
+//!   each record's header, block and `\r\n\r\n`, decompressed.
+//! * **Written back** ([`write_record`]): a document kept whole is its record byte
+//!   for byte (decompressed); a partly kept one has its kept lines as block and its
+//!   header as read except `Content-Length` (the new block's length) and the SHA-1
+//!   `WARC-Block-Digest` / `WARC-Payload-Digest` (recomputed). Dropped documents
+//!   are left out. With gzip output every record is its own gzip member, as in the
+//!   input, so the output can be indexed and read record by record.
+
+use crate::doc::{ChunkExtra, DocMeta, DocSink};
+use crate::vertical::{Chunk, Issue, IssueKind};
+use crate::warc::{sha1_base32, ArchiveReader, Item, ReadOptions};
+use std::io::{self, Write};
+use std::ops::Range;
+use std::path::Path;
+
+/// What a record of a chunk is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RecordKind {
+    /// A `conversion` record: a document.
+    Conversion {
+        uri: Option<String>,
+        id: Option<String>,
+    },
+    /// Any other record (`warcinfo`...): written as it is.
+    Other,
+    /// A record that cannot be read whole (why): passed through as read.
+    Bad(String),
+}
+
+/// Where a record lies in its chunk's data.
+#[derive(Clone, Debug)]
+pub struct RecordInfo {
+    /// All its bytes: header, block, and (for whole records) `\r\n\r\n`.
+    pub range: Range<usize>,
+    /// Length of its header (through the blank line that ends it).
+    pub header_len: usize,
+    /// Its offset in the file (of its gzip member in a gzip file).
+    pub offset: u64,
+    pub kind: RecordKind,
+}
+
+/// The end of every WARC record.
+const TRAILER: &[u8] = b"\r\n\r\n";
+
+/// Reads a WET file in chunks of whole records.
+pub struct Records {
+    reader: ArchiveReader,
+    chunk_bytes: usize,
+    max_block: usize,
+    peeked: Option<Item>,
+    done: bool,
+}
+
+impl Records {
+    pub fn open(
+        path: &Path,
+        drop_bad: bool,
+        chunk_bytes: usize,
+        max_block: usize,
+    ) -> io::Result<Records> {
+        let _ = drop_bad; // the parser applies it
+        let reader = ArchiveReader::open(path, ReadOptions::default())?.with_block_limit(max_block);
+        Ok(Records {
+            reader,
+            chunk_bytes: chunk_bytes.max(1),
+            max_block,
+            peeked: None,
+            done: false,
+        })
+    }
+
+    fn next_item(&mut self) -> Option<Item> {
+        self.peeked.take().or_else(|| self.reader.next_item())
+    }
+
+    fn peek(&mut self) -> Option<&Item> {
+        if self.peeked.is_none() {
+            self.peeked = self.reader.next_item();
+        }
+        self.peeked.as_ref()
+    }
+
+    /// The next chunk, or None after the last one.
+    pub fn next_chunk(&mut self) -> Option<Chunk> {
+        if self.done {
+            return None;
+        }
+        let mut data = Vec::new();
+        let mut records = Vec::new();
+        let mut issues = Vec::new();
+        let mut first_offset = None;
+        while data.len() < self.chunk_bytes {
+            let Some(item) = self.next_item() else {
+                break;
+            };
+            let rec = match item {
+                Item::Problem { offset, reason } => {
+                    issues.push(Issue {
+                        line: offset,
+                        kind: IssueKind::Malformed(reason),
+                    });
+                    continue;
+                }
+                Item::Record(rec) => rec,
+            };
+            first_offset.get_or_insert(rec.offset);
+            let partial = rec.mis_sized || rec.block_read < rec.content_length;
+            // The reader reports what is wrong with a record right after it.
+            let mut problem = None;
+            if partial {
+                if let Some(Item::Problem { offset, .. }) = self.peek() {
+                    if *offset == rec.offset {
+                        if let Some(Item::Problem { reason, .. }) = self.next_item() {
+                            problem = Some(reason);
+                        }
+                    }
+                }
+            }
+            if !partial && (rec.block_prefix.len() as u64) < rec.content_length {
+                issues.push(Issue {
+                    line: rec.offset,
+                    kind: IssueKind::Malformed(format!(
+                        "record with a block of {} bytes, longer than {} (--max-line-bytes): left out",
+                        rec.content_length, self.max_block
+                    )),
+                });
+                continue;
+            }
+            let start = data.len();
+            data.extend_from_slice(&rec.header);
+            let header_len = rec.header.len();
+            data.extend_from_slice(&rec.block_prefix);
+            let kind = if partial {
+                RecordKind::Bad(problem.unwrap_or_else(|| {
+                    format!(
+                        "record shorter than its Content-Length {} ({} bytes of block)",
+                        rec.content_length, rec.block_read
+                    )
+                }))
+            } else {
+                data.extend_from_slice(TRAILER);
+                if rec.rec_type() == "conversion" {
+                    RecordKind::Conversion {
+                        uri: rec.header("WARC-Target-URI").map(str::to_owned),
+                        id: rec.header("WARC-Record-ID").map(str::to_owned),
+                    }
+                } else {
+                    RecordKind::Other
+                }
+            };
+            records.push(RecordInfo {
+                range: start..data.len(),
+                header_len,
+                offset: rec.offset,
+                kind,
+            });
+        }
+        let last = self.peek().is_none();
+        if last {
+            self.done = true;
+        }
+        Some(Chunk {
+            data,
+            first_line: first_offset.unwrap_or(0),
+            offset: 0,
+            skipped_lines: Vec::new(),
+            issues,
+            last,
+            extra: ChunkExtra::Wet(records),
+        })
+    }
+}
+
+/// Walks the records of `chunk` (a chunk of [`Records`]), telling `sink` about
+/// documents and the other records.
+pub fn parse_chunk<S: DocSink>(chunk: &Chunk, drop_bad: bool, sink: &mut S) {
+    for issue in &chunk.issues {
+        sink.issue(issue.clone());
+    }
+    let ChunkExtra::Wet(records) = &chunk.extra else {
+        return;
+    };
+    for r in records {
+        match &r.kind {
+            RecordKind::Conversion { uri, id } => {
+                let meta = DocMeta::Fields {
+                    id: id.as_deref(),
+                    url: uri.as_deref(),
+                    title: None,
+                };
+                let body = r.range.start + r.header_len..r.range.end - TRAILER.len();
+                crate::plain::document(&chunk.data, r.range.clone(), body, r.offset, &meta, sink);
+            }
+            RecordKind::Other => sink.other(r.range.clone(), r.offset),
+            RecordKind::Bad(reason) => {
+                sink.issue(Issue {
+                    line: r.offset,
+                    kind: IssueKind::BadRecord {
+                        reason: reason.clone(),
+                        dropped: drop_bad,
+                    },
+                });
+                sink.passthrough(r.range.clone(), r.offset, drop_bad);
+            }
+        }
+    }
+}
+
+/// The value of header `name` (case-insensitive) in a WARC header, and the range
+/// of that value in `header`.
+fn header_value(header: &[u8], name: &str) -> Option<Range<usize>> {
+    let mut pos = 0;
+    for line in header.split_inclusive(|&b| b == b'\n') {
+        let start = pos;
+        pos += line.len();
+        let Some(colon) = line.iter().position(|&b| b == b':') else {
+            continue;
+        };
+        if !line[..colon]
+            .trim_ascii()
+            .eq_ignore_ascii_case(name.as_bytes())
+        {
+            continue;
+        }
+        let value = &line[colon + 1..];
+        let lead = value.len() - value.trim_ascii_start().len();
+        let trimmed = value.trim_ascii();
+        let from = start + colon + 1 + lead;
+        return Some(from..from + trimmed.len());
+    }
+    None
+}
+
+/// Writes one record whose bytes (header, block, trailer) are `record` and whose
+/// header is its first `header_len` bytes, into `out`; `changed`: its block is not
+/// the one read, so `Content-Length` and the SHA-1 digests are set for the new
+/// block. With `gzip`, the record is one gzip member.
+pub fn write_record(
+    record: &[u8],
+    header_len: usize,
+    changed: bool,
+    gzip: bool,
+    out: &mut Vec<u8>,
+) -> io::Result<()> {
+    let mut fixed;
+    let bytes = if changed && record.len() >= header_len + TRAILER.len() {
+        let (header, rest) = record.split_at(header_len);
+        let block = &rest[..rest.len() - TRAILER.len()];
+        let mut edits: Vec<(Range<usize>, String)> = Vec::new();
+        if let Some(r) = header_value(header, "Content-Length") {
+            edits.push((r, block.len().to_string()));
+        }
+        for name in ["WARC-Block-Digest", "WARC-Payload-Digest"] {
+            if let Some(r) = header_value(header, name) {
+                if header[r.clone()].starts_with(b"sha1:") {
+                    edits.push((r, sha1_base32(block)));
+                }
+            }
+        }
+        edits.sort_by_key(|(r, _)| r.start);
+        fixed = Vec::with_capacity(record.len() + 64);
+        let mut at = 0;
+        for (r, v) in edits {
+            fixed.extend_from_slice(&header[at..r.start]);
+            fixed.extend_from_slice(v.as_bytes());
+            at = r.end;
+        }
+        fixed.extend_from_slice(&header[at..]);
+        fixed.extend_from_slice(rest);
+        &fixed[..]
+    } else {
+        record
+    };
+    if gzip {
+        let mut enc =
+            flate2::write::GzEncoder::new(std::mem::take(out), flate2::Compression::default());
+        enc.write_all(bytes)?;
+        *out = enc.finish()?;
+    } else {
+        out.extend_from_slice(bytes);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;
