@@ -366,7 +366,7 @@ fn dd_statuses(out: &Path) -> Vec<(String, String)> {
 fn doc_check_none_decides_paragraphs_only_in_stream_and_batch_mode_with_any_store() {
     let tmp = tempfile::tempdir().unwrap();
     let t = tmp.path();
-    let long = |w: &str| vec![w; 12].join(" ");
+    let long = |w: &str| [w; 12].join(" ");
     let rec = |id: &str, url: Option<&str>, text: String| {
         let mut v = serde_json::json!({"id": id, "text": text});
         if let Some(u) = url {

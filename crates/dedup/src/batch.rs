@@ -195,6 +195,9 @@ pub fn recorded_task_count(work: &Path) -> Result<Option<usize>> {
 /// A temporary name beside `path`, unique to this process and call: two copies of
 /// one task (a retry, a speculative copy) may run at once, and must not write into
 /// each other's files.
+/// Which documents a stage asked about (None: every document).
+type DocFilter = Box<dyn Fn(&DocPos) -> bool>;
+
 fn temp_name(path: &Path) -> PathBuf {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -605,7 +608,7 @@ pub fn resolve(cfg: &BatchConfig, stage: Stage, task: usize, store: Option<&Path
                 .iter()
                 .map(|r| (r.file, r.seq))
                 .collect();
-            let asked_docs: Option<Box<dyn Fn(&DocPos) -> bool>> = match cfg.options.doc_check {
+            let asked_docs: Option<DocFilter> = match cfg.options.doc_check {
                 DocCheck::All => None,
                 DocCheck::UrlTitle => Some(Box::new(doc_key_askers(cfg)?)),
                 DocCheck::None => Some(Box::new(|_: &DocPos| false)),
