@@ -138,7 +138,7 @@ def test_dedup_of_warcio_written_crawls(webdedup, tmp_path, gzip):
     # --by url+digest: only the same URL with the same payload.
     out2 = tmp_path / "out2"
     p = webdedup("warc", "dedup", "--by", "url+digest", "-i", c1, c2, "-o", out2)
-    assert "1 revisits written" in p.stderr, p.stderr
+    assert "1 revisit written" in p.stderr, p.stderr
     check_dedup_output([c1, c2], [out2 / c1.name, out2 / c2.name])
 
 
