@@ -273,13 +273,27 @@ fn kill_at_fault_points_then_restore_is_byte_identical() {
             "fault {fault} not reached: {}",
             stderr(&o)
         );
-        // Without --restore the leftover state is refused.
+        // Without --restore the leftover state is refused, unless the journal holds
+        // no record yet: the journal writer runs beside the committing thread, so a
+        // kill at an early commit may come before its first record. Then nothing was
+        // recorded, and a fresh run is allowed and must give the same result.
         let o = webdedup(&args);
-        assert!(!o.status.success(), "{fault}: a fresh run over leftovers");
-        let mut again = args.to_vec();
-        again.push("--restore");
-        let o = webdedup(&again);
-        assert!(o.status.success(), "restore after {fault}: {}", stderr(&o));
+        if o.status.success() {
+            assert!(
+                fault.starts_with("commit:"),
+                "{fault}: a fresh run over leftovers was not refused"
+            );
+        } else {
+            assert!(
+                stderr(&o).contains("finish it first"),
+                "{fault}: {}",
+                stderr(&o)
+            );
+            let mut again = args.to_vec();
+            again.push("--restore");
+            let o = webdedup(&again);
+            assert!(o.status.success(), "restore after {fault}: {}", stderr(&o));
+        }
         let got = (
             outputs(&out),
             std::fs::read(store.join("store.snap")).unwrap(),
