@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod corpus_formats;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -88,4 +90,16 @@ pub fn decompress(data: &[u8]) -> Vec<u8> {
         out = data.to_vec();
     }
     out
+}
+
+/// The Parquet sample shipped in the repository (the JSON Lines sample in
+/// FineWeb's layout, written by `common::corpus_formats::write_parquet`).
+pub fn parquet_sample_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../sample/web3-mini-parquet")
+}
+
+/// The WET sample shipped in the repository (the JSON Lines sample as Common
+/// Crawl WET files, written by `common::corpus_formats::wet_file`).
+pub fn wet_sample_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../sample/web3-mini-wet")
 }

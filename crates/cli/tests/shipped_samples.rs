@@ -1,0 +1,119 @@
+//! The Parquet and WET samples shipped in `sample/` hold exactly the documents of
+//! the JSON Lines sample (which `formats.rs` checks against the verticals), so the
+//! README's examples on them show the same decisions.
+//!
+//! To (re)write them after the JSON Lines sample changed:
+//! `WEBDEDUP_WRITE_SAMPLES=1 cargo test -p webdedup --test shipped_samples -- --test-threads 1`
+//! (one thread: the decisions test reads what the others write).
+
+mod common;
+
+use common::corpus_formats::{gzip_members, jsonl_docs, parquet_rows, wet_file, write_parquet};
+use common::*;
+use parquet::basic::{Compression, ZstdLevel};
+use std::fs;
+
+/// Row groups of the shipped Parquet files: small enough that a file has several.
+const ROW_GROUP: usize = 64;
+
+fn writing() -> bool {
+    std::env::var_os("WEBDEDUP_WRITE_SAMPLES").is_some()
+}
+
+fn jsonl_files() -> Vec<String> {
+    let names: Vec<String> = tree(&jsonl_sample_dir())
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    assert!(
+        names.len() >= 3,
+        "the JSON Lines sample has one file a crawl"
+    );
+    names
+}
+
+#[test]
+fn the_parquet_sample_holds_the_jsonl_sample_row_for_row() {
+    for name in jsonl_files() {
+        let docs = jsonl_docs(&jsonl_sample_dir().join(&name));
+        let path = parquet_sample_dir().join(name.replace(".jsonl.gz", ".parquet"));
+        if writing() {
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            let codec = Compression::ZSTD(ZstdLevel::try_new(9).unwrap());
+            write_parquet(&docs, &path, ROW_GROUP, codec);
+        }
+        let (schema, rows) = parquet_rows(&path);
+        let columns: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+        assert_eq!(columns, ["text", "id", "url", "title", "language", "n"]);
+        assert_eq!(rows.len(), docs.len(), "{}", path.display());
+        for (i, (row, doc)) in rows.iter().zip(&docs).enumerate() {
+            let want = [
+                doc["text"].as_str(),
+                doc["id"].as_str(),
+                doc["metadata"]["url"].as_str(),
+                doc["metadata"]["title"].as_str(),
+                doc["metadata"]["lang"].as_str(),
+            ]
+            .map(|v| v.map(str::to_owned));
+            assert_eq!(row[..5], want, "{}: row {i}", path.display());
+            assert_eq!(row[5].as_deref(), Some(i.to_string().as_str()));
+        }
+    }
+}
+
+#[test]
+fn the_wet_sample_holds_the_jsonl_sample_record_for_record() {
+    for name in jsonl_files() {
+        let docs = jsonl_docs(&jsonl_sample_dir().join(&name));
+        let path = wet_sample_dir().join(name.replace(".jsonl.gz", ".warc.wet.gz"));
+        if writing() {
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(&path, wet_file(&docs, true)).unwrap();
+        }
+        let shipped = fs::read(&path).unwrap();
+        // One gzip member a record, as Common Crawl writes WET files.
+        assert_eq!(
+            decompress(&shipped),
+            decompress(&wet_file(&docs, true)),
+            "{}",
+            path.display()
+        );
+        assert_eq!(
+            gzip_members(&shipped),
+            docs.len() + 1,
+            "{}: a gzip member a record",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn the_three_samples_give_the_same_decisions() {
+    let dir = tempfile::tempdir().unwrap();
+    let figures = |input: &std::path::Path, name: &str, extra: &[&str]| {
+        let out = dir.path().join(name);
+        let o = dedup(input, &out, &[&["--json", "-"], extra].concat());
+        assert!(o.status.success(), "{name}: {}", stderr(&o));
+        let s: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let f = |k: &str| s[k].as_u64().unwrap_or_else(|| panic!("{name}: no {k}"));
+        [
+            f("documents_read"),
+            f("documents_kept"),
+            f("documents_dropped"),
+            f("paragraphs_retained"),
+        ]
+    };
+    let jsonl = figures(&jsonl_sample_dir(), "jsonl", &[]);
+    assert!(
+        jsonl[2] > 0,
+        "the sample has duplicate documents: {jsonl:?}"
+    );
+    assert_eq!(figures(&parquet_sample_dir(), "parquet", &[]), jsonl);
+    // WET has no titles, so no URL+title key: the JSON Lines run without titles.
+    let untitled = figures(
+        &jsonl_sample_dir(),
+        "jsonl-untitled",
+        &["--title-field", "no.such.field"],
+    );
+    assert_eq!(figures(&wet_sample_dir(), "wet", &[]), untitled);
+}
