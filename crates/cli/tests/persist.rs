@@ -617,13 +617,24 @@ fn damaged_last_record_after_finished_outputs_never_shrinks_the_store() {
     assert!(!e.contains("panicked"), "{e}");
 
     // The journal cut short after a finished output's records (a truncated copy):
-    // the finished output's last records may be gone, so the restore refuses.
+    // the finished output's last records may be gone, so the restore refuses. The
+    // cut removes the last finish mark and what follows it (records of the next
+    // output may follow: the journal is written beside the renames).
     let r = Run::new(dir.path(), "cut", &["-t", "1"]).with_store();
     assert!(!r.run(false, Some("renamed:2")).status.success());
     let jp = r.store.join("journal");
     let b = std::fs::read(&jp).unwrap();
     let recs = journal_records(&b);
-    std::fs::write(&jp, &b[..recs.last().unwrap().start]).unwrap();
+    // payload = u32 tag_len, then the tag, whose first byte is its kind.
+    let kind = |rec: &std::ops::Range<usize>| b[rec.start + 16];
+    const FINISH_MARK: u8 = 2;
+    let mark = recs.iter().rposition(|r| kind(r) == FINISH_MARK).unwrap();
+    assert_ne!(
+        kind(&recs[mark - 1]),
+        FINISH_MARK,
+        "a chunk record before it"
+    );
+    std::fs::write(&jp, &b[..recs[mark].start]).unwrap();
     let o = r.run(true, None);
     let e = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{e}");
