@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+#[path = "common/corpus_formats.rs"]
 pub mod corpus_formats;
 
 use std::path::{Path, PathBuf};
@@ -102,4 +103,23 @@ pub fn parquet_sample_dir() -> PathBuf {
 /// Crawl WET files, written by `common::corpus_formats::wet_file`).
 pub fn wet_sample_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../sample/web3-mini-wet")
+}
+
+/// A loopback port no other test of this process was given: the kernel's pick,
+/// retried when it repeats one handed out before (the kernel may give a port again
+/// once its probe socket is closed, and tests run in parallel threads).
+pub fn free_port() -> u16 {
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap();
+    loop {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
 }

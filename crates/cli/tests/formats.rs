@@ -511,14 +511,6 @@ fn crawl_by_crawl_with_a_store_equals_one_run_and_batch_mode_equals_stream_mode(
     assert!(stderr(&o).contains("text-field"), "{}", stderr(&o));
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// A process killed on drop.
 struct Proc(Child);
 

@@ -13,11 +13,7 @@ use std::time::{Duration, Instant};
 fn free_port() -> u16 {
     // A cluster node also listens on port + 10000: keep both below 65536.
     loop {
-        let p = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let p = common::free_port();
         if p < 55000 && TcpListener::bind(("127.0.0.1", p + 10000)).is_ok() {
             return p;
         }

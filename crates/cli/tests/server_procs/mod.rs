@@ -6,20 +6,12 @@
 
 use crate::common::read;
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 use webdedup_net::wire::Msg;
 use webdedup_store::server_map::{ServerAddr, ServerEntry, ServerMap};
-
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 pub fn addr(port: u16) -> ServerAddr {
     ServerAddr {
