@@ -1031,6 +1031,90 @@ mod tests {
         }
     }
 
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        /// Random corpora of near-duplicates (variants of a few texts, few words,
+        /// loose bands so that documents share bands with several kept ones, and
+        /// verification that fails for some): MinHash batch phases in any task
+        /// count and order write what `webdedup minhash`'s stream mode writes.
+        #[test]
+        fn minhash_batch_phases_equal_stream_mode(
+            files in proptest::collection::vec(
+                proptest::collection::vec((0usize..3, proptest::collection::vec((0usize..30, 0usize..8), 0..4)), 0..8),
+                1..4,
+            ),
+            tasks in 1usize..5,
+            rotate in 0usize..5,
+            verify in prop_oneof![Just(None), Just(Some(0.5)), Just(Some(0.9))],
+            chunk in prop_oneof![Just(1usize), Just(1 << 20)],
+        ) {
+            let bases: Vec<Vec<String>> = (0..3)
+                .map(|b| (0..30).map(|i| format!("w{}", (i * 7 + b * 3) % 23)).collect())
+                .collect();
+            let tmp = tempfile::tempdir().unwrap();
+            let input = tmp.path().join("in");
+            std::fs::create_dir_all(&input).unwrap();
+            for (i, docs) in files.iter().enumerate() {
+                let mut text = String::new();
+                for (base, edits) in docs {
+                    let mut words = bases[*base].clone();
+                    for &(at, w) in edits {
+                        words[at] = format!("e{w}");
+                    }
+                    text += "<doc url=\"u\" title=\"t\">\n<p>\n";
+                    for w in &words {
+                        text += w;
+                        text += "\n";
+                    }
+                    text += "</p>\n</doc>\n";
+                }
+                std::fs::write(input.join(format!("f{i}.vert")), text).unwrap();
+            }
+            let params = webdedup_minhash::Params {
+                shingling: "words:2".parse().unwrap(),
+                hashes: 16,
+                bands: 8,
+                rows: 2,
+            };
+            let options = || Options {
+                minhash: Some(crate::options::MinHashOptions::new(params, verify)),
+                ..Options::default()
+            };
+            let mut rc = RunConfig::new(&input, tmp.path().join("stream"));
+            rc.options = options();
+            rc.dd = true;
+            rc.chunk_bytes = chunk;
+            run(&rc, &MemStore::new(13), &|_| {}).unwrap();
+
+            let cfg = BatchConfig {
+                inputs: vec![input.clone()],
+                work: tmp.path().join("work"),
+                task_count: tasks,
+                partitions: 3,
+                blocks: 13,
+                options: options(),
+                read: Default::default(),
+                chunk_bytes: chunk,
+                max_line_bytes: 1 << 20,
+            };
+            let order: Vec<usize> = (0..tasks).map(|t| (t + rotate) % tasks).collect();
+            for &t in &order {
+                hash(&cfg, t, &|_| {}).unwrap();
+            }
+            for &t in order.iter().rev() {
+                resolve_minhash(&cfg, MinHashStage::Bands, t, None).unwrap();
+            }
+            resolve_minhash(&cfg, MinHashStage::Pick, 0, None).unwrap();
+            let mut brc = rc.clone();
+            brc.options = options();
+            brc.output = tmp.path().join("batch");
+            for &t in &order {
+                filter(&cfg, &brc, t, &|_| {}).unwrap();
+            }
+            prop_assert!(tree(&rc.output) == tree(&brc.output));
+        }
+    }
+
     #[test]
     fn records_round_trip_and_damage_is_detected() {
         let tmp = tempfile::tempdir().unwrap();
