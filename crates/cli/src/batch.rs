@@ -206,7 +206,9 @@ fn config(c: &Common, task_count: usize) -> Result<BatchConfig> {
         bail!("batch mode reads documents (verticals, JSON Lines), not wikilinks rows");
     }
     if c.minhash && c.normalization != Normalization::Loose {
-        bail!("minhash signatures are pinned to the loose normalization: --normalize does not apply");
+        bail!(
+            "minhash signatures are pinned to the loose normalization: --normalize does not apply"
+        );
     }
     Ok(BatchConfig {
         inputs: c.input.clone(),
@@ -284,7 +286,9 @@ pub fn run(cmd: &BatchCommand) -> Result<u8> {
                 StageName::Exact(stage) => batch::resolve(&cfg, stage, task, store)?,
                 // One task picks; the others of a job array have nothing to do.
                 StageName::MinHash(MinHashStage::Pick) if task != 0 => {
-                    eprintln!("resolve --stage pick is one task (task 0): task {task} has nothing to do");
+                    eprintln!(
+                        "resolve --stage pick is one task (task 0): task {task} has nothing to do"
+                    );
                     return Ok(EXIT_OK);
                 }
                 StageName::MinHash(stage) => batch::resolve_minhash(&cfg, stage, task, store)?,

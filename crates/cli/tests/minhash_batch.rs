@@ -74,7 +74,10 @@ fn batch_run_equals_stream_mode_for_tasks_threads_and_verify() {
     ];
     for (i, (input, settings, layout)) in cases.iter().enumerate() {
         let want = stream(input, &tmp.path().join(format!("s{i}")), settings);
-        assert!(pairs_lines(&want) > 50, "case {i}: the sample has near-duplicates");
+        assert!(
+            pairs_lines(&want) > 50,
+            "case {i}: the sample has near-duplicates"
+        );
         let (out, work) = (
             tmp.path().join(format!("b{i}")),
             tmp.path().join(format!("w{i}")),
@@ -99,7 +102,10 @@ fn batch_run_equals_stream_mode_for_tasks_threads_and_verify() {
         let names = |t: &[(String, Vec<u8>)]| t.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
         assert_eq!(names(&got), names(&want), "case {i}: file names");
         for ((n, a), (_, b)) in got.iter().zip(&want) {
-            assert!(a == b, "case {i} ({settings:?} {layout:?}): {n} differs from stream mode");
+            assert!(
+                a == b,
+                "case {i} ({settings:?} {layout:?}): {n} differs from stream mode"
+            );
         }
     }
 }
@@ -206,7 +212,11 @@ fn work_directories_refuse_other_modes_settings_and_missing_phases() {
     };
     // MinHash settings without --minhash are refused, not ignored.
     let o = run(&["hash"], &["--verify", "0.5"]);
-    assert!(!o.status.success() && stderr(&o).contains("--minhash"), "{}", stderr(&o));
+    assert!(
+        !o.status.success() && stderr(&o).contains("--minhash"),
+        "{}",
+        stderr(&o)
+    );
     let o = run(&["hash"], &["--minhash"]);
     assert!(o.status.success(), "{}", stderr(&o));
     // Another --verify is another work directory.
@@ -239,8 +249,15 @@ fn work_directories_refuse_other_modes_settings_and_missing_phases() {
     let exact = tmp.path().join("exact");
     let o = batch(
         &[
-            "resolve", "--stage", "bands", "-i", input.to_str().unwrap(), "-w",
-            exact.to_str().unwrap(), "--task-index", "0",
+            "resolve",
+            "--stage",
+            "bands",
+            "-i",
+            input.to_str().unwrap(),
+            "-w",
+            exact.to_str().unwrap(),
+            "--task-index",
+            "0",
         ],
         None,
     );
@@ -252,9 +269,21 @@ fn work_directories_refuse_other_modes_settings_and_missing_phases() {
     // No store of earlier runs yet: refused, not ignored.
     let o = run(
         &["resolve", "--stage", "bands"],
-        &["--minhash", "--store", tmp.path().join("st").to_str().unwrap()],
+        &[
+            "--minhash",
+            "--store",
+            tmp.path().join("st").to_str().unwrap(),
+        ],
     );
-    assert!(!o.status.success() && stderr(&o).contains("--store"), "{}", stderr(&o));
+    assert!(
+        !o.status.success() && stderr(&o).contains("--store"),
+        "{}",
+        stderr(&o)
+    );
     let o = run(&["hash"], &["--minhash", "--normalize", "none"]);
-    assert!(!o.status.success() && stderr(&o).contains("loose"), "{}", stderr(&o));
+    assert!(
+        !o.status.success() && stderr(&o).contains("loose"),
+        "{}",
+        stderr(&o)
+    );
 }

@@ -799,7 +799,10 @@ pub fn filter_with_plans(
     if let Some(m) = &mut staged.options.minhash {
         m.decided = Some(std::sync::Arc::new(minhash::decided(cfg, &files, &mine)?));
     }
-    for stage in Stage::ALL.into_iter().filter(|_| cfg.options.minhash.is_none()) {
+    for stage in Stage::ALL
+        .into_iter()
+        .filter(|_| cfg.options.minhash.is_none())
+    {
         for r in read_new(cfg, stage)? {
             if mine.contains(&r.file) {
                 new.entry(stream_of[&r.file]).or_default().insert(r.key);

@@ -60,7 +60,8 @@ fn bands_run(part: u32) -> String {
 }
 
 fn stage_dir(work: &Path, stage: MinHashStage) -> PathBuf {
-    work.join("verdicts").join(format!("minhash-{}", stage.name()))
+    work.join("verdicts")
+        .join(format!("minhash-{}", stage.name()))
 }
 
 /// A byte sink that also hashes what it writes (the table's checksum).
@@ -449,7 +450,9 @@ pub(super) fn decided(
         let rank = field(&mut pos)? as u32;
         let line = field(&mut pos)?;
         let n = field(&mut pos)? as usize;
-        let name = body.get(pos..pos + n).ok_or_else(|| bad("truncated name"))?;
+        let name = body
+            .get(pos..pos + n)
+            .ok_or_else(|| bad("truncated name"))?;
         pos += n;
         let jaccard = match body.get(pos) {
             Some(0) => None,
