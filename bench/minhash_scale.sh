@@ -28,7 +28,8 @@ if [ ! -s "$input/synth.jsonl.zst" ]; then
   echo "generating $n documents ($dups near-duplicates) into $input" >&2
   python3 bench/minhash_synth.py "$n" "$dups" 1 | zstd -q -T2 -3 -o "$input/synth.jsonl.zst"
 fi
-raw_bytes=$(zstd -lv "$input/synth.jsonl.zst" 2>/dev/null | awk '/Decompressed Size/ {gsub(/[(),]/, "", $0); for (i = 1; i <= NF; i++) if ($i == "B") print $(i-1)}' | tail -1)
+[ -s "$input.bytes" ] || zstd -dc "$input/synth.jsonl.zst" | wc -c > "$input.bytes"
+raw_bytes=$(cat "$input.bytes")
 cleanup() {
   for p in ${pids:-}; do kill "$p" 2>/dev/null || true; done
   [ "${KEEP:-}" = 1 ] || rm -rf "$work/out-embedded" "$work/out-servers" "$work/servers.d"
