@@ -228,6 +228,65 @@ def minhash_band_keys(signature: Sequence[int], bands: int = 14, rows: int = 8) 
 def minhash_jaccard(a: Sequence[int], b: Sequence[int]) -> float:
     """The Jaccard similarity estimated from two signatures of the same settings."""
 
+class MinHashResult:
+    """What MinHashWorker.process returns."""
+    @property
+    def data(self) -> bytes:
+        """The kept documents, byte for byte as `webdedup minhash` writes them."""
+    @property
+    def text(self) -> str: ...
+    @property
+    def statuses(self) -> List[str]:
+        """One per input document: K kept, D dropped (near-duplicate), B bad record."""
+    @property
+    def pairs(self) -> List[Tuple[str, str, Optional[float]]]:
+        """Each dropped document: (its name, its original's name, the estimated
+        Jaccard similarity or None when not known)."""
+    @property
+    def pairs_text(self) -> bytes:
+        """The `.pairs` report lines of these documents."""
+    @property
+    def kept(self) -> int: ...
+    @property
+    def dropped(self) -> int: ...
+    @property
+    def problems(self) -> List[Tuple[int, str]]: ...
+
+class MinHashWorker:
+    def process(self, data: Union[str, bytes], source: str = "python") -> MinHashResult:
+        """Judges the documents of data (verticals or JSON Lines) in order against
+        the store. Documents without an id are named SOURCE:LINE; feed files in the
+        command line's order, each named by its relative path, to get its bytes."""
+
+class MinHashDedup:
+    """Near-duplicate documents by MinHash LSH, as `webdedup minhash` decides them,
+    on the embedded store, a store directory shared with `webdedup minhash --store
+    DIR`, or the hash servers of a block map. Redis is refused."""
+    def __init__(
+        self,
+        map: Optional[Union[str, PathLike]] = None,
+        store_dir: Optional[Union[str, PathLike]] = None,
+        *,
+        shingles: str = "words:5",
+        hashes: int = 112,
+        bands: int = 14,
+        rows: int = 8,
+        verify: float = 0.8,
+        store: Optional[str] = None,
+        blocks: int = 1999,
+        server_timeout: float = 120.0,
+        input_format: str = "auto",
+        text_field: str = "text",
+        id_field: Optional[str] = None,
+        url_field: Optional[str] = None,
+        title_field: Optional[str] = None,
+        drop_bad_records: bool = False,
+    ) -> None: ...
+    def create_worker(self) -> MinHashWorker: ...
+    def save(self) -> int:
+        """Writes store_dir/minhash.kept and store_dir/store.snap; returns the keys."""
+    def __len__(self) -> int: ...
+
 # The batch functions read verticals or JSON Lines files (input_format, sniffed per
 # file by default) with the same field options as Dedup; every phase of a run must
 # be given the same ones (the work directory records them and refuses others).

@@ -30,6 +30,7 @@ use webdedup_text::Normalization;
 
 mod batch;
 mod minhash;
+mod minhash_dedup;
 
 create_exception!(
     webdedup,
@@ -1042,5 +1043,6 @@ fn webdedup(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cdx_dups, m)?)?;
     batch::register(m)?;
     minhash::register(m)?;
+    minhash_dedup::register(m)?;
     Ok(())
 }

@@ -115,6 +115,16 @@ diff -r "$d/ref-all" "$d/out-batch" || fail "batch: outputs differ from webdedup
 [ -z "$(ls -A "$d/submit")" ] || fail "batch: files left in the directory it ran from: $(ls "$d/submit")"
 say "batch: a failed task cancels the later phases; rerun equals webdedup dedup ($((SECONDS - t)) s)"
 
+# MinHash mode: the same script with MINHASH=1 gives webdedup minhash's bytes.
+t=$SECONDS
+"$bin" minhash -q -i "$c/all" -o "$d/ref-minhash" --dd --verify 0.9
+(cd "$d/submit" && sl env IN="$c/all" WORK="$d/work-mh" OUT="$d/out-mh" TASKS=3 \
+  MEM=100M DD=1 MINHASH=1 MINHASH_ARGS="--verify 0.9" WEBDEDUP="$bin" \
+  "$repo/deploy/slurm/batch.sbatch")
+drained 120
+diff -r "$d/ref-minhash" "$d/out-mh" || fail "batch MINHASH=1: outputs differ from webdedup minhash"
+say "batch MINHASH=1: equals webdedup minhash ($((SECONDS - t)) s)"
+
 # --- cluster.sbatch -------------------------------------------------------------
 # Submits the script and returns the job's exit status; "$1" names the run, the
 # rest are sbatch options, the script and its arguments; SERVERS, WORKERS, DD come

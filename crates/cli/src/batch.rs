@@ -6,7 +6,7 @@ use crate::{EXIT_INPUT_PROBLEMS, EXIT_OK};
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
-use webdedup_dedup::batch::{self, BatchConfig, Stage};
+use webdedup_dedup::batch::{self, BatchConfig, MinHashStage, Stage};
 use webdedup_dedup::{DocCheck, Options, RunConfig, RunStats};
 use webdedup_formats::shown::escape_controls;
 use webdedup_formats::summary::{thousands, Outcome};
@@ -31,6 +31,14 @@ pub enum BatchCommand {
 }
 
 #[derive(Debug, Args, Clone)]
+// The MinHash settings mean something only with --minhash.
+#[command(
+    mut_arg("shingles", |a| a.requires("minhash")),
+    mut_arg("hashes", |a| a.requires("minhash")),
+    mut_arg("bands", |a| a.requires("minhash")),
+    mut_arg("rows", |a| a.requires("minhash")),
+    mut_arg("verify", |a| a.requires("minhash"))
+)]
 pub struct Common {
     /// Inputs: directories (searched recursively) or files, as for `webdedup
     /// dedup` (repeatable; not `-`: every phase reads the input again).
@@ -68,6 +76,12 @@ pub struct Common {
     max_line_bytes: usize,
     #[command(flatten)]
     read: ReadArgs,
+    /// MinHash mode: the decisions of `webdedup minhash` (near-duplicate documents by
+    /// LSH band keys) instead of exact dedup's; resolve stages `bands`, then `pick`.
+    #[arg(long)]
+    minhash: bool,
+    #[command(flatten)]
+    minhash_settings: crate::minhash::MinHashSettings,
 }
 
 #[derive(Debug, Args)]
@@ -83,9 +97,10 @@ pub struct TaskArgs {
 pub struct ResolveArgs {
     #[command(flatten)]
     task: TaskArgs,
-    /// `url-title`, `docs` or `paras` (each needs the one before finished).
+    /// `url-title`, `docs` or `paras` (each needs the one before finished); with
+    /// `--minhash`: `bands`, then `pick` (one task: task 0).
     #[arg(long)]
-    stage: Stage,
+    stage: StageName,
     /// The store directory of earlier runs: its keys are always seen.
     #[arg(long, value_name = "DIR")]
     store: Option<PathBuf>,
@@ -143,6 +158,35 @@ pub struct RunArgs {
     plan_cache_mib: usize,
 }
 
+/// A resolve stage: exact mode's or MinHash mode's.
+#[derive(Clone, Copy, Debug)]
+pub enum StageName {
+    Exact(Stage),
+    MinHash(MinHashStage),
+}
+
+impl std::str::FromStr for StageName {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "bands" => Ok(StageName::MinHash(MinHashStage::Bands)),
+            "pick" => Ok(StageName::MinHash(MinHashStage::Pick)),
+            _ => s.parse().map(StageName::Exact).map_err(|_| {
+                format!("unknown stage '{s}' (expected url-title, docs or paras; with --minhash: bands or pick)")
+            }),
+        }
+    }
+}
+
+impl StageName {
+    fn name(self) -> &'static str {
+        match self {
+            StageName::Exact(s) => s.name(),
+            StageName::MinHash(s) => s.name(),
+        }
+    }
+}
+
 impl BatchCommand {
     /// The input directory (or file) and the work directory of the task.
     pub fn input_and_work(&self) -> (&[PathBuf], &Path) {
@@ -161,6 +205,11 @@ fn config(c: &Common, task_count: usize) -> Result<BatchConfig> {
     if c.read.wikilinks() {
         bail!("batch mode reads documents (verticals, JSON Lines), not wikilinks rows");
     }
+    if c.minhash && c.normalization != Normalization::Loose {
+        bail!(
+            "minhash signatures are pinned to the loose normalization: --normalize does not apply"
+        );
+    }
     Ok(BatchConfig {
         inputs: c.input.clone(),
         work: c.work.clone(),
@@ -171,6 +220,11 @@ fn config(c: &Common, task_count: usize) -> Result<BatchConfig> {
             normalization: c.normalization,
             min_para_chars: c.min_para_chars,
             doc_check: c.doc_check,
+            minhash: if c.minhash {
+                Some(c.minhash_settings.options()?)
+            } else {
+                None
+            },
             ..Default::default()
         },
         read: c.read.settings()?,
@@ -227,7 +281,19 @@ pub fn run(cmd: &BatchCommand) -> Result<u8> {
         }
         BatchCommand::Resolve(r) => {
             let cfg = check_task(&r.task)?;
-            if !batch::resolve(&cfg, r.stage, r.task.task_index, r.store.as_deref())? {
+            let (task, store) = (r.task.task_index, r.store.as_deref());
+            let done = match r.stage {
+                StageName::Exact(stage) => batch::resolve(&cfg, stage, task, store)?,
+                // One task picks; the others of a job array have nothing to do.
+                StageName::MinHash(MinHashStage::Pick) if task != 0 => {
+                    eprintln!(
+                        "resolve --stage pick is one task (task 0): task {task} has nothing to do"
+                    );
+                    return Ok(EXIT_OK);
+                }
+                StageName::MinHash(stage) => batch::resolve_minhash(&cfg, stage, task, store)?,
+            };
+            if !done {
                 eprintln!(
                     "resolve --stage {} task {} already finished",
                     r.stage.name(),
@@ -328,8 +394,14 @@ fn run_all(a: &RunArgs, report: &(dyn Fn(&str) + Sync)) -> Result<u8> {
     };
     phase(&|t| batch::hash_keeping_plans(&cfg, t, report, Some(&plans)).map(|_| None))?;
     mark("hash");
-    for stage in Stage::ALL {
-        phase(&|t| batch::resolve(&cfg, stage, t, a.store.as_deref()).map(|_| None))?;
+    if cfg.options.minhash.is_some() {
+        let store = a.store.as_deref();
+        phase(&|t| batch::resolve_minhash(&cfg, MinHashStage::Bands, t, store).map(|_| None))?;
+        batch::resolve_minhash(&cfg, MinHashStage::Pick, 0, store)?;
+    } else {
+        for stage in Stage::ALL {
+            phase(&|t| batch::resolve(&cfg, stage, t, a.store.as_deref()).map(|_| None))?;
+        }
     }
     mark("resolve");
     let run = run_config(&a.common, &a.out)?;

@@ -39,6 +39,13 @@ JACCARD per dropped document), REL.dedup.dd with -d.")]
 pub struct MinhashArgs {
     #[command(flatten)]
     pub dedup: DedupArgs,
+    #[command(flatten)]
+    pub settings: MinHashSettings,
+}
+
+/// The MinHash settings, shared by `webdedup minhash` and `webdedup batch --minhash`.
+#[derive(Args, Debug, Clone)]
+pub struct MinHashSettings {
     /// Shingles: `words:N` (N normalized words; `N` alone means the same) or
     /// `chars:N` (for scripts without spaces).
     #[arg(long, default_value = "words:5", value_name = "KIND:N")]
@@ -59,17 +66,24 @@ pub struct MinhashArgs {
     verify: f64,
 }
 
-pub fn run(args: &MinhashArgs) -> Result<u8> {
-    let params = Params {
-        shingling: args.shingles,
-        hashes: args.hashes,
-        bands: args.bands,
-        rows: args.rows,
-    };
-    params.validate().map_err(anyhow::Error::msg)?;
-    if !(0.0..=1.0).contains(&args.verify) {
-        anyhow::bail!("--verify must be between 0 and 1 (0: off)");
+impl MinHashSettings {
+    /// The options of MinHash mode, or why the settings are refused.
+    pub fn options(&self) -> Result<MinHashOptions> {
+        let params = Params {
+            shingling: self.shingles,
+            hashes: self.hashes,
+            bands: self.bands,
+            rows: self.rows,
+        };
+        params.validate().map_err(anyhow::Error::msg)?;
+        if !(0.0..=1.0).contains(&self.verify) {
+            anyhow::bail!("--verify must be between 0 and 1 (0: off)");
+        }
+        let verify = (self.verify > 0.0).then_some(self.verify);
+        Ok(MinHashOptions::new(params, verify))
     }
-    let verify = (args.verify > 0.0).then_some(args.verify);
-    crate::dedup::run_mode(&args.dedup, Some(MinHashOptions::new(params, verify)))
+}
+
+pub fn run(args: &MinhashArgs) -> Result<u8> {
+    crate::dedup::run_mode(&args.dedup, Some(args.settings.options()?))
 }

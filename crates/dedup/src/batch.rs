@@ -47,6 +47,9 @@ use webdedup_formats::doc::ReadSettings;
 use webdedup_formats::input::{ListOptions, Listing};
 use webdedup_store::{fault, BatchId, MemStore, Store, StoreError, StoreMeta};
 
+mod minhash;
+pub use minhash::MinHashStage;
+
 /// The key kinds, in stage order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stage {
@@ -94,9 +97,17 @@ pub struct BatchConfig {
 impl BatchConfig {
     fn settings(&self) -> String {
         // The reading settings only when not the defaults, so work directories
-        // made before formats existed still match.
+        // made before formats existed still match; MinHash mode likewise.
+        let minhash = match &self.options.minhash {
+            Some(m) => format!(
+                "{} verify={}\n",
+                m.params.describe(),
+                m.verify.unwrap_or(0.0)
+            ),
+            None => String::new(),
+        };
         format!(
-            "webdedup-batch 2\nhash=xxh3-64\nnormalization={}\nmin-para-chars={}\ndoc-check={:?}\nchunk-bytes={}\nmax-line-bytes={}\nblocks={}\npartitions={}\ntasks={}\n{}",
+            "webdedup-batch 2\nhash=xxh3-64\nnormalization={}\nmin-para-chars={}\ndoc-check={:?}\nchunk-bytes={}\nmax-line-bytes={}\nblocks={}\npartitions={}\ntasks={}\n{}{minhash}",
             self.options.normalization.name(),
             self.options.min_para_chars,
             self.options.doc_check,
@@ -409,6 +420,9 @@ pub fn hash_keeping_plans(
     plans: Option<&PlanCache>,
 ) -> Result<bool> {
     cfg.prepare()?;
+    if cfg.options.minhash.is_some() {
+        return minhash::hash(cfg, task, report, plans);
+    }
     let dir = hash_dir(&cfg.work);
     std::fs::create_dir_all(&dir)?;
     let name = format!("task-{task}");
@@ -506,6 +520,33 @@ fn require_markers(dir: &Path, count: usize, what: &str) -> Result<()> {
     Ok(())
 }
 
+/// One resolve stage of MinHash mode (`bands`: task `task` of the task count, in
+/// parallel; `pick`: one task, task 0). Returns false if it had already finished.
+/// No store of earlier runs yet: MinHash batch runs start from an empty store.
+pub fn resolve_minhash(
+    cfg: &BatchConfig,
+    stage: MinHashStage,
+    task: usize,
+    store: Option<&Path>,
+) -> Result<bool> {
+    cfg.prepare()?;
+    if cfg.options.minhash.is_none() {
+        bail!(
+            "--stage {} is a MinHash stage: the work directory {} is exact mode's (url-title, docs, paras)",
+            stage.name(),
+            cfg.work.display()
+        );
+    }
+    if store.is_some() {
+        bail!("MinHash batch mode does not read a store of earlier runs yet (--store)");
+    }
+    match stage {
+        MinHashStage::Bands => minhash::resolve_bands(cfg, task),
+        MinHashStage::Pick if task == 0 => minhash::resolve_pick(cfg),
+        MinHashStage::Pick => bail!("--stage pick is one task: task 0 (this is task {task})"),
+    }
+}
+
 /// The new first occurrences of a stage, all partitions: per file rank, the
 /// positions (seq) and the keys.
 fn read_new(cfg: &BatchConfig, stage: Stage) -> Result<Vec<Rec>> {
@@ -584,6 +625,12 @@ fn url_title_repeats(cfg: &BatchConfig) -> Result<(HashSet<DocPos>, HashSet<DocP
 /// One resolve stage for one task; returns false if it had already finished.
 pub fn resolve(cfg: &BatchConfig, stage: Stage, task: usize, store: Option<&Path>) -> Result<bool> {
     cfg.prepare()?;
+    if cfg.options.minhash.is_some() {
+        bail!(
+            "{} is a MinHash work directory: its resolve stages are `bands`, then `pick`",
+            cfg.work.display()
+        );
+    }
     require_markers(&hash_dir(&cfg.work), cfg.task_count, "hash")?;
     let dir = verdict_dir(&cfg.work, stage);
     std::fs::create_dir_all(&dir)?;
@@ -747,8 +794,15 @@ pub fn filter_with_plans(
             )
         })
         .collect();
+    let mut staged = run.clone();
     let mut new: HashMap<u64, HashSet<u64>> = HashMap::default();
-    for stage in Stage::ALL {
+    if let Some(m) = &mut staged.options.minhash {
+        m.decided = Some(std::sync::Arc::new(minhash::decided(cfg, &files, &mine)?));
+    }
+    for stage in Stage::ALL
+        .into_iter()
+        .filter(|_| cfg.options.minhash.is_none())
+    {
         for r in read_new(cfg, stage)? {
             if mine.contains(&r.file) {
                 new.entry(stream_of[&r.file]).or_default().insert(r.key);
@@ -774,11 +828,16 @@ pub fn filter_with_plans(
     // Outputs are made in a staging directory of this attempt, then moved into
     // place file by file: two copies of one task may run at once.
     let staging = temp_name(&dir.join(&name));
-    let mut staged = run.clone();
     staged.output = staging.clone();
     let mut stats = crate::runner::run_files(&staged, selected, &store, &dur, report)?;
     count_skipped(&listing, &mut stats);
     fault::hit("batch-filter-written");
+    if cfg.options.minhash.is_some() {
+        // The runner indexed this task's files; MinHash mode's index (as stream
+        // mode's) names every input file. Every task writes the same one.
+        let _ = std::fs::remove_file(staging.join(crate::runner::FILES_INDEX));
+        crate::runner::write_files_index(&run.output, &listing.files)?;
+    }
     move_tree(&staging, &run.output)?;
     let _ = std::fs::remove_dir_all(&staging);
     write_atomic(&marker(&dir, &name), b"")?;
@@ -813,6 +872,9 @@ fn move_tree(from: &Path, to: &Path) -> Result<()> {
 /// saves it. Idempotent: the keys are a set.
 pub fn publish(cfg: &BatchConfig, store: &Path) -> Result<u64> {
     cfg.prepare()?;
+    if cfg.options.minhash.is_some() {
+        bail!("MinHash batch mode does not publish into a store yet (--store)");
+    }
     let mem = load_store(cfg, Some(store))?.unwrap_or_else(|| MemStore::new(cfg.blocks));
     let mut keys = Vec::new();
     for stage in Stage::ALL {
@@ -964,6 +1026,90 @@ mod tests {
                 }
             }
             let mut brc = rc.clone();
+            brc.output = tmp.path().join("batch");
+            for &t in &order {
+                filter(&cfg, &brc, t, &|_| {}).unwrap();
+            }
+            prop_assert!(tree(&rc.output) == tree(&brc.output));
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        /// Random corpora of near-duplicates (variants of a few texts, few words,
+        /// loose bands so that documents share bands with several kept ones, and
+        /// verification that fails for some): MinHash batch phases in any task
+        /// count and order write what `webdedup minhash`'s stream mode writes.
+        #[test]
+        fn minhash_batch_phases_equal_stream_mode(
+            files in proptest::collection::vec(
+                proptest::collection::vec((0usize..3, proptest::collection::vec((0usize..30, 0usize..8), 0..4)), 0..8),
+                1..4,
+            ),
+            tasks in 1usize..5,
+            rotate in 0usize..5,
+            verify in prop_oneof![Just(None), Just(Some(0.5)), Just(Some(0.9))],
+            chunk in prop_oneof![Just(1usize), Just(1 << 20)],
+        ) {
+            let bases: Vec<Vec<String>> = (0..3)
+                .map(|b| (0..30).map(|i| format!("w{}", (i * 7 + b * 3) % 23)).collect())
+                .collect();
+            let tmp = tempfile::tempdir().unwrap();
+            let input = tmp.path().join("in");
+            std::fs::create_dir_all(&input).unwrap();
+            for (i, docs) in files.iter().enumerate() {
+                let mut text = String::new();
+                for (base, edits) in docs {
+                    let mut words = bases[*base].clone();
+                    for &(at, w) in edits {
+                        words[at] = format!("e{w}");
+                    }
+                    text += "<doc url=\"u\" title=\"t\">\n<p>\n";
+                    for w in &words {
+                        text += w;
+                        text += "\n";
+                    }
+                    text += "</p>\n</doc>\n";
+                }
+                std::fs::write(input.join(format!("f{i}.vert")), text).unwrap();
+            }
+            let params = webdedup_minhash::Params {
+                shingling: "words:2".parse().unwrap(),
+                hashes: 16,
+                bands: 8,
+                rows: 2,
+            };
+            let options = || Options {
+                minhash: Some(crate::options::MinHashOptions::new(params, verify)),
+                ..Options::default()
+            };
+            let mut rc = RunConfig::new(&input, tmp.path().join("stream"));
+            rc.options = options();
+            rc.dd = true;
+            rc.chunk_bytes = chunk;
+            run(&rc, &MemStore::new(13), &|_| {}).unwrap();
+
+            let cfg = BatchConfig {
+                inputs: vec![input.clone()],
+                work: tmp.path().join("work"),
+                task_count: tasks,
+                partitions: 3,
+                blocks: 13,
+                options: options(),
+                read: Default::default(),
+                chunk_bytes: chunk,
+                max_line_bytes: 1 << 20,
+            };
+            let order: Vec<usize> = (0..tasks).map(|t| (t + rotate) % tasks).collect();
+            for &t in &order {
+                hash(&cfg, t, &|_| {}).unwrap();
+            }
+            for &t in order.iter().rev() {
+                resolve_minhash(&cfg, MinHashStage::Bands, t, None).unwrap();
+            }
+            resolve_minhash(&cfg, MinHashStage::Pick, 0, None).unwrap();
+            let mut brc = rc.clone();
+            brc.options = options();
             brc.output = tmp.path().join("batch");
             for &t in &order {
                 filter(&cfg, &brc, t, &|_| {}).unwrap();

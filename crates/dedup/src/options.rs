@@ -136,6 +136,9 @@ pub struct MinHashOptions {
     /// The kept documents' side store (names, and signatures with `verify`): shared
     /// by the run's threads, consulted and filled in the commit gate (in input order).
     pub kept: Arc<crate::policy::minhash::KeptDocs>,
+    /// Batch mode's filter phase: the decisions its resolve phase took (every
+    /// dropped document and its original); the store is then not asked.
+    pub decided: Option<Arc<crate::policy::minhash::Decided>>,
 }
 
 impl MinHashOptions {
@@ -144,6 +147,7 @@ impl MinHashOptions {
             params,
             verify,
             kept: Arc::default(),
+            decided: None,
         }
     }
 }

@@ -325,6 +325,37 @@ impl KeptInner {
     }
 }
 
+/// The decisions of batch mode's resolve phase (`batch::minhash`) for the files of a
+/// filter task: every dropped document, by (input file id, line where it starts),
+/// with its original's name and the estimated Jaccard similarity. Documents not
+/// listed are kept. The filter phase decides from it alone, so its outputs are
+/// rendered by the same code as stream mode's.
+#[derive(Debug, Default)]
+pub struct Decided {
+    pub drops: HashMap<(u64, u64), (String, Option<f64>)>,
+}
+
+/// [`decide`] from the resolve phase's decisions (no store request).
+fn decide_replayed(plan: &ChunkPlan, ctx: ChunkContext, decided: &Decided, out: &mut Decisions) {
+    for (i, doc) in plan.docs.iter().enumerate() {
+        if let DocKind::BadRecord { dropped } = doc.kind {
+            out.docs.push(DocStatus::BadRecord { dropped });
+        } else if !doc.live() {
+            out.docs.push(DocStatus::UrlFiltered);
+        } else if let Some((original, jaccard)) = decided.drops.get(&(ctx.file, doc.line)) {
+            out.docs.push(DocStatus::Duplicate);
+            out.pairs.push(Pair {
+                doc: i,
+                original: original.clone(),
+                jaccard: *jaccard,
+            });
+        } else {
+            out.docs.push(DocStatus::Kept);
+            out.keep_para[doc.paras.clone()].fill(true);
+        }
+    }
+}
+
 /// Reusable buffers of [`decide`].
 #[derive(Default)]
 pub struct MinHashScratch {
@@ -351,6 +382,10 @@ pub fn decide(
     out.url_title_repeat.clear();
     out.url_title_repeat.resize(plan.docs.len(), false);
     out.pairs.clear();
+    if let Some(decided) = &m.decided {
+        decide_replayed(plan, ctx, decided, out);
+        return Ok(());
+    }
     let round = |n: u64| BatchId {
         stream: ctx.id.stream,
         seq: ctx.id.seq + n,

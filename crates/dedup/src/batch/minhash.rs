@@ -1,0 +1,481 @@
+//! MinHash in batch mode (`webdedup batch ... --minhash`): the decisions of
+//! `webdedup minhash` from tasks, equal to stream mode's outputs byte for byte.
+//!
+//! Stream mode's rule is sequential: in input order, a document is dropped when one
+//! of its band keys was inserted by an earlier *kept* document (with `--verify J`
+//! only if their estimated Jaccard similarity is at least J), and only kept
+//! documents insert. Whether a document is kept depends on earlier decisions, so
+//! it does not split by key as exact mode does. But a band key that occurs once in
+//! the whole input can neither match nor be matched: only documents with a band key
+//! shared by another document (the *candidates*) need the sequential walk, and only
+//! their shared keys. So:
+//!
+//! 1. **hash** (task I of N): the files of rank `r ≡ I (mod N)` are planned as
+//!    stream mode plans them; every band key is written with its position (file
+//!    rank, document index, band index) into sorted runs per partition, and every
+//!    document's line, id and signature bytes into a document table.
+//! 2. **resolve `--stage bands`** (task J, partitions `p ≡ J (mod N)`, in
+//!    parallel, memory of one partition as exact mode's resolve): the records of the
+//!    keys that occur at least twice.
+//! 3. **resolve `--stage pick`** (one task): the shared records of all partitions,
+//!    in (file, document, band) order, and the table entries of the documents they
+//!    name; it walks them in input order with a map (shared key → first kept
+//!    document), which is stream mode's store restricted to the keys that matter,
+//!    and writes every dropped document with its original's name and Jaccard
+//!    estimate. Its memory is proportional to the near-duplicate part of the input
+//!    (documents sharing a band), not to the input.
+//! 4. **filter** (task J): its files through the stream runner, deciding from the
+//!    pick's list (`policy::minhash::Decided`), rendered by stream mode's code.
+
+use super::*;
+use crate::policy::minhash::Decided;
+use std::io::BufWriter;
+use webdedup_minhash::estimate_jaccard_low8;
+
+/// MinHash mode's resolve stages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MinHashStage {
+    /// Per partition, in parallel: the band keys that occur more than once.
+    Bands,
+    /// One task: the sequential walk over the candidates.
+    Pick,
+}
+
+impl MinHashStage {
+    pub fn name(self) -> &'static str {
+        match self {
+            MinHashStage::Bands => "bands",
+            MinHashStage::Pick => "pick",
+        }
+    }
+}
+
+const BANDS_RUN: &str = "bands";
+const DOCS_TABLE: &str = "minhash-docs";
+const DOCS_MAGIC: &[u8; 8] = b"WDDMHDT1";
+const DROPS_MAGIC: &[u8; 8] = b"WDDMHDR1";
+
+fn bands_run(part: u32) -> String {
+    format!("{BANDS_RUN}-{part}.run")
+}
+
+fn stage_dir(work: &Path, stage: MinHashStage) -> PathBuf {
+    work.join("verdicts")
+        .join(format!("minhash-{}", stage.name()))
+}
+
+/// A byte sink that also hashes what it writes (the table's checksum).
+struct Hashed<W: Write> {
+    w: W,
+    h: xxhash_rust::xxh3::Xxh3,
+}
+
+impl<W: Write> Hashed<W> {
+    fn put(&mut self, b: &[u8]) -> Result<()> {
+        self.h.update(b);
+        self.w.write_all(b)?;
+        Ok(())
+    }
+    fn varint(&mut self, v: u64) -> Result<()> {
+        let mut b = Vec::with_capacity(10);
+        put_varint(&mut b, v);
+        self.put(&b)
+    }
+    fn finish(mut self) -> Result<W> {
+        let sum = self.h.digest();
+        self.w.write_all(&sum.to_le_bytes())?;
+        Ok(self.w)
+    }
+}
+
+/// A document of the table: where it starts, its id, the low bytes of its signature.
+struct DocEntry {
+    line: u64,
+    id: Option<Box<str>>,
+    sig: Box<[u8]>,
+}
+
+/// The hash phase of MinHash mode for one task; returns false if already finished.
+pub(super) fn hash(
+    cfg: &BatchConfig,
+    task: usize,
+    report: &(dyn Fn(&str) + Sync),
+    plans: Option<&PlanCache>,
+) -> Result<bool> {
+    let dir = hash_dir(&cfg.work);
+    std::fs::create_dir_all(&dir)?;
+    let name = format!("task-{task}");
+    if marker(&dir, &name).exists() {
+        return Ok(false);
+    }
+    let files = cfg.files()?;
+    let tmp = temp_name(&dir.join(&name));
+    std::fs::create_dir_all(&tmp)?;
+    let table = tmp.join(DOCS_TABLE);
+    let file = std::fs::File::create(&table)
+        .with_context(|| format!("cannot create {}", table.display()))?;
+    let mut docs = Hashed {
+        w: BufWriter::new(file),
+        h: xxhash_rust::xxh3::Xxh3::new(),
+    };
+    docs.put(DOCS_MAGIC)?;
+    let mut runs: Vec<Vec<Rec>> = vec![Vec::new(); cfg.partitions as usize];
+    let mut planner = Planner::new(&cfg.options);
+    let mut plan = ChunkPlan::default();
+    for (rank, f) in files
+        .iter()
+        .enumerate()
+        .filter(|(r, _)| cfg.owner(*r) == task)
+    {
+        let rank = rank as u32;
+        let (format, mut chunks) =
+            match open_doc_reader(f, &cfg.read, None, cfg.chunk_bytes, cfg.max_line_bytes) {
+                Ok(r) => r,
+                Err(e) => {
+                    // The filter task reports it (and writes nothing for it).
+                    report(&format!("{}: cannot read: {e}", f.path.display()));
+                    continue;
+                }
+            };
+        let mut doc_index = 0u32;
+        let mut chunk_index = 0u64;
+        while let Some(chunk) = chunks.next_chunk() {
+            planner.plan_as(&format, &chunk, &mut plan);
+            for d in plan.docs.iter().filter(|d| d.live()) {
+                let bands = &plan.bands[d.bands.start as usize..d.bands.end as usize];
+                for (b, &key) in bands.iter().enumerate() {
+                    runs[cfg.partition(key) as usize].push(Rec {
+                        key,
+                        file: rank,
+                        seq: doc_index,
+                        doc: b as u32,
+                    });
+                }
+                docs.varint(rank as u64)?;
+                docs.varint(doc_index as u64)?;
+                docs.varint(d.line)?;
+                match &d.id {
+                    Some(id) => {
+                        let id = plan.meta_of(id).as_bytes();
+                        docs.varint(id.len() as u64 + 1)?;
+                        docs.put(id)?;
+                    }
+                    None => docs.varint(0)?,
+                }
+                // The signature is only compared with `--verify`.
+                let sig = match cfg.options.minhash.as_ref().and_then(|m| m.verify) {
+                    Some(_) => &plan.sigs[d.sig.start as usize..d.sig.end as usize],
+                    None => &[],
+                };
+                docs.varint(sig.len() as u64)?;
+                docs.put(sig)?;
+                doc_index += 1;
+            }
+            if let Some(cache) = plans {
+                cache.put(
+                    rel_bytes(&f.rel),
+                    chunk_index,
+                    &chunk.data,
+                    std::mem::take(&mut plan),
+                );
+            }
+            chunk_index += 1;
+        }
+    }
+    docs.finish()?
+        .into_inner()
+        .map_err(|e| e.into_error())
+        .and_then(|f| f.sync_all())
+        .with_context(|| format!("cannot write {}", table.display()))?;
+    for (p, recs) in runs.iter_mut().enumerate() {
+        recs.sort_unstable();
+        write_atomic(&tmp.join(bands_run(p as u32)), &encode(recs))?;
+    }
+    fault::hit("batch-hash-written");
+    publish_dir(&tmp, &dir.join(&name))?;
+    fault::hit("batch-hash-published");
+    write_atomic(&marker(&dir, &name), b"")?;
+    Ok(true)
+}
+
+/// Reads a hash task's document table, keeping the documents `want` names.
+fn read_docs(
+    path: &Path,
+    want: &HashSet<(u32, u32)>,
+    out: &mut HashMap<(u32, u32), DocEntry>,
+) -> Result<()> {
+    let data = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let bad = |why: &str| anyhow!("{}: {why}", path.display());
+    if data.len() < 16 {
+        return Err(bad("truncated"));
+    }
+    let (body, sum) = data.split_at(data.len() - 8);
+    if xxhash_rust::xxh3::xxh3_64(body) != u64::from_le_bytes(sum.try_into().unwrap()) {
+        return Err(bad(
+            "checksum mismatch (damaged file; rerun the task that wrote it)",
+        ));
+    }
+    if &body[..8] != DOCS_MAGIC {
+        return Err(bad("not a MinHash document table"));
+    }
+    let mut pos = 8;
+    let field = |pos: &mut usize| get_varint(body, pos).map_err(|e| bad(&e.to_string()));
+    while pos < body.len() {
+        let at = (field(&mut pos)? as u32, field(&mut pos)? as u32);
+        let line = field(&mut pos)?;
+        let id_len = field(&mut pos)? as usize;
+        let id = match id_len {
+            0 => None,
+            n => Some(
+                body.get(pos..pos + n - 1)
+                    .ok_or_else(|| bad("truncated id"))?,
+            ),
+        };
+        pos += id_len.saturating_sub(1);
+        let sig_len = field(&mut pos)? as usize;
+        let sig = body
+            .get(pos..pos + sig_len)
+            .ok_or_else(|| bad("truncated signature"))?;
+        pos += sig_len;
+        if want.contains(&at) {
+            out.insert(
+                at,
+                DocEntry {
+                    line,
+                    id: id.map(|b| Box::from(String::from_utf8_lossy(b).as_ref())),
+                    sig: Box::from(sig),
+                },
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `resolve --stage bands` for one task: per partition it owns, the records of the
+/// band keys that occur more than once.
+pub(super) fn resolve_bands(cfg: &BatchConfig, task: usize) -> Result<bool> {
+    require_markers(&hash_dir(&cfg.work), cfg.task_count, "hash")?;
+    let dir = stage_dir(&cfg.work, MinHashStage::Bands);
+    std::fs::create_dir_all(&dir)?;
+    let name = format!("task-{task}");
+    if marker(&dir, &name).exists() {
+        return Ok(false);
+    }
+    let tmp = temp_name(&dir.join(&name));
+    std::fs::create_dir_all(&tmp)?;
+    let mut recs = Vec::new();
+    let mut shared = Vec::new();
+    for p in (0..cfg.partitions).filter(|p| cfg.owner(*p as usize) == task) {
+        recs.clear();
+        shared.clear();
+        for t in 0..cfg.task_count {
+            let run = hash_dir(&cfg.work)
+                .join(format!("task-{t}"))
+                .join(bands_run(p));
+            decode(&run, &mut recs)?;
+        }
+        recs.sort_unstable();
+        for group in recs.chunk_by(|a, b| a.key == b.key) {
+            if group.len() > 1 {
+                shared.extend_from_slice(group);
+            }
+        }
+        write_atomic(&tmp.join(format!("shared-{p}")), &encode(&shared))?;
+        fault::hit("batch-resolve-partition");
+    }
+    publish_dir(&tmp, &dir.join(&name))?;
+    fault::hit("batch-resolve-published");
+    write_atomic(&marker(&dir, &name), b"")?;
+    Ok(true)
+}
+
+/// `resolve --stage pick` (one task): stream mode's sequential rule over the
+/// candidates, in input order. Writes every dropped document (file rank, line) with
+/// its original's name and the Jaccard estimate.
+pub(super) fn resolve_pick(cfg: &BatchConfig) -> Result<bool> {
+    let bands_dir = stage_dir(&cfg.work, MinHashStage::Bands);
+    require_markers(&bands_dir, cfg.task_count, "resolve --stage bands")?;
+    let dir = stage_dir(&cfg.work, MinHashStage::Pick);
+    std::fs::create_dir_all(&dir)?;
+    let name = "task-0";
+    if marker(&dir, name).exists() {
+        return Ok(false);
+    }
+    let verify = cfg.options.minhash.as_ref().and_then(|m| m.verify);
+    let mut recs = Vec::new();
+    for p in 0..cfg.partitions {
+        let owner = cfg.owner(p as usize);
+        decode(
+            &bands_dir
+                .join(format!("task-{owner}"))
+                .join(format!("shared-{p}")),
+            &mut recs,
+        )?;
+    }
+    // Input order, and a document's bands in band order (owners are tried so).
+    recs.sort_unstable_by_key(|r| (r.file, r.seq, r.doc));
+    let candidates: HashSet<(u32, u32)> = recs.iter().map(|r| (r.file, r.seq)).collect();
+    let mut docs = HashMap::default();
+    for t in 0..cfg.task_count {
+        let table = hash_dir(&cfg.work)
+            .join(format!("task-{t}"))
+            .join(DOCS_TABLE);
+        read_docs(&table, &candidates, &mut docs)?;
+    }
+    drop(candidates);
+    let files = cfg.files()?;
+    let doc = |at: &(u32, u32)| {
+        docs.get(at)
+            .ok_or_else(|| anyhow!("document {at:?} is not in the hash phase's tables"))
+    };
+    // Stream mode's name of a kept document: its id, else `REL:LINE`.
+    let name_of = |at: &(u32, u32)| -> Result<String> {
+        let d = doc(at)?;
+        Ok(match &d.id {
+            Some(id) => id.to_string(),
+            None => {
+                let rel = files
+                    .get(at.0 as usize)
+                    .ok_or_else(|| anyhow!("file rank {} is not in the input", at.0))?;
+                format!("{}:{}", rel.rel.to_string_lossy(), d.line)
+            }
+        })
+    };
+    let mut owner_of: HashMap<u64, (u32, u32)> = HashMap::default();
+    let mut owners: Vec<(u32, u32)> = Vec::new();
+    let mut out = Hashed {
+        w: Vec::new(),
+        h: xxhash_rust::xxh3::Xxh3::new(),
+    };
+    out.put(DROPS_MAGIC)?;
+    for group in recs.chunk_by(|a, b| (a.file, a.seq) == (b.file, b.seq)) {
+        let here = (group[0].file, group[0].seq);
+        owners.clear();
+        for r in group {
+            if let Some(&o) = owner_of.get(&r.key) {
+                if !owners.contains(&o) {
+                    owners.push(o);
+                }
+            }
+        }
+        let sig = &doc(&here)?.sig;
+        // As stream mode: an estimate needs both signatures (kept only with --verify).
+        let estimate = |o: &(u32, u32)| -> Result<Option<f64>> {
+            let theirs = &doc(o)?.sig;
+            Ok((theirs.len() == sig.len() && !sig.is_empty())
+                .then(|| estimate_jaccard_low8(sig, theirs)))
+        };
+        let mut verdict = None;
+        match verify {
+            _ if owners.is_empty() => {}
+            None => verdict = Some((owners[0], estimate(&owners[0])?)),
+            Some(threshold) => {
+                let mut unverifiable = None;
+                for o in &owners {
+                    match estimate(o)? {
+                        Some(j) if j >= threshold => {
+                            verdict = Some((*o, Some(j)));
+                            break;
+                        }
+                        Some(_) => {}
+                        None => {
+                            unverifiable.get_or_insert((*o, None));
+                        }
+                    }
+                }
+                verdict = verdict.or(unverifiable);
+            }
+        }
+        match verdict {
+            Some((o, jaccard)) => {
+                out.varint(here.0 as u64)?;
+                out.varint(doc(&here)?.line)?;
+                let name = name_of(&o)?;
+                out.varint(name.len() as u64)?;
+                out.put(name.as_bytes())?;
+                match jaccard {
+                    Some(j) => {
+                        out.put(&[1])?;
+                        out.put(&j.to_le_bytes())?;
+                    }
+                    None => out.put(&[0])?,
+                }
+            }
+            None => {
+                for r in group {
+                    owner_of.entry(r.key).or_insert(here);
+                }
+            }
+        }
+    }
+    let bytes = out.finish()?;
+    let tmp = temp_name(&dir.join(name));
+    std::fs::create_dir_all(&tmp)?;
+    write_atomic(&tmp.join("drops"), &bytes)?;
+    fault::hit("batch-resolve-partition");
+    publish_dir(&tmp, &dir.join(name))?;
+    fault::hit("batch-resolve-published");
+    write_atomic(&marker(&dir, name), b"")?;
+    Ok(true)
+}
+
+/// The pick's dropped documents of the files `mine` (file ranks), keyed as the
+/// filter phase's decisions look them up: (input file id, line).
+pub(super) fn decided(
+    cfg: &BatchConfig,
+    files: &[InputFile],
+    mine: &HashSet<u32>,
+) -> Result<Decided> {
+    let dir = stage_dir(&cfg.work, MinHashStage::Pick);
+    require_markers(&dir, 1, "resolve --stage pick")?;
+    let path = dir.join("task-0").join("drops");
+    let data = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let bad = |why: &str| anyhow!("{}: {why}", path.display());
+    if data.len() < 16 {
+        return Err(bad("truncated"));
+    }
+    let (body, sum) = data.split_at(data.len() - 8);
+    if xxhash_rust::xxh3::xxh3_64(body) != u64::from_le_bytes(sum.try_into().unwrap()) {
+        return Err(bad(
+            "checksum mismatch (damaged file; rerun the task that wrote it)",
+        ));
+    }
+    if &body[..8] != DROPS_MAGIC {
+        return Err(bad("not a MinHash drop list"));
+    }
+    let mut pos = 8;
+    let field = |pos: &mut usize| get_varint(body, pos).map_err(|e| bad(&e.to_string()));
+    let mut out = Decided::default();
+    while pos < body.len() {
+        let rank = field(&mut pos)? as u32;
+        let line = field(&mut pos)?;
+        let n = field(&mut pos)? as usize;
+        let name = body
+            .get(pos..pos + n)
+            .ok_or_else(|| bad("truncated name"))?;
+        pos += n;
+        let jaccard = match body.get(pos) {
+            Some(0) => None,
+            Some(1) => {
+                let b = body
+                    .get(pos + 1..pos + 9)
+                    .ok_or_else(|| bad("truncated estimate"))?;
+                pos += 8;
+                Some(f64::from_le_bytes(b.try_into().unwrap()))
+            }
+            _ => return Err(bad("bad estimate flag")),
+        };
+        pos += 1;
+        if mine.contains(&rank) {
+            let f = files
+                .get(rank as usize)
+                .ok_or_else(|| bad("a file rank past the input's files (input changed?)"))?;
+            let id = crate::policy::file_id(rel_bytes(&f.rel));
+            out.drops.insert(
+                (id, line),
+                (String::from_utf8_lossy(name).into_owned(), jaccard),
+            );
+        }
+    }
+    Ok(out)
+}

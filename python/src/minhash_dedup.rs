@@ -1,0 +1,422 @@
+//! `webdedup.MinHashDedup`: `webdedup minhash`'s decisions from Python, on the same
+//! stores (embedded, a store directory shared with `webdedup minhash --store DIR`,
+//! hash servers), through the command line's own planner, policy
+//! (`policy::minhash::decide`), renderer and pairs report.
+//!
+//! A worker call is one chunk of documents; decisions equal asking document by
+//! document, so inputs fed in the command line's order (files by relative path,
+//! each named by it as `source`) give its bytes, pairs and statuses.
+
+use crate::{err, input_bytes, servers, warn_problems, Keys};
+use parking_lot::Mutex;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use webdedup_dedup::options::MinHashOptions;
+use webdedup_dedup::persist::{MINHASH_KEPT_FILE, SNAPSHOT_FILE};
+use webdedup_dedup::plan::{ChunkPlan, Planner};
+use webdedup_dedup::policy::minhash::pairs_lines;
+use webdedup_dedup::policy::{decide, file_id, ChunkContext, Decisions, Scratch};
+use webdedup_dedup::render::render;
+use webdedup_dedup::report::ChunkStats;
+use webdedup_dedup::Options;
+use webdedup_formats::doc::ReadSettings;
+use webdedup_formats::vertical::Chunk;
+use webdedup_minhash::{Params, Shingling};
+use webdedup_store::{BatchId, MemStore, StoreMeta};
+use webdedup_store_spec::{open_embedded, KeySet, OpenOptions};
+use webdedup_text::Normalization;
+
+struct Shared {
+    store: Keys,
+    options: Options,
+    read: ReadSettings,
+    store_dir: Option<PathBuf>,
+    meta: StoreMeta,
+    workers: AtomicU64,
+    /// Sources already named to the side store (its names of documents without ids).
+    sources: Mutex<HashSet<String>>,
+}
+
+impl Shared {
+    fn minhash(&self) -> &MinHashOptions {
+        self.options.minhash.as_ref().expect("MinHash options")
+    }
+}
+
+/// Near-duplicate documents by MinHash LSH, as `webdedup minhash` decides them:
+/// in the order documents are given, a document is dropped when one of its band
+/// keys was inserted by an earlier kept document (with `verify=J`, only when their
+/// estimated Jaccard similarity is at least J), and names that document as its
+/// original.
+///
+/// `map=None` keeps the band keys in this process; `store_dir` shares them with
+/// `webdedup minhash --store DIR` (its `store.snap` and `minhash.kept`: originals of
+/// earlier runs are named and verified) and `save()` writes them back. `map=PATH`
+/// uses the hash servers of a block map (started with `webdedup server`).
+#[pyclass(module = "webdedup", frozen)]
+pub struct MinHashDedup {
+    shared: Arc<Shared>,
+}
+
+#[pymethods]
+impl MinHashDedup {
+    #[new]
+    #[pyo3(signature = (map=None, store_dir=None, *, shingles="words:5", hashes=webdedup_minhash::DEFAULT_HASHES, bands=webdedup_minhash::DEFAULT_BANDS, rows=webdedup_minhash::DEFAULT_ROWS, verify=0.8, store=None, blocks=1999, server_timeout=120.0, input_format="auto", text_field="text", id_field=None, url_field=None, title_field=None, drop_bad_records=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        map: Option<PathBuf>,
+        store_dir: Option<PathBuf>,
+        shingles: &str,
+        hashes: usize,
+        bands: usize,
+        rows: usize,
+        verify: f64,
+        store: Option<String>,
+        blocks: u32,
+        server_timeout: f64,
+        input_format: &str,
+        text_field: &str,
+        id_field: Option<&str>,
+        url_field: Option<&str>,
+        title_field: Option<&str>,
+        drop_bad_records: bool,
+    ) -> PyResult<Self> {
+        if store.is_some() {
+            return Err(PyValueError::new_err(
+                "MinHashDedup needs the location of each band key's first document (to name originals and verify them), which Redis / Valkey does not keep: use the embedded store (store_dir=...) or the hash servers (map=...)",
+            ));
+        }
+        if blocks == 0 {
+            return Err(PyValueError::new_err("blocks must be at least 1"));
+        }
+        let shingling: Shingling = shingles.parse().map_err(PyValueError::new_err)?;
+        let params = Params {
+            shingling,
+            hashes,
+            bands,
+            rows,
+        };
+        params.validate().map_err(PyValueError::new_err)?;
+        if !(0.0..=1.0).contains(&verify) {
+            return Err(PyValueError::new_err(
+                "verify must be between 0 and 1 (0: off)",
+            ));
+        }
+        let read = crate::formats::read_settings(
+            input_format,
+            text_field,
+            id_field,
+            url_field,
+            title_field,
+            drop_bad_records,
+        )?;
+        let minhash = MinHashOptions::new(params, (verify > 0.0).then_some(verify));
+        let mut keys = KeySet::dedup(Normalization::Loose, blocks);
+        // Band keys are a key kind of their own, as the command line records it.
+        keys.meta.key_kind = params.key_kind();
+        let meta = keys.meta.clone();
+        let kept_file = store_dir.as_ref().map(|d| d.join(MINHASH_KEPT_FILE));
+        let store = match (&map, &kept_file) {
+            (Some(map), _) => {
+                // File ids of this Dedup's documents, salted apart from other
+                // workers' on the same servers (as the command line's runs).
+                let salt = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos() as u64)
+                    ^ ((std::process::id() as u64) << 32);
+                minhash.kept.set_salt(salt);
+                Keys::Servers(Box::new(
+                    servers::Servers::new(
+                        map.clone(),
+                        None,
+                        meta.clone(),
+                        store_dir.clone(),
+                        std::time::Duration::from_secs_f64(server_timeout.max(0.1)),
+                    )
+                    .map_err(err)?,
+                ))
+            }
+            // The side store rebuilds the keys with their originals' locations.
+            (None, Some(k)) if k.exists() => {
+                let mem = MemStore::new(blocks);
+                let bytes = std::fs::read(k)
+                    .map_err(|e| err(format!("cannot read {}: {e}", k.display())))?;
+                minhash.kept.set_persistent();
+                minhash
+                    .kept
+                    .load(&bytes, &params.describe(), &k.display().to_string(), &mem)
+                    .map_err(err)?;
+                Keys::Embedded(mem)
+            }
+            (None, _) => {
+                if store_dir.is_some() {
+                    minhash.kept.set_persistent();
+                }
+                Keys::Embedded(
+                    open_embedded(
+                        store_dir.as_deref(),
+                        &keys,
+                        &OpenOptions {
+                            capacity: None,
+                            salt: 0,
+                        },
+                    )
+                    .map_err(|e| err(format!("{e:#}")))?,
+                )
+            }
+        };
+        let options = Options {
+            minhash: Some(minhash),
+            ..Options::default()
+        };
+        Ok(MinHashDedup {
+            shared: Arc::new(Shared {
+                store,
+                options,
+                read,
+                store_dir,
+                meta,
+                workers: AtomicU64::new(0),
+                sources: Mutex::default(),
+            }),
+        })
+    }
+
+    /// A new worker (one per thread). Workers share the store and the side store;
+    /// decisions follow the order in which calls reach the store.
+    fn create_worker(&self) -> MinHashWorker {
+        let id = self.shared.workers.fetch_add(1, Ordering::Relaxed);
+        MinHashWorker {
+            shared: self.shared.clone(),
+            state: Mutex::new(Box::new(WorkerState {
+                planner: Planner::new(&self.shared.options),
+                plan: ChunkPlan::default(),
+                scratch: Scratch::default(),
+                decisions: Decisions::default(),
+                stream: id,
+                calls: 0,
+            })),
+        }
+    }
+
+    /// Saves the band keys and the side store of kept documents to `store_dir`
+    /// (`minhash.kept`, then `store.snap`, as `webdedup minhash --store DIR`
+    /// does); returns the number of keys.
+    fn save(&self, py: Python<'_>) -> PyResult<u64> {
+        let dir = self
+            .shared
+            .store_dir
+            .clone()
+            .ok_or_else(|| PyValueError::new_err("save() needs MinHashDedup(store_dir=...)"))?;
+        let shared = self.shared.clone();
+        py.allow_threads(move || {
+            let Keys::Embedded(mem) = &shared.store else {
+                return Err(err(
+                    "save(): the band keys live on the hash servers, which persist them",
+                ));
+            };
+            std::fs::create_dir_all(&dir).map_err(err)?;
+            let m = shared.minhash();
+            let bytes = m.kept.encode(&m.params.describe(), 0);
+            webdedup_store::snapshot::write_atomic(
+                &dir.join(MINHASH_KEPT_FILE),
+                &[&bytes],
+                "minhash-kept",
+            )
+            .map_err(err)?;
+            let info = mem
+                .save(&dir.join(SNAPSHOT_FILE), &shared.meta)
+                .map_err(err)?;
+            Ok(info.keys)
+        })
+    }
+
+    /// Band keys in the store.
+    fn __len__(&self) -> usize {
+        self.shared.store.store().map_or(0, |s| s.len() as usize)
+    }
+}
+
+struct WorkerState {
+    planner: Planner,
+    plan: ChunkPlan,
+    scratch: Scratch,
+    decisions: Decisions,
+    stream: u64,
+    calls: u64,
+}
+
+/// Judges documents against its `MinHashDedup`'s store. Thread-safe: one worker
+/// used from several threads serializes.
+#[pyclass(module = "webdedup", frozen)]
+pub struct MinHashWorker {
+    shared: Arc<Shared>,
+    /// Boxed, as `Worker`'s state (its alignment is more than Python gives).
+    state: Mutex<Box<WorkerState>>,
+}
+
+#[pymethods]
+impl MinHashWorker {
+    /// Judges documents given as bytes or str: verticals or JSON Lines (with
+    /// `input_format="auto"`, whichever the first bytes say, as the command line
+    /// sniffs a file). `source` names them: documents without an id are named
+    /// `SOURCE:LINE` in pairs (the command line names a file's by its path relative
+    /// to the input directory). Returns a `MinHashResult`; malformed input is
+    /// listed in `problems` and warned about (`WebdedupWarning`), never raised.
+    #[pyo3(signature = (data, source="python"))]
+    fn process(
+        &self,
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+        source: &str,
+    ) -> PyResult<MinHashResult> {
+        let data = input_bytes(data)?;
+        let shared = &self.shared;
+        let r = py
+            .allow_threads(|| {
+                let format = shared.read.resolve(&data);
+                let file = file_id(source.as_bytes());
+                if shared.sources.lock().insert(source.to_owned()) {
+                    shared.minhash().kept.add_file(file, source);
+                }
+                let mut st = self.state.lock();
+                let st = &mut **st;
+                let chunk = Chunk {
+                    data,
+                    first_line: 1,
+                    last: true,
+                    ..Default::default()
+                };
+                st.planner.plan_as(&format, &chunk, &mut st.plan);
+                let ctx = ChunkContext {
+                    id: BatchId {
+                        stream: st.stream,
+                        seq: st.calls * webdedup_dedup::policy::REQUESTS_PER_CHUNK,
+                    },
+                    file,
+                    first_record: 0,
+                };
+                st.calls += 1;
+                decide(
+                    &st.plan,
+                    ctx,
+                    shared.store.store()?,
+                    &shared.options,
+                    &mut st.scratch,
+                    &mut st.decisions,
+                )
+                .map_err(|e| e.to_string())?;
+                let mut out = Vec::with_capacity(chunk.data.len());
+                let mut stats = ChunkStats::default();
+                render(
+                    &chunk.data,
+                    &st.plan,
+                    &st.decisions,
+                    &mut out,
+                    None,
+                    None,
+                    &mut stats,
+                );
+                let mut pairs_text = Vec::new();
+                pairs_lines(&st.plan, &st.decisions, source, &mut pairs_text);
+                let pairs = st
+                    .decisions
+                    .pairs
+                    .iter()
+                    .map(|p| {
+                        let d = &st.plan.docs[p.doc];
+                        let name = match &d.id {
+                            Some(id) => st.plan.meta_of(id).to_owned(),
+                            None => format!("{source}:{}", d.line),
+                        };
+                        (name, p.original.clone(), p.jaccard)
+                    })
+                    .collect();
+                let statuses: Vec<String> = st.decisions.docs.iter().map(|s| s.code()).collect();
+                Ok::<_, String>(MinHashResult {
+                    kept: statuses.iter().filter(|s| *s == "K").count() as u64,
+                    dropped: statuses.iter().filter(|s| *s == "D").count() as u64,
+                    data: out,
+                    statuses,
+                    pairs,
+                    pairs_text,
+                    problems: st
+                        .plan
+                        .issues
+                        .iter()
+                        .map(|i| (i.line, i.kind.to_string()))
+                        .collect(),
+                })
+            })
+            .map_err(err)?;
+        warn_problems(
+            py,
+            r.problems.iter().map(|(l, why)| format!("line {l}: {why}")),
+        )?;
+        Ok(r)
+    }
+}
+
+/// What `MinHashWorker.process` returns.
+#[pyclass(module = "webdedup", frozen)]
+pub struct MinHashResult {
+    /// The kept documents, byte for byte (use `text` for a str).
+    data: Vec<u8>,
+    /// One status per input document: `K` kept, `D` dropped (a near-duplicate),
+    /// `B` a bad record.
+    #[pyo3(get)]
+    statuses: Vec<String>,
+    /// Each dropped document: (its name, its original's name, the estimated
+    /// Jaccard similarity or None when not known).
+    #[pyo3(get)]
+    pairs: Vec<(String, String, Option<f64>)>,
+    /// The same as the command line's `.pairs` report lines.
+    pairs_text: Vec<u8>,
+    /// Documents kept and dropped.
+    #[pyo3(get)]
+    kept: u64,
+    #[pyo3(get)]
+    dropped: u64,
+    /// Input problems as (line, reason).
+    #[pyo3(get)]
+    problems: Vec<(u64, String)>,
+}
+
+#[pymethods]
+impl MinHashResult {
+    #[getter]
+    fn data<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.data)
+    }
+
+    #[getter]
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.data).into_owned()
+    }
+
+    #[getter]
+    fn pairs_text<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.pairs_text)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "MinHashResult(kept={}, dropped={}, {} bytes)",
+            self.kept,
+            self.dropped,
+            self.data.len()
+        )
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<MinHashDedup>()?;
+    m.add_class::<MinHashWorker>()?;
+    m.add_class::<MinHashResult>()?;
+    Ok(())
+}
