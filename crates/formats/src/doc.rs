@@ -376,10 +376,15 @@ impl DocFormat {
             DocFormat::Wet { drop_bad } => {
                 seekable("WET")?;
                 if compression == Compression::Zstd {
-                    return Err(io::Error::new(
-                        io::ErrorKind::Unsupported,
-                        "zstd-compressed WARC/WET files are not supported (decompress, or recompress with gzip)",
-                    ));
+                    // One zstd frame: no gzip members to seek between.
+                    return Ok(DocReader::Wet(Box::new(
+                        crate::wet::Records::open_decompressed(
+                            stream,
+                            &file.path,
+                            chunk_bytes,
+                            max_line,
+                        )?,
+                    )));
                 }
                 Ok(DocReader::Wet(Box::new(crate::wet::Records::open(
                     &file.path,
