@@ -945,3 +945,31 @@ fn a_killed_parquet_or_wet_run_restores_to_the_same_bytes_and_store() {
         }
     }
 }
+
+/// The Parquet files the Python tests read (`python/tests/data/web3-mini-parquet`:
+/// the test environment has no pyarrow): each crawl's first 20 documents of the
+/// JSON Lines sample, written by the `parquet` crate in row groups of 7.
+/// `WEBDEDUP_REGENERATE=1` rewrites them (after a `parquet` upgrade, say).
+#[test]
+fn the_python_tests_parquet_files_are_the_jsonl_sample_written_by_the_parquet_crate() {
+    let tmp = tempfile::tempdir().unwrap();
+    let shipped =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../python/tests/data/web3-mini-parquet");
+    for (name, _) in tree(&jsonl_sample_dir()) {
+        let docs = jsonl_docs(&jsonl_sample_dir().join(&name));
+        let rel = name.replace(".jsonl.gz", ".parquet");
+        let fresh = tmp.path().join("f.parquet");
+        write_parquet(&docs[..20], &fresh, 7, Compression::SNAPPY);
+        let want = fs::read(&fresh).unwrap();
+        if std::env::var_os("WEBDEDUP_REGENERATE").is_some() {
+            fs::create_dir_all(shipped.join(&rel).parent().unwrap()).unwrap();
+            fs::write(shipped.join(&rel), &want).unwrap();
+        }
+        let got = fs::read(shipped.join(&rel)).unwrap_or_default();
+        assert!(
+            got == want,
+            "{rel}: the shipped file differs from what the parquet crate writes now \
+             (WEBDEDUP_REGENERATE=1 cargo test -p webdedup --test parquet_wet the_python)"
+        );
+    }
+}

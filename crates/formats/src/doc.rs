@@ -321,6 +321,16 @@ impl DocFormat {
         }
     }
 
+    /// `Some(name)` for the formats read from a file by offset (Parquet, WET),
+    /// which no in-memory reader takes.
+    pub fn file_only(&self) -> Option<&'static str> {
+        match self {
+            DocFormat::Parquet(_) => Some("Parquet"),
+            DocFormat::Wet { .. } => Some("WET"),
+            _ => None,
+        }
+    }
+
     /// Where chunks may end: documents never straddle two chunks (line formats;
     /// the others cut their own chunks).
     pub fn boundary(&self) -> vertical::Boundary {
