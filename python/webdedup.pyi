@@ -111,7 +111,8 @@ class Worker:
     def process(self, data: Any, source: Optional[str] = None) -> Union[Vert, Records]:
         """Deduplicates documents in the Dedup's input_format (verticals or JSON
         Lines; "auto" sniffs the data); a dict or a list of dicts is taken as
-        records (process_records). Bad input is listed in `problems` and warned
+        records (process_records). Parquet or WET bytes raise ValueError (give
+        their records as dicts, or their files to the batch functions). Bad input is listed in `problems` and warned
         about (WebdedupWarning naming the line or record), never raised. Releases
         the GIL. `source` (feedback mode) names where they come from; records are
         numbered within it."""
@@ -287,8 +288,8 @@ class MinHashDedup:
         """Writes store_dir/minhash.kept and store_dir/store.snap; returns the keys."""
     def __len__(self) -> int: ...
 
-# The batch functions read verticals or JSON Lines files (input_format, sniffed per
-# file by default) with the same field options as Dedup; every phase of a run must
+# The batch functions read verticals, JSON Lines, Parquet or WET files (input_format,
+# sniffed per file by default) with the same field options as Dedup; every phase of a run must
 # be given the same ones (the work directory records them and refuses others).
 
 def batch_hash(

@@ -540,11 +540,18 @@ impl Worker {
         }
         let data = input_bytes(data)?;
         let source = source.unwrap_or(feedback::DEFAULT_SOURCE);
+        let format = self.shared.read.resolve(&data);
+        if let Some(what) = format.file_only() {
+            // Their readers need a file to seek in; records have a way in already.
+            return Err(PyValueError::new_err(format!(
+                "process() takes verticals or JSON Lines, not {what} data: give its records as dicts \
+                 (process_records, e.g. pyarrow's Table.to_pylist(), or warcio's records' text to \
+                 process_document), or its path to the batch functions (input_format={:?})",
+                what.to_lowercase()
+            )));
+        }
         let vert = py
-            .allow_threads(|| {
-                let format = self.shared.read.resolve(&data);
-                self.state.lock().run(&self.shared, data, source, &format)
-            })
+            .allow_threads(|| self.state.lock().run(&self.shared, data, source, &format))
             .map_err(err)?;
         warn_problems(
             py,

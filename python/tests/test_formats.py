@@ -212,3 +212,70 @@ def test_batch_phases_on_jsonl_equal_the_command_line(tmp_path):
     # Other field settings are refused by the work directory.
     with pytest.raises(webdedup.WebdedupError):
         webdedup.batch_hash(JSONL, work, 0, n, doc_check="none", text_field="body")
+
+
+PARQUET = Path(__file__).resolve().parent / "data" / "web3-mini-parquet"
+
+
+def wet_sample(dest):
+    """The first 20 documents of each crawl of the JSON Lines sample as WET files
+    (warcio: a warcinfo record, then a conversion record a document, gzip per record)."""
+    import io
+
+    from warcio.warcwriter import WARCWriter
+
+    for src in sorted(JSONL.rglob("*.jsonl.gz")):
+        docs = [json.loads(line) for line in gzip.decompress(src.read_bytes()).splitlines()][:20]
+        out = dest / src.relative_to(JSONL).parent / "part-00000.warc.wet.gz"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with open(out, "wb") as f:
+            w = WARCWriter(f, gzip=True)
+            w.write_record(w.create_warcinfo_record(out.name, {"software": "webdedup test"}))
+            for d in docs:
+                rec = w.create_warc_record(
+                    d["metadata"]["url"],
+                    "conversion",
+                    payload=io.BytesIO(d["text"].encode()),
+                    warc_content_type="text/plain",
+                )
+                w.write_record(rec)
+    return dest
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "wet"])
+def test_batch_phases_on_parquet_and_wet_equal_the_command_line(tmp_path, fmt):
+    src = PARQUET if fmt == "parquet" else wet_sample(tmp_path / "wet")
+    want = tmp_path / "cli"
+    subprocess.run([BIN, "dedup", "-q", "-i", str(src), "-o", str(want), "--dd"], check=True)
+    files = sorted(f for f in want.rglob("*") if f.is_file() and not f.name.endswith(".run-id"))
+    assert len(files) == 6
+    statuses = [line.split(' status="')[1].split('"')[0] for f in files if f.suffix == ".dd" for line in f.read_text().splitlines()]
+    assert len(statuses) == 60 and any(s != "K" for s in statuses)
+    work, out, store = tmp_path / "work", tmp_path / "out", tmp_path / "store"
+    n = 2
+    for t in range(n):
+        assert webdedup.batch_hash(src, work, t, n, input_format=fmt)
+    for stage in ("url-title", "docs", "paras"):
+        for t in range(n):
+            assert webdedup.batch_resolve(src, work, t, n, stage, input_format=fmt)
+    for t in range(n):
+        assert webdedup.batch_filter(src, work, out, t, n, dd=True, input_format=fmt)
+    for f in files:
+        assert (out / f.relative_to(want)).read_bytes() == f.read_bytes(), f
+    # publish: the store the command line's --store leaves.
+    assert webdedup.batch_publish(src, work, n, store, input_format=fmt) > 0
+    cli_store = tmp_path / "cli-store"
+    subprocess.run([BIN, "dedup", "-q", "-i", str(src), "-o", str(tmp_path / "o2"), "--store", str(cli_store)], check=True)
+    assert (store / "store.snap").read_bytes() == (cli_store / "store.snap").read_bytes()
+
+
+def test_process_refuses_parquet_and_wet_bytes_and_says_what_takes_them(tmp_path):
+    w = webdedup.Dedup().create_worker()
+    data = next(PARQUET.rglob("*.parquet")).read_bytes()
+    for d in (webdedup.Dedup(), webdedup.Dedup(input_format="parquet")):
+        with pytest.raises(ValueError, match="process_records"):
+            d.create_worker().process(data)
+    wet = next(wet_sample(tmp_path / "wet").rglob("*.gz")).read_bytes()
+    with pytest.raises(ValueError, match="batch functions"):
+        webdedup.Dedup(input_format="wet").create_worker().process(gzip.decompress(wet))
+    assert len(w.process(b"").statuses) == 0

@@ -688,3 +688,288 @@ fn mark_writes_inputs_unchanged_and_attributes_that_give_the_dedup_output() {
         }
     }
 }
+
+/// The sample as Parquet (row groups of `group` rows) and as WET files, one crawl
+/// a directory, the first `docs` documents of each sample file. Two crawls' WET
+/// files are gzipped per record, the third is one zstd frame (as some mirrors
+/// recompress them).
+fn small_samples(t: &Path, docs: usize, group: usize) -> (std::path::PathBuf, std::path::PathBuf) {
+    let (pq, wet) = (t.join("pq"), t.join("wet"));
+    for (name, _) in tree(&jsonl_sample_dir()) {
+        let all = jsonl_docs(&jsonl_sample_dir().join(&name));
+        let d = &all[..docs.min(all.len())];
+        let p = pq.join(name.replace(".jsonl.gz", ".parquet"));
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        write_parquet(d, &p, group, Compression::SNAPPY);
+        let (w, bytes) = if name.starts_with("cc-2024-33") {
+            (
+                name.replace(".jsonl.gz", ".warc.wet.zst"),
+                zstd::encode_all(&wet_file(d, false)[..], 3).unwrap(),
+            )
+        } else {
+            (name.replace(".jsonl.gz", ".warc.wet.gz"), wet_file(d, true))
+        };
+        let w = wet.join(w);
+        fs::create_dir_all(w.parent().unwrap()).unwrap();
+        fs::write(&w, bytes).unwrap();
+    }
+    (pq, wet)
+}
+
+fn batch_run(input: &Path, out: &Path, work: &Path, extra: &[&str]) -> std::process::Output {
+    webdedup(
+        &[
+            &[
+                "batch",
+                "run",
+                "-i",
+                s(input),
+                "-o",
+                s(out),
+                "-w",
+                s(work),
+                "-t",
+                "2",
+                "--dd",
+                "--task-count",
+                "3",
+            ],
+            extra,
+        ]
+        .concat(),
+    )
+}
+
+#[test]
+fn batch_mode_on_parquet_and_wet_equals_stream_mode_with_and_without_a_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let (pq, wet) = small_samples(t, 1000, 30);
+    for (name, input) in [("parquet", &pq), ("wet", &wet)] {
+        let stream = t.join(format!("{name}-stream"));
+        ok(&dedup(input, &stream, &["--dd"]));
+        assert!(dd_entries(&stream).iter().any(|(_, st)| st == "D"));
+        let batch = t.join(format!("{name}-batch"));
+        ok(&batch_run(
+            input,
+            &batch,
+            &t.join(format!("{name}-work")),
+            &[],
+        ));
+        assert!(
+            tree(&batch) == tree(&stream),
+            "{name}: batch outputs differ"
+        );
+        if name == "wet" {
+            // The zstd WET file is read (its offsets the decompressed data's) and
+            // written zstd-compressed: the bytes the same file uncompressed gives.
+            let out = stream.join("cc-2024-33/part-00000.warc.wet.dedup.zst");
+            let data = fs::read(&out).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
+            assert!(data.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]));
+            // The same files with this one decompressed: the same decisions.
+            let plain_wet = t.join("plain-wet");
+            for (n, bytes) in tree(&wet) {
+                let (n, bytes) = match n.strip_suffix(".zst") {
+                    Some(stem) => (stem.to_string(), zstd::decode_all(&bytes[..]).unwrap()),
+                    None => (n, bytes),
+                };
+                fs::create_dir_all(plain_wet.join(&n).parent().unwrap()).unwrap();
+                fs::write(plain_wet.join(&n), bytes).unwrap();
+            }
+            let plain_out = t.join("plain-wet-out");
+            ok(&dedup(&plain_wet, &plain_out, &["--dd"]));
+            let want = fs::read(plain_out.join("cc-2024-33/part-00000.warc.wet.dedup")).unwrap();
+            assert!(zstd::decode_all(&data[..]).unwrap() == want);
+            assert!(warc_records(&want).len() > 50);
+        }
+
+        // Crawl by crawl with a store: stream and batch mode (publishing at the
+        // end of each run) give the same outputs and the same snapshot.
+        let (s_store, b_store) = (
+            t.join(format!("{name}-s-store")),
+            t.join(format!("{name}-b-store")),
+        );
+        for crawl in ["cc-2023-14", "cc-2023-50", "cc-2024-33"] {
+            let s_out = t.join(format!("{name}-s-{crawl}"));
+            ok(&dedup(
+                &input.join(crawl),
+                &s_out,
+                &["--dd", "--store", s(&s_store)],
+            ));
+            let b_out = t.join(format!("{name}-b-{crawl}"));
+            ok(&batch_run(
+                &input.join(crawl),
+                &b_out,
+                &t.join(format!("{name}-w-{crawl}")),
+                &["--store", s(&b_store)],
+            ));
+            assert!(
+                tree(&s_out) == tree(&b_out),
+                "{name} {crawl}: outputs differ"
+            );
+        }
+        assert!(
+            fs::read(s_store.join("store.snap")).unwrap()
+                == fs::read(b_store.join("store.snap")).unwrap(),
+            "{name}: the stores differ"
+        );
+    }
+}
+
+#[test]
+fn feedback_on_parquet_and_wet_is_confirmed_by_check_exact_and_near() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let (pq, wet) = small_samples(t, 1000, 30);
+    for (name, input) in [("parquet", &pq), ("wet", &wet)] {
+        for (mode, extra, check_extra) in [
+            ("exact", &[][..], &[][..]),
+            ("near", &["-n"][..], &["--near"][..]),
+        ] {
+            let out = t.join(format!("{name}-{mode}"));
+            ok(&dedup(input, &out, &[&["-f", "--dd"], extra].concat()));
+            // The same outputs as without feedback.
+            let plain = t.join(format!("{name}-{mode}-plain"));
+            ok(&dedup(input, &plain, &[&["--dd"], extra].concat()));
+            let without_feedback: Vec<_> = tree(&out)
+                .into_iter()
+                .filter(|(n, _)| !n.ends_with(".dropped") && n != "files.idx")
+                .collect();
+            let names =
+                |t: &[(String, Vec<u8>)]| t.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+            let plain_tree = tree(&plain);
+            assert_eq!(
+                names(&without_feedback),
+                names(&plain_tree),
+                "{name} {mode}"
+            );
+            for ((n, a), (_, b)) in without_feedback.iter().zip(&plain_tree) {
+                assert!(a == b, "{name} {mode}: {n} differs");
+            }
+            let o = webdedup(
+                &[
+                    &["check", "-i", s(input), "-o", s(&out), "--json", "-"],
+                    check_extra,
+                ]
+                .concat(),
+            );
+            ok(&o);
+            let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            assert_eq!(
+                r["mismatches"].as_array().unwrap().len(),
+                0,
+                "{name} {mode}: {r}"
+            );
+            assert!(r["confirmed"].as_u64().unwrap() > 500, "{name} {mode}: {r}");
+            if mode == "exact" {
+                assert_eq!(r["confirmed"], r["checked"], "{name}: {r}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_killed_parquet_or_wet_run_restores_to_the_same_bytes_and_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let (pq, wet) = small_samples(t, 28, 5);
+    let bin = env!("CARGO_BIN_EXE_webdedup");
+    let run = |input: &Path, out: &Path, store: &Path| -> Vec<String> {
+        [
+            "dedup",
+            "-i",
+            s(input),
+            "-o",
+            s(out),
+            "-q",
+            "--dd",
+            "--chunk-bytes",
+            "30000",
+            "--store",
+            s(store),
+        ]
+        .iter()
+        .map(|x| x.to_string())
+        .collect()
+    };
+    for (name, input) in [("parquet", &pq), ("wet", &wet)] {
+        let reference = t.join(format!("{name}-ref"));
+        let ref_store = t.join(format!("{name}-ref-store"));
+        let o = std::process::Command::new(bin)
+            .args(run(input, &reference, &ref_store))
+            .args(["-t", "2"])
+            .env_remove("WEBDEDUP_FAULT")
+            .output()
+            .unwrap();
+        ok(&o);
+        for fault in [
+            "commit:4",
+            "output-bytes:40000",
+            "rename:2",
+            "stop:2",
+            "stop:5",
+        ] {
+            let out = t.join(format!("{name}-out-{fault}"));
+            let store = t.join(format!("{name}-store-{fault}"));
+            let args = run(input, &out, &store);
+            let o = std::process::Command::new(bin)
+                .args(&args)
+                .env("WEBDEDUP_FAULT", fault)
+                .output()
+                .unwrap();
+            if fault.starts_with("stop") {
+                assert_eq!(o.status.code(), Some(3), "{name} {fault}: {}", stderr(&o));
+            } else {
+                assert!(
+                    stderr(&o).contains("fault injection: abort at"),
+                    "{name} {fault}: {}",
+                    stderr(&o)
+                );
+            }
+            let o = std::process::Command::new(bin)
+                .args(&args)
+                .arg("-r")
+                .env_remove("WEBDEDUP_FAULT")
+                .output()
+                .unwrap();
+            ok(&o);
+            assert!(
+                tree(&out) == tree(&reference),
+                "{name} {fault}: outputs differ"
+            );
+            assert!(
+                fs::read(store.join("store.snap")).unwrap()
+                    == fs::read(ref_store.join("store.snap")).unwrap(),
+                "{name} {fault}: stores differ"
+            );
+        }
+    }
+}
+
+/// The Parquet files the Python tests read (`python/tests/data/web3-mini-parquet`:
+/// the test environment has no pyarrow): each crawl's first 20 documents of the
+/// JSON Lines sample, written by the `parquet` crate in row groups of 7.
+/// `WEBDEDUP_REGENERATE=1` rewrites them (after a `parquet` upgrade, say).
+#[test]
+fn the_python_tests_parquet_files_are_the_jsonl_sample_written_by_the_parquet_crate() {
+    let tmp = tempfile::tempdir().unwrap();
+    let shipped =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../python/tests/data/web3-mini-parquet");
+    for (name, _) in tree(&jsonl_sample_dir()) {
+        let docs = jsonl_docs(&jsonl_sample_dir().join(&name));
+        let rel = name.replace(".jsonl.gz", ".parquet");
+        let fresh = tmp.path().join("f.parquet");
+        write_parquet(&docs[..20], &fresh, 7, Compression::SNAPPY);
+        let want = fs::read(&fresh).unwrap();
+        if std::env::var_os("WEBDEDUP_REGENERATE").is_some() {
+            fs::create_dir_all(shipped.join(&rel).parent().unwrap()).unwrap();
+            fs::write(shipped.join(&rel), &want).unwrap();
+        }
+        let got = fs::read(shipped.join(&rel)).unwrap_or_default();
+        assert!(
+            got == want,
+            "{rel}: the shipped file differs from what the parquet crate writes now \
+             (WEBDEDUP_REGENERATE=1 cargo test -p webdedup --test parquet_wet the_python)"
+        );
+    }
+}

@@ -321,6 +321,16 @@ impl DocFormat {
         }
     }
 
+    /// `Some(name)` for the formats read from a file by offset (Parquet, WET),
+    /// which no in-memory reader takes.
+    pub fn file_only(&self) -> Option<&'static str> {
+        match self {
+            DocFormat::Parquet(_) => Some("Parquet"),
+            DocFormat::Wet { .. } => Some("WET"),
+            _ => None,
+        }
+    }
+
     /// Where chunks may end: documents never straddle two chunks (line formats;
     /// the others cut their own chunks).
     pub fn boundary(&self) -> vertical::Boundary {
@@ -376,10 +386,15 @@ impl DocFormat {
             DocFormat::Wet { drop_bad } => {
                 seekable("WET")?;
                 if compression == Compression::Zstd {
-                    return Err(io::Error::new(
-                        io::ErrorKind::Unsupported,
-                        "zstd-compressed WARC/WET files are not supported (decompress, or recompress with gzip)",
-                    ));
+                    // One zstd frame: no gzip members to seek between.
+                    return Ok(DocReader::Wet(Box::new(
+                        crate::wet::Records::open_decompressed(
+                            stream,
+                            &file.path,
+                            chunk_bytes,
+                            max_line,
+                        )?,
+                    )));
                 }
                 Ok(DocReader::Wet(Box::new(crate::wet::Records::open(
                     &file.path,

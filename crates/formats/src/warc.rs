@@ -250,7 +250,12 @@ impl From<io::Error> for ParseError {
 
 impl ArchiveReader {
     pub fn open(path: &Path, opts: ReadOptions) -> io::Result<ArchiveReader> {
-        let file = File::open(path)?;
+        ArchiveReader::from_file(File::open(path)?, path, opts)
+    }
+
+    /// Reads an open file (`path` names it in messages): a decompressed copy of
+    /// a zstd WET file, for instance.
+    pub fn from_file(file: File, path: &Path, opts: ReadOptions) -> io::Result<ArchiveReader> {
         let mut src = Counted {
             inner: BufReader::with_capacity(BUF, file.try_clone()?),
             pos: 0,

@@ -27,7 +27,8 @@
 use crate::doc::{ChunkExtra, DocMeta, DocSink};
 use crate::vertical::{Chunk, Issue, IssueKind};
 use crate::warc::{sha1_base32, ArchiveReader, Item, ReadOptions};
-use std::io::{self, Write};
+use std::fs;
+use std::io::{self, Seek, Write};
 use std::ops::Range;
 use std::path::Path;
 
@@ -77,7 +78,41 @@ impl Records {
         max_block: usize,
     ) -> io::Result<Records> {
         let _ = drop_bad; // the parser applies it
-        let reader = ArchiveReader::open(path, ReadOptions::default())?.with_block_limit(max_block);
+        Records::from_file(fs::File::open(path)?, path, chunk_bytes, max_block)
+    }
+
+    /// Reads a zstd-compressed WET file: `stream` (its decompressed content) is
+    /// copied to an anonymous temporary file first, since the WARC reader needs
+    /// to seek (to skip damage); offsets are then the decompressed data's. One
+    /// file's decompressed size of temporary disk, no more memory.
+    pub fn open_decompressed(
+        stream: impl io::Read,
+        path: &Path,
+        chunk_bytes: usize,
+        max_block: usize,
+    ) -> io::Result<Records> {
+        let mut copy = tempfile::tempfile()?;
+        io::copy(&mut io::BufReader::new(stream), &mut copy).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "decompressing to a temporary file ({}): {e}",
+                    std::env::temp_dir().display()
+                ),
+            )
+        })?;
+        copy.seek(io::SeekFrom::Start(0))?;
+        Records::from_file(copy, path, chunk_bytes, max_block)
+    }
+
+    fn from_file(
+        file: fs::File,
+        path: &Path,
+        chunk_bytes: usize,
+        max_block: usize,
+    ) -> io::Result<Records> {
+        let reader = ArchiveReader::from_file(file, path, ReadOptions::default())?
+            .with_block_limit(max_block);
         Ok(Records {
             reader,
             chunk_bytes: chunk_bytes.max(1),
