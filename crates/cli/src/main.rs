@@ -274,7 +274,6 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 }
 
 fn main() -> ExitCode {
-    webdedup_store::tune_allocator_for_large_tables();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

@@ -17,7 +17,6 @@ fn main() {
     );
     let threads: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(2);
     let reps: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(3);
-    webdedup_store::tune_allocator_for_large_tables();
     let tmp = tempfile::tempdir().unwrap();
     let modes: [(&str, Option<SyncMode>); 4] = [
         ("no journal", None),

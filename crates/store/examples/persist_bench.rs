@@ -26,7 +26,6 @@ fn main() {
         .next()
         .map(std::path::PathBuf::from)
         .unwrap_or_else(std::env::temp_dir);
-    webdedup_store::tune_allocator_for_large_tables();
     let meta = StoreMeta {
         hash: "xxh3-64".into(),
         normalization: "loose".into(),

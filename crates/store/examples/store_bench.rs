@@ -22,7 +22,6 @@ fn main() {
         .and_then(|a| a.parse().ok())
         .unwrap_or(50_000_000);
     let batch: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(4096);
-    webdedup_store::tune_allocator_for_large_tables();
     let rss0 = rss_bytes();
     let store = MemStore::default();
     let mut seen = Vec::with_capacity(batch);

@@ -24,25 +24,12 @@ mod mem;
 pub mod server_map;
 pub mod snapshot;
 mod table;
+mod zeroed;
 
 pub use journal::{Journal, JournalReplay, SyncMode};
 pub use lock::DirLock;
 pub use mem::MemStore;
 pub use snapshot::{SnapshotInfo, StoreMeta};
-
-/// Makes the C allocator return the memory of freed large tables to the system at
-/// once (glibc only; elsewhere a no-op): blocks of 32 KiB and more are mmapped.
-/// Left alone, glibc raises its mmap threshold each time
-/// a large block is freed, after which grown-out tables stay in the heap as holes
-/// and the process keeps about 15% more memory than its tables hold. Programs that
-/// keep a large store (the CLI, servers, benchmarks) call this once at start.
-pub fn tune_allocator_for_large_tables() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only sets an allocator parameter; called before any large allocation.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 * 1024);
-    }
-}
 
 /// Default number of blocks: a prime, as in the KNOT system.
 pub const DEFAULT_BLOCKS: u32 = 1999;

@@ -226,8 +226,8 @@ pub(crate) fn sort_uniform<'a>(v: &[u64], s: &'a mut SortScratch) -> &'a [u64] {
     &s.tmp
 }
 
-/// Buffers reused by [`sort_uniform`] (allocations of 32 KiB and more are mmaps
-/// here, see `tune_allocator_for_large_tables`: reusing them avoids page faults).
+/// Buffers reused by [`sort_uniform`] (fresh large allocations may be mmaps, faulted
+/// in page by page: reusing them avoids that).
 #[derive(Default)]
 pub(crate) struct SortScratch {
     starts: Vec<u32>,

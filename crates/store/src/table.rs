@@ -12,6 +12,8 @@
 //! 8 bytes a slot at 80-92% load gives 8.7-10 bytes a key. Mixed value 0 is the
 //! empty marker; it only comes from key 0, which is kept as a flag.
 
+use crate::zeroed::Zeroed;
+
 const MIN_CAPACITY: usize = 16;
 /// Grow when the load would pass this.
 const MAX_LOAD_NUM: usize = 92;
@@ -58,13 +60,13 @@ pub(crate) fn unmix(mut h: u64) -> u64 {
 
 #[derive(Debug)]
 pub(crate) struct Table {
-    slots: Vec<u64>,
+    slots: Zeroed,
     capacity: usize,
     len: usize,
     has_zero: bool,
     /// Feedback mode: one payload (a packed location) per slot, moved with its
     /// slot; empty when locations are not kept.
-    payload: Vec<u64>,
+    payload: Zeroed,
     zero_payload: u64,
 }
 
@@ -88,11 +90,11 @@ impl Table {
     pub(crate) fn with_capacity(keys: usize) -> Self {
         let capacity = (keys * 100 / MAX_LOAD_NUM + 1).max(MIN_CAPACITY);
         Table {
-            slots: vec![0; capacity + tail_for(capacity)],
+            slots: Zeroed::new(capacity + tail_for(capacity)),
             capacity,
             len: 0,
             has_zero: false,
-            payload: Vec::new(),
+            payload: Zeroed::empty(),
             zero_payload: 0,
         }
     }
@@ -100,7 +102,7 @@ impl Table {
     /// Starts keeping a payload per key (0 for the keys already present).
     pub(crate) fn keep_payloads(&mut self) {
         if self.payload.len() != self.slots.len() {
-            self.payload = vec![0; self.slots.len()];
+            self.payload = Zeroed::new(self.slots.len());
         }
     }
 
@@ -169,7 +171,7 @@ impl Table {
     }
 
     pub(crate) fn memory_bytes(&self) -> usize {
-        (self.slots.capacity() + self.payload.capacity()) * 8
+        self.slots.bytes() + self.payload.bytes()
     }
 
     /// Where the slots are and how many homes they have (for prefetching).
@@ -266,9 +268,9 @@ impl Table {
         old: &[u64],
         old_payload: &[u64],
         capacity: usize,
-    ) -> Option<(Vec<u64>, Vec<u64>)> {
-        let mut slots = vec![0u64; capacity + tail_for(capacity)];
-        let mut payload = vec![0u64; slots.len()];
+    ) -> Option<(Zeroed, Zeroed)> {
+        let mut slots = Zeroed::new(capacity + tail_for(capacity));
+        let mut payload = Zeroed::new(slots.len());
         let mut next = 0usize;
         for (&h, &p) in old.iter().zip(old_payload).filter(|(&h, _)| h != 0) {
             let pos = home(h, capacity).max(next);
@@ -284,8 +286,8 @@ impl Table {
 
     /// Places the sorted values of `old` into a fresh array of `capacity` homes; None
     /// if the tail overflows (then a larger capacity is tried).
-    fn rebuild(old: &[u64], capacity: usize) -> Option<Vec<u64>> {
-        let mut slots = vec![0u64; capacity + tail_for(capacity)];
+    fn rebuild(old: &[u64], capacity: usize) -> Option<Zeroed> {
+        let mut slots = Zeroed::new(capacity + tail_for(capacity));
         let mut next = 0usize;
         for &h in old.iter().filter(|&&h| h != 0) {
             let pos = home(h, capacity).max(next);
@@ -311,7 +313,7 @@ impl Table {
                     capacity,
                     len: sorted.len(),
                     has_zero,
-                    payload: Vec::new(),
+                    payload: Zeroed::empty(),
                     zero_payload: 0,
                 };
             }
