@@ -44,12 +44,11 @@ use crate::surt::url_key;
 use crate::util::{base_name, Report};
 
 /// What makes two responses the same.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DedupBy {
     /// Same payload digest, whatever the URL.
     Digest,
     /// Same SURT url key and payload digest.
-    #[value(name = "url+digest")]
     UrlDigest,
 }
 

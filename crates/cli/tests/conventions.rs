@@ -192,7 +192,7 @@ fn a_missing_input_is_status_2_everywhere_and_writes_nothing() {
         vec!["cdx", "revisits", n, "-o", s(&out)],
         vec!["cdx", "dates", n, "-o", s(&out)],
         vec!["warc", "index", n, "-o", s(&out)],
-        vec!["warc", "dedup", "-i", n, "-o", s(&outdir)],
+        vec!["warc", "dedup", n, "-o", s(&outdir)],
         vec!["dedup", "-i", n, "-o", s(&outdir)],
         vec!["batch", "run", "-i", n, "-o", s(&outdir), "-w", s(&outdir)],
     ];
@@ -234,6 +234,14 @@ fn an_empty_input_directory_is_reported() {
         ],
         vec!["check", "-i", s(&empty), "-o", s(&done)],
         vec!["status", "-i", s(&empty), "-o", s(&done)],
+        vec!["simhash", s(&empty), "-o", s(&out)],
+        vec!["similar", s(&empty), "-o", s(&out)],
+        vec!["cdx", "dups", s(&empty), "-o", s(&out)],
+        vec!["cdx", "revisits", s(&empty), "-o", s(&out)],
+        vec!["cdx", "dates", s(&empty), "-o", s(&out)],
+        vec!["cdx", "dates", "--merge", s(&empty), "-o", s(&out)],
+        vec!["warc", "index", s(&empty), "-o", s(&out)],
+        vec!["warc", "dedup", s(&empty), "-o", s(&out)],
     ];
     for args in cases {
         let o = webdedup(&args);
@@ -587,4 +595,54 @@ fn check_refuses_the_ngram_dedup_refuses() {
             stderr(&o)
         );
     }
+}
+
+/// `warc dedup` takes its inputs as every archive command does: positional files
+/// or directories (searched recursively); `-i/--input`, its older form, still works.
+#[test]
+fn warc_dedup_takes_inputs_as_the_other_archive_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = "the same page, long enough that a revisit record is smaller than it ".repeat(20);
+    let crawls = dir.path().join("crawls");
+    for (sub, date) in [
+        ("2024-01", "2024-01-01T00:00:00Z"),
+        ("2024-02", "2024-02-01T00:00:00Z"),
+    ] {
+        std::fs::create_dir_all(crawls.join(sub)).unwrap();
+        std::fs::write(
+            crawls.join(sub).join(format!("{sub}.warc")),
+            response("http://example.org/", date, &body),
+        )
+        .unwrap();
+    }
+    let first = response("http://example.org/", "2024-01-01T00:00:00Z", &body);
+    // A directory, positional.
+    let out = dir.path().join("out-dir");
+    let o = webdedup(&["warc", "dedup", s(&crawls), "-o", s(&out)]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(std::fs::read(out.join("2024-01.warc")).unwrap(), first);
+    let second = std::fs::read(out.join("2024-02.warc")).unwrap();
+    assert!(String::from_utf8_lossy(&second).contains("WARC-Type: revisit"));
+    // Files, positional, and the same files with the older -i: the same outputs.
+    let a = crawls.join("2024-01/2024-01.warc");
+    let b = crawls.join("2024-02/2024-02.warc");
+    for (name, args) in [
+        ("out-files", vec!["warc", "dedup", s(&a), s(&b)]),
+        ("out-i", vec!["warc", "dedup", "-i", s(&a), s(&b)]),
+    ] {
+        let out2 = dir.path().join(name);
+        let mut args = args.clone();
+        args.extend(["-o", s(&out2)]);
+        let o = webdedup(&args);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        assert_eq!(std::fs::read(out2.join("2024-01.warc")).unwrap(), first);
+        assert_eq!(std::fs::read(out2.join("2024-02.warc")).unwrap(), second);
+    }
+    // -i is the older form: not shown in --help.
+    let help = String::from_utf8_lossy(&webdedup(&["warc", "dedup", "--help"]).stdout).into_owned();
+    assert!(
+        help.contains("[FILES]...") || help.contains("<FILES>..."),
+        "{help}"
+    );
+    assert!(!help.contains("--input"), "{help}");
 }
