@@ -646,3 +646,42 @@ fn warc_dedup_takes_inputs_as_the_other_archive_commands() {
     );
     assert!(!help.contains("--input"), "{help}");
 }
+
+/// A field path with an empty part is refused by every document command with the
+/// message the Python module gives (one library function checks it:
+/// `webdedup_formats::doc::ReadChoices::settings`); it was accepted silently and
+/// matched nothing.
+#[test]
+fn a_bad_field_path_is_refused_alike_everywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in");
+    std::fs::create_dir_all(&input).unwrap();
+    std::fs::write(input.join("a.jsonl"), "{\"text\":\"word\"}\n").unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let work = dir.path().join("work");
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["dedup", "-i", s(&input), "-o", s(&out)],
+        vec!["check", "-i", s(&input), "-o", s(&out)],
+        vec![
+            "batch",
+            "run",
+            "-i",
+            s(&input),
+            "-o",
+            s(&out),
+            "-w",
+            s(&work),
+        ],
+    ];
+    for mut args in cases {
+        args.extend(["--text-field", "body..text"]);
+        let o = webdedup(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert_eq!(
+            stderr(&o).trim_end(),
+            "webdedup: error: --text-field \"body..text\": a field name or a dotted path (metadata.url)",
+            "{args:?}"
+        );
+    }
+}

@@ -20,7 +20,7 @@ pub mod url_filter;
 pub mod wikilinks;
 pub mod write_back;
 
-pub use options::{DocCheck, NearOptions, NearRules, Options};
+pub use options::{DocCheck, NearOptions, NearRules, Options, PolicyChoices};
 pub use persist::{run_persistent, Persistence};
 pub use report::RunStats;
 pub use runner::{run, run_with, Durability, RunConfig};
