@@ -10,6 +10,12 @@
 //! [`run_warc`] in as `webdedup cdx ...` and `webdedup warc ...`. Every "seen"
 //! question goes through a [`webdedup_store::Store`], so a persisted store or the
 //! server cluster can replace the in-memory default.
+//!
+//! ```
+//! // The key CDX indexes sort and dedup by: cdxj-indexer's SURT.
+//! use webdedup_archive::surt::url_key;
+//! assert_eq!(url_key("http://www.Example.org/a?b=1"), "org,example)/a?b=1");
+//! ```
 
 pub mod cdx_cmd;
 pub mod dates;
