@@ -18,7 +18,7 @@
 //!
 //! Revisit records of the inputs keep resolving, whatever the input order: a record
 //! one of them named earlier is kept; one that names a record replaced earlier is
-//! rewritten to name the first capture (see [`Locations`] and ARCHITECTURE.md).
+//! rewritten to name the first capture (see [`Locations`] and docs/dev/design.md).
 //! Duplicates with their first capture's record ID, and those whose revisit would
 //! not be smaller, are kept too.
 
