@@ -685,3 +685,146 @@ fn a_bad_field_path_is_refused_alike_everywhere() {
         );
     }
 }
+
+/// Every command that can run for seconds draws the shared progress bar (bytes of
+/// the inputs, rate, ETA) when asked, not only `dedup`: `--progress always` draws
+/// it into a log too; without a terminal and without `always`, nothing is drawn.
+#[test]
+fn every_long_command_draws_the_progress_bar() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let body = "a page long enough that a revisit record is smaller than it ".repeat(30);
+    let mut warc = response("http://example.org/", "2024-01-01T00:00:00Z", &body);
+    warc.extend(response(
+        "http://example.org/",
+        "2024-02-01T00:00:00Z",
+        &body,
+    ));
+    std::fs::write(d.join("crawl.warc"), &warc).unwrap();
+    std::fs::write(d.join("docs.txt"), "one document here\nanother one there\n").unwrap();
+    std::fs::create_dir(d.join("vert")).unwrap();
+    std::fs::write(
+        d.join("vert/a.vert"),
+        "<doc url=\"u\" title=\"t\">\n<p>\nsome words of a paragraph\n</p>\n</doc>\n",
+    )
+    .unwrap();
+    let cdx = d.join("crawl.cdxj");
+    let o = webdedup(&[
+        "warc",
+        "index",
+        s(&d.join("crawl.warc")),
+        "-o",
+        s(&cdx),
+        "-q",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let (warc_in, docs, vert) = (d.join("crawl.warc"), d.join("docs.txt"), d.join("vert"));
+    let out = |name: &str| d.join(name);
+    let cases: Vec<(&str, Vec<String>)> = vec![
+        (
+            "fingerprinting",
+            vec![
+                "simhash".into(),
+                s(&docs).into(),
+                "--input-format".into(),
+                "lines".into(),
+                "-o".into(),
+                s(&out("f.tsv")).into(),
+            ],
+        ),
+        (
+            "comparing",
+            vec![
+                "similar".into(),
+                s(&docs).into(),
+                "--input-format".into(),
+                "lines".into(),
+                "-o".into(),
+                s(&out("p.tsv")).into(),
+            ],
+        ),
+        (
+            "reading indexes",
+            vec![
+                "cdx".into(),
+                "dups".into(),
+                s(&cdx).into(),
+                "-o".into(),
+                s(&out("d.txt")).into(),
+            ],
+        ),
+        (
+            "reading indexes",
+            vec![
+                "cdx".into(),
+                "revisits".into(),
+                s(&cdx).into(),
+                "-o".into(),
+                s(&out("r.txt")).into(),
+            ],
+        ),
+        (
+            "reading indexes",
+            vec![
+                "cdx".into(),
+                "dates".into(),
+                s(&cdx).into(),
+                "-o".into(),
+                s(&out("t.txt")).into(),
+            ],
+        ),
+        (
+            "indexing",
+            vec![
+                "warc".into(),
+                "index".into(),
+                s(&warc_in).into(),
+                "-o".into(),
+                s(&out("i.cdxj")).into(),
+            ],
+        ),
+        (
+            "deduplicating",
+            vec![
+                "warc".into(),
+                "dedup".into(),
+                s(&warc_in).into(),
+                "-o".into(),
+                s(&out("w.warc")).into(),
+            ],
+        ),
+        (
+            "batch run",
+            vec![
+                "batch".into(),
+                "run".into(),
+                "-i".into(),
+                s(&vert).into(),
+                "-o".into(),
+                s(&out("bo")).into(),
+                "-w".into(),
+                s(&out("bw")).into(),
+            ],
+        ),
+    ];
+    for (what, args) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut always = args.clone();
+        always.extend(["--progress", "always"]);
+        let o = webdedup(&always);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(0), "{always:?}: {err}");
+        assert!(
+            err.lines()
+                .any(|l| l.contains("ETA") && l.contains(what) && l.contains('[')),
+            "{always:?} drew no progress bar: {err}"
+        );
+        // Not a terminal, not asked: no bar (the summary only). Outputs of the
+        // first run are replaced; work directories are fresh.
+        let _ = std::fs::remove_dir_all(out("bo"));
+        let _ = std::fs::remove_dir_all(out("bw"));
+        let o = webdedup(&args);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("ETA"), "{args:?}: {}", stderr(&o));
+    }
+}
