@@ -33,7 +33,9 @@ def test_a_bad_value_gets_the_same_message_from_cli_and_python(webdedup, tmp_pat
 
 def test_check_refuses_what_python_refuses(webdedup, tmp_path):
     """`check` (the run's limits) says what `dedup` and Python say."""
-    p = webdedup("check", "-i", tmp_path, "-o", tmp_path, "--near", "--ngram", "0", check=False)
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.vert").write_text('<doc url="u" title="t">\n<p>\nword\n</p>\n</doc>\n')
+    p = webdedup("check", "-i", tmp_path / "in", "-o", tmp_path, "--near", "--ngram", "0", check=False)
     assert p.returncode == 2, p.stderr
     with pytest.raises(ValueError) as e:
         webdedup_module().Dedup(near=True, ngram=0)
