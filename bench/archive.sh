@@ -81,12 +81,12 @@ if cmp -s "$WORK/index.webdedup" "$WORK/index.cdxj-indexer"; then echo "(outputs
 
 echo "## warc dedup (sqlite-recrawl, by digest)"
 rm -rf "$WORK/dedup"
-a=$(now); "$BIN" warc dedup -i "${SQ[@]}" -o "$WORK/dedup/" 2> "$WORK/dedup.log"; b=$(now)
+a=$(now); "$BIN" warc dedup "${SQ[@]}" -o "$WORK/dedup/" 2> "$WORK/dedup.log"; b=$(now)
 echo "webdedup warc dedup:       $(rate "$SQ_BYTES" "$a" "$b" MB/s)"
 sed 's/^/  /' "$WORK/dedup.log"
 OUT_BYTES=$(cat "$WORK"/dedup/*.warc.gz | wc -c)
 echo "  bytes: $SQ_BYTES -> $OUT_BYTES, saved $((SQ_BYTES - OUT_BYTES)) ($(awk -v a="$SQ_BYTES" -v b="$OUT_BYTES" 'BEGIN { printf "%.1f", 100 * (a - b) / a }')%)"
 rm -rf "$WORK/dedup"
-a=$(now); "$BIN" warc dedup --by url+digest -i "${SQ[@]}" -o "$WORK/dedup/" 2> "$WORK/dedup.log"; b=$(now)
+a=$(now); "$BIN" warc dedup --by url+digest "${SQ[@]}" -o "$WORK/dedup/" 2> "$WORK/dedup.log"; b=$(now)
 echo "webdedup warc dedup --by url+digest: $(rate "$SQ_BYTES" "$a" "$b" MB/s)"
 sed 's/^/  /' "$WORK/dedup.log"

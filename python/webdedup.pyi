@@ -150,6 +150,12 @@ class Dedup:
     command line's --input-format, --text-field, --id-field (default id),
     --url-field (default url, else metadata.url), --title-field (default title,
     else metadata.title) and --drop-bad-records; dotted paths reach nested fields.
+
+    An option left out (None) takes the command line's default (normalize "loose",
+    min_para_chars 50, doc_check "all", ngram 7, threshold 0.5, max_stub 20,
+    blocks 1999, input_format "auto", text_field "text"), and every value is
+    checked by the library function the command line calls: a bad one raises
+    ValueError with the command line's message (naming its flag, e.g. --ngram).
     """
     def __init__(
         self,
@@ -159,21 +165,21 @@ class Dedup:
         *,
         store: Optional[str] = None,
         store_password: Optional[str] = None,
-        normalize: str = "loose",
-        min_para_chars: int = 50,
-        doc_check: str = "all",
+        normalize: Optional[str] = None,
+        min_para_chars: Optional[int] = None,
+        doc_check: Optional[str] = None,
         near: bool = False,
-        ngram: int = 7,
-        threshold: float = 0.5,
+        ngram: Optional[int] = None,
+        threshold: Optional[float] = None,
         smooth: bool = False,
-        max_stub: int = 20,
+        max_stub: Optional[int] = None,
         url_filter: Optional[Union[str, PathLike, Sequence[str]]] = None,
         feedback: bool = False,
-        blocks: int = 1999,
+        blocks: Optional[int] = None,
         capacity: Optional[int] = None,
         server_timeout: float = 120.0,
-        input_format: str = "auto",
-        text_field: str = "text",
+        input_format: Optional[str] = None,
+        text_field: Optional[str] = None,
         id_field: Optional[str] = None,
         url_field: Optional[str] = None,
         title_field: Optional[str] = None,
@@ -294,26 +300,26 @@ class MinHashDedup:
 
 def batch_hash(
     input: Union[str, PathLike], work: Union[str, PathLike], task_index: int, task_count: int,
-    *, partitions: int = 64, normalize: str = "loose", min_para_chars: int = 50, doc_check: str = "all",
-    input_format: str = "auto", text_field: str = "text", id_field: Optional[str] = None,
+    *, partitions: Optional[int] = None, normalize: Optional[str] = None, min_para_chars: Optional[int] = None, doc_check: Optional[str] = None,
+    input_format: Optional[str] = None, text_field: Optional[str] = None, id_field: Optional[str] = None,
     url_field: Optional[str] = None, title_field: Optional[str] = None, drop_bad_records: bool = False,
 ) -> bool:
     """Batch phase 1 for one task; False if it had already finished."""
 
 def batch_resolve(
     input: Union[str, PathLike], work: Union[str, PathLike], task_index: int, task_count: int,
-    stage: str, *, store: Optional[Union[str, PathLike]] = None, partitions: int = 64,
-    normalize: str = "loose", min_para_chars: int = 50, doc_check: str = "all",
-    input_format: str = "auto", text_field: str = "text", id_field: Optional[str] = None,
+    stage: str, *, store: Optional[Union[str, PathLike]] = None, partitions: Optional[int] = None,
+    normalize: Optional[str] = None, min_para_chars: Optional[int] = None, doc_check: Optional[str] = None,
+    input_format: Optional[str] = None, text_field: Optional[str] = None, id_field: Optional[str] = None,
     url_field: Optional[str] = None, title_field: Optional[str] = None, drop_bad_records: bool = False,
 ) -> bool:
     """Batch phase 2 for one task and stage (url-title, docs, paras)."""
 
 def batch_filter(
     input: Union[str, PathLike], work: Union[str, PathLike], output: Union[str, PathLike],
-    task_index: int, task_count: int, *, dd: bool = False, compress: str = "auto", partitions: int = 64,
-    normalize: str = "loose", min_para_chars: int = 50, doc_check: str = "all",
-    input_format: str = "auto", text_field: str = "text", id_field: Optional[str] = None,
+    task_index: int, task_count: int, *, dd: bool = False, compress: str = "auto", partitions: Optional[int] = None,
+    normalize: Optional[str] = None, min_para_chars: Optional[int] = None, doc_check: Optional[str] = None,
+    input_format: Optional[str] = None, text_field: Optional[str] = None, id_field: Optional[str] = None,
     url_field: Optional[str] = None, title_field: Optional[str] = None, drop_bad_records: bool = False,
 ) -> bool:
     """Batch phase 3 for one task: writes its outputs (compress: "auto" compresses
@@ -322,9 +328,9 @@ def batch_filter(
 
 def batch_publish(
     input: Union[str, PathLike], work: Union[str, PathLike], task_count: int,
-    store: Union[str, PathLike], *, partitions: int = 64, normalize: str = "loose",
-    min_para_chars: int = 50, doc_check: str = "all",
-    input_format: str = "auto", text_field: str = "text", id_field: Optional[str] = None,
+    store: Union[str, PathLike], *, partitions: Optional[int] = None, normalize: Optional[str] = None,
+    min_para_chars: Optional[int] = None, doc_check: Optional[str] = None,
+    input_format: Optional[str] = None, text_field: Optional[str] = None, id_field: Optional[str] = None,
     url_field: Optional[str] = None, title_field: Optional[str] = None, drop_bad_records: bool = False,
 ) -> int:
     """Folds the run's new keys into the store directory; returns its key count."""

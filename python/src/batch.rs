@@ -11,38 +11,47 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use std::path::PathBuf;
 use webdedup_dedup::batch::{self, BatchConfig, Stage};
-use webdedup_dedup::{DocCheck, Options, RunConfig};
+use webdedup_dedup::{DocCheck, PolicyChoices, RunConfig};
 // Problem lines name input files: never raw control bytes on the terminal.
 use webdedup_formats::doc::ReadSettings;
 use webdedup_formats::output::OutputCompression;
 use webdedup_formats::shown::escape_controls;
 use webdedup_text::Normalization;
 
+/// The batch configuration, with the defaults and checks of the command line's
+/// (one library function for both: [`PolicyChoices::options`]).
 #[allow(clippy::too_many_arguments)]
 fn config(
     input: PathBuf,
     work: PathBuf,
     task_count: usize,
-    partitions: u32,
-    normalize: &str,
-    min_para_chars: usize,
-    doc_check: &str,
+    partitions: Option<u32>,
+    normalize: Option<&str>,
+    min_para_chars: Option<usize>,
+    doc_check: Option<&str>,
     read: ReadSettings,
 ) -> PyResult<BatchConfig> {
-    let normalization: Normalization = normalize.parse().map_err(PyValueError::new_err)?;
-    let doc_check: DocCheck = doc_check.parse().map_err(PyValueError::new_err)?;
+    let options = PolicyChoices {
+        normalization: normalize
+            .map(str::parse::<Normalization>)
+            .transpose()
+            .map_err(PyValueError::new_err)?,
+        min_para_chars,
+        doc_check: doc_check
+            .map(str::parse::<DocCheck>)
+            .transpose()
+            .map_err(PyValueError::new_err)?,
+        ..Default::default()
+    }
+    .options()
+    .map_err(PyValueError::new_err)?;
     Ok(BatchConfig {
         inputs: vec![input],
         work,
         task_count,
-        partitions,
+        partitions: partitions.unwrap_or(batch::DEFAULT_PARTITIONS),
         blocks: webdedup_store::DEFAULT_BLOCKS,
-        options: Options {
-            normalization,
-            min_para_chars,
-            doc_check,
-            ..Default::default()
-        },
+        options,
         read,
         chunk_bytes: webdedup_formats::vertical::DEFAULT_CHUNK_BYTES,
         max_line_bytes: webdedup_formats::vertical::DEFAULT_MAX_LINE_BYTES,
@@ -61,7 +70,7 @@ fn check_index(cfg: &BatchConfig, task_index: usize) -> PyResult<()> {
 
 /// Phase 1 (`webdedup batch hash`) for one task.
 #[pyfunction]
-#[pyo3(signature = (input, work, task_index, task_count, *, partitions=64, normalize="loose", min_para_chars=50, doc_check="all", input_format="auto", text_field="text", id_field=None, url_field=None, title_field=None, drop_bad_records=false))]
+#[pyo3(signature = (input, work, task_index, task_count, *, partitions=None, normalize=None, min_para_chars=None, doc_check=None, input_format=None, text_field=None, id_field=None, url_field=None, title_field=None, drop_bad_records=false))]
 #[allow(clippy::too_many_arguments)]
 fn batch_hash(
     py: Python<'_>,
@@ -69,12 +78,12 @@ fn batch_hash(
     work: PathBuf,
     task_index: usize,
     task_count: usize,
-    partitions: u32,
-    normalize: &str,
-    min_para_chars: usize,
-    doc_check: &str,
-    input_format: &str,
-    text_field: &str,
+    partitions: Option<u32>,
+    normalize: Option<&str>,
+    min_para_chars: Option<usize>,
+    doc_check: Option<&str>,
+    input_format: Option<&str>,
+    text_field: Option<&str>,
     id_field: Option<&str>,
     url_field: Option<&str>,
     title_field: Option<&str>,
@@ -105,7 +114,7 @@ fn batch_hash(
 /// Phase 2 (`webdedup batch resolve`) for one task and stage (`url-title`, `docs`,
 /// `paras`, in that order).
 #[pyfunction]
-#[pyo3(signature = (input, work, task_index, task_count, stage, *, store=None, partitions=64, normalize="loose", min_para_chars=50, doc_check="all", input_format="auto", text_field="text", id_field=None, url_field=None, title_field=None, drop_bad_records=false))]
+#[pyo3(signature = (input, work, task_index, task_count, stage, *, store=None, partitions=None, normalize=None, min_para_chars=None, doc_check=None, input_format=None, text_field=None, id_field=None, url_field=None, title_field=None, drop_bad_records=false))]
 #[allow(clippy::too_many_arguments)]
 fn batch_resolve(
     py: Python<'_>,
@@ -115,12 +124,12 @@ fn batch_resolve(
     task_count: usize,
     stage: &str,
     store: Option<PathBuf>,
-    partitions: u32,
-    normalize: &str,
-    min_para_chars: usize,
-    doc_check: &str,
-    input_format: &str,
-    text_field: &str,
+    partitions: Option<u32>,
+    normalize: Option<&str>,
+    min_para_chars: Option<usize>,
+    doc_check: Option<&str>,
+    input_format: Option<&str>,
+    text_field: Option<&str>,
     id_field: Option<&str>,
     url_field: Option<&str>,
     title_field: Option<&str>,
@@ -152,7 +161,7 @@ fn batch_resolve(
 /// Phase 3 (`webdedup batch filter`) for one task: writes its outputs into
 /// `output`, the bytes `webdedup dedup` writes.
 #[pyfunction]
-#[pyo3(signature = (input, work, output, task_index, task_count, *, dd=false, compress="auto", partitions=64, normalize="loose", min_para_chars=50, doc_check="all", input_format="auto", text_field="text", id_field=None, url_field=None, title_field=None, drop_bad_records=false))]
+#[pyo3(signature = (input, work, output, task_index, task_count, *, dd=false, compress="auto", partitions=None, normalize=None, min_para_chars=None, doc_check=None, input_format=None, text_field=None, id_field=None, url_field=None, title_field=None, drop_bad_records=false))]
 #[allow(clippy::too_many_arguments)]
 fn batch_filter(
     py: Python<'_>,
@@ -163,12 +172,12 @@ fn batch_filter(
     task_count: usize,
     dd: bool,
     compress: &str,
-    partitions: u32,
-    normalize: &str,
-    min_para_chars: usize,
-    doc_check: &str,
-    input_format: &str,
-    text_field: &str,
+    partitions: Option<u32>,
+    normalize: Option<&str>,
+    min_para_chars: Option<usize>,
+    doc_check: Option<&str>,
+    input_format: Option<&str>,
+    text_field: Option<&str>,
     id_field: Option<&str>,
     url_field: Option<&str>,
     title_field: Option<&str>,
@@ -217,7 +226,7 @@ fn batch_filter(
 
 /// Folds the run's new keys into the store directory; returns its key count.
 #[pyfunction]
-#[pyo3(signature = (input, work, task_count, store, *, partitions=64, normalize="loose", min_para_chars=50, doc_check="all", input_format="auto", text_field="text", id_field=None, url_field=None, title_field=None, drop_bad_records=false))]
+#[pyo3(signature = (input, work, task_count, store, *, partitions=None, normalize=None, min_para_chars=None, doc_check=None, input_format=None, text_field=None, id_field=None, url_field=None, title_field=None, drop_bad_records=false))]
 #[allow(clippy::too_many_arguments)]
 fn batch_publish(
     py: Python<'_>,
@@ -225,12 +234,12 @@ fn batch_publish(
     work: PathBuf,
     task_count: usize,
     store: PathBuf,
-    partitions: u32,
-    normalize: &str,
-    min_para_chars: usize,
-    doc_check: &str,
-    input_format: &str,
-    text_field: &str,
+    partitions: Option<u32>,
+    normalize: Option<&str>,
+    min_para_chars: Option<usize>,
+    doc_check: Option<&str>,
+    input_format: Option<&str>,
+    text_field: Option<&str>,
     id_field: Option<&str>,
     url_field: Option<&str>,
     title_field: Option<&str>,

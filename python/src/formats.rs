@@ -14,47 +14,31 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString};
 use std::sync::Arc;
-use webdedup_formats::doc::{FormatChoice, ReadSettings};
+use webdedup_formats::doc::{ReadChoices, ReadSettings};
 use webdedup_formats::jsonl::{FieldPath, JsonlOptions};
 
 /// `input_format`, `text_field`, `id_field`, `url_field`, `title_field` and
-/// `drop_bad_records` as the command line reads them (`--input-format` ...).
+/// `drop_bad_records` as the command line reads them (`--input-format` ...): the
+/// library function the command line calls fills the defaults (None) and checks
+/// the values, so both refuse the same ones with the same message.
 pub fn read_settings(
-    input_format: &str,
-    text_field: &str,
+    input_format: Option<&str>,
+    text_field: Option<&str>,
     id_field: Option<&str>,
     url_field: Option<&str>,
     title_field: Option<&str>,
     drop_bad_records: bool,
 ) -> PyResult<ReadSettings> {
-    let choice: FormatChoice = input_format.parse().map_err(PyValueError::new_err)?;
-    for (name, f) in [
-        ("text_field", Some(text_field)),
-        ("id_field", id_field),
-        ("url_field", url_field),
-        ("title_field", title_field),
-    ] {
-        if f.is_some_and(|f| f.split('.').any(str::is_empty)) {
-            return Err(PyValueError::new_err(format!(
-                "{name} {f:?}: a field name or a dotted path (metadata.url)"
-            )));
-        }
+    ReadChoices {
+        input_format: input_format.map(str::to_owned),
+        text_field: text_field.map(str::to_owned),
+        id_field: id_field.map(str::to_owned),
+        url_field: url_field.map(str::to_owned),
+        title_field: title_field.map(str::to_owned),
+        drop_bad_records,
     }
-    let d = JsonlOptions::default();
-    let paths = |given: Option<&str>, default: Vec<FieldPath>| match given {
-        Some(f) => vec![FieldPath::parse(f)],
-        None => default,
-    };
-    Ok(ReadSettings {
-        choice,
-        jsonl: Arc::new(JsonlOptions {
-            text: FieldPath::parse(text_field),
-            id: paths(id_field, d.id),
-            url: paths(url_field, d.url),
-            title: paths(title_field, d.title),
-            drop_bad: drop_bad_records,
-        }),
-    })
+    .settings()
+    .map_err(PyValueError::new_err)
 }
 
 /// The fields of the one-line records `process_records` plans (the JSON Lines

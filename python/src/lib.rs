@@ -21,7 +21,7 @@ use webdedup_dedup::plan::{ChunkPlan, Planner};
 use webdedup_dedup::policy::{decide, ChunkContext, Decisions, DocStatus, Scratch};
 use webdedup_dedup::render::{carries_reference, render, DroppedOut};
 use webdedup_dedup::report::ChunkStats;
-use webdedup_dedup::{DocCheck, NearOptions, Options, UrlFilter};
+use webdedup_dedup::{DocCheck, Options, PolicyChoices, UrlFilter};
 use webdedup_formats::doc::{DocFormat, ReadSettings};
 use webdedup_formats::vertical::{escape_attr, parse_tag, Chunk, IssueKind};
 use webdedup_store::{BatchId, Location, MemStore, Store, StoreMeta};
@@ -123,7 +123,7 @@ impl Dedup {
 #[pymethods]
 impl Dedup {
     #[new]
-    #[pyo3(signature = (map=None, port=None, store_dir=None, *, store=None, store_password=None, normalize="loose", min_para_chars=50, doc_check="all", near=false, ngram=7, threshold=0.5, smooth=false, max_stub=20, url_filter=None, feedback=false, blocks=1999, capacity=None, server_timeout=120.0, input_format="auto", text_field="text", id_field=None, url_field=None, title_field=None, drop_bad_records=false))]
+    #[pyo3(signature = (map=None, port=None, store_dir=None, *, store=None, store_password=None, normalize=None, min_para_chars=None, doc_check=None, near=false, ngram=None, threshold=None, smooth=false, max_stub=None, url_filter=None, feedback=false, blocks=None, capacity=None, server_timeout=120.0, input_format=None, text_field=None, id_field=None, url_field=None, title_field=None, drop_bad_records=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         map: Option<PathBuf>,
@@ -131,21 +131,21 @@ impl Dedup {
         store_dir: Option<PathBuf>,
         store: Option<String>,
         store_password: Option<String>,
-        normalize: &str,
-        min_para_chars: usize,
-        doc_check: &str,
+        normalize: Option<&str>,
+        min_para_chars: Option<usize>,
+        doc_check: Option<&str>,
         near: bool,
-        ngram: usize,
-        threshold: f64,
+        ngram: Option<usize>,
+        threshold: Option<f64>,
         smooth: bool,
-        max_stub: usize,
+        max_stub: Option<usize>,
         url_filter: Option<&Bound<'_, PyAny>>,
         feedback: bool,
-        blocks: u32,
+        blocks: Option<u32>,
         capacity: Option<usize>,
         server_timeout: f64,
-        input_format: &str,
-        text_field: &str,
+        input_format: Option<&str>,
+        text_field: Option<&str>,
         id_field: Option<&str>,
         url_field: Option<&str>,
         title_field: Option<&str>,
@@ -170,29 +170,34 @@ impl Dedup {
             ));
         }
         let url_filter = url_filter.map(load_url_filter).transpose()?;
+        let blocks = blocks.unwrap_or(webdedup_store::DEFAULT_BLOCKS);
         if blocks == 0 {
-            return Err(PyValueError::new_err("blocks must be at least 1"));
+            return Err(PyValueError::new_err("--blocks must be at least 1"));
         }
-        let near_options = NearOptions {
+        // The command line's defaults, limits and messages: the same library
+        // function (`dedup` and `check` call it too).
+        let mut options = PolicyChoices {
+            normalization: normalize
+                .map(str::parse::<Normalization>)
+                .transpose()
+                .map_err(PyValueError::new_err)?,
+            min_para_chars,
+            doc_check: doc_check
+                .map(str::parse::<DocCheck>)
+                .transpose()
+                .map_err(PyValueError::new_err)?,
+            near,
             ngram,
             threshold,
             smooth,
             max_stub,
-            ..Default::default()
-        };
-        // The command line's limits, checked by the same function.
-        near_options.validate().map_err(PyValueError::new_err)?;
-        let normalization: Normalization = normalize.parse().map_err(PyValueError::new_err)?;
-        let doc_check: DocCheck = doc_check.parse().map_err(PyValueError::new_err)?;
-        let options = Options {
-            normalization,
-            min_para_chars,
-            doc_check,
-            near: near.then_some(near_options),
-            url_filter,
             feedback,
-            minhash: None,
-        };
+            ..Default::default()
+        }
+        .options()
+        .map_err(PyValueError::new_err)?;
+        options.url_filter = url_filter;
+        let normalization = options.normalization;
         // The store is opened as the command line opens it (one function for both:
         // the same namespace, settings and layout rules).
         let keys = KeySet::dedup(normalization, blocks);

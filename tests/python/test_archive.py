@@ -130,14 +130,14 @@ def test_dedup_of_warcio_written_crawls(webdedup, tmp_path, gzip):
     write_warc(c1, [("http://a.org/", big), ("http://b.org/", bee), ("http://a.org/x", big)], gzip)
     write_warc(c2, [("http://a.org/", big), ("http://c.org/", bee), ("http://d.org/", b"new")], gzip)
     out = tmp_path / "out"
-    p = webdedup("warc", "dedup", "-i", c1, c2, "-o", out)
+    p = webdedup("warc", "dedup", c1, c2, "-o", out)
     assert "3 revisits written" in p.stderr, p.stderr
     outs = [out / c1.name, out / c2.name]
     warcio_check(*outs)
     assert len(check_dedup_output([c1, c2], outs)) == 3
     # --by url+digest: only the same URL with the same payload.
     out2 = tmp_path / "out2"
-    p = webdedup("warc", "dedup", "--by", "url+digest", "-i", c1, c2, "-o", out2)
+    p = webdedup("warc", "dedup", "--by", "url+digest", c1, c2, "-o", out2)
     assert "1 revisit written" in p.stderr, p.stderr
     check_dedup_output([c1, c2], [out2 / c1.name, out2 / c2.name])
 
@@ -146,7 +146,7 @@ def test_dedup_pywb_sample_readable_by_warcio(webdedup, pywb_sample, tmp_path):
     warcs = pywb_sample / "warcs"
     inputs = [warcs / n for n in ("example.warc.gz", "iana.warc.gz", "dupes.warc.gz", "example-extra.warc", "post-test.warc.gz")]
     out = tmp_path / "out"
-    p = webdedup("warc", "dedup", "-i", *inputs, "-o", out, check=False)
+    p = webdedup("warc", "dedup", *inputs, "-o", out, check=False)
     assert p.returncode in (0, 1), p.stderr
     outs = [out / i.name for i in inputs]
     for o in outs:

@@ -78,7 +78,7 @@ def test_dedup_output_replays_like_its_input_in_pywb(webdedup, pywb_sample, tmp_
     warcs = pywb_sample / "warcs"
     inputs = [warcs / n for n in W1_ORDER]
     out = tmp_path / "out"
-    p = webdedup("warc", "dedup", "-i", *inputs, "-o", out, check=False)
+    p = webdedup("warc", "dedup", *inputs, "-o", out, check=False)
     assert p.returncode in (0, 1), p.stderr
     outputs = [out / i.name for i in inputs]
     replay = Replay(tmp_path / "pywb", {"orig": inputs, "dedup": outputs})

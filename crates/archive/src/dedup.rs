@@ -18,7 +18,7 @@
 //!
 //! Revisit records of the inputs keep resolving, whatever the input order: a record
 //! one of them named earlier is kept; one that names a record replaced earlier is
-//! rewritten to name the first capture (see [`Locations`] and ARCHITECTURE.md).
+//! rewritten to name the first capture (see [`Locations`] and docs/dev/design.md).
 //! Duplicates with their first capture's record ID, and those whose revisit would
 //! not be smaller, are kept too.
 
@@ -44,12 +44,11 @@ use crate::surt::url_key;
 use crate::util::{base_name, Report};
 
 /// What makes two responses the same.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DedupBy {
     /// Same payload digest, whatever the URL.
     Digest,
     /// Same SURT url key and payload digest.
-    #[value(name = "url+digest")]
     UrlDigest,
 }
 

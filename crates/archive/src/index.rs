@@ -12,7 +12,7 @@ use crate::surt::url_key;
 use crate::util::{base_name, Report};
 
 /// Output layout of `warc index`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IndexFormat {
     /// `urlkey timestamp {json}` (cdxj-indexer's default).
     Cdxj,

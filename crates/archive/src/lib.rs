@@ -10,6 +10,12 @@
 //! [`run_warc`] in as `webdedup cdx ...` and `webdedup warc ...`. Every "seen"
 //! question goes through a [`webdedup_store::Store`], so a persisted store or the
 //! server cluster can replace the in-memory default.
+//!
+//! ```
+//! // The key CDX indexes sort and dedup by: cdxj-indexer's SURT.
+//! use webdedup_archive::surt::url_key;
+//! assert_eq!(url_key("http://www.Example.org/a?b=1"), "org,example)/a?b=1");
+//! ```
 
 pub mod cdx_cmd;
 pub mod dates;
@@ -23,7 +29,6 @@ pub mod util;
 
 use std::path::PathBuf;
 
-use clap::{Args, Subcommand};
 use webdedup_store::{MemStore, Store};
 
 pub use dedup::DedupBy;
@@ -32,82 +37,70 @@ pub use index::IndexFormat;
 use crate::util::{Out, Report};
 use webdedup_formats::summary::{count, thousands, Outcome};
 
-/// `webdedup cdx ...`
-#[derive(Debug, Subcommand)]
+/// A `webdedup cdx ...` command with its options (the command line's flags are
+/// in the binary; these are the plain options they become).
+#[derive(Debug, Clone)]
 pub enum CdxCommand {
-    /// Print every capture whose (urlkey, digest) was already seen: all but the first
-    /// occurrence, in input order (NutchWAX dedup-cdx).
-    Dups(DupsArgs),
-    /// Print the lines of WARC revisit records (NutchWAX revisits).
-    Revisits(RevisitsArgs),
-    /// Every capture date of every (urlkey, digest) version, sorted by urlkey then
-    /// digest (NutchWAX add-dates input); external sort in bounded memory.
-    Dates(DatesArgs),
+    /// Every capture whose (urlkey, digest) was already seen (NutchWAX dedup-cdx).
+    Dups(CdxDupsOptions),
+    /// The lines of WARC revisit records (NutchWAX revisits).
+    Revisits(CdxRevisitsOptions),
+    /// Every capture date of every (urlkey, digest) version (NutchWAX add-dates input).
+    Dates(CdxDatesOptions),
 }
 
-#[derive(Debug, Args, Clone)]
-pub struct DupsArgs {
-    /// CDX (legend or 7/9/10/11/12/13/14 fields) or CDXJ files; gzip/zstd detected;
-    /// `-` is stdin.
-    #[arg(required = true)]
+/// `cdx dups`.
+#[derive(Debug, Clone, Default)]
+pub struct CdxDupsOptions {
+    /// CDX or CDXJ files or directories; `-` is standard input.
     pub files: Vec<PathBuf>,
     /// Print the original CDX lines instead of `urlkey sha1:DIGEST timestamp`.
-    #[arg(long)]
     pub lines: bool,
-    /// Output file (default stdout); `.gz` / `.zst` compress.
-    #[arg(short, long)]
+    /// Output file (None: standard output); `.gz` / `.zst` compress.
     pub output: Option<PathBuf>,
-    #[command(flatten)]
-    pub store: StoreArgs,
 }
 
-/// Where the "seen" set lives, for the commands that can share it.
-#[derive(Debug, Args, Default, Clone)]
-pub struct StoreArgs {
-    /// Keep the seen versions in Redis / Valkey, `redis://HOST:PORT[,HOST:PORT...]`
-    /// (`valkey://`, `rediss://` for TLS), shared with other runs; default: in memory.
-    #[arg(long, value_name = "URL")]
-    pub store: Option<String>,
-    /// A file holding the Redis / Valkey password (first line).
-    #[arg(long, value_name = "FILE")]
-    pub store_password_file: Option<PathBuf>,
-}
-
-#[derive(Debug, Args, Clone)]
-pub struct RevisitsArgs {
-    /// CDX (legend or 7/9/10/11/12/13/14 fields) or CDXJ files; gzip/zstd detected;
-    /// `-` is stdin.
-    #[arg(required = true, value_name = "FILES")]
+/// `cdx revisits`.
+#[derive(Debug, Clone, Default)]
+pub struct CdxRevisitsOptions {
+    /// CDX or CDXJ files or directories; `-` is standard input.
     pub files: Vec<PathBuf>,
     /// Also count lines whose file name is `-` as revisits (pywb's rule).
-    #[arg(long)]
     pub filename_dash: bool,
     /// Print the original CDX lines instead of `urlkey sha1:DIGEST timestamp`.
-    #[arg(long)]
     pub lines: bool,
-    /// Output file (default stdout); `.gz` / `.zst` compress.
-    #[arg(short, long, value_name = "FILE")]
+    /// Output file (None: standard output).
     pub output: Option<PathBuf>,
 }
 
-#[derive(Debug, Args, Clone)]
-pub struct DatesArgs {
-    /// CDX / CDXJ files; gzip/zstd detected; `-` is stdin. Optional with --merge.
-    #[arg(required_unless_present = "merge")]
+/// The sort buffer of `cdx dates` unless told otherwise (bytes).
+pub const DEFAULT_SORT_MEMORY: u64 = 1 << 30;
+
+/// `cdx dates`.
+#[derive(Debug, Clone)]
+pub struct CdxDatesOptions {
+    /// CDX / CDXJ files or directories; `-` is standard input.
     pub files: Vec<PathBuf>,
-    /// Dates files (`urlkey sha1:DIGEST DATE...`, e.g. an earlier output) or `.dup`
-    /// files of `cdx dups` to merge with; repeatable.
-    #[arg(long, value_name = "DATES")]
+    /// Dates files (or `.dup` files of `cdx dups`) to merge with.
     pub merge: Vec<PathBuf>,
-    /// Memory for the sort buffer (e.g. 512M, 2G).
-    #[arg(long, default_value = "1G", value_name = "SIZE", value_parser = util::parse_size)]
+    /// Memory for the sort buffer, in bytes.
     pub memory: u64,
-    /// Directory for sort runs (default: the system temporary directory).
-    #[arg(long, value_name = "DIR")]
+    /// Directory for sort runs (None: the system temporary directory).
     pub tmp_dir: Option<PathBuf>,
-    /// Output file (default stdout); `.gz` / `.zst` compress.
-    #[arg(short, long, value_name = "FILE")]
+    /// Output file (None: standard output).
     pub output: Option<PathBuf>,
+}
+
+impl Default for CdxDatesOptions {
+    fn default() -> Self {
+        Self {
+            files: Vec::new(),
+            merge: Vec::new(),
+            memory: DEFAULT_SORT_MEMORY,
+            tmp_dir: None,
+            output: None,
+        }
+    }
 }
 
 /// Runs a `cdx` subcommand with the embedded in-memory store, printing its summary.
@@ -200,56 +193,57 @@ pub fn cdx_outcome(cmd: &CdxCommand, store: Option<&dyn Store>) -> anyhow::Resul
     Ok(o)
 }
 
-/// `webdedup warc ...`
-#[derive(Debug, Subcommand)]
+/// A `webdedup warc ...` command with its options.
+#[derive(Debug, Clone)]
 pub enum WarcCommand {
-    /// CDXJ (default) or 11-field CDX index of WARC / ARC files, as cdxj-indexer.
-    Index(IndexArgs),
+    /// CDXJ or 11-field CDX index of WARC / ARC files, as cdxj-indexer.
+    Index(WarcIndexOptions),
     /// Rewrite WARC files, replacing repeated payloads by revisit records.
-    Dedup(DedupArgs),
+    Dedup(WarcDedupOptions),
 }
 
-#[derive(Debug, Args, Clone)]
-pub struct IndexArgs {
-    /// WARC or ARC files: gzip per record, whole-file gzip or uncompressed.
-    #[arg(required = true, value_name = "FILES")]
+/// `warc index`.
+#[derive(Debug, Clone)]
+pub struct WarcIndexOptions {
+    /// WARC or ARC files or directories.
     pub files: Vec<PathBuf>,
-    /// Index format: `cdxj` (as cdxj-indexer) or `cdx11` (11-field CDX with its
-    /// legend, as `cdxj-indexer -11`).
-    #[arg(long, value_enum, default_value = "cdxj")]
+    /// Index layout.
     pub format: IndexFormat,
-    /// Record types to index, comma-separated (warcinfo, response, resource,
-    /// request, metadata, revisit, conversion, continuation), or `all`.
-    #[arg(long, default_value = "response,revisit,resource,metadata", value_name = "TYPES", value_parser = index::parse_records)]
+    /// Record types to index: `all`, or a comma-separated list checked by
+    /// [`index::parse_records`].
     pub records: String,
-    /// Files indexed in parallel (default: the number of CPUs); output order is the
-    /// file order whatever the value. Not an option of its own: the command line
-    /// sets it from its shared `-t/--threads`.
-    #[arg(skip)]
+    /// Files indexed in parallel (None: the number of CPUs); output order is the
+    /// file order whatever the value.
     pub threads: Option<usize>,
-    /// Output file (default stdout); `.gz` / `.zst` compress.
-    #[arg(short, long)]
+    /// Output file (None: standard output); `.gz` / `.zst` compress.
     pub output: Option<PathBuf>,
 }
 
-#[derive(Debug, Args, Clone)]
-pub struct DedupArgs {
-    /// Input WARC files, processed in order (earlier captures are the originals).
-    #[arg(short, long = "input", required = true, num_args = 1..)]
+impl Default for WarcIndexOptions {
+    fn default() -> Self {
+        Self {
+            files: Vec::new(),
+            format: IndexFormat::Cdxj,
+            records: index::DEFAULT_RECORDS.join(","),
+            threads: None,
+            output: None,
+        }
+    }
+}
+
+/// `warc dedup`.
+#[derive(Debug, Clone)]
+pub struct WarcDedupOptions {
+    /// WARC files or directories, processed in order (earlier captures are the
+    /// originals).
     pub inputs: Vec<PathBuf>,
     /// Output file (one input) or directory (several inputs, or an existing
-    /// directory): files keep their names.
-    #[arg(short, long)]
+    /// directory).
     pub output: PathBuf,
     /// What makes two responses duplicates.
-    #[arg(long, value_enum, default_value = "digest")]
     pub by: DedupBy,
-    /// First-capture locations: loaded when the file exists, saved (merged) at the
-    /// end, so later crawls dedup against earlier ones.
-    #[arg(long)]
+    /// First-capture locations: loaded when the file exists, saved (merged) at the end.
     pub locations: Option<PathBuf>,
-    #[command(flatten)]
-    pub store: StoreArgs,
 }
 
 /// Runs a `warc` subcommand with the embedded in-memory store, printing its
@@ -309,8 +303,10 @@ pub fn warc_outcome(cmd: &WarcCommand, store: Option<&dyn Store>) -> anyhow::Res
                 .note(format!("{:.1} MB/s", s.bytes as f64 / 1e6 / secs));
         }
         WarcCommand::Dedup(a) => {
-            // Outputs keep the inputs' file names: files only, not directories.
-            let files = inputs::expand(&a.inputs, false, false, &mut report)?;
+            // Directories are searched; outputs keep the files' names (paths below
+            // the inputs' common directory when names repeat). Not standard input:
+            // records are read by offset.
+            let files = inputs::expand(&a.inputs, true, false, &mut report)?;
             let mem;
             let store = match store {
                 Some(s) => s,

@@ -5,7 +5,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use webdedup_archive::util::Report;
-use webdedup_archive::{dates, run_cdx, CdxCommand, DatesArgs, DupsArgs, RevisitsArgs};
+use webdedup_archive::{
+    dates, run_cdx, CdxCommand, CdxDatesOptions, CdxDupsOptions, CdxRevisitsOptions,
+};
 
 const LEGEND: &str = " CDX N b a m s k r M S V g\n";
 
@@ -45,8 +47,7 @@ fn dups_prints_all_but_first_occurrence() {
     let dir = tempfile::tempdir().unwrap();
     let input = write(dir.path(), "foo.cdx", &nutchwax_example());
     let out = dir.path().join("foo.dup");
-    let code = run_cdx(&CdxCommand::Dups(DupsArgs {
-        store: Default::default(),
+    let code = run_cdx(&CdxCommand::Dups(CdxDupsOptions {
         files: vec![input],
         lines: false,
         output: Some(out.clone()),
@@ -81,8 +82,7 @@ fn dups_across_files_formats_and_digest_spellings() {
          com,x)/ 20200303000000 {\"url\": \"http://x.com/\", \"digest\": \"AAAA\"}\n",
     );
     let out = dir.path().join("out.txt");
-    let code = run_cdx(&CdxCommand::Dups(DupsArgs {
-        store: Default::default(),
+    let code = run_cdx(&CdxCommand::Dups(CdxDupsOptions {
         files: vec![a, b.clone()],
         lines: true,
         output: Some(out.clone()),
@@ -107,8 +107,7 @@ fn malformed_lines_are_reported_and_skipped() {
     let input = write(dir.path(), "bad.cdx", &text);
     let missing = dir.path().join("missing.cdx");
     let out = dir.path().join("out");
-    let code = run_cdx(&CdxCommand::Dups(DupsArgs {
-        store: Default::default(),
+    let code = run_cdx(&CdxCommand::Dups(CdxDupsOptions {
         files: vec![missing, input],
         lines: false,
         output: Some(out.clone()),
@@ -138,7 +137,7 @@ fn revisits_by_mime_or_filename_dash() {
         ),
     ] {
         let out = dir.path().join("out");
-        let code = run_cdx(&CdxCommand::Revisits(RevisitsArgs {
+        let code = run_cdx(&CdxCommand::Revisits(CdxRevisitsOptions {
             files: vec![input.clone()],
             filename_dash: dash,
             lines: false,
@@ -160,7 +159,7 @@ fn dates_gathers_and_merges() {
         "org,example)/index.html sha1:abc123 20060101 20071001\norg,a)/ sha1:ZZ 1999\n",
     );
     let out = dir.path().join("dates");
-    let code = run_cdx(&CdxCommand::Dates(DatesArgs {
+    let code = run_cdx(&CdxCommand::Dates(CdxDatesOptions {
         files: vec![input],
         merge: vec![old],
         memory: 1 << 20,
@@ -251,8 +250,7 @@ fn dups_with_a_shared_store_spans_runs() {
     let store = webdedup_store::MemStore::default();
     let out = dir.path().join("out");
     for (file, want) in [(a, ""), (b, "a)/ sha1:D1 20200202000000\n")] {
-        let cmd = CdxCommand::Dups(DupsArgs {
-            store: Default::default(),
+        let cmd = CdxCommand::Dups(CdxDupsOptions {
             files: vec![file],
             lines: false,
             output: Some(out.clone()),

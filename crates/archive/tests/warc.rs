@@ -5,7 +5,9 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use webdedup_archive::{run_warc, DedupArgs, DedupBy, IndexArgs, IndexFormat, WarcCommand};
+use webdedup_archive::{
+    run_warc, DedupBy, IndexFormat, WarcCommand, WarcDedupOptions, WarcIndexOptions,
+};
 use webdedup_formats::cdx::{CdxItem, CdxReader};
 use webdedup_formats::warc::{
     sha1_base32, write_record, ArchiveReader, DigestMode, Item, ReadOptions, Record,
@@ -137,8 +139,7 @@ fn crawls(dir: &Path, gzip: bool) -> (PathBuf, PathBuf) {
 }
 
 fn dedup(inputs: Vec<PathBuf>, out: &Path, by: DedupBy, locations: Option<PathBuf>) -> i32 {
-    run_warc(&WarcCommand::Dedup(DedupArgs {
-        store: Default::default(),
+    run_warc(&WarcCommand::Dedup(WarcDedupOptions {
         inputs,
         output: out.to_owned(),
         by,
@@ -305,7 +306,7 @@ fn index_offsets_point_at_records() {
     let dir = tempfile::tempdir().unwrap();
     let (c1, c2) = crawls(dir.path(), true);
     let idx = dir.path().join("index.cdx");
-    let code = run_warc(&WarcCommand::Index(IndexArgs {
+    let code = run_warc(&WarcCommand::Index(WarcIndexOptions {
         files: vec![c1.clone(), c2],
         format: IndexFormat::Cdx11,
         records: "response,revisit,resource,metadata".into(),
@@ -377,8 +378,7 @@ fn refuses_to_overwrite_its_input() {
     let (c1, _) = crawls(dir.path(), true);
     let before = fs::read(&c1).unwrap();
     // `-o DIR/.` names the input's own directory in another spelling.
-    let r = run_warc(&WarcCommand::Dedup(DedupArgs {
-        store: Default::default(),
+    let r = run_warc(&WarcCommand::Dedup(WarcDedupOptions {
         inputs: vec![c1.clone()],
         output: dir.path().join("."),
         by: DedupBy::Digest,
@@ -410,7 +410,7 @@ fn index_output_is_the_same_for_any_thread_count() {
     let mut outputs = Vec::new();
     for threads in [1, 3, 8] {
         let idx = dir.path().join(format!("index-{threads}.cdxj"));
-        let code = run_warc(&WarcCommand::Index(IndexArgs {
+        let code = run_warc(&WarcCommand::Index(WarcIndexOptions {
             files: files.clone(),
             format: IndexFormat::Cdxj,
             records: "all".into(),
@@ -477,7 +477,7 @@ fn index_writes_no_line_for_records_sharing_a_gzip_member() {
     write_warc(&good, &[resp(5, "http://c.org/", "three")], true);
     for format in [IndexFormat::Cdxj, IndexFormat::Cdx11] {
         let idx = dir.path().join("index");
-        let code = run_warc(&WarcCommand::Index(IndexArgs {
+        let code = run_warc(&WarcCommand::Index(WarcIndexOptions {
             files: vec![whole.clone(), good.clone()],
             format,
             records: "all".into(),

@@ -7,7 +7,7 @@ use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
 use webdedup_dedup::batch::{self, BatchConfig, MinHashStage, Stage};
-use webdedup_dedup::{DocCheck, Options, RunConfig, RunStats};
+use webdedup_dedup::{DocCheck, Options, PolicyChoices, RunConfig, RunStats};
 use webdedup_formats::shown::escape_controls;
 use webdedup_formats::summary::{thousands, Outcome};
 use webdedup_store::DEFAULT_BLOCKS;
@@ -52,7 +52,7 @@ pub struct Common {
     #[arg(long, default_value_t = 1, value_name = "N")]
     task_count: usize,
     /// Hash partitions (groups of blocks), spread over the resolve tasks.
-    #[arg(long, default_value_t = 64, value_name = "N")]
+    #[arg(long, default_value_t = webdedup_dedup::batch::DEFAULT_PARTITIONS, value_name = "N")]
     partitions: u32,
     /// Blocks of the key space, as `dedup --blocks` (fixed once a store is saved).
     #[arg(long, default_value_t = DEFAULT_BLOCKS, value_name = "N")]
@@ -61,7 +61,7 @@ pub struct Common {
     #[arg(long = "normalize", default_value = "loose", value_name = "MODE")]
     normalization: Normalization,
     /// Paragraphs with fewer characters are short, as `dedup --min-para-chars`.
-    #[arg(long, default_value_t = 50, value_name = "N")]
+    #[arg(long, default_value_t = webdedup_dedup::options::DEFAULT_MIN_PARA_CHARS, value_name = "N")]
     min_para_chars: usize,
     /// Which documents get their whole-content key tested, as `dedup --doc-check`:
     /// `all` or `url-title`.
@@ -217,15 +217,21 @@ fn config(c: &Common, task_count: usize) -> Result<BatchConfig> {
         partitions: c.partitions,
         blocks: c.blocks,
         options: Options {
-            normalization: c.normalization,
-            min_para_chars: c.min_para_chars,
-            doc_check: c.doc_check,
+            // MinHash settings are checked by their own conversion; the rest
+            // by the one every command shares.
             minhash: if c.minhash {
                 Some(c.minhash_settings.options()?)
             } else {
                 None
             },
-            ..Default::default()
+            ..PolicyChoices {
+                normalization: Some(c.normalization),
+                min_para_chars: Some(c.min_para_chars),
+                doc_check: Some(c.doc_check),
+                ..Default::default()
+            }
+            .options()
+            .map_err(anyhow::Error::msg)?
         },
         read: c.read.settings()?,
         chunk_bytes: c.chunk_bytes.max(1),

@@ -6,7 +6,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use std::path::PathBuf;
 use webdedup_dedup::check::{check, CheckConfig};
-use webdedup_dedup::{NearOptions, Options};
+use webdedup_dedup::PolicyChoices;
 use webdedup_formats::shown::escape_controls;
 use webdedup_text::Normalization;
 
@@ -34,10 +34,10 @@ pub struct CheckArgs {
     #[arg(long)]
     near: bool,
     /// The run's n-gram size (near mode).
-    #[arg(long, default_value_t = 7, value_name = "N")]
+    #[arg(long, default_value_t = webdedup_dedup::options::DEFAULT_NGRAM, value_name = "N")]
     ngram: usize,
     /// The run's threshold (near mode).
-    #[arg(long, default_value_t = 0.5, value_name = "SHARE")]
+    #[arg(long, default_value_t = webdedup_dedup::options::DEFAULT_THRESHOLD, value_name = "SHARE")]
     threshold: f64,
     #[command(flatten)]
     report: crate::conventions::Reporting,
@@ -50,26 +50,24 @@ pub struct CheckArgs {
 }
 
 pub fn run(args: &CheckArgs) -> Result<u8> {
-    let near = args.near.then(|| NearOptions {
-        ngram: args.ngram,
-        threshold: args.threshold,
+    // The run's limits: a value `dedup` refused is refused here too (the same
+    // library function, the same message).
+    let options = PolicyChoices {
+        normalization: Some(args.normalization),
+        near: args.near,
+        ngram: Some(args.ngram),
+        threshold: Some(args.threshold),
         ..Default::default()
-    });
-    if let Some(n) = &near {
-        // The run's limits: a value `dedup` refused is refused here too.
-        n.validate().map_err(anyhow::Error::msg)?;
     }
+    .options()
+    .map_err(anyhow::Error::msg)?;
     let cfg = CheckConfig {
         inputs: args.input.clone(),
         read: args.read.settings()?,
         max_line_bytes: args.max_line_bytes.max(1),
         output: args.output.clone(),
         every: args.every.max(1),
-        options: Options {
-            normalization: args.normalization,
-            near,
-            ..Default::default()
-        },
+        options,
     };
     let report = {
         let _bar = args.report.bytes_progress("checking", &args.input, 1);

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use webdedup_dedup::Persistence;
-use webdedup_dedup::{DocCheck, NearOptions, NearRules, Options, RunConfig};
+use webdedup_dedup::{DocCheck, NearRules, PolicyChoices, RunConfig};
 use webdedup_formats::shown::escape_controls;
 use webdedup_store::{SyncMode, DEFAULT_BLOCKS};
 use webdedup_store_spec::StoreSpec;
@@ -33,7 +33,7 @@ pub struct DedupArgs {
     normalization: Normalization,
     /// Paragraphs with fewer characters are short: they ride along with the next
     /// long paragraph instead of being looked up.
-    #[arg(long, default_value_t = 50, value_name = "N")]
+    #[arg(long, default_value_t = webdedup_dedup::options::DEFAULT_MIN_PARA_CHARS, value_name = "N")]
     min_para_chars: usize,
     /// Test the whole-document key of `all` documents, only of those whose
     /// URL+title repeated (`url-title`, the KNOT worker's shortcut), or of none
@@ -107,10 +107,10 @@ pub struct DedupArgs {
     #[arg(short = 'n', long)]
     near: bool,
     /// Words per n-gram (near mode).
-    #[arg(long, default_value_t = 7, value_name = "N", requires = "near")]
+    #[arg(long, default_value_t = webdedup_dedup::options::DEFAULT_NGRAM, value_name = "N", requires = "near")]
     ngram: usize,
     /// Share of a paragraph's tokens that seen n-grams must cover, exclusive (near mode).
-    #[arg(long, default_value_t = 0.5, value_name = "SHARE", requires = "near")]
+    #[arg(long, default_value_t = webdedup_dedup::options::DEFAULT_THRESHOLD, value_name = "SHARE", requires = "near")]
     threshold: f64,
     /// Also drop short runs of kept paragraphs between dropped ones (near mode).
     #[arg(long, requires = "near")]
@@ -180,23 +180,23 @@ pub(crate) fn run_mode(
     if args.blocks == 0 {
         anyhow::bail!("--blocks must be at least 1");
     }
-    NearOptions {
-        ngram: args.ngram,
-        threshold: args.threshold,
-        ..Default::default()
+    // Defaults, limits and the rules between the policy options: one library
+    // function, the one the Python module calls.
+    let mut options = PolicyChoices {
+        normalization: Some(args.normalization),
+        min_para_chars: Some(args.min_para_chars),
+        doc_check: Some(args.doc_check),
+        near: args.near,
+        ngram: Some(args.ngram),
+        threshold: Some(args.threshold),
+        smooth: args.smooth,
+        max_stub: args.max_stub,
+        near_rules: Some(args.near_rules),
+        no_smooth: args.no_smooth,
+        feedback: args.feedback,
     }
-    .validate()
+    .options()
     .map_err(anyhow::Error::msg)?;
-    let onion = args.near_rules == NearRules::Onion;
-    if args.max_stub.is_some() && !(args.smooth || onion) {
-        anyhow::bail!("--max-stub applies with --smooth or --near-rules onion");
-    }
-    if args.no_smooth && !onion {
-        anyhow::bail!("--no-smooth applies with --near-rules onion (smoothing is off by default)");
-    }
-    if onion && args.feedback {
-        anyhow::bail!("--near-rules onion does not support feedback mode (-f) yet");
-    }
     let mut input_problems = false;
     let url_filter = match &args.url_filter {
         None => None,
@@ -215,21 +215,10 @@ pub(crate) fn run_mode(
         inputs: args.input.clone(),
         output: args.output.clone(),
         threads,
-        options: Options {
-            normalization: args.normalization,
-            min_para_chars: args.min_para_chars,
-            doc_check: args.doc_check,
-            near: args.near.then_some(NearOptions {
-                ngram: args.ngram,
-                threshold: args.threshold,
-                // onion smooths unless told not to (its -m).
-                smooth: args.smooth || (onion && !args.no_smooth),
-                max_stub: args.max_stub.unwrap_or(20),
-                rules: args.near_rules,
-            }),
-            url_filter,
-            feedback: args.feedback,
-            minhash,
+        options: {
+            options.url_filter = url_filter;
+            options.minhash = minhash;
+            options
         },
         read: args.read.settings()?,
         dd: args.dd,

@@ -6,6 +6,7 @@ mod conventions;
 mod convert;
 mod dedup;
 mod distribute;
+mod flags;
 mod minhash;
 mod preflight;
 mod read_args;
@@ -61,7 +62,7 @@ enum Command {
     /// 64-bit SimHash fingerprints of documents (verticals, JSON Lines, plain text).
     Simhash {
         #[command(flatten)]
-        args: webdedup_simhash::SimhashArgs,
+        args: flags::simhash::SimhashFlags,
         #[command(flatten)]
         threads: Threads,
         #[command(flatten)]
@@ -71,7 +72,7 @@ enum Command {
     /// and an incremental index.
     Similar {
         #[command(flatten)]
-        args: webdedup_simhash::SimilarArgs,
+        args: flags::simhash::SimilarFlags,
         #[command(flatten)]
         threads: Threads,
         #[command(flatten)]
@@ -95,14 +96,14 @@ enum CdxCmd {
     /// occurrence, in input order (NutchWAX dedup-cdx).
     Dups {
         #[command(flatten)]
-        args: webdedup_archive::DupsArgs,
+        args: flags::archive::DupsFlags,
         #[command(flatten)]
         report: Reporting,
     },
     /// Print the lines of WARC revisit records (NutchWAX revisits).
     Revisits {
         #[command(flatten)]
-        args: webdedup_archive::RevisitsArgs,
+        args: flags::archive::RevisitsFlags,
         #[command(flatten)]
         report: Reporting,
     },
@@ -110,7 +111,7 @@ enum CdxCmd {
     /// digest (NutchWAX add-dates input); external sort in bounded memory.
     Dates {
         #[command(flatten)]
-        args: webdedup_archive::DatesArgs,
+        args: flags::archive::DatesFlags,
         #[command(flatten)]
         report: Reporting,
     },
@@ -122,7 +123,7 @@ enum WarcCmd {
     /// CDXJ (default) or 11-field CDX index of WARC / ARC files, as cdxj-indexer.
     Index {
         #[command(flatten)]
-        args: webdedup_archive::IndexArgs,
+        args: flags::archive::IndexFlags,
         #[command(flatten)]
         threads: Threads,
         #[command(flatten)]
@@ -131,7 +132,7 @@ enum WarcCmd {
     /// Rewrite WARC files, replacing repeated payloads by revisit records.
     Dedup {
         #[command(flatten)]
-        args: webdedup_archive::DedupArgs,
+        args: flags::archive::WarcDedupFlags,
         #[command(flatten)]
         report: Reporting,
     },
@@ -141,26 +142,26 @@ enum WarcCmd {
 fn run_cdx(cmd: &CdxCmd) -> anyhow::Result<u8> {
     let (lib, files, output, report) = match cmd {
         CdxCmd::Dups { args, report } => (
-            CdxCommand::Dups(args.clone()),
+            CdxCommand::Dups(args.options()),
             &args.files,
             &args.output,
             report,
         ),
         CdxCmd::Revisits { args, report } => (
-            CdxCommand::Revisits(args.clone()),
+            CdxCommand::Revisits(args.options()),
             &args.files,
             &args.output,
             report,
         ),
         CdxCmd::Dates { args, report } => (
-            CdxCommand::Dates(args.clone()),
+            CdxCommand::Dates(args.options()),
             &args.files,
             &args.output,
             report,
         ),
     };
-    let store = remote::archive_store(match &lib {
-        CdxCommand::Dups(a) => Some(&a.store),
+    let store = remote::archive_store(match cmd {
+        CdxCmd::Dups { args, .. } => Some(&args.store),
         _ => None,
     })?;
     report.run("reading indexes", files, 1, output.is_none(), || {
@@ -176,16 +177,15 @@ fn run_warc(cmd: &WarcCmd) -> anyhow::Result<u8> {
             threads,
             report,
         } => {
-            let mut a = args.clone();
-            a.threads = Some(threads.count());
+            let a = args.options(threads.count());
             report.run("indexing", &args.files, 1, args.output.is_none(), || {
                 webdedup_archive::warc_outcome(&WarcCommand::Index(a), None)
             })
         }
         WarcCmd::Dedup { args, report } => {
             let store = remote::archive_store(Some(&args.store))?;
-            let lib = WarcCommand::Dedup(args.clone());
-            report.run("deduplicating", &args.inputs, 1, false, || {
+            let lib = WarcCommand::Dedup(args.options());
+            report.run("deduplicating", &args.inputs(), 1, false, || {
                 webdedup_archive::warc_outcome(&lib, store.as_deref())
             })
         }
@@ -239,7 +239,9 @@ fn named_inputs(cmd: &Command) -> Vec<&Path> {
             [paths(&args.files), paths(&args.merge)].concat()
         }
         Command::Warc(WarcCmd::Index { args, .. }) => paths(&args.files),
-        Command::Warc(WarcCmd::Dedup { args, .. }) => paths(&args.inputs),
+        Command::Warc(WarcCmd::Dedup { args, .. }) => {
+            [paths(&args.input), paths(&args.files)].concat()
+        }
         Command::Server(_) | Command::Distribute(_) => Vec::new(),
     }
 }
@@ -248,20 +250,26 @@ fn named_inputs(cmd: &Command) -> Vec<&Path> {
 /// holds input files (nothing to do is a usage error, as a missing input is).
 fn preflight(cmd: &Command) -> anyhow::Result<()> {
     preflight::inputs_exist(named_inputs(cmd))?;
+    let output = output_of(cmd);
     match cmd {
-        Command::Dedup(a) => preflight::has_input_files(&a.input, &a.output),
-        Command::Minhash(a) => preflight::has_input_files(&a.dedup.input, &a.dedup.output),
-        Command::Check(a) => preflight::has_input_files(&a.input, &a.output),
         Command::Batch(batch::BatchCommand::Publish(_)) => Ok(()),
         Command::Batch(b) => {
             let (input, work) = b.input_and_work();
-            preflight::has_input_files(input, work)
+            preflight::has_input_files(input, Some(work))
         }
+        Command::Check(a) => preflight::has_input_files(&a.input, Some(&a.output)),
         Command::Status(a) => match (&a.input, &a.output) {
-            (Some(i), Some(o)) => preflight::has_input_files(std::slice::from_ref(i), o),
+            (Some(i), Some(o)) => preflight::has_input_files(std::slice::from_ref(i), Some(o)),
             _ => Ok(()),
         },
-        _ => Ok(()),
+        // Every other command: its named inputs, leaving out its output.
+        _ => {
+            let inputs: Vec<std::path::PathBuf> = named_inputs(cmd)
+                .into_iter()
+                .map(Path::to_path_buf)
+                .collect();
+            preflight::has_input_files(&inputs, output)
+        }
     }
 }
 
@@ -296,8 +304,7 @@ fn main() -> ExitCode {
             threads,
             report,
         } => {
-            let mut a = args.clone();
-            a.doc.threads = Some(threads.count());
+            let a = args.options(threads.count());
             report.run(
                 "fingerprinting",
                 &args.files,
@@ -311,8 +318,7 @@ fn main() -> ExitCode {
             threads,
             report,
         } => {
-            let mut a = args.clone();
-            a.doc.threads = Some(threads.count());
+            let a = args.options(threads.count());
             // --dedup reads every input again to write it back.
             let passes = if args.dedup { 2 } else { 1 };
             let on_stdout = !args.dedup && args.output.is_none();

@@ -18,11 +18,19 @@ pub fn inputs_exist<'a>(paths: impl IntoIterator<Item = &'a Path>) -> Result<()>
 }
 
 /// Every input directory holds at least one input file, leaving out anything
-/// under `output`. Nothing to do is not a success: a typo in a path, or a crawl not
-/// yet copied, must not pass for a finished run.
-pub fn has_input_files(inputs: &[PathBuf], output: &Path) -> Result<()> {
+/// under `output` (the command's output, when it writes one). Nothing to do is not
+/// a success: a typo in a path, or a crawl not yet copied, must not pass for a
+/// finished run. Files and `-` are inputs of their own and need no check.
+pub fn has_input_files(inputs: &[PathBuf], output: Option<&Path>) -> Result<()> {
     for input in inputs {
-        let listing = webdedup_dedup::runner::list_inputs(std::slice::from_ref(input), output)
+        if input.as_os_str() == "-" || !input.is_dir() {
+            continue;
+        }
+        let opts = webdedup_formats::input::ListOptions {
+            exclude: output,
+            ..Default::default()
+        };
+        let listing = webdedup_formats::input::list_inputs(std::slice::from_ref(input), &opts)
             .with_context(|| format!("cannot list input {}", input.display()))?;
         if listing.files.is_empty() {
             bail!("no input files in {}", input.display());

@@ -3,9 +3,7 @@
 
 use anyhow::Result;
 use clap::Args;
-use std::sync::Arc;
-use webdedup_formats::doc::{FormatChoice, ReadSettings};
-use webdedup_formats::jsonl::{FieldPath, JsonlOptions};
+use webdedup_formats::doc::{ReadChoices, ReadSettings};
 use webdedup_formats::output::OutputCompression;
 
 #[derive(Args, Debug, Clone)]
@@ -18,9 +16,10 @@ pub struct ReadArgs {
     #[arg(long = "input-format", alias = "format", default_value = "auto", value_name = "FORMAT",
           value_parser = ["auto", "vertical", "vert", "jsonl", "json", "parquet", "wet", "wikilinks"])]
     pub input_format: String,
-    /// JSON Lines: the field holding the text (a dotted path reaches nested fields).
-    #[arg(long, default_value = "text", value_name = "FIELD")]
-    pub text_field: String,
+    /// JSON Lines: the field holding the text (default `text`; a dotted path
+    /// reaches nested fields).
+    #[arg(long, value_name = "FIELD")]
+    pub text_field: Option<String>,
     /// JSON Lines: the field holding the document id (default `id`; documents
     /// without one are named FILE:LINE).
     #[arg(long, value_name = "FIELD")]
@@ -46,26 +45,23 @@ impl ReadArgs {
         self.input_format == "wikilinks"
     }
 
+    /// The read settings, checked and completed by the library function the
+    /// Python module calls too ([`ReadChoices::settings`]).
     pub fn settings(&self) -> Result<ReadSettings> {
-        let choice: FormatChoice = match self.input_format.as_str() {
-            "wikilinks" => FormatChoice::Vertical, // not read by document readers
-            f => f.parse().map_err(anyhow::Error::msg)?,
+        let format = match self.input_format.as_str() {
+            "wikilinks" => "vertical", // not read by document readers
+            f => f,
         };
-        let d = JsonlOptions::default();
-        let paths = |given: &Option<String>, default: Vec<FieldPath>| match given {
-            Some(f) => vec![FieldPath::parse(f)],
-            None => default,
-        };
-        Ok(ReadSettings {
-            choice,
-            jsonl: Arc::new(JsonlOptions {
-                text: FieldPath::parse(&self.text_field),
-                id: paths(&self.id_field, d.id),
-                url: paths(&self.url_field, d.url),
-                title: paths(&self.title_field, d.title),
-                drop_bad: self.drop_bad_records,
-            }),
-        })
+        ReadChoices {
+            input_format: Some(format.to_owned()),
+            text_field: self.text_field.clone(),
+            id_field: self.id_field.clone(),
+            url_field: self.url_field.clone(),
+            title_field: self.title_field.clone(),
+            drop_bad_records: self.drop_bad_records,
+        }
+        .settings()
+        .map_err(anyhow::Error::msg)
     }
 }
 

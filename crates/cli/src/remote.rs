@@ -54,7 +54,9 @@ pub fn open(
 /// The external store a `cdx` / `warc` command names with `--store`, if any: the
 /// archive key set (its own namespace, so a database `dedup` uses too is shared
 /// without clashes).
-pub fn archive_store(args: Option<&webdedup_archive::StoreArgs>) -> Result<Option<Box<dyn Store>>> {
+pub fn archive_store(
+    args: Option<&crate::flags::archive::StoreFlags>,
+) -> Result<Option<Box<dyn Store>>> {
     let Some(a) = args else { return Ok(None) };
     let Some(url) = &a.store else { return Ok(None) };
     if !StoreSpec::is_engine_url(url) {

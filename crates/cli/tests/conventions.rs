@@ -192,7 +192,7 @@ fn a_missing_input_is_status_2_everywhere_and_writes_nothing() {
         vec!["cdx", "revisits", n, "-o", s(&out)],
         vec!["cdx", "dates", n, "-o", s(&out)],
         vec!["warc", "index", n, "-o", s(&out)],
-        vec!["warc", "dedup", "-i", n, "-o", s(&outdir)],
+        vec!["warc", "dedup", n, "-o", s(&outdir)],
         vec!["dedup", "-i", n, "-o", s(&outdir)],
         vec!["batch", "run", "-i", n, "-o", s(&outdir), "-w", s(&outdir)],
     ];
@@ -234,6 +234,14 @@ fn an_empty_input_directory_is_reported() {
         ],
         vec!["check", "-i", s(&empty), "-o", s(&done)],
         vec!["status", "-i", s(&empty), "-o", s(&done)],
+        vec!["simhash", s(&empty), "-o", s(&out)],
+        vec!["similar", s(&empty), "-o", s(&out)],
+        vec!["cdx", "dups", s(&empty), "-o", s(&out)],
+        vec!["cdx", "revisits", s(&empty), "-o", s(&out)],
+        vec!["cdx", "dates", s(&empty), "-o", s(&out)],
+        vec!["cdx", "dates", "--merge", s(&empty), "-o", s(&out)],
+        vec!["warc", "index", s(&empty), "-o", s(&out)],
+        vec!["warc", "dedup", s(&empty), "-o", s(&out)],
     ];
     for args in cases {
         let o = webdedup(&args);
@@ -586,5 +594,237 @@ fn check_refuses_the_ngram_dedup_refuses() {
             "{cmd}: {}",
             stderr(&o)
         );
+    }
+}
+
+/// `warc dedup` takes its inputs as every archive command does: positional files
+/// or directories (searched recursively); `-i/--input`, its older form, still works.
+#[test]
+fn warc_dedup_takes_inputs_as_the_other_archive_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = "the same page, long enough that a revisit record is smaller than it ".repeat(20);
+    let crawls = dir.path().join("crawls");
+    for (sub, date) in [
+        ("2024-01", "2024-01-01T00:00:00Z"),
+        ("2024-02", "2024-02-01T00:00:00Z"),
+    ] {
+        std::fs::create_dir_all(crawls.join(sub)).unwrap();
+        std::fs::write(
+            crawls.join(sub).join(format!("{sub}.warc")),
+            response("http://example.org/", date, &body),
+        )
+        .unwrap();
+    }
+    let first = response("http://example.org/", "2024-01-01T00:00:00Z", &body);
+    // A directory, positional.
+    let out = dir.path().join("out-dir");
+    let o = webdedup(&["warc", "dedup", s(&crawls), "-o", s(&out)]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(std::fs::read(out.join("2024-01.warc")).unwrap(), first);
+    let second = std::fs::read(out.join("2024-02.warc")).unwrap();
+    assert!(String::from_utf8_lossy(&second).contains("WARC-Type: revisit"));
+    // Files, positional, and the same files with the older -i: the same outputs.
+    let a = crawls.join("2024-01/2024-01.warc");
+    let b = crawls.join("2024-02/2024-02.warc");
+    for (name, args) in [
+        ("out-files", vec!["warc", "dedup", s(&a), s(&b)]),
+        ("out-i", vec!["warc", "dedup", "-i", s(&a), s(&b)]),
+    ] {
+        let out2 = dir.path().join(name);
+        let mut args = args.clone();
+        args.extend(["-o", s(&out2)]);
+        let o = webdedup(&args);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        assert_eq!(std::fs::read(out2.join("2024-01.warc")).unwrap(), first);
+        assert_eq!(std::fs::read(out2.join("2024-02.warc")).unwrap(), second);
+    }
+    // -i is the older form: not shown in --help.
+    let help = String::from_utf8_lossy(&webdedup(&["warc", "dedup", "--help"]).stdout).into_owned();
+    assert!(
+        help.contains("[FILES]...") || help.contains("<FILES>..."),
+        "{help}"
+    );
+    assert!(!help.contains("--input"), "{help}");
+}
+
+/// A field path with an empty part is refused by every document command with the
+/// message the Python module gives (one library function checks it:
+/// `webdedup_formats::doc::ReadChoices::settings`); it was accepted silently and
+/// matched nothing.
+#[test]
+fn a_bad_field_path_is_refused_alike_everywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in");
+    std::fs::create_dir_all(&input).unwrap();
+    std::fs::write(input.join("a.jsonl"), "{\"text\":\"word\"}\n").unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let work = dir.path().join("work");
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["dedup", "-i", s(&input), "-o", s(&out)],
+        vec!["check", "-i", s(&input), "-o", s(&out)],
+        vec![
+            "batch",
+            "run",
+            "-i",
+            s(&input),
+            "-o",
+            s(&out),
+            "-w",
+            s(&work),
+        ],
+    ];
+    for mut args in cases {
+        args.extend(["--text-field", "body..text"]);
+        let o = webdedup(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert_eq!(
+            stderr(&o).trim_end(),
+            "webdedup: error: --text-field \"body..text\": a field name or a dotted path (metadata.url)",
+            "{args:?}"
+        );
+    }
+}
+
+/// Every command that can run for seconds draws the shared progress bar (bytes of
+/// the inputs, rate, ETA) when asked, not only `dedup`: `--progress always` draws
+/// it into a log too; without a terminal and without `always`, nothing is drawn.
+#[test]
+fn every_long_command_draws_the_progress_bar() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let body = "a page long enough that a revisit record is smaller than it ".repeat(30);
+    let mut warc = response("http://example.org/", "2024-01-01T00:00:00Z", &body);
+    warc.extend(response(
+        "http://example.org/",
+        "2024-02-01T00:00:00Z",
+        &body,
+    ));
+    std::fs::write(d.join("crawl.warc"), &warc).unwrap();
+    std::fs::write(d.join("docs.txt"), "one document here\nanother one there\n").unwrap();
+    std::fs::create_dir(d.join("vert")).unwrap();
+    std::fs::write(
+        d.join("vert/a.vert"),
+        "<doc url=\"u\" title=\"t\">\n<p>\nsome words of a paragraph\n</p>\n</doc>\n",
+    )
+    .unwrap();
+    let cdx = d.join("crawl.cdxj");
+    let o = webdedup(&[
+        "warc",
+        "index",
+        s(&d.join("crawl.warc")),
+        "-o",
+        s(&cdx),
+        "-q",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let (warc_in, docs, vert) = (d.join("crawl.warc"), d.join("docs.txt"), d.join("vert"));
+    let out = |name: &str| d.join(name);
+    let cases: Vec<(&str, Vec<String>)> = vec![
+        (
+            "fingerprinting",
+            vec![
+                "simhash".into(),
+                s(&docs).into(),
+                "--input-format".into(),
+                "lines".into(),
+                "-o".into(),
+                s(&out("f.tsv")).into(),
+            ],
+        ),
+        (
+            "comparing",
+            vec![
+                "similar".into(),
+                s(&docs).into(),
+                "--input-format".into(),
+                "lines".into(),
+                "-o".into(),
+                s(&out("p.tsv")).into(),
+            ],
+        ),
+        (
+            "reading indexes",
+            vec![
+                "cdx".into(),
+                "dups".into(),
+                s(&cdx).into(),
+                "-o".into(),
+                s(&out("d.txt")).into(),
+            ],
+        ),
+        (
+            "reading indexes",
+            vec![
+                "cdx".into(),
+                "revisits".into(),
+                s(&cdx).into(),
+                "-o".into(),
+                s(&out("r.txt")).into(),
+            ],
+        ),
+        (
+            "reading indexes",
+            vec![
+                "cdx".into(),
+                "dates".into(),
+                s(&cdx).into(),
+                "-o".into(),
+                s(&out("t.txt")).into(),
+            ],
+        ),
+        (
+            "indexing",
+            vec![
+                "warc".into(),
+                "index".into(),
+                s(&warc_in).into(),
+                "-o".into(),
+                s(&out("i.cdxj")).into(),
+            ],
+        ),
+        (
+            "deduplicating",
+            vec![
+                "warc".into(),
+                "dedup".into(),
+                s(&warc_in).into(),
+                "-o".into(),
+                s(&out("w.warc")).into(),
+            ],
+        ),
+        (
+            "batch run",
+            vec![
+                "batch".into(),
+                "run".into(),
+                "-i".into(),
+                s(&vert).into(),
+                "-o".into(),
+                s(&out("bo")).into(),
+                "-w".into(),
+                s(&out("bw")).into(),
+            ],
+        ),
+    ];
+    for (what, args) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut always = args.clone();
+        always.extend(["--progress", "always"]);
+        let o = webdedup(&always);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(0), "{always:?}: {err}");
+        assert!(
+            err.lines()
+                .any(|l| l.contains("ETA") && l.contains(what) && l.contains('[')),
+            "{always:?} drew no progress bar: {err}"
+        );
+        // Not a terminal, not asked: no bar (the summary only). Outputs of the
+        // first run are replaced; work directories are fresh.
+        let _ = std::fs::remove_dir_all(out("bo"));
+        let _ = std::fs::remove_dir_all(out("bw"));
+        let o = webdedup(&args);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("ETA"), "{args:?}: {}", stderr(&o));
     }
 }

@@ -710,7 +710,7 @@ fn distribute_writes_maps_servers_use_and_prints_the_seeds_report() {
     ]);
     assert_eq!(
         stderr(&o),
-        "Servers: 2 -> 10\nBlocks to be redistributed: 1599 (79.99%)\nAverage aberrancy: 0 blocks(0.0450225%)\nMax. aberrancy: 1 blocks(0.050025%)\n"
+        "Servers: 2 -> 10\nBlocks to be redistributed: 1599 (79.99%)\nAverage aberrancy: 0 blocks(0.0450225%)\nMax. aberrancy: 1 block(0.050025%)\n"
     );
     // The KNOT layout (one port for all servers) reads back as the same map.
     let hosts: String = (1..=10).map(|i| format!("127.0.0.{i}:1234\n")).collect();

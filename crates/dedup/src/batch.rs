@@ -79,6 +79,10 @@ impl std::str::FromStr for Stage {
     }
 }
 
+/// Hash partitions (groups of blocks) spread over the resolve tasks, unless told
+/// otherwise (`--partitions`).
+pub const DEFAULT_PARTITIONS: u32 = 64;
+
 #[derive(Clone, Debug)]
 pub struct BatchConfig {
     /// Files and directories (not `-`: the input is read once per phase).

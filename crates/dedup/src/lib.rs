@@ -5,6 +5,13 @@
 //! [`policy`] module asks the store and decides what is kept, [`render`] writes the
 //! kept bytes ([`write_back`] makes Parquet row groups and WET records of them), and [`runner`] drives all of it over a directory with threads while
 //! keeping the output identical to a sequential pass.
+//!
+//! ```
+//! // The options every front door builds, with their defaults and limits.
+//! use webdedup_dedup::PolicyChoices;
+//! let opts = PolicyChoices { near: true, ..Default::default() }.options().unwrap();
+//! assert_eq!((opts.min_para_chars, opts.near.unwrap().ngram), (50, 7));
+//! ```
 
 pub mod batch;
 pub mod check;
@@ -20,7 +27,7 @@ pub mod url_filter;
 pub mod wikilinks;
 pub mod write_back;
 
-pub use options::{DocCheck, NearOptions, NearRules, Options};
+pub use options::{DocCheck, NearOptions, NearRules, Options, PolicyChoices};
 pub use persist::{run_persistent, Persistence};
 pub use report::RunStats;
 pub use runner::{run, run_with, Durability, RunConfig};

@@ -115,12 +115,100 @@ impl NearOptions {
 impl Default for NearOptions {
     fn default() -> Self {
         NearOptions {
-            ngram: 7,
-            threshold: 0.5,
+            ngram: DEFAULT_NGRAM,
+            threshold: DEFAULT_THRESHOLD,
             smooth: false,
-            max_stub: 20,
+            max_stub: DEFAULT_MAX_STUB,
             rules: NearRules::Webdedup,
         }
+    }
+}
+
+/// Paragraphs with fewer characters are short (`--min-para-chars`).
+pub const DEFAULT_MIN_PARA_CHARS: usize = 50;
+/// Words per n-gram in near mode (`--ngram`).
+pub const DEFAULT_NGRAM: usize = 7;
+/// Share of a paragraph's tokens that seen n-grams must cover (`--threshold`).
+pub const DEFAULT_THRESHOLD: f64 = 0.5;
+/// Longest run, in tokens, that smoothing drops (`--max-stub`).
+pub const DEFAULT_MAX_STUB: usize = 20;
+
+/// The policy options as a front door names them: the command line's flags and
+/// the Python module's keyword arguments both become one of these, and
+/// [`PolicyChoices::options`] turns it into [`Options`]. A `None` takes the
+/// default; the limits and the rules between options are checked here only, so
+/// a bad value gets the same message from every front door (naming the command
+/// line's flag, e.g. `--ngram`).
+///
+/// ```
+/// use webdedup_dedup::options::PolicyChoices;
+/// let ok = PolicyChoices { near: true, ngram: Some(5), ..Default::default() };
+/// assert_eq!(ok.options().unwrap().near.unwrap().ngram, 5);
+/// let bad = PolicyChoices { near: true, ngram: Some(0), ..Default::default() };
+/// assert_eq!(bad.options().unwrap_err(), "--ngram must be between 1 and 64, not 0");
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct PolicyChoices {
+    pub normalization: Option<Normalization>,
+    pub min_para_chars: Option<usize>,
+    pub doc_check: Option<DocCheck>,
+    /// Near-duplicate paragraphs too.
+    pub near: bool,
+    pub ngram: Option<usize>,
+    pub threshold: Option<f64>,
+    pub smooth: bool,
+    /// Only with `smooth` or onion's rules.
+    pub max_stub: Option<usize>,
+    pub near_rules: Option<NearRules>,
+    /// Onion's rules without their smoothing (onion's `-m`).
+    pub no_smooth: bool,
+    pub feedback: bool,
+}
+
+impl PolicyChoices {
+    /// The near-mode options (also when `near` is off: the limits hold for every
+    /// value given, so a run and its `check` refuse the same ones).
+    pub fn near_options(&self) -> Result<NearOptions, String> {
+        let rules = self.near_rules.unwrap_or_default();
+        let onion = rules == NearRules::Onion;
+        if self.max_stub.is_some() && !(self.smooth || onion) {
+            return Err("--max-stub applies with --smooth or --near-rules onion".into());
+        }
+        if self.no_smooth && !onion {
+            return Err(
+                "--no-smooth applies with --near-rules onion (smoothing is off by default)".into(),
+            );
+        }
+        if self.no_smooth && self.smooth {
+            return Err("--smooth and --no-smooth contradict each other".into());
+        }
+        let near = NearOptions {
+            ngram: self.ngram.unwrap_or(DEFAULT_NGRAM),
+            threshold: self.threshold.unwrap_or(DEFAULT_THRESHOLD),
+            // onion smooths unless told not to (its -m).
+            smooth: self.smooth || (onion && !self.no_smooth),
+            max_stub: self.max_stub.unwrap_or(DEFAULT_MAX_STUB),
+            rules,
+        };
+        near.validate()?;
+        Ok(near)
+    }
+
+    /// The options, checked (the URL filter and MinHash are the caller's to add).
+    pub fn options(&self) -> Result<Options, String> {
+        let near = self.near_options()?;
+        if near.rules == NearRules::Onion && self.feedback {
+            return Err("--near-rules onion does not support feedback mode (-f) yet".into());
+        }
+        let d = Options::default();
+        Ok(Options {
+            normalization: self.normalization.unwrap_or(d.normalization),
+            min_para_chars: self.min_para_chars.unwrap_or(d.min_para_chars),
+            doc_check: self.doc_check.unwrap_or(d.doc_check),
+            near: self.near.then_some(near),
+            feedback: self.feedback,
+            ..d
+        })
     }
 }
 
@@ -183,7 +271,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             normalization: Normalization::Loose,
-            min_para_chars: 50,
+            min_para_chars: DEFAULT_MIN_PARA_CHARS,
             doc_check: DocCheck::All,
             near: None,
             url_filter: None,

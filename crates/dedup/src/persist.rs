@@ -3,7 +3,7 @@
 //!
 //! State lives in the store directory (`store.snap`, `journal`) or, without
 //! `--store`, in the output directory (`.webdedup.journal`; the store is then
-//! rebuilt from the journal alone). The protocol (ARCHITECTURE.md has the why):
+//! rebuilt from the journal alone). The protocol (docs/dev/design.md has the why):
 //!
 //! 1. Start: load the snapshot; replay the journal on top (its keys into the store,
 //!    its decision records into memory); with `--restore`, also read the

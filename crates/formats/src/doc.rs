@@ -23,7 +23,7 @@
 //! path.
 
 use crate::input::{Compression, InputFile};
-use crate::jsonl::JsonlOptions;
+use crate::jsonl::{FieldPath, JsonlOptions};
 use crate::vertical::{self, BufferPool, Chunk, ChunkReader};
 use std::borrow::Cow;
 use std::fmt;
@@ -517,6 +517,74 @@ pub struct ReadSettings {
     pub choice: FormatChoice,
     /// The fields of JSON Lines, and the columns of Parquet.
     pub jsonl: Arc<JsonlOptions>,
+}
+
+/// How documents are read, as a front door names it: the command line's
+/// `--input-format` and field flags and the Python module's keyword arguments both
+/// become one of these, and [`ReadChoices::settings`] checks them and fills the
+/// defaults (a `None` takes the JSON Lines reader's default fields), so every
+/// front door refuses the same values with the same message.
+///
+/// ```
+/// use webdedup_formats::doc::{FormatChoice, ReadChoices};
+/// let s = ReadChoices { input_format: Some("jsonl".into()), ..Default::default() }
+///     .settings()
+///     .unwrap();
+/// assert_eq!(s.choice, FormatChoice::Jsonl);
+/// let bad = ReadChoices { text_field: Some("meta..text".into()), ..Default::default() };
+/// assert!(bad.settings().unwrap_err().starts_with("--text-field"));
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct ReadChoices {
+    /// `auto` (the default), `vertical`, `jsonl`, `parquet` or `wet`.
+    pub input_format: Option<String>,
+    /// The field holding the text (a dotted path reaches nested fields).
+    pub text_field: Option<String>,
+    pub id_field: Option<String>,
+    pub url_field: Option<String>,
+    pub title_field: Option<String>,
+    /// Leave bad records out of the outputs instead of passing them through.
+    pub drop_bad_records: bool,
+}
+
+impl ReadChoices {
+    /// The settings, checked: a known format, field names without empty parts.
+    pub fn settings(&self) -> Result<ReadSettings, String> {
+        let choice: FormatChoice = match &self.input_format {
+            Some(f) => f.parse()?,
+            None => FormatChoice::default(),
+        };
+        for (flag, f) in [
+            ("--text-field", &self.text_field),
+            ("--id-field", &self.id_field),
+            ("--url-field", &self.url_field),
+            ("--title-field", &self.title_field),
+        ] {
+            if let Some(f) = f.as_deref().filter(|f| f.split('.').any(str::is_empty)) {
+                return Err(format!(
+                    "{flag} {f:?}: a field name or a dotted path (metadata.url)"
+                ));
+            }
+        }
+        let d = JsonlOptions::default();
+        let paths = |given: &Option<String>, default: Vec<FieldPath>| match given {
+            Some(f) => vec![FieldPath::parse(f)],
+            None => default,
+        };
+        Ok(ReadSettings {
+            choice,
+            jsonl: Arc::new(JsonlOptions {
+                text: self
+                    .text_field
+                    .as_deref()
+                    .map_or(d.text.clone(), FieldPath::parse),
+                id: paths(&self.id_field, d.id),
+                url: paths(&self.url_field, d.url),
+                title: paths(&self.title_field, d.title),
+                drop_bad: self.drop_bad_records,
+            }),
+        })
+    }
 }
 
 impl ReadSettings {

@@ -18,6 +18,14 @@
 //! * [`shown`]: input quoted in messages, with control characters escaped.
 //! * [`vertical`]: the vertical format (one token per line, `<doc>` / `<p>`
 //!   structures), read in chunks that end at document boundaries.
+//!
+//! ```
+//! // Every command's summary speaks the same way: thousands separators, plurals right.
+//! use webdedup_formats::summary::{count, thousands};
+//! assert_eq!(thousands(1234567), "1,234,567");
+//! assert_eq!(count(1, "file", "files"), "1 file");
+//! assert_eq!(count(2048, "line", "lines"), "2,048 lines");
+//! ```
 
 pub mod arc;
 pub mod cdx;

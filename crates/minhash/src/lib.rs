@@ -13,7 +13,7 @@
 //! Everything that decides a value is pinned (seeds, hash, bin and probe formulas),
 //! so signatures and keys are the same on every machine and in every version that
 //! describes itself with the same [`Params::describe`]; the test vectors in
-//! `tests/vectors.rs` (and in ARCHITECTURE.md) guard that.
+//! `tests/vectors.rs` (and in docs/dev/design.md) guard that.
 //!
 //! ```
 //! use webdedup_minhash::{MinHasher, Params, estimate_jaccard};

@@ -1,4 +1,4 @@
-//! Test vectors: signatures and band keys are pinned (ARCHITECTURE.md, "MinHash",
+//! Test vectors: signatures and band keys are pinned (docs/dev/design.md, "MinHash",
 //! lists the same values, and python/tests checks them through `import webdedup`).
 //! A change that moves any of these values changes every stored band key: it needs
 //! a new algorithm name in `Params::describe` (`fss-v2`, ...), never an edit here.

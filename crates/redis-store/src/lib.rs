@@ -48,6 +48,11 @@
 //! `wd:settings` (`wd:NS:settings`) holds the hash, normalization, key kind and
 //! layout of its namespace; opening it with other settings is refused, naming both
 //! values.
+//!
+//! ```
+//! // A key set laid out for about a million keys: 2^11 buckets (up to ~1,000 keys each).
+//! assert_eq!(webdedup_redis::bucket_bits_for(1 << 20), 11);
+//! ```
 
 use parking_lot::Mutex;
 use redis::cluster::{ClusterClient, ClusterConnection};

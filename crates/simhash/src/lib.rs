@@ -22,5 +22,5 @@ pub mod search;
 pub mod tokenize;
 
 pub use run::{
-    run_simhash, run_similar, simhash_outcome, similar_outcome, SimhashArgs, SimilarArgs,
+    run_simhash, run_similar, simhash_outcome, similar_outcome, SimhashOptions, SimilarOptions,
 };

@@ -1,5 +1,5 @@
-//! The `webdedup simhash` and `webdedup similar` subcommands: clap argument structs
-//! and entry points (the `cli` crate only wires them in).
+//! The `webdedup simhash` and `webdedup similar` commands: their options and entry
+//! points (the binary keeps the flags and turns them into these options).
 //!
 //! Exit codes: `Ok(0)` all input fine, `Ok(1)` some input was reported bad (and
 //! skipped) but the rest was processed, `Err(_)` fatal (the binary exits with 2).
@@ -11,7 +11,7 @@ use crate::input::{
     read_items, Compression, FileInfo, FpHeader, InputFormat, Item, Problems, ReadOptions,
     FP_HEADER_PREFIX,
 };
-use crate::tokenize::{Fingerprinter, Settings, Tokenizer, Weights, DEFAULT_SHINGLE};
+use crate::tokenize::{Fingerprinter, Settings, Tokenizer, Weights};
 use anyhow::{bail, Context, Result};
 use rayon::prelude::*;
 use std::io::{self, BufWriter, Write};
@@ -20,48 +20,57 @@ use std::time::Instant;
 use webdedup_formats::output::{AtomicOutput, OutputCompression};
 use webdedup_formats::summary::{count, thousands, Outcome};
 
-/// Options shared by both subcommands: how documents are read and fingerprinted.
-#[derive(clap::Args, Debug, Clone)]
-pub struct DocArgs {
-    /// Input format: auto (sniffed from content), vertical, jsonl, lines (one document
-    /// per line), file (one document per file), fingerprints (TSV written by `simhash`).
-    #[arg(long = "input-format", default_value = "auto", value_name = "FORMAT")]
+/// Options shared by both commands: how documents are read and fingerprinted.
+/// The command line's flags (in the binary) become these; [`Default`] gives the
+/// command line's defaults.
+#[derive(Debug, Clone)]
+pub struct DocOptions {
+    /// Input format (`auto`: sniffed from content).
     pub input_format: InputFormat,
     /// JSON Lines: field holding the document text.
-    #[arg(long, default_value = "text", value_name = "FIELD")]
     pub text_field: String,
-    /// JSON Lines: field holding the document id (default: FILE:LINE).
-    #[arg(long, value_name = "FIELD")]
+    /// JSON Lines: field holding the document id (None: FILE:LINE).
     pub id_field: Option<String>,
-    /// Tokenizer: unicode (UAX #29 words), charabia (offline features: Chinese via
-    /// jieba, no Japanese/Korean dictionaries), chars:N (character N-grams).
-    #[arg(long, default_value = "unicode", value_name = "TOKENIZER")]
+    /// How text is cut into tokens.
     pub tokenizer: Tokenizer,
-    /// Features are shingles of this many consecutive tokens.
-    #[arg(long, default_value_t = DEFAULT_SHINGLE, value_name = "N", value_parser = parse_shingle)]
+    /// Features are shingles of this many consecutive tokens (1 to 64, see
+    /// [`parse_shingle`]).
     pub shingle: usize,
-    /// Feature weights: count (occurrences) or distinct (each distinct feature once).
-    #[arg(long, default_value = "distinct", value_name = "WEIGHTS")]
+    /// How often a feature counts.
     pub weights: Weights,
-    /// Worker threads (default: all cores). Not an option of its own: the command
-    /// line sets it from its shared `-t/--threads`.
-    #[arg(skip)]
+    /// Worker threads (None: all cores).
     pub threads: Option<usize>,
     /// Do not print the per-line problem messages (they are still counted), nor
     /// the summary of [`run_simhash`] / [`run_similar`]. For library callers: the
     /// command line reports problems always and shows the summary itself.
-    #[arg(skip)]
     pub quiet: bool,
 }
 
-fn parse_shingle(s: &str) -> Result<usize, String> {
+impl Default for DocOptions {
+    fn default() -> Self {
+        let settings = Settings::default();
+        Self {
+            input_format: InputFormat::Auto,
+            text_field: "text".into(),
+            id_field: None,
+            tokenizer: settings.tokenizer,
+            shingle: settings.shingle,
+            weights: settings.weights,
+            threads: None,
+            quiet: false,
+        }
+    }
+}
+
+/// A shingle size as given on a command line: 1 to 64.
+pub fn parse_shingle(s: &str) -> Result<usize, String> {
     match s.parse::<usize>() {
         Ok(n) if (1..=64).contains(&n) => Ok(n),
         _ => Err(format!("'{s}' is not a shingle size between 1 and 64")),
     }
 }
 
-impl DocArgs {
+impl DocOptions {
     fn settings(&self) -> Settings {
         Settings {
             tokenizer: self.tokenizer,
@@ -85,73 +94,77 @@ impl DocArgs {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+/// The layout of `simhash`'s output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum FpFormat {
+    /// `ID HEX SIGNED P1 P2 P3 P4` after a `# webdedup-simhash v1 SETTINGS` line.
+    #[default]
     Tsv,
+    /// The same columns with a header row.
     Csv,
+    /// One JSON object per document.
     Jsonl,
 }
 
 /// `webdedup simhash`: one 64-bit SimHash per document.
-#[derive(clap::Args, Debug, Clone)]
-pub struct SimhashArgs {
-    /// Inputs: files, directories (searched recursively) or `-` (standard input);
-    /// plain, gzip or zstd, detected by content.
-    #[arg(required = true, value_name = "PATH")]
+#[derive(Debug, Clone, Default)]
+pub struct SimhashOptions {
+    /// Inputs: files, directories (searched recursively) or `-` (standard input).
     pub files: Vec<PathBuf>,
-    #[command(flatten)]
-    pub doc: DocArgs,
-    /// Output format. tsv: `ID HEX SIGNED P1 P2 P3 P4` after a `# webdedup-simhash v1
-    /// SETTINGS` line; csv: the same columns with a header row; jsonl: one object per
-    /// document.
-    #[arg(long, value_enum, default_value = "tsv")]
+    /// How documents are read and fingerprinted.
+    pub doc: DocOptions,
+    /// Output layout.
     pub format: FpFormat,
-    /// Output file (default: standard output); `.gz` / `.zst` names are compressed.
-    #[arg(short, long, value_name = "FILE")]
+    /// Output file (None: standard output); `.gz` / `.zst` names are compressed.
     pub output: Option<PathBuf>,
     /// TSV: leave out the `# webdedup-simhash` settings line.
-    #[arg(long)]
     pub no_header: bool,
 }
 
+/// The largest Hamming distance `similar` searches within unless told otherwise.
+pub const DEFAULT_MAX_DISTANCE: u32 = 3;
+
 /// `webdedup similar`: near-duplicate pairs, clusters or a deduplicated copy.
-#[derive(clap::Args, Debug, Clone)]
-pub struct SimilarArgs {
-    /// Inputs: fingerprint files written by `webdedup simhash`, or documents: files,
-    /// directories (searched recursively) or `-` (not with --dedup).
-    #[arg(required = true, value_name = "PATH")]
+#[derive(Debug, Clone)]
+pub struct SimilarOptions {
+    /// Inputs: fingerprint files written by `simhash`, or documents: files,
+    /// directories or `-` (not with `dedup`).
     pub files: Vec<PathBuf>,
-    /// Maximal Hamming distance of near-duplicates.
-    #[arg(short = 'k', long = "max-distance", value_name = "K", default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=crate::search::MAX_K as i64))]
+    /// Maximal Hamming distance of near-duplicates (at most [`crate::search::MAX_K`]).
     pub k: u32,
-    #[command(flatten)]
-    pub doc: DocArgs,
-    /// Write clusters (`LEADER_ID MEMBER_ID DISTANCE`, leader first) instead of pairs
-    /// (`ID ID DISTANCE`).
-    #[arg(long, conflicts_with = "dedup")]
+    /// How documents are read and fingerprinted.
+    pub doc: DocOptions,
+    /// Write clusters (`LEADER_ID MEMBER_ID DISTANCE`) instead of pairs.
     pub clusters: bool,
-    /// Write the inputs back without their near-duplicates into --output-dir (the
-    /// first document of each cluster survives), plus a report of what was dropped.
-    #[arg(long, requires = "output_dir")]
+    /// Write the inputs back without their near-duplicates into `output_dir`.
     pub dedup: bool,
-    /// Directory for the deduplicated inputs (same file names and compression;
-    /// paths below the inputs' common directory when names repeat). Needs --dedup.
-    #[arg(long, value_name = "DIR", requires = "dedup")]
+    /// Directory for the deduplicated inputs (needed by `dedup`).
     pub output_dir: Option<PathBuf>,
-    /// Dedup report `DROPPED_ID KEPT_ID DISTANCE FILE LINE` (default:
-    /// OUTPUT_DIR/simhash-dropped.tsv).
-    #[arg(long, value_name = "FILE", requires = "dedup")]
+    /// Dedup report (None: OUTPUT_DIR/simhash-dropped.tsv).
     pub report: Option<PathBuf>,
-    /// Persisted index: the batch is checked against every document indexed before,
-    /// then its kept documents are added.
-    #[arg(long, value_name = "DIR")]
+    /// Persisted index the batch is checked against, then added to.
     pub index: Option<PathBuf>,
-    /// With --index: check only, do not add the batch.
-    #[arg(long, requires = "index")]
+    /// With `index`: check only, do not add the batch.
     pub no_update: bool,
-    /// Pairs or clusters output (default: standard output).
-    #[arg(short, long, value_name = "FILE", conflicts_with = "dedup")]
+    /// Pairs or clusters output (None: standard output).
     pub output: Option<PathBuf>,
+}
+
+impl Default for SimilarOptions {
+    fn default() -> Self {
+        Self {
+            files: Vec::new(),
+            k: DEFAULT_MAX_DISTANCE,
+            doc: DocOptions::default(),
+            clusters: false,
+            dedup: false,
+            output_dir: None,
+            report: None,
+            index: None,
+            no_update: false,
+            output: None,
+        }
+    }
 }
 
 /// A fingerprinted document.
@@ -491,7 +504,7 @@ fn expand_inputs(inputs: &[PathBuf], stdin: bool, problems: &Problems) -> Result
 
 /// Runs `webdedup simhash` and prints its summary (unless `quiet`); returns the
 /// exit code.
-pub fn run_simhash(args: &SimhashArgs) -> Result<i32> {
+pub fn run_simhash(args: &SimhashOptions) -> Result<i32> {
     let o = simhash_outcome(args)?;
     if !args.doc.quiet {
         eprintln!("{}", o.summary());
@@ -500,7 +513,7 @@ pub fn run_simhash(args: &SimhashArgs) -> Result<i32> {
 }
 
 /// Runs `webdedup simhash`; what it did is in the [`Outcome`].
-pub fn simhash_outcome(args: &SimhashArgs) -> Result<Outcome> {
+pub fn simhash_outcome(args: &SimhashOptions) -> Result<Outcome> {
     let settings = args.doc.settings();
     let pool = args.doc.pool()?;
     let problems = Problems::new(args.doc.quiet);
@@ -574,7 +587,7 @@ pub fn simhash_outcome(args: &SimhashArgs) -> Result<Outcome> {
 
 /// Runs `webdedup similar` and prints its summary (unless `quiet`); returns the
 /// exit code.
-pub fn run_similar(args: &SimilarArgs) -> Result<i32> {
+pub fn run_similar(args: &SimilarOptions) -> Result<i32> {
     let o = similar_outcome(args)?;
     if !args.doc.quiet {
         eprintln!("{}", o.summary());
@@ -583,7 +596,17 @@ pub fn run_similar(args: &SimilarArgs) -> Result<i32> {
 }
 
 /// Runs `webdedup similar`; what it did is in the [`Outcome`].
-pub fn similar_outcome(args: &SimilarArgs) -> Result<Outcome> {
+pub fn similar_outcome(args: &SimilarOptions) -> Result<Outcome> {
+    if args.k > crate::search::MAX_K {
+        bail!(
+            "a maximal distance of {} bits is more than this search handles ({})",
+            args.k,
+            crate::search::MAX_K
+        );
+    }
+    if args.dedup && args.output_dir.is_none() {
+        bail!("--dedup needs --output-dir (the directory for the deduplicated inputs)");
+    }
     let pool = args.doc.pool()?;
     let problems = Problems::new(args.doc.quiet);
     // --dedup reads every input a second time: not standard input.
@@ -650,7 +673,7 @@ pub fn similar_outcome(args: &SimilarArgs) -> Result<Outcome> {
         let dir = args
             .output_dir
             .as_deref()
-            .expect("clap requires --output-dir");
+            .context("--dedup needs --output-dir (the directory for the deduplicated inputs)")?;
         let report_path = args
             .report
             .clone()

@@ -55,16 +55,20 @@ impl fmt::Display for Report {
             self.moved,
             pct(self.moved as f64)
         )?;
+        // The seed's layout, with the plural right ("1 block", not "1 blocks").
+        let blocks = |n: i64| if n.abs() == 1 { "block" } else { "blocks" };
+        let avg = self.avg_aberrancy.trunc() as i64;
         writeln!(
             f,
-            "Average aberrancy: {} blocks({}%)",
-            self.avg_aberrancy.trunc() as i64,
+            "Average aberrancy: {avg} {}({}%)",
+            blocks(avg),
             pct(self.avg_aberrancy)
         )?;
         writeln!(
             f,
-            "Max. aberrancy: {} blocks({}%)",
+            "Max. aberrancy: {} {}({}%)",
             self.max_aberrancy,
+            blocks(self.max_aberrancy),
             pct(self.max_aberrancy as f64)
         )
     }
@@ -342,17 +346,17 @@ mod tests {
     }
 
     #[test]
-    fn full_redistribution_reports_exactly_as_the_seed() {
+    fn full_redistribution_reports_as_the_seed_with_plurals_right() {
         let two = remainder(None, &servers(2), &[], 1999, false, true).unwrap();
         let ten = remainder(Some(&two), &servers(10), &[], 1999, false, true).unwrap();
         assert_eq!(
             report(Some(&two), &ten).to_string(),
-            "Servers: 2 -> 10\nBlocks to be redistributed: 1599 (79.99%)\nAverage aberrancy: 0 blocks(0.0450225%)\nMax. aberrancy: 1 blocks(0.050025%)\n"
+            "Servers: 2 -> 10\nBlocks to be redistributed: 1599 (79.99%)\nAverage aberrancy: 0 blocks(0.0450225%)\nMax. aberrancy: 1 block(0.050025%)\n"
         );
         let eleven = remainder(Some(&ten), &servers(11), &[], 1999, false, true).unwrap();
         assert_eq!(
             report(Some(&ten), &eleven).to_string(),
-            "Servers: 10 -> 11\nBlocks to be redistributed: 1809 (90.4952%)\nAverage aberrancy: 0 blocks(0.0363818%)\nMax. aberrancy: 1 blocks(0.050025%)\n"
+            "Servers: 10 -> 11\nBlocks to be redistributed: 1809 (90.4952%)\nAverage aberrancy: 0 blocks(0.0363818%)\nMax. aberrancy: 1 block(0.050025%)\n"
         );
     }
 

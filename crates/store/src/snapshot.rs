@@ -1,6 +1,6 @@
 //! Snapshots: a store's keys on disk, compact, checked, written atomically.
 //!
-//! Layout (all integers little-endian; see ARCHITECTURE.md for the rationale):
+//! Layout (all integers little-endian; see docs/dev/design.md for the rationale):
 //!
 //! ```text
 //! header   "WDDSNAP\0"  u32 version=1  u32 fields_len  fields  u32 crc32c(everything before)

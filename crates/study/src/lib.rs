@@ -9,6 +9,12 @@
 //! glued ones joined), lowercased, keeping those with a letter or digit; a document
 //! with fewer than 5 words has one "5-gram" of all its words; a document without a
 //! word has no 5-gram and no pair.
+//!
+//! ```
+//! // The exact ground truth the studies score predictions against.
+//! let a = webdedup_study::grams("one two three four five six seven eight");
+//! assert_eq!(webdedup_study::jaccard(&a, &a), 1.0);
+//! ```
 
 use rayon::prelude::*;
 use std::collections::HashMap;
