@@ -365,9 +365,7 @@ impl DocSink for PlanSink<'_> {
         self.planner.para_tokens = self.plan.tokens.len() as u32;
     }
 
-    // Called for every token line of a vertical: inlined into the reader's line
-    // loop (a call per line cost about a tenth of the run).
-    #[inline(always)]
+    #[inline]
     fn word(&mut self, word: &[u8], glued: bool, line: u64) {
         let p = &mut *self.planner;
         if p.onion {

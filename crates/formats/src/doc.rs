@@ -219,7 +219,7 @@ impl<S: DocSink> vertical::Sink for FromVertical<'_, S> {
         }
         self.sink.para_start(start, line, implicit)
     }
-    #[inline(always)]
+    #[inline]
     fn word(&mut self, word: &[u8], glued: bool, line: u64) {
         if self.chars {
             if self.para_has_word && !glued {

@@ -137,7 +137,7 @@ impl TextBuilder {
 
     /// Appends a word. `glued` means no space between it and the previous word.
     /// Returns false when the word was not valid UTF-8 (it was then read lossily).
-    #[inline(always)]
+    #[inline]
     pub fn push_word(&mut self, word: &[u8], glued: bool) -> bool {
         if word.is_empty() {
             return true;
