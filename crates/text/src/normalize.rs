@@ -225,9 +225,38 @@ impl TextBuilder {
     fn push_ascii_loose(&mut self, word: &[u8]) -> bool {
         // Each byte emits at most itself plus one pending space, and only the first
         // emitted byte can be preceded by a space that no byte of the word made.
+        self.out.reserve(word.len() + 1);
+        let len = self.out.len();
+        let lead = (self.pending_space && len > 0) as usize;
+        let spare = &mut self.out.spare_capacity_mut()[..word.len() + 1];
+        // Most words (a vertical's token lines) are letters and digits only: every
+        // byte emits its mapped value, so the output is the pending space and the
+        // mapped bytes. One pass with no dependency between bytes writes that and
+        // checks it; a word with anything else (and a non-ASCII one, which maps to
+        // NOT_ASCII) is written again below, or left to the Unicode path.
+        spare[0].write(b' ');
+        let mut all_emit = !word.is_empty();
+        for (dst, &b) in spare[lead..].iter_mut().zip(word) {
+            let c = ASCII_LOOSE[b as usize];
+            all_emit &= c > NOT_ASCII;
+            dst.write(c);
+        }
+        if all_emit {
+            self.pending_space = false;
+            // SAFETY: spare[..lead + word.len()] was written above.
+            unsafe { self.out.set_len(len + lead + word.len()) };
+            return true;
+        }
         if !word.is_ascii() {
             return false;
         }
+        self.push_ascii_run(word);
+        true
+    }
+
+    /// `loose` of ASCII bytes (any mix of classes), in the buffer's spare capacity.
+    #[inline]
+    fn push_ascii_run(&mut self, word: &[u8]) {
         self.out.reserve(word.len() + 1);
         let len = self.out.len();
         let mut pending = self.pending_space;
@@ -248,7 +277,6 @@ impl TextBuilder {
         self.pending_space = pending;
         // SAFETY: the loop initialized spare[..j] (each index it moved past was written).
         unsafe { self.out.set_len(len + j) };
-        true
     }
 
     fn push_str(&mut self, s: &str, separated: bool) {
@@ -264,8 +292,26 @@ impl TextBuilder {
                 if separated {
                     self.pending_space = true;
                 }
-                for c in s.chars() {
+                // Runs of ASCII (the spaces, digits and punctuation of most
+                // non-Latin text too) take the table path in one call; the same
+                // state (pending space, output length) carries over, so this equals
+                // feeding the characters one by one.
+                let bytes = s.as_bytes();
+                let mut i = 0;
+                while i < bytes.len() {
+                    let run = bytes[i..]
+                        .iter()
+                        .position(|&b| b >= 0x80)
+                        .unwrap_or(bytes.len() - i);
+                    if run > 0 {
+                        self.push_ascii_run(&bytes[i..i + run]);
+                        i += run;
+                        continue;
+                    }
+                    // A non-ASCII character: `s` is a str, so `i` is at its start.
+                    let c = s[i..].chars().next().expect("i is inside s");
                     self.push_char_loose(c);
+                    i += c.len_utf8();
                 }
             }
         }
@@ -273,7 +319,7 @@ impl TextBuilder {
 
     fn push_char_loose(&mut self, c: char) {
         if c.is_ascii() {
-            self.push_ascii_loose(&[c as u8]);
+            self.push_ascii_run(&[c as u8]);
             return;
         }
         if c.is_whitespace() {
@@ -444,6 +490,47 @@ mod tests {
             .join(" ")
     }
 
+    /// The loose rules for any text, one char at a time (words joined by a space
+    /// unless glued), written independently of the fast paths.
+    fn reference_loose(words: &[(String, bool)]) -> String {
+        let mut text = String::new();
+        for (w, glued) in words {
+            if !glued && !w.is_empty() {
+                text.push(' ');
+            }
+            text.push_str(w);
+        }
+        let mut mapped = String::new();
+        for c in text.chars() {
+            if c.is_whitespace() {
+                mapped.push(' ');
+                continue;
+            }
+            match get_general_category(c) {
+                Gc::DecimalNumber => mapped.push('0'),
+                Gc::ConnectorPunctuation
+                | Gc::DashPunctuation
+                | Gc::OpenPunctuation
+                | Gc::ClosePunctuation
+                | Gc::InitialPunctuation
+                | Gc::FinalPunctuation
+                | Gc::OtherPunctuation
+                | Gc::MathSymbol
+                | Gc::CurrencySymbol
+                | Gc::ModifierSymbol
+                | Gc::OtherSymbol
+                | Gc::Control
+                | Gc::Format => {}
+                _ => mapped.extend(c.to_lowercase()),
+            }
+        }
+        mapped
+            .split(' ')
+            .filter(|w| !w.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
     proptest::proptest! {
         #[test]
         fn ascii_fast_path_equals_the_rules(words in proptest::collection::vec(("[ -~\t]{0,12}", proptest::bool::ANY), 0..20)) {
@@ -463,6 +550,15 @@ mod tests {
             none.push_text(text.as_bytes());
             let words: Vec<&str> = text.split(|c: char| c.is_ascii_whitespace()).filter(|w| !w.is_empty()).collect();
             proptest::prop_assert_eq!(std::str::from_utf8(none.text()).unwrap(), words.join(" "));
+        }
+
+        #[test]
+        fn mixed_scripts_equal_the_rules(words in proptest::collection::vec(("([a-zA-Z0-9 .,;!\t-]|\\PC|[\u{a0}\u{3000}]){0,12}", proptest::bool::ANY), 0..16)) {
+            let mut b = TextBuilder::new(Normalization::Loose);
+            for (w, glued) in &words {
+                b.push_word(w.as_bytes(), *glued);
+            }
+            proptest::prop_assert_eq!(std::str::from_utf8(b.text()).unwrap(), reference_loose(&words));
         }
 
         #[test]
