@@ -1,0 +1,154 @@
+//! Zero-filled `u64` arrays for the tables. A large one is an anonymous memory
+//! mapping of its own: the kernel hands its pages over zeroed (no memset), and a
+//! table dropped when it grows goes back to the system at once, so a growing store
+//! leaves no holes in the C heap (left to glibc, grown-out tables stayed in the heap
+//! and the process kept about 15% more memory than its tables held). Doing it here
+//! rather than lowering glibc's mmap threshold for the whole process leaves every
+//! other allocation to glibc's adaptive threshold: with a fixed 32 KiB threshold,
+//! the buffers of each Parquet row group were mapped, faulted in page by page and
+//! unmapped again, a third of that path's CPU time.
+
+use std::fmt;
+use std::ops::{Deref, DerefMut};
+use std::ptr::NonNull;
+
+/// From this size on, an array is a mapping of its own (the threshold glibc was
+/// told to use before; below it, a page's rounding would cost too much).
+const MAP_FROM_BYTES: usize = 32 * 1024;
+
+pub(crate) enum Zeroed {
+    Heap(Box<[u64]>),
+    Mapped { ptr: NonNull<u64>, len: usize },
+}
+
+// SAFETY: a `Mapped` array is owned by its `Zeroed` alone, as a `Box<[u64]>` is.
+unsafe impl Send for Zeroed {}
+// SAFETY: shared access only reads through `&[u64]`.
+unsafe impl Sync for Zeroed {}
+
+impl Zeroed {
+    /// `len` zeros.
+    pub(crate) fn new(len: usize) -> Self {
+        #[cfg(unix)]
+        if len * 8 >= MAP_FROM_BYTES {
+            // SAFETY: asks for a fresh private anonymous mapping, which aliases
+            // nothing; failure is checked below.
+            let p = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len * 8,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                )
+            };
+            if p != libc::MAP_FAILED {
+                if let Some(ptr) = NonNull::new(p.cast::<u64>()) {
+                    return Zeroed::Mapped { ptr, len };
+                }
+            }
+            // No mapping (address space or map count exhausted): the heap's
+            // allocation error, if any, is the one to report.
+        }
+        Zeroed::Heap(vec![0u64; len].into_boxed_slice())
+    }
+
+    pub(crate) fn empty() -> Self {
+        Zeroed::Heap(Box::new([]))
+    }
+
+    /// The bytes the array occupies (a mapping in whole pages).
+    pub(crate) fn bytes(&self) -> usize {
+        match self {
+            Zeroed::Heap(b) => b.len() * 8,
+            Zeroed::Mapped { len, .. } => (len * 8).div_ceil(4096) * 4096,
+        }
+    }
+}
+
+impl Deref for Zeroed {
+    type Target = [u64];
+    fn deref(&self) -> &[u64] {
+        match self {
+            Zeroed::Heap(b) => b,
+            // SAFETY: the mapping holds `len` u64s, readable and writable, for as
+            // long as `self` lives.
+            Zeroed::Mapped { ptr, len } => unsafe {
+                std::slice::from_raw_parts(ptr.as_ptr(), *len)
+            },
+        }
+    }
+}
+
+impl DerefMut for Zeroed {
+    fn deref_mut(&mut self) -> &mut [u64] {
+        match self {
+            Zeroed::Heap(b) => b,
+            // SAFETY: as in `deref`; `&mut self` makes the access exclusive.
+            Zeroed::Mapped { ptr, len } => unsafe {
+                std::slice::from_raw_parts_mut(ptr.as_ptr(), *len)
+            },
+        }
+    }
+}
+
+impl Drop for Zeroed {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        if let Zeroed::Mapped { ptr, len } = self {
+            // SAFETY: unmaps exactly the mapping made in `new`, used by no one else.
+            unsafe {
+                libc::munmap(ptr.as_ptr().cast(), *len * 8);
+            }
+        }
+    }
+}
+
+impl fmt::Debug for Zeroed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match self {
+            Zeroed::Heap(_) => "heap",
+            Zeroed::Mapped { .. } => "mapped",
+        };
+        write!(f, "Zeroed({kind}, {} slots)", self.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_and_large_arrays_start_zeroed_and_keep_what_is_written() {
+        for len in [
+            0,
+            1,
+            100,
+            MAP_FROM_BYTES / 8 - 1,
+            MAP_FROM_BYTES / 8,
+            100_000,
+        ] {
+            let mut z = Zeroed::new(len);
+            assert_eq!(z.len(), len);
+            assert!(z.iter().all(|&v| v == 0), "{len}");
+            for (i, v) in z.iter_mut().enumerate() {
+                *v = i as u64 * 3 + 1;
+            }
+            z.copy_within(0..len / 2, len / 2);
+            let want: Vec<u64> = (0..len)
+                .map(|i| if i < len / 2 { i } else { i - len / 2 })
+                .map(|i| i as u64 * 3 + 1)
+                .collect();
+            if len % 2 == 0 {
+                assert_eq!(&z[..], &want[..], "{len}");
+            }
+            assert!(z.bytes() >= len * 8);
+        }
+        #[cfg(unix)]
+        assert!(matches!(
+            Zeroed::new(MAP_FROM_BYTES / 8),
+            Zeroed::Mapped { .. }
+        ));
+    }
+}
