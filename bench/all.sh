@@ -3,7 +3,8 @@
 # measured side by side (so that a loaded machine moves both sides of a ratio):
 # exact dedup against `wc -l` over the same files, one thread against two, near
 # mode, SimHash fingerprints, `similar -k 3` on 10M synthetic fingerprints, the
-# store at 50M keys, batch against stream. Best of $REPS (default 3) per figure.
+# store at 50M keys, batch against stream; JSON Lines, Parquet and MinHash when
+# CORPUS_DIR-jsonl and CORPUS_DIR-parquet exist. Best of $REPS (default 3) per figure.
 #
 #   bench/all.sh [CORPUS_DIR]      (default ../shared/corpus/web3; rows that need it
 #                                   are skipped without it)
@@ -73,6 +74,23 @@ if ls "$corpus"/*/*.zst > /dev/null 2>&1; then
   asked=$(python3 -c "import json;d=json.load(open('$tmp/s.json'));print(2*d['documents_read']+d['paragraphs_long'])")
   echo "| batch run vs stream, 2 threads | ${b2} s vs ${s2} s; work dir $(ratio "$work" "$asked") B/key; $same | $(ratio "$b2" "$s2")x the time | <= 1.5x, <= 12 B/key | $(verdict "$(ratio "$b2" "$s2")" '<=' 1.5) |"
   rm -rf "$tmp/s" "$tmp/b" "$tmp/w" "$tmp/o"
+  # The formats of issue 17 and MinHash (issue 18), one thread, on the same
+  # documents: JSON Lines decompressed as the verticals are (the same text, so the
+  # time ratio is the ratio of speed per byte of text), Parquet as shipped.
+  if [ -d "${corpus}-jsonl" ] && [ -d "${corpus}-parquet" ]; then
+    for f in $(cd "${corpus}-jsonl" && find . -name '*.zst' | sort); do
+      mkdir -p "$tmp/jl/$(dirname "$f")"
+      zstd -qdc "${corpus}-jsonl/$f" > "$tmp/jl/${f%.zst}"
+    done
+    jl_bytes=$(cat $(find "$tmp/jl" -type f) | wc -c)
+    j1=$(wall sh -c "rm -rf $tmp/o; $bin dedup -q -t 1 -i $tmp/jl -o $tmp/o")
+    p1=$(wall sh -c "rm -rf $tmp/o; $bin dedup -q -t 1 -i ${corpus}-parquet -o $tmp/o")
+    m1=$(wall sh -c "rm -rf $tmp/o; $bin minhash -q -t 1 -i $tmp/jl -o $tmp/o")
+    echo "| JSON Lines exact dedup, 1 thread, $(basename "$corpus")-jsonl decompressed | ${j1} s, $(mbs "$jl_bytes" "$j1") MB/s | $(ratio "$t1" "$j1")x the verticals' speed per byte of text | >= 0.8x | $(verdict "$(ratio "$t1" "$j1")" '>=' 0.8) |"
+    echo "| Parquet exact dedup, 1 thread, $(basename "$corpus")-parquet | ${p1} s | $(ratio "$j1" "$p1")x JSON Lines | >= 0.8x | $(verdict "$(ratio "$j1" "$p1")" '>=' 0.8) |"
+    echo "| MinHash stream mode (defaults), 1 thread, $(basename "$corpus")-jsonl decompressed | ${m1} s, $(mbs "$jl_bytes" "$m1") MB/s of JSON Lines | - | - | |"
+    rm -rf "$tmp/jl" "$tmp/o"
+  fi
 else
   echo "| (corpus rows) | skipped: no corpus at $corpus | | | |"
 fi
