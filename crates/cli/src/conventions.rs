@@ -134,7 +134,7 @@ impl Reporting {
     /// its figures where `--json` says. Returns its exit status.
     pub fn finish(&self, outcome: &Outcome) -> Result<u8> {
         if !self.quiet {
-            eprintln!("{}", outcome.summary());
+            line_to_stderr(&outcome.summary());
         }
         self.write_json(&outcome.figures())?;
         Ok(exit_status(outcome.status))
@@ -235,7 +235,8 @@ impl indicatif::TermLike for LogLines {
         if s.trim().is_empty() {
             return Ok(());
         }
-        writeln!(std::io::stderr(), "{s}")
+        line_to_stderr(s);
+        Ok(())
     }
     fn clear_line(&self) -> std::io::Result<()> {
         Ok(())
@@ -243,6 +244,17 @@ impl indicatif::TermLike for LogLines {
     fn flush(&self) -> std::io::Result<()> {
         std::io::stderr().flush()
     }
+}
+
+/// Writes `s` and its newline to stderr in one write: stderr is unbuffered, and
+/// `eprintln!` writes the text and the newline apart, so a line printed to stdout
+/// by the same command (or a `head` after it) could land between them.
+fn line_to_stderr(s: &str) {
+    let mut line = String::with_capacity(s.len() + 1);
+    line.push_str(s);
+    line.push('\n');
+    // Nothing better to do when stderr is gone.
+    let _ = std::io::stderr().write_all(line.as_bytes());
 }
 
 /// The library crates' exit codes (0, 1) as a process status; anything else is fatal.
