@@ -66,12 +66,12 @@ pub struct MinHashDedup {
 #[pymethods]
 impl MinHashDedup {
     #[new]
-    #[pyo3(signature = (map=None, store_dir=None, *, shingles="words:5", hashes=webdedup_minhash::DEFAULT_HASHES, bands=webdedup_minhash::DEFAULT_BANDS, rows=webdedup_minhash::DEFAULT_ROWS, verify=0.8, store=None, blocks=1999, server_timeout=120.0, input_format="auto", text_field="text", id_field=None, url_field=None, title_field=None, drop_bad_records=false))]
+    #[pyo3(signature = (map=None, store_dir=None, *, shingles=None, hashes=webdedup_minhash::DEFAULT_HASHES, bands=webdedup_minhash::DEFAULT_BANDS, rows=webdedup_minhash::DEFAULT_ROWS, verify=webdedup_minhash::DEFAULT_VERIFY, store=None, blocks=webdedup_store::DEFAULT_BLOCKS, server_timeout=120.0, input_format=None, text_field=None, id_field=None, url_field=None, title_field=None, drop_bad_records=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         map: Option<PathBuf>,
         store_dir: Option<PathBuf>,
-        shingles: &str,
+        shingles: Option<&str>,
         hashes: usize,
         bands: usize,
         rows: usize,
@@ -79,8 +79,8 @@ impl MinHashDedup {
         store: Option<String>,
         blocks: u32,
         server_timeout: f64,
-        input_format: &str,
-        text_field: &str,
+        input_format: Option<&str>,
+        text_field: Option<&str>,
         id_field: Option<&str>,
         url_field: Option<&str>,
         title_field: Option<&str>,
@@ -94,7 +94,10 @@ impl MinHashDedup {
         if blocks == 0 {
             return Err(PyValueError::new_err("blocks must be at least 1"));
         }
-        let shingling: Shingling = shingles.parse().map_err(PyValueError::new_err)?;
+        let shingling: Shingling = match shingles {
+            Some(s) => s.parse().map_err(PyValueError::new_err)?,
+            None => webdedup_minhash::DEFAULT_SHINGLING,
+        };
         let params = Params {
             shingling,
             hashes,

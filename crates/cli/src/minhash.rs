@@ -12,9 +12,6 @@ use clap::Args;
 use webdedup_dedup::options::MinHashOptions;
 use webdedup_minhash::{Params, Shingling};
 
-/// The study's verification threshold (BENCHMARKS.md, "MinHash").
-const DEFAULT_VERIFY: f64 = 0.8;
-
 #[derive(Args, Debug)]
 // `dedup`'s paragraph options are refused here: hidden from the help.
 #[command(
@@ -62,7 +59,7 @@ pub struct MinHashSettings {
     /// Drop a matching document only when its Jaccard similarity with the original,
     /// estimated from the two signatures, is at least J (0: every band match drops).
     /// Keeps 1 byte per signature value of every kept document in memory.
-    #[arg(long, default_value_t = DEFAULT_VERIFY, value_name = "J")]
+    #[arg(long, default_value_t = webdedup_minhash::DEFAULT_VERIFY, value_name = "J")]
     verify: f64,
 }
 
