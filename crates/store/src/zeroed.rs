@@ -135,14 +135,20 @@ mod tests {
             for (i, v) in z.iter_mut().enumerate() {
                 *v = i as u64 * 3 + 1;
             }
-            z.copy_within(0..len / 2, len / 2);
+            let half = len / 2;
+            z.copy_within(0..half, half);
+            // The second half repeats the first; an odd length's last slot stays.
             let want: Vec<u64> = (0..len)
-                .map(|i| if i < len / 2 { i } else { i - len / 2 })
+                .map(|i| {
+                    if i >= half && i < 2 * half {
+                        i - half
+                    } else {
+                        i
+                    }
+                })
                 .map(|i| i as u64 * 3 + 1)
                 .collect();
-            if len % 2 == 0 {
-                assert_eq!(&z[..], &want[..], "{len}");
-            }
+            assert_eq!(&z[..], &want[..], "{len}");
             assert!(z.bytes() >= len * 8);
         }
         #[cfg(unix)]
