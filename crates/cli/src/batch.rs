@@ -203,7 +203,9 @@ impl BatchCommand {
 
 fn config(c: &Common, task_count: usize) -> Result<BatchConfig> {
     if c.read.wikilinks() {
-        bail!("batch mode reads documents (verticals, JSON Lines), not wikilinks rows");
+        bail!(
+            "batch mode reads documents (verticals, JSON Lines, Parquet, WET), not wikilinks rows"
+        );
     }
     if c.minhash && c.normalization != Normalization::Loose {
         bail!(

@@ -37,7 +37,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Exact dedup of documents (verticals, JSON Lines): keep the first instance of
+    /// Exact dedup of documents (verticals, JSON Lines, Parquet, WET): keep the first instance of
     /// every document and every long paragraph (the KNOT worker).
     Dedup(dedup::DedupArgs),
     /// Near-duplicate documents by MinHash LSH, in stream mode: a document is dropped
@@ -59,7 +59,7 @@ enum Command {
     Distribute(distribute::DistributeArgs),
     /// Are the servers of a block map up, and how far is a run? Exit 1 if not all is well.
     Status(status::StatusArgs),
-    /// 64-bit SimHash fingerprints of documents (verticals, JSON Lines, plain text).
+    /// 64-bit SimHash fingerprints of documents (verticals, JSON Lines, Parquet, WET, plain text).
     Simhash {
         #[command(flatten)]
         args: flags::simhash::SimhashFlags,

@@ -117,3 +117,67 @@ fn the_three_samples_give_the_same_decisions() {
     );
     assert_eq!(figures(&wet_sample_dir(), "wet", &[]), untitled);
 }
+
+/// `simhash` reads the three samples with the readers `dedup` uses: the same
+/// documents in the same order give the same fingerprints, the ids come from the
+/// id field / column and the WARC-Record-ID. `similar --dedup` refuses Parquet (a
+/// row has no bytes of its own to copy) and says who rewrites it.
+#[test]
+fn simhash_fingerprints_the_three_samples_alike() {
+    let fingerprints = |input: &std::path::Path| {
+        let o = webdedup(&["simhash", "-q", input.to_str().unwrap()]);
+        assert!(o.status.success(), "{}: {}", input.display(), stderr(&o));
+        assert!(stderr(&o).is_empty(), "no problems: {}", stderr(&o));
+        String::from_utf8(o.stdout)
+            .unwrap()
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| {
+                let mut cols = l.split('\t');
+                let id = cols.next().unwrap().to_string();
+                (id, cols.next().unwrap().to_string())
+            })
+            .collect::<Vec<_>>()
+    };
+    let jsonl = fingerprints(&jsonl_sample_dir());
+    let parquet = fingerprints(&parquet_sample_dir());
+    let wet = fingerprints(&wet_sample_dir());
+    assert!(jsonl.len() > 100, "{} documents", jsonl.len());
+    assert_eq!(
+        parquet, jsonl,
+        "Parquet: same ids (the id column), same fingerprints"
+    );
+    assert_eq!(wet.len(), jsonl.len());
+    for ((wid, wfp), (jid, jfp)) in wet.iter().zip(&jsonl) {
+        assert_eq!(wfp, jfp, "WET record {wid} against {jid}");
+        assert!(
+            wid.starts_with("<urn:") && wid.contains(jid.as_str()),
+            "a WET document is named by its WARC-Record-ID: {wid} ({jid})"
+        );
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = webdedup(&[
+        "similar",
+        "-k",
+        "3",
+        "--dedup",
+        "--output-dir",
+        out.to_str().unwrap(),
+        parquet_sample_dir().to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(".parquet: --dedup writes") && stderr(&o).contains("webdedup minhash"),
+        "{}",
+        stderr(&o)
+    );
+    // Pairs are found in Parquet as in JSON Lines.
+    let pairs = |input: &std::path::Path| {
+        let o = webdedup(&["similar", "-k", "3", "-q", input.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        o.stdout
+    };
+    assert_eq!(pairs(&parquet_sample_dir()), pairs(&jsonl_sample_dir()));
+}

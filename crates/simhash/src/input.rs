@@ -1,5 +1,7 @@
-//! Reading documents (verticals, JSON Lines, plain text) and fingerprint files, with
-//! bad input reported as `FILE:LINE: reason` and skipped.
+//! Reading documents (verticals, JSON Lines, Parquet, WET, plain text) and
+//! fingerprint files, with bad input reported as `FILE:LINE: reason` and skipped.
+//! Verticals, Parquet and WET are read by the project's one reader of each format
+//! (`webdedup_formats`), under the same rules as `webdedup dedup`.
 
 use crate::core::parse_hex;
 use crate::tokenize::Settings;
@@ -8,17 +10,24 @@ use std::io::{self, BufRead, BufReader};
 use std::ops::Range;
 use std::path::Path;
 use std::str::FromStr;
+use webdedup_formats::doc::{DocFormat, DocMeta, FormatChoice};
+use webdedup_formats::jsonl::{FieldPath, JsonlOptions};
 use webdedup_formats::vertical;
 pub use webdedup_formats::Compression;
 
 /// How input files are read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum InputFormat {
-    /// Sniffed from the first bytes: `<` vertical, `{` JSON Lines, a
-    /// `# webdedup-simhash` header or `ID TAB 16-hex-digits` fingerprints, else lines.
+    /// Sniffed from the first bytes: `PAR1` Parquet, `WARC/1.x` WET, `<` vertical,
+    /// `{` JSON Lines, a `# webdedup-simhash` header or `ID TAB 16-hex-digits`
+    /// fingerprints, else lines.
     Auto,
     Vertical,
     Jsonl,
+    /// Parquet (FineWeb layout): a row a document, the text column's lines.
+    Parquet,
+    /// Common Crawl WET: a `conversion` record a document.
+    Wet,
     /// One document per line.
     Lines,
     /// One document per file.
@@ -34,12 +43,14 @@ impl FromStr for InputFormat {
             "auto" => InputFormat::Auto,
             "vertical" | "vert" => InputFormat::Vertical,
             "jsonl" | "json" => InputFormat::Jsonl,
+            "parquet" => InputFormat::Parquet,
+            "wet" | "warc" => InputFormat::Wet,
             "lines" | "line" => InputFormat::Lines,
             "file" => InputFormat::File,
             "fingerprints" | "tsv" => InputFormat::Fingerprints,
             o => {
                 return Err(format!(
-                    "unknown input format '{o}' (auto, vertical, jsonl, lines, file, fingerprints)"
+                    "unknown input format '{o}' (auto, vertical, jsonl, parquet, wet, lines, file, fingerprints)"
                 ))
             }
         })
@@ -52,6 +63,8 @@ impl fmt::Display for InputFormat {
             InputFormat::Auto => "auto",
             InputFormat::Vertical => "vertical",
             InputFormat::Jsonl => "jsonl",
+            InputFormat::Parquet => "parquet",
+            InputFormat::Wet => "wet",
             InputFormat::Lines => "lines",
             InputFormat::File => "file",
             InputFormat::Fingerprints => "fingerprints",
@@ -153,9 +166,15 @@ impl Problems {
     }
 
     pub fn report(&self, file: &Path, line: Option<u64>, reason: impl fmt::Display) {
+        self.report_at(file, "", line, reason)
+    }
+
+    /// [`report`](Self::report) at a position that is not a line: `at` is what
+    /// names it (`row ` in Parquet, `offset ` in WET), as `webdedup dedup` says.
+    pub fn report_at(&self, file: &Path, at: &str, line: Option<u64>, reason: impl fmt::Display) {
         self.count.set(self.count.get() + 1);
         let msg = match line {
-            Some(l) => format!("{}:{l}: {reason}", file.display()),
+            Some(l) => format!("{}:{at}{l}: {reason}", file.display()),
             None => format!("{}: {reason}", file.display()),
         };
         if !self.quiet {
@@ -178,7 +197,8 @@ pub struct ReadOptions {
     pub format: InputFormat,
     /// JSON Lines: the field holding the text.
     pub text_field: String,
-    /// JSON Lines: the field holding the id (else the id is `FILE:LINE`).
+    /// JSON Lines and Parquet: the field holding the id (default: `id` where a
+    /// record has one; else the id is `FILE:LINE`).
     pub id_field: Option<String>,
 }
 
@@ -276,6 +296,12 @@ impl<R: io::Read> Lines<R> {
 
 /// Decides the format from the first bytes of the decompressed stream.
 pub fn sniff(head: &[u8]) -> InputFormat {
+    // The binary and record formats first, by the rule `webdedup dedup` uses.
+    match webdedup_formats::doc::sniff(head) {
+        FormatChoice::Parquet => return InputFormat::Parquet,
+        FormatChoice::Wet => return InputFormat::Wet,
+        _ => {}
+    }
     let start = head
         .iter()
         .position(|b| !b.is_ascii_whitespace())
@@ -355,6 +381,9 @@ pub fn read_items(
     let res = match format {
         InputFormat::File => read_whole(path, &mut r, problems, &mut f),
         InputFormat::Vertical => read_vertical(path, &mut r, problems, &mut f),
+        InputFormat::Parquet | InputFormat::Wet => {
+            read_documents(path, format, opts, r, compression, problems, &mut f)
+        }
         InputFormat::Fingerprints => {
             read_fingerprints(path, &mut r, problems, &mut headers, &mut f)
         }
@@ -543,6 +572,180 @@ impl<F: FnMut(Item<'_>)> vertical::Sink for DocSink<'_, F> {
     fn issue(&mut self, issue: vertical::Issue) {
         self.problems
             .report(self.path, Some(issue.line), &issue.kind);
+    }
+}
+
+/// Parquet and WET, through the project's readers of those formats
+/// ([`DocFormat`]): a document's text is its non-blank lines joined by `\n` (the
+/// lines `webdedup dedup` keys); its id is the id column or the WARC-Record-ID, else
+/// `FILE:ROW` / `FILE:OFFSET`. Parquet documents have no bytes of their own to write
+/// back (their `raw` is the text), so `similar --dedup` refuses Parquet inputs.
+fn read_documents<R: io::Read>(
+    path: &Path,
+    format: InputFormat,
+    opts: &ReadOptions,
+    stream: R,
+    compression: Compression,
+    problems: &Problems,
+    f: &mut impl FnMut(Item<'_>),
+) -> io::Result<()> {
+    let columns = JsonlOptions {
+        text: FieldPath::parse(&opts.text_field),
+        id: opts
+            .id_field
+            .as_deref()
+            .map_or_else(|| JsonlOptions::default().id, |f| vec![FieldPath::parse(f)]),
+        ..JsonlOptions::default()
+    };
+    let doc_format = match format {
+        InputFormat::Parquet => DocFormat::Parquet(std::sync::Arc::new(columns)),
+        _ => DocFormat::Wet { drop_bad: false },
+    };
+    let file = webdedup_formats::InputFile {
+        path: path.to_path_buf(),
+        rel: path.to_path_buf(),
+    };
+    let mut reader = doc_format.reader(
+        &file,
+        stream,
+        compression,
+        vertical::DEFAULT_CHUNK_BYTES,
+        vertical::DEFAULT_MAX_LINE_BYTES,
+    )?;
+    let mut text = String::new();
+    while let Some(chunk) = reader.next_chunk() {
+        let mut sink = FormatSink {
+            data: &chunk.data,
+            path,
+            at: doc_format.at(),
+            problems,
+            f: &mut *f,
+            covered: 0,
+            doc: None,
+            text: &mut text,
+        };
+        doc_format.parse(&chunk, &mut sink);
+        let n = chunk.data.len();
+        if sink.covered < n {
+            (sink.f)(Item::Other {
+                raw: &chunk.data[sink.covered..n],
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Turns a format reader's events into [`Item`]s covering the chunk byte for byte,
+/// as [`DocSink`] does for verticals.
+struct FormatSink<'a, F> {
+    data: &'a [u8],
+    path: &'a Path,
+    /// How a position is named in messages (`row `, `offset `).
+    at: &'static str,
+    problems: &'a Problems,
+    f: &'a mut F,
+    covered: usize,
+    doc: Option<OpenDoc>,
+    text: &'a mut String,
+}
+
+impl<F: FnMut(Item<'_>)> FormatSink<'_, F> {
+    /// Hands out the bytes before `start` not yet handed out, as `Other`.
+    fn gap_until(&mut self, start: usize) {
+        if self.covered < start {
+            (self.f)(Item::Other {
+                raw: &self.data[self.covered..start],
+            });
+            self.covered = start;
+        }
+    }
+}
+
+impl<F: FnMut(Item<'_>)> webdedup_formats::doc::DocSink for FormatSink<'_, F> {
+    fn doc_start(&mut self, header: Range<usize>, line: u64, meta: &DocMeta<'_>) {
+        self.gap_until(header.start);
+        self.text.clear();
+        self.doc = Some(OpenDoc {
+            start: header.start,
+            end: header.end,
+            line,
+            id: Some(match meta.id() {
+                Some(id) => id.to_string(),
+                None => format!("{}:{line}", self.path.display()),
+            }),
+            invalid_utf8: false,
+        });
+    }
+
+    fn structure(&mut self, range: Range<usize>) {
+        if let Some(d) = &mut self.doc {
+            d.end = d.end.max(range.end);
+        }
+    }
+
+    fn para_start(&mut self, _start: usize, _line: u64, _implicit: bool) {
+        if !self.text.is_empty() {
+            self.text.push('\n');
+        }
+    }
+
+    fn word(&mut self, word: &[u8], glued: bool, _line: u64) {
+        if !glued && !self.text.is_empty() && !self.text.ends_with('\n') {
+            self.text.push(' ');
+        }
+        match std::str::from_utf8(word) {
+            Ok(w) => self.text.push_str(w),
+            Err(_) => {
+                self.text.push_str(&String::from_utf8_lossy(word));
+                if let Some(d) = &mut self.doc {
+                    d.invalid_utf8 = true;
+                }
+            }
+        }
+    }
+
+    fn para_end(&mut self, end: usize) {
+        if let Some(d) = &mut self.doc {
+            d.end = d.end.max(end);
+        }
+    }
+
+    fn doc_end(&mut self, close: Option<Range<usize>>) {
+        let Some(mut d) = self.doc.take() else { return };
+        if let Some(r) = close {
+            d.end = d.end.max(r.end);
+        }
+        let raw = &self.data[d.start..d.end];
+        self.covered = self.covered.max(d.end);
+        if d.invalid_utf8 {
+            self.problems.report_at(
+                self.path,
+                self.at,
+                Some(d.line),
+                "invalid UTF-8 in document (replaced by U+FFFD)",
+            );
+        }
+        (self.f)(Item::Doc {
+            id: d.id.unwrap_or_default(),
+            text: self.text,
+            line: d.line,
+            raw,
+        });
+    }
+
+    fn passthrough(&mut self, range: Range<usize>, _line: u64, _dropped: bool) {
+        self.gap_until(range.start);
+        if range.end > self.covered {
+            (self.f)(Item::Other {
+                raw: &self.data[self.covered..range.end],
+            });
+            self.covered = range.end;
+        }
+    }
+
+    fn issue(&mut self, issue: vertical::Issue) {
+        self.problems
+            .report_at(self.path, self.at, Some(issue.line), &issue.kind);
     }
 }
 
@@ -790,7 +993,12 @@ fn json_doc(line: &[u8], opts: &ReadOptions) -> Result<(Option<String>, String),
         None => return Err(format!("missing field '{}'", opts.text_field)),
     };
     let id = match &opts.id_field {
-        None => None,
+        // As every reader of the project: the `id` field when there is one.
+        None => match obj.get("id") {
+            Some(serde_json::Value::String(s)) => Some(s.clone()),
+            Some(serde_json::Value::Number(n)) => Some(n.to_string()),
+            _ => None,
+        },
         Some(name) => Some(match obj.get(name) {
             Some(serde_json::Value::String(s)) => s.clone(),
             Some(serde_json::Value::Number(n)) => n.to_string(),
@@ -838,6 +1046,9 @@ mod tests {
     fn sniffing() {
         assert_eq!(sniff(b"\n<doc id=\"1\">"), InputFormat::Vertical);
         assert_eq!(sniff(b"{\"text\":1}"), InputFormat::Jsonl);
+        assert_eq!(sniff(b"PAR1\x15\x04"), InputFormat::Parquet);
+        assert_eq!(sniff(b"WARC/1.0\r\nWARC-Type: warcinfo"), InputFormat::Wet);
+        assert_eq!(sniff(b"WARC/x"), InputFormat::Lines);
         assert_eq!(
             sniff(b"# webdedup-simhash v1 tokenizer=unicode"),
             InputFormat::Fingerprints

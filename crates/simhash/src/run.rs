@@ -674,6 +674,20 @@ pub fn similar_outcome(args: &SimilarOptions) -> Result<Outcome> {
             .output_dir
             .as_deref()
             .context("--dedup needs --output-dir (the directory for the deduplicated inputs)")?;
+        if let Some((path, _)) = files
+            .iter()
+            .zip(&infos)
+            .find(|(_, i)| i.format == InputFormat::Parquet)
+        {
+            // A Parquet row has no bytes of its own to copy: writing the file again
+            // without some rows is `webdedup dedup`'s and `minhash`'s writer's job.
+            bail!(
+                "{}: --dedup writes verticals, JSON Lines, WET and text files; a Parquet \
+                 file is rewritten by `webdedup minhash` (near-duplicate documents, same outputs \
+                 for every format)",
+                path.display()
+            );
+        }
         let report_path = args
             .report
             .clone()

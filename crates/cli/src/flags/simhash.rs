@@ -12,14 +12,16 @@ use webdedup_simhash::{SimhashOptions, SimilarOptions};
 /// Options shared by both commands: how documents are read and fingerprinted.
 #[derive(Args, Debug, Clone)]
 pub struct DocFlags {
-    /// Input format: auto (sniffed from content), vertical, jsonl, lines (one document
-    /// per line), file (one document per file), fingerprints (TSV written by `simhash`).
+    /// Input format: auto (sniffed from content), vertical, jsonl, parquet, wet, lines
+    /// (one document per line), file (one document per file), fingerprints (TSV written
+    /// by `simhash`).
     #[arg(long = "input-format", default_value = "auto", value_name = "FORMAT")]
     pub input_format: InputFormat,
-    /// JSON Lines: field holding the document text.
+    /// JSON Lines and Parquet: field (column) holding the document text.
     #[arg(long, default_value = "text", value_name = "FIELD")]
     pub text_field: String,
-    /// JSON Lines: field holding the document id (default: FILE:LINE).
+    /// JSON Lines and Parquet: field (column) holding the document id (default: `id`
+    /// where present, else FILE:LINE; FILE:ROW in Parquet).
     #[arg(long, value_name = "FIELD")]
     pub id_field: Option<String>,
     /// Tokenizer: unicode (UAX #29 words), charabia (offline features: Chinese via
