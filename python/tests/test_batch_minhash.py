@@ -6,6 +6,7 @@ arguments refused."""
 import gzip
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -63,9 +64,11 @@ def test_batch_minhash_equals_webdedup_minhash(tmp_path, src, n, opts, flags):
         webdedup.batch_hash(src, work, 0, n)  # exact mode on a MinHash work directory
 
 
-def test_batch_minhash_reads_with_the_field_options(tmp_path):
+@pytest.mark.parametrize("minhash", [True, False], ids=["minhash", "exact"])
+def test_batch_filter_reads_with_the_field_options(tmp_path, minhash):
     """The filter phase reads with the work directory's field options (here the
-    text under another name), as `webdedup minhash --text-field` does."""
+    text under another name), as `webdedup minhash/dedup --text-field` do (it read
+    with the default fields, passing every record through, before)."""
     src = tmp_path / "in"
     for f in sorted(JSONL.rglob("*.jsonl.gz")):
         rows = [json.loads(line) for line in gzip.decompress(f.read_bytes()).splitlines()]
@@ -74,10 +77,23 @@ def test_batch_minhash_reads_with_the_field_options(tmp_path):
         dest = src / f.relative_to(JSONL)
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in rows).encode()))
-    want = tmp_path / "cli"
-    files = cli_minhash(src, want, "--text-field", "body")
-    out = tmp_path / "out"
-    batch_minhash(src, tmp_path / "work", out, 2, text_field="body")
+    want, work, out, n = tmp_path / "cli", tmp_path / "work", tmp_path / "out", 2
+    if minhash:
+        files = cli_minhash(src, want, "--text-field", "body")
+        batch_minhash(src, work, out, n, text_field="body")
+    else:
+        cmd = [BIN, "dedup", "-q", "-i", str(src), "-o", str(want), "--dd", "--text-field", "body"]
+        subprocess.run(cmd, check=True)
+        files = sorted(f for f in want.rglob("*") if f.is_file() and not f.name.endswith(".run-id"))
+        for t in range(n):
+            assert webdedup.batch_hash(src, work, t, n, text_field="body")
+        for stage in ("url-title", "docs", "paras"):
+            for t in range(n):
+                assert webdedup.batch_resolve(src, work, t, n, stage, text_field="body")
+        for t in range(n):
+            assert webdedup.batch_filter(src, work, out, t, n, dd=True, text_field="body")
+    dd = "".join(f.read_text() for f in files if f.name.endswith(".dd"))
+    assert set(re.findall(r'status="([^"]*)"', dd)) - {"K"}, "some documents are dropped"
     for f in files:
         assert (out / f.relative_to(want)).read_bytes() == f.read_bytes(), f
 
