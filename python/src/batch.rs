@@ -14,8 +14,7 @@ use crate::formats::read_settings;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use std::path::PathBuf;
-use webdedup_dedup::batch::MinHashStage;
-use webdedup_dedup::batch::{self, BatchConfig, Stage};
+use webdedup_dedup::batch::{self, BatchConfig, MinHashStage, Stage};
 use webdedup_dedup::options::{MinHashChoices, MinHashOptions};
 use webdedup_dedup::{DocCheck, PolicyChoices, RunConfig};
 // Problem lines name input files: never raw control bytes on the terminal.
