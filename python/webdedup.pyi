@@ -297,12 +297,17 @@ class MinHashDedup:
 # The batch functions read verticals, JSON Lines, Parquet or WET files (input_format,
 # sniffed per file by default) with the same field options as Dedup; every phase of a run must
 # be given the same ones (the work directory records them and refuses others).
+# minhash=True (with the settings of `webdedup minhash`: shingles "words:N" or "chars:N",
+# hashes, bands, rows, verify; None: its defaults) is `webdedup batch --minhash`: the
+# outputs of `webdedup minhash`; no store (batch_publish is exact mode's).
 
 def batch_hash(
     input: Union[str, PathLike], work: Union[str, PathLike], task_index: int, task_count: int,
     *, partitions: Optional[int] = None, normalize: Optional[str] = None, min_para_chars: Optional[int] = None, doc_check: Optional[str] = None,
     input_format: Optional[str] = None, text_field: Optional[str] = None, id_field: Optional[str] = None,
     url_field: Optional[str] = None, title_field: Optional[str] = None, drop_bad_records: bool = False,
+    minhash: bool = False, shingles: Optional[str] = None, hashes: Optional[int] = None,
+    bands: Optional[int] = None, rows: Optional[int] = None, verify: Optional[float] = None,
 ) -> bool:
     """Batch phase 1 for one task; False if it had already finished."""
 
@@ -312,8 +317,11 @@ def batch_resolve(
     normalize: Optional[str] = None, min_para_chars: Optional[int] = None, doc_check: Optional[str] = None,
     input_format: Optional[str] = None, text_field: Optional[str] = None, id_field: Optional[str] = None,
     url_field: Optional[str] = None, title_field: Optional[str] = None, drop_bad_records: bool = False,
+    minhash: bool = False, shingles: Optional[str] = None, hashes: Optional[int] = None,
+    bands: Optional[int] = None, rows: Optional[int] = None, verify: Optional[float] = None,
 ) -> bool:
-    """Batch phase 2 for one task and stage (url-title, docs, paras)."""
+    """Batch phase 2 for one task and stage (url-title, docs, paras; with minhash:
+    bands on every task, then pick on task 0 only)."""
 
 def batch_filter(
     input: Union[str, PathLike], work: Union[str, PathLike], output: Union[str, PathLike],
@@ -321,6 +329,8 @@ def batch_filter(
     normalize: Optional[str] = None, min_para_chars: Optional[int] = None, doc_check: Optional[str] = None,
     input_format: Optional[str] = None, text_field: Optional[str] = None, id_field: Optional[str] = None,
     url_field: Optional[str] = None, title_field: Optional[str] = None, drop_bad_records: bool = False,
+    minhash: bool = False, shingles: Optional[str] = None, hashes: Optional[int] = None,
+    bands: Optional[int] = None, rows: Optional[int] = None, verify: Optional[float] = None,
 ) -> bool:
     """Batch phase 3 for one task: writes its outputs (compress: "auto" compresses
     JSON Lines outputs as their inputs' names say, verticals stay plain; or

@@ -4,13 +4,18 @@
 //! Inputs are verticals or JSON Lines (sniffed per file, or `input_format`), with
 //! the command line's field options; every phase must be given the same ones (the
 //! work directory records them and refuses others).
+//!
+//! `minhash=True` (with `shingles`, `hashes`, `bands`, `rows`, `verify`) is
+//! `webdedup batch --minhash`: the decisions of `webdedup minhash`, its resolve
+//! stages `bands` (every task), then `pick` (task 0 only); no store yet.
 
 use crate::err;
 use crate::formats::read_settings;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use std::path::PathBuf;
-use webdedup_dedup::batch::{self, BatchConfig, Stage};
+use webdedup_dedup::batch::{self, BatchConfig, MinHashStage, Stage};
+use webdedup_dedup::options::{MinHashChoices, MinHashOptions};
 use webdedup_dedup::{DocCheck, PolicyChoices, RunConfig};
 // Problem lines name input files: never raw control bytes on the terminal.
 use webdedup_formats::doc::ReadSettings;
@@ -30,12 +35,19 @@ fn config(
     min_para_chars: Option<usize>,
     doc_check: Option<&str>,
     read: ReadSettings,
+    minhash: Option<MinHashOptions>,
 ) -> PyResult<BatchConfig> {
+    let normalization = normalize
+        .map(str::parse::<Normalization>)
+        .transpose()
+        .map_err(PyValueError::new_err)?;
+    if minhash.is_some() && normalization.is_some_and(|n| n != Normalization::Loose) {
+        return Err(PyValueError::new_err(
+            "minhash signatures are pinned to the loose normalization: normalize does not apply",
+        ));
+    }
     let options = PolicyChoices {
-        normalization: normalize
-            .map(str::parse::<Normalization>)
-            .transpose()
-            .map_err(PyValueError::new_err)?,
+        normalization,
         min_para_chars,
         doc_check: doc_check
             .map(str::parse::<DocCheck>)
@@ -45,6 +57,7 @@ fn config(
     }
     .options()
     .map_err(PyValueError::new_err)?;
+    let options = webdedup_dedup::Options { minhash, ..options };
     Ok(BatchConfig {
         inputs: vec![input],
         work,
@@ -56,6 +69,45 @@ fn config(
         chunk_bytes: webdedup_formats::vertical::DEFAULT_CHUNK_BYTES,
         max_line_bytes: webdedup_formats::vertical::DEFAULT_MAX_LINE_BYTES,
     })
+}
+
+/// The MinHash keyword arguments (`minhash=True` and its settings, as the command
+/// line's `--minhash`, `--shingles`, ...), checked by the library function the
+/// command line calls ([`MinHashChoices::options`]); None without `minhash`.
+fn minhash_options(
+    minhash: bool,
+    shingles: Option<&str>,
+    hashes: Option<usize>,
+    bands: Option<usize>,
+    rows: Option<usize>,
+    verify: Option<f64>,
+) -> PyResult<Option<MinHashOptions>> {
+    if !minhash {
+        if shingles.is_some()
+            || hashes.is_some()
+            || bands.is_some()
+            || rows.is_some()
+            || verify.is_some()
+        {
+            return Err(PyValueError::new_err(
+                "shingles, hashes, bands, rows and verify apply with minhash=True",
+            ));
+        }
+        return Ok(None);
+    }
+    MinHashChoices {
+        shingles: shingles
+            .map(str::parse)
+            .transpose()
+            .map_err(PyValueError::new_err)?,
+        hashes,
+        bands,
+        rows,
+        verify,
+    }
+    .options()
+    .map(Some)
+    .map_err(PyValueError::new_err)
 }
 
 fn check_index(cfg: &BatchConfig, task_index: usize) -> PyResult<()> {
@@ -70,7 +122,7 @@ fn check_index(cfg: &BatchConfig, task_index: usize) -> PyResult<()> {
 
 /// Phase 1 (`webdedup batch hash`) for one task.
 #[pyfunction]
-#[pyo3(signature = (input, work, task_index, task_count, *, partitions=None, normalize=None, min_para_chars=None, doc_check=None, input_format=None, text_field=None, id_field=None, url_field=None, title_field=None, drop_bad_records=false))]
+#[pyo3(signature = (input, work, task_index, task_count, *, partitions=None, normalize=None, min_para_chars=None, doc_check=None, input_format=None, text_field=None, id_field=None, url_field=None, title_field=None, drop_bad_records=false, minhash=false, shingles=None, hashes=None, bands=None, rows=None, verify=None))]
 #[allow(clippy::too_many_arguments)]
 fn batch_hash(
     py: Python<'_>,
@@ -88,6 +140,12 @@ fn batch_hash(
     url_field: Option<&str>,
     title_field: Option<&str>,
     drop_bad_records: bool,
+    minhash: bool,
+    shingles: Option<&str>,
+    hashes: Option<usize>,
+    bands: Option<usize>,
+    rows: Option<usize>,
+    verify: Option<f64>,
 ) -> PyResult<bool> {
     let cfg = config(
         input,
@@ -105,6 +163,7 @@ fn batch_hash(
             title_field,
             drop_bad_records,
         )?,
+        minhash_options(minhash, shingles, hashes, bands, rows, verify)?,
     )?;
     check_index(&cfg, task_index)?;
     py.allow_threads(|| batch::hash(&cfg, task_index, &|l| eprintln!("{}", escape_controls(l))))
@@ -112,9 +171,10 @@ fn batch_hash(
 }
 
 /// Phase 2 (`webdedup batch resolve`) for one task and stage (`url-title`, `docs`,
-/// `paras`, in that order).
+/// `paras`, in that order; with `minhash`: `bands` for every task, then `pick` for
+/// task 0 only).
 #[pyfunction]
-#[pyo3(signature = (input, work, task_index, task_count, stage, *, store=None, partitions=None, normalize=None, min_para_chars=None, doc_check=None, input_format=None, text_field=None, id_field=None, url_field=None, title_field=None, drop_bad_records=false))]
+#[pyo3(signature = (input, work, task_index, task_count, stage, *, store=None, partitions=None, normalize=None, min_para_chars=None, doc_check=None, input_format=None, text_field=None, id_field=None, url_field=None, title_field=None, drop_bad_records=false, minhash=false, shingles=None, hashes=None, bands=None, rows=None, verify=None))]
 #[allow(clippy::too_many_arguments)]
 fn batch_resolve(
     py: Python<'_>,
@@ -134,6 +194,12 @@ fn batch_resolve(
     url_field: Option<&str>,
     title_field: Option<&str>,
     drop_bad_records: bool,
+    minhash: bool,
+    shingles: Option<&str>,
+    hashes: Option<usize>,
+    bands: Option<usize>,
+    rows: Option<usize>,
+    verify: Option<f64>,
 ) -> PyResult<bool> {
     let cfg = config(
         input,
@@ -151,17 +217,39 @@ fn batch_resolve(
             title_field,
             drop_bad_records,
         )?,
+        minhash_options(minhash, shingles, hashes, bands, rows, verify)?,
     )?;
     check_index(&cfg, task_index)?;
-    let stage: Stage = stage.parse().map_err(PyValueError::new_err)?;
-    py.allow_threads(|| batch::resolve(&cfg, stage, task_index, store.as_deref()))
+    if cfg.options.minhash.is_none() {
+        let stage: Stage = stage.parse().map_err(|e: String| {
+            PyValueError::new_err(format!("{e}; with minhash=True: bands or pick"))
+        })?;
+        return py
+            .allow_threads(|| batch::resolve(&cfg, stage, task_index, store.as_deref()))
+            .map_err(|e| err(format!("{e:#}")));
+    }
+    let stage = match stage {
+        "bands" => MinHashStage::Bands,
+        "pick" if task_index == 0 => MinHashStage::Pick,
+        "pick" => {
+            return Err(PyValueError::new_err(format!(
+                "stage pick is one task (task_index 0), not task_index {task_index}"
+            )))
+        }
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "unknown stage '{stage}' with minhash=True (expected bands, then pick)"
+            )))
+        }
+    };
+    py.allow_threads(|| batch::resolve_minhash(&cfg, stage, task_index, store.as_deref()))
         .map_err(|e| err(format!("{e:#}")))
 }
 
 /// Phase 3 (`webdedup batch filter`) for one task: writes its outputs into
 /// `output`, the bytes `webdedup dedup` writes.
 #[pyfunction]
-#[pyo3(signature = (input, work, output, task_index, task_count, *, dd=false, compress="auto", partitions=None, normalize=None, min_para_chars=None, doc_check=None, input_format=None, text_field=None, id_field=None, url_field=None, title_field=None, drop_bad_records=false))]
+#[pyo3(signature = (input, work, output, task_index, task_count, *, dd=false, compress="auto", partitions=None, normalize=None, min_para_chars=None, doc_check=None, input_format=None, text_field=None, id_field=None, url_field=None, title_field=None, drop_bad_records=false, minhash=false, shingles=None, hashes=None, bands=None, rows=None, verify=None))]
 #[allow(clippy::too_many_arguments)]
 fn batch_filter(
     py: Python<'_>,
@@ -182,6 +270,12 @@ fn batch_filter(
     url_field: Option<&str>,
     title_field: Option<&str>,
     drop_bad_records: bool,
+    minhash: bool,
+    shingles: Option<&str>,
+    hashes: Option<usize>,
+    bands: Option<usize>,
+    rows: Option<usize>,
+    verify: Option<f64>,
 ) -> PyResult<bool> {
     let cfg = config(
         input.clone(),
@@ -199,10 +293,16 @@ fn batch_filter(
             title_field,
             drop_bad_records,
         )?,
+        minhash_options(minhash, shingles, hashes, bands, rows, verify)?,
     )?;
     check_index(&cfg, task_index)?;
     let mut run = RunConfig::new(input, output);
     run.options = cfg.options.clone();
+    // The runner reads with the run's settings: the work directory's, as the
+    // command line's filter does.
+    run.read = cfg.read.clone();
+    run.chunk_bytes = cfg.chunk_bytes;
+    run.max_line_bytes = cfg.max_line_bytes;
     run.dd = dd;
     // As `webdedup dedup --compress`: `auto` (the default) compresses the
     // outputs of JSON Lines as their inputs' names say, verticals stay plain.
@@ -261,6 +361,7 @@ fn batch_publish(
             title_field,
             drop_bad_records,
         )?,
+        None,
     )?;
     py.allow_threads(|| batch::publish(&cfg, &store))
         .map_err(|e| err(format!("{e:#}")))

@@ -55,6 +55,41 @@ def test_the_defaults_are_the_command_lines(webdedup, tmp_path):
     assert (tmp_path / "py" / "settings").read_text() == cli
 
 
+# (keyword arguments of batch_hash with minhash=True, the same as `webdedup batch hash
+# --minhash` flags)
+BAD_MINHASH = [
+    (dict(verify=1.5), ["--verify", "1.5"]),
+    (dict(hashes=0), ["--hashes", "0"]),
+    (dict(hashes=16, bands=4, rows=8), ["--hashes", "16", "--bands", "4", "--rows", "8"]),
+    (dict(shingles="words:0"), ["--shingles", "words:0"]),
+]
+
+
+@pytest.mark.parametrize("kwargs,flags", BAD_MINHASH)
+def test_a_bad_minhash_setting_gets_the_same_message_from_batch_and_python(webdedup, tmp_path, kwargs, flags):
+    docs = tmp_path / "in.vert"
+    docs.write_text('<doc url="u" title="t">\n<p>\nword\n</p>\n</doc>\n')
+    p = webdedup("batch", "hash", "--minhash", "-i", docs, "-w", tmp_path / "w", "--task-index", "0", *flags, check=False)
+    assert p.returncode == 2, p.stderr
+    # clap checks --shingles itself (its message names the flag around the same reason).
+    cli_message = p.stderr.strip().splitlines()[0]
+    with pytest.raises(ValueError) as e:
+        webdedup_module().batch_hash(str(docs), str(tmp_path / "py"), 0, 1, minhash=True, **kwargs)
+    assert str(e.value) in cli_message, (str(e.value), p.stderr)
+
+
+def test_the_minhash_defaults_are_the_command_lines(webdedup, tmp_path):
+    """batch_hash(minhash=True) with no settings records what `webdedup batch hash
+    --minhash` records."""
+    docs = tmp_path / "in.vert"
+    docs.write_text('<doc url="u" title="t">\n<p>\nsome words of a paragraph\n</p>\n</doc>\n')
+    webdedup("batch", "hash", "--minhash", "-i", docs, "-w", tmp_path / "cli", "--task-index", "0")
+    webdedup_module().batch_hash(str(docs), str(tmp_path / "py"), 0, 1, minhash=True)
+    cli = (tmp_path / "cli" / "settings").read_text()
+    assert "verify=0.8" in cli, cli
+    assert (tmp_path / "py" / "settings").read_text() == cli
+
+
 def webdedup_module():
     # The fixture named `webdedup` (the binary) shadows the module's name inside
     # the tests that use it.

@@ -9,8 +9,8 @@
 use crate::dedup::DedupArgs;
 use anyhow::Result;
 use clap::Args;
-use webdedup_dedup::options::MinHashOptions;
-use webdedup_minhash::{Params, Shingling};
+use webdedup_dedup::options::{MinHashChoices, MinHashOptions};
+use webdedup_minhash::Shingling;
 
 #[derive(Args, Debug)]
 // `dedup`'s paragraph options are refused here: hidden from the help.
@@ -66,18 +66,16 @@ pub struct MinHashSettings {
 impl MinHashSettings {
     /// The options of MinHash mode, or why the settings are refused.
     pub fn options(&self) -> Result<MinHashOptions> {
-        let params = Params {
-            shingling: self.shingles,
-            hashes: self.hashes,
-            bands: self.bands,
-            rows: self.rows,
-        };
-        params.validate().map_err(anyhow::Error::msg)?;
-        if !(0.0..=1.0).contains(&self.verify) {
-            anyhow::bail!("--verify must be between 0 and 1 (0: off)");
+        // One check for every front door (the Python module's too).
+        MinHashChoices {
+            shingles: Some(self.shingles),
+            hashes: Some(self.hashes),
+            bands: Some(self.bands),
+            rows: Some(self.rows),
+            verify: Some(self.verify),
         }
-        let verify = (self.verify > 0.0).then_some(self.verify);
-        Ok(MinHashOptions::new(params, verify))
+        .options()
+        .map_err(anyhow::Error::msg)
     }
 }
 

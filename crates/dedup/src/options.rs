@@ -240,6 +240,50 @@ impl MinHashOptions {
     }
 }
 
+/// The MinHash settings as every front door takes them (the command line's
+/// `--shingles`, `--hashes`, `--bands`, `--rows`, `--verify`; the Python module's
+/// keyword arguments): None is the default, and [`MinHashChoices::options`] checks
+/// them, so all refuse the same values with the same message.
+///
+/// ```
+/// use webdedup_dedup::options::MinHashChoices;
+/// let ok = MinHashChoices { verify: Some(0.0), ..Default::default() }.options().unwrap();
+/// assert_eq!((ok.params.bands, ok.verify), (webdedup_minhash::DEFAULT_BANDS, None));
+/// let bad = MinHashChoices { verify: Some(1.5), ..Default::default() };
+/// assert_eq!(bad.options().unwrap_err(), "--verify must be between 0 and 1 (0: off)");
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct MinHashChoices {
+    pub shingles: Option<webdedup_minhash::Shingling>,
+    pub hashes: Option<usize>,
+    pub bands: Option<usize>,
+    pub rows: Option<usize>,
+    /// 0 turns verification off.
+    pub verify: Option<f64>,
+}
+
+impl MinHashChoices {
+    /// The options of MinHash mode, or why the settings are refused.
+    pub fn options(&self) -> Result<MinHashOptions, String> {
+        use webdedup_minhash as m;
+        let params = m::Params {
+            shingling: self.shingles.unwrap_or(m::DEFAULT_SHINGLING),
+            hashes: self.hashes.unwrap_or(m::DEFAULT_HASHES),
+            bands: self.bands.unwrap_or(m::DEFAULT_BANDS),
+            rows: self.rows.unwrap_or(m::DEFAULT_ROWS),
+        };
+        params.validate()?;
+        let verify = self.verify.unwrap_or(m::DEFAULT_VERIFY);
+        if !(0.0..=1.0).contains(&verify) {
+            return Err("--verify must be between 0 and 1 (0: off)".into());
+        }
+        Ok(MinHashOptions::new(
+            params,
+            (verify > 0.0).then_some(verify),
+        ))
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Options {
     pub normalization: Normalization,
