@@ -35,10 +35,11 @@ use crate::vertical::{Chunk, Issue, IssueKind};
 use arrow_array::builder::{GenericStringBuilder, StringViewBuilder};
 use arrow_array::{
     Array, ArrayRef, BooleanArray, GenericStringArray, Int16Array, Int32Array, Int64Array,
-    Int8Array, OffsetSizeTrait, RecordBatch, StringViewArray, StructArray, UInt16Array,
-    UInt32Array, UInt64Array, UInt8Array,
+    Int8Array, OffsetSizeTrait, RecordBatch, RecordBatchOptions, StringViewArray, StructArray,
+    UInt16Array, UInt32Array, UInt64Array, UInt8Array,
 };
 use arrow_schema::{DataType, Fields};
+use arrow_select::filter::FilterBuilder;
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
     ParquetRecordBatchReaderBuilder,
@@ -677,19 +678,32 @@ pub fn encode_slice(
     if kept == 0 {
         return Ok(RowGroupOut::Empty);
     }
-    let mut out = if kept == batch.num_rows() {
-        batch.clone()
-    } else {
-        arrow_select::filter::filter_record_batch(batch, &BooleanArray::from(keep.to_vec()))
-            .map_err(err)?
+    // The text column, when some text changed, is built anew from the kept rows:
+    // filtering it first would only copy every text once more.
+    let rebuilt = match (&slice.source.text, new.iter().any(Option::is_some)) {
+        (Ok(t), true) => Some(*t),
+        _ => None,
     };
-    if let (Ok(t), true) = (&slice.source.text, new.iter().any(Option::is_some)) {
-        let col = rebuild_texts(batch.column(*t), keep, text, new)
-            .ok_or_else(|| err("internal: the text column could not be rebuilt"))?;
-        let mut cols = out.columns().to_vec();
-        cols[*t] = col;
-        out = RecordBatch::try_new(out.schema(), cols).map_err(err)?;
+    let filter = (kept < batch.num_rows()).then(|| {
+        FilterBuilder::new(&BooleanArray::from(keep.to_vec()))
+            .optimize()
+            .build()
+    });
+    let mut cols = Vec::with_capacity(batch.num_columns());
+    for (i, col) in batch.columns().iter().enumerate() {
+        cols.push(match &filter {
+            _ if rebuilt == Some(i) => rebuild_texts(col, keep, text, new)
+                .ok_or_else(|| err("internal: the text column could not be rebuilt"))?,
+            Some(f) => f.filter(col).map_err(err)?,
+            None => col.clone(),
+        });
     }
+    let out = RecordBatch::try_new_with_options(
+        batch.schema(),
+        cols,
+        &RecordBatchOptions::new().with_row_count(Some(kept)),
+    )
+    .map_err(err)?;
     let mut writers = slice
         .source
         .factory
