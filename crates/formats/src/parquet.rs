@@ -16,7 +16,9 @@
 //!   chunk statistics and no page indexes (a row group copied as stored has
 //!   none); one row group per chunk, the rows in input order, dropped rows left out, the
 //!   text column rebuilt from the kept paragraphs, every other column's values
-//!   unchanged. Chunks are encoded by the worker threads; the output file only
+//!   unchanged. A row group written whole with all its texts as read (and every
+//!   row group with `--mark`) is copied as stored, its column chunks byte for
+//!   byte. Chunks are encoded by the worker threads; the output file only
 //!   appends encoded row groups, in order.
 //!
 //! Bad input: a file that is not Parquet (or whose footer is damaged) cannot be
@@ -584,7 +586,8 @@ pub enum RowGroupOut {
     Empty,
     /// Encoded columns of one row group.
     Encoded(Vec<ArrowColumnChunk>),
-    /// A damaged row group of the input, copied as stored.
+    /// A row group of the input copied as stored: a damaged one, or one written
+    /// whole and unchanged.
     Raw {
         source: Arc<ParquetSource>,
         row_group: usize,
@@ -653,7 +656,8 @@ fn rebuild_texts(
 /// Encodes the rows of `slice` that `keep` says (one flag a row), the text column
 /// rebuilt where `new[i]` gives row `i` a new text (a range of `text`), as one row
 /// group of the output. A damaged slice is copied as stored unless none of it is
-/// kept. Runs in the worker threads.
+/// kept, and so is a whole row group kept whole with its texts as read. Runs in
+/// the worker threads.
 pub fn encode_slice(
     slice: &RowSlice,
     keep: &[bool],
@@ -684,6 +688,22 @@ pub fn encode_slice(
         (Ok(t), true) => Some(*t),
         _ => None,
     };
+    // A whole row group written as read (all its rows kept, no text changed; every
+    // row group with `--mark`): its column chunks are copied as stored, not encoded
+    // again.
+    let whole_group = slice.rows as i64
+        == slice
+            .source
+            .meta
+            .metadata()
+            .row_group(slice.row_group)
+            .num_rows();
+    if whole_group && kept == batch.num_rows() && rebuilt.is_none() {
+        return Ok(RowGroupOut::Raw {
+            source: slice.source.clone(),
+            row_group: slice.row_group,
+        });
+    }
     let filter = (kept < batch.num_rows()).then(|| {
         FilterBuilder::new(&BooleanArray::from(keep.to_vec()))
             .optimize()
