@@ -626,8 +626,10 @@ fn rebuild_texts(
         let mut b = GenericStringBuilder::<O>::with_capacity(a.len(), text.len());
         for i in (0..a.len()).filter(|&i| keep[i]) {
             match &new[i] {
-                // The kept pieces of a valid UTF-8 text, cut at line breaks.
-                Some(r) => b.append_value(std::str::from_utf8(&text[r.clone()]).ok()?),
+                // The kept pieces of a valid UTF-8 text, cut at line breaks:
+                // checked all the same, the SIMD way (a few percent of the run
+                // with the standard library's check).
+                Some(r) => b.append_value(simdutf8::basic::from_utf8(&text[r.clone()]).ok()?),
                 None if a.is_null(i) => b.append_null(),
                 None => b.append_value(a.value(i)),
             }
@@ -642,7 +644,7 @@ fn rebuild_texts(
             let mut b = StringViewBuilder::with_capacity(a.len());
             for i in (0..a.len()).filter(|&i| keep[i]) {
                 match &new[i] {
-                    Some(r) => b.append_value(std::str::from_utf8(&text[r.clone()]).ok()?),
+                    Some(r) => b.append_value(simdutf8::basic::from_utf8(&text[r.clone()]).ok()?),
                     None if a.is_null(i) => b.append_null(),
                     None => b.append_value(a.value(i)),
                 }
