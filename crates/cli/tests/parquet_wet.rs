@@ -166,6 +166,104 @@ fn parquet_decides_as_jsonl_and_verticals_and_keeps_schema_and_row_order() {
     assert_eq!(dd_entries(&other), dd_entries(&po));
 }
 
+/// The bytes of each column chunk of each row group of a Parquet file.
+fn column_chunk_bytes(path: &Path) -> Vec<Vec<Vec<u8>>> {
+    let bytes = fs::read(path).unwrap();
+    let meta = ParquetRecordBatchReaderBuilder::try_new(fs::File::open(path).unwrap())
+        .unwrap()
+        .metadata()
+        .clone();
+    meta.row_groups()
+        .iter()
+        .map(|rg| {
+            rg.columns()
+                .iter()
+                .map(|c| {
+                    let (start, len) = c.byte_range();
+                    bytes[start as usize..(start + len) as usize].to_vec()
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn a_row_group_written_whole_and_unchanged_is_copied_as_stored() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    // Row group 0: ten documents nothing repeats. Row group 1: five of them again
+    // and five new ones. Row group 2: ten new ones, one with a paragraph of row
+    // group 0.
+    let doc = |i: usize, text: String| {
+        serde_json::json!({"id": format!("d{i}"), "text": text,
+            "metadata": {"url": format!("https://example.org/{i}"), "title": format!("Page {i}"), "lang": "en"}})
+    };
+    // Words of letters only (loose normalization makes every digit 0).
+    let name = |i: usize| -> String {
+        [i / 26, i % 26]
+            .map(|d| (b'a' + d as u8) as char)
+            .iter()
+            .collect()
+    };
+    let own = |i: usize| {
+        let w = name(i);
+        format!(
+            "Document {w} opens with words of its own, written for this test alone.\n\
+             Its second line, {w} again, is its own too, and long enough to count."
+        )
+    };
+    let mut docs: Vec<serde_json::Value> = (0..10).map(|i| doc(i, own(i))).collect();
+    docs.extend((10..20).map(|i| doc(i, if i % 2 == 0 { own(i - 10) } else { own(i) })));
+    docs.extend((20..30).map(|i| doc(i, own(i))));
+    docs[25]["text"] = format!(
+        "{}\nIts second line, {} again, is its own too, and long enough to count.",
+        own(25),
+        name(3)
+    )
+    .into();
+    let pq = t.join("in");
+    fs::create_dir_all(&pq).unwrap();
+    let input = pq.join("part.parquet");
+    write_parquet(&docs, &input, 10, Compression::SNAPPY);
+    let before = column_chunk_bytes(&input);
+    assert_eq!(before.len(), 3);
+
+    let out = t.join("out");
+    ok(&dedup(&pq, &out, &["--dd"]));
+    let output = out.join("part.parquet.dedup");
+    let after = column_chunk_bytes(&output);
+    assert_eq!(after.len(), 3);
+    // Kept whole with its texts as read: every column chunk as stored.
+    assert_eq!(after[0], before[0], "row group 0 copied as stored");
+    // Rows dropped or texts cut: encoded again (fewer ids; the text column never
+    // dictionary-encoded, unlike the input's).
+    assert_ne!(after[1][1], before[1][1], "row group 1 encoded again");
+    assert_ne!(after[2][0], before[2][0], "row group 2 encoded again");
+    let (_, rows) = parquet_rows(&output);
+    let ids: Vec<&str> = rows.iter().map(|r| r[1].as_deref().unwrap()).collect();
+    let want: Vec<String> = (0..30)
+        .filter(|i| !(10..20).contains(i) || i % 2 == 1)
+        .map(|i| format!("d{i}"))
+        .collect();
+    assert_eq!(ids, want);
+    let (_, in_rows) = parquet_rows(&input);
+    assert_eq!(rows[..10], in_rows[..10]);
+    assert_eq!(rows[20 - 5], in_rows[20]);
+    assert_eq!(
+        rows[25 - 5][0].as_deref(),
+        Some(own(25).as_str()),
+        "the repeated paragraph removed"
+    );
+
+    // With --mark every row group is written as read: the column chunks as stored.
+    let marked = t.join("marked");
+    ok(&dedup(&pq, &marked, &["--mark"]));
+    assert_eq!(
+        column_chunk_bytes(&marked.join("part.parquet.dedup")),
+        before
+    );
+}
+
 #[test]
 fn parquet_bad_input_is_reported_with_its_rows_and_passed_through() {
     let tmp = tempfile::tempdir().unwrap();
