@@ -7,12 +7,15 @@ which runs inside dolma's own virtualenv).
   time-dolma CONFIG    runs dolma's dedupe engine (its Rust entry point, the one
                        `dolma dedupe` calls) on a JSON config; prints wall and CPU
                        seconds of that call alone (the CLI's start-up is left out)
-  compare DOCS ATTRS OURS
+  compare DOCS ATTRS OURS [MARK]
                        paragraph by paragraph: dolma's marked spans (ATTRS, its
                        attribute files) against the paragraphs `webdedup dedup`
                        dropped (OURS: outputs and .dd files), and both against an
                        exact reference computed here; every difference is
-                       explained or the exit status is 1
+                       explained or the exit status is 1. With MARK (the outputs
+                       of `dedup --mark`): its outputs must be the inputs, and its
+                       attributes spans must mark exactly the paragraphs OURS
+                       dropped, each span covering its line without the break
 """
 
 import gzip
@@ -106,8 +109,21 @@ def dd_statuses(path):
     return out
 
 
-def compare(docs_dir, attrs_dir, ours_dir):
+def mark_files(mark_dir, rel):
+    """The output and the attributes of `dedup --mark` for input `rel`."""
+    stem = rel.name.removesuffix(".gz").removesuffix(".zst") + ".dedup"
+    d = mark_dir / rel.parent
+    outs = [p for p in d.glob(stem + "*") if p.name in (stem, stem + ".gz", stem + ".zst")]
+    assert len(outs) == 1, f"no single --mark output for {rel}: {outs}"
+    return outs[0], d / (stem + ".attributes.jsonl")
+
+
+def compare(docs_dir, attrs_dir, ours_dir, mark_dir=None):
     docs_dir, attrs_dir, ours_dir = map(pathlib.Path, (docs_dir, attrs_dir, ours_dir))
+    # --mark against the dropping run: paragraphs marked differently, spans whose
+    # end is not their line's, outputs that are not their inputs.
+    mark = {"files": 0, "records": 0, "spans": 0, "doc_spans": 0, "differ_from_dropped": 0,
+            "differ_from_dolma": 0, "bad_span_end": 0, "output_not_input": 0}
     files = sorted(p.relative_to(docs_dir) for p in docs_dir.rglob("*") if p.is_file() or p.is_symlink())
     seen_dolma, seen_ours = set(), set()  # exact references, one per paragraph definition
     n = {"docs": 0, "paras": 0, "ours": 0, "dolma": 0, "ref_ours": 0, "ref_dolma": 0}
@@ -126,6 +142,14 @@ def compare(docs_dir, attrs_dir, ours_dir):
         assert len(outs) == 1, f"no single output for {rel}: {outs}"
         kept = iter(json.loads(l) for l in open_any(outs[0]).splitlines() if l.strip())
         assert len(records) == len(attrs) == len(statuses), rel
+        marks = iter(())
+        if mark_dir:
+            mark_out, mark_attrs = mark_files(pathlib.Path(mark_dir), rel)
+            mark["files"] += 1
+            mark["output_not_input"] += open_any(mark_out) != open_any(docs_dir / rel)
+            marks = [json.loads(l) for l in mark_attrs.read_text().splitlines()]
+            assert len(marks) == len(records), (rel, "attributes lines", len(marks), len(records))
+            marks = iter(marks)
         for rec, att, (ident, status) in zip(records, attrs, statuses):
             assert att["id"] == rec["id"] == ident, (rel, rec["id"], att["id"], ident)
             if rel.parts[0] == "edges":
@@ -183,6 +207,26 @@ def compare(docs_dir, attrs_dir, ours_dir):
                 if len(shown) < 10:
                     shown.append(f"  {rel} {rec['id']} paragraph {i}: ours={'dropped' if ours else 'kept'}, "
                                  f"dolma={'marked' if theirs else 'unmarked'} ({why}): {raw[i][:60]!r}")
+            m = next(marks, None)
+            if m is not None:
+                assert m["id"] == rec["id"], (rel, m["id"], rec["id"])
+                a = m["attributes"]
+                mark["records"] += 1
+                marked_ours = set()
+                for s, e, _ in a["webdedup_duplicate_paragraphs"]:
+                    mark["spans"] += 1
+                    i = start_of.get(s)
+                    if i is None or e != s + len(our_key(raw, i)):
+                        mark["bad_span_end"] += 1
+                    else:
+                        marked_ours.add(i)
+                if a["webdedup_duplicate_document"]:
+                    mark["doc_spans"] += 1
+                    if a["webdedup_duplicate_document"] != [[0, len(text), 1.0]]:
+                        mark["bad_span_end"] += 1
+                    marked_ours |= set(paras)
+                mark["differ_from_dropped"] += len(marked_ours ^ dropped)
+                mark["differ_from_dolma"] += len(marked_ours ^ marked)
             if rel.parts[0] == "edges":
                 for k in n:
                     edge[k] += n[k] - before[k]
@@ -198,7 +242,13 @@ def compare(docs_dir, attrs_dir, ours_dir):
     print("differences: " + ", ".join(f"{k} {v}" for k, v in diffs.items()))
     for s in shown:
         print(s)
-    return 1 if diffs["unexplained"] or diffs["ours_vs_reference"] else 0
+    bad_mark = False
+    if mark_dir:
+        print("--mark: " + ", ".join(f"{k} {v}" for k, v in mark.items()) +
+              " (differ_from_dolma: the crlf differences above)")
+        bad_mark = mark["differ_from_dropped"] or mark["bad_span_end"] or mark["output_not_input"]
+        bad_mark = bad_mark or mark["differ_from_dolma"] != diffs["crlf"] + diffs["bloom_false_positive"]
+    return 1 if diffs["unexplained"] or diffs["ours_vs_reference"] or bad_mark else 0
 
 
 if __name__ == "__main__":
@@ -208,6 +258,6 @@ if __name__ == "__main__":
     elif cmd == "time-dolma":
         time_dolma(sys.argv[2])
     elif cmd == "compare":
-        sys.exit(compare(*sys.argv[2:5]))
+        sys.exit(compare(*sys.argv[2:6]))
     else:
         sys.exit(__doc__)

@@ -935,3 +935,80 @@ fn the_python_tests_parquet_files_are_the_jsonl_sample_written_by_the_parquet_cr
         );
     }
 }
+
+/// `--mark` on an input whose output has its compression writes the input file
+/// itself, byte for byte (zstd in two frames at level 19, gzip at level 9: bytes
+/// a compressor run again would not give back), plain inputs too. An input that
+/// is not read as it is (a line dropped as too long, in its third chunk) is
+/// written as read instead, as with `--compress none`.
+#[test]
+fn mark_copies_inputs_with_their_compression_and_writes_changed_ones_as_read() {
+    use std::io::Write;
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let input = t.join("in");
+    fs::create_dir_all(&input).unwrap();
+    let line = |i: usize, text: &str| {
+        format!(
+            "{{\"id\":\"d{i}\",\"text\":\"{text}\\nparagraph {}\"}}\n",
+            i % 3
+        )
+    };
+    let body: String = (0..60).map(|i| line(i, "shared first line")).collect();
+    let (first, second) = body.as_bytes().split_at(body.len() / 2);
+    let mut zst = zstd::encode_all(first, 19).unwrap();
+    zst.extend(zstd::encode_all(second, 19).unwrap());
+    fs::write(input.join("a.jsonl.zst"), &zst).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gz.write_all(body.as_bytes()).unwrap();
+    fs::write(input.join("b.jsonl.gz"), gz.finish().unwrap()).unwrap();
+    fs::write(input.join("c.jsonl"), &body).unwrap();
+    let long = "x".repeat(600);
+    let changed: String = (0..30)
+        .map(|i| line(i, if i == 20 { &long } else { "other line" }))
+        .collect();
+    fs::write(
+        input.join("d.jsonl.zst"),
+        zstd::encode_all(changed.as_bytes(), 19).unwrap(),
+    )
+    .unwrap();
+    let args = ["--mark", "--chunk-bytes", "300", "--max-line-bytes", "500"];
+    let (copied, plain) = (t.join("copied"), t.join("plain"));
+    let o = dedup(&input, &copied, &args);
+    assert_eq!(o.status.code(), Some(1), "the long line is reported");
+    let o = dedup(
+        &input,
+        &plain,
+        &[&args[..], &["--compress", "none"]].concat(),
+    );
+    assert_eq!(o.status.code(), Some(1));
+    for (name, out) in [
+        ("a.jsonl.zst", "a.jsonl.dedup.zst"),
+        ("b.jsonl.gz", "b.jsonl.dedup.gz"),
+        ("c.jsonl", "c.jsonl.dedup"),
+    ] {
+        assert_eq!(
+            fs::read(copied.join(out)).unwrap(),
+            fs::read(input.join(name)).unwrap(),
+            "{name}"
+        );
+    }
+    // d: the input without its long line, as `--compress none` writes it.
+    let d = decompress(&fs::read(copied.join("d.jsonl.dedup.zst")).unwrap());
+    let without_long: String = changed
+        .lines()
+        .filter(|l| !l.contains(&long))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(String::from_utf8(d.clone()).unwrap(), without_long);
+    assert_eq!(d, fs::read(plain.join("d.jsonl.dedup")).unwrap());
+    // The decisions do not depend on how the output was written.
+    for name in ["a", "b", "c", "d"] {
+        let attrs = format!("{name}.jsonl.dedup.attributes.jsonl");
+        assert_eq!(
+            fs::read(copied.join(&attrs)).unwrap(),
+            fs::read(plain.join(&attrs)).unwrap(),
+            "{attrs}"
+        );
+    }
+}

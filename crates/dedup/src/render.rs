@@ -63,38 +63,40 @@ pub fn render(
     dropped: Option<DroppedOut>,
     stats: &mut ChunkStats,
 ) {
-    render_spans(data, plan, dec, out, dd, dropped, stats, None)
+    render_spans(data, plan, dec, Some(out), dd, dropped, stats, None)
 }
 
 /// [`render`], also pushing to `spans` where each entry of the plan (document or
 /// other record) went in `out` (an empty range when it was not written): the
-/// writers of Parquet and WET rebuild rows and records from them.
+/// writers of Parquet and WET rebuild rows and records from them. Without `out`
+/// nothing is rendered but the `.dd`, `dropped` and the counts (`--mark` writes
+/// the input itself), and `spans` stays as it was.
 #[allow(clippy::too_many_arguments)]
 pub fn render_spans(
     data: &[u8],
     plan: &ChunkPlan,
     dec: &Decisions,
-    out: &mut Vec<u8>,
+    mut out: Option<&mut Vec<u8>>,
     mut dd: Option<DdOut>,
     mut dropped: Option<DroppedOut>,
     stats: &mut ChunkStats,
     mut spans: Option<&mut Vec<std::ops::Range<usize>>>,
 ) {
     for (i, &status) in dec.docs.iter().enumerate().take(plan.docs.len()) {
-        let from = out.len();
+        let from = out.as_ref().map_or(0, |o| o.len());
         render_entry(
             data,
             plan,
             dec,
             i,
             status,
-            out,
+            out.as_deref_mut(),
             &mut dd,
             &mut dropped,
             stats,
         );
-        if let Some(s) = spans.as_deref_mut() {
-            s.push(from..out.len());
+        if let (Some(s), Some(o)) = (spans.as_deref_mut(), out.as_ref()) {
+            s.push(from..o.len());
         }
     }
 }
@@ -107,7 +109,7 @@ fn render_entry(
     dec: &Decisions,
     i: usize,
     status: DocStatus,
-    out: &mut Vec<u8>,
+    out: Option<&mut Vec<u8>>,
     dd: &mut Option<DdOut>,
     dropped: &mut Option<DroppedOut>,
     stats: &mut ChunkStats,
@@ -116,8 +118,10 @@ fn render_entry(
     // Records that are not documents and not bad (a WET `warcinfo`): written
     // as they are, no `.dd` line, not counted.
     if doc.kind == DocKind::Other {
-        for piece in &plan.pieces[doc.pieces.clone()] {
-            out.extend_from_slice(&data[piece.range.clone()]);
+        if let Some(out) = out {
+            for piece in &plan.pieces[doc.pieces.clone()] {
+                out.extend_from_slice(&data[piece.range.clone()]);
+            }
         }
         return;
     }
@@ -126,7 +130,7 @@ fn render_entry(
     }
     if let DocKind::BadRecord { dropped } = doc.kind {
         stats.bad_records += 1;
-        if !dropped {
+        if let (false, Some(out)) = (dropped, out) {
             for piece in &plan.pieces[doc.pieces.clone()] {
                 out.extend_from_slice(&data[piece.range.clone()]);
             }
@@ -167,14 +171,16 @@ fn render_entry(
         }
     }
     if status.written() {
-        // A separator is written between two written paragraphs only.
-        let last_kept = doc.paras.clone().rev().find(|&j| dec.keep_para[j]);
-        for piece in &plan.pieces[doc.pieces.clone()] {
-            let j = piece.para as usize;
-            let written = piece.para == DOC_LEVEL
-                || (dec.keep_para[j] && (!piece.sep || last_kept.is_some_and(|l| j < l)));
-            if written {
-                out.extend_from_slice(&data[piece.range.clone()]);
+        if let Some(out) = out {
+            // A separator is written between two written paragraphs only.
+            let last_kept = doc.paras.clone().rev().find(|&j| dec.keep_para[j]);
+            for piece in &plan.pieces[doc.pieces.clone()] {
+                let j = piece.para as usize;
+                let written = piece.para == DOC_LEVEL
+                    || (dec.keep_para[j] && (!piece.sep || last_kept.is_some_and(|l| j < l)));
+                if written {
+                    out.extend_from_slice(&data[piece.range.clone()]);
+                }
             }
         }
         stats.paras_kept += dec.keep_para[doc.paras.clone()]

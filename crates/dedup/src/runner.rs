@@ -23,12 +23,12 @@ use std::sync::Arc;
 use std::time::Instant;
 use webdedup_formats::doc::{ChunkExtra, DocFormat, DocReader, ReadSettings};
 use webdedup_formats::input::COMPRESSION_SUFFIXES;
-use webdedup_formats::open_file;
 use webdedup_formats::output::{AtomicOutput, OutputCompression};
 use webdedup_formats::parquet::{ParquetOut, RowGroupOut};
 use webdedup_formats::vertical::{
     BufferPool, Chunk, Issue, DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES,
 };
+use webdedup_formats::{open_file, Compression};
 use webdedup_store::journal::encode_record;
 use webdedup_store::{fault, Journal, Store};
 
@@ -287,6 +287,9 @@ struct Job {
     /// Index of the chunk in its file.
     index: u64,
     first: bool,
+    /// The input's compression, found by content (`--mark` copies an input whose
+    /// output has the same one).
+    compression: Compression,
     /// None when the file could not be opened.
     chunk: Result<Chunk, String>,
 }
@@ -494,11 +497,14 @@ impl Worker {
                 first_record: self.first_record,
             });
             let rebuilt = matches!(job.format, DocFormat::Parquet(_) | DocFormat::Wet { .. });
+            // `--mark` writes the chunk as read (the writer takes `chunk.data`):
+            // the kept text is not needed.
+            let text_out = (rebuilt || !cfg.mark).then_some(&mut self.out);
             render_spans(
                 &chunk.data,
                 &self.plan,
                 &self.decisions,
-                &mut self.out,
+                text_out,
                 dd_buf,
                 dropped,
                 &mut self.stats,
@@ -544,15 +550,51 @@ impl Worker {
                     .with_context(context)?;
                     std::mem::swap(&mut self.out, &mut self.records);
                 }
-                _ if cfg.mark => {
-                    self.out.clear();
-                    self.out.extend_from_slice(&chunk.data);
-                }
                 _ => {}
             }
         }
         Ok(())
     }
+}
+
+/// Whether `--mark` writes the job's input as it was read (the line formats; Parquet
+/// and WET write rows and records again).
+fn as_read(job: &Job) -> bool {
+    matches!(job.format, DocFormat::Vertical | DocFormat::Jsonl(_))
+}
+
+/// Whether an input compressed `input` (found by content) goes to an output
+/// compressed `output` unchanged.
+fn same_compression(input: Compression, output: OutputCompression) -> bool {
+    matches!(
+        (input, output),
+        (Compression::None, OutputCompression::None)
+            | (Compression::Gzip, OutputCompression::Gzip)
+            | (Compression::Zstd, OutputCompression::Zstd)
+    )
+}
+
+/// A new output at `path` holding the first `len` bytes of `file` decompressed:
+/// the chunks of a copied input written so far, which were read unchanged.
+fn write_prefix(
+    file: &InputFile,
+    path: &Path,
+    compress: OutputCompression,
+    len: u64,
+) -> Result<AtomicOutput> {
+    let mut out = AtomicOutput::create(path, compress)
+        .with_context(|| format!("cannot create {}", path.display()))?;
+    let (reader, _) =
+        open_file(file, None).with_context(|| format!("cannot read {}", file.path.display()))?;
+    let copied = std::io::copy(&mut reader.take(len), &mut out)
+        .with_context(|| format!("cannot read {} again", file.path.display()))?;
+    if copied != len {
+        return Err(anyhow!(
+            "{}: changed while it was read (to be written unchanged)",
+            file.path.display()
+        ));
+    }
+    Ok(out)
 }
 
 /// A complete output, to be made durable and renamed into place.
@@ -697,6 +739,20 @@ impl Writer<'_> {
                 (DocFormat::Wet { .. }, _) if compress == OutputCompression::Gzip => {
                     MainOut::Bytes(created(OutputCompression::None)?)
                 }
+                // `--mark` on an input whose output has its compression: the
+                // output is the input file's bytes (copied, not compressed again).
+                _ if self.cfg.mark
+                    && as_read(job)
+                    && !file.is_stdin()
+                    && fs::metadata(&file.path).is_ok_and(|m| m.is_file())
+                    && same_compression(job.compression, compress) =>
+                {
+                    match AtomicOutput::copy_of(&out, &file.path) {
+                        Ok(copy) => MainOut::Bytes(copy),
+                        // Written as read instead (that reports what is wrong).
+                        Err(_) => MainOut::Bytes(created(compress)?),
+                    }
+                }
                 _ => MainOut::Bytes(created(compress)?),
             };
             self.current = Some(Outputs {
@@ -725,9 +781,22 @@ impl Writer<'_> {
             .ok_or_else(|| anyhow!("internal: no open output for {}", file.path.display()))?;
         let written = match main {
             MainOut::Bytes(main) => {
-                main.write_all(&w.out)
+                let bytes = if self.cfg.mark && as_read(job) {
+                    &chunk.data
+                } else {
+                    &w.out
+                };
+                // A copied input that is not read as it is (a line dropped as too
+                // long, a read error): written as read after all, from the start.
+                if main.is_copy() && (!chunk.skipped_lines.is_empty() || !chunk.issues.is_empty()) {
+                    let compress = self.cfg.output_compression(&file.rel, &job.format);
+                    let (path, len) = (main.path().to_owned(), main.bytes());
+                    main.discard();
+                    *main = write_prefix(file, &path, compress, len)?;
+                }
+                main.write_all(bytes)
                     .with_context(|| format!("cannot write {}", main.path().display()))?;
-                w.out.len() as u64
+                bytes.len() as u64
             }
             MainOut::Parquet(p) => p
                 .append(w.row_group.take().unwrap_or(RowGroupOut::Empty))
@@ -869,13 +938,24 @@ pub fn open_doc_reader<'a>(
     chunk_bytes: usize,
     max_line: usize,
 ) -> std::io::Result<(DocFormat, DocReader<DocStream<'a>>)> {
+    open_doc_reader_as(f, read, stop, chunk_bytes, max_line).map(|(f, r, _)| (f, r))
+}
+
+/// [`open_doc_reader`], also saying how the input is compressed (by content).
+fn open_doc_reader_as<'a>(
+    f: &InputFile,
+    read: &ReadSettings,
+    stop: Option<&'a AtomicBool>,
+    chunk_bytes: usize,
+    max_line: usize,
+) -> std::io::Result<(DocFormat, DocReader<DocStream<'a>>, Compression)> {
     let (reader, compression) = open_file(f, stop)?;
     let mut r = BufReader::with_capacity(1 << 16, reader);
     let format = read.resolve(r.fill_buf()?);
     let reader = format
         .reader(f, r, compression, chunk_bytes, max_line)
         .map_err(|e| std::io::Error::new(e.kind(), e.to_string()))?;
-    Ok((format, reader))
+    Ok((format, reader, compression))
 }
 
 /// A decompressed input stream.
@@ -896,7 +976,7 @@ fn read_jobs(
         if stop() {
             return;
         }
-        match open_doc_reader(f, &cfg.read, dur_stop, cfg.chunk_bytes, cfg.max_line_bytes) {
+        match open_doc_reader_as(f, &cfg.read, dur_stop, cfg.chunk_bytes, cfg.max_line_bytes) {
             // A signal ended the wait for a stream: the file stays unfinished.
             Err(_) if stop() => return,
             Err(e) => {
@@ -906,13 +986,14 @@ fn read_jobs(
                     format: DocFormat::Vertical,
                     index: 0,
                     first: true,
+                    compression: Compression::None,
                     chunk: Err(e.to_string()),
                 }) {
                     return;
                 }
                 seq += 1;
             }
-            Ok((format, reader)) => {
+            Ok((format, reader, compression)) => {
                 let mut chunks = reader.with_pool(pool.clone());
                 let mut first = true;
                 let mut index = 0;
@@ -924,6 +1005,7 @@ fn read_jobs(
                             format: format.clone(),
                             index,
                             first,
+                            compression,
                             chunk: Ok(chunk),
                         })
                     {

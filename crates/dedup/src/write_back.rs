@@ -22,7 +22,7 @@
 
 use crate::plan::{ChunkPlan, DocKind};
 use crate::policy::{Decisions, DocStatus};
-use std::io::{self, Write};
+use std::io;
 use std::ops::Range;
 use webdedup_formats::doc::ChunkExtra;
 use webdedup_formats::parquet::{encode_slice, RowGroupOut};
@@ -43,34 +43,39 @@ fn internal(what: &str) -> io::Error {
 pub fn attributes(plan: &ChunkPlan, dec: &Decisions, name: &str, out: &mut Vec<u8>) {
     let chars_known =
         plan.para_chars.len() == plan.paras.len() && plan.doc_chars.len() == plan.docs.len();
+    // Numbers go through `itoa` (a line has a few; `write!` costs more than the rest).
+    let mut num = itoa::Buffer::new();
     for (i, doc) in plan.docs.iter().enumerate() {
-        let id = match &doc.id {
-            Some(r) => plan.meta_of(r).to_string(),
-            None => format!("{name}:{}", doc.line),
-        };
         out.extend_from_slice(b"{\"id\":");
         // Serialising a string into a Vec cannot fail.
-        let _ = serde_json::to_writer(&mut *out, &id);
-        let _ = write!(out, ",\"attributes\":{{\"{PARAGRAPH_ATTRIBUTE}\":[");
+        let _ = match &doc.id {
+            Some(r) => serde_json::to_writer(&mut *out, plan.meta_of(r)),
+            None => serde_json::to_writer(&mut *out, &format!("{name}:{}", doc.line)),
+        };
+        out.extend_from_slice(b",\"attributes\":{\"");
+        out.extend_from_slice(PARAGRAPH_ATTRIBUTE.as_bytes());
+        out.extend_from_slice(b"\":[");
         let status = dec.docs.get(i).copied().unwrap_or(DocStatus::Other);
         let document = doc.kind == DocKind::Document && chars_known;
         if document {
             let mut first = true;
             for j in doc.paras.clone().filter(|&j| !dec.keep_para[j]) {
                 let c = &plan.para_chars[j];
-                let _ = write!(
-                    out,
-                    "{}[{},{},1.0]",
-                    if first { "" } else { "," },
-                    c.start,
-                    c.end
-                );
+                out.extend_from_slice(if first { b"[" } else { b",[" });
+                out.extend_from_slice(num.format(c.start).as_bytes());
+                out.push(b',');
+                out.extend_from_slice(num.format(c.end).as_bytes());
+                out.extend_from_slice(b",1.0]");
                 first = false;
             }
         }
-        let _ = write!(out, "],\"{DOCUMENT_ATTRIBUTE}\":[");
+        out.extend_from_slice(b"],\"");
+        out.extend_from_slice(DOCUMENT_ATTRIBUTE.as_bytes());
+        out.extend_from_slice(b"\":[");
         if document && !status.written() {
-            let _ = write!(out, "[0,{},1.0]", plan.doc_chars[i]);
+            out.extend_from_slice(b"[0,");
+            out.extend_from_slice(num.format(plan.doc_chars[i]).as_bytes());
+            out.extend_from_slice(b",1.0]");
         }
         out.extend_from_slice(b"]}}\n");
     }

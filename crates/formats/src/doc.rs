@@ -162,13 +162,27 @@ impl CharCounter {
         }
         self.chars
     }
+
+    /// [`at`](Self::at) in text known to be UTF-8 (no validation again).
+    pub fn at_str(&mut self, text: &str, to: usize) -> u64 {
+        if to > self.pos {
+            self.chars += count_utf8_chars(&text.as_bytes()[self.pos..to]);
+            self.pos = to;
+        }
+        self.chars
+    }
+}
+
+/// The characters of valid UTF-8: every byte that does not continue a character
+/// starts one.
+fn count_utf8_chars(bytes: &[u8]) -> u64 {
+    bytes.iter().filter(|&&b| (b as i8) >= -0x40).count() as u64
 }
 
 /// The characters of `bytes` read lossily as UTF-8.
 pub fn count_chars(bytes: &[u8]) -> u64 {
     match std::str::from_utf8(bytes) {
-        // Every byte that does not continue a character starts one.
-        Ok(_) => bytes.iter().filter(|&&b| (b as i8) >= -0x40).count() as u64,
+        Ok(_) => count_utf8_chars(bytes),
         Err(_) => String::from_utf8_lossy(bytes).chars().count() as u64,
     }
 }

@@ -556,7 +556,7 @@ fn record<S: DocSink>(
     let chars = sink.wants_chars();
     let mut counter = CharCounter::new(0);
     let text_len = |counter: &mut CharCounter| {
-        counter.at(sc.text.as_bytes(), sc.text.len()) + sc.lines.len() as u64 - 1
+        counter.at_str(&sc.text, sc.text.len()) + sc.lines.len() as u64 - 1
     };
     let Some((&first, &last)) = sc.paras.first().zip(sc.paras.last()) else {
         sink.doc_start(range.clone(), line_no, &meta);
@@ -582,8 +582,8 @@ fn record<S: DocSink>(
         sink.para_end(c.end);
         if chars {
             let t = &sc.lines[i].text;
-            let a = counter.at(sc.text.as_bytes(), t.start) + i as u64;
-            let b = counter.at(sc.text.as_bytes(), t.end) + i as u64;
+            let a = counter.at_str(&sc.text, t.start) + i as u64;
+            let b = counter.at_str(&sc.text, t.end) + i as u64;
             sink.para_chars(a..b);
         }
         prev_end = Some(c.end);

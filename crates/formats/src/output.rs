@@ -43,6 +43,9 @@ enum Sink {
     Plain(BufWriter<File>),
     Gzip(flate2::write::GzEncoder<BufWriter<File>>),
     Zstd(zstd::stream::write::Encoder<'static, BufWriter<File>>),
+    /// The content is already in the file (a copy of the input): writes are
+    /// counted, never written.
+    Copied(File),
 }
 
 /// `error` with `what` and the path in front (the kind and the OS error are kept):
@@ -103,6 +106,53 @@ impl AtomicOutput {
         })
     }
 
+    /// An output whose content is the file `source` byte for byte (`--mark` with
+    /// the input's own compression: the input unchanged, never decompressed and
+    /// compressed again). The copy is made now (`copy_file_range` where the
+    /// kernel has it); later writes only count their bytes ([`bytes`](Self::bytes)
+    /// stays the uncompressed size the caller hands in).
+    pub fn copy_of(path: &Path, source: &Path) -> io::Result<Self> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            fs::create_dir_all(dir).map_err(|e| io_error_at("cannot create directory", dir, e))?;
+        }
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(".tmp");
+        let tmp = PathBuf::from(tmp);
+        // Created as any output is (its own permissions, not the input's), then
+        // filled by `io::copy`, which uses `copy_file_range` between files.
+        let copied = (|| {
+            let mut from = File::open(source)?;
+            let mut to = File::create(&tmp)?;
+            io::copy(&mut from, &mut to)?;
+            Ok(to)
+        })()
+        .map_err(|e| {
+            let _ = fs::remove_file(&tmp);
+            io_error_at(&format!("cannot copy {} to", source.display()), &tmp, e)
+        })?;
+        Ok(AtomicOutput {
+            path: path.to_owned(),
+            tmp,
+            sink: Some(Sink::Copied(copied)),
+            bytes: 0,
+            pending: Vec::new(),
+        })
+    }
+
+    /// Gives the output up: its temporary file is removed (as when dropped), and
+    /// later writes go nowhere.
+    pub fn discard(&mut self) {
+        if let Some(sink) = self.sink.take() {
+            drop(sink);
+            let _ = fs::remove_file(&self.tmp);
+        }
+    }
+
+    /// Whether the content was copied whole ([`copy_of`](Self::copy_of)).
+    pub fn is_copy(&self) -> bool {
+        matches!(self.sink, Some(Sink::Copied(_)))
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -122,6 +172,7 @@ impl AtomicOutput {
     fn feed(&mut self, mut buf: &[u8]) -> io::Result<()> {
         let w: &mut dyn Write = match self.sink.as_mut() {
             Some(Sink::Plain(w)) => return w.write_all(buf),
+            Some(Sink::Copied(_)) => return Ok(()),
             Some(Sink::Gzip(w)) => w,
             Some(Sink::Zstd(w)) => w,
             None => return Ok(()),
@@ -155,6 +206,7 @@ impl AtomicOutput {
         let written = (|| -> io::Result<File> {
             let file = match sink {
                 Sink::Plain(w) => w.into_inner().map_err(|e| e.into_error())?,
+                Sink::Copied(file) => file,
                 Sink::Gzip(mut w) => {
                     w.write_all(&rest)?;
                     w.finish()?.into_inner().map_err(|e| e.into_error())?
