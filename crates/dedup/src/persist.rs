@@ -259,6 +259,11 @@ pub fn run_persistent(
     // is saved beside the snapshot and is what the store is rebuilt from, with each
     // key's first location (see `policy::minhash`).
     let minhash = cfg.options.minhash.as_ref();
+    if let Some(m) = minhash {
+        // The embedded store is this process's own: it locates keys by the kept
+        // documents' ordinals in the side store.
+        m.kept.set_local();
+    }
     let kept_path = p
         .store_dir
         .as_ref()
@@ -275,11 +280,13 @@ pub fn run_persistent(
             );
             let started = std::time::Instant::now();
             let s = MemStore::with_capacity(p.blocks, p.capacity);
-            let bytes = std::fs::read(k).with_context(|| format!("cannot read {}", k.display()))?;
             m.kept.set_persistent();
+            if let Some(dir) = &p.store_dir {
+                m.kept.set_dir(dir);
+            }
             let nonce = m
                 .kept
-                .load(&bytes, &m.params.describe(), &k.display().to_string(), &s)
+                .load_file(k, &m.params.describe(), &s)
                 .map_err(|e| anyhow!(e))?;
             kept_nonce = Some(nonce);
             rep.loaded_keys = s.len();
@@ -509,8 +516,7 @@ pub fn run_persistent(
         if let (Some(m), Some(k)) = (minhash, &kept_path) {
             // Before the snapshot: a restore that finds this nonce knows the run
             // finished (the side store is what the next run loads).
-            let bytes = m.kept.encode(&m.params.describe(), run_nonce);
-            webdedup_store::snapshot::write_atomic(k, &[&bytes], "minhash-kept")?;
+            m.kept.save(k, &m.params.describe(), run_nonce)?;
         }
         if let Some(snap) = &snapshot {
             rep.saved = Some(store.save(snap, &meta)?);
