@@ -891,4 +891,71 @@ mod tests {
             .unwrap_err();
         assert!(err.contains("checksum"), "{err}");
     }
+
+    /// The side store keeps its documents in files (nothing per document in
+    /// memory: no index on the embedded store, records flushed to an unlinked
+    /// file), and what decisions read from it (names, signatures, band keys) is
+    /// what a side store found by the documents' own locations (hash servers)
+    /// answers.
+    #[test]
+    fn side_store_lives_in_files_and_answers_as_by_location() {
+        let dir = tempfile::tempdir().unwrap();
+        let (local, shared) = (KeptDocs::default(), KeptDocs::default());
+        local.set_local();
+        for k in [&local, &shared] {
+            k.set_dir(dir.path());
+            k.add_file(7, "a/b.jsonl");
+        }
+        let (local_store, shared_store) = (MemStore::new(31), MemStore::new(31));
+        let n = 3000u64;
+        let (mut seen, mut orig) = (Vec::new(), Vec::new());
+        for i in 0..n {
+            let loc = Location {
+                file: 7,
+                record: 2 * i + 1,
+            };
+            let id = format!("doc-{i}");
+            let id = (i % 3 == 0).then_some(id.as_bytes());
+            let sig: Vec<u8> = (0..112).map(|j| (i + j) as u8).collect();
+            let bands: Vec<u64> = (0..14).map(|b| i * 100 + b).collect();
+            for (k, store) in [(&local, &local_store), (&shared, &shared_store)] {
+                let at = k.inner.lock().push(loc, id, &sig, &bands).unwrap();
+                store
+                    .test_and_insert_located(&bands, &vec![at; 14], &mut seen, &mut orig)
+                    .unwrap();
+            }
+        }
+        {
+            let g = local.inner.lock();
+            assert_eq!(g.len(), n);
+            assert!(g.index.is_empty(), "no per-document index on the own store");
+            let in_file = g.records.as_ref().unwrap().bytes_in_file();
+            assert!(in_file > 256 * (n - 300), "records in the file: {in_file}");
+        }
+        assert_eq!(shared.inner.lock().index.len() as u64, n);
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "the files are unlinked: nothing is left behind"
+        );
+        let probe: Vec<u64> = (0..n).step_by(7).map(|i| i * 100 + i % 14).collect();
+        let query: Vec<u8> = (0..112).map(|j| (j * 3) as u8).collect();
+        let answers = |k: &KeptDocs, store: &MemStore| {
+            let (mut seen, mut orig) = (Vec::new(), Vec::new());
+            store.test_located(&probe, &mut seen, &mut orig).unwrap();
+            assert!(seen.iter().all(|&s| s));
+            let mut g = k.inner.lock();
+            orig.iter()
+                .map(|&o| {
+                    let at = g.input_location(o).unwrap();
+                    (at, g.name(o).unwrap(), g.known_sig(o, &query).unwrap())
+                })
+                .collect::<Vec<_>>()
+        };
+        let want = answers(&shared, &shared_store);
+        assert_eq!(answers(&local, &local_store), want);
+        assert_eq!(want[0].1, "doc-0");
+        assert_eq!(want[1].1, "a/b.jsonl:15");
+        assert!(want.iter().all(|w| w.2.is_some()));
+    }
 }

@@ -21,7 +21,7 @@ use webdedup_store::Location;
 
 const HEAD: usize = 8 + 8 + 8 + 4 + 4 + 4;
 /// Appends wait in memory until this many bytes are pending.
-const FLUSH_BYTES: usize = 1 << 20;
+const FLUSH_BYTES: usize = 1 << 16;
 /// The most records one side store holds: ordinals are `u32`, and an ordinal plus
 /// one must fit the embedded store's 32-bit location field.
 pub(super) const MAX_RECORDS: u64 = u32::MAX as u64 - 1;
@@ -64,6 +64,12 @@ impl RecordFile {
 
     pub fn len(&self) -> u64 {
         self.len
+    }
+
+    /// Bytes of records in the file (the rest wait in the buffer).
+    #[cfg(test)]
+    pub fn bytes_in_file(&self) -> u64 {
+        self.records.written
     }
 
     /// Appends a document's record; returns its ordinal.
