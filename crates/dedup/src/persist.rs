@@ -299,7 +299,18 @@ pub fn run_persistent(
             rep.load_seconds = i.seconds;
             s
         }
+        _ if minhash.is_some() && p.store_dir.is_none() => MemStore::new(p.blocks),
         _ => MemStore::with_capacity(p.blocks, p.capacity),
+    };
+    // MinHash without a store directory: the compact band table (8 bytes a key,
+    // fingerprints confirmed against the side store, see `webdedup_store::bands`).
+    // With one, the plain table, whose keys the snapshot lists.
+    let bands = minhash
+        .filter(|_| p.store_dir.is_none())
+        .map(|m| webdedup_store::BandStore::with_capacity(p.blocks, p.capacity, m.kept.clone()));
+    let run_store: &dyn Store = match &bands {
+        Some(b) => b,
+        None => &store,
     };
     let mut recorded = Recorded::default();
     // MinHash mode restores by running the input again from its start on the store
@@ -367,7 +378,7 @@ pub fn run_persistent(
                     }
                     remove_durably(&journal_path)?;
                     let mut stats = RunStats::default();
-                    stats.finish(0.0, store.len(), store.memory_bytes());
+                    stats.finish(0.0, run_store.len(), run_store.memory_bytes());
                     drop(lock);
                     return Ok((stats, rep));
                 }
@@ -462,7 +473,7 @@ pub fn run_persistent(
         stop,
         plans: None,
     };
-    let mut stats = run_with(cfg, &store, &dur, report)?;
+    let mut stats = run_with(cfg, run_store, &dur, report)?;
     journal.sync()?;
 
     // 3. Save.
@@ -523,7 +534,7 @@ pub fn run_persistent(
         }
         journal.remove()?;
     }
-    stats.finish(stats.seconds, store.len(), store.memory_bytes());
+    stats.finish(stats.seconds, run_store.len(), run_store.memory_bytes());
     if p.store_dir.is_none() {
         let _ = std::fs::remove_file(lock.path());
     }

@@ -32,7 +32,7 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use webdedup_minhash::estimate_jaccard_low8;
-use webdedup_store::{BatchId, Location, Store, StoreError};
+use webdedup_store::{BandOwners, BatchId, Location, Store, StoreError};
 use xxhash_rust::xxh3::Xxh3Default;
 
 /// A dropped document and its original, for the pairs report.
@@ -50,17 +50,7 @@ mod records;
 
 use records::{Record, RecordFile};
 
-/// The store location of kept document `ord` when the store is this process's own
-/// (see [`KeptDocs::set_local`]): a file id no input has, and the ordinal plus one
-/// (so never [`Location::UNKNOWN`]).
-const ORDINAL_FILE: u64 = u64::MAX;
-
-fn ordinal_location(ord: u32) -> Location {
-    Location {
-        file: ORDINAL_FILE,
-        record: ord as u64 + 1,
-    }
-}
+use webdedup_store::bands::{location_ordinal, ordinal_location};
 
 struct KeptInner {
     /// The kept documents' records, by ordinal (opened at the first document).
@@ -139,8 +129,7 @@ impl KeptInner {
     /// The ordinal of the document a store location names, if it is one of ours.
     fn ordinal(&self, loc: Location) -> Option<u32> {
         if self.local {
-            (loc.file == ORDINAL_FILE && loc.record >= 1 && loc.record <= self.len())
-                .then(|| (loc.record - 1) as u32)
+            location_ordinal(loc).filter(|&o| (o as u64) < self.len())
         } else {
             self.index.get(&loc).copied()
         }
@@ -151,13 +140,18 @@ impl KeptInner {
         let Some(ord) = self.ordinal(loc) else {
             return Ok(None);
         };
+        self.read_ordinal(ord).map(Some)
+    }
+
+    /// The record of kept document `ord` (< [`len`](Self::len)).
+    fn read_ordinal(&mut self, ord: u32) -> io::Result<&Record> {
         if self.cached != Some(ord) {
             self.cached = None;
             let records = self.records.as_mut().expect("an ordinal has a record");
             records.read(ord, &mut self.record)?;
             self.cached = Some(ord);
         }
-        Ok(Some(&self.record))
+        Ok(&self.record)
     }
 
     /// Where the document a store location names sits in the input: itself, or
@@ -283,8 +277,8 @@ impl KeptDocs {
     }
 
     /// The store is this process's own (embedded, `--store DIR`), not shared with
-    /// other workers: its locations become the kept documents' ordinals, so no
-    /// index is needed to find their records. Ignored once documents were kept
+    /// other workers: its locations become the kept documents' ordinals
+    /// ([`ordinal_location`]), so no index is needed to find their records. Ignored once documents were kept
     /// (they stay found by their locations).
     pub fn set_local(&self) {
         let mut g = self.inner.lock();
@@ -476,12 +470,14 @@ impl KeptDocs {
             ));
         }
         let nonce = r.u64()?;
-        let mut g = self.inner.lock();
-        g.runs = r.u64()?;
-        for _ in 0..r.u64()? {
-            let id = r.u64()?;
-            let rel = String::from_utf8_lossy(&r.bytes()?).into_owned();
-            g.files.insert(id, Arc::from(rel));
+        {
+            let mut g = self.inner.lock();
+            g.runs = r.u64()?;
+            for _ in 0..r.u64()? {
+                let id = r.u64()?;
+                let rel = String::from_utf8_lossy(&r.bytes()?).into_owned();
+                g.files.insert(id, Arc::from(rel));
+            }
         }
         let (mut seen, mut originals) = (Vec::new(), Vec::new());
         let (mut bands, mut locs) = (Vec::new(), Vec::new());
@@ -500,7 +496,11 @@ impl KeptDocs {
             for _ in 0..n {
                 bands.push(r.u64()?);
             }
-            let at = g
+            // The side store is unlocked while the store inserts: a band-key store
+            // reads it back ([`BandOwners`]).
+            let at = self
+                .inner
+                .lock()
                 .push(loc, id.as_deref(), &sig, &bands)
                 .map_err(|e| format!("{what}: {e}"))?;
             locs.clear();
@@ -512,8 +512,20 @@ impl KeptDocs {
         if r.pos != body_len {
             return Err(format!("{what}: stray bytes at offset {}", r.pos));
         }
-        g.persist = true;
+        self.inner.lock().persist = true;
         Ok(nonce)
+    }
+}
+
+/// The compact band-key store confirms a fingerprint by the candidate document's
+/// band keys, read from its record.
+impl BandOwners for KeptDocs {
+    fn owns(&self, ord: u32, key: u64) -> Result<bool, StoreError> {
+        let mut g = self.inner.lock();
+        if ord as u64 >= g.len() {
+            return Ok(false);
+        }
+        Ok(g.read_ordinal(ord).map_err(io_error)?.bands.contains(&key))
     }
 }
 
