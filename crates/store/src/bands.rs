@@ -329,7 +329,7 @@ mod tests {
     #[test]
     fn equal_fingerprints_are_told_apart_by_their_owners() {
         let fp = 0xdead_beef_u64 << 32;
-        let keys: Vec<u64> = (1..=4u64).map(|low| unmix(fp | low * 7919)).collect();
+        let keys: Vec<u64> = (1..=4u64).map(|low| unmix(fp | (low * 7919))).collect();
         assert!(keys.iter().all(|&k| fp_of(k) == fp));
         let owners = Arc::new(Owners::default());
         let store = BandStore::with_capacity(1, 0, owners.clone());

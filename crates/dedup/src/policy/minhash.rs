@@ -171,11 +171,9 @@ impl KeptInner {
         sig: &[u8],
         bands: &[u64],
     ) -> io::Result<Location> {
-        if !self.local {
-            if self.index.contains_key(&loc) {
-                // The same location twice (a source named twice): the first stays.
-                return Ok(loc);
-            }
+        if !self.local && self.index.contains_key(&loc) {
+            // The same location twice (a source named twice): the first stays.
+            return Ok(loc);
         }
         if self.records.is_none() {
             let dir = self.dir.clone().unwrap_or_else(std::env::temp_dir);
@@ -849,7 +847,7 @@ mod tests {
                 g.push(
                     loc,
                     id.map(str::as_bytes),
-                    &vec![i as u8; 4],
+                    &[i as u8; 4],
                     &[100 + i as u64, 200],
                 )
                 .unwrap();
