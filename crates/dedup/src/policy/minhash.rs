@@ -21,10 +21,13 @@
 //! documents' keys (round 1). Verdicts thus equal asking document by document, and
 //! outputs are the same for any `--threads` and `--chunk-bytes`.
 
+mod records;
+
 use super::{ChunkContext, Decisions, DocStatus, Scratch};
 use crate::options::MinHashOptions;
 use crate::plan::{ChunkPlan, DocKind};
 use parking_lot::Mutex;
+use records::{Record, RecordFile};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::fs::File;
@@ -32,6 +35,7 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use webdedup_minhash::estimate_jaccard_low8;
+use webdedup_store::bands::{location_ordinal, ordinal_location};
 use webdedup_store::{BandOwners, BatchId, Location, Store, StoreError};
 use xxhash_rust::xxh3::Xxh3Default;
 
@@ -45,12 +49,6 @@ pub struct Pair {
     /// The estimated Jaccard similarity, when both signatures were at hand.
     pub jaccard: Option<f64>,
 }
-
-mod records;
-
-use records::{Record, RecordFile};
-
-use webdedup_store::bands::{location_ordinal, ordinal_location};
 
 struct KeptInner {
     /// The kept documents' records, by ordinal (opened at the first document).

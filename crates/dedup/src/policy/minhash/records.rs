@@ -244,5 +244,13 @@ mod tests {
         }
         assert!(f.read(n as u32, &mut r).is_err(), "past the end");
         assert!(f.push(Location::UNKNOWN, None, &[0; 5], &[]).is_err());
+        // Ordinals are 32 bits: the side store refuses more documents, clearly.
+        f.len = MAX_RECORDS;
+        let e = f.push(Location::UNKNOWN, None, &[], &[]).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("more than 4294967294 kept documents"),
+            "{e}"
+        );
     }
 }
