@@ -147,18 +147,28 @@ impl MinHashDedup {
             // The side store rebuilds the keys with their originals' locations.
             (None, Some(k)) if k.exists() => {
                 let mem = MemStore::new(blocks);
-                let bytes = std::fs::read(k)
-                    .map_err(|e| err(format!("cannot read {}: {e}", k.display())))?;
+                minhash.kept.set_local();
                 minhash.kept.set_persistent();
+                if let Some(dir) = &store_dir {
+                    minhash.kept.set_dir(dir);
+                }
                 minhash
                     .kept
-                    .load(&bytes, &params.describe(), &k.display().to_string(), &mem)
+                    .load_file(k, &params.describe(), &mem)
                     .map_err(err)?;
                 Keys::Embedded(mem)
             }
             (None, _) => {
-                if store_dir.is_some() {
+                // The embedded store is this object's own: it locates keys by the
+                // kept documents' ordinals in the side store.
+                minhash.kept.set_local();
+                if let Some(dir) = &store_dir {
                     minhash.kept.set_persistent();
+                    // Its files beside the store, if the directory is there yet
+                    // (else in the system's temporary directory).
+                    if dir.is_dir() {
+                        minhash.kept.set_dir(dir);
+                    }
                 }
                 Keys::Embedded(
                     open_embedded(
@@ -225,13 +235,9 @@ impl MinHashDedup {
             };
             std::fs::create_dir_all(&dir).map_err(err)?;
             let m = shared.minhash();
-            let bytes = m.kept.encode(&m.params.describe(), 0);
-            webdedup_store::snapshot::write_atomic(
-                &dir.join(MINHASH_KEPT_FILE),
-                &[&bytes],
-                "minhash-kept",
-            )
-            .map_err(err)?;
+            m.kept
+                .save(&dir.join(MINHASH_KEPT_FILE), &m.params.describe(), 0)
+                .map_err(err)?;
             let info = mem
                 .save(&dir.join(SNAPSHOT_FILE), &shared.meta)
                 .map_err(err)?;

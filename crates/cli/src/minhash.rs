@@ -58,7 +58,8 @@ pub struct MinHashSettings {
     rows: usize,
     /// Drop a matching document only when its Jaccard similarity with the original,
     /// estimated from the two signatures, is at least J (0: every band match drops).
-    /// Keeps 1 byte per signature value of every kept document in memory.
+    /// Keeps 1 byte per signature value of every kept document in the side store
+    /// (a temporary file beside the outputs, not in memory).
     #[arg(long, default_value_t = webdedup_minhash::DEFAULT_VERIFY, value_name = "J")]
     verify: f64,
 }

@@ -234,7 +234,10 @@ impl MinHashOptions {
         MinHashOptions {
             params,
             verify,
-            kept: Arc::default(),
+            kept: Arc::new(crate::policy::minhash::KeptDocs::new(
+                params.hashes,
+                params.bands,
+            )),
             decided: None,
         }
     }

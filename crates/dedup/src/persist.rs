@@ -259,6 +259,11 @@ pub fn run_persistent(
     // is saved beside the snapshot and is what the store is rebuilt from, with each
     // key's first location (see `policy::minhash`).
     let minhash = cfg.options.minhash.as_ref();
+    if let Some(m) = minhash {
+        // The embedded store is this process's own: it locates keys by the kept
+        // documents' ordinals in the side store.
+        m.kept.set_local();
+    }
     let kept_path = p
         .store_dir
         .as_ref()
@@ -275,11 +280,13 @@ pub fn run_persistent(
             );
             let started = std::time::Instant::now();
             let s = MemStore::with_capacity(p.blocks, p.capacity);
-            let bytes = std::fs::read(k).with_context(|| format!("cannot read {}", k.display()))?;
             m.kept.set_persistent();
+            if let Some(dir) = &p.store_dir {
+                m.kept.set_dir(dir);
+            }
             let nonce = m
                 .kept
-                .load(&bytes, &m.params.describe(), &k.display().to_string(), &s)
+                .load_file(k, &m.params.describe(), &s)
                 .map_err(|e| anyhow!(e))?;
             kept_nonce = Some(nonce);
             rep.loaded_keys = s.len();
@@ -292,7 +299,18 @@ pub fn run_persistent(
             rep.load_seconds = i.seconds;
             s
         }
+        _ if minhash.is_some() && p.store_dir.is_none() => MemStore::new(p.blocks),
         _ => MemStore::with_capacity(p.blocks, p.capacity),
+    };
+    // MinHash without a store directory: the compact band table (8 bytes a key,
+    // fingerprints confirmed against the side store, see `webdedup_store::bands`).
+    // With one, the plain table, whose keys the snapshot lists.
+    let bands = minhash
+        .filter(|_| p.store_dir.is_none())
+        .map(|m| webdedup_store::BandStore::with_capacity(p.blocks, p.capacity, m.kept.clone()));
+    let run_store: &dyn Store = match &bands {
+        Some(b) => b,
+        None => &store,
     };
     let mut recorded = Recorded::default();
     // MinHash mode restores by running the input again from its start on the store
@@ -360,7 +378,7 @@ pub fn run_persistent(
                     }
                     remove_durably(&journal_path)?;
                     let mut stats = RunStats::default();
-                    stats.finish(0.0, store.len(), store.memory_bytes());
+                    stats.finish(0.0, run_store.len(), run_store.memory_bytes());
                     drop(lock);
                     return Ok((stats, rep));
                 }
@@ -455,7 +473,7 @@ pub fn run_persistent(
         stop,
         plans: None,
     };
-    let mut stats = run_with(cfg, &store, &dur, report)?;
+    let mut stats = run_with(cfg, run_store, &dur, report)?;
     journal.sync()?;
 
     // 3. Save.
@@ -509,15 +527,14 @@ pub fn run_persistent(
         if let (Some(m), Some(k)) = (minhash, &kept_path) {
             // Before the snapshot: a restore that finds this nonce knows the run
             // finished (the side store is what the next run loads).
-            let bytes = m.kept.encode(&m.params.describe(), run_nonce);
-            webdedup_store::snapshot::write_atomic(k, &[&bytes], "minhash-kept")?;
+            m.kept.save(k, &m.params.describe(), run_nonce)?;
         }
         if let Some(snap) = &snapshot {
             rep.saved = Some(store.save(snap, &meta)?);
         }
         journal.remove()?;
     }
-    stats.finish(stats.seconds, store.len(), store.memory_bytes());
+    stats.finish(stats.seconds, run_store.len(), run_store.memory_bytes());
     if p.store_dir.is_none() {
         let _ = std::fs::remove_file(lock.path());
     }

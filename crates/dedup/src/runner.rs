@@ -1108,6 +1108,9 @@ pub fn run_files(
         write_files_index(&cfg.output, &files)?;
     }
     if let Some(m) = &cfg.options.minhash {
+        // The side store's files sit beside the outputs (unless a store directory
+        // was loaded into it already).
+        m.kept.set_dir(&cfg.output);
         for f in &files {
             m.kept
                 .add_file(file_id(rel_bytes(&f.rel)), &f.rel.to_string_lossy());

@@ -15,6 +15,7 @@
 //! assert_eq!(seen, [true, false]);
 //! ```
 
+pub mod bands;
 pub mod bits;
 pub mod distribute;
 pub mod fault;
@@ -26,6 +27,7 @@ pub mod snapshot;
 mod table;
 mod zeroed;
 
+pub use bands::{BandOwners, BandStore};
 pub use journal::{Journal, JournalReplay, SyncMode};
 pub use lock::DirLock;
 pub use mem::MemStore;

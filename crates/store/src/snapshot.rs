@@ -375,6 +375,83 @@ fn write_tmp_and_rename(
     Ok(total as u64)
 }
 
+/// [`write_atomic`] of `total` bytes that `fill` writes in pieces (a file too large
+/// to hold in memory at once). Fault points act as in [`write_atomic`]: half the
+/// bytes are written, then the crash or the full disk.
+pub fn write_atomic_stream(
+    path: &Path,
+    total: u64,
+    fault_point: &str,
+    fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<u64, StoreError> {
+    let tmp = tmp_path(path);
+    let result = (|| {
+        let f = File::create(&tmp).map_err(io_err(&tmp))?;
+        let crash = fault::armed() && fault::reached(fault_point, 1);
+        let full = fault::armed() && fault::disk_full(fault_point, 1);
+        let mut w = FaultWriter {
+            inner: io::BufWriter::with_capacity(1 << 20, f),
+            written: 0,
+            limit: (crash || full).then_some(total / 2),
+        };
+        match fill(&mut w) {
+            Err(e) if crash && e.kind() == io::ErrorKind::StorageFull => {
+                let _ = w.inner.flush();
+                fault::crash(fault_point)
+            }
+            Err(e) => Err(io_err(&tmp)(e)),
+            Ok(()) if w.written != total => Err(io_err(&tmp)(io::Error::other(format!(
+                "wrote {} bytes, {total} expected",
+                w.written
+            )))),
+            Ok(()) => {
+                let f = w
+                    .inner
+                    .into_inner()
+                    .map_err(|e| io_err(&tmp)(e.into_error()))?;
+                f.sync_all().map_err(io_err(&tmp))?;
+                drop(f);
+                fs::rename(&tmp, path).map_err(io_err(path))?;
+                sync_dir(path).map_err(io_err(path))?;
+                Ok(total)
+            }
+        }
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// A writer that fails as a full disk once `limit` bytes were written (fault
+/// injection of [`write_atomic_stream`]).
+struct FaultWriter<W> {
+    inner: W,
+    written: u64,
+    limit: Option<u64>,
+}
+
+impl<W: Write> Write for FaultWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = match self.limit {
+            Some(limit) if self.written + buf.len() as u64 >= limit => {
+                let room = (limit - self.written) as usize;
+                if room == 0 {
+                    return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+                }
+                self.inner.write(&buf[..room])?
+            }
+            _ => self.inner.write(buf)?,
+        };
+        self.written += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
 pub(crate) fn tmp_path(path: &Path) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
     s.push(".tmp");

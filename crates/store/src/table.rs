@@ -14,11 +14,11 @@
 
 use crate::zeroed::Zeroed;
 
-const MIN_CAPACITY: usize = 16;
+pub(crate) const MIN_CAPACITY: usize = 16;
 /// Grow when the load would pass this.
-const MAX_LOAD_NUM: usize = 92;
+pub(crate) const MAX_LOAD_NUM: usize = 92;
 /// Grow by 1/GROWTH_DIV: small steps keep the load (and the bytes a key) high.
-const GROWTH_DIV: usize = 8;
+pub(crate) const GROWTH_DIV: usize = 8;
 
 const M1: u64 = 0xff51_afd7_ed55_8ccd;
 const M2: u64 = 0xc4ce_b9fe_1a85_ec53;
@@ -81,7 +81,7 @@ pub(crate) fn home(h: u64, capacity: usize) -> usize {
     ((h as u128 * capacity as u128) >> 64) as usize
 }
 
-fn tail_for(capacity: usize) -> usize {
+pub(crate) fn tail_for(capacity: usize) -> usize {
     16 + capacity / 64
 }
 

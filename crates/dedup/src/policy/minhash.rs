@@ -12,7 +12,8 @@
 //! to this process (another worker's document on shared hash servers, a key loaded
 //! from a snapshot without its side store) is dropped unverified (Jaccard `-`).
 //! With `--store DIR` the side store is saved as `minhash.kept` and rebuilds the
-//! store with its locations ([`KeptDocs::encode`], [`KeptDocs::load`]).
+//! store with its locations ([`KeptDocs::save`], [`KeptDocs::load_file`]). The
+//! side store lives in files, not in memory (see [`KeptDocs`]).
 //!
 //! Two store requests per chunk: a located *test* of every band key (round 0),
 //! then, after the documents were judged one by one in order (the band keys of
@@ -20,15 +21,23 @@
 //! documents' keys (round 1). Verdicts thus equal asking document by document, and
 //! outputs are the same for any `--threads` and `--chunk-bytes`.
 
+mod records;
+
 use super::{ChunkContext, Decisions, DocStatus, Scratch};
 use crate::options::MinHashOptions;
 use crate::plan::{ChunkPlan, DocKind};
 use parking_lot::Mutex;
+use records::{Record, RecordFile};
 use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use webdedup_minhash::estimate_jaccard_low8;
-use webdedup_store::{BatchId, Location, Store, StoreError};
+use webdedup_store::bands::{location_ordinal, ordinal_location};
+use webdedup_store::{BandOwners, BatchId, Location, Store, StoreError};
+use xxhash_rust::xxh3::Xxh3Default;
 
 /// A dropped document and its original, for the pairs report.
 #[derive(Clone, Debug, PartialEq)]
@@ -41,25 +50,26 @@ pub struct Pair {
     pub jaccard: Option<f64>,
 }
 
-/// A kept document, as the side store remembers it.
-struct Kept {
-    /// Its id, where its format has one (else it is named `REL:LINE`).
-    id: Option<Box<str>>,
-    /// The low 8 bits of its signature's values (empty without `--verify`).
-    sig: Box<[u8]>,
-    /// Its band keys (only when the side store is saved: `--store DIR`).
-    bands: Box<[u64]>,
-}
-
-#[derive(Default)]
 struct KeptInner {
-    docs: HashMap<Location, Kept>,
+    /// The kept documents' records, by ordinal (opened at the first document).
+    records: Option<RecordFile>,
+    /// Where the record files go (None: the system's temporary directory).
+    dir: Option<PathBuf>,
+    /// Room in a record: signature bytes and band keys (the run's parameters).
+    sig_cap: usize,
+    band_cap: usize,
+    /// The store is this process's own: its locations are ordinals
+    /// ([`ordinal_location`]). Otherwise (hash servers) they are the documents'
+    /// own locations, shared with other workers, and `index` finds the record of
+    /// this process's documents.
+    local: bool,
+    index: HashMap<Location, u32>,
     /// Input file ids to their relative paths (names of documents without ids).
     files: HashMap<u64, Arc<str>>,
-    /// Saved with the store (`--store DIR`): keep band keys and the order of the
-    /// kept documents, and the files of earlier runs.
+    /// Saved with the store (`--store DIR`).
     persist: bool,
-    order: Vec<Location>,
+    /// Bytes the documents take in [`KeptDocs::save`]'s format.
+    encoded_docs: u64,
     /// Runs folded into the saved side store; file ids of this run are mixed with
     /// it (0 for the first), so equal relative paths in two crawls stay apart.
     runs: u64,
@@ -68,42 +78,211 @@ struct KeptInner {
     salt: u64,
     /// This run's input files (mixed ids) by rank in input order.
     rank: HashMap<u64, u32>,
+    /// The last record read (a document's owner is usually asked for several
+    /// bands in a row).
+    cached: Option<u32>,
+    record: Record,
 }
 
 impl KeptInner {
+    fn new(sig_cap: usize, band_cap: usize) -> Self {
+        KeptInner {
+            records: None,
+            dir: None,
+            sig_cap,
+            band_cap,
+            local: false,
+            index: HashMap::new(),
+            files: HashMap::new(),
+            persist: false,
+            encoded_docs: 0,
+            runs: 0,
+            salt: 0,
+            rank: HashMap::new(),
+            cached: None,
+            record: Record::default(),
+        }
+    }
+
     /// What file ids of this run are mixed with.
     fn mix(&self) -> u64 {
         run_mix(self.runs) ^ self.salt
     }
 
-    /// Whether `owner` is a document of this run at or after `here` in input
-    /// order: a key it owns was inserted by an interrupted attempt of this run
-    /// (on servers, which keep it), not before `here`, so for `here` it is new.
+    fn len(&self) -> u64 {
+        self.records.as_ref().map_or(0, |r| r.len())
+    }
+
+    /// Whether `owner` (a document's own location) is a document of this run at
+    /// or after `here` in input order: a key it owns was inserted by an
+    /// interrupted attempt of this run (on servers, which keep it), not before
+    /// `here`, so for `here` it is new.
     fn is_future(&self, owner: Location, here: Location) -> bool {
         match (self.rank.get(&owner.file), self.rank.get(&here.file)) {
             (Some(o), Some(h)) => (*o, owner.record) >= (*h, here.record),
             _ => false,
         }
     }
+
+    /// The ordinal of the document a store location names, if it is one of ours.
+    fn ordinal(&self, loc: Location) -> Option<u32> {
+        if self.local {
+            location_ordinal(loc).filter(|&o| (o as u64) < self.len())
+        } else {
+            self.index.get(&loc).copied()
+        }
+    }
+
+    /// The record of the document a store location names, if it is one of ours.
+    fn record_of(&mut self, loc: Location) -> io::Result<Option<&Record>> {
+        let Some(ord) = self.ordinal(loc) else {
+            return Ok(None);
+        };
+        self.read_ordinal(ord).map(Some)
+    }
+
+    /// The record of kept document `ord` (< [`len`](Self::len)).
+    fn read_ordinal(&mut self, ord: u32) -> io::Result<&Record> {
+        if self.cached != Some(ord) {
+            self.cached = None;
+            let records = self.records.as_mut().expect("an ordinal has a record");
+            records.read(ord, &mut self.record)?;
+            self.cached = Some(ord);
+        }
+        Ok(&self.record)
+    }
+
+    /// Where the document a store location names sits in the input: itself, or
+    /// for an ordinal, its record's.
+    fn input_location(&mut self, loc: Location) -> io::Result<Location> {
+        if !self.local {
+            return Ok(loc);
+        }
+        Ok(self.record_of(loc)?.map_or(loc, |r| r.loc))
+    }
+
+    /// Remembers a kept document; returns its store location.
+    fn push(
+        &mut self,
+        loc: Location,
+        id: Option<&[u8]>,
+        sig: &[u8],
+        bands: &[u64],
+    ) -> io::Result<Location> {
+        if !self.local && self.index.contains_key(&loc) {
+            // The same location twice (a source named twice): the first stays.
+            return Ok(loc);
+        }
+        if self.records.is_none() {
+            let dir = self.dir.clone().unwrap_or_else(std::env::temp_dir);
+            self.records = Some(
+                RecordFile::create(&dir, self.sig_cap, self.band_cap).map_err(|e| {
+                    io::Error::new(
+                        e.kind(),
+                        format!("MinHash side store in {}: {e}", dir.display()),
+                    )
+                })?,
+            );
+        }
+        let records = self.records.as_mut().expect("opened");
+        let ord = records.push(loc, id, sig, bands)?;
+        self.encoded_docs += 16
+            + 4
+            + id.map_or(0, |i| i.len() as u64)
+            + 4
+            + sig.len() as u64
+            + 4
+            + 8 * bands.len() as u64;
+        if self.local {
+            Ok(ordinal_location(ord))
+        } else {
+            self.index.insert(loc, ord);
+            Ok(loc)
+        }
+    }
+
+    fn name(&mut self, loc: Location) -> io::Result<String> {
+        if loc == Location::UNKNOWN {
+            return Ok("-".into());
+        }
+        let loc = match self.record_of(loc)? {
+            Some(Record { id: Some(id), .. }) => return Ok(id.clone()),
+            Some(r) => r.loc,
+            None => loc,
+        };
+        Ok(match self.files.get(&loc.file) {
+            Some(rel) => format!("{rel}:{}", loc.record),
+            None => format!("{:016x}:{}", loc.file, loc.record),
+        })
+    }
+
+    /// The Jaccard similarity of `sig` with the signature of the document `o`
+    /// names, estimated, when that signature is known and comparable.
+    fn known_sig(&mut self, o: Location, sig: &[u8]) -> io::Result<Option<f64>> {
+        Ok(self
+            .record_of(o)?
+            .filter(|d| d.sig.len() == sig.len() && !sig.is_empty())
+            .map(|d| estimate_jaccard_low8(sig, &d.sig)))
+    }
 }
 
-/// The side store of stream mode: for each kept document of this process, by its
+/// The side store of stream mode: for each kept document of this process, its
 /// location (input file id, line), its id and, with `--verify`, the low bytes of its
-/// signature (112 bytes at the defaults). It names originals in the pairs report
-/// and verifies matches. Cost: about 60 bytes plus the id (and 112 signature
-/// bytes with `--verify`) per kept document, in memory.
-#[derive(Default)]
+/// signature (112 bytes at the defaults), and its band keys. It names originals in
+/// the pairs report, verifies matches and (`--store DIR`) rebuilds the store. It
+/// lives in files ([`records`]: a fixed-size record per kept document, about 260
+/// bytes at the defaults, read back only for originals), so it costs no memory per
+/// kept document, except on hash servers, where an index from a document's
+/// location to its record takes about 40 bytes.
 pub struct KeptDocs {
     inner: Mutex<KeptInner>,
 }
 
+impl Default for KeptDocs {
+    fn default() -> Self {
+        let p = webdedup_minhash::Params::default();
+        KeptDocs::new(p.hashes, p.bands)
+    }
+}
+
 impl std::fmt::Debug for KeptDocs {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "KeptDocs({} documents)", self.inner.lock().docs.len())
+        write!(f, "KeptDocs({} documents)", self.inner.lock().len())
+    }
+}
+
+fn io_error(e: io::Error) -> StoreError {
+    StoreError::Io {
+        path: PathBuf::from("(MinHash side store)"),
+        error: e,
     }
 }
 
 impl KeptDocs {
+    /// A side store for signatures of `hashes` values and `bands` band keys.
+    pub fn new(hashes: usize, bands: usize) -> Self {
+        KeptDocs {
+            inner: Mutex::new(KeptInner::new(hashes, bands)),
+        }
+    }
+
+    /// Puts the side store's files in `dir` (default: the system's temporary
+    /// directory). Takes effect before the first document.
+    pub fn set_dir(&self, dir: &Path) {
+        self.inner.lock().dir = Some(dir.to_path_buf());
+    }
+
+    /// The store is this process's own (embedded, `--store DIR`), not shared with
+    /// other workers: its locations become the kept documents' ordinals
+    /// ([`ordinal_location`]), so no index is needed to find their records. Ignored once documents were kept
+    /// (they stay found by their locations).
+    pub fn set_local(&self) {
+        let mut g = self.inner.lock();
+        if g.len() == 0 {
+            g.local = true;
+        }
+    }
+
     /// Names input file `id` (its relative path, `policy::file_id`) for originals
     /// without ids.
     pub fn add_file(&self, id: u64, rel: &str) {
@@ -121,19 +300,20 @@ impl KeptDocs {
 
     /// Kept documents remembered.
     pub fn len(&self) -> usize {
-        self.inner.lock().docs.len()
+        self.inner.lock().len() as usize
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    /// Keep what [`save`](Self::save) needs (band keys, order).
+    /// The side store will be saved ([`save`](Self::save)).
     pub fn set_persistent(&self) {
         self.inner.lock().persist = true;
     }
 
-    /// The side store as saved with `--store DIR` (`minhash.kept`):
+    /// Saves the side store to `path` (`minhash.kept` with `--store DIR`),
+    /// atomically, streamed from its files:
     ///
     /// ```text
     /// "WDDMHKP\0" u32 version=1  str settings  u64 run_nonce  u64 runs
@@ -145,45 +325,92 @@ impl KeptDocs {
     ///
     /// `run_nonce` names the run that wrote it (its journal carries the same), so a
     /// restore knows whether the interrupted run got as far as saving.
-    pub fn encode(&self, settings: &str, run_nonce: u64) -> Vec<u8> {
-        let g = self.inner.lock();
-        let mut o = Vec::new();
-        o.extend_from_slice(KEPT_MAGIC);
-        o.extend_from_slice(&1u32.to_le_bytes());
-        put_bytes(&mut o, settings.as_bytes());
-        o.extend_from_slice(&run_nonce.to_le_bytes());
-        o.extend_from_slice(&(g.runs + 1).to_le_bytes());
-        let mut files: Vec<(&u64, &Arc<str>)> = g.files.iter().collect();
+    pub fn save(&self, path: &Path, settings: &str, run_nonce: u64) -> Result<u64, StoreError> {
+        let mut g = self.inner.lock();
+        let mut files: Vec<(u64, Arc<str>)> =
+            g.files.iter().map(|(k, v)| (*k, v.clone())).collect();
         files.sort();
-        o.extend_from_slice(&(files.len() as u64).to_le_bytes());
-        for (id, rel) in files {
-            o.extend_from_slice(&id.to_le_bytes());
-            put_bytes(&mut o, rel.as_bytes());
-        }
-        o.extend_from_slice(&(g.order.len() as u64).to_le_bytes());
-        for loc in &g.order {
-            let d = &g.docs[loc];
-            o.extend_from_slice(&loc.file.to_le_bytes());
-            o.extend_from_slice(&loc.record.to_le_bytes());
-            match &d.id {
-                Some(id) => put_bytes(&mut o, id.as_bytes()),
-                None => o.extend_from_slice(&u32::MAX.to_le_bytes()),
+        let total = 8
+            + 4
+            + 4
+            + settings.len() as u64
+            + 8
+            + 8
+            + 8
+            + files
+                .iter()
+                .map(|(_, rel)| 8 + 4 + rel.len() as u64)
+                .sum::<u64>()
+            + 8
+            + g.encoded_docs
+            + 8;
+        let g = &mut *g;
+        webdedup_store::snapshot::write_atomic_stream(path, total, "minhash-kept", |w| {
+            let mut w = Hashing {
+                w,
+                h: Xxh3Default::new(),
+            };
+            w.write_all(KEPT_MAGIC)?;
+            w.write_all(&1u32.to_le_bytes())?;
+            put_bytes(&mut w, settings.as_bytes())?;
+            w.write_all(&run_nonce.to_le_bytes())?;
+            w.write_all(&(g.runs + 1).to_le_bytes())?;
+            w.write_all(&(files.len() as u64).to_le_bytes())?;
+            for (id, rel) in &files {
+                w.write_all(&id.to_le_bytes())?;
+                put_bytes(&mut w, rel.as_bytes())?;
             }
-            put_bytes(&mut o, &d.sig);
-            o.extend_from_slice(&(d.bands.len() as u32).to_le_bytes());
-            for k in d.bands.iter() {
-                o.extend_from_slice(&k.to_le_bytes());
+            let n = g.len();
+            w.write_all(&n.to_le_bytes())?;
+            let mut d = Record::default();
+            for ord in 0..n {
+                let records = g.records.as_mut().expect("documents have records");
+                records.read(ord as u32, &mut d)?;
+                w.write_all(&d.loc.file.to_le_bytes())?;
+                w.write_all(&d.loc.record.to_le_bytes())?;
+                match &d.id {
+                    Some(id) => put_bytes(&mut w, id.as_bytes())?,
+                    None => w.write_all(&u32::MAX.to_le_bytes())?,
+                }
+                put_bytes(&mut w, &d.sig)?;
+                w.write_all(&(d.bands.len() as u32).to_le_bytes())?;
+                for k in &d.bands {
+                    w.write_all(&k.to_le_bytes())?;
+                }
             }
-        }
-        let check = xxhash_rust::xxh3::xxh3_64(&o);
-        o.extend_from_slice(&check.to_le_bytes());
-        o
+            let check = w.h.digest();
+            w.w.write_all(&check.to_le_bytes())
+        })
     }
 
-    /// Reads what [`encode`](Self::encode) wrote (from `what`, for messages) for
-    /// `settings`: fills this side store and inserts every kept document's band keys
-    /// into `store`, located, in the order they were kept (so each key's first
-    /// inserter is its owner again). Returns the writing run's nonce.
+    /// [`save`](Self::save)'s bytes, in memory (tests).
+    #[cfg(test)]
+    fn encode(&self, settings: &str, run_nonce: u64) -> Vec<u8> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kept");
+        self.save(&path, settings, run_nonce).unwrap();
+        std::fs::read(path).unwrap()
+    }
+
+    /// Loads what [`save`](Self::save) wrote to `path` for `settings`: fills this
+    /// side store and inserts every kept document's band keys into `store`,
+    /// located, in the order they were kept (so each key's first inserter is its
+    /// owner again). Returns the writing run's nonce. The file is read twice (its
+    /// checksum first, so a damaged file changes nothing), never held in memory.
+    pub fn load_file(&self, path: &Path, settings: &str, store: &dyn Store) -> Result<u64, String> {
+        let what = path.display().to_string();
+        let open = || {
+            let f = File::open(path).map_err(|e| format!("cannot read {what}: {e}"))?;
+            let len = f
+                .metadata()
+                .map_err(|e| format!("cannot read {what}: {e}"))?
+                .len();
+            Ok((io::BufReader::with_capacity(1 << 20, f), len))
+        };
+        self.load_from(open, settings, &what, store)
+    }
+
+    /// [`load_file`](Self::load_file) from bytes in memory (`what` names them).
     pub fn load(
         &self,
         bytes: &[u8],
@@ -191,74 +418,110 @@ impl KeptDocs {
         what: &str,
         store: &dyn Store,
     ) -> Result<u64, String> {
-        let body_len = bytes
-            .len()
+        self.load_from(|| Ok((bytes, bytes.len() as u64)), settings, what, store)
+    }
+
+    fn load_from<R: Read>(
+        &self,
+        open: impl Fn() -> Result<(R, u64), String>,
+        settings: &str,
+        what: &str,
+        store: &dyn Store,
+    ) -> Result<u64, String> {
+        // Pass 1: the checksum.
+        let (mut src, len) = open()?;
+        let body_len = len
             .checked_sub(8)
             .ok_or_else(|| format!("{what}: cut short"))?;
-        let (body, check) = bytes.split_at(body_len);
-        if xxhash_rust::xxh3::xxh3_64(body).to_le_bytes() != check {
+        let mut h = Xxh3Default::new();
+        let mut buf = vec![0u8; 1 << 16];
+        let mut left = body_len;
+        while left > 0 {
+            let n = (buf.len() as u64).min(left) as usize;
+            src.read_exact(&mut buf[..n])
+                .map_err(|e| format!("{what}: cannot read: {e}"))?;
+            h.update(&buf[..n]);
+            left -= n as u64;
+        }
+        let mut check = [0u8; 8];
+        src.read_exact(&mut check)
+            .map_err(|e| format!("{what}: cannot read: {e}"))?;
+        if h.digest().to_le_bytes() != check {
             return Err(format!("{what}: checksum mismatch (damaged or cut short)"));
         }
+        // Pass 2: the contents.
+        let (src, _) = open()?;
         let mut r = Reader {
-            b: body,
+            r: src.take(body_len),
             pos: 0,
             what,
         };
         if r.take(8)? != KEPT_MAGIC || r.u32()? != 1 {
             return Err(format!("{what}: not a MinHash side store of this version"));
         }
-        let found = String::from_utf8_lossy(r.bytes()?).into_owned();
+        let found = String::from_utf8_lossy(&r.bytes()?).into_owned();
         if found != settings {
             return Err(format!(
                 "{what}: MinHash settings '{found}' in the store, '{settings}' in this run"
             ));
         }
         let nonce = r.u64()?;
-        let mut g = self.inner.lock();
-        g.runs = r.u64()?;
-        for _ in 0..r.u64()? {
-            let id = r.u64()?;
-            let rel = String::from_utf8_lossy(r.bytes()?).into_owned();
-            g.files.insert(id, Arc::from(rel));
+        {
+            let mut g = self.inner.lock();
+            g.runs = r.u64()?;
+            for _ in 0..r.u64()? {
+                let id = r.u64()?;
+                let rel = String::from_utf8_lossy(&r.bytes()?).into_owned();
+                g.files.insert(id, Arc::from(rel));
+            }
         }
         let (mut seen, mut originals) = (Vec::new(), Vec::new());
+        let (mut bands, mut locs) = (Vec::new(), Vec::new());
         for _ in 0..r.u64()? {
             let loc = Location {
                 file: r.u64()?,
                 record: r.u64()?,
             };
-            let id = match r.u32_peek()? {
-                u32::MAX => {
-                    r.u32()?;
-                    None
-                }
-                _ => Some(Box::from(String::from_utf8_lossy(r.bytes()?).as_ref())),
+            let id = match r.u32()? {
+                u32::MAX => None,
+                n => Some(r.take(n as usize)?),
             };
-            let sig: Box<[u8]> = Box::from(r.bytes()?);
+            let sig = r.bytes()?;
             let n = r.u32()? as usize;
-            let mut bands = Vec::with_capacity(n);
+            bands.clear();
             for _ in 0..n {
                 bands.push(r.u64()?);
             }
-            let locs = vec![loc; n];
+            // The side store is unlocked while the store inserts: a band-key store
+            // reads it back ([`BandOwners`]).
+            let at = self
+                .inner
+                .lock()
+                .push(loc, id.as_deref(), &sig, &bands)
+                .map_err(|e| format!("{what}: {e}"))?;
+            locs.clear();
+            locs.resize(n, at);
             store
                 .test_and_insert_located(&bands, &locs, &mut seen, &mut originals)
                 .map_err(|e| format!("{what}: {e}"))?;
-            g.order.push(loc);
-            g.docs.insert(
-                loc,
-                Kept {
-                    id,
-                    sig,
-                    bands: bands.into(),
-                },
-            );
         }
-        if r.pos != body.len() {
+        if r.pos != body_len {
             return Err(format!("{what}: stray bytes at offset {}", r.pos));
         }
-        g.persist = true;
+        self.inner.lock().persist = true;
         Ok(nonce)
+    }
+}
+
+/// The compact band-key store confirms a fingerprint by the candidate document's
+/// band keys, read from its record.
+impl BandOwners for KeptDocs {
+    fn owns(&self, ord: u32, key: u64) -> Result<bool, StoreError> {
+        let mut g = self.inner.lock();
+        if ord as u64 >= g.len() {
+            return Ok(false);
+        }
+        Ok(g.read_ordinal(ord).map_err(io_error)?.bands.contains(&key))
     }
 }
 
@@ -273,55 +536,64 @@ fn run_mix(runs: u64) -> u64 {
     }
 }
 
-fn put_bytes(o: &mut Vec<u8>, b: &[u8]) {
-    o.extend_from_slice(&(b.len() as u32).to_le_bytes());
-    o.extend_from_slice(b);
+/// A writer that hashes what passes through it.
+struct Hashing<'a> {
+    w: &'a mut dyn Write,
+    h: Xxh3Default,
 }
 
-struct Reader<'a> {
-    b: &'a [u8],
-    pos: usize,
+impl Write for Hashing<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.w.write(buf)?;
+        self.h.update(&buf[..n]);
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.w.flush()
+    }
+}
+
+fn put_bytes(o: &mut impl Write, b: &[u8]) -> io::Result<()> {
+    o.write_all(&(b.len() as u32).to_le_bytes())?;
+    o.write_all(b)
+}
+
+struct Reader<'a, R> {
+    r: R,
+    pos: u64,
     what: &'a str,
 }
 
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
-        let s = self
-            .b
-            .get(self.pos..self.pos.saturating_add(n))
-            .ok_or_else(|| format!("{}: cut short at offset {}", self.what, self.pos))?;
-        self.pos += n;
-        Ok(s)
-    }
-    fn u32(&mut self) -> Result<u32, String> {
-        Ok(u32::from_le_bytes(self.take(4)?.try_into().unwrap()))
-    }
-    fn u32_peek(&mut self) -> Result<u32, String> {
-        let v = self.u32()?;
-        self.pos -= 4;
+impl<R: Read> Reader<'_, R> {
+    fn take(&mut self, n: usize) -> Result<Vec<u8>, String> {
+        let mut v = Vec::new();
+        let got = (&mut self.r)
+            .take(n as u64)
+            .read_to_end(&mut v)
+            .map_err(|e| format!("{}: cannot read: {e}", self.what))?;
+        if got < n {
+            return Err(format!("{}: cut short at offset {}", self.what, self.pos));
+        }
+        self.pos += n as u64;
         Ok(v)
     }
-    fn u64(&mut self) -> Result<u64, String> {
-        Ok(u64::from_le_bytes(self.take(8)?.try_into().unwrap()))
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], String> {
+        let mut a = [0u8; N];
+        self.r
+            .read_exact(&mut a)
+            .map_err(|_| format!("{}: cut short at offset {}", self.what, self.pos))?;
+        self.pos += N as u64;
+        Ok(a)
     }
-    fn bytes(&mut self) -> Result<&'a [u8], String> {
+    fn u32(&mut self) -> Result<u32, String> {
+        Ok(u32::from_le_bytes(self.array()?))
+    }
+    fn u64(&mut self) -> Result<u64, String> {
+        Ok(u64::from_le_bytes(self.array()?))
+    }
+    fn bytes(&mut self) -> Result<Vec<u8>, String> {
         let n = self.u32()? as usize;
         self.take(n)
-    }
-}
-
-impl KeptInner {
-    fn name(&self, loc: Location) -> String {
-        if loc == Location::UNKNOWN {
-            return "-".into();
-        }
-        if let Some(Kept { id: Some(id), .. }) = self.docs.get(&loc) {
-            return id.to_string();
-        }
-        match self.files.get(&loc.file) {
-            Some(rel) => format!("{rel}:{}", loc.record),
-            None => format!("{:016x}:{}", loc.file, loc.record),
-        }
     }
 }
 
@@ -428,8 +700,14 @@ pub fn decide(
             record: doc.line,
         };
         for (j, key) in bands.iter().enumerate() {
-            let stored = Some(s.originals[asked + j])
-                .filter(|&o| s.seen[asked + j] && !kept.is_future(o, here));
+            let mut stored = None;
+            if s.seen[asked + j] {
+                let o = s.originals[asked + j];
+                let at = kept.input_location(o).map_err(io_error)?;
+                if !kept.is_future(at, here) {
+                    stored = Some(o);
+                }
+            }
             let owner = stored.or_else(|| mh.local.get(key).copied());
             if let Some(o) = owner {
                 matched = true;
@@ -439,25 +717,19 @@ pub fn decide(
             }
         }
         asked += bands.len();
-        let known_sig = |k: &KeptInner, o: &Location| {
-            k.docs
-                .get(o)
-                .filter(|d| d.sig.len() == sig.len() && !sig.is_empty())
-                .map(|d| estimate_jaccard_low8(sig, &d.sig))
-        };
         let verdict: Option<(Location, Option<f64>)> = if !matched {
             None
         } else {
             match m.verify {
                 None => {
                     let o = mh.owners[0];
-                    Some((o, known_sig(&kept, &o)))
+                    Some((o, kept.known_sig(o, sig).map_err(io_error)?))
                 }
                 Some(threshold) => {
                     let mut found = None;
                     let mut unverifiable = None;
                     for o in &mh.owners {
-                        match known_sig(&kept, o) {
+                        match kept.known_sig(*o, sig).map_err(io_error)? {
                             Some(j) if j >= threshold => {
                                 found = Some((*o, Some(j)));
                                 break;
@@ -477,34 +749,20 @@ pub fn decide(
                 out.docs.push(DocStatus::Duplicate);
                 out.pairs.push(Pair {
                     doc: i,
-                    original: kept.name(o),
+                    original: kept.name(o).map_err(io_error)?,
                     jaccard,
                 });
             }
             None => {
                 out.docs.push(DocStatus::Kept);
                 out.keep_para[doc.paras.clone()].fill(true);
+                let id = doc.id.as_ref().map(|r| plan.meta_of(r).as_bytes());
+                let sig = if m.verify.is_some() { sig } else { &[] };
+                let at = kept.push(here, id, sig, bands).map_err(io_error)?;
                 for &key in bands {
-                    mh.local.entry(key).or_insert(here);
+                    mh.local.entry(key).or_insert(at);
                     mh.insert_keys.push(key);
-                    mh.insert_locs.push(here);
-                }
-                let id = doc.id.as_ref().map(|r| Box::from(plan.meta_of(r)));
-                let sig = if m.verify.is_some() {
-                    Box::from(sig)
-                } else {
-                    Box::default()
-                };
-                let bands = if kept.persist {
-                    Box::from(bands)
-                } else {
-                    Box::default()
-                };
-                if !kept.docs.contains_key(&here) {
-                    if kept.persist {
-                        kept.order.push(here);
-                    }
-                    kept.docs.insert(here, Kept { id, sig, bands });
+                    mh.insert_locs.push(at);
                 }
             }
         }
@@ -574,6 +832,7 @@ mod tests {
 
     fn sample() -> KeptDocs {
         let k = KeptDocs::default();
+        k.set_local();
         k.set_persistent();
         k.add_file(7, "a/b.jsonl");
         {
@@ -583,15 +842,13 @@ mod tests {
                     file: 7,
                     record: i as u64 + 1,
                 };
-                g.order.push(loc);
-                g.docs.insert(
+                g.push(
                     loc,
-                    Kept {
-                        id: id.map(Box::from),
-                        sig: vec![i as u8; 4].into(),
-                        bands: vec![100 + i as u64, 200].into(),
-                    },
-                );
+                    id.map(str::as_bytes),
+                    &[i as u8; 4],
+                    &[100 + i as u64, 200],
+                )
+                .unwrap();
             }
         }
         k
@@ -601,6 +858,7 @@ mod tests {
     fn side_store_round_trip_rebuilds_keys_with_their_first_owner() {
         let bytes = sample().encode("s", 42);
         let again = KeptDocs::default();
+        again.set_local();
         let store = MemStore::new(7);
         assert_eq!(again.load(&bytes, "s", "f", &store).unwrap(), 42);
         assert_eq!(store.len(), 3);
@@ -612,9 +870,9 @@ mod tests {
         // Key 200 belongs to both documents: the first kept owns it.
         assert_eq!(orig[0].record, 1);
         assert_eq!(orig[1].record, 2);
-        let g = again.inner.lock();
-        assert_eq!(g.name(orig[0]), "x");
-        assert_eq!(g.name(orig[1]), "a/b.jsonl:2");
+        let mut g = again.inner.lock();
+        assert_eq!(g.name(orig[0]).unwrap(), "x");
+        assert_eq!(g.name(orig[1]).unwrap(), "a/b.jsonl:2");
         assert_eq!(g.runs, 1);
     }
 
@@ -640,5 +898,72 @@ mod tests {
             .load(&flipped, "s", "f", &store)
             .unwrap_err();
         assert!(err.contains("checksum"), "{err}");
+    }
+
+    /// The side store keeps its documents in files (nothing per document in
+    /// memory: no index on the embedded store, records flushed to an unlinked
+    /// file), and what decisions read from it (names, signatures, band keys) is
+    /// what a side store found by the documents' own locations (hash servers)
+    /// answers.
+    #[test]
+    fn side_store_lives_in_files_and_answers_as_by_location() {
+        let dir = tempfile::tempdir().unwrap();
+        let (local, shared) = (KeptDocs::default(), KeptDocs::default());
+        local.set_local();
+        for k in [&local, &shared] {
+            k.set_dir(dir.path());
+            k.add_file(7, "a/b.jsonl");
+        }
+        let (local_store, shared_store) = (MemStore::new(31), MemStore::new(31));
+        let n = 3000u64;
+        let (mut seen, mut orig) = (Vec::new(), Vec::new());
+        for i in 0..n {
+            let loc = Location {
+                file: 7,
+                record: 2 * i + 1,
+            };
+            let id = format!("doc-{i}");
+            let id = (i % 3 == 0).then_some(id.as_bytes());
+            let sig: Vec<u8> = (0..112).map(|j| (i + j) as u8).collect();
+            let bands: Vec<u64> = (0..14).map(|b| i * 100 + b).collect();
+            for (k, store) in [(&local, &local_store), (&shared, &shared_store)] {
+                let at = k.inner.lock().push(loc, id, &sig, &bands).unwrap();
+                store
+                    .test_and_insert_located(&bands, &vec![at; 14], &mut seen, &mut orig)
+                    .unwrap();
+            }
+        }
+        {
+            let g = local.inner.lock();
+            assert_eq!(g.len(), n);
+            assert!(g.index.is_empty(), "no per-document index on the own store");
+            let in_file = g.records.as_ref().unwrap().bytes_in_file();
+            assert!(in_file > 256 * (n - 300), "records in the file: {in_file}");
+        }
+        assert_eq!(shared.inner.lock().index.len() as u64, n);
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "the files are unlinked: nothing is left behind"
+        );
+        let probe: Vec<u64> = (0..n).step_by(7).map(|i| i * 100 + i % 14).collect();
+        let query: Vec<u8> = (0..112).map(|j| (j * 3) as u8).collect();
+        let answers = |k: &KeptDocs, store: &MemStore| {
+            let (mut seen, mut orig) = (Vec::new(), Vec::new());
+            store.test_located(&probe, &mut seen, &mut orig).unwrap();
+            assert!(seen.iter().all(|&s| s));
+            let mut g = k.inner.lock();
+            orig.iter()
+                .map(|&o| {
+                    let at = g.input_location(o).unwrap();
+                    (at, g.name(o).unwrap(), g.known_sig(o, &query).unwrap())
+                })
+                .collect::<Vec<_>>()
+        };
+        let want = answers(&shared, &shared_store);
+        assert_eq!(answers(&local, &local_store), want);
+        assert_eq!(want[0].1, "doc-0");
+        assert_eq!(want[1].1, "a/b.jsonl:15");
+        assert!(want.iter().all(|w| w.2.is_some()));
     }
 }
