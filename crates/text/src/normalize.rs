@@ -162,7 +162,9 @@ impl TextBuilder {
             self.out.extend_from_slice(word);
             return true;
         }
-        match std::str::from_utf8(word) {
+        // A JSON text line comes here whole (tens of bytes and more): the SIMD
+        // check pays off, and for short words it falls back to the standard one.
+        match simdutf8::basic::from_utf8(word) {
             Ok(s) => {
                 self.push_str(s, separated);
                 true
