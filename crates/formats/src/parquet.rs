@@ -780,6 +780,15 @@ impl<W: Write + Send> ParquetOut<W> {
             }
             RowGroupOut::Raw { source, row_group } => {
                 let rg = source.meta.metadata().row_group(row_group);
+                // A file of its own: `parquet` reads a `File` by seeking it, and
+                // clones of `source.file` share one offset with the reader thread,
+                // which may be decoding the next row group of this file right now.
+                let input = File::open(&source.path).map_err(|e| {
+                    io::Error::new(
+                        e.kind(),
+                        format!("{}: cannot open: {e}", source.path.display()),
+                    )
+                })?;
                 let mut w = self.writer.next_row_group().map_err(err)?;
                 for c in rg.columns() {
                     let close = ColumnCloseResult {
@@ -790,7 +799,7 @@ impl<W: Write + Send> ParquetOut<W> {
                         column_index: None,
                         offset_index: None,
                     };
-                    w.append_column(&source.file, close).map_err(err)?;
+                    w.append_column(&input, close).map_err(err)?;
                 }
                 w.close().map_err(err)?;
             }
