@@ -494,12 +494,8 @@ impl RemoteStore {
         if ask.located {
             originals.resize(keys.len(), Location::UNKNOWN);
         }
-        if ask.located && ask.insert && ask.locs.len() != keys.len() {
-            return Err(StoreError::Mismatch(format!(
-                "{} keys but {} locations",
-                keys.len(),
-                ask.locs.len()
-            )));
+        if ask.located && ask.insert {
+            webdedup_store::check_locations(keys, ask.locs)?;
         }
         if keys.is_empty() {
             return Ok(());

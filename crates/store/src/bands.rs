@@ -246,13 +246,7 @@ impl Store for BandStore {
         seen: &mut Vec<bool>,
         originals: &mut Vec<Location>,
     ) -> Result<(), StoreError> {
-        if keys.len() != locs.len() {
-            return Err(StoreError::Mismatch(format!(
-                "{} keys but {} locations",
-                keys.len(),
-                locs.len()
-            )));
-        }
+        crate::check_locations(keys, locs)?;
         seen.clear();
         originals.clear();
         // A document of this batch may be partly inserted when its next key is

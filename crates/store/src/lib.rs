@@ -131,6 +131,18 @@ pub enum StoreError {
     },
 }
 
+/// The check every located insert makes first: one location a key.
+pub fn check_locations(keys: &[u64], locs: &[Location]) -> Result<(), StoreError> {
+    if keys.len() == locs.len() {
+        return Ok(());
+    }
+    Err(StoreError::Mismatch(format!(
+        "{} keys but {} locations",
+        keys.len(),
+        locs.len()
+    )))
+}
+
 /// A set of 64-bit keys with batched test-and-insert.
 ///
 /// Contract: the batch behaves exactly as if its keys were tested and inserted one

@@ -242,13 +242,7 @@ impl Store for MemStore {
         seen: &mut Vec<bool>,
         originals: &mut Vec<Location>,
     ) -> Result<(), StoreError> {
-        if keys.len() != locs.len() {
-            return Err(StoreError::Mismatch(format!(
-                "{} keys but {} locations",
-                keys.len(),
-                locs.len()
-            )));
-        }
+        crate::check_locations(keys, locs)?;
         seen.clear();
         originals.clear();
         // One lock for the file table per batch; block locks are taken inside it,
