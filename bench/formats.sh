@@ -9,14 +9,20 @@
 # and the equivalence on all of web3: the same kept/dropped document ids and the
 # same number of paragraphs kept per document (`.dd` statuses), exact and near.
 # Parquet (../shared/corpus/web3-parquet, the same documents in FineWeb's layout)
-# is timed in the same alternation against JSON Lines (target: at least 0.8x its
-# speed) and checked for the same decisions as web3-jsonl, exact and near.
+# is timed against JSON Lines (target: at least 0.8x its speed) and checked for
+# the same decisions as web3-jsonl, exact and near. Its timing compares the
+# formats at equal compression both ways, plus the uneven pair: the shipped zstd
+# Parquet against the shipped .zst JSON Lines; uncompressed Parquet (the same
+# files rewritten by the `parquet_recode` example) against decompressed JSON
+# Lines; and the shipped zstd Parquet against decompressed JSON Lines. CPU time
+# (user + system) summed over ROUNDS (default 5) alternating rounds of `-t 1`.
 # Usage: bench/formats.sh [CORPUS_ROOT] (default ../shared/corpus)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=${1:-../shared/corpus}
 [ -d "$root/web3" ] && [ -d "$root/web3-jsonl" ] || { echo "no web3 / web3-jsonl under $root" >&2; exit 1; }
 cargo build --release -q -p webdedup
+cargo build --release -q -p webdedup-formats --example parquet_recode
 bin=$PWD/target/release/webdedup
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -28,7 +34,8 @@ for kind in web3 web3-jsonl; do
   cat $(find "$tmp/$kind" -type f) > /dev/null
 done
 cp -r "$root/web3-parquet" "$tmp/web3-parquet"
-cat $(find "$tmp/web3-parquet" -type f) > /dev/null
+target/release/examples/parquet_recode none "$tmp/web3-parquet" "$tmp/web3-parquet-none"
+cat $(find "$tmp/web3-parquet" "$tmp/web3-parquet-none" -type f) > /dev/null
 pbytes=$(cat $(find "$tmp/web3-parquet" -type f) | wc -c)
 vbytes=$(cat $(find "$tmp/web3" -type f) | wc -c)
 jbytes=$(cat $(find "$tmp/web3-jsonl" -type f) | wc -c)
@@ -45,15 +52,11 @@ run() { # input threads [extra...] -> "seconds peak_rss_kB user_seconds"
 }
 mbs() { echo "$1 / $2 / 1000000" | bc -l | xargs printf %.0f; }
 for t in 1 2; do
-  : > "$tmp/v"; : > "$tmp/j"; : > "$tmp/p"
+  : > "$tmp/v"; : > "$tmp/j"
   for i in 1 2 3; do
     run "$tmp/web3" "$t" >> "$tmp/v"
     run "$tmp/web3-jsonl" "$t" >> "$tmp/j"
-    run "$tmp/web3-parquet" "$t" >> "$tmp/p"
   done
-  read -r ps pr pu <<<"$(sort -n "$tmp/p" | head -1)"
-  echo "-t $t Parquet:    ${ps}s (${pu}s CPU), $(mbs "$tbytes" "$ps") MB/s of text, peak RSS ${pr} kB"
-  echo "-t $t Parquet / JSON Lines, speed: $(echo "$(sort -n "$tmp/j" | head -1 | cut -d' ' -f1) / $ps" | bc -l | xargs printf %.2f)x (target >= 0.8x)"
   read -r vs vr vu <<<"$(sort -n "$tmp/v" | head -1)"
   read -r js jr ju <<<"$(sort -n "$tmp/j" | head -1)"
   echo "-t $t verticals:  ${vs}s (${vu}s CPU), $(mbs "$vbytes" "$vs") MB/s of input, $(mbs "$tbytes" "$vs") MB/s of text, peak RSS ${vr} kB"
@@ -68,8 +71,25 @@ for kind in web3 web3-jsonl; do
 done
 read -r vs _ _ <<<"$(run "$tmp/zst/web3" 2)"
 read -r js _ _ <<<"$(run "$tmp/zst/web3-jsonl" 2)"
-rm -rf "$tmp/zst"
 echo "-t 2 on the .zst files as shipped: verticals ${vs}s (plain outputs), JSON Lines ${js}s (zstd outputs, like the inputs)"
+
+# Parquet against JSON Lines by CPU time, alternating, -t 1.
+cpu() { # input -> "cpu_seconds peak_rss_kB"
+  rm -rf "$tmp/out"
+  /usr/bin/time -f "%U %S %M" -o "$tmp/time" "$bin" dedup -i "$1" -o "$tmp/out" -t 1 -q
+  awk '{ printf "%.2f %d\n", $1 + $2, $3 }' "$tmp/time"
+}
+declare -A input=([jz]="$tmp/zst/web3-jsonl" [jd]="$tmp/web3-jsonl" [pz]="$tmp/web3-parquet" [pn]="$tmp/web3-parquet-none")
+for k in jz jd pz pn; do : > "$tmp/c-$k"; done
+for _ in $(seq "${ROUNDS:-5}"); do
+  for k in jz pz jd pn; do cpu "${input[$k]}" >> "$tmp/c-$k"; done
+done
+sum() { awk '{ s += $1 } END { printf "%.2f", s }' "$tmp/c-$1"; }
+rss() { sort -k2 -n "$tmp/c-$1" | tail -1 | cut -d' ' -f2; }
+ratio() { echo "$(sum "$1") / $(sum "$2")" | bc -l | xargs printf %.2f; }
+echo "-t 1 CPU over ${ROUNDS:-5} rounds: JSON Lines .zst $(sum jz)s, decompressed $(sum jd)s (peak RSS $(rss jd) kB); Parquet zstd $(sum pz)s (peak RSS $(rss pz) kB), uncompressed $(sum pn)s"
+echo "-t 1 Parquet / JSON Lines, speed by CPU (target >= 0.8x): both compressed (zstd) $(ratio jz pz)x; both uncompressed $(ratio jd pn)x; zstd Parquet against decompressed JSON Lines $(ratio jd pz)x"
+rm -rf "$tmp/zst"
 
 # Memory does not grow with the input beyond the store: three copies of the corpus.
 for i in 1 2 3; do mkdir -p "$tmp/x3/copy$i"; cp -r "$tmp/web3-jsonl/." "$tmp/x3/copy$i/"; done
