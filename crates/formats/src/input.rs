@@ -239,8 +239,16 @@ pub fn list_inputs(inputs: &[PathBuf], opts: &ListOptions) -> io::Result<Listing
 
 /// Every regular file under `dir`, sorted by path relative to `dir`, appended to
 /// `listing`; other files go to `listing.skipped`.
+///
+/// Symbolic links are followed, with two exceptions that keep every file read
+/// once and under one name, whatever order the file system lists entries in: a
+/// link to a directory inside the tree is not followed (its files are read under
+/// their own names), and a directory outside the tree reached through several
+/// links is read through the first of them in path order. Directories are walked
+/// depth first in sorted order for that reason.
 fn walk(dir: &Path, exclude: Option<&Path>, listing: &mut Listing) -> io::Result<()> {
     let exclude = exclude.and_then(|e| fs::canonicalize(e).ok());
+    let root = fs::canonicalize(dir).map_err(|e| err_at(dir, e))?;
     let mut visited = std::collections::HashSet::new();
     let mut files = Vec::new();
     let mut stack = vec![dir.to_owned()];
@@ -249,17 +257,25 @@ fn walk(dir: &Path, exclude: Option<&Path>, listing: &mut Listing) -> io::Result
         if exclude.as_ref() == Some(&real) || !visited.insert(real) {
             continue;
         }
-        for entry in fs::read_dir(&d).map_err(|e| err_at(&d, e))? {
-            let entry = entry.map_err(|e| err_at(&d, e))?;
+        let mut entries = fs::read_dir(&d)
+            .and_then(|it| it.collect::<io::Result<Vec<_>>>())
+            .map_err(|e| err_at(&d, e))?;
+        entries.sort_by_key(|e| e.file_name());
+        let mut subdirs = Vec::new();
+        for entry in entries {
             let path = entry.path();
             let mut ft = entry.file_type().map_err(|e| err_at(&path, e))?;
-            if ft.is_symlink() {
+            let link = ft.is_symlink();
+            if link {
                 // A broken link stays a file: opening it fails, and that is
                 // reported as an unreadable input.
                 ft = fs::metadata(&path).map_or(ft, |m| m.file_type());
             }
             if ft.is_dir() {
-                stack.push(path);
+                let inside = link && fs::canonicalize(&path).is_ok_and(|r| r.starts_with(&root));
+                if !inside {
+                    subdirs.push(path);
+                }
             } else if ft.is_file() || ft.is_symlink() {
                 let rel = path.strip_prefix(dir).unwrap_or(&path).to_owned();
                 files.push(InputFile { path, rel });
@@ -270,6 +286,7 @@ fn walk(dir: &Path, exclude: Option<&Path>, listing: &mut Listing) -> io::Result
                 });
             }
         }
+        stack.extend(subdirs.into_iter().rev());
     }
     files.sort_by(|a, b| a.rel.as_os_str().cmp(b.rel.as_os_str()));
     listing.files.extend(files);
@@ -505,6 +522,26 @@ mod tests {
                 format!("{}: not a regular file (FIFO): skipped", at("to-fifo"))
             ]
         );
+    }
+
+    #[test]
+    fn each_file_is_read_once_under_one_name_whatever_links_point_at_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (d, outside) = (dir.path().join("d"), dir.path().join("outside"));
+        fs::create_dir_all(d.join("real/sub")).unwrap();
+        fs::create_dir_all(&outside).unwrap();
+        fs::write(d.join("real/sub/x"), "x").unwrap();
+        fs::write(outside.join("y"), "y").unwrap();
+        // Links into the tree, sorted before and after their targets, and a loop.
+        std::os::unix::fs::symlink(d.join("real"), d.join("a-link")).unwrap();
+        std::os::unix::fs::symlink(d.join("real/sub"), d.join("z-link")).unwrap();
+        std::os::unix::fs::symlink(&d, d.join("real/loop")).unwrap();
+        // One directory outside the tree through two links: the first in order.
+        std::os::unix::fs::symlink(&outside, d.join("ext2")).unwrap();
+        std::os::unix::fs::symlink(&outside, d.join("ext1")).unwrap();
+        let l = list_inputs(std::slice::from_ref(&d), &ListOptions::default()).unwrap();
+        assert_eq!(rels(&l), ["ext1/y", "real/sub/x"]);
+        assert!(l.skipped.is_empty(), "{:?}", l.skipped);
     }
 
     #[test]
