@@ -16,7 +16,7 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use webdedup_dedup::options::MinHashOptions;
+use webdedup_dedup::options::{MinHashChoices, MinHashOptions};
 use webdedup_dedup::persist::{MINHASH_KEPT_FILE, SNAPSHOT_FILE};
 use webdedup_dedup::plan::{ChunkPlan, Planner};
 use webdedup_dedup::policy::minhash::pairs_lines;
@@ -26,7 +26,6 @@ use webdedup_dedup::report::ChunkStats;
 use webdedup_dedup::Options;
 use webdedup_formats::doc::ReadSettings;
 use webdedup_formats::vertical::Chunk;
-use webdedup_minhash::{Params, Shingling};
 use webdedup_store::{BatchId, MemStore, StoreMeta};
 use webdedup_store_spec::{open_embedded, KeySet, OpenOptions};
 use webdedup_text::Normalization;
@@ -66,16 +65,16 @@ pub struct MinHashDedup {
 #[pymethods]
 impl MinHashDedup {
     #[new]
-    #[pyo3(signature = (map=None, store_dir=None, *, shingles=None, hashes=webdedup_minhash::DEFAULT_HASHES, bands=webdedup_minhash::DEFAULT_BANDS, rows=webdedup_minhash::DEFAULT_ROWS, verify=webdedup_minhash::DEFAULT_VERIFY, store=None, blocks=webdedup_store::DEFAULT_BLOCKS, server_timeout=120.0, input_format=None, text_field=None, id_field=None, url_field=None, title_field=None, drop_bad_records=false))]
+    #[pyo3(signature = (map=None, store_dir=None, *, shingles=None, hashes=None, bands=None, rows=None, verify=None, store=None, blocks=webdedup_store::DEFAULT_BLOCKS, server_timeout=120.0, input_format=None, text_field=None, id_field=None, url_field=None, title_field=None, drop_bad_records=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         map: Option<PathBuf>,
         store_dir: Option<PathBuf>,
         shingles: Option<&str>,
-        hashes: usize,
-        bands: usize,
-        rows: usize,
-        verify: f64,
+        hashes: Option<usize>,
+        bands: Option<usize>,
+        rows: Option<usize>,
+        verify: Option<f64>,
         store: Option<String>,
         blocks: u32,
         server_timeout: f64,
@@ -94,22 +93,20 @@ impl MinHashDedup {
         if blocks == 0 {
             return Err(PyValueError::new_err("blocks must be at least 1"));
         }
-        let shingling: Shingling = match shingles {
-            Some(s) => s.parse().map_err(PyValueError::new_err)?,
-            None => webdedup_minhash::DEFAULT_SHINGLING,
-        };
-        let params = Params {
-            shingling,
+        // The command line's defaults and checks (one library function for both).
+        let minhash = MinHashChoices {
+            shingles: shingles
+                .map(str::parse)
+                .transpose()
+                .map_err(PyValueError::new_err)?,
             hashes,
             bands,
             rows,
-        };
-        params.validate().map_err(PyValueError::new_err)?;
-        if !(0.0..=1.0).contains(&verify) {
-            return Err(PyValueError::new_err(
-                "verify must be between 0 and 1 (0: off)",
-            ));
+            verify,
         }
+        .options()
+        .map_err(PyValueError::new_err)?;
+        let params = minhash.params;
         let read = crate::formats::read_settings(
             input_format,
             text_field,
@@ -118,7 +115,6 @@ impl MinHashDedup {
             title_field,
             drop_bad_records,
         )?;
-        let minhash = MinHashOptions::new(params, (verify > 0.0).then_some(verify));
         let mut keys = KeySet::dedup(Normalization::Loose, blocks);
         // Band keys are a key kind of their own, as the command line records it.
         keys.meta.key_kind = params.key_kind();

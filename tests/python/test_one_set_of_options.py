@@ -76,6 +76,10 @@ def test_a_bad_minhash_setting_gets_the_same_message_from_batch_and_python(webde
     with pytest.raises(ValueError) as e:
         webdedup_module().batch_hash(str(docs), str(tmp_path / "py"), 0, 1, minhash=True, **kwargs)
     assert str(e.value) in cli_message, (str(e.value), p.stderr)
+    # MinHashDedup (stream mode) checks its settings with the same function.
+    with pytest.raises(ValueError) as e2:
+        webdedup_module().MinHashDedup(**kwargs)
+    assert str(e2.value) == str(e.value)
 
 
 def test_the_minhash_defaults_are_the_command_lines(webdedup, tmp_path):
