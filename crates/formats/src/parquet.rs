@@ -34,13 +34,13 @@
 use crate::doc::{ChunkExtra, DocMeta, DocSink};
 use crate::jsonl::{FieldPath, JsonlOptions};
 use crate::vertical::{Chunk, Issue, IssueKind};
-use arrow_array::builder::{GenericStringBuilder, StringViewBuilder};
+use arrow_array::builder::{make_view, BufferBuilder, GenericStringBuilder, NullBufferBuilder};
 use arrow_array::{
     Array, ArrayRef, BooleanArray, GenericStringArray, Int16Array, Int32Array, Int64Array,
     Int8Array, OffsetSizeTrait, RecordBatch, RecordBatchOptions, StringViewArray, StructArray,
     UInt16Array, UInt32Array, UInt64Array, UInt8Array,
 };
-use arrow_schema::{DataType, Fields};
+use arrow_schema::{DataType, Fields, Schema};
 use arrow_select::filter::FilterBuilder;
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
@@ -68,6 +68,9 @@ pub struct ParquetSource {
     path: PathBuf,
     file: File,
     meta: ArrowReaderMetadata,
+    /// How its row groups are read: `meta` with the text column decoded as
+    /// `Utf8View` (see [`view_text_column`]).
+    read_meta: ArrowReaderMetadata,
     /// The text column (a top-level column index), or why its rows are bad records.
     text: Result<usize, String>,
     id: Vec<Vec<usize>>,
@@ -114,6 +117,39 @@ fn resolve(fields: &Fields, path: &FieldPath) -> Option<Vec<usize>> {
 
 fn is_string(t: &DataType) -> bool {
     matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
+}
+
+/// The metadata to read the file with: the text column (`text`) decoded as
+/// `Utf8View`, every other column as the file says. Views point into the
+/// decompressed pages (and the dictionary page) instead of copying every text
+/// into one grown buffer first: the chunk copies each text once anyway
+/// ([`RowGroups::rows_chunk`]), and the output keeps the views of the texts
+/// kept as read ([`rebuild_views`]); the writer encodes a view column with the
+/// same bytes as the file's own type. Falls back to the file's types if the
+/// reader refuses the hint.
+fn view_text_column(meta: &ArrowReaderMetadata, text: usize) -> ArrowReaderMetadata {
+    let schema = meta.schema();
+    if schema.field(text).data_type() == &DataType::Utf8View {
+        return meta.clone();
+    }
+    let fields: Vec<_> = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            if i == text {
+                Arc::new(f.as_ref().clone().with_data_type(DataType::Utf8View))
+            } else {
+                f.clone()
+            }
+        })
+        .collect();
+    let hinted = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
+    ArrowReaderMetadata::try_new(
+        meta.metadata().clone(),
+        ArrowReaderOptions::new().with_schema(hinted),
+    )
+    .unwrap_or_else(|_| meta.clone())
 }
 
 /// The output's writer properties: the input's codec per column (from its first
@@ -182,6 +218,10 @@ impl ParquetSource {
         };
         let text_name = text.as_ref().ok().map(|&i| schema.field(i).name().as_str());
         let props = Arc::new(writer_properties(&meta, text_name));
+        let read_meta = match text {
+            Ok(i) => view_text_column(&meta, i),
+            Err(_) => meta.clone(),
+        };
         // The factory needs a file writer only to learn its schema and properties.
         let probe = SerializedFileWriter::new(
             io::sink(),
@@ -201,6 +241,7 @@ impl ParquetSource {
             factory,
             props,
             meta,
+            read_meta,
         })
     }
 
@@ -306,13 +347,14 @@ impl RowGroups {
         let per_slice = rows.div_ceil(slices);
         if self.current.is_none() {
             let reader = match self.source.file.try_clone() {
-                Ok(f) => {
-                    ParquetRecordBatchReaderBuilder::new_with_metadata(f, self.source.meta.clone())
-                        .with_row_groups(vec![g])
-                        .with_batch_size(per_slice)
-                        .build()
-                        .map_err(|e| e.to_string())
-                }
+                Ok(f) => ParquetRecordBatchReaderBuilder::new_with_metadata(
+                    f,
+                    self.source.read_meta.clone(),
+                )
+                .with_row_groups(vec![g])
+                .with_batch_size(per_slice)
+                .build()
+                .map_err(|e| e.to_string()),
                 Err(e) => Err(e.to_string()),
             };
             match reader {
@@ -609,7 +651,8 @@ fn err(e: impl fmt::Display) -> io::Error {
 }
 
 /// Rebuilds a text column: kept rows (`keep`), each with its new text
-/// (`new[i]`: a range of `text`) or, where `None`, its value as read.
+/// (`new[i]`: a range of `text`) or, where `None`, its value as read. The
+/// result has the column's type as read.
 fn rebuild_texts(
     col: &ArrayRef,
     keep: &[bool],
@@ -629,7 +672,7 @@ fn rebuild_texts(
                 // The kept pieces of a valid UTF-8 text, cut at line breaks:
                 // checked all the same, the SIMD way (a few percent of the run
                 // with the standard library's check).
-                Some(r) => b.append_value(simdutf8::basic::from_utf8(&text[r.clone()]).ok()?),
+                Some(r) => b.append_value(simdutf8::basic::from_utf8(text.get(r.clone())?).ok()?),
                 None if a.is_null(i) => b.append_null(),
                 None => b.append_value(a.value(i)),
             }
@@ -639,20 +682,57 @@ fn rebuild_texts(
     match col.data_type() {
         DataType::Utf8 => generic::<i32>(col, keep, text, new),
         DataType::LargeUtf8 => generic::<i64>(col, keep, text, new),
-        DataType::Utf8View => {
-            let a = col.as_any().downcast_ref::<StringViewArray>()?;
-            let mut b = StringViewBuilder::with_capacity(a.len());
-            for i in (0..a.len()).filter(|&i| keep[i]) {
-                match &new[i] {
-                    Some(r) => b.append_value(simdutf8::basic::from_utf8(&text[r.clone()]).ok()?),
-                    None if a.is_null(i) => b.append_null(),
-                    None => b.append_value(a.value(i)),
-                }
-            }
-            Some(Arc::new(b.finish()))
-        }
+        DataType::Utf8View => rebuild_views(col.as_any().downcast_ref()?, keep, text, new),
         _ => None,
     }
+}
+
+/// [`rebuild_texts`] of a `Utf8View` column (the text column as read, see
+/// [`view_text_column`]): a text kept as read keeps its view into the pages
+/// read (no copy); the new texts are copied once, together, into one more
+/// data buffer. The writer encodes views as it encodes offsets: the same bytes.
+fn rebuild_views(
+    a: &StringViewArray,
+    keep: &[bool],
+    text: &[u8],
+    new: &[Option<Range<usize>>],
+) -> Option<ArrayRef> {
+    let rows = (0..a.len()).filter(|&i| keep[i]);
+    let fresh: usize = rows
+        .clone()
+        .filter_map(|i| new[i].as_ref())
+        .map(|r| r.len())
+        .sum();
+    let block = u32::try_from(a.data_buffers().len()).ok()?;
+    let mut added = BufferBuilder::<u8>::new(fresh);
+    let mut views = Vec::with_capacity(a.len());
+    let mut nulls = NullBufferBuilder::new(a.len());
+    for i in rows {
+        match &new[i] {
+            Some(r) => {
+                let piece = text.get(r.clone())?;
+                // Checked as `generic` above does: the view must be UTF-8.
+                simdutf8::basic::from_utf8(piece).ok()?;
+                let offset = u32::try_from(added.len()).ok()?;
+                views.push(make_view(piece, block, offset));
+                added.append_slice(piece);
+                nulls.append_non_null();
+            }
+            None => {
+                views.push(a.views()[i]);
+                nulls.append(a.is_valid(i));
+            }
+        }
+    }
+    u32::try_from(added.len()).ok()?;
+    let mut buffers = a.data_buffers().to_vec();
+    buffers.push(added.finish());
+    // SAFETY: every view is either one of `a`'s own (valid UTF-8 within `a`'s
+    // buffers, which keep their indices: `added` is appended after them) or
+    // made by `make_view` over `added[offset..offset + len]`, a piece checked
+    // to be UTF-8 just before. Validating again would read every kept text.
+    let out = unsafe { StringViewArray::new_unchecked(views.into(), buffers, nulls.finish()) };
+    Some(Arc::new(out))
 }
 
 /// Encodes the rows of `slice` that `keep` says (one flag a row), the text column
