@@ -33,7 +33,7 @@
 
 use crate::doc::{ChunkExtra, DocMeta, DocSink};
 use crate::jsonl::{FieldPath, JsonlOptions};
-use crate::vertical::{Chunk, Issue, IssueKind};
+use crate::vertical::{BufferPool, Chunk, Issue, IssueKind};
 use arrow_array::builder::{make_view, BufferBuilder, GenericStringBuilder, NullBufferBuilder};
 use arrow_array::{
     Array, ArrayRef, BooleanArray, GenericStringArray, Int16Array, Int32Array, Int64Array,
@@ -295,6 +295,8 @@ pub struct RowGroups {
     current: Option<(ParquetRecordBatchReader, usize, usize)>,
     emitted: bool,
     done: bool,
+    /// Where chunk buffers come from (and go back to once written), if set.
+    pool: Option<Arc<BufferPool>>,
 }
 
 impl RowGroups {
@@ -323,7 +325,15 @@ impl RowGroups {
             current: None,
             emitted: false,
             done: false,
+            pool: None,
         })
+    }
+
+    /// Takes the buffers of new chunks from `pool`: each row group's texts are
+    /// copied into a buffer already faulted in, not a fresh mapping.
+    pub fn with_pool(mut self, pool: Arc<BufferPool>) -> Self {
+        self.pool = Some(pool);
+        self
     }
 
     pub fn source(&self) -> &Arc<ParquetSource> {
@@ -424,11 +434,11 @@ impl RowGroups {
     }
 
     fn rows_chunk(&mut self, g: usize, first_row: u64, batch: RecordBatch, last: bool) -> Chunk {
-        let mut data = Vec::new();
+        let mut data = self.pool.as_ref().map(|p| p.take()).unwrap_or_default();
         let mut texts = Vec::with_capacity(batch.num_rows());
         if let Ok(col) = &self.source.text {
             let col = batch.column(*col);
-            data.reserve(col.get_buffer_memory_size());
+            data.reserve(text_bytes(col));
             let mut push = |v: Option<&str>| {
                 texts.push(v.map(|s| {
                     let start = data.len();
@@ -494,6 +504,27 @@ impl RowGroups {
     pub fn chunk_bytes(&self) -> usize {
         self.chunk_bytes
     }
+}
+
+/// Bytes of the texts of a string column (all three string types): what
+/// the chunk's buffer takes. (A view column's buffers may hold more: whole pages,
+/// shared with the other slices of its row group.)
+fn text_bytes(col: &ArrayRef) -> usize {
+    fn offsets<O: OffsetSizeTrait>(col: &ArrayRef) -> Option<usize> {
+        let a = col.as_any().downcast_ref::<GenericStringArray<O>>()?;
+        let o = a.value_offsets();
+        Some((o[o.len() - 1] - o[0]).as_usize())
+    }
+    match col.data_type() {
+        DataType::Utf8 => offsets::<i32>(col),
+        DataType::LargeUtf8 => offsets::<i64>(col),
+        DataType::Utf8View => col
+            .as_any()
+            .downcast_ref::<StringViewArray>()
+            .map(|a| a.views().iter().map(|&v| v as u32 as usize).sum()),
+        _ => None,
+    }
+    .unwrap_or(0)
 }
 
 fn strings<O: OffsetSizeTrait>(col: &ArrayRef, push: &mut impl FnMut(Option<&str>)) {
