@@ -294,10 +294,11 @@ impl<R: Read> DocReader<R> {
         }
     }
 
-    /// Takes buffers for new chunks from `pool` (line formats).
+    /// Takes buffers for new chunks from `pool` (line formats, Parquet).
     pub fn with_pool(self, pool: Arc<BufferPool>) -> Self {
         match self {
             DocReader::Stream(r) => DocReader::Stream(r.with_pool(pool)),
+            DocReader::Parquet(r) => DocReader::Parquet(Box::new(r.with_pool(pool))),
             other => other,
         }
     }

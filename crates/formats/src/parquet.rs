@@ -33,14 +33,14 @@
 
 use crate::doc::{ChunkExtra, DocMeta, DocSink};
 use crate::jsonl::{FieldPath, JsonlOptions};
-use crate::vertical::{Chunk, Issue, IssueKind};
-use arrow_array::builder::{GenericStringBuilder, StringViewBuilder};
+use crate::vertical::{BufferPool, Chunk, Issue, IssueKind};
+use arrow_array::builder::{make_view, BufferBuilder, GenericStringBuilder, NullBufferBuilder};
 use arrow_array::{
     Array, ArrayRef, BooleanArray, GenericStringArray, Int16Array, Int32Array, Int64Array,
     Int8Array, OffsetSizeTrait, RecordBatch, RecordBatchOptions, StringViewArray, StructArray,
     UInt16Array, UInt32Array, UInt64Array, UInt8Array,
 };
-use arrow_schema::{DataType, Fields};
+use arrow_schema::{DataType, Fields, Schema};
 use arrow_select::filter::FilterBuilder;
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
@@ -68,6 +68,9 @@ pub struct ParquetSource {
     path: PathBuf,
     file: File,
     meta: ArrowReaderMetadata,
+    /// How its row groups are read: `meta` with the text column decoded as
+    /// `Utf8View` (see [`view_text_column`]).
+    read_meta: ArrowReaderMetadata,
     /// The text column (a top-level column index), or why its rows are bad records.
     text: Result<usize, String>,
     id: Vec<Vec<usize>>,
@@ -114,6 +117,39 @@ fn resolve(fields: &Fields, path: &FieldPath) -> Option<Vec<usize>> {
 
 fn is_string(t: &DataType) -> bool {
     matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
+}
+
+/// The metadata to read the file with: the text column (`text`) decoded as
+/// `Utf8View`, every other column as the file says. Views point into the
+/// decompressed pages (and the dictionary page) instead of copying every text
+/// into one grown buffer first: the chunk copies each text once anyway
+/// ([`RowGroups::rows_chunk`]), and the output keeps the views of the texts
+/// kept as read ([`rebuild_views`]); the writer encodes a view column with the
+/// same bytes as the file's own type. Falls back to the file's types if the
+/// reader refuses the hint.
+fn view_text_column(meta: &ArrowReaderMetadata, text: usize) -> ArrowReaderMetadata {
+    let schema = meta.schema();
+    if schema.field(text).data_type() == &DataType::Utf8View {
+        return meta.clone();
+    }
+    let fields: Vec<_> = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            if i == text {
+                Arc::new(f.as_ref().clone().with_data_type(DataType::Utf8View))
+            } else {
+                f.clone()
+            }
+        })
+        .collect();
+    let hinted = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
+    ArrowReaderMetadata::try_new(
+        meta.metadata().clone(),
+        ArrowReaderOptions::new().with_schema(hinted),
+    )
+    .unwrap_or_else(|_| meta.clone())
 }
 
 /// The output's writer properties: the input's codec per column (from its first
@@ -182,6 +218,10 @@ impl ParquetSource {
         };
         let text_name = text.as_ref().ok().map(|&i| schema.field(i).name().as_str());
         let props = Arc::new(writer_properties(&meta, text_name));
+        let read_meta = match text {
+            Ok(i) => view_text_column(&meta, i),
+            Err(_) => meta.clone(),
+        };
         // The factory needs a file writer only to learn its schema and properties.
         let probe = SerializedFileWriter::new(
             io::sink(),
@@ -201,6 +241,7 @@ impl ParquetSource {
             factory,
             props,
             meta,
+            read_meta,
         })
     }
 
@@ -254,6 +295,8 @@ pub struct RowGroups {
     current: Option<(ParquetRecordBatchReader, usize, usize)>,
     emitted: bool,
     done: bool,
+    /// Where chunk buffers come from (and go back to once written), if set.
+    pool: Option<Arc<BufferPool>>,
 }
 
 impl RowGroups {
@@ -282,7 +325,15 @@ impl RowGroups {
             current: None,
             emitted: false,
             done: false,
+            pool: None,
         })
+    }
+
+    /// Takes the buffers of new chunks from `pool`: each row group's texts are
+    /// copied into a buffer already faulted in, not a fresh mapping.
+    pub fn with_pool(mut self, pool: Arc<BufferPool>) -> Self {
+        self.pool = Some(pool);
+        self
     }
 
     pub fn source(&self) -> &Arc<ParquetSource> {
@@ -306,13 +357,14 @@ impl RowGroups {
         let per_slice = rows.div_ceil(slices);
         if self.current.is_none() {
             let reader = match self.source.file.try_clone() {
-                Ok(f) => {
-                    ParquetRecordBatchReaderBuilder::new_with_metadata(f, self.source.meta.clone())
-                        .with_row_groups(vec![g])
-                        .with_batch_size(per_slice)
-                        .build()
-                        .map_err(|e| e.to_string())
-                }
+                Ok(f) => ParquetRecordBatchReaderBuilder::new_with_metadata(
+                    f,
+                    self.source.read_meta.clone(),
+                )
+                .with_row_groups(vec![g])
+                .with_batch_size(per_slice)
+                .build()
+                .map_err(|e| e.to_string()),
                 Err(e) => Err(e.to_string()),
             };
             match reader {
@@ -382,11 +434,11 @@ impl RowGroups {
     }
 
     fn rows_chunk(&mut self, g: usize, first_row: u64, batch: RecordBatch, last: bool) -> Chunk {
-        let mut data = Vec::new();
+        let mut data = self.pool.as_ref().map(|p| p.take()).unwrap_or_default();
         let mut texts = Vec::with_capacity(batch.num_rows());
         if let Ok(col) = &self.source.text {
             let col = batch.column(*col);
-            data.reserve(col.get_buffer_memory_size());
+            data.reserve(text_bytes(col));
             let mut push = |v: Option<&str>| {
                 texts.push(v.map(|s| {
                     let start = data.len();
@@ -452,6 +504,27 @@ impl RowGroups {
     pub fn chunk_bytes(&self) -> usize {
         self.chunk_bytes
     }
+}
+
+/// Bytes of the texts of a string column (all three string types): what
+/// the chunk's buffer takes. (A view column's buffers may hold more: whole pages,
+/// shared with the other slices of its row group.)
+fn text_bytes(col: &ArrayRef) -> usize {
+    fn offsets<O: OffsetSizeTrait>(col: &ArrayRef) -> Option<usize> {
+        let a = col.as_any().downcast_ref::<GenericStringArray<O>>()?;
+        let o = a.value_offsets();
+        Some((o[o.len() - 1] - o[0]).as_usize())
+    }
+    match col.data_type() {
+        DataType::Utf8 => offsets::<i32>(col),
+        DataType::LargeUtf8 => offsets::<i64>(col),
+        DataType::Utf8View => col
+            .as_any()
+            .downcast_ref::<StringViewArray>()
+            .map(|a| a.views().iter().map(|&v| v as u32 as usize).sum()),
+        _ => None,
+    }
+    .unwrap_or(0)
 }
 
 fn strings<O: OffsetSizeTrait>(col: &ArrayRef, push: &mut impl FnMut(Option<&str>)) {
@@ -609,7 +682,8 @@ fn err(e: impl fmt::Display) -> io::Error {
 }
 
 /// Rebuilds a text column: kept rows (`keep`), each with its new text
-/// (`new[i]`: a range of `text`) or, where `None`, its value as read.
+/// (`new[i]`: a range of `text`) or, where `None`, its value as read. The
+/// result has the column's type as read.
 fn rebuild_texts(
     col: &ArrayRef,
     keep: &[bool],
@@ -629,7 +703,7 @@ fn rebuild_texts(
                 // The kept pieces of a valid UTF-8 text, cut at line breaks:
                 // checked all the same, the SIMD way (a few percent of the run
                 // with the standard library's check).
-                Some(r) => b.append_value(simdutf8::basic::from_utf8(&text[r.clone()]).ok()?),
+                Some(r) => b.append_value(simdutf8::basic::from_utf8(text.get(r.clone())?).ok()?),
                 None if a.is_null(i) => b.append_null(),
                 None => b.append_value(a.value(i)),
             }
@@ -639,20 +713,57 @@ fn rebuild_texts(
     match col.data_type() {
         DataType::Utf8 => generic::<i32>(col, keep, text, new),
         DataType::LargeUtf8 => generic::<i64>(col, keep, text, new),
-        DataType::Utf8View => {
-            let a = col.as_any().downcast_ref::<StringViewArray>()?;
-            let mut b = StringViewBuilder::with_capacity(a.len());
-            for i in (0..a.len()).filter(|&i| keep[i]) {
-                match &new[i] {
-                    Some(r) => b.append_value(simdutf8::basic::from_utf8(&text[r.clone()]).ok()?),
-                    None if a.is_null(i) => b.append_null(),
-                    None => b.append_value(a.value(i)),
-                }
-            }
-            Some(Arc::new(b.finish()))
-        }
+        DataType::Utf8View => rebuild_views(col.as_any().downcast_ref()?, keep, text, new),
         _ => None,
     }
+}
+
+/// [`rebuild_texts`] of a `Utf8View` column (the text column as read, see
+/// [`view_text_column`]): a text kept as read keeps its view into the pages
+/// read (no copy); the new texts are copied once, together, into one more
+/// data buffer. The writer encodes views as it encodes offsets: the same bytes.
+fn rebuild_views(
+    a: &StringViewArray,
+    keep: &[bool],
+    text: &[u8],
+    new: &[Option<Range<usize>>],
+) -> Option<ArrayRef> {
+    let rows = (0..a.len()).filter(|&i| keep[i]);
+    let fresh: usize = rows
+        .clone()
+        .filter_map(|i| new[i].as_ref())
+        .map(|r| r.len())
+        .sum();
+    let block = u32::try_from(a.data_buffers().len()).ok()?;
+    let mut added = BufferBuilder::<u8>::new(fresh);
+    let mut views = Vec::with_capacity(a.len());
+    let mut nulls = NullBufferBuilder::new(a.len());
+    for i in rows {
+        match &new[i] {
+            Some(r) => {
+                let piece = text.get(r.clone())?;
+                // Checked as `generic` above does: the view must be UTF-8.
+                simdutf8::basic::from_utf8(piece).ok()?;
+                let offset = u32::try_from(added.len()).ok()?;
+                views.push(make_view(piece, block, offset));
+                added.append_slice(piece);
+                nulls.append_non_null();
+            }
+            None => {
+                views.push(a.views()[i]);
+                nulls.append(a.is_valid(i));
+            }
+        }
+    }
+    u32::try_from(added.len()).ok()?;
+    let mut buffers = a.data_buffers().to_vec();
+    buffers.push(added.finish());
+    // SAFETY: every view is either one of `a`'s own (valid UTF-8 within `a`'s
+    // buffers, which keep their indices: `added` is appended after them) or
+    // made by `make_view` over `added[offset..offset + len]`, a piece checked
+    // to be UTF-8 just before. Validating again would read every kept text.
+    let out = unsafe { StringViewArray::new_unchecked(views.into(), buffers, nulls.finish()) };
+    Some(Arc::new(out))
 }
 
 /// Encodes the rows of `slice` that `keep` says (one flag a row), the text column

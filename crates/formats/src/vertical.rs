@@ -172,7 +172,7 @@ impl BufferPool {
         }
     }
 
-    fn take(&self) -> Vec<u8> {
+    pub(crate) fn take(&self) -> Vec<u8> {
         self.bufs
             .lock()
             .ok()
