@@ -414,6 +414,16 @@ pub fn split_text(raw: &str, text: &mut String, lines: &mut Vec<TextLine>) {
     });
 }
 
+/// Whether a line of text is a paragraph (not empty or only whitespace). Most
+/// lines start with a visible ASCII character: that settles it without `trim`.
+#[inline]
+fn is_paragraph(line: &str) -> bool {
+    match line.as_bytes().first() {
+        Some(&b) if b.is_ascii_graphic() => true,
+        _ => !line.trim().is_empty(),
+    }
+}
+
 /// Maps positions in a lossily decoded line back to the original bytes: each
 /// invalid sequence became one U+FFFD (3 bytes). Positions given are never inside
 /// a replacement (they are at ASCII bytes or just after a character).
@@ -544,9 +554,8 @@ fn record<S: DocSink>(
     let inner = span.start + 1..span.end - 1;
     split_text(&line[inner.clone()], &mut sc.text, &mut sc.lines);
     sc.paras.clear();
-    sc.paras.extend(
-        (0..sc.lines.len()).filter(|&i| !sc.text[sc.lines[i].text.clone()].trim().is_empty()),
-    );
+    sc.paras
+        .extend((0..sc.lines.len()).filter(|&i| is_paragraph(&sc.text[sc.lines[i].text.clone()])));
     // Offsets in the line (lossy or not) -> offsets in the chunk's bytes.
     let at = |p: usize| range.start + map.as_ref().map_or(p, |m| m.back(p));
     let meta = DocMeta::Fields {

@@ -214,6 +214,8 @@ pub struct ChunkReader<R> {
     skipping: Option<u64>,
     eof: bool,
     done: bool,
+    /// A read error that came after some bytes of a fill: reported by the next one.
+    read_error: Option<io::Error>,
     pool: Option<std::sync::Arc<BufferPool>>,
     boundary: Boundary,
 }
@@ -239,6 +241,7 @@ impl<R: Read> ChunkReader<R> {
             skipping: None,
             eof: false,
             done: false,
+            read_error: None,
             pool: None,
             boundary: Boundary::DocLine,
         }
@@ -299,13 +302,9 @@ impl<R: Read> ChunkReader<R> {
     fn fill(&mut self) {
         let read_size = (1usize << 20).min(self.max_line);
         let mut old = self.pending.len();
-        self.pending.resize(old + read_size, 0);
-        let got = loop {
-            match self.inner.read(&mut self.pending[old..]) {
-                Ok(n) => break Ok(n),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => break Err(e),
-            }
+        let got = match self.read_error.take() {
+            Some(e) => Err(e),
+            None => self.read_up_to(read_size),
         };
         match got {
             Ok(n) => {
@@ -376,6 +375,34 @@ impl<R: Read> ChunkReader<R> {
                 self.skipping = Some(line);
             }
         }
+    }
+
+    /// Appends up to `size` bytes to `pending`, reading until they are all there or
+    /// the input ends: a decompressor returns far less than `size` a read, and the
+    /// space is zeroed once per fill, not once per read. Returns how many bytes came
+    /// (0 at the end of the input). An error after some bytes came is kept for the
+    /// next fill, so those bytes are handled first, as if read alone.
+    fn read_up_to(&mut self, size: usize) -> io::Result<usize> {
+        let old = self.pending.len();
+        self.pending.resize(old + size, 0);
+        let mut got = 0;
+        while got < size {
+            match self.inner.read(&mut self.pending[old + got..]) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if got == 0 => {
+                    self.pending.truncate(old);
+                    return Err(e);
+                }
+                Err(e) => {
+                    self.read_error = Some(e);
+                    break;
+                }
+            }
+        }
+        self.pending.truncate(old + got);
+        Ok(got)
     }
 
     fn emit(&mut self, split: usize, last: bool) -> Chunk {
