@@ -402,6 +402,14 @@ impl DocSink for PlanSink<'_> {
         }
     }
 
+    #[inline]
+    fn word_str(&mut self, word: &str, glued: bool, line: u64) {
+        if self.planner.onion {
+            return self.word(word.as_bytes(), glued, line);
+        }
+        self.planner.text.push_str_word(word, glued);
+    }
+
     fn para_end(&mut self, end: usize) {
         let p = &mut *self.planner;
         if p.onion {

@@ -104,6 +104,12 @@ pub trait DocSink {
     /// Text of the current paragraph: a word, or a run of words separated by
     /// whitespace (a JSON text line comes whole). `glued`: no space before it.
     fn word(&mut self, word: &[u8], glued: bool, line: u64);
+    /// [`word`](Self::word) for text the reader has checked to be UTF-8 (JSON
+    /// Lines): a sink may then skip its own check.
+    #[inline]
+    fn word_str(&mut self, word: &str, glued: bool, line: u64) {
+        self.word(word.as_bytes(), glued, line)
+    }
     /// The current paragraph ends before byte `end`.
     fn para_end(&mut self, end: usize);
     /// The document ends; `close` is its last bytes (`</doc>`), if it has them.
