@@ -467,7 +467,8 @@ impl DocSink for PlanSink<'_> {
             } else {
                 key(KeyKind::Paragraph, text)
             },
-            long: p.text.raw_chars() >= p.min_para_chars,
+            // (With no minimum, not counted.)
+            long: p.min_para_chars == 0 || p.text.raw_chars() >= p.min_para_chars,
             tokens: p.para_tokens..self.plan.tokens.len() as u32,
         });
         self.plan.pieces.push(Piece {

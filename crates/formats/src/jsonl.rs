@@ -614,9 +614,8 @@ fn record<S: DocSink>(
     let raw = &line[inner.clone()];
     split_text(raw, &mut sc.text, &mut sc.lines);
     sc.paras.clear();
-    sc.paras.extend(
-        (0..sc.lines.len()).filter(|&i| is_paragraph(sc.lines[i].text(raw, &sc.text))),
-    );
+    sc.paras
+        .extend((0..sc.lines.len()).filter(|&i| is_paragraph(sc.lines[i].text(raw, &sc.text))));
     // Offsets in the line (lossy or not) -> offsets in the chunk's bytes.
     let at = |p: usize| range.start + map.as_ref().map_or(p, |m| m.back(p));
     let meta = DocMeta::Fields {
@@ -627,11 +626,9 @@ fn record<S: DocSink>(
     // Characters of the text (`--mark`): the unescaped lines, each `\n` one more.
     let chars = sink.wants_chars();
     let mut counter = LineChars { next: 0, before: 0 };
-    let last_line = sc.lines.len() - 1;
-    let text_len = |counter: &mut LineChars| {
-        counter.start(last_line, &sc.lines, raw, &sc.text)
-            + chars_of(sc.lines[last_line].text(raw, &sc.text))
-    };
+    // Every line with its break, but the last has none (a text has at least one line).
+    let text_len =
+        |counter: &mut LineChars| counter.start(sc.lines.len(), &sc.lines, raw, &sc.text) - 1;
     let Some((&first, &last)) = sc.paras.first().zip(sc.paras.last()) else {
         sink.doc_start(range.clone(), line_no, &meta);
         if chars {
@@ -658,7 +655,11 @@ fn record<S: DocSink>(
         sink.para_end(c.end);
         if chars {
             let a = counter.start(i, &sc.lines, raw, &sc.text);
-            sink.para_chars(a..a + chars_of(text));
+            let b = a + chars_of(text);
+            sink.para_chars(a..b);
+            // Counted: the next line starts after this one's break.
+            counter.next = i + 1;
+            counter.before = b + sc.lines[i].cr as u64 + 1;
         }
         prev_end = Some(c.end);
     }

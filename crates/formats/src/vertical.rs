@@ -308,7 +308,11 @@ impl<R: Read> ChunkReader<R> {
     /// never longer than the limit, so an overlong line is always caught either as
     /// the open tail of `pending` or as the first line a read completes.
     fn fill(&mut self) {
-        let read_size = (1usize << 20).min(self.max_line);
+        // No more than the chunk still needs (but 64 KiB at least): chunks then end
+        // little past `target`, and a pooled buffer, initialized up to the length of
+        // the chunk it held, takes the next chunk without zeroing (see `emit`).
+        let wanted = self.target.saturating_sub(self.pending.len()).max(64 << 10);
+        let read_size = (1usize << 20).min(wanted).min(self.max_line);
         let mut old = self.pending.len();
         let got = match self.read_error.take() {
             Some(e) => Err(e),

@@ -117,10 +117,15 @@ impl TextBuilder {
         &self.out
     }
 
-    /// Characters (Unicode scalar values) of the raw text so far.
+    /// Characters (Unicode scalar values) of the raw text so far. With `none` the
+    /// text is the raw text (words joined by single spaces): counted here, when
+    /// asked, not word by word.
     #[inline]
     pub fn raw_chars(&self) -> usize {
-        self.raw_chars
+        match self.mode {
+            Normalization::None => bytecount::num_chars(&self.out),
+            Normalization::Loose => self.raw_chars,
+        }
     }
 
     /// Words pushed since the last [`clear`](Self::clear) (empty words do not count).
@@ -299,8 +304,10 @@ impl TextBuilder {
     }
 
     fn push_str(&mut self, s: &str, separated: bool) {
-        // SIMD count (a JSON text line comes here whole): the same as `chars().count()`.
-        self.raw_chars += bytecount::num_chars(s.as_bytes());
+        if self.mode != Normalization::None {
+            // SIMD count: the same as `chars().count()` (see `raw_chars` for `none`).
+            self.raw_chars += bytecount::num_chars(s.as_bytes());
+        }
         match self.mode {
             Normalization::None => {
                 if separated {

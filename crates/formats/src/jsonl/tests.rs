@@ -340,7 +340,7 @@ impl DocSink for Chars {
 
 #[test]
 fn lines_without_escapes_are_not_copied() {
-    let raw = r"plain line\nwith \"quote\"\r\n\u00e9t\u00e9\nlast\r";
+    let raw = r#"plain line\nwith \"quote\"\r\n\u00e9t\u00e9\nlast\r"#;
     let mut text = String::new();
     let mut lines = Vec::new();
     split_text(raw, &mut text, &mut lines);
@@ -380,8 +380,11 @@ proptest! {
         parse_chunk(&chunk, &JsonlOptions::default(), &mut got);
         let mut want = Vec::new();
         let mut start = 0u64;
-        for l in text.split('\n') {
-            let content = l.strip_suffix('\r').unwrap_or(l);
+        let lines: Vec<&str> = text.split('\n').collect();
+        for (i, &l) in lines.iter().enumerate() {
+            // A `\r` ends a line only before a `\n` (the last line keeps its own).
+            let last = i + 1 == lines.len();
+            let content = if last { l } else { l.strip_suffix('\r').unwrap_or(l) };
             if !content.trim().is_empty() {
                 want.push(start..start + content.chars().count() as u64);
             }

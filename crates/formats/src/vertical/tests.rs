@@ -426,7 +426,14 @@ fn views(r: impl Read, target: usize, max_line: usize, boundary: Boundary) -> Ve
     let mut r = ChunkReader::with_sizes(r, target, max_line).with_boundary(boundary);
     let mut out = Vec::new();
     while let Some(c) = r.next_chunk() {
-        out.push((c.data, c.first_line, c.offset, c.skipped_lines, c.issues, c.last));
+        out.push((
+            c.data,
+            c.first_line,
+            c.offset,
+            c.skipped_lines,
+            c.issues,
+            c.last,
+        ));
     }
     out
 }
