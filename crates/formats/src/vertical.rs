@@ -263,6 +263,11 @@ impl<R: Read> ChunkReader<R> {
 
     /// Takes buffers for new chunks from `pool` (give chunks' data back to it).
     pub fn with_pool(mut self, pool: std::sync::Arc<BufferPool>) -> Self {
+        if self.pending.is_empty() {
+            // The first chunk too goes into a reused buffer (a file's first chunk
+            // is most of a small file).
+            (self.pending, self.initialized) = pool.take();
+        }
         self.pool = Some(pool);
         self
     }
