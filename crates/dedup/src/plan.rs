@@ -4,7 +4,7 @@
 //! [`DocSink`]), so plans, and everything after them, are the same for every
 //! format.
 
-use crate::options::Options;
+use crate::options::{DocCheck, Options};
 use crate::url_filter::UrlFilter;
 use std::ops::Range;
 use std::sync::Arc;
@@ -66,6 +66,7 @@ pub struct DocPlan {
     /// url-title` the document key is then always tested.
     pub has_url_title: bool,
     pub url_title_key: u64,
+    /// 0 with `--doc-check none` (not computed: nothing asks it).
     pub doc_key: u64,
     /// Indexes into [`ChunkPlan::paras`].
     pub paras: Range<usize>,
@@ -149,6 +150,9 @@ pub struct Planner {
     doc_text: Vec<u8>,
     /// `--mark`: record character offsets and vertical ids.
     marks: bool,
+    /// Document keys are asked (`--doc-check` is not `none`): with `none` no
+    /// decision reads them, and hashing every text twice would be wasted.
+    doc_keys: bool,
 }
 
 impl Planner {
@@ -172,6 +176,7 @@ impl Planner {
             }),
             doc_text: Vec::new(),
             marks: false,
+            doc_keys: opts.doc_check != DocCheck::None,
         }
     }
 
@@ -397,6 +402,14 @@ impl DocSink for PlanSink<'_> {
         }
     }
 
+    #[inline]
+    fn word_str(&mut self, word: &str, glued: bool, line: u64) {
+        if self.planner.onion {
+            return self.word(word.as_bytes(), glued, line);
+        }
+        self.planner.text.push_str_word(word, glued);
+    }
+
     fn para_end(&mut self, end: usize) {
         let p = &mut *self.planner;
         if p.onion {
@@ -440,7 +453,7 @@ impl DocSink for PlanSink<'_> {
                 }
                 p.doc_text.extend_from_slice(text);
             }
-        } else {
+        } else if p.doc_keys {
             if p.doc_has_para {
                 p.doc_hash.update(b"\n");
             }
@@ -454,7 +467,8 @@ impl DocSink for PlanSink<'_> {
             } else {
                 key(KeyKind::Paragraph, text)
             },
-            long: p.text.raw_chars() >= p.min_para_chars,
+            // (With no minimum, not counted.)
+            long: p.min_para_chars == 0 || p.text.raw_chars() >= p.min_para_chars,
             tokens: p.para_tokens..self.plan.tokens.len() as u32,
         });
         self.plan.pieces.push(Piece {
@@ -475,7 +489,11 @@ impl DocSink for PlanSink<'_> {
         let (paras, pieces) = (self.plan.paras.len(), self.plan.pieces.len());
         let (bands, sig) = self.signature();
         if let Some(doc) = self.plan.docs.last_mut() {
-            doc.doc_key = self.planner.doc_hash.finish();
+            doc.doc_key = if self.planner.doc_keys {
+                self.planner.doc_hash.finish()
+            } else {
+                0
+            };
             doc.paras.end = paras;
             doc.pieces.end = pieces;
             doc.bands = bands;

@@ -28,7 +28,7 @@
 //! unescaped here in one pass, since the writer needs every line's span in the
 //! escaped bytes, which no JSON library reports.
 
-use crate::doc::{CharCounter, DocMeta, DocSink};
+use crate::doc::{DocMeta, DocSink};
 use crate::vertical::{Chunk, Issue, IssueKind};
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use std::fmt;
@@ -329,8 +329,25 @@ impl<'de> serde::Deserialize<'de> for Scalar {
 pub struct TextLine {
     /// The line's content (without the break) in the escaped bytes.
     pub content: Range<usize>,
-    /// Its unescaped text (in the buffer [`split_text`] fills).
+    /// Its unescaped text: in the buffer [`split_text`] fills when `owned`; else
+    /// the line has no escape and its text is its content (nothing is copied).
     pub text: Range<usize>,
+    pub owned: bool,
+    /// A `\r` ends the line: it belongs to the break (one more character before
+    /// the next line), not to the line.
+    pub cr: bool,
+}
+
+impl TextLine {
+    /// The unescaped text of the line, given what [`split_text`] read and filled.
+    #[inline]
+    pub fn text<'a>(&self, raw: &'a str, text: &'a str) -> &'a str {
+        if self.owned {
+            &text[self.text.clone()]
+        } else {
+            &raw[self.text.clone()]
+        }
+    }
 }
 
 /// Decodes the four hex digits at `raw[i..i + 4]`.
@@ -368,50 +385,102 @@ fn escape_at(raw: &[u8], i: usize) -> (char, usize) {
 }
 
 /// Splits the escaped contents of a JSON string (`raw`, between its quotes; valid
-/// UTF-8) into lines at `\n` (a `\r` before it belongs to the break), unescaping
-/// their text into `text` (cleared first).
+/// UTF-8) into lines at `\n` (a `\r` before it belongs to the break). The text of
+/// a line with escapes is unescaped into `text` (cleared first); a line without
+/// any is its own text (most lines: their bytes are not copied).
 pub fn split_text(raw: &str, text: &mut String, lines: &mut Vec<TextLine>) {
     text.clear();
     lines.clear();
     let bytes = raw.as_bytes();
-    let (mut i, mut line_raw, mut line_txt) = (0, 0, 0);
+    let (mut i, mut line_raw) = (0, 0);
+    // Where the current line's text starts in `text`, once an escape in it made
+    // it unescaped there.
+    let mut owned: Option<usize> = None;
     // Where a `\r` decoded last began (raw, text), while nothing follows it yet.
     let mut cr: Option<(usize, usize)> = None;
     while i < bytes.len() {
         let next = memchr::memchr(b'\\', &bytes[i..]).map_or(bytes.len(), |k| i + k);
         if next > i {
-            text.push_str(&raw[i..next]);
+            if owned.is_some() {
+                text.push_str(&raw[i..next]);
+            }
             cr = None;
             i = next;
             continue;
         }
         let (c, len) = escape_at(bytes, i);
-        match c {
-            '\n' => {
-                let (end_raw, end_txt) = cr.unwrap_or((i, text.len()));
-                lines.push(TextLine {
-                    content: line_raw..end_raw,
-                    text: line_txt..end_txt,
-                });
-                cr = None;
-                line_raw = i + len;
-                line_txt = text.len();
+        if c == '\n' {
+            lines.push(match owned {
+                Some(start) => {
+                    let (end_raw, end_txt) = cr.unwrap_or((i, text.len()));
+                    TextLine {
+                        content: line_raw..end_raw,
+                        text: start..end_txt,
+                        owned: true,
+                        cr: cr.is_some(),
+                    }
+                }
+                None => TextLine {
+                    content: line_raw..i,
+                    text: line_raw..i,
+                    owned: false,
+                    cr: false,
+                },
+            });
+            cr = None;
+            owned = None;
+            line_raw = i + len;
+        } else {
+            if owned.is_none() {
+                // The line's first escape: its text so far is its raw bytes.
+                owned = Some(text.len());
+                text.push_str(&raw[line_raw..i]);
             }
-            '\r' => {
-                cr = Some((i, text.len()));
-                text.push('\r');
-            }
-            c => {
-                cr = None;
-                text.push(c);
-            }
+            cr = (c == '\r').then_some((i, text.len()));
+            text.push(c);
         }
         i += len;
     }
     lines.push(TextLine {
         content: line_raw..bytes.len(),
-        text: line_txt..text.len(),
+        text: owned.map_or(line_raw..bytes.len(), |start| start..text.len()),
+        owned: owned.is_some(),
+        cr: false,
     });
+}
+
+/// Character offsets of the lines of a text (`--mark`), counted once each, in
+/// order: the unescaped lines, each break one character (`\n`), or two (`\r\n`).
+struct LineChars {
+    /// The next line not counted yet, and the characters before it.
+    next: usize,
+    before: u64,
+}
+
+impl LineChars {
+    /// The characters before line `i` (not before the last line asked).
+    fn start(&mut self, i: usize, lines: &[TextLine], raw: &str, text: &str) -> u64 {
+        while self.next < i {
+            let l = &lines[self.next];
+            self.before += chars_of(l.text(raw, text)) + l.cr as u64 + 1;
+            self.next += 1;
+        }
+        self.before
+    }
+}
+
+fn chars_of(s: &str) -> u64 {
+    bytecount::num_chars(s.as_bytes()) as u64
+}
+
+/// Whether a line of text is a paragraph (not empty or only whitespace). Most
+/// lines start with a visible ASCII character: that settles it without `trim`.
+#[inline]
+fn is_paragraph(line: &str) -> bool {
+    match line.as_bytes().first() {
+        Some(&b) if b.is_ascii_graphic() => true,
+        _ => !line.trim().is_empty(),
+    }
 }
 
 /// Maps positions in a lossily decoded line back to the original bytes: each
@@ -542,11 +611,11 @@ fn record<S: DocSink>(
     };
     // The escaped contents, between the quotes.
     let inner = span.start + 1..span.end - 1;
-    split_text(&line[inner.clone()], &mut sc.text, &mut sc.lines);
+    let raw = &line[inner.clone()];
+    split_text(raw, &mut sc.text, &mut sc.lines);
     sc.paras.clear();
-    sc.paras.extend(
-        (0..sc.lines.len()).filter(|&i| !sc.text[sc.lines[i].text.clone()].trim().is_empty()),
-    );
+    sc.paras
+        .extend((0..sc.lines.len()).filter(|&i| is_paragraph(sc.lines[i].text(raw, &sc.text))));
     // Offsets in the line (lossy or not) -> offsets in the chunk's bytes.
     let at = |p: usize| range.start + map.as_ref().map_or(p, |m| m.back(p));
     let meta = DocMeta::Fields {
@@ -556,10 +625,10 @@ fn record<S: DocSink>(
     };
     // Characters of the text (`--mark`): the unescaped lines, each `\n` one more.
     let chars = sink.wants_chars();
-    let mut counter = CharCounter::new(0);
-    let text_len = |counter: &mut CharCounter| {
-        counter.at_str(&sc.text, sc.text.len()) + sc.lines.len() as u64 - 1
-    };
+    let mut counter = LineChars { next: 0, before: 0 };
+    // Every line with its break, but the last has none (a text has at least one line).
+    let text_len =
+        |counter: &mut LineChars| counter.start(sc.lines.len(), &sc.lines, raw, &sc.text) - 1;
     let Some((&first, &last)) = sc.paras.first().zip(sc.paras.last()) else {
         sink.doc_start(range.clone(), line_no, &meta);
         if chars {
@@ -579,14 +648,18 @@ fn record<S: DocSink>(
         if let Some(e) = prev_end {
             sink.separator(e..c.start);
         }
+        let text = sc.lines[i].text(raw, &sc.text);
         sink.para_start(c.start, line_no, true);
-        sink.word(sc.text[sc.lines[i].text.clone()].as_bytes(), false, line_no);
+        // The line was checked to be UTF-8 (or read lossily).
+        sink.word_str(text, false, line_no);
         sink.para_end(c.end);
         if chars {
-            let t = &sc.lines[i].text;
-            let a = counter.at_str(&sc.text, t.start) + i as u64;
-            let b = counter.at_str(&sc.text, t.end) + i as u64;
+            let a = counter.start(i, &sc.lines, raw, &sc.text);
+            let b = a + chars_of(text);
             sink.para_chars(a..b);
+            // Counted: the next line starts after this one's break.
+            counter.next = i + 1;
+            counter.before = b + sc.lines[i].cr as u64 + 1;
         }
         prev_end = Some(c.end);
     }

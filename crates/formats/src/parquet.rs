@@ -434,7 +434,7 @@ impl RowGroups {
     }
 
     fn rows_chunk(&mut self, g: usize, first_row: u64, batch: RecordBatch, last: bool) -> Chunk {
-        let mut data = self.pool.as_ref().map(|p| p.take()).unwrap_or_default();
+        let mut data = self.pool.as_ref().map(|p| p.take().0).unwrap_or_default();
         let mut texts = Vec::with_capacity(batch.num_rows());
         if let Ok(col) = &self.source.text {
             let col = batch.column(*col);

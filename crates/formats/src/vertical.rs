@@ -149,7 +149,9 @@ pub struct Chunk {
 /// instead of mapping and faulting in a fresh one for every chunk.
 #[derive(Debug, Default)]
 pub struct BufferPool {
-    bufs: std::sync::Mutex<Vec<Vec<u8>>>,
+    /// Each buffer with the length it had when handed back: that much of its
+    /// allocation holds initialized bytes, so a reader can fill it without zeroing.
+    bufs: std::sync::Mutex<Vec<(Vec<u8>, usize)>>,
     max: usize,
 }
 
@@ -164,15 +166,17 @@ impl BufferPool {
 
     /// Hands a buffer back (its content is dropped, its allocation kept).
     pub fn give(&self, mut buf: Vec<u8>) {
+        let initialized = buf.len();
         buf.clear();
         if let Ok(mut bufs) = self.bufs.lock() {
             if bufs.len() < self.max {
-                bufs.push(buf);
+                bufs.push((buf, initialized));
             }
         }
     }
 
-    pub(crate) fn take(&self) -> Vec<u8> {
+    /// An empty buffer, and how many bytes of its allocation are initialized.
+    pub(crate) fn take(&self) -> (Vec<u8>, usize) {
         self.bufs
             .lock()
             .ok()
@@ -200,6 +204,9 @@ pub struct ChunkReader<R> {
     target: usize,
     max_line: usize,
     pending: Vec<u8>,
+    /// How many bytes from the start of `pending`'s allocation are initialized (at
+    /// least its length, at most its capacity): `fill` zeroes only past them.
+    initialized: usize,
     /// Line number of the first line in `pending`.
     pending_line: u64,
     pending_offset: u64,
@@ -214,6 +221,8 @@ pub struct ChunkReader<R> {
     skipping: Option<u64>,
     eof: bool,
     done: bool,
+    /// A read error that came after some bytes of a fill: reported by the next one.
+    read_error: Option<io::Error>,
     pool: Option<std::sync::Arc<BufferPool>>,
     boundary: Boundary,
 }
@@ -229,6 +238,7 @@ impl<R: Read> ChunkReader<R> {
             target: target.max(1),
             max_line: max_line.max(1),
             pending: Vec::new(),
+            initialized: 0,
             pending_line: 1,
             pending_offset: 0,
             pending_skipped: Vec::new(),
@@ -239,6 +249,7 @@ impl<R: Read> ChunkReader<R> {
             skipping: None,
             eof: false,
             done: false,
+            read_error: None,
             pool: None,
             boundary: Boundary::DocLine,
         }
@@ -252,6 +263,11 @@ impl<R: Read> ChunkReader<R> {
 
     /// Takes buffers for new chunks from `pool` (give chunks' data back to it).
     pub fn with_pool(mut self, pool: std::sync::Arc<BufferPool>) -> Self {
+        if self.pending.is_empty() {
+            // The first chunk too goes into a reused buffer (a file's first chunk
+            // is most of a small file).
+            (self.pending, self.initialized) = pool.take();
+        }
         self.pool = Some(pool);
         self
     }
@@ -297,15 +313,15 @@ impl<R: Read> ChunkReader<R> {
     /// never longer than the limit, so an overlong line is always caught either as
     /// the open tail of `pending` or as the first line a read completes.
     fn fill(&mut self) {
-        let read_size = (1usize << 20).min(self.max_line);
+        // No more than the chunk still needs (but 64 KiB at least): chunks then end
+        // little past `target`, and a pooled buffer, initialized up to the length of
+        // the chunk it held, takes the next chunk without zeroing (see `emit`).
+        let wanted = self.target.saturating_sub(self.pending.len()).max(64 << 10);
+        let read_size = (1usize << 20).min(wanted).min(self.max_line);
         let mut old = self.pending.len();
-        self.pending.resize(old + read_size, 0);
-        let got = loop {
-            match self.inner.read(&mut self.pending[old..]) {
-                Ok(n) => break Ok(n),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => break Err(e),
-            }
+        let got = match self.read_error.take() {
+            Some(e) => Err(e),
+            None => self.read_up_to(read_size),
         };
         match got {
             Ok(n) => {
@@ -378,9 +394,55 @@ impl<R: Read> ChunkReader<R> {
         }
     }
 
+    /// Appends up to `size` bytes to `pending`, reading until they are all there or
+    /// the input ends: a decompressor returns far less than `size` a read, and the
+    /// space is zeroed once per fill, not once per read. Returns how many bytes came
+    /// (0 at the end of the input). An error after some bytes came is kept for the
+    /// next fill, so those bytes are handled first, as if read alone.
+    fn read_up_to(&mut self, size: usize) -> io::Result<usize> {
+        let old = self.pending.len();
+        let want = old + size;
+        if want <= self.initialized {
+            // SAFETY: `initialized` never exceeds the capacity, and the bytes below
+            // it were written before (zeroed here, or earlier input of this
+            // allocation, see `emit`); truncating or clearing a `Vec<u8>` leaves
+            // its memory as it was, so they are still initialized `u8`s.
+            unsafe { self.pending.set_len(want) };
+        } else {
+            // Zeroes from `old` on: every byte up to `want` is then initialized
+            // (a reallocation keeps the bytes below `old`).
+            self.pending.resize(want, 0);
+            self.initialized = want;
+        }
+        let mut got = 0;
+        while got < size {
+            match self.inner.read(&mut self.pending[old + got..]) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if got == 0 => {
+                    self.pending.truncate(old);
+                    return Err(e);
+                }
+                Err(e) => {
+                    self.read_error = Some(e);
+                    break;
+                }
+            }
+        }
+        self.pending.truncate(old + got);
+        Ok(got)
+    }
+
     fn emit(&mut self, split: usize, last: bool) -> Chunk {
-        let mut rest = self.pool.as_ref().map(|p| p.take()).unwrap_or_default();
+        let (mut rest, mut initialized) = self.pool.as_ref().map(|p| p.take()).unwrap_or_default();
+        let capacity = rest.capacity();
         rest.extend_from_slice(&self.pending[split..]);
+        if rest.capacity() != capacity {
+            // Reallocated: count only what was just written.
+            initialized = 0;
+        }
+        self.initialized = initialized.max(rest.len());
         self.pending.truncate(split);
         let data = std::mem::replace(&mut self.pending, rest);
         let first_line = self.pending_line;
@@ -605,15 +667,22 @@ pub fn unescape(raw: &[u8]) -> Cow<'_, str> {
 
 /// Escapes a value for a double-quoted XML attribute.
 pub fn escape_attr(value: &str, out: &mut Vec<u8>) {
-    for b in value.bytes() {
-        match b {
-            b'&' => out.extend_from_slice(b"&amp;"),
-            b'"' => out.extend_from_slice(b"&quot;"),
-            b'<' => out.extend_from_slice(b"&lt;"),
-            b'>' => out.extend_from_slice(b"&gt;"),
-            _ => out.push(b),
-        }
+    // Runs without a special byte are copied whole (most values have none).
+    let mut rest = value.as_bytes();
+    while let Some(i) = rest
+        .iter()
+        .position(|b| matches!(b, b'&' | b'"' | b'<' | b'>'))
+    {
+        out.extend_from_slice(&rest[..i]);
+        out.extend_from_slice(match rest[i] {
+            b'&' => b"&amp;",
+            b'"' => b"&quot;",
+            b'<' => b"&lt;",
+            _ => b"&gt;",
+        });
+        rest = &rest[i + 1..];
     }
+    out.extend_from_slice(rest);
 }
 
 /// Receives what [`parse_chunk`] finds. Ranges are byte ranges of the chunk's data

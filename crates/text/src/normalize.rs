@@ -117,10 +117,15 @@ impl TextBuilder {
         &self.out
     }
 
-    /// Characters (Unicode scalar values) of the raw text so far.
+    /// Characters (Unicode scalar values) of the raw text so far. With `none` the
+    /// text is the raw text (words joined by single spaces): counted here, when
+    /// asked, not word by word.
     #[inline]
     pub fn raw_chars(&self) -> usize {
-        self.raw_chars
+        match self.mode {
+            Normalization::None => bytecount::num_chars(&self.out),
+            Normalization::Loose => self.raw_chars,
+        }
     }
 
     /// Words pushed since the last [`clear`](Self::clear) (empty words do not count).
@@ -176,6 +181,23 @@ impl TextBuilder {
                 false
             }
         }
+    }
+
+    /// [`push_word`](Self::push_word) for a word known to be UTF-8: the same text
+    /// and counts, without checking it again (`none` copies it as it is).
+    #[inline]
+    pub fn push_str_word(&mut self, word: &str, glued: bool) {
+        if self.mode != Normalization::None {
+            self.push_word(word.as_bytes(), glued);
+            return;
+        }
+        if word.is_empty() {
+            return;
+        }
+        let separated = self.words > 0 && !glued;
+        self.words += 1;
+        self.push_str(word, separated);
+        self.raw_chars += separated as usize;
     }
 
     /// Appends a whole text whose words are separated by whitespace. With `loose`
@@ -282,7 +304,10 @@ impl TextBuilder {
     }
 
     fn push_str(&mut self, s: &str, separated: bool) {
-        self.raw_chars += s.chars().count();
+        if self.mode != Normalization::None {
+            // SIMD count: the same as `chars().count()` (see `raw_chars` for `none`).
+            self.raw_chars += bytecount::num_chars(s.as_bytes());
+        }
         match self.mode {
             Normalization::None => {
                 if separated {
@@ -561,6 +586,20 @@ mod tests {
                 b.push_word(w.as_bytes(), *glued);
             }
             proptest::prop_assert_eq!(std::str::from_utf8(b.text()).unwrap(), reference_loose(&words));
+        }
+
+        #[test]
+        fn a_checked_word_counts_and_reads_as_any_word(words in proptest::collection::vec(("([a-zA-Z0-9 .,;!\t-]|\\PC|[\u{a0}\u{3000}]){0,12}", proptest::bool::ANY), 0..16)) {
+            for mode in [Normalization::None, Normalization::Loose] {
+                let (mut bytes, mut checked) = (TextBuilder::new(mode), TextBuilder::new(mode));
+                for (w, glued) in &words {
+                    bytes.push_word(w.as_bytes(), *glued);
+                    checked.push_str_word(w, *glued);
+                }
+                proptest::prop_assert_eq!(bytes.text(), checked.text());
+                proptest::prop_assert_eq!(bytes.raw_chars(), checked.raw_chars());
+                proptest::prop_assert_eq!(bytes.words(), checked.words());
+            }
         }
 
         #[test]

@@ -11,7 +11,7 @@ fn lines_of(raw: &str) -> Vec<(String, String)> {
         .map(|l| {
             (
                 raw[l.content.clone()].to_string(),
-                text[l.text.clone()].to_string(),
+                l.text(raw, &text).to_string(),
             )
         })
         .collect()
@@ -308,5 +308,89 @@ proptest! {
             all.extend_from_slice(&c.data);
         }
         prop_assert_eq!(all, input.into_bytes());
+    }
+}
+
+/// What `--mark` is told: the character spans of the paragraphs and the text's
+/// length.
+#[derive(Default)]
+struct Chars {
+    paras: Vec<Range<u64>>,
+    len: Option<u64>,
+}
+
+impl DocSink for Chars {
+    fn doc_start(&mut self, _: Range<usize>, _: u64, _: &DocMeta<'_>) {}
+    fn structure(&mut self, _: Range<usize>) {}
+    fn para_start(&mut self, _: usize, _: u64, _: bool) {}
+    fn word(&mut self, _: &[u8], _: bool, _: u64) {}
+    fn para_end(&mut self, _: usize) {}
+    fn doc_end(&mut self, _: Option<Range<usize>>) {}
+    fn issue(&mut self, _: Issue) {}
+    fn wants_chars(&self) -> bool {
+        true
+    }
+    fn para_chars(&mut self, chars: Range<u64>) {
+        self.paras.push(chars);
+    }
+    fn text_chars(&mut self, len: u64) {
+        self.len = Some(len);
+    }
+}
+
+#[test]
+fn lines_without_escapes_are_not_copied() {
+    let raw = r#"plain line\nwith \"quote\"\r\n\u00e9t\u00e9\nlast\r"#;
+    let mut text = String::new();
+    let mut lines = Vec::new();
+    split_text(raw, &mut text, &mut lines);
+    let owned: Vec<bool> = lines.iter().map(|l| l.owned).collect();
+    assert_eq!(owned, [false, true, true, true]);
+    let cr: Vec<bool> = lines.iter().map(|l| l.cr).collect();
+    assert_eq!(cr, [false, true, false, false]);
+    let texts: Vec<&str> = lines.iter().map(|l| l.text(raw, &text)).collect();
+    assert_eq!(texts, ["plain line", "with \"quote\"", "été", "last\r"]);
+    // Only the lines with escapes were written out.
+    assert_eq!(text, "with \"quote\"\rétélast\r");
+}
+
+proptest! {
+    /// The character spans `--mark` writes are those of the text's non-blank
+    /// lines in the unescaped text (a `\r` before `\n` belongs to the break),
+    /// whatever the escapes and line breaks.
+    #[test]
+    fn paragraph_character_spans_are_those_of_the_text(
+        parts in proptest::collection::vec("[a-z é😀\"\\\\/\t\r\u{1}]{0,6}", 0..6),
+        breaks in proptest::collection::vec(0u8..4, 6),
+    ) {
+        let mut text = String::new();
+        for (i, p) in parts.iter().enumerate() {
+            if i > 0 {
+                text.push_str(["\n", "\r\n", "\n\n", "\n \n"][breaks[i] as usize % 4]);
+            }
+            text.push_str(p);
+        }
+        let line = format!("{{\"text\":{}}}\n", serde_json::to_string(&text).unwrap());
+        let chunk = Chunk {
+            data: line.into_bytes(),
+            first_line: 1,
+            ..Default::default()
+        };
+        let mut got = Chars::default();
+        parse_chunk(&chunk, &JsonlOptions::default(), &mut got);
+        let mut want = Vec::new();
+        let mut start = 0u64;
+        let lines: Vec<&str> = text.split('\n').collect();
+        for (i, &l) in lines.iter().enumerate() {
+            // A `\r` ends a line only before a `\n` (the last line keeps its own).
+            let last = i + 1 == lines.len();
+            let content = if last { l } else { l.strip_suffix('\r').unwrap_or(l) };
+            if !content.trim().is_empty() {
+                want.push(start..start + content.chars().count() as u64);
+            }
+            start += l.chars().count() as u64 + 1;
+        }
+        prop_assert_eq!(got.paras, want);
+        prop_assert_eq!(got.len, Some(text.chars().count() as u64));
     }
 }

@@ -380,6 +380,132 @@ fn read_errors_end_the_input_with_what_was_read() {
     assert_eq!(chunks[0].issues[0].line, 5);
 }
 
+/// A reader that hands out its bytes a few at a time (sizes taken in turn from
+/// `sizes`), as a decompressor or a pipe does, and then, optionally, fails.
+struct Trickle {
+    data: Vec<u8>,
+    at: usize,
+    sizes: Vec<usize>,
+    reads: usize,
+    fail_at_end: bool,
+}
+
+impl Trickle {
+    fn new(data: &[u8], sizes: &[usize]) -> Self {
+        Trickle {
+            data: data.to_vec(),
+            at: 0,
+            sizes: sizes.to_vec(),
+            reads: 0,
+            fail_at_end: false,
+        }
+    }
+}
+
+impl Read for Trickle {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.at == self.data.len() && self.fail_at_end {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "stream truncated",
+            ));
+        }
+        let size = self.sizes[self.reads % self.sizes.len()].max(1);
+        self.reads += 1;
+        let n = size.min(buf.len()).min(self.data.len() - self.at);
+        buf[..n].copy_from_slice(&self.data[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+/// What a chunk holds, comparable.
+type ChunkView = (Vec<u8>, u64, u64, Vec<u64>, Vec<Issue>, bool);
+
+fn views(r: impl Read, target: usize, max_line: usize, boundary: Boundary) -> Vec<ChunkView> {
+    let mut r = ChunkReader::with_sizes(r, target, max_line).with_boundary(boundary);
+    let mut out = Vec::new();
+    while let Some(c) = r.next_chunk() {
+        out.push((
+            c.data,
+            c.first_line,
+            c.offset,
+            c.skipped_lines,
+            c.issues,
+            c.last,
+        ));
+    }
+    out
+}
+
+#[test]
+fn short_reads_give_the_chunks_of_whole_reads() {
+    // Long lines (over the limit) among short ones, both boundaries: a reader
+    // returning one byte a read, or a few, cuts the same chunks as one that fills
+    // every read.
+    let mut input = sample(40);
+    input.extend_from_slice(&[b'x'; 300]);
+    input.extend_from_slice(b"\n<doc>\n<p>\nafter\n</p>\n</doc>\n");
+    input.extend_from_slice(&[b'y'; 250]);
+    for boundary in [Boundary::DocLine, Boundary::Line] {
+        for (target, max_line) in [(64, 100), (1000, 200), (1 << 20, 1 << 20)] {
+            let whole = views(&input[..], target, max_line, boundary);
+            assert!(whole.len() > 1 || target == 1 << 20);
+            let dropped = whole.iter().any(|c| !c.3.is_empty());
+            assert_eq!(dropped, max_line < 300, "long lines dropped");
+            for sizes in [&[1][..], &[3, 1, 7], &[64, 5]] {
+                let short = views(Trickle::new(&input, sizes), target, max_line, boundary);
+                assert_eq!(short, whole, "reads of {sizes:?}, target {target}");
+            }
+        }
+    }
+}
+
+#[test]
+fn pooled_buffers_holding_old_bytes_give_the_same_chunks() {
+    // Buffers handed back full of other bytes, longer than a fill (64 KiB: filled
+    // without zeroing) and shorter: none of their old bytes may show in the chunks
+    // read into them.
+    let input = sample(30);
+    let whole = views(&input[..], 100, 1 << 20, Boundary::DocLine);
+    let pool = BufferPool::new(8);
+    for len in [200_000, 10, 70_000] {
+        pool.give(vec![b'#'; len]);
+    }
+    for _ in 0..3 {
+        let mut r = ChunkReader::with_sizes(Trickle::new(&input, &[3, 50]), 100, 1 << 20)
+            .with_pool(pool.clone());
+        let mut got = Vec::new();
+        while let Some(c) = r.next_chunk() {
+            got.push((
+                c.data.clone(),
+                c.first_line,
+                c.offset,
+                c.skipped_lines,
+                c.issues,
+                c.last,
+            ));
+            pool.give(c.data);
+        }
+        assert_eq!(got, whole);
+    }
+}
+
+#[test]
+fn a_read_error_after_short_reads_comes_after_their_bytes() {
+    let input = b"<doc>\nabc\n</doc>\n<doc>\npart";
+    let mut r = Trickle::new(input, &[2]);
+    r.fail_at_end = true;
+    let chunks = views(r, 1 << 20, 1 << 20, Boundary::DocLine);
+    assert_eq!(chunks.len(), 1);
+    let (data, _, _, _, issues, last) = &chunks[0];
+    assert_eq!(data, input);
+    assert!(last);
+    assert_eq!(issues.len(), 1);
+    assert!(matches!(&issues[0].kind, IssueKind::ReadError(e) if e.contains("truncated")));
+    assert_eq!(issues[0].line, 5);
+}
+
 fn chunks_of_reader<R: Read>(r: R) -> Vec<Chunk> {
     let mut r = ChunkReader::with_sizes(r, 1 << 20, 1 << 20);
     let mut out = Vec::new();
