@@ -15,7 +15,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use std::path::PathBuf;
 use webdedup_dedup::batch::{self, BatchConfig, MinHashStage, Stage};
-use webdedup_dedup::options::{MinHashChoices, MinHashOptions};
+use webdedup_dedup::options::MinHashOptions;
 use webdedup_dedup::{DocCheck, PolicyChoices, RunConfig};
 // Problem lines name input files: never raw control bytes on the terminal.
 use webdedup_formats::doc::ReadSettings;
@@ -73,7 +73,7 @@ fn config(
 
 /// The MinHash keyword arguments (`minhash=True` and its settings, as the command
 /// line's `--minhash`, `--shingles`, ...), checked by the library function the
-/// command line calls ([`MinHashChoices::options`]); None without `minhash`.
+/// command line calls (`MinHashChoices::options`); None without `minhash`.
 fn minhash_options(
     minhash: bool,
     shingles: Option<&str>,
@@ -95,19 +95,7 @@ fn minhash_options(
         }
         return Ok(None);
     }
-    MinHashChoices {
-        shingles: shingles
-            .map(str::parse)
-            .transpose()
-            .map_err(PyValueError::new_err)?,
-        hashes,
-        bands,
-        rows,
-        verify,
-    }
-    .options()
-    .map(Some)
-    .map_err(PyValueError::new_err)
+    crate::minhash::minhash_options(shingles, hashes, bands, rows, verify).map(Some)
 }
 
 fn check_index(cfg: &BatchConfig, task_index: usize) -> PyResult<()> {

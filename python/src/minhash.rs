@@ -3,10 +3,35 @@
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use webdedup_dedup::options::{MinHashChoices, MinHashOptions};
 use webdedup_minhash::{
     estimate_jaccard, Banding, MinHasher, Params, Shingling, DEFAULT_BANDS, DEFAULT_HASHES,
     DEFAULT_ROWS, MAX_ROWS,
 };
+
+/// The options of MinHash mode from the keyword arguments `shingles`, `hashes`,
+/// `bands`, `rows` and `verify` (None: the command line's default), checked by
+/// the function the command line calls: the same defaults and messages.
+pub(crate) fn minhash_options(
+    shingles: Option<&str>,
+    hashes: Option<usize>,
+    bands: Option<usize>,
+    rows: Option<usize>,
+    verify: Option<f64>,
+) -> PyResult<MinHashOptions> {
+    MinHashChoices {
+        shingles: shingles
+            .map(str::parse)
+            .transpose()
+            .map_err(PyValueError::new_err)?,
+        hashes,
+        bands,
+        rows,
+        verify,
+    }
+    .options()
+    .map_err(PyValueError::new_err)
+}
 
 /// `ngram`: an int (word n-grams) or a string (`"5"`, `"words:5"`, `"chars:3"`).
 fn shingling(ngram: Option<&Bound<'_, PyAny>>) -> PyResult<Shingling> {

@@ -16,7 +16,7 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use webdedup_dedup::options::{MinHashChoices, MinHashOptions};
+use webdedup_dedup::options::MinHashOptions;
 use webdedup_dedup::persist::{MINHASH_KEPT_FILE, SNAPSHOT_FILE};
 use webdedup_dedup::plan::{ChunkPlan, Planner};
 use webdedup_dedup::policy::minhash::pairs_lines;
@@ -93,19 +93,7 @@ impl MinHashDedup {
         if blocks == 0 {
             return Err(PyValueError::new_err("blocks must be at least 1"));
         }
-        // The command line's defaults and checks (one library function for both).
-        let minhash = MinHashChoices {
-            shingles: shingles
-                .map(str::parse)
-                .transpose()
-                .map_err(PyValueError::new_err)?,
-            hashes,
-            bands,
-            rows,
-            verify,
-        }
-        .options()
-        .map_err(PyValueError::new_err)?;
+        let minhash = crate::minhash::minhash_options(shingles, hashes, bands, rows, verify)?;
         let params = minhash.params;
         let read = crate::formats::read_settings(
             input_format,
