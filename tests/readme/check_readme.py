@@ -266,7 +266,12 @@ PRELUDE = r"""
 set -eo pipefail
 ip link set lo up
 ip route add local 10.0.0.0/24 dev lo
+exec 9</tmp
 mount -t tmpfs tmpfs /tmp
+# A checkout under /tmp (a clone made there) stays reachable: its top directory
+# in the old /tmp is bound into the private one.
+if [ -n "$KEEP" ]; then mkdir -p "/tmp/$KEEP"; mount --no-canonicalize --bind "/proc/self/fd/9/$KEEP" "/tmp/$KEEP"; fi
+exec 9<&-
 export PATH="$RC/bin:$PATH"
 cargo() {
   if [ "$1 $2 $3" = "run --release --" ]; then shift 3; webdedup "$@"; return; fi
@@ -316,6 +321,13 @@ def script(block, outdir):
     return "\n".join(lines) + "\n", None
 
 
+def kept_under_tmp():
+    """The directory right under /tmp that holds the checkout, if it is there: the
+    block's private /tmp would hide it otherwise."""
+    tmp = Path("/tmp").resolve()
+    return ROOT.relative_to(tmp).parts[0] if ROOT.is_relative_to(tmp) else ""
+
+
 def run_block(block, work, fix, binary):
     tag = re.sub(r"[^\w.-]", "_", block.name)
     d = work / f"{tag}-{block.line}"
@@ -333,7 +345,7 @@ def run_block(block, work, fix, binary):
     ns = ["unshare", "--net", "--mount", "--propagation", "private", "--fork"]
     if os.geteuid() != 0:
         ns.insert(1, "--map-root-user")
-    env = dict(os.environ, BLOCK=str(d), RC=str(rc))
+    env = dict(os.environ, BLOCK=str(d), RC=str(rc), KEEP=kept_under_tmp())
     started = time.time()
     p = subprocess.Popen([*ns, "bash", str(rc / "script.sh")], env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, start_new_session=True)
