@@ -838,9 +838,10 @@ pub fn filter_with_plans(
     fault::hit("batch-filter-written");
     if cfg.options.minhash.is_some() {
         // The runner indexed this task's files; MinHash mode's index (as stream
-        // mode's) names every input file. Every task writes the same one.
-        let _ = std::fs::remove_file(staging.join(crate::runner::FILES_INDEX));
-        crate::runner::write_files_index(&run.output, &listing.files)?;
+        // mode's) names every input file. Every task writes the same one, in its
+        // own staging directory: tasks running at once never share a temporary
+        // file, and each moves a whole index into place.
+        crate::runner::write_files_index(&staging, &listing.files)?;
     }
     move_tree(&staging, &run.output)?;
     let _ = std::fs::remove_dir_all(&staging);
