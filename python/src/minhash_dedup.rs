@@ -220,7 +220,7 @@ impl MinHashDedup {
             std::fs::create_dir_all(&dir).map_err(err)?;
             let m = shared.minhash();
             m.kept
-                .save(&dir.join(MINHASH_KEPT_FILE), &m.params.describe(), 0)
+                .save(&dir.join(MINHASH_KEPT_FILE), &m.params.describe())
                 .map_err(err)?;
             let info = mem
                 .save(&dir.join(SNAPSHOT_FILE), &shared.meta)

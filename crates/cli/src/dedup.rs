@@ -434,6 +434,7 @@ fn run_on_external(
         // documents is rebuilt; keys the interrupted attempt inserted are told
         // apart by their locations, see `policy::minhash`).
         skip_finished: args.restore && cfg.options.minhash.is_none(),
+        finished: None,
         stop: Some(stop),
         plans: None,
     };

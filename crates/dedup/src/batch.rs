@@ -826,6 +826,7 @@ pub fn filter_with_plans(
         journal: None,
         recorded: None,
         skip_finished: false,
+        finished: None,
         stop: None,
         plans,
     };

@@ -17,11 +17,12 @@
 //!    Stopped by a signal: write the decision records of each unfinished output to
 //!    its `REL.dedup.log`, save the snapshot, remove the journal.
 
-use crate::resume::Recorded;
+use crate::policy::minhash::KeptFile;
+use crate::resume::{is_bookkeeping, Finished, Recorded, RunStart};
 use crate::runner::{list_inputs, log_path, rel_bytes, run_with, Durability, InputFile};
 use crate::{RunConfig, RunStats};
 use anyhow::{anyhow, bail, Context, Result};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use webdedup_formats::open_input;
@@ -37,21 +38,6 @@ pub const SNAPSHOT_FILE: &str = "store.snap";
 /// MinHash mode's side store in a store directory (`policy::minhash::KeptDocs`).
 pub const MINHASH_KEPT_FILE: &str = "minhash.kept";
 
-/// The first byte of a MinHash run's nonce record in its journal.
-const TAG_MINHASH_NONCE: u8 = 3;
-
-fn encode_nonce(nonce: u64) -> Vec<u8> {
-    let mut t = vec![TAG_MINHASH_NONCE];
-    t.extend_from_slice(&nonce.to_le_bytes());
-    t
-}
-
-fn decode_nonce(tag: &[u8]) -> Option<u64> {
-    match tag {
-        [TAG_MINHASH_NONCE, rest @ ..] => Some(u64::from_le_bytes(rest.try_into().ok()?)),
-        _ => None,
-    }
-}
 pub const LOCK_FILE: &str = "lock";
 /// The lock of a run without `--store`, in its output directory (removed at the end).
 pub const OUTPUT_LOCK_FILE: &str = ".webdedup.lock";
@@ -205,6 +191,112 @@ fn count_chunks(cfg: &RunConfig, path: &Path) -> Result<u64> {
     Ok(n)
 }
 
+/// A new journal for this run, with its start record (see `resume`): the inputs
+/// whose output exists now are an earlier run's (a fresh run writes them again) or,
+/// for a restore that found no journal, finished with their keys in the snapshot.
+fn create_journal(
+    cfg: &RunConfig,
+    p: &Persistence,
+    files: &[InputFile],
+    path: &Path,
+    meta: &StoreMeta,
+    info: &str,
+    base: u64,
+) -> Result<Journal> {
+    let start = RunStart {
+        by_restore: p.restore,
+        base,
+        outputs: files
+            .iter()
+            .filter(|f| cfg.output_candidates(&f.rel).iter().any(|o| o.exists()))
+            .map(|f| rel_bytes(&f.rel).to_vec())
+            .collect(),
+    };
+    Ok(Journal::create_with(
+        path,
+        meta,
+        info.as_bytes(),
+        &[(&start.encode(), &[])],
+        p.fsync,
+    )?)
+}
+
+/// Whether the interrupted MinHash run whose journal is `recorded` saved its side
+/// store (it had finished every output): the side store is not the one it started
+/// from (`base` now, `kept` as loaded). Journals before issue 27 name the run by a
+/// nonce that the side store it saved carries too.
+fn saved_side_store(recorded: &Recorded, base: u64, kept: Option<KeptFile>) -> bool {
+    match (&recorded.start, recorded.nonce) {
+        (Some(start), _) => start.base != base,
+        (None, Some(nonce)) => kept.and_then(|k| k.nonce) == Some(nonce),
+        (None, None) => false,
+    }
+}
+
+/// What a restore does with each input whose output exists ([`RunStart::finished`]),
+/// and the finish mark the journal's torn last record was, if it was one (to be
+/// written again). An output whose records the journal lost is an error saying what
+/// to do.
+#[allow(clippy::type_complexity)]
+fn plan_finished(
+    cfg: &RunConfig,
+    p: &Persistence,
+    files: &[InputFile],
+    recorded: &Recorded,
+    replay: &webdedup_store::journal::JournalReplay,
+    journal: &Path,
+) -> Result<(HashMap<Vec<u8>, Finished>, Option<(Vec<u8>, u64)>)> {
+    // No start record: cut short to its header, or a journal of a webdedup before
+    // start records, which lists nothing.
+    let start = recorded.start.clone().unwrap_or_default();
+    let rerun = cfg.options.minhash.is_some();
+    let mut plan = HashMap::new();
+    let mut torn_mark = None;
+    for f in files {
+        let outs = cfg.output_candidates(&f.rel);
+        let Some(out) = outs.iter().find(|o| o.exists()) else {
+            continue;
+        };
+        let rel = rel_bytes(&f.rel);
+        let mut marked = recorded.finished.contains(rel);
+        // The journal ends with the record of the file's last chunk and a torn
+        // record: that was its finish mark (the output is complete), nothing is lost.
+        if let (false, Some(_), Some((last, Some(chunk)))) =
+            (marked, &replay.torn, &recorded.last)
+        {
+            if last.as_slice() == rel && count_chunks(cfg, &f.path).ok() == Some(chunk + 1) {
+                marked = true;
+                torn_mark = Some((rel.to_vec(), chunk + 1));
+            }
+        }
+        match start.finished(rel, marked, rerun) {
+            Some(what) => {
+                plan.insert(rel.to_vec(), what);
+            }
+            None => {
+                let ends = match &recorded.last {
+                    Some((last, Some(chunk))) if last.as_slice() == rel => {
+                        format!(" (it ends with the record of its chunk {chunk})")
+                    }
+                    _ => String::new(),
+                };
+                bail!(
+                    "{}: the output {} of {} is finished, but the journal holds no finish mark \
+                     for it{ends}: the journal was cut short after that output was written (or \
+                     was written by an older webdedup: finish the restore with that version), so \
+                     keys that output and the later ones depend on may be lost. Nothing was \
+                     changed. {}",
+                    journal.display(),
+                    out.display(),
+                    f.rel.display(),
+                    start_over(cfg, p, journal)
+                );
+            }
+        }
+    }
+    Ok((plan, torn_mark))
+}
+
 /// What to do when the journal cannot be restored exactly (for error messages).
 fn start_over(cfg: &RunConfig, p: &Persistence, journal: &Path) -> String {
     match &p.store_dir {
@@ -269,7 +361,7 @@ pub fn run_persistent(
         .as_ref()
         .filter(|_| minhash.is_some())
         .map(|d| d.join(MINHASH_KEPT_FILE));
-    let mut kept_nonce = None;
+    let mut kept_file = None;
 
     // 1. Load the snapshot, replay the journal.
     let store = match &snapshot {
@@ -284,11 +376,11 @@ pub fn run_persistent(
             if let Some(dir) = &p.store_dir {
                 m.kept.set_dir(dir);
             }
-            let nonce = m
-                .kept
-                .load_file(k, &m.params.describe(), &s)
-                .map_err(|e| anyhow!(e))?;
-            kept_nonce = Some(nonce);
+            kept_file = Some(
+                m.kept
+                    .load_file(k, &m.params.describe(), &s)
+                    .map_err(|e| anyhow!(e))?,
+            );
             rep.loaded_keys = s.len();
             rep.load_seconds = started.elapsed().as_secs_f64();
             s
@@ -314,23 +406,29 @@ pub fn run_persistent(
     };
     let mut recorded = Recorded::default();
     // MinHash mode restores by running the input again from its start on the store
-    // as it was before the run (its snapshot: a stopped MinHash run saves none): the
-    // originals' locations and signatures, which decisions and the pairs report
-    // depend on, are not in journals. The journal only tells that a run is unfinished.
+    // as it was before the run (its side store: a stopped MinHash run saves none):
+    // the originals' locations and signatures, which decisions and the pairs report
+    // depend on, are not in journals. Its finished outputs are decided again, not
+    // written ([`Finished::Replay`]).
     let rerun = cfg.options.minhash.is_some();
     if let (Some(m), Some(_)) = (minhash, &kept_path) {
         m.kept.set_persistent();
     }
-    let mut journal_nonce = None;
+    // The side store the run starts from, by its checksum (0: none). The journal's
+    // start record carries it: a restore that finds another one knows the run got
+    // as far as saving its own.
+    let base = kept_file.map_or(0, |k| k.checksum);
+    // What a `--restore` with a journal does with each finished output.
+    let mut plan: Option<HashMap<Vec<u8>, Finished>> = None;
     let journal = if journal_path.exists() {
+        // Start records and (older journals) MinHash nonces: not work of the run.
+        let mut bookkeeping = 0;
         let replay = Journal::replay(&journal_path, &meta, |tag, keys| {
-            if rerun {
-                if let Some(n) = decode_nonce(tag) {
-                    journal_nonce = Some(n);
-                }
-                return Ok(());
+            if is_bookkeeping(tag) {
+                bookkeeping += 1;
+            } else if !rerun {
+                store.insert_all(keys);
             }
-            store.insert_all(keys);
             recorded.add_tag(tag)
         })
         .map_err(|e| match e {
@@ -351,87 +449,62 @@ pub fn run_persistent(
             ));
         }
         let old = String::from_utf8_lossy(&replay.run_info).into_owned();
-        if replay.records > 0 && !p.restore {
+        let work = replay.records - bookkeeping;
+        if work > 0 && !p.restore {
             bail!(
                 "{} holds the journal of an interrupted run ({}); finish it first: run that command again with --restore",
                 journal_path.display(),
                 old.lines().take(2).collect::<Vec<_>>().join(", ")
             );
         }
-        if replay.records > 0 {
+        if p.restore {
             if let Some(m) = run_info_mismatch(&old, &info) {
                 bail!("cannot restore from {}: {m}", journal_path.display());
             }
-            // A finished output's records end with its finish mark, synced before the
-            // rename. A journal that ends with a chunk record of a finished output lost
-            // its end after it was synced (cut short, or written by a webdedup without
-            // finish marks): records that output depends on may be gone.
-            // (When the torn last record was that output's finish mark, the chunk is the
-            // file's last one, and nothing is lost.)
-            if rerun {
-                rep.journal_records_replayed = replay.records;
-                if journal_nonce.is_some() && journal_nonce == kept_nonce {
-                    // The interrupted run saved its side store: it had finished
-                    // every output; only the snapshot and the journal remain.
-                    if let Some(snap) = &snapshot {
-                        rep.saved = Some(store.save(snap, &meta)?);
-                    }
-                    remove_durably(&journal_path)?;
-                    let mut stats = RunStats::default();
-                    stats.finish(0.0, run_store.len(), run_store.memory_bytes());
-                    drop(lock);
-                    return Ok((stats, rep));
+            rep.journal_records_replayed = work;
+            if rerun && saved_side_store(&recorded, base, kept_file) {
+                // The interrupted run saved its side store: it had finished every
+                // output; only the snapshot and the journal's removal remain.
+                if let Some(snap) = &snapshot {
+                    rep.saved = Some(store.save(snap, &meta)?);
                 }
-                Journal::create(&journal_path, &meta, info.as_bytes(), p.fsync)?
-            } else {
-                if let Some((rel, Some(chunk))) = &recorded.last {
-                    let finished = files
-                        .iter()
-                        .find(|f| rel_bytes(&f.rel) == rel.as_slice())
-                        .filter(|f| cfg.output_candidates(&f.rel).iter().any(|o| o.exists()));
-                    let mark_torn = |f: &InputFile| -> Result<bool> {
-                        Ok(replay.torn.is_some() && count_chunks(cfg, &f.path)? == chunk + 1)
-                    };
-                    if let Some(f) = finished.filter(|f| !mark_torn(f).unwrap_or(false)) {
-                        let outs = cfg.output_candidates(&f.rel);
-                        let out = outs.iter().find(|o| o.exists()).unwrap_or(&outs[0]);
-                        bail!(
-                        "{}: the journal ends with the record of chunk {chunk} of {}, whose output {} is \
-                         finished, without that output's finish mark: the journal was cut short after it \
-                         was written (or by a webdedup version without finish marks: finish the restore \
-                         with that version), so keys that output and the later ones depend on may be \
-                         lost. Nothing was changed. {}",
-                        journal_path.display(),
-                        String::from_utf8_lossy(rel),
-                        out.display(),
-                        start_over(cfg, p, &journal_path)
-                    );
-                    }
-                }
-                rep.journal_records_replayed = replay.records;
-                Journal::open_append(&journal_path, replay.valid_len, p.fsync)?
+                remove_durably(&journal_path)?;
+                let mut stats = RunStats::default();
+                stats.files_skipped = files.len() as u64;
+                stats.finish(0.0, run_store.len(), run_store.memory_bytes());
+                drop(lock);
+                return Ok((stats, rep));
             }
+            let (finished, torn_mark) =
+                plan_finished(cfg, p, &files, &recorded, &replay, &journal_path)?;
+            plan = Some(finished);
+            let journal = Journal::open_append(&journal_path, replay.valid_len, p.fsync)?;
+            if let Some((rel, chunks)) = torn_mark {
+                // Put back the mark the torn record was, so a later restore finds it.
+                let mut tag = Vec::new();
+                crate::resume::encode_finished(&rel, chunks, &mut tag);
+                journal.append(&tag, &[])?;
+            }
+            if recorded.start.is_none() {
+                // A journal of a webdedup before start records: one from now on.
+                let start = RunStart {
+                    by_restore: true,
+                    base,
+                    outputs: Default::default(),
+                };
+                journal.append(&start.encode(), &[])?;
+            }
+            if rerun {
+                // Its decision records are not used (see above).
+                recorded.files.clear();
+            }
+            journal
         } else {
-            Journal::create(&journal_path, &meta, info.as_bytes(), p.fsync)?
+            create_journal(cfg, p, &files, &journal_path, &meta, &info, base)?
         }
     } else {
-        Journal::create(&journal_path, &meta, info.as_bytes(), p.fsync)?
+        create_journal(cfg, p, &files, &journal_path, &meta, &info, base)?
     };
-
-    // The run's nonce, first in its journal: the side store saved at its end
-    // carries it too (see above).
-    let run_nonce = xxhash_rust::xxh3::xxh3_64(
-        format!(
-            "{:?} {} {}",
-            std::time::SystemTime::now(),
-            std::process::id(),
-            info
-        )
-        .as_bytes(),
-    );
-    if rerun {
-        journal.append(&encode_nonce(run_nonce), &[])?;
-    }
 
     // Decision logs of unfinished outputs.
     for f in &files {
@@ -469,7 +542,8 @@ pub fn run_persistent(
     let dur = Durability {
         journal: Some(&journal),
         recorded: Some(&recorded),
-        skip_finished: p.restore && !rerun,
+        skip_finished: p.restore && plan.is_none(),
+        finished: plan.as_ref(),
         stop,
         plans: None,
     };
@@ -525,9 +599,13 @@ pub fn run_persistent(
         }
     } else {
         if let (Some(m), Some(k)) = (minhash, &kept_path) {
-            // Before the snapshot: a restore that finds this nonce knows the run
-            // finished (the side store is what the next run loads).
-            m.kept.save(k, &m.params.describe(), run_nonce)?;
+            // Before the snapshot: a restore that finds another side store than the
+            // one its journal started from knows the run finished (the side store is
+            // what the next run loads). A restore that had nothing to do (every
+            // output finished) leaves it as it is: saving counts a run.
+            if stats.files_skipped < files.len() as u64 {
+                m.kept.save(k, &m.params.describe())?;
+            }
         }
         if let Some(snap) = &snapshot {
             rep.saved = Some(store.save(snap, &meta)?);

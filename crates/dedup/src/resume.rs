@@ -27,14 +27,35 @@
 //! record is always one that a restore redoes (an unfinished output's chunk) or a mark
 //! (whose output's records are all intact before it), never keys a finished output
 //! depends on. Damage before the last record is refused by the journal replay.
+//!
+//! A **start record** is a journal's first record, written with its header in one
+//! atomic write, so a journal without one was cut short (or written by a webdedup
+//! before issue 27):
+//!
+//! ```text
+//! u8 kind=4  u8 how (0: a fresh run, 1: a restore that found no journal)
+//! u64 base (MinHash: the checksum of the side store the run started from; 0: none)
+//! u32 n, n × (u32 rel_len  rel): the inputs whose output existed when it was written
+//! ```
+//!
+//! It tells a restore, for each output it finds, whether skipping it is safe
+//! ([`RunStart::finished`]): an output finished by the run has a finish mark; one
+//! listed by a restore's start record was finished before the journal began (its
+//! keys are in the snapshot); one listed by a fresh run's is an earlier run's output,
+//! to be written again. Any other output lost its records (the journal was cut
+//! short): the restore is refused, never a silently smaller store.
 
 use parking_lot::Mutex;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use webdedup_store::{BatchId, Location, Store, StoreError};
 
 const TAG_VERSION: u8 = 1;
 /// The first byte of a finish mark's tag.
 const TAG_FINISHED: u8 = 2;
+/// The first byte of the record of a MinHash run's nonce (journals before issue 27).
+const TAG_MINHASH_NONCE: u8 = 3;
+/// The first byte of a start record's tag.
+const TAG_START: u8 = 4;
 
 /// The verdicts of one chunk.
 #[derive(Clone, Debug)]
@@ -51,6 +72,12 @@ pub struct Recorded {
     /// The last record added: `(rel, Some(chunk))` for a chunk's decision record,
     /// `(rel, None)` for a finish mark.
     pub last: Option<(Vec<u8>, Option<u64>)>,
+    /// The inputs with a finish mark.
+    pub finished: HashSet<Vec<u8>>,
+    /// The journal's start record.
+    pub start: Option<RunStart>,
+    /// A MinHash run's nonce (journals before issue 27).
+    pub nonce: Option<u64>,
 }
 
 impl Recorded {
@@ -58,12 +85,26 @@ impl Recorded {
         self.files.get(rel)?.get(&chunk)
     }
 
-    /// Adds a record from its tag (a decision record or a finish mark).
+    /// Adds a record from its tag (a decision record, a finish mark, a start
+    /// record, a nonce).
     pub fn add_tag(&mut self, tag: &[u8]) -> Result<(), String> {
-        if tag.first() == Some(&TAG_FINISHED) {
-            let (rel, _chunks) = decode_finished(tag)?;
-            self.last = Some((rel, None));
-            return Ok(());
+        match tag.first() {
+            Some(&TAG_FINISHED) => {
+                let (rel, _chunks) = decode_finished(tag)?;
+                self.finished.insert(rel.clone());
+                self.last = Some((rel, None));
+                return Ok(());
+            }
+            Some(&TAG_START) => {
+                self.start = Some(RunStart::decode(tag)?);
+                return Ok(());
+            }
+            Some(&TAG_MINHASH_NONCE) => {
+                let n = tag.get(1..).and_then(|b| b.try_into().ok());
+                self.nonce = Some(u64::from_le_bytes(n.ok_or("bad nonce record")?));
+                return Ok(());
+            }
+            _ => {}
         }
         let (rel, chunk, v) = decode_tag(tag)?;
         self.last = Some((rel.clone(), Some(chunk)));
@@ -73,6 +114,106 @@ impl Recorded {
 
     pub fn chunks(&self) -> usize {
         self.files.values().map(|m| m.len()).sum()
+    }
+}
+
+/// Whether `tag` is a start record or a MinHash nonce: what the journal says about
+/// the run, not a chunk's work.
+pub fn is_bookkeeping(tag: &[u8]) -> bool {
+    matches!(tag.first(), Some(&TAG_START) | Some(&TAG_MINHASH_NONCE))
+}
+
+/// What a run does with an input whose output exists when it starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Finished {
+    /// Written again: an earlier run's output (a fresh run writes every output).
+    Rewrite,
+    /// Left alone: what its documents did to the store is durable (in the journal,
+    /// or in the snapshot the run started from).
+    Skip,
+    /// Left alone, but its documents go through the store again, in input order:
+    /// MinHash's side store of kept documents (originals' names and signatures) is
+    /// not in the journal, so a restore rebuilds it from the run's start.
+    Replay,
+}
+
+/// A journal's start record (see the module docs).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RunStart {
+    /// Written by a restore that found no journal: the listed outputs are finished
+    /// and the snapshot holds their keys. Otherwise by a fresh run: they are an
+    /// earlier run's, written again.
+    pub by_restore: bool,
+    /// MinHash: the checksum of the side store the run started from (0: none).
+    pub base: u64,
+    /// The inputs (relative path bytes) whose output existed.
+    pub outputs: BTreeSet<Vec<u8>>,
+}
+
+impl RunStart {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut t = vec![TAG_START, self.by_restore as u8];
+        t.extend_from_slice(&self.base.to_le_bytes());
+        t.extend_from_slice(&(self.outputs.len() as u32).to_le_bytes());
+        for rel in &self.outputs {
+            t.extend_from_slice(&(rel.len() as u32).to_le_bytes());
+            t.extend_from_slice(rel);
+        }
+        t
+    }
+
+    fn decode(tag: &[u8]) -> Result<RunStart, String> {
+        let mut pos = 0usize;
+        let mut take = |n: usize| -> Result<&[u8], String> {
+            let b = tag
+                .get(pos..pos + n)
+                .ok_or_else(|| "start record cut short".to_string())?;
+            pos += n;
+            Ok(b)
+        };
+        take(1)?;
+        let by_restore = match take(1)?[0] {
+            0 => false,
+            1 => true,
+            n => return Err(format!("start record of unknown kind {n}")),
+        };
+        let base = u64::from_le_bytes(take(8)?.try_into().unwrap());
+        let n = u32::from_le_bytes(take(4)?.try_into().unwrap());
+        let mut outputs = BTreeSet::new();
+        for _ in 0..n {
+            let len = u32::from_le_bytes(take(4)?.try_into().unwrap()) as usize;
+            outputs.insert(take(len)?.to_vec());
+        }
+        if pos != tag.len() {
+            return Err("stray bytes in a start record".into());
+        }
+        Ok(RunStart {
+            by_restore,
+            base,
+            outputs,
+        })
+    }
+
+    /// What a restore does with the finished output of input `rel`, given the
+    /// journal's finish marks (`marked`: also a mark dropped as torn, see
+    /// `persist`), or `None` when the journal lost its records. `replay`: the
+    /// run's finished outputs go through the store again (MinHash).
+    pub fn finished(&self, rel: &[u8], marked: bool, replay: bool) -> Option<Finished> {
+        if marked {
+            return Some(if replay {
+                Finished::Replay
+            } else {
+                Finished::Skip
+            });
+        }
+        if !self.outputs.contains(rel) {
+            return None;
+        }
+        Some(if self.by_restore {
+            Finished::Skip
+        } else {
+            Finished::Rewrite
+        })
     }
 }
 

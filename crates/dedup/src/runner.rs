@@ -11,9 +11,10 @@ use crate::plan::{ChunkPlan, Planner};
 use crate::policy::{chunk_identity, decide, file_id, ChunkContext, Decisions, Scratch};
 use crate::render::{render_spans, DdOut, DroppedOut};
 use crate::report::{ChunkStats, RunStats};
-use crate::resume::{encode_finished, encode_tag, Recorded, Recorder, Replayer};
+use crate::resume::{encode_finished, encode_tag, Finished, Recorded, Recorder, Replayer};
 use anyhow::{anyhow, Context, Result};
 use parking_lot::{Condvar, Mutex};
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::fs;
 use std::io::{BufRead, BufReader, Read};
@@ -42,6 +43,10 @@ pub struct Durability<'a> {
     pub recorded: Option<&'a Recorded>,
     /// Skip the files whose output already exists (`--restore`).
     pub skip_finished: bool,
+    /// What a restore does with each input whose output exists, by relative path
+    /// bytes ([`rel_bytes`]); instead of `skip_finished`. Inputs it does not list
+    /// are written.
+    pub finished: Option<&'a HashMap<Vec<u8>, Finished>>,
     /// Set (by a signal handler) to stop reading: chunks already read are finished,
     /// the file being written stays unfinished.
     pub stop: Option<&'a AtomicBool>,
@@ -666,6 +671,10 @@ struct Writer<'a> {
     /// file does not hold up the writing of the next one.
     finisher: Option<crossbeam_channel::Sender<Finish>>,
     files: &'a [InputFile],
+    /// By file: decided again but not written ([`Finished::Replay`]).
+    replay: &'a [bool],
+    /// Replayed files done.
+    replayed: u64,
     report: &'a (dyn Fn(&str) + Sync),
     current: Option<Outputs>,
     issues_in_file: u64,
@@ -677,6 +686,14 @@ struct Writer<'a> {
 impl Writer<'_> {
     fn write(&mut self, job: &Job, w: &mut Worker) -> Result<()> {
         let file = &self.files[job.file];
+        if self.replay[job.file] {
+            // Its decisions went into the store; its finished output stays as it is.
+            if job.chunk.as_ref().map_or(true, |c| c.last) {
+                self.replayed += 1;
+                self.tick();
+            }
+            return Ok(());
+        }
         let chunk = match &job.chunk {
             Ok(c) => c,
             Err(e) => {
@@ -1117,10 +1134,23 @@ pub fn run_files(
         }
     }
     let listed = files.len();
-    if dur.skip_finished {
-        files.retain(|f| !cfg.output_candidates(&f.rel).iter().any(|o| o.exists()));
-    }
-    let skipped = (listed - files.len()) as u64;
+    let on_finished = |f: &InputFile| match dur.finished {
+        Some(plan) => plan
+            .get(rel_bytes(&f.rel))
+            .copied()
+            .unwrap_or(Finished::Rewrite),
+        None if dur.skip_finished && cfg.output_candidates(&f.rel).iter().any(|o| o.exists()) => {
+            Finished::Skip
+        }
+        None => Finished::Rewrite,
+    };
+    files.retain(|f| on_finished(f) != Finished::Skip);
+    // Replayed inputs are read and decided, not written.
+    let replay: Vec<bool> = files
+        .iter()
+        .map(|f| on_finished(f) == Finished::Replay)
+        .collect();
+    let skipped = (listed - files.len() + replay.iter().filter(|&&r| r).count()) as u64;
     let progress = cfg.progress.then(|| {
         let p = indicatif::ProgressBar::new(files.len() as u64);
         p.set_style(
@@ -1138,6 +1168,8 @@ pub fn run_files(
         journal: dur.journal,
         finisher: None,
         files: &files,
+        replay: &replay,
+        replayed: 0,
         report,
         current: None,
         issues_in_file: 0,
@@ -1153,7 +1185,8 @@ pub fn run_files(
     let finish_failure: Mutex<Option<anyhow::Error>> = Mutex::new(None);
     let (finish_tx, finish_rx) = crossbeam_channel::bounded::<Finish>(4);
     let mut finish_tx = Some(finish_tx);
-    let result = std::thread::scope(|sc| -> Result<RunStats> {
+    let replay = &replay;
+    let result = std::thread::scope(|sc| -> Result<(RunStats, u64)> {
         let mut writer = writer;
         if cfg.sync {
             let (stop, finish_failure, finish_rx) = (&stop, &finish_failure, &finish_rx);
@@ -1183,8 +1216,10 @@ pub fn run_files(
                 let r = w
                     .decide(&job, &files[job.file], store, &cfg.options, dur)
                     .and_then(|_| {
-                        w.build_record(&job, &files[job.file]);
-                        w.render(&job, &files[job.file], cfg)?;
+                        if !replay[job.file] {
+                            w.build_record(&job, &files[job.file]);
+                            w.render(&job, &files[job.file], cfg)?;
+                        }
                         writer.write(&job, &mut w)
                     });
                 if let Ok(chunk) = job.chunk {
@@ -1202,7 +1237,7 @@ pub fn run_files(
                 return Err(e);
             }
             writer.finisher = None;
-            std::mem::take(&mut writer.stats)
+            (std::mem::take(&mut writer.stats), writer.replayed)
         } else {
             let commit_gate = Gate::new(RecordCounter::default());
             let write_gate = Gate::new(writer);
@@ -1238,7 +1273,7 @@ pub fn run_files(
                                 }
                             });
                             let r = r.and_then(|_| {
-                                if failed() {
+                                if failed() || replay[job.file] {
                                     return Ok(());
                                 }
                                 w.build_record(&job, &files[job.file]);
@@ -1267,11 +1302,12 @@ pub fn run_files(
             if let Some(e) = failure.into_inner() {
                 return Err(e);
             }
-            write_gate.state.into_inner().1.stats
+            let writer = write_gate.state.into_inner().1;
+            (writer.stats, writer.replayed)
         };
         Ok(stats)
     });
-    let mut stats = result?;
+    let (mut stats, replayed) = result?;
     if let Some(e) = finish_failure.into_inner() {
         return Err(e);
     }
@@ -1280,7 +1316,7 @@ pub fn run_files(
     }
     stats.threads = threads;
     stats.files_skipped = skipped;
-    stats.interrupted = signalled() && stats.files < files.len() as u64;
+    stats.interrupted = signalled() && stats.files + replayed < files.len() as u64;
     stats.finish(
         started.elapsed().as_secs_f64(),
         store.len(),

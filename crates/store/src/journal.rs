@@ -152,7 +152,22 @@ impl Journal {
         run_info: &[u8],
         mode: SyncMode,
     ) -> Result<Journal, StoreError> {
-        let h = header(meta, run_info);
+        Self::create_with(path, meta, run_info, &[], mode)
+    }
+
+    /// [`create`](Self::create) with first records, written with the header in the
+    /// same atomic write: a journal never holds the header without them.
+    pub fn create_with(
+        path: &Path,
+        meta: &StoreMeta,
+        run_info: &[u8],
+        first: &[(&[u8], &[u64])],
+        mode: SyncMode,
+    ) -> Result<Journal, StoreError> {
+        let mut h = header(meta, run_info);
+        for (tag, keys) in first {
+            encode_record(tag, keys, &mut h);
+        }
         write_atomic(path, &[&h], "journal-create")?;
         Self::open_append(path, h.len() as u64, mode)
     }

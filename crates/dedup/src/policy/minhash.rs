@@ -316,16 +316,20 @@ impl KeptDocs {
     /// atomically, streamed from its files:
     ///
     /// ```text
-    /// "WDDMHKP\0" u32 version=1  str settings  u64 run_nonce  u64 runs
+    /// "WDDMHKP\0" u32 version=2  str settings  u64 runs
     /// u64 files, each: u64 id  str rel
     /// u64 docs (in the order they were kept), each: u64 file  u64 line
     ///     u32 id_len (u32::MAX: none) id  u32 sig_len sig  u32 bands  u64 × bands
     /// u64 xxh3-64 of everything before
     /// ```
     ///
-    /// `run_nonce` names the run that wrote it (its journal carries the same), so a
-    /// restore knows whether the interrupted run got as far as saving.
-    pub fn save(&self, path: &Path, settings: &str, run_nonce: u64) -> Result<u64, StoreError> {
+    /// The bytes are a function of the decisions (as a snapshot's are of its keys):
+    /// two runs that kept the same documents write the same file. A run's journal
+    /// names the side store it started from by its checksum (the last field), so a
+    /// restore tells whether the interrupted run got as far as saving (see
+    /// `persist`). Version 1 also held the writing run's nonce, for the same
+    /// purpose; it is still read.
+    pub fn save(&self, path: &Path, settings: &str) -> Result<u64, StoreError> {
         let mut g = self.inner.lock();
         let mut files: Vec<(u64, Arc<str>)> =
             g.files.iter().map(|(k, v)| (*k, v.clone())).collect();
@@ -334,7 +338,6 @@ impl KeptDocs {
             + 4
             + 4
             + settings.len() as u64
-            + 8
             + 8
             + 8
             + files
@@ -351,9 +354,8 @@ impl KeptDocs {
                 h: Xxh3Default::new(),
             };
             w.write_all(KEPT_MAGIC)?;
-            w.write_all(&1u32.to_le_bytes())?;
+            w.write_all(&KEPT_VERSION.to_le_bytes())?;
             put_bytes(&mut w, settings.as_bytes())?;
-            w.write_all(&run_nonce.to_le_bytes())?;
             w.write_all(&(g.runs + 1).to_le_bytes())?;
             w.write_all(&(files.len() as u64).to_le_bytes())?;
             for (id, rel) in &files {
@@ -385,19 +387,25 @@ impl KeptDocs {
 
     /// [`save`](Self::save)'s bytes, in memory (tests).
     #[cfg(test)]
-    fn encode(&self, settings: &str, run_nonce: u64) -> Vec<u8> {
+    fn encode(&self, settings: &str) -> Vec<u8> {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("kept");
-        self.save(&path, settings, run_nonce).unwrap();
+        self.save(&path, settings).unwrap();
         std::fs::read(path).unwrap()
     }
 
     /// Loads what [`save`](Self::save) wrote to `path` for `settings`: fills this
     /// side store and inserts every kept document's band keys into `store`,
     /// located, in the order they were kept (so each key's first inserter is its
-    /// owner again). Returns the writing run's nonce. The file is read twice (its
-    /// checksum first, so a damaged file changes nothing), never held in memory.
-    pub fn load_file(&self, path: &Path, settings: &str, store: &dyn Store) -> Result<u64, String> {
+    /// owner again). Returns what names the file (its checksum). The file is read
+    /// twice (its checksum first, so a damaged file changes nothing), never held in
+    /// memory.
+    pub fn load_file(
+        &self,
+        path: &Path,
+        settings: &str,
+        store: &dyn Store,
+    ) -> Result<KeptFile, String> {
         let what = path.display().to_string();
         let open = || {
             let f = File::open(path).map_err(|e| format!("cannot read {what}: {e}"))?;
@@ -417,7 +425,7 @@ impl KeptDocs {
         settings: &str,
         what: &str,
         store: &dyn Store,
-    ) -> Result<u64, String> {
+    ) -> Result<KeptFile, String> {
         self.load_from(|| Ok((bytes, bytes.len() as u64)), settings, what, store)
     }
 
@@ -427,7 +435,7 @@ impl KeptDocs {
         settings: &str,
         what: &str,
         store: &dyn Store,
-    ) -> Result<u64, String> {
+    ) -> Result<KeptFile, String> {
         // Pass 1: the checksum.
         let (mut src, len) = open()?;
         let body_len = len
@@ -446,7 +454,8 @@ impl KeptDocs {
         let mut check = [0u8; 8];
         src.read_exact(&mut check)
             .map_err(|e| format!("{what}: cannot read: {e}"))?;
-        if h.digest().to_le_bytes() != check {
+        let checksum = h.digest();
+        if checksum.to_le_bytes() != check {
             return Err(format!("{what}: checksum mismatch (damaged or cut short)"));
         }
         // Pass 2: the contents.
@@ -456,8 +465,14 @@ impl KeptDocs {
             pos: 0,
             what,
         };
-        if r.take(8)? != KEPT_MAGIC || r.u32()? != 1 {
-            return Err(format!("{what}: not a MinHash side store of this version"));
+        if r.take(8)? != KEPT_MAGIC {
+            return Err(format!("{what}: not a MinHash side store"));
+        }
+        let version = r.u32()?;
+        if version != 1 && version != KEPT_VERSION {
+            return Err(format!(
+                "{what}: MinHash side store format version {version}, this program reads 1 and {KEPT_VERSION}"
+            ));
         }
         let found = String::from_utf8_lossy(&r.bytes()?).into_owned();
         if found != settings {
@@ -465,7 +480,7 @@ impl KeptDocs {
                 "{what}: MinHash settings '{found}' in the store, '{settings}' in this run"
             ));
         }
-        let nonce = r.u64()?;
+        let nonce = if version == 1 { Some(r.u64()?) } else { None };
         {
             let mut g = self.inner.lock();
             g.runs = r.u64()?;
@@ -509,8 +524,17 @@ impl KeptDocs {
             return Err(format!("{what}: stray bytes at offset {}", r.pos));
         }
         self.inner.lock().persist = true;
-        Ok(nonce)
+        Ok(KeptFile { checksum, nonce })
     }
+}
+
+/// What names a saved side store ([`KeptDocs::load_file`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeptFile {
+    /// Its checksum (its last 8 bytes): a function of its contents.
+    pub checksum: u64,
+    /// The nonce of the run that wrote it (format version 1 only).
+    pub nonce: Option<u64>,
 }
 
 /// The compact band-key store confirms a fingerprint by the candidate document's
@@ -526,6 +550,8 @@ impl BandOwners for KeptDocs {
 }
 
 const KEPT_MAGIC: &[u8; 8] = b"WDDMHKP\0";
+/// 2: no run nonce (the file is a function of the decisions).
+const KEPT_VERSION: u32 = 2;
 
 /// Mixes a run number into file ids (0 leaves them as they are).
 fn run_mix(runs: u64) -> u64 {
@@ -856,11 +882,17 @@ mod tests {
 
     #[test]
     fn side_store_round_trip_rebuilds_keys_with_their_first_owner() {
-        let bytes = sample().encode("s", 42);
+        let bytes = sample().encode("s");
         let again = KeptDocs::default();
         again.set_local();
         let store = MemStore::new(7);
-        assert_eq!(again.load(&bytes, "s", "f", &store).unwrap(), 42);
+        let file = again.load(&bytes, "s", "f", &store).unwrap();
+        assert_eq!(file.nonce, None);
+        assert_eq!(
+            file.checksum.to_le_bytes(),
+            bytes[bytes.len() - 8..],
+            "named by its checksum"
+        );
         assert_eq!(store.len(), 3);
         let (mut seen, mut orig) = (Vec::new(), Vec::new());
         store
@@ -876,9 +908,39 @@ mod tests {
         assert_eq!(g.runs, 1);
     }
 
+    /// Issue 27 D15: the saved side store is a function of the decisions, so two
+    /// uninterrupted runs (or a run and a restore) save the same bytes; files of
+    /// format version 1 (with a run nonce) are still read.
+    #[test]
+    fn saved_side_store_is_canonical_and_version_1_is_read() {
+        let bytes = sample().encode("s");
+        assert_eq!(sample().encode("s"), bytes, "two saves, the same bytes");
+        // The version 1 layout: the same with a nonce after the settings.
+        let at = 8 + 4 + 4 + 1;
+        let mut v1 = bytes[..bytes.len() - 8].to_vec();
+        v1[8..12].copy_from_slice(&1u32.to_le_bytes());
+        v1.splice(at..at, 99u64.to_le_bytes());
+        let check = xxhash_rust::xxh3::xxh3_64(&v1);
+        v1.extend_from_slice(&check.to_le_bytes());
+        let again = KeptDocs::default();
+        again.set_local();
+        let store = MemStore::new(7);
+        let file = again.load(&v1, "s", "f", &store).unwrap();
+        assert_eq!((file.nonce, file.checksum), (Some(99), check));
+        assert_eq!(store.len(), 3);
+        let mut v3 = bytes[..bytes.len() - 8].to_vec();
+        v3[8..12].copy_from_slice(&3u32.to_le_bytes());
+        let check = xxhash_rust::xxh3::xxh3_64(&v3);
+        v3.extend_from_slice(&check.to_le_bytes());
+        let err = KeptDocs::default()
+            .load(&v3, "s", "f", &MemStore::new(7))
+            .unwrap_err();
+        assert!(err.contains("version 3"), "{err}");
+    }
+
     #[test]
     fn damaged_or_foreign_side_stores_are_refused() {
-        let bytes = sample().encode("s", 1);
+        let bytes = sample().encode("s");
         let store = MemStore::new(7);
         let err = KeptDocs::default()
             .load(&bytes, "t", "f", &store)
