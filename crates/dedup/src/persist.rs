@@ -19,7 +19,9 @@
 
 use crate::policy::minhash::KeptFile;
 use crate::resume::{is_bookkeeping, Finished, Recorded, RunStart};
-use crate::runner::{list_inputs, log_path, rel_bytes, run_with, Durability, InputFile};
+use crate::runner::{
+    list_inputs, log_path, on_finished, rel_bytes, run_with, Durability, InputFile,
+};
 use crate::{RunConfig, RunStats};
 use anyhow::{anyhow, bail, Context, Result};
 use std::collections::{BTreeMap, HashMap};
@@ -261,8 +263,7 @@ fn plan_finished(
         let mut marked = recorded.finished.contains(rel);
         // The journal ends with the record of the file's last chunk and a torn
         // record: that was its finish mark (the output is complete), nothing is lost.
-        if let (false, Some(_), Some((last, Some(chunk)))) =
-            (marked, &replay.torn, &recorded.last)
+        if let (false, Some(_), Some((last, Some(chunk)))) = (marked, &replay.torn, &recorded.last)
         {
             if last.as_slice() == rel && count_chunks(cfg, &f.path).ok() == Some(chunk + 1) {
                 marked = true;
@@ -547,6 +548,10 @@ pub fn run_persistent(
         stop,
         plans: None,
     };
+    // Nothing to do: every input is skipped (a restore after a finished run).
+    let idle = files
+        .iter()
+        .all(|f| on_finished(cfg, &dur, f) == Finished::Skip);
     let mut stats = run_with(cfg, run_store, &dur, report)?;
     journal.sync()?;
 
@@ -603,7 +608,7 @@ pub fn run_persistent(
             // one its journal started from knows the run finished (the side store is
             // what the next run loads). A restore that had nothing to do (every
             // output finished) leaves it as it is: saving counts a run.
-            if stats.files_skipped < files.len() as u64 {
+            if !idle {
                 m.kept.save(k, &m.params.describe())?;
             }
         }

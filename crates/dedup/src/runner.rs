@@ -1108,6 +1108,21 @@ pub fn run_with(
     Ok(stats)
 }
 
+/// What the run does with input `f` ([`Finished::Rewrite`]: it is written, whether
+/// its output exists or not).
+pub fn on_finished(cfg: &RunConfig, dur: &Durability, f: &InputFile) -> Finished {
+    match dur.finished {
+        Some(plan) => plan
+            .get(rel_bytes(&f.rel))
+            .copied()
+            .unwrap_or(Finished::Rewrite),
+        None if dur.skip_finished && cfg.output_candidates(&f.rel).iter().any(|o| o.exists()) => {
+            Finished::Skip
+        }
+        None => Finished::Rewrite,
+    }
+}
+
 /// [`run_with`] over the given input files (a subset of `cfg.inputs`' listing, in
 /// its order), e.g. one batch-mode task's share.
 pub fn run_files(
@@ -1134,16 +1149,7 @@ pub fn run_files(
         }
     }
     let listed = files.len();
-    let on_finished = |f: &InputFile| match dur.finished {
-        Some(plan) => plan
-            .get(rel_bytes(&f.rel))
-            .copied()
-            .unwrap_or(Finished::Rewrite),
-        None if dur.skip_finished && cfg.output_candidates(&f.rel).iter().any(|o| o.exists()) => {
-            Finished::Skip
-        }
-        None => Finished::Rewrite,
-    };
+    let on_finished = |f: &InputFile| on_finished(cfg, dur, f);
     files.retain(|f| on_finished(f) != Finished::Skip);
     // Replayed inputs are read and decided, not written.
     let replay: Vec<bool> = files
