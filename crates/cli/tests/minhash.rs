@@ -483,11 +483,6 @@ fn restore_never_rewrites_a_finished_output() {
     };
     let (o, want, ref_out) = run("ref", &[], None);
     assert!(o.status.success(), "{}", stderr(&o));
-    let (o, again, _) = run("again", &[], None);
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert!(again.2 == want.2, "two runs, two side stores");
-    assert!(again.1 == want.1, "two runs, two snapshots");
-
     // A finished run, then the same command with --restore: nothing is written.
     let before = inodes(&ref_out);
     let (o, got, _) = run("ref", &["-r"], None);
@@ -522,6 +517,11 @@ fn restore_never_rewrites_a_finished_output() {
             );
         }
     }
+
+    let (o, again, _) = run("again", &[], None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(again.2 == want.2, "two runs, two side stores");
+    assert!(again.1 == want.1, "two runs, two snapshots");
 }
 
 /// A run stopped cleanly (the `stop` fault point sets the stop flag as a signal

@@ -671,8 +671,11 @@ fn mode_run(root: &Path, name: &str, command: &str, extra: &[&str]) -> Run {
     r
 }
 
+/// Files by relative path, as [`tree`] lists them.
+type Files = Vec<(String, Vec<u8>)>;
+
 /// The outputs and what the store directory saved (snapshot, MinHash side store).
-fn saved_state(r: &Run) -> (Vec<(String, Vec<u8>)>, Vec<(String, Vec<u8>)>) {
+fn saved_state(r: &Run) -> (Files, Files) {
     let saved = tree(&r.store)
         .into_iter()
         .filter(|f| f.0 == "store.snap" || f.0 == "minhash.kept")

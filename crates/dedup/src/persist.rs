@@ -470,8 +470,10 @@ pub fn run_persistent(
                     rep.saved = Some(store.save(snap, &meta)?);
                 }
                 remove_durably(&journal_path)?;
-                let mut stats = RunStats::default();
-                stats.files_skipped = files.len() as u64;
+                let mut stats = RunStats {
+                    files_skipped: files.len() as u64,
+                    ..Default::default()
+                };
                 stats.finish(0.0, run_store.len(), run_store.memory_bytes());
                 drop(lock);
                 return Ok((stats, rep));
