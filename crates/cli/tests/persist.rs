@@ -856,3 +856,31 @@ fn outputs_of_an_earlier_run_are_written_again_by_a_restore() {
         assert!(got.1 == want.1, "{mode}: the saved store differs");
     }
 }
+
+/// A torn last record that was a finished output's finish mark is accepted (the
+/// output's records are all before it) and written again by the restore: a crash
+/// during that restore and another restore must still find the output finished.
+#[test]
+fn a_torn_finish_mark_is_put_back_for_later_restores() {
+    let dir = tempfile::tempdir().unwrap();
+    let want = reference(dir.path(), true);
+    // fsync off: outputs are renamed in the write gate, right after their mark.
+    let r = Run::new(dir.path(), "torn-mark", &["-t", "1", "--fsync", "off"]).with_store();
+    assert!(!r.run(false, Some("renamed:2")).status.success());
+    let jp = r.store.join("journal");
+    let mut b = std::fs::read(&jp).unwrap();
+    let last = journal_records(&b).pop().unwrap();
+    const FINISH_MARK: u8 = 2;
+    assert_eq!(
+        b[last.start + 16],
+        FINISH_MARK,
+        "the journal ends with a mark"
+    );
+    b[last.end - 1] ^= 0x40;
+    std::fs::write(&jp, &b).unwrap();
+    let o = r.run(true, Some("renamed:1"));
+    assert!(stderr(&o).contains("fault injection"), "{}", stderr(&o));
+    let o = r.run(true, None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_same("torn mark, crash in the restore", &r.state(), &want);
+}
