@@ -260,9 +260,9 @@ pub(crate) fn run_mode(
     if args.read.wikilinks() {
         return run_wikilinks(args, &cfg, &report, input_problems);
     }
-    let mut keys = webdedup_store_spec::KeySet::dedup(args.normalization, args.blocks);
-    // MinHash band keys are a key kind of their own: a store never mixes them silently.
-    keys.meta.key_kind = webdedup_dedup::persist::key_kind(&cfg);
+    // The store identity of these options (the one function every store kind and
+    // front door uses): a store of other keys is refused, whichever it is.
+    let keys = webdedup_store_spec::KeySet::for_run(&cfg.options, args.blocks);
     let capacity = args.capacity.map(|c| c as u64);
     let engine = args
         .store

@@ -243,7 +243,7 @@ fn other_settings_are_refused_and_a_dead_node_is_a_clear_error() {
     let o = on_store(&node.url(), &tmp.path().join("b"), &["--normalize", "none"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        stderr(&o).contains("normalization: 'loose' in the database, 'none' for this run"),
+        stderr(&o).contains("normalization 'loose' in the store, 'none' in this run"),
         "{}",
         stderr(&o)
     );

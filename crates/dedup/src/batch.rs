@@ -572,12 +572,7 @@ fn read_new(cfg: &BatchConfig, stage: Stage) -> Result<Vec<Rec>> {
 }
 
 fn store_meta(cfg: &BatchConfig) -> StoreMeta {
-    StoreMeta {
-        hash: "xxh3-64".into(),
-        normalization: cfg.options.normalization.name().into(),
-        blocks: cfg.blocks,
-        key_kind: crate::persist::KEY_KIND.into(),
-    }
+    crate::identity::of_options(&cfg.options, cfg.blocks)
 }
 
 fn load_store(cfg: &BatchConfig, store: Option<&Path>) -> Result<Option<MemStore>> {

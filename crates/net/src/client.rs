@@ -269,11 +269,13 @@ impl RemoteStore {
         opts: ClientOptions,
         salt: u64,
     ) -> Result<RemoteStore, StoreError> {
-        if meta.blocks != map.blocks {
-            return Err(StoreError::Mismatch(format!(
-                "the run uses {} blocks, the block map {}",
-                meta.blocks, map.blocks
-            )));
+        // The block map fixes the servers' block count: it is their record of it.
+        let servers = StoreMeta {
+            blocks: map.blocks,
+            ..meta.clone()
+        };
+        if let Some(m) = meta.mismatch(&servers, "the block map's servers") {
+            return Err(StoreError::Mismatch(m));
         }
         let settings = Settings {
             map: wire::map_fingerprint(&map),
