@@ -524,3 +524,79 @@ fn the_redis_summary_does_not_claim_zero_keys() {
     let line = err.lines().find(|l| l.starts_with("Keys stored:")).unwrap();
     assert!(line.contains("bytes per key"), "{line}");
 }
+
+/// D12 (issue 27): `warc dedup --store redis://` asks the store before it saves the
+/// first captures' locations, so a run that fails in between (a full disk) leaves
+/// versions in Redis whose first captures no output holds. The rerun, and the next
+/// crawl, must give what an uninterrupted run gives: those versions are first
+/// captured again, not taken for duplicates of captures nobody can name.
+#[test]
+fn warc_dedup_after_a_failed_run_gives_the_outputs_of_an_uninterrupted_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let node = Node::start(false);
+    let url = node.url();
+    let crawl = |name: &str, n: usize, day: usize| {
+        let mut bytes = Vec::new();
+        for i in 0..n {
+            let body = format!("payload {} ", i % 5).repeat(200);
+            bytes.extend(warc_response(
+                &format!("http://example.org/{name}/{i}"),
+                &format!("2024-01-{day:02}T00:00:{:02}Z", i % 60),
+                &body,
+            ));
+        }
+        let p = tmp.path().join(format!("{name}.warc"));
+        std::fs::write(&p, bytes).unwrap();
+        p
+    };
+    let (one, two) = (crawl("one", 20, 1), crawl("two", 10, 2));
+    let run = |input: &Path, out: &str, locations: &str, fault: Option<&str>| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_webdedup"));
+        c.args(["warc", "dedup", "--store", &url, "--json", "-"])
+            .arg(input)
+            .arg("-o")
+            .arg(tmp.path().join(out).join(""))
+            .arg("--locations")
+            .arg(tmp.path().join(locations));
+        if let Some(f) = fault {
+            c.env("WEBDEDUP_FAULT", f);
+        }
+        c.output().unwrap()
+    };
+    let revisits = |o: &std::process::Output| -> u64 {
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        v["revisits_written"].as_u64().unwrap()
+    };
+
+    // Uninterrupted: crawl one, then crawl two.
+    let o = run(&one, "a1", "a.tsv", None);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(revisits(&o), 15);
+    let o = run(&two, "a2", "a.tsv", None);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(revisits(&o), 10);
+
+    // The same on an empty database, the first attempt at crawl one failing on a
+    // full disk after the store was asked.
+    cli(node.port, &["FLUSHALL"]);
+    let o = run(&one, "b1", "b.tsv", Some("output-bytes:3000:enospc"));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("No space left on device"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!tmp.path().join("b.tsv").exists());
+    let o = run(&one, "b1", "b.tsv", None);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(revisits(&o), 15, "{}", stderr(&o));
+    let o = run(&two, "b2", "b.tsv", None);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(revisits(&o), 10, "{}", stderr(&o));
+    assert!(tree(&tmp.path().join("a1")) == tree(&tmp.path().join("b1")));
+    assert!(tree(&tmp.path().join("a2")) == tree(&tmp.path().join("b2")));
+    assert_eq!(
+        read(tmp.path().join("a.tsv")),
+        read(tmp.path().join("b.tsv"))
+    );
+}
