@@ -301,7 +301,11 @@ pub(crate) fn run_mode(
             map.insert(
                 "persistence".into(),
                 serde_json::json!({
-                    "store_dir": args.store.as_ref().map(|d| d.display().to_string()),
+                    // A Redis URL's password never reaches the figures.
+                    "store_dir": args
+                        .store
+                        .as_ref()
+                        .map(|d| webdedup_store_spec::redacted(&d.display().to_string())),
                     "loaded_keys": persisted.loaded_keys,
                     "load_seconds": persisted.load_seconds,
                     "journal_records_replayed": persisted.journal_records_replayed,

@@ -38,6 +38,11 @@ struct Node {
 
 impl Node {
     fn start(cluster: bool) -> Node {
+        Node::start_with(cluster, &[], "")
+    }
+
+    /// A node with more `redis-server` options; `password`: its `requirepass`.
+    fn start_with(cluster: bool, extra: &[&str], password: &str) -> Node {
         let dir = tempfile::tempdir().unwrap();
         let port = free_port();
         let mut cmd = Command::new("redis-server");
@@ -63,6 +68,10 @@ impl Node {
                 "nodes.conf",
             ]);
         }
+        cmd.args(extra);
+        if !password.is_empty() {
+            cmd.args(["--requirepass", password]);
+        }
         let child = cmd
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -74,7 +83,14 @@ impl Node {
             _dir: dir,
         };
         let start = Instant::now();
-        while cli(port, &["PING"]).trim() != "PONG" {
+        let ping = |port| {
+            if password.is_empty() {
+                cli(port, &["PING"])
+            } else {
+                cli(port, &["-a", password, "--no-auth-warning", "PING"])
+            }
+        };
+        while ping(port).trim() != "PONG" {
             assert!(
                 start.elapsed() < Duration::from_secs(10),
                 "redis-server did not start"
@@ -599,4 +615,66 @@ fn warc_dedup_after_a_failed_run_gives_the_outputs_of_an_uninterrupted_one() {
         read(tmp.path().join("a.tsv")),
         read(tmp.path().join("b.tsv"))
     );
+}
+
+/// D6 (issue 27): a password in the store URL is never shown: not in the note on a
+/// new key set, not in errors (wrong password, node gone, out of memory), not in
+/// the `--json` figures.
+#[test]
+fn a_password_in_the_store_url_is_never_shown() {
+    let tmp = tempfile::tempdir().unwrap();
+    let secret = "s3cretPW";
+    let node = Node::start_with(false, &["--maxmemory-policy", "noeviction"], secret);
+    let url = format!("redis://:{secret}@127.0.0.1:{}", node.port);
+    let mut shown = Vec::new();
+    // A new key set (the note), and a finished run's figures naming the store.
+    let one = tmp.path().join("one");
+    std::fs::create_dir_all(&one).unwrap();
+    std::fs::write(
+        one.join("a.vert"),
+        "<doc id=\"1\">\n<p>\nword\n</p>\n</doc>\n",
+    )
+    .unwrap();
+    let o = dedup(
+        &one,
+        &tmp.path().join("a"),
+        &["--store", &url, "--json", "-"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("a new key set"), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("***"));
+    shown.push(o);
+    // The database is full: out of memory.
+    cli(
+        node.port,
+        &[
+            "-a",
+            secret,
+            "--no-auth-warning",
+            "CONFIG",
+            "SET",
+            "maxmemory",
+            "1",
+        ],
+    );
+    let o = dedup(&sample_dir(), &tmp.path().join("b"), &["--store", &url]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("OOM"), "{}", stderr(&o));
+    shown.push(o);
+    // The wrong password; a node that is not there; a URL with no host.
+    let wrong = format!("redis://:{secret}x@127.0.0.1:{}", node.port);
+    let gone = format!("redis://:{secret}@127.0.0.1:{}", free_port());
+    let hostless = format!("redis://:{secret}@");
+    for url in [&wrong, &gone, &hostless] {
+        let o = dedup(&one, &tmp.path().join("c"), &["--store", url]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        shown.push(o);
+    }
+    let o = webdedup(&["cdx", "dups", "--store", &gone, "-"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    shown.push(o);
+    for o in &shown {
+        let all = format!("{}{}", stderr(o), String::from_utf8_lossy(&o.stdout));
+        assert!(!all.contains(secret), "the password is shown: {all}");
+    }
 }

@@ -211,12 +211,30 @@ fn unavailable(what: &str, e: impl std::fmt::Display) -> StoreError {
     StoreError::Unavailable(format!("{what}: {e}"))
 }
 
+/// `url` as it may be shown (messages, notes, errors): the password of
+/// `[user]:password@` replaced by `***`, so a secret in a `--store` URL never
+/// reaches a terminal or a log. The one function every message naming a store URL
+/// goes through.
+pub fn redacted(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    // The hosts follow the last '@' (a password may hold '@' itself).
+    match rest.rsplit_once('@') {
+        Some((auth, hosts)) => {
+            let user = auth.split_once(':').map_or("", |(u, _)| u);
+            format!("{scheme}://{user}:***@{hosts}")
+        }
+        None => url.to_owned(),
+    }
+}
+
 /// `redis://`, `valkey://` or `rediss://` (TLS), with one or more `HOST:PORT`
 /// separated by commas; `user:password@` may precede the first host.
 fn parse_url(url: &str, password: Option<&str>) -> Result<(Vec<String>, bool), StoreError> {
-    let (scheme, rest) = url
-        .split_once("://")
-        .ok_or_else(|| StoreError::Mismatch(format!("'{url}' is not a redis:// URL")))?;
+    let (scheme, rest) = url.split_once("://").ok_or_else(|| {
+        StoreError::Mismatch(format!("'{}' is not a redis:// URL", redacted(url)))
+    })?;
     let tls = match scheme {
         "redis" | "valkey" => false,
         "rediss" | "valkeys" => true,
@@ -249,7 +267,10 @@ fn parse_url(url: &str, password: Option<&str>) -> Result<(Vec<String>, bool), S
         ));
     }
     if out.is_empty() {
-        return Err(StoreError::Mismatch(format!("'{url}' names no host")));
+        return Err(StoreError::Mismatch(format!(
+            "'{}' names no host",
+            redacted(url)
+        )));
     }
     Ok((out, tls))
 }
@@ -265,7 +286,7 @@ impl RedisStore {
         salt: u64,
     ) -> Result<RedisStore, StoreError> {
         let (nodes, _) = parse_url(url, password)?;
-        let describe = url.split('@').next_back().unwrap_or(url).to_owned();
+        let describe = redacted(url);
         let first = Client::open(nodes[0].as_str()).map_err(|e| unavailable(&describe, e))?;
         let mut probe = first
             .get_connection_with_timeout(Duration::from_secs(5))
@@ -722,6 +743,19 @@ mod tests {
         assert_eq!(n, ["redis://:s3cret@h:7000/"]);
         assert!(parse_url("http://h", None).is_err());
         assert!(parse_url("redis://", None).is_err());
+    }
+
+    #[test]
+    fn shown_urls_hide_the_password() {
+        assert_eq!(redacted("redis://:s3cret@h:1"), "redis://:***@h:1");
+        assert_eq!(redacted("rediss://u:p@ss@h,g:2"), "rediss://u:***@h,g:2");
+        assert_eq!(redacted("redis://h:1"), "redis://h:1");
+        assert_eq!(redacted("not a url"), "not a url");
+        let e = parse_url("redis://:s3cret@", None)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(!e.contains("s3cret"), "{e}");
     }
 
     #[test]

@@ -26,6 +26,8 @@
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+/// A store URL as messages show it (the password hidden).
+pub use webdedup_redis::redacted;
 use webdedup_store::{MemStore, Store, StoreMeta};
 
 /// Where the keys live.
@@ -139,12 +141,13 @@ impl StoreSpec {
                     .in_namespace(keys.namespace);
                 let store =
                     webdedup_redis::RedisStore::open(url, password.as_deref(), settings, opts.salt)
-                        .with_context(|| format!("cannot use the store {url}"))?;
+                        .with_context(|| format!("cannot use the store {}", redacted(url)))?;
                 let note = (store.created() && opts.capacity.is_none()).then(|| {
                     format!(
-                        "{url}: a new key set{}, laid out for about {} keys ({} buckets); \
+                        "{}: a new key set{}, laid out for about {} keys ({} buckets); \
                          the layout is fixed once made: for more keys, name them with \
                          --capacity when a database is first used",
+                        redacted(url),
                         if keys.namespace.is_empty() {
                             String::new()
                         } else {
