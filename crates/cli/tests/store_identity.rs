@@ -256,3 +256,48 @@ fn hash_servers_refuse_other_settings() {
         vec!["-s".into(), map.display().to_string()]
     });
 }
+
+/// Batch mode's work folder records its settings and refuses others the same way
+/// (normalization, block count: the pairs batch mode has; it is exact mode only).
+#[test]
+fn a_batch_work_folder_refuses_other_settings() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = input(tmp.path());
+    for (i, (first, second, says)) in [
+        (
+            &["--normalize", "loose"][..],
+            &["--normalize", "none"][..],
+            "normalization 'loose' in the store, 'none' in this run",
+        ),
+        (
+            &["--blocks", "1999"][..],
+            &["--blocks", "101"][..],
+            "blocks '1999' in the store, '101' in this run",
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let work = tmp.path().join(format!("work-{i}"));
+        let hash = |flags: &[&str]| {
+            Command::new(env!("CARGO_BIN_EXE_webdedup"))
+                .args(["batch", "hash", "-i"])
+                .arg(&input)
+                .arg("-w")
+                .arg(&work)
+                .args(["--task-count", "1", "--task-index", "0"])
+                .args(flags)
+                .output()
+                .unwrap()
+        };
+        let o = hash(first);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let o = hash(second);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains("holds keys made with other settings: ") && err.contains(says),
+            "{err}"
+        );
+    }
+}

@@ -60,9 +60,7 @@ impl StoreMeta {
         let mut diffs = Vec::new();
         let mut cmp = |name: &str, this: &str, there: &str| {
             if this != there {
-                diffs.push(format!(
-                    "{name} '{there}' in the store, '{this}' in this run"
-                ));
+                diffs.push(setting_differs(name, there, this));
             }
         };
         cmp("hash", &self.hash, &stored.hash);
@@ -86,12 +84,7 @@ impl StoreMeta {
                 cmp(name, attribute(&mine.1, name), attribute(&theirs.1, name));
             }
         }
-        (!diffs.is_empty()).then(|| {
-            format!(
-                "{store} holds keys made with other settings: {}",
-                diffs.join("; ")
-            )
-        })
+        (!diffs.is_empty()).then(|| refusal(store, &diffs))
     }
 
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
@@ -116,6 +109,20 @@ impl StoreMeta {
             key_kind,
         })
     }
+}
+
+/// One setting that differs, as every store's refusal names it.
+pub fn setting_differs(name: &str, stored: &str, this: &str) -> String {
+    format!("{name} '{stored}' in the store, '{this}' in this run")
+}
+
+/// The refusal of `store` whose recorded settings differ (`diffs`, each made by
+/// [`setting_differs`]): the one message format of every store kind.
+pub fn refusal(store: &str, diffs: &[String]) -> String {
+    format!(
+        "{store} holds keys made with other settings: {}",
+        diffs.join("; ")
+    )
 }
 
 /// The value of attribute `name`, or `none`.
