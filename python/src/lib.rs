@@ -197,10 +197,9 @@ impl Dedup {
         .options()
         .map_err(PyValueError::new_err)?;
         options.url_filter = url_filter;
-        let normalization = options.normalization;
         // The store is opened as the command line opens it (one function for both:
-        // the same namespace, settings and layout rules).
-        let keys = KeySet::dedup(normalization, blocks);
+        // the same namespace, store identity and layout rules).
+        let keys = KeySet::for_run(&options, blocks);
         let meta = keys.meta.clone();
         // 0 was the old way of saying "not given".
         let capacity = capacity.filter(|&c| c > 0).map(|c| c as u64);

@@ -28,7 +28,6 @@ use webdedup_formats::doc::ReadSettings;
 use webdedup_formats::vertical::Chunk;
 use webdedup_store::{BatchId, MemStore, StoreMeta};
 use webdedup_store_spec::{open_embedded, KeySet, OpenOptions};
-use webdedup_text::Normalization;
 
 struct Shared {
     store: Keys,
@@ -103,9 +102,8 @@ impl MinHashDedup {
             title_field,
             drop_bad_records,
         )?;
-        let mut keys = KeySet::dedup(Normalization::Loose, blocks);
-        // Band keys are a key kind of their own, as the command line records it.
-        keys.meta.key_kind = params.key_kind();
+        // The store identity of band keys, as the command line records it.
+        let keys = KeySet::of(&webdedup_dedup::identity::Keys::MinHash(&params), blocks);
         let meta = keys.meta.clone();
         let kept_file = store_dir.as_ref().map(|d| d.join(MINHASH_KEPT_FILE));
         let store = match (&map, &kept_file) {

@@ -13,8 +13,10 @@
 //! url key, or of an empty URL for `--by digest`); the first capture of each key is
 //! remembered in a [`Locations`] table (record ID, URI, date, output file and
 //! offset), optionally loaded from and saved to a file so later crawls dedup against
-//! earlier ones. A duplicate whose first capture is not in the table (store shared
-//! with another process) is kept, never turned into a revisit that cannot resolve.
+//! earlier ones. A version the store has seen whose first capture is not in the
+//! table (a run that failed before saving its locations, a store shared with
+//! another process) is taken as a first capture here, never turned into a revisit
+//! that cannot resolve.
 //!
 //! Revisit records of the inputs keep resolving, whatever the input order: a record
 //! one of them named earlier is kept; one that names a record replaced earlier is
@@ -34,7 +36,7 @@ use webdedup_formats::output_plan::plan_outputs;
 use webdedup_formats::warc::{
     base32, ArchiveReader, DigestMode, Format, Item, ReadOptions, Record,
 };
-use webdedup_store::Store;
+use webdedup_store::{fault, Store};
 
 use crate::cdx_cmd::url_digest_key;
 pub use crate::locations::{capture_names, Location, Locations, Names};
@@ -67,6 +69,13 @@ pub struct DedupStats {
     pub kept_not_smaller: u64,
     /// ... because their record ID is their first capture's (two copies of a file).
     pub kept_same_id: u64,
+    /// ... because they cannot be replaced in place (mis-sized, sharing a gzip
+    /// member, no HTTP header, not WARC).
+    pub kept_not_replaceable: u64,
+    /// Versions the store had seen but whose first capture is unknown (a run that
+    /// failed after asking the store, before its locations were saved; another
+    /// process sharing the store): the capture here became their first.
+    pub first_captures_adopted: u64,
     /// Revisits of the inputs rewritten to name the first capture, because the
     /// record they named was replaced by a revisit.
     pub revisits_retargeted: u64,
@@ -161,6 +170,20 @@ struct FileJob<'a> {
 }
 
 impl FileJob<'_> {
+    /// Writes to the output. `WEBDEDUP_FAULT=output-bytes:N:enospc` fails the write
+    /// that reaches N output bytes as a full disk does (crash tests: `store::fault`).
+    fn write_out(&mut self, bytes: &[u8]) -> io::Result<()> {
+        if fault::armed() && fault::disk_full("output-bytes", bytes.len() as u64) {
+            // ENOSPC on Linux, as the kernel reports a full disk.
+            return Err(io_error_at(
+                "cannot write",
+                self.out.path(),
+                io::Error::from_raw_os_error(28),
+            ));
+        }
+        self.out.write_all(bytes)
+    }
+
     fn copy_to(&mut self, upto: u64) -> io::Result<()> {
         let mut buf = vec![0u8; 1 << 16];
         while self.copied < upto {
@@ -178,7 +201,7 @@ impl FileJob<'_> {
                     ),
                 ));
             }
-            self.out.write_all(&buf[..got])?;
+            self.write_out(&buf[..got])?;
             self.copied += got as u64;
         }
         Ok(())
@@ -187,7 +210,7 @@ impl FileJob<'_> {
     /// Writes `bytes` in place of the input range `offset..end`.
     fn replace(&mut self, offset: u64, end: u64, bytes: &[u8]) -> io::Result<()> {
         self.copy_to(offset)?;
-        self.out.write_all(bytes)?;
+        self.write_out(bytes)?;
         self.copied = end;
         self.delta += bytes.len() as i64 - (end - offset) as i64;
         Ok(())
@@ -228,7 +251,16 @@ impl FileJob<'_> {
     fn response(&mut self, r: Response, seen: bool) -> anyhow::Result<()> {
         // A revisit of the inputs (before this record) names it: it stays.
         let referenced = self.locations.take_referenced(&r.names);
-        if !seen {
+        // A version the store has seen without a known first capture counts as
+        // new: the store is asked before the locations are saved, so a run that
+        // failed in between left versions whose first captures no output holds
+        // (were they "seen", every later copy would be kept, and the next crawl
+        // would have nothing to point at). This capture is their first now.
+        let known = seen && self.locations.get(r.key).is_some();
+        if seen && !known {
+            self.stats.first_captures_adopted += 1;
+        }
+        if !known {
             let mut loc = r.loc;
             loc.file = self.out_name.clone();
             loc.offset = (r.offset as i64 + self.delta) as u64;
@@ -242,7 +274,7 @@ impl FileJob<'_> {
         let first = match self.locations.get(r.key) {
             Some(first) if r.replaceable => first.clone(),
             _ => {
-                self.stats.duplicates_kept += 1;
+                self.keep(|s| &mut s.kept_not_replaceable);
                 return Ok(());
             }
         };

@@ -335,16 +335,25 @@ pub fn warc_outcome(cmd: &WarcCommand, store: Option<&dyn Store>) -> anyhow::Res
                 ))
                 .figure("revisits_written", s.revisits_written)
                 .note(format!(
-                    "{} kept as they are ({} named by revisits, {} not smaller as revisits, {} with their original's record ID)",
+                    "{} kept as they are ({} named by revisits, {} not smaller as revisits, {} with their original's record ID, {} not replaceable in place)",
                     count(s.duplicates_kept, "duplicate", "duplicates"),
                     thousands(s.kept_referenced),
                     thousands(s.kept_not_smaller),
-                    thousands(s.kept_same_id)
+                    thousands(s.kept_same_id),
+                    thousands(s.kept_not_replaceable)
                 ))
                 .figure("duplicates_kept", s.duplicates_kept)
                 .figure("kept_named_by_revisits", s.kept_referenced)
                 .figure("kept_not_smaller", s.kept_not_smaller)
                 .figure("kept_same_record_id", s.kept_same_id)
+                .figure("kept_not_replaceable", s.kept_not_replaceable);
+            if s.first_captures_adopted > 0 {
+                o.note(format!(
+                    "{} seen in the store without a known first capture (an earlier run that failed, or another process): first captured here",
+                    count(s.first_captures_adopted, "version", "versions")
+                ));
+            }
+            o.figure("first_captures_adopted", s.first_captures_adopted)
                 .note(format!(
                     "{} retargeted",
                     count(s.revisits_retargeted, "revisit", "revisits")

@@ -260,9 +260,9 @@ pub(crate) fn run_mode(
     if args.read.wikilinks() {
         return run_wikilinks(args, &cfg, &report, input_problems);
     }
-    let mut keys = webdedup_store_spec::KeySet::dedup(args.normalization, args.blocks);
-    // MinHash band keys are a key kind of their own: a store never mixes them silently.
-    keys.meta.key_kind = webdedup_dedup::persist::key_kind(&cfg);
+    // The store identity of these options (the one function every store kind and
+    // front door uses): a store of other keys is refused, whichever it is.
+    let keys = webdedup_store_spec::KeySet::for_run(&cfg.options, args.blocks);
     let capacity = args.capacity.map(|c| c as u64);
     let engine = args
         .store
@@ -301,7 +301,11 @@ pub(crate) fn run_mode(
             map.insert(
                 "persistence".into(),
                 serde_json::json!({
-                    "store_dir": args.store.as_ref().map(|d| d.display().to_string()),
+                    // A Redis URL's password never reaches the figures.
+                    "store_dir": args
+                        .store
+                        .as_ref()
+                        .map(|d| webdedup_store_spec::redacted(&d.display().to_string())),
                     "loaded_keys": persisted.loaded_keys,
                     "load_seconds": persisted.load_seconds,
                     "journal_records_replayed": persisted.journal_records_replayed,

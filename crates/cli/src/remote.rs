@@ -60,7 +60,10 @@ pub fn archive_store(
     let Some(a) = args else { return Ok(None) };
     let Some(url) = &a.store else { return Ok(None) };
     if !StoreSpec::is_engine_url(url) {
-        anyhow::bail!("--store takes a redis://, valkey:// or rediss:// URL here, not '{url}'");
+        anyhow::bail!(
+            "--store takes a redis://, valkey:// or rediss:// URL here, not '{}'",
+            webdedup_store_spec::redacted(url)
+        );
     }
     let spec = StoreSpec::Redis {
         url: url.clone(),

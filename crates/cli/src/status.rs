@@ -7,6 +7,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use webdedup_dedup::runner::{list_inputs, log_path, output_path};
 use webdedup_formats::output::OutputCompression;
+use webdedup_formats::shown::escape_controls;
 
 #[derive(Args, Debug)]
 pub struct StatusArgs {
@@ -111,15 +112,17 @@ pub fn run(args: &StatusArgs) -> Result<u8> {
                 "{:<28} {:<10} {:>14} {:<8} NOTE\n",
                 "SERVER", "STATE", "KEYS", "JOURNAL"
             );
+            // Addresses come from the map file and notes from the network: their
+            // control characters never reach the terminal raw.
             for r in &servers {
                 text += &format!(
                     "{:<28} {:<10} {:>14} {:<8} {}\n",
-                    r.server,
-                    r.state,
+                    escape_controls(&r.server),
+                    escape_controls(&r.state),
                     r.keys.map_or("-".into(), |k| k.to_string()),
                     r.journal_present
                         .map_or("-", |j| if j { "present" } else { "none" }),
-                    r.note.as_deref().unwrap_or("")
+                    escape_controls(r.note.as_deref().unwrap_or(""))
                 );
             }
         }

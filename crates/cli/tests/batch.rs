@@ -254,7 +254,7 @@ fn a_work_directory_refuses_other_settings_and_missing_phases() {
     let o = batch(&other.iter().map(|s| s.as_str()).collect::<Vec<_>>(), None);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        stderr(&o).contains("'min-para-chars=50' in the work directory, 'min-para-chars=80' now"),
+        stderr(&o).contains("min-para-chars '50' in the store, '80' in this run"),
         "{}",
         stderr(&o)
     );

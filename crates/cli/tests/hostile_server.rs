@@ -218,7 +218,7 @@ fn s1_a_knot_server_refuses_workers_naming_its_own_settings_and_the_runs() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let err = stderr(&o);
     assert!(
-        err.contains("hash 'client-64' in this server's store, 'xxh3-64' in this run"),
+        err.contains("hash 'client-64' in the store, 'xxh3-64' in this run"),
         "{err}"
     );
 }

@@ -38,6 +38,11 @@ struct Node {
 
 impl Node {
     fn start(cluster: bool) -> Node {
+        Node::start_with(cluster, &[], "")
+    }
+
+    /// A node with more `redis-server` options; `password`: its `requirepass`.
+    fn start_with(cluster: bool, extra: &[&str], password: &str) -> Node {
         let dir = tempfile::tempdir().unwrap();
         let port = free_port();
         let mut cmd = Command::new("redis-server");
@@ -63,6 +68,10 @@ impl Node {
                 "nodes.conf",
             ]);
         }
+        cmd.args(extra);
+        if !password.is_empty() {
+            cmd.args(["--requirepass", password]);
+        }
         let child = cmd
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -74,7 +83,14 @@ impl Node {
             _dir: dir,
         };
         let start = Instant::now();
-        while cli(port, &["PING"]).trim() != "PONG" {
+        let ping = |port| {
+            if password.is_empty() {
+                cli(port, &["PING"])
+            } else {
+                cli(port, &["-a", password, "--no-auth-warning", "PING"])
+            }
+        };
+        while ping(port).trim() != "PONG" {
             assert!(
                 start.elapsed() < Duration::from_secs(10),
                 "redis-server did not start"
@@ -243,7 +259,7 @@ fn other_settings_are_refused_and_a_dead_node_is_a_clear_error() {
     let o = on_store(&node.url(), &tmp.path().join("b"), &["--normalize", "none"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        stderr(&o).contains("normalization: 'loose' in the database, 'none' for this run"),
+        stderr(&o).contains("normalization 'loose' in the store, 'none' in this run"),
         "{}",
         stderr(&o)
     );
@@ -523,4 +539,142 @@ fn the_redis_summary_does_not_claim_zero_keys() {
     let err = stderr(&o);
     let line = err.lines().find(|l| l.starts_with("Keys stored:")).unwrap();
     assert!(line.contains("bytes per key"), "{line}");
+}
+
+/// D12 (issue 27): `warc dedup --store redis://` asks the store before it saves the
+/// first captures' locations, so a run that fails in between (a full disk) leaves
+/// versions in Redis whose first captures no output holds. The rerun, and the next
+/// crawl, must give what an uninterrupted run gives: those versions are first
+/// captured again, not taken for duplicates of captures nobody can name.
+#[test]
+fn warc_dedup_after_a_failed_run_gives_the_outputs_of_an_uninterrupted_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let node = Node::start(false);
+    let url = node.url();
+    let crawl = |name: &str, n: usize, day: usize| {
+        let mut bytes = Vec::new();
+        for i in 0..n {
+            let body = format!("payload {} ", i % 5).repeat(200);
+            bytes.extend(warc_response(
+                &format!("http://example.org/{name}/{i}"),
+                &format!("2024-01-{day:02}T00:00:{:02}Z", i % 60),
+                &body,
+            ));
+        }
+        let p = tmp.path().join(format!("{name}.warc"));
+        std::fs::write(&p, bytes).unwrap();
+        p
+    };
+    let (one, two) = (crawl("one", 20, 1), crawl("two", 10, 2));
+    let run = |input: &Path, out: &str, locations: &str, fault: Option<&str>| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_webdedup"));
+        c.args(["warc", "dedup", "--store", &url, "--json", "-"])
+            .arg(input)
+            .arg("-o")
+            .arg(tmp.path().join(out).join(""))
+            .arg("--locations")
+            .arg(tmp.path().join(locations));
+        if let Some(f) = fault {
+            c.env("WEBDEDUP_FAULT", f);
+        }
+        c.output().unwrap()
+    };
+    let revisits = |o: &std::process::Output| -> u64 {
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        v["revisits_written"].as_u64().unwrap()
+    };
+
+    // Uninterrupted: crawl one, then crawl two.
+    let o = run(&one, "a1", "a.tsv", None);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(revisits(&o), 15);
+    let o = run(&two, "a2", "a.tsv", None);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(revisits(&o), 10);
+
+    // The same on an empty database, the first attempt at crawl one failing on a
+    // full disk after the store was asked.
+    cli(node.port, &["FLUSHALL"]);
+    let o = run(&one, "b1", "b.tsv", Some("output-bytes:3000:enospc"));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("No space left on device"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!tmp.path().join("b.tsv").exists());
+    let o = run(&one, "b1", "b.tsv", None);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(revisits(&o), 15, "{}", stderr(&o));
+    let o = run(&two, "b2", "b.tsv", None);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(revisits(&o), 10, "{}", stderr(&o));
+    assert!(tree(&tmp.path().join("a1")) == tree(&tmp.path().join("b1")));
+    assert!(tree(&tmp.path().join("a2")) == tree(&tmp.path().join("b2")));
+    assert_eq!(
+        read(tmp.path().join("a.tsv")),
+        read(tmp.path().join("b.tsv"))
+    );
+}
+
+/// D6 (issue 27): a password in the store URL is never shown: not in the note on a
+/// new key set, not in errors (wrong password, node gone, out of memory), not in
+/// the `--json` figures.
+#[test]
+fn a_password_in_the_store_url_is_never_shown() {
+    let tmp = tempfile::tempdir().unwrap();
+    let secret = "s3cretPW";
+    let node = Node::start_with(false, &["--maxmemory-policy", "noeviction"], secret);
+    let url = format!("redis://:{secret}@127.0.0.1:{}", node.port);
+    let mut shown = Vec::new();
+    // A new key set (the note), and a finished run's figures naming the store.
+    let one = tmp.path().join("one");
+    std::fs::create_dir_all(&one).unwrap();
+    std::fs::write(
+        one.join("a.vert"),
+        "<doc id=\"1\">\n<p>\nword\n</p>\n</doc>\n",
+    )
+    .unwrap();
+    let o = dedup(
+        &one,
+        &tmp.path().join("a"),
+        &["--store", &url, "--json", "-"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("a new key set"), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("***"));
+    shown.push(o);
+    // The database is full: out of memory.
+    cli(
+        node.port,
+        &[
+            "-a",
+            secret,
+            "--no-auth-warning",
+            "CONFIG",
+            "SET",
+            "maxmemory",
+            "1",
+        ],
+    );
+    let o = dedup(&sample_dir(), &tmp.path().join("b"), &["--store", &url]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("OOM"), "{}", stderr(&o));
+    shown.push(o);
+    // The wrong password; a node that is not there; a URL with no host.
+    let wrong = format!("redis://:{secret}x@127.0.0.1:{}", node.port);
+    let gone = format!("redis://:{secret}@127.0.0.1:{}", free_port());
+    let hostless = format!("redis://:{secret}@");
+    for url in [&wrong, &gone, &hostless] {
+        let o = dedup(&one, &tmp.path().join("c"), &["--store", url]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        shown.push(o);
+    }
+    let o = webdedup(&["cdx", "dups", "--store", &gone, "-"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    shown.push(o);
+    for o in &shown {
+        let all = format!("{}{}", stderr(o), String::from_utf8_lossy(&o.stdout));
+        assert!(!all.contains(secret), "the password is shown: {all}");
+    }
 }

@@ -144,6 +144,8 @@ impl BatchConfig {
         match std::fs::read_to_string(&path) {
             Ok(have) if have == want => Ok(()),
             Ok(have) => {
+                // The refusal every store kind gives (`StoreMeta::mismatch`'s format),
+                // setting by setting (`name=value` lines; other lines whole).
                 let (h, w): (Vec<&str>, Vec<&str>) =
                     (have.lines().collect(), want.lines().collect());
                 let diff: Vec<String> = (0..h.len().max(w.len()))
@@ -154,12 +156,16 @@ impl BatchConfig {
                         )
                     })
                     .filter(|(a, b)| a != b)
-                    .map(|(a, b)| format!("'{a}' in the work directory, '{b}' now"))
+                    .map(|(a, b)| match (a.split_once('='), b.split_once('=')) {
+                        (Some((k, a)), Some((l, b))) if k == l => {
+                            webdedup_store::setting_differs(k, a, b)
+                        }
+                        _ => webdedup_store::setting_differs("settings line", a, b),
+                    })
                     .collect();
                 bail!(
-                    "{} was made with other settings ({}); use a new work directory",
-                    path.display(),
-                    diff.join("; ")
+                    "{}; use a new work directory",
+                    webdedup_store::refusal(&path.display().to_string(), &diff)
                 )
             }
             Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
@@ -572,12 +578,7 @@ fn read_new(cfg: &BatchConfig, stage: Stage) -> Result<Vec<Rec>> {
 }
 
 fn store_meta(cfg: &BatchConfig) -> StoreMeta {
-    StoreMeta {
-        hash: "xxh3-64".into(),
-        normalization: cfg.options.normalization.name().into(),
-        blocks: cfg.blocks,
-        key_kind: crate::persist::KEY_KIND.into(),
-    }
+    crate::identity::of_options(&cfg.options, cfg.blocks)
 }
 
 fn load_store(cfg: &BatchConfig, store: Option<&Path>) -> Result<Option<MemStore>> {

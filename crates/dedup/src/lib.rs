@@ -15,6 +15,7 @@
 
 pub mod batch;
 pub mod check;
+pub mod identity;
 pub mod options;
 pub mod persist;
 pub mod plan;

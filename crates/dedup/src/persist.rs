@@ -32,9 +32,8 @@ use webdedup_formats::vertical::ChunkReader;
 use webdedup_store::journal::remove_durably;
 use webdedup_store::{fault, DirLock, Journal, MemStore, Store, StoreError, StoreMeta, SyncMode};
 
-/// What the key set means: recorded in snapshots and journals. Bump the key kind if
-/// the keys of the vertical policy ever change (seeds, what is hashed).
-pub const KEY_KIND: &str = "vertical-v1 (url+title, document, paragraph; xxh3 seeds per kind)";
+/// The key kind of exact-mode keys (see [`crate::identity`]).
+pub const KEY_KIND: &str = crate::identity::VERTICAL_KEY_KIND;
 
 pub const SNAPSHOT_FILE: &str = "store.snap";
 /// MinHash mode's side store in a store directory (`policy::minhash::KeptDocs`).
@@ -70,28 +69,9 @@ pub struct PersistReport {
     pub logs_written: usize,
 }
 
+/// The store's identity for `cfg` (see [`crate::identity`]).
 pub fn store_meta(cfg: &RunConfig, blocks: u32) -> StoreMeta {
-    StoreMeta {
-        hash: "xxh3-64".into(),
-        // onion's n-gram keys hash tokens as written: a store of them must not be
-        // mixed with one of normalized keys.
-        normalization: if cfg.options.onion_rules() {
-            "onion".into()
-        } else {
-            cfg.options.normalization.name().into()
-        },
-        blocks,
-        key_kind: key_kind(cfg),
-    }
-}
-
-/// What the run's keys are: the vertical policy's, or MinHash band keys of given
-/// settings (a store never mixes them).
-pub fn key_kind(cfg: &RunConfig) -> String {
-    match &cfg.options.minhash {
-        Some(m) => m.params.key_kind(),
-        None => KEY_KIND.into(),
-    }
+    crate::identity::of_options(&cfg.options, blocks)
 }
 
 /// The settings a resumed run must share with the interrupted one, one `name=value`

@@ -20,6 +20,7 @@ use parking_lot::Mutex;
 use std::io::{BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
+use webdedup_formats::shown::escape_controls;
 use webdedup_store::server_map::{ServerAddr, ServerMap};
 use webdedup_store::{BatchId, BlockMap, Location, Store, StoreError, StoreMeta};
 
@@ -269,11 +270,13 @@ impl RemoteStore {
         opts: ClientOptions,
         salt: u64,
     ) -> Result<RemoteStore, StoreError> {
-        if meta.blocks != map.blocks {
-            return Err(StoreError::Mismatch(format!(
-                "the run uses {} blocks, the block map {}",
-                meta.blocks, map.blocks
-            )));
+        // The block map fixes the servers' block count: it is their record of it.
+        let servers = StoreMeta {
+            blocks: map.blocks,
+            ..meta.clone()
+        };
+        if let Some(m) = meta.mismatch(&servers, "the block map's servers") {
+            return Err(StoreError::Mismatch(m));
         }
         let settings = Settings {
             map: wire::map_fingerprint(&map),
@@ -324,7 +327,13 @@ impl RemoteStore {
                         )));
                     }
                     if self.opts.verbose && delay >= Duration::from_secs(1) {
-                        eprintln!("webdedup: server {addr} unreachable ({e}); retrying");
+                        // The address is the map file's, the error the network's.
+                        eprintln!(
+                            "{}",
+                            escape_controls(&format!(
+                                "webdedup: server {addr} unreachable ({e}); retrying"
+                            ))
+                        );
                     }
                     std::thread::sleep(delay);
                     delay = (delay * 2).min(Duration::from_secs(2));

@@ -89,8 +89,14 @@ fn main() {
 
     let _: () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
     let before = used_memory(&mut con);
-    let settings = RedisSettings::for_keys("xxh3-64", "bench", "random", Some(n as u64));
-    let store = RedisStore::open(url, None, settings, webdedup_store::DEFAULT_BLOCKS, 0).unwrap();
+    let meta = webdedup_store::StoreMeta {
+        hash: "xxh3-64".into(),
+        normalization: "bench".into(),
+        blocks: webdedup_store::DEFAULT_BLOCKS,
+        key_kind: "random".into(),
+    };
+    let settings = RedisSettings::for_keys(&meta, Some(n as u64));
+    let store = RedisStore::open(url, None, settings, 0).unwrap();
     let bits = store.bucket_bits();
     run(
         &format!("redis buckets ({bits} bits)"),

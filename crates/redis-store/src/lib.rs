@@ -45,9 +45,10 @@
 //!
 //! # Settings
 //!
-//! `wd:settings` (`wd:NS:settings`) holds the hash, normalization, key kind and
-//! layout of its namespace; opening it with other settings is refused, naming both
-//! values.
+//! `wd:settings` (`wd:NS:settings`) holds the store identity of its namespace
+//! (hash, normalization, key kind, block count: the run's `StoreMeta`) and its
+//! layout; opening it with other settings is refused as every store refuses them
+//! ([`StoreMeta::mismatch`]), naming the setting and both values.
 //!
 //! ```
 //! // A key set laid out for about a million keys: 2^11 buckets (up to ~1,000 keys each).
@@ -59,7 +60,7 @@ use redis::cluster::{ClusterClient, ClusterConnection};
 use redis::{Client, Connection, ConnectionLike, Script, Value};
 use std::collections::HashMap;
 use std::time::Duration;
-use webdedup_store::{BatchId, Store, StoreError};
+use webdedup_store::{BatchId, Store, StoreError, StoreMeta};
 
 /// Hash tags: buckets with the same tag share a Cluster slot (and a script call
 /// in Cluster mode, where a script may touch one slot only). Few tags keep the
@@ -108,9 +109,9 @@ pub const DEFAULT_EXPECTED_KEYS: u64 = 1 << 20;
 /// The store's settings, recorded in the database and compared on open.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RedisSettings {
-    pub hash: String,
-    pub normalization: String,
-    pub key_kind: String,
+    /// The key set's identity (the run's `StoreMeta`), compared as every store
+    /// compares it ([`StoreMeta::mismatch`]).
+    pub meta: StoreMeta,
     /// The key set's namespace (`""`: the default one, `wd:`; else `wd:NS:`).
     pub namespace: String,
     /// Top bits of a key that choose its bucket; `None`: the database's (or, for a
@@ -142,16 +143,9 @@ fn parse_layout(text: &str) -> Option<u32> {
 impl RedisSettings {
     /// Settings for about `expected_keys` keys (`None`: adopt the database's
     /// layout), in the default namespace.
-    pub fn for_keys(
-        hash: &str,
-        normalization: &str,
-        key_kind: &str,
-        expected_keys: Option<u64>,
-    ) -> Self {
+    pub fn for_keys(meta: &StoreMeta, expected_keys: Option<u64>) -> Self {
         RedisSettings {
-            hash: hash.into(),
-            normalization: normalization.into(),
-            key_kind: key_kind.into(),
+            meta: meta.clone(),
             namespace: String::new(),
             bucket_bits: expected_keys.map(bucket_bits_for),
         }
@@ -217,12 +211,30 @@ fn unavailable(what: &str, e: impl std::fmt::Display) -> StoreError {
     StoreError::Unavailable(format!("{what}: {e}"))
 }
 
+/// `url` as it may be shown (messages, notes, errors): the password of
+/// `[user]:password@` replaced by `***`, so a secret in a `--store` URL never
+/// reaches a terminal or a log. The one function every message naming a store URL
+/// goes through.
+pub fn redacted(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    // The hosts follow the last '@' (a password may hold '@' itself).
+    match rest.rsplit_once('@') {
+        Some((auth, hosts)) => {
+            let user = auth.split_once(':').map_or("", |(u, _)| u);
+            format!("{scheme}://{user}:***@{hosts}")
+        }
+        None => url.to_owned(),
+    }
+}
+
 /// `redis://`, `valkey://` or `rediss://` (TLS), with one or more `HOST:PORT`
 /// separated by commas; `user:password@` may precede the first host.
 fn parse_url(url: &str, password: Option<&str>) -> Result<(Vec<String>, bool), StoreError> {
-    let (scheme, rest) = url
-        .split_once("://")
-        .ok_or_else(|| StoreError::Mismatch(format!("'{url}' is not a redis:// URL")))?;
+    let (scheme, rest) = url.split_once("://").ok_or_else(|| {
+        StoreError::Mismatch(format!("'{}' is not a redis:// URL", redacted(url)))
+    })?;
     let tls = match scheme {
         "redis" | "valkey" => false,
         "rediss" | "valkeys" => true,
@@ -255,7 +267,10 @@ fn parse_url(url: &str, password: Option<&str>) -> Result<(Vec<String>, bool), S
         ));
     }
     if out.is_empty() {
-        return Err(StoreError::Mismatch(format!("'{url}' names no host")));
+        return Err(StoreError::Mismatch(format!(
+            "'{}' names no host",
+            redacted(url)
+        )));
     }
     Ok((out, tls))
 }
@@ -268,11 +283,10 @@ impl RedisStore {
         url: &str,
         password: Option<&str>,
         settings: RedisSettings,
-        blocks: u32,
         salt: u64,
     ) -> Result<RedisStore, StoreError> {
         let (nodes, _) = parse_url(url, password)?;
-        let describe = url.split('@').next_back().unwrap_or(url).to_owned();
+        let describe = redacted(url);
         let first = Client::open(nodes[0].as_str()).map_err(|e| unavailable(&describe, e))?;
         let mut probe = first
             .get_connection_with_timeout(Duration::from_secs(5))
@@ -295,6 +309,7 @@ impl RedisStore {
             Target::Node(first)
         };
         let prefix = settings.prefix();
+        let blocks = settings.meta.blocks;
         let mut store = RedisStore {
             target,
             describe,
@@ -371,10 +386,13 @@ impl RedisStore {
         let key = format!("{}settings", self.prefix);
         let have: HashMap<String, String> =
             self.with_conn(|c| redis::cmd("HGETALL").arg(&key).query(c))?;
+        let mine = &self.settings.meta;
+        let blocks = mine.blocks.to_string();
         let fixed = [
-            ("hash", self.settings.hash.clone()),
-            ("normalization", self.settings.normalization.clone()),
-            ("key_kind", self.settings.key_kind.clone()),
+            ("hash", mine.hash.clone()),
+            ("normalization", mine.normalization.clone()),
+            ("key_kind", mine.key_kind.clone()),
+            ("blocks", blocks.clone()),
         ];
         if have.is_empty() {
             self.bucket_bits = self
@@ -390,45 +408,64 @@ impl RedisStore {
             self.created = true;
             return self.with_conn(|c| cmd.query::<()>(c));
         }
-        let mut diffs: Vec<String> = fixed
-            .iter()
-            .filter(|(k, v)| have.get(*k) != Some(v))
-            .map(|(k, v)| {
-                format!(
-                    "{k}: '{}' in the database, '{v}' for this run",
-                    have.get(*k).map_or("(none)", |s| s.as_str())
-                )
-            })
-            .collect();
+        let field = |k: &str| have.get(k).cloned().unwrap_or_else(|| "(none)".into());
+        // Key sets made before the block count was recorded: it never changed
+        // their keys, so they adopt this run's (recorded below).
+        let recorded_blocks = have
+            .get("blocks")
+            .map_or(Some(mine.blocks), |b| b.parse().ok());
+        let stored = StoreMeta {
+            hash: field("hash"),
+            normalization: field("normalization"),
+            key_kind: field("key_kind"),
+            // An unreadable count is a mismatch (0 is no run's).
+            blocks: recorded_blocks.unwrap_or(0),
+        };
+        let store = format!(
+            "{}{}",
+            self.describe,
+            if self.settings.namespace.is_empty() {
+                String::new()
+            } else {
+                format!(" (key set '{}')", self.settings.namespace)
+            }
+        );
+        if let Some(m) = mine.mismatch(&stored, &store) {
+            return Err(StoreError::Mismatch(m));
+        }
         let recorded = have.get("layout").map(String::as_str).unwrap_or("(none)");
-        match (parse_layout(recorded), self.settings.bucket_bits) {
-            (Some(bits), None) => self.bucket_bits = bits,
-            (Some(bits), Some(want)) if bits == want => self.bucket_bits = bits,
-            (Some(bits), Some(want)) => diffs.push(format!(
-                "layout: '{recorded}' in the database (made for about {} keys), '{}' for \
+        let layout = match (parse_layout(recorded), self.settings.bucket_bits) {
+            (Some(bits), None) => Ok(bits),
+            (Some(bits), Some(want)) if bits == want => Ok(bits),
+            (Some(bits), Some(want)) => Err(format!(
+                "layout '{recorded}' in the store (made for about {} keys), '{}' for \
                  the capacity this run names (--capacity): drop --capacity to use the \
-                 database's layout, or use another database for this one",
+                 store's layout, or use another database for this one",
                 1000u64 << (bits - 1),
                 layout_text(want)
             )),
-            (None, _) => diffs.push(format!(
-                "layout: '{recorded}' in the database, which this version cannot read"
+            (None, _) => Err(format!(
+                "layout '{recorded}' in the store, which this version cannot read"
             )),
+        };
+        match layout {
+            Ok(bits) => self.bucket_bits = bits,
+            Err(m) => {
+                return Err(StoreError::Mismatch(format!(
+                    "{store} holds keys laid out otherwise: {m}"
+                )))
+            }
         }
-        if diffs.is_empty() {
-            Ok(())
-        } else {
-            Err(StoreError::Mismatch(format!(
-                "{} holds a key set{} with other settings ({})",
-                self.describe,
-                if self.settings.namespace.is_empty() {
-                    String::new()
-                } else {
-                    format!(" '{}'", self.settings.namespace)
-                },
-                diffs.join("; ")
-            )))
+        if !have.contains_key("blocks") {
+            self.with_conn(|c| {
+                redis::cmd("HSET")
+                    .arg(&key)
+                    .arg("blocks")
+                    .arg(&blocks)
+                    .query::<()>(c)
+            })?;
         }
+        Ok(())
     }
 
     /// Bytes of memory the server reports in use (`INFO memory`, summed over the
@@ -685,6 +722,15 @@ impl RedisStore {
 mod tests {
     use super::*;
 
+    fn meta() -> StoreMeta {
+        StoreMeta {
+            hash: "x".into(),
+            normalization: "y".into(),
+            blocks: 3,
+            key_kind: "z".into(),
+        }
+    }
+
     #[test]
     fn urls_name_hosts_scheme_and_password() {
         let (n, tls) = parse_url("redis://a:1,b:2", None).unwrap();
@@ -700,15 +746,25 @@ mod tests {
     }
 
     #[test]
+    fn shown_urls_hide_the_password() {
+        assert_eq!(redacted("redis://:s3cret@h:1"), "redis://:***@h:1");
+        assert_eq!(redacted("rediss://u:p@ss@h,g:2"), "rediss://u:***@h,g:2");
+        assert_eq!(redacted("redis://h:1"), "redis://h:1");
+        assert_eq!(redacted("not a url"), "not a url");
+        let e = parse_url("redis://:s3cret@", None)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(!e.contains("s3cret"), "{e}");
+    }
+
+    #[test]
     fn bucket_bits_grow_with_the_expected_key_count() {
         let s = bucket_bits_for;
         assert_eq!(s(0), 4);
         assert!(s(2_000_000) >= 10 && s(2_000_000) <= 12);
         assert!(s(1 << 36) > s(1 << 30));
-        assert_eq!(
-            RedisSettings::for_keys("x", "y", "z", None).bucket_bits,
-            None
-        );
+        assert_eq!(RedisSettings::for_keys(&meta(), None).bucket_bits, None);
     }
 
     #[test]
@@ -716,7 +772,7 @@ mod tests {
         assert_eq!(parse_layout(&layout_text(19)), Some(19));
         assert_eq!(parse_layout("buckets-v2 bits=19 tags=16"), None);
         assert_eq!(parse_layout("buckets-v1 bits=19 tags=8"), None);
-        let s = RedisSettings::for_keys("x", "y", "z", None);
+        let s = RedisSettings::for_keys(&meta(), None);
         assert_eq!(s.prefix(), "wd:");
         assert_eq!(s.in_namespace("archive").prefix(), "wd:archive:");
     }

@@ -26,8 +26,9 @@
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+/// A store URL as messages show it (the password hidden).
+pub use webdedup_redis::redacted;
 use webdedup_store::{MemStore, Store, StoreMeta};
-use webdedup_text::Normalization;
 
 /// Where the keys live.
 #[derive(Clone, Debug)]
@@ -59,35 +60,31 @@ pub struct KeySet {
     pub namespace: &'static str,
 }
 
-/// The key kind of `cdx dups` / `warc dedup`: one (urlkey, payload digest) key per
-/// version, the same in both commands, so they share a key set.
-pub const ARCHIVE_KEY_KIND: &str = "url+digest-v1 (urlkey SPACE digest; xxh3 seed url+dgst)";
+/// The key kind of `cdx dups` / `warc dedup` (see `webdedup_dedup::identity`).
+pub use webdedup_dedup::identity::ARCHIVE_KEY_KIND;
+use webdedup_dedup::identity::{self, Keys};
 
 impl KeySet {
-    /// The keys of `webdedup dedup` (URL+title, document, paragraph, n-gram kinds,
-    /// each with its own seed): the default namespace.
-    pub fn dedup(normalization: Normalization, blocks: u32) -> KeySet {
+    /// The key set of `keys` in `blocks` blocks, in the default namespace: its
+    /// settings are the store identity ([`identity::store_identity`], the one
+    /// function every front door and store kind uses).
+    pub fn of(keys: &Keys, blocks: u32) -> KeySet {
         KeySet {
-            meta: StoreMeta {
-                hash: "xxh3-64".into(),
-                normalization: normalization.name().into(),
-                blocks,
-                key_kind: webdedup_dedup::persist::KEY_KIND.into(),
-            },
+            meta: identity::store_identity(keys, blocks),
             namespace: "",
         }
     }
 
-    /// The versions of `cdx dups` and `warc dedup`: namespace `archive`. Their text
-    /// is not normalized (URL keys and digests are compared as they are).
+    /// The keys of a `webdedup dedup` / `minhash` run with `options` (Python's
+    /// `Dedup` and `MinHashDedup` too).
+    pub fn for_run(options: &webdedup_dedup::Options, blocks: u32) -> KeySet {
+        KeySet::of(&identity::keys_of(options), blocks)
+    }
+
+    /// The versions of `cdx dups` and `warc dedup`: namespace `archive`.
     pub fn archive() -> KeySet {
         KeySet {
-            meta: StoreMeta {
-                hash: "xxh3-64".into(),
-                normalization: Normalization::None.name().into(),
-                blocks: webdedup_store::DEFAULT_BLOCKS,
-                key_kind: ARCHIVE_KEY_KIND.into(),
-            },
+            meta: identity::store_identity(&Keys::Archive, webdedup_store::DEFAULT_BLOCKS),
             namespace: "archive",
         }
     }
@@ -140,26 +137,17 @@ impl StoreSpec {
             StoreSpec::Memory => Ok(plain(Box::new(open_embedded(None, keys, opts)?))),
             StoreSpec::Dir(d) => Ok(plain(Box::new(open_embedded(Some(d), keys, opts)?))),
             StoreSpec::Redis { url, password } => {
-                let settings = webdedup_redis::RedisSettings::for_keys(
-                    &keys.meta.hash,
-                    &keys.meta.normalization,
-                    &keys.meta.key_kind,
-                    opts.capacity,
-                )
-                .in_namespace(keys.namespace);
-                let store = webdedup_redis::RedisStore::open(
-                    url,
-                    password.as_deref(),
-                    settings,
-                    keys.meta.blocks,
-                    opts.salt,
-                )
-                .with_context(|| format!("cannot use the store {url}"))?;
+                let settings = webdedup_redis::RedisSettings::for_keys(&keys.meta, opts.capacity)
+                    .in_namespace(keys.namespace);
+                let store =
+                    webdedup_redis::RedisStore::open(url, password.as_deref(), settings, opts.salt)
+                        .with_context(|| format!("cannot use the store {}", redacted(url)))?;
                 let note = (store.created() && opts.capacity.is_none()).then(|| {
                     format!(
-                        "{url}: a new key set{}, laid out for about {} keys ({} buckets); \
+                        "{}: a new key set{}, laid out for about {} keys ({} buckets); \
                          the layout is fixed once made: for more keys, name them with \
                          --capacity when a database is first used",
+                        redacted(url),
                         if keys.namespace.is_empty() {
                             String::new()
                         } else {
@@ -255,7 +243,7 @@ mod tests {
 
     #[test]
     fn key_sets_of_different_commands_have_different_namespaces() {
-        let d = KeySet::dedup(Normalization::Loose, 1999);
+        let d = KeySet::for_run(&Default::default(), 1999);
         let a = KeySet::archive();
         assert_ne!(d.namespace, a.namespace);
         assert_ne!(d.meta.key_kind, a.meta.key_kind);
@@ -264,13 +252,19 @@ mod tests {
     #[test]
     fn a_directory_store_round_trips_and_refuses_other_settings() {
         let dir = tempfile::tempdir().unwrap();
-        let keys = KeySet::dedup(Normalization::Loose, 1999);
+        let keys = KeySet::for_run(&Default::default(), 1999);
         let m = open_embedded(Some(dir.path()), &keys, &OpenOptions::default()).unwrap();
         m.insert_all(&[1, 2, 3]);
         m.save(&dir.path().join("store.snap"), &keys.meta).unwrap();
         let again = open_embedded(Some(dir.path()), &keys, &OpenOptions::default()).unwrap();
         assert_eq!(again.len(), 3);
-        let other = KeySet::dedup(Normalization::None, 1999);
+        let other = KeySet::for_run(
+            &webdedup_dedup::Options {
+                normalization: webdedup_text::Normalization::None,
+                ..Default::default()
+            },
+            1999,
+        );
         let e = open_embedded(Some(dir.path()), &other, &OpenOptions::default())
             .err()
             .expect("other settings are refused");

@@ -31,7 +31,7 @@ pub use bands::{BandOwners, BandStore};
 pub use journal::{Journal, JournalReplay, SyncMode};
 pub use lock::DirLock;
 pub use mem::MemStore;
-pub use snapshot::{SnapshotInfo, StoreMeta};
+pub use snapshot::{refusal, setting_differs, SnapshotInfo, StoreMeta};
 
 /// Default number of blocks: a prime, as in the KNOT system.
 pub const DEFAULT_BLOCKS: u32 = 1999;

@@ -48,27 +48,43 @@ pub struct StoreMeta {
 }
 
 impl StoreMeta {
-    /// A message naming every differing setting with both values, or None.
-    pub fn mismatch(&self, found: &StoreMeta, what: &str) -> Option<String> {
+    /// The one refusal of a store whose recorded settings (`stored`) differ from
+    /// this run's (`self`), or None: `STORE holds keys made with other settings:
+    /// SETTING 'STORED' in the store, 'THIS' in this run; ...`. Every store kind
+    /// (snapshot, journal, Redis, hash servers) refuses with it, so a mismatch reads
+    /// the same whichever store it is.
+    ///
+    /// A key kind may carry attributes, `KIND + NAME=VALUE + ...` (near mode's
+    /// n-gram size): when only they differ, each is named as a setting of its own.
+    pub fn mismatch(&self, stored: &StoreMeta, store: &str) -> Option<String> {
         let mut diffs = Vec::new();
-        let mut cmp = |name: &str, a: String, b: String| {
-            if a != b {
-                diffs.push(format!("{name} '{b}' in {what}, '{a}' in this run"));
+        let mut cmp = |name: &str, this: &str, there: &str| {
+            if this != there {
+                diffs.push(setting_differs(name, there, this));
             }
         };
-        cmp("hash", self.hash.clone(), found.hash.clone());
-        cmp(
-            "normalization",
-            self.normalization.clone(),
-            found.normalization.clone(),
-        );
+        cmp("hash", &self.hash, &stored.hash);
+        cmp("normalization", &self.normalization, &stored.normalization);
         cmp(
             "block count",
-            self.blocks.to_string(),
-            found.blocks.to_string(),
+            &self.blocks.to_string(),
+            &stored.blocks.to_string(),
         );
-        cmp("key kind", self.key_kind.clone(), found.key_kind.clone());
-        (!diffs.is_empty()).then(|| diffs.join("; "))
+        let (mine, theirs) = (
+            key_kind_parts(&self.key_kind),
+            key_kind_parts(&stored.key_kind),
+        );
+        if mine.0 != theirs.0 {
+            cmp("key kind", &self.key_kind, &stored.key_kind);
+        } else {
+            let mut names: Vec<&str> = mine.1.iter().chain(&theirs.1).map(|a| a.0).collect();
+            names.sort_unstable();
+            names.dedup();
+            for name in names {
+                cmp(name, attribute(&mine.1, name), attribute(&theirs.1, name));
+            }
+        }
+        (!diffs.is_empty()).then(|| refusal(store, &diffs))
     }
 
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
@@ -93,6 +109,35 @@ impl StoreMeta {
             key_kind,
         })
     }
+}
+
+/// One setting that differs, as every store's refusal names it.
+pub fn setting_differs(name: &str, stored: &str, this: &str) -> String {
+    format!("{name} '{stored}' in the store, '{this}' in this run")
+}
+
+/// The refusal of `store` whose recorded settings differ (`diffs`, each made by
+/// [`setting_differs`]): the one message format of every store kind.
+pub fn refusal(store: &str, diffs: &[String]) -> String {
+    format!(
+        "{store} holds keys made with other settings: {}",
+        diffs.join("; ")
+    )
+}
+
+/// The value of attribute `name`, or `none`.
+fn attribute<'a>(attrs: &[(&'a str, &'a str)], name: &str) -> &'a str {
+    attrs.iter().find(|a| a.0 == name).map_or("none", |a| a.1)
+}
+
+/// A key kind's base and its `NAME=VALUE` attributes (`KIND + NAME=VALUE + ...`).
+fn key_kind_parts(kind: &str) -> (&str, Vec<(&str, &str)>) {
+    let mut parts = kind.split(" + ");
+    let base = parts.next().unwrap_or("");
+    let attrs = parts
+        .map(|a| a.split_once('=').unwrap_or((a, "")))
+        .collect();
+    (base, attrs)
 }
 
 pub(crate) fn put_str(out: &mut Vec<u8>, s: &str) {

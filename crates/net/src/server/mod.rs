@@ -254,10 +254,8 @@ impl Shared {
     pub fn adopt_meta(&self, theirs: &StoreMeta) -> Result<(), String> {
         let mut meta = self.meta.lock();
         match &*meta {
-            Some(mine) => match theirs.mismatch(mine, "this server's store") {
-                Some(m) => Err(format!(
-                    "the client's settings differ from the server's: {m}"
-                )),
+            Some(mine) => match theirs.mismatch(mine, &format!("server {}", self.me_addr)) {
+                Some(m) => Err(m),
                 None => Ok(()),
             },
             None => {
