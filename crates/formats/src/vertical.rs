@@ -219,6 +219,12 @@ pub struct ChunkReader<R> {
     tail_start: usize,
     /// Skipping the rest of an overlong line (its number).
     skipping: Option<u64>,
+    /// Where `fill` dropped an overlong line since the last search for a chunk
+    /// end: the bytes from there on are new to the search.
+    dropped_at: Option<usize>,
+    /// Bytes looked at by searches for a chunk end (tests check it stays linear).
+    #[cfg(test)]
+    searched: u64,
     eof: bool,
     done: bool,
     /// A read error that came after some bytes of a fill: reported by the next one.
@@ -247,6 +253,9 @@ impl<R: Read> ChunkReader<R> {
             counted_lines: 0,
             tail_start: 0,
             skipping: None,
+            dropped_at: None,
+            #[cfg(test)]
+            searched: 0,
             eof: false,
             done: false,
             read_error: None,
@@ -279,9 +288,14 @@ impl<R: Read> ChunkReader<R> {
             return None;
         }
         let mut search_from = 0usize;
+        self.dropped_at = None;
         loop {
             if self.pending.len() >= self.target {
                 let from = search_from.max(self.target.saturating_sub(1));
+                #[cfg(test)]
+                {
+                    self.searched += self.pending.len().saturating_sub(from) as u64;
+                }
                 let split = match self.boundary {
                     Boundary::DocLine => find_doc_start(&self.pending, from),
                     Boundary::Line => memchr(b'\n', &self.pending[from..]).map(|i| from + i + 1),
@@ -289,17 +303,22 @@ impl<R: Read> ChunkReader<R> {
                 if let Some(split) = split {
                     return Some(self.emit(split, false));
                 }
-                // Resume the search where it stopped (minus a partial match), but no
-                // later than the open last line: `fill` may drop an overlong line from
-                // there, so the bytes from `tail_start` on may be new (and `pending`
-                // shorter than where the search stopped).
-                search_from = self.pending.len().min(self.tail_start).saturating_sub(5);
+                // Resume the search where it stopped (minus a partial match), never
+                // from the start of the open last line again: a line of hundreds of
+                // megabytes would be searched again on every read, in time growing
+                // with the square of its length.
+                search_from = resume_at(self.pending.len());
             }
             if self.eof {
                 let n = self.pending.len();
                 return Some(self.emit(n, true));
             }
             self.fill();
+            // An overlong line dropped: the bytes from its start on are new (and
+            // `pending` may be shorter than where the search stopped).
+            if let Some(at) = self.dropped_at.take() {
+                search_from = search_from.min(resume_at(at));
+            }
         }
     }
 
@@ -371,6 +390,7 @@ impl<R: Read> ChunkReader<R> {
             });
             self.pending_skipped.push(line);
             self.pending.drain(self.tail_start..nl + 1);
+            self.note_drop();
             old = self.tail_start;
         }
         if let Some(i) = memchr::memrchr(b'\n', &self.pending[old..]) {
@@ -386,12 +406,19 @@ impl<R: Read> ChunkReader<R> {
                 },
             });
             self.pending.truncate(self.tail_start);
+            self.note_drop();
             if self.eof {
                 self.pending_skipped.push(line);
             } else {
                 self.skipping = Some(line);
             }
         }
+    }
+
+    /// Notes that the bytes of `pending` from `tail_start` on were dropped.
+    fn note_drop(&mut self) {
+        let at = self.dropped_at.map_or(self.tail_start, |d| d.min(self.tail_start));
+        self.dropped_at = Some(at);
     }
 
     /// Appends up to `size` bytes to `pending`, reading until they are all there or
@@ -476,6 +503,12 @@ impl<R: Read> ChunkReader<R> {
         self.done = last;
         chunk
     }
+}
+
+/// Where a search for a chunk end that found none in `pending[..len]` resumes: a
+/// match of `\n<doc` and the byte after it may straddle `len`.
+fn resume_at(len: usize) -> usize {
+    len.saturating_sub(5)
 }
 
 /// Position of the first line at or after `from` (a line start found by looking for
