@@ -1264,6 +1264,36 @@ mod tests {
         }
     }
 
+    /// A header is held to the command line's checks (`--shingle 0` is refused, so
+    /// is `shingle=0`), and an unknown key is no silent extra.
+    #[test]
+    fn fingerprint_header_values_are_checked_as_flags_are() {
+        for (settings, reason) in [
+            ("shingle=0", "'0' is not a shingle size between 1 and 64"),
+            ("shingle=65", "'65' is not a shingle size between 1 and 64"),
+            ("shingle=1000", "'1000' is not a shingle size between 1 and 64"),
+            ("shingle=-1", "'-1' is not a shingle size between 1 and 64"),
+            ("shingle=5 colour=red", "unknown setting 'colour'"),
+            ("shingle=5 extra", "'extra' in settings"),
+        ] {
+            let line = format!(
+                "# webdedup-simhash v1 tokenizer=unicode weights=count hash=xxh3-64 {settings}"
+            );
+            match FpHeader::parse(line.as_bytes()) {
+                Some(FpHeader::Unknown { reason: r, .. }) => {
+                    assert!(r.contains(reason), "{settings}: {r}")
+                }
+                other => panic!("{settings}: {other:?}"),
+            }
+            // The command line says the same about the shingle size.
+            if let Some(v) = settings.strip_prefix("shingle=").filter(|v| !v.contains(' ')) {
+                assert_eq!(crate::run::parse_shingle(v).unwrap_err(), reason);
+            }
+        }
+        let line = b"# webdedup-simhash v1 tokenizer=unicode shingle=64 weights=count hash=xxh3-64";
+        assert!(matches!(FpHeader::parse(line), Some(FpHeader::Known(_))));
+    }
+
     #[test]
     fn json_fields() {
         let o = ReadOptions {

@@ -62,13 +62,8 @@ impl Default for DocOptions {
     }
 }
 
-/// A shingle size as given on a command line: 1 to 64.
-pub fn parse_shingle(s: &str) -> Result<usize, String> {
-    match s.parse::<usize>() {
-        Ok(n) if (1..=64).contains(&n) => Ok(n),
-        _ => Err(format!("'{s}' is not a shingle size between 1 and 64")),
-    }
-}
+/// A shingle size as given on a command line (the same check as every header's).
+pub use crate::tokenize::parse_shingle;
 
 impl DocOptions {
     fn settings(&self) -> Settings {
