@@ -1,9 +1,11 @@
 //! Issue 27, inputs and outputs through the real binary: `-o` onto a device or a
-//! FIFO is written in place (never replaced by a regular file).
+//! FIFO is written in place (never replaced by a regular file); a damaged WET
+//! record is written as read, once, and reading resumes at the next record.
 
 mod common;
 
-use common::{stderr, webdedup};
+use common::corpus_formats::{jsonl_docs, wet_file};
+use common::{dedup, jsonl_sample_dir, stderr, tree, webdedup};
 use std::ffi::CString;
 use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
@@ -54,12 +56,18 @@ fn single_output_commands(d: &Path) -> Vec<(&'static str, Vec<String>)> {
     vec![
         ("simhash", [v(&["simhash", "-q"]), vec![s(&jsonl)]].concat()),
         ("similar", [v(&["similar", "-q"]), vec![s(&jsonl)]].concat()),
-        ("cdx dups", [v(&["cdx", "dups", "-q"]), vec![s(&cdx)]].concat()),
+        (
+            "cdx dups",
+            [v(&["cdx", "dups", "-q"]), vec![s(&cdx)]].concat(),
+        ),
         (
             "cdx revisits",
             [v(&["cdx", "revisits", "-q"]), vec![s(&cdx)]].concat(),
         ),
-        ("cdx dates", [v(&["cdx", "dates", "-q"]), vec![s(&cdx)]].concat()),
+        (
+            "cdx dates",
+            [v(&["cdx", "dates", "-q"]), vec![s(&cdx)]].concat(),
+        ),
         (
             "warc index",
             [v(&["warc", "index", "-q"]), vec![s(&warc)]].concat(),
@@ -84,8 +92,13 @@ fn output_onto_a_device_leaves_it_a_device() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let null = d.join("null");
-    if unsafe { libc::mknod(c_path(&null).as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 3)) }
-        != 0
+    if unsafe {
+        libc::mknod(
+            c_path(&null).as_ptr(),
+            libc::S_IFCHR | 0o666,
+            libc::makedev(1, 3),
+        )
+    } != 0
     {
         eprintln!("skipped: mknod needs root");
         return;
@@ -141,5 +154,119 @@ fn output_onto_a_fifo_goes_through_the_pipe() {
             "{name}: {e}"
         );
         assert_eq!(std::fs::read_dir(&outdir).unwrap().count(), 0, "{name}");
+    }
+}
+
+/// The statuses of the `.dd` lines under `out`, in order.
+fn dd_statuses(out: &Path) -> Vec<String> {
+    tree(out)
+        .into_iter()
+        .filter(|(name, _)| name.ends_with(".dd"))
+        .flat_map(|(_, bytes)| {
+            String::from_utf8(bytes)
+                .unwrap()
+                .lines()
+                .map(|l| {
+                    let i = l.find(" status=\"").unwrap() + 9;
+                    l[i..i + l[i..].find('"').unwrap()].to_string()
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// D3, D5: a plain WET file whose third document has a broken `Content-Length`
+/// (past the end of the file, negative, not a number, missing, too large for 64
+/// bits). The record is reported at its offset, written as read once (status `B`
+/// in `.dd`), and reading resumes at the next record: every input record is in
+/// the output and in `.dd` exactly once, nothing is read twice.
+#[test]
+fn a_wet_record_with_a_broken_content_length_is_written_as_read_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let docs = jsonl_docs(&jsonl_sample_dir().join("cc-2023-14/part-00000.jsonl.gz"));
+    let docs = &docs[..8];
+    let clean = wet_file(docs, false);
+    // The records as written, to damage the fourth (the third document).
+    let records: Vec<Vec<u8>> = std::iter::once(wet_file(&[], false))
+        .chain(docs.iter().map(|d| {
+            wet_file(std::slice::from_ref(d), false)[wet_file(&[], false).len()..].to_vec()
+        }))
+        .collect();
+    assert_eq!(records.concat(), clean);
+    let offset = records[..3].iter().map(Vec::len).sum::<usize>();
+    let run = |name: &str, data: &[u8]| {
+        let dir = t.join(format!("in-{name}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("a.warc.wet"), data).unwrap();
+        let out = t.join(format!("out-{name}"));
+        let o = dedup(
+            &dir,
+            &out,
+            &[
+                "--dd",
+                "--json",
+                t.join(format!("{name}.json")).to_str().unwrap(),
+            ],
+        );
+        let written = std::fs::read(out.join("a.warc.wet.dedup")).unwrap();
+        let stats: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(t.join(format!("{name}.json"))).unwrap())
+                .unwrap();
+        (o, written, dd_statuses(&out), stats)
+    };
+    let (o, clean_out, clean_dd, _) = run("clean", &clean);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(clean_dd.len(), 8);
+    let count = |data: &[u8]| data.windows(10).filter(|w| w == b"WARC/1.0\r\n").count();
+    let damaged_record = &records[3];
+    let cl = String::from_utf8_lossy(damaged_record)
+        .lines()
+        .find(|l| l.starts_with("Content-Length: "))
+        .unwrap()
+        .to_string();
+    for (name, replacement) in [
+        ("past-the-end", "Content-Length: 100000000".to_string()),
+        ("negative", "Content-Length: -5".to_string()),
+        ("not-a-number", "Content-Length: twelve".to_string()),
+        ("missing", "X-No-Length: 1".to_string()),
+        (
+            "overflowing",
+            "Content-Length: 99999999999999999999999".to_string(),
+        ),
+    ] {
+        let bad = String::from_utf8_lossy(damaged_record).replacen(&cl, &replacement, 1);
+        let mut data = records[..3].concat();
+        data.extend_from_slice(bad.as_bytes());
+        data.extend_from_slice(&records[4..].concat());
+        let (o, written, dd, stats) = run(name, &data);
+        assert_eq!(o.status.code(), Some(1), "{name}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains(&format!("a.warc.wet:offset {offset}: ")),
+            "{name}: {err}"
+        );
+        // Every record once: the damaged one as read (status B), the others as
+        // from the clean file.
+        assert_eq!(dd.len(), 8, "{name}: {dd:?}");
+        assert_eq!(dd[2], "B", "{name}: {dd:?}");
+        assert_eq!(
+            [&dd[..2], &dd[3..]].concat(),
+            [&clean_dd[..2], &clean_dd[3..]].concat(),
+            "{name}"
+        );
+        assert_eq!(stats["documents_read"], 7, "{name}: {stats}");
+        assert_eq!(stats["bad_records"], 1, "{name}: {stats}");
+        assert_eq!(count(&written), count(&clean_out), "{name}");
+        let at = written
+            .windows(bad.len())
+            .position(|w| w == bad.as_bytes())
+            .unwrap_or_else(|| panic!("{name}: the damaged record is not in the output as read"));
+        assert!(
+            !written[at + 1..]
+                .windows(bad.len())
+                .any(|w| w == bad.as_bytes()),
+            "{name}: written twice"
+        );
     }
 }
