@@ -417,7 +417,9 @@ impl<R: Read> ChunkReader<R> {
 
     /// Notes that the bytes of `pending` from `tail_start` on were dropped.
     fn note_drop(&mut self) {
-        let at = self.dropped_at.map_or(self.tail_start, |d| d.min(self.tail_start));
+        let at = self
+            .dropped_at
+            .map_or(self.tail_start, |d| d.min(self.tail_start));
         self.dropped_at = Some(at);
     }
 

@@ -249,13 +249,20 @@ fn a_repeated_key_is_read_with_its_last_value() {
         "issue@2 field 'text' is not a string: record passed through unchanged"
     );
     // The document tiles its line: the first value is kept as read.
-    assert_eq!(log.docs[0], input.split_inclusive(|&b| b == b'\n').next().unwrap());
+    assert_eq!(
+        log.docs[0],
+        input.split_inclusive(|&b| b == b'\n').next().unwrap()
+    );
     let nested = JsonlOptions {
         text: FieldPath::parse("meta.body"),
         ..Default::default()
     };
     let log = parse(input, &nested);
-    let docs: Vec<&String> = log.events.iter().filter(|e| e.starts_with("text ") || e.starts_with("issue@")).collect();
+    let docs: Vec<&String> = log
+        .events
+        .iter()
+        .filter(|e| e.starts_with("text ") || e.starts_with("issue@"))
+        .collect();
     assert_eq!(
         docs,
         [
