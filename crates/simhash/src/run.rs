@@ -38,6 +38,9 @@ pub struct DocOptions {
     pub shingle: usize,
     /// How often a feature counts.
     pub weights: Weights,
+    /// Lines (and WET blocks) longer than this are dropped and reported, as
+    /// `webdedup dedup --max-line-bytes` does.
+    pub max_line_bytes: usize,
     /// Worker threads (None: all cores).
     pub threads: Option<usize>,
     /// Do not print the per-line problem messages (they are still counted), nor
@@ -56,6 +59,7 @@ impl Default for DocOptions {
             tokenizer: settings.tokenizer,
             shingle: settings.shingle,
             weights: settings.weights,
+            max_line_bytes: webdedup_formats::vertical::DEFAULT_MAX_LINE_BYTES,
             threads: None,
             quiet: false,
         }
@@ -78,6 +82,7 @@ impl DocOptions {
             format: self.input_format,
             text_field: self.text_field.clone(),
             id_field: self.id_field.clone(),
+            max_line_bytes: self.max_line_bytes.max(1),
         }
     }
     fn pool(&self) -> Result<rayon::ThreadPool> {
