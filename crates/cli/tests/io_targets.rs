@@ -270,3 +270,34 @@ fn a_wet_record_with_a_broken_content_length_is_written_as_read_once() {
         );
     }
 }
+
+/// D14 and a small one: a fingerprint header with a value the flags refuse
+/// (`shingle=0`) or an unknown key is refused by `similar` as the flag would be,
+/// and the message quotes it plainly (no `\'`).
+#[test]
+fn a_fingerprint_header_is_held_to_the_flags_checks() {
+    let dir = tempfile::tempdir().unwrap();
+    for (settings, reason) in [
+        ("shingle=0", "'0' is not a shingle size between 1 and 64"),
+        (
+            "shingle=1000",
+            "'1000' is not a shingle size between 1 and 64",
+        ),
+        ("shingle=5 colour=red", "unknown setting 'colour'"),
+    ] {
+        let f = dir.path().join("fp.tsv");
+        std::fs::write(
+            &f,
+            format!(
+                "# webdedup-simhash v1 tokenizer=unicode weights=distinct hash=xxh3-64 {settings}\n\
+                 a\t00000000000000ff\t255\t0\t0\t0\t255\n"
+            ),
+        )
+        .unwrap();
+        let o = webdedup(&["similar", f.to_str().unwrap()]);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{settings}: {e}");
+        assert!(e.contains(reason), "{settings}: {e}");
+        assert!(!e.contains("\\'"), "{settings}: {e}");
+    }
+}

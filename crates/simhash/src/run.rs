@@ -297,9 +297,10 @@ fn common_settings(files: &[PathBuf], infos: &[FileInfo], cli: Settings) -> Resu
                      fingerprints of other settings cannot be compared (file refused; fingerprint \
                      the documents again with this version's `webdedup simhash`)",
                     path.display(),
-                    // No terminal control bytes from the file.
-                    text.escape_debug(),
-                    reason.escape_debug(),
+                    // No terminal control bytes from the file (and no `\'` for
+                    // the quotes a reason has).
+                    webdedup_formats::shown::escape_controls(text),
+                    webdedup_formats::shown::escape_controls(reason),
                     want.describe(),
                 ),
             }
