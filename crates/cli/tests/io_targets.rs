@@ -301,3 +301,32 @@ fn a_fingerprint_header_is_held_to_the_flags_checks() {
         assert!(!e.contains("\\'"), "{settings}: {e}");
     }
 }
+
+/// A small one: a line dropped as too long was read all the same, so "MB in"
+/// (and `bytes_in`) counts it; it said 0.0 for a file of one huge line.
+#[test]
+fn dropped_long_lines_count_in_the_bytes_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in");
+    std::fs::create_dir(&input).unwrap();
+    let data = format!(
+        "{{\"id\":\"a\",\"text\":\"short\"}}\n{{\"id\":\"b\",\"text\":\"{}\"}}\n{{\"id\":\"c\",\"text\":\"end\"}}",
+        "x".repeat(50_000)
+    );
+    std::fs::write(input.join("a.jsonl"), &data).unwrap();
+    let stats = dir.path().join("s.json");
+    let o = dedup(
+        &input,
+        &dir.path().join("out"),
+        &[
+            "--max-line-bytes",
+            "1000",
+            "--json",
+            stats.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let s: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
+    assert_eq!(s["documents_read"], 2, "{s}");
+    assert_eq!(s["bytes_in"], data.len(), "{s}");
+}

@@ -141,6 +141,9 @@ pub struct Chunk {
     pub issues: Vec<Issue>,
     /// No data follows this chunk.
     pub last: bool,
+    /// Bytes of input the reader dropped (lines too long) since the previous
+    /// chunk: not in `data`, but read (a run's "MB in" counts them).
+    pub dropped_bytes: u64,
     /// What formats that are not read as lines carry besides the bytes.
     pub extra: crate::doc::ChunkExtra,
 }
@@ -212,6 +215,8 @@ pub struct ChunkReader<R> {
     pending_offset: u64,
     pending_skipped: Vec<u64>,
     pending_issues: Vec<Issue>,
+    /// Bytes of overlong lines dropped since the last chunk.
+    pending_dropped: u64,
     /// Newlines counted in `pending[..counted_upto]`, for numbering skipped lines.
     counted_upto: usize,
     counted_lines: u64,
@@ -249,6 +254,7 @@ impl<R: Read> ChunkReader<R> {
             pending_offset: 0,
             pending_skipped: Vec::new(),
             pending_issues: Vec::new(),
+            pending_dropped: 0,
             counted_upto: 0,
             counted_lines: 0,
             tail_start: 0,
@@ -361,11 +367,13 @@ impl<R: Read> ChunkReader<R> {
             // Drop bytes up to and including the newline that ends the long line.
             match memchr(b'\n', &self.pending[old..]) {
                 Some(i) => {
+                    self.pending_dropped += i as u64 + 1;
                     self.pending.drain(old..old + i + 1);
                     self.skipping = None;
                     self.pending_skipped.push(line);
                 }
                 None => {
+                    self.pending_dropped += (self.pending.len() - old) as u64;
                     self.pending.truncate(old);
                     if self.eof {
                         self.pending_skipped.push(line);
@@ -389,6 +397,7 @@ impl<R: Read> ChunkReader<R> {
                 },
             });
             self.pending_skipped.push(line);
+            self.pending_dropped += (nl + 1 - self.tail_start) as u64;
             self.pending.drain(self.tail_start..nl + 1);
             self.note_drop();
             old = self.tail_start;
@@ -405,6 +414,7 @@ impl<R: Read> ChunkReader<R> {
                     limit: self.max_line,
                 },
             });
+            self.pending_dropped += (self.pending.len() - self.tail_start) as u64;
             self.pending.truncate(self.tail_start);
             self.note_drop();
             if self.eof {
@@ -494,6 +504,7 @@ impl<R: Read> ChunkReader<R> {
             skipped_lines: skipped,
             issues: std::mem::take(&mut self.pending_issues),
             last,
+            dropped_bytes: std::mem::take(&mut self.pending_dropped),
             data,
             extra: Default::default(),
         };

@@ -383,6 +383,7 @@ impl Records {
             skipped_lines: Vec::new(),
             issues,
             last,
+            dropped_bytes: 0,
             extra: ChunkExtra::Wet(records),
         })
     }
