@@ -57,7 +57,8 @@ pub struct ServerArgs {
     /// --knot).
     #[arg(long, value_name = "PORT")]
     knot_port: Option<u16>,
-    /// Serve `/metrics` (Prometheus) and `/status` (JSON) over HTTP at ADDR.
+    /// Serve `/metrics` (Prometheus) and `/status` (JSON) over HTTP at ADDR
+    /// (`HOST:PORT`, or a PORT on the --listen host).
     /// Beyond loopback it needs --auth-token-file (or --insecure), as --listen;
     /// with a token, `/status` leaves out the pid, file paths, map and settings.
     #[arg(long, value_name = "ADDR")]
@@ -93,7 +94,24 @@ pub struct ServerArgs {
 }
 
 fn socket_addr(s: &str, port: Option<u16>) -> Result<SocketAddr> {
-    let a = ServerAddr::parse(s).map_err(|e| anyhow::anyhow!("--listen {s}: {e}"))?;
+    addr_of("--listen", s, port)
+}
+
+/// `--metrics ADDR`: `HOST:PORT`, or a bare port on the `--listen` host (the
+/// resolver would read `45096` as the IPv4 address 0.0.176.40).
+fn metrics_addr(s: &str, listen: SocketAddr) -> Result<SocketAddr> {
+    let s = s.trim();
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+        let port = s
+            .parse::<u16>()
+            .map_err(|_| anyhow::anyhow!("--metrics {s}: bad port (1 to 65535)"))?;
+        return Ok(SocketAddr::new(listen.ip(), port));
+    }
+    addr_of("--metrics", s, None)
+}
+
+fn addr_of(flag: &str, s: &str, port: Option<u16>) -> Result<SocketAddr> {
+    let a = ServerAddr::parse(s).map_err(|e| anyhow::anyhow!("{flag} {s}: {e}"))?;
     let port = port.unwrap_or(a.port);
     (a.host.as_str(), port)
         .to_socket_addrs()
@@ -122,7 +140,7 @@ pub fn run(args: &ServerArgs) -> Result<u8> {
     cfg.metrics = args
         .metrics
         .as_deref()
-        .map(|m| socket_addr(m, None))
+        .map(|m| metrics_addr(m, listen))
         .transpose()?;
     cfg.auth = args
         .auth_token_file
@@ -148,4 +166,28 @@ pub fn run(args: &ServerArgs) -> Result<u8> {
         Exit::Finished => tracing::info!("finished: every block handed over"),
     }
     Ok(crate::EXIT_OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A bare number is a port on the --listen host, never an IPv4 address
+    /// written as one number.
+    #[test]
+    fn metrics_takes_a_bare_port_on_the_listen_host() {
+        let listen: SocketAddr = "127.0.0.1:1234".parse().unwrap();
+        assert_eq!(
+            metrics_addr("45096", listen).unwrap(),
+            "127.0.0.1:45096".parse::<SocketAddr>().unwrap()
+        );
+        assert_eq!(
+            metrics_addr("127.0.0.1:9234", listen).unwrap(),
+            "127.0.0.1:9234".parse::<SocketAddr>().unwrap()
+        );
+        let e = metrics_addr("99999", listen).unwrap_err().to_string();
+        assert!(e.contains("--metrics 99999: bad port"), "{e}");
+        let e = metrics_addr("a:b", listen).unwrap_err().to_string();
+        assert!(e.starts_with("--metrics a:b"), "{e}");
+    }
 }

@@ -834,7 +834,8 @@ impl Writer<'_> {
             d.write_all(&w.dropped)
                 .with_context(|| format!("cannot write {}", d.path().display()))?;
         }
-        self.stats.bytes_in += chunk.data.len() as u64;
+        // Dropped lines were read too: "MB in" is the input's size.
+        self.stats.bytes_in += chunk.data.len() as u64 + chunk.dropped_bytes;
         self.stats.bytes_out += written;
         self.stats.add_chunk(&w.stats);
         if chunk.last {

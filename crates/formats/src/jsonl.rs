@@ -142,6 +142,20 @@ impl Node {
         };
         self.children[i].1.add(rest, slot);
     }
+
+    /// Forgets what was found at and below this node.
+    fn clear(&self, found: &mut Found) {
+        match self.slot {
+            Some(Slot::Text) => found.text = None,
+            Some(Slot::Id(i)) => found.id[i] = None,
+            Some(Slot::Url(i)) => found.url[i] = None,
+            Some(Slot::Title(i)) => found.title[i] = None,
+            None => {}
+        }
+        for (_, c) in &self.children {
+            c.clear(found);
+        }
+    }
 }
 
 /// What one line holds of the wanted fields.
@@ -201,17 +215,18 @@ impl<'de> Visitor<'de> for NodeSeed<'_, '_> {
                 continue;
             };
             match child.slot {
+                // A key given twice: the last value wins, as for Python's `json`,
+                // serde_json's `Value` and most readers of the output (and the
+                // text rewritten in place is then the one they see).
                 Some(Slot::Text) => {
                     let raw: &'de serde_json::value::RawValue = map.next_value()?;
-                    if self.found.text.is_none() {
-                        let s = raw.get();
-                        self.found.text = Some(if s.starts_with('"') {
-                            let start = s.as_ptr() as usize - self.base;
-                            Ok(start..start + s.len())
-                        } else {
-                            Err("is not a string")
-                        });
-                    }
+                    let s = raw.get();
+                    self.found.text = Some(if s.starts_with('"') {
+                        let start = s.as_ptr() as usize - self.base;
+                        Ok(start..start + s.len())
+                    } else {
+                        Err("is not a string")
+                    });
                 }
                 Some(slot) => {
                     let v: Scalar = map.next_value()?;
@@ -221,15 +236,17 @@ impl<'de> Visitor<'de> for NodeSeed<'_, '_> {
                         Slot::Title(i) => (&mut self.found.title, i),
                         Slot::Text => unreachable!("handled above"),
                     };
-                    if list[i].is_none() {
-                        list[i] = v.0;
-                    }
+                    list[i] = v.0;
                 }
-                None => map.next_value_seed(NodeSeed {
-                    node: child,
-                    found: &mut *self.found,
-                    base: self.base,
-                })?,
+                None => {
+                    // A repeated object replaces the earlier one whole.
+                    child.clear(self.found);
+                    map.next_value_seed(NodeSeed {
+                        node: child,
+                        found: &mut *self.found,
+                        base: self.base,
+                    })?
+                }
             }
         }
         Ok(())

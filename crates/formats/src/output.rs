@@ -2,6 +2,10 @@
 //! complete, so a file under its final name is always whole. An output dropped
 //! before [`AtomicOutput::finish`] (an error stopped the run) removes its `.tmp`
 //! file. Every error names the file it is about.
+//!
+//! [`target_kind`] decides how a path is written, for every command: an existing
+//! character device, FIFO or socket (`-o /dev/null`, a pipe) is written directly,
+//! since a rename would replace it by a regular file.
 
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
@@ -54,6 +58,31 @@ pub fn io_error_at(what: &str, path: &Path, error: io::Error) -> io::Error {
     io::Error::new(error.kind(), format!("{what} {}: {error}", path.display()))
 }
 
+/// How an output path is written ([`target_kind`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TargetKind {
+    /// A regular file or a new path: written to `NAME.tmp`, renamed over `NAME`.
+    Replace,
+    /// An existing character device, FIFO or socket: written in place. Renaming
+    /// over it would replace the device (`/dev/null` becoming a regular file
+    /// breaks the machine) or the pipe a reader waits on.
+    Direct,
+}
+
+/// How `path` is written: [`TargetKind::Direct`] for an existing non-regular file
+/// (symbolic links followed), [`TargetKind::Replace`] for a regular file or a path
+/// that does not exist; an existing directory is an error that names it.
+pub fn target_kind(path: &Path) -> io::Result<TargetKind> {
+    match fs::metadata(path) {
+        Ok(m) if m.is_dir() => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("cannot write to {}: it is a directory", path.display()),
+        )),
+        Ok(m) if !m.is_file() => Ok(TargetKind::Direct),
+        _ => Ok(TargetKind::Replace),
+    }
+}
+
 /// Bytes handed to a compressor at a time.
 const BLOCK: usize = 1 << 17;
 
@@ -65,7 +94,9 @@ const BLOCK: usize = 1 << 17;
 /// makes their bytes a function of the content alone.
 pub struct AtomicOutput {
     path: PathBuf,
+    /// The file written: `NAME.tmp`, or `path` itself for a direct target.
     tmp: PathBuf,
+    kind: TargetKind,
     /// `None` once finished.
     sink: Option<Sink>,
     bytes: u64,
@@ -75,12 +106,7 @@ pub struct AtomicOutput {
 
 impl AtomicOutput {
     pub fn create(path: &Path, compression: OutputCompression) -> io::Result<Self> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            fs::create_dir_all(dir).map_err(|e| io_error_at("cannot create directory", dir, e))?;
-        }
-        let mut tmp = path.as_os_str().to_owned();
-        tmp.push(".tmp");
-        let tmp = PathBuf::from(tmp);
+        let (kind, tmp) = Self::prepare(path)?;
         let file = File::create(&tmp).map_err(|e| io_error_at("cannot create", &tmp, e))?;
         let file = BufWriter::with_capacity(1 << 17, file);
         let sink = match compression {
@@ -92,7 +118,9 @@ impl AtomicOutput {
             OutputCompression::Zstd => match zstd::stream::write::Encoder::new(file, 3) {
                 Ok(e) => Sink::Zstd(e),
                 Err(e) => {
-                    let _ = fs::remove_file(&tmp);
+                    if kind == TargetKind::Replace {
+                        let _ = fs::remove_file(&tmp);
+                    }
                     return Err(io_error_at("cannot write", &tmp, e));
                 }
             },
@@ -100,6 +128,7 @@ impl AtomicOutput {
         Ok(AtomicOutput {
             path: path.to_owned(),
             tmp,
+            kind,
             sink: Some(sink),
             bytes: 0,
             pending: Vec::new(),
@@ -112,12 +141,7 @@ impl AtomicOutput {
     /// kernel has it); later writes only count their bytes ([`bytes`](Self::bytes)
     /// stays the uncompressed size the caller hands in).
     pub fn copy_of(path: &Path, source: &Path) -> io::Result<Self> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            fs::create_dir_all(dir).map_err(|e| io_error_at("cannot create directory", dir, e))?;
-        }
-        let mut tmp = path.as_os_str().to_owned();
-        tmp.push(".tmp");
-        let tmp = PathBuf::from(tmp);
+        let (kind, tmp) = Self::prepare(path)?;
         // Created as any output is (its own permissions, not the input's), then
         // filled by `io::copy`, which uses `copy_file_range` between files.
         let copied = (|| {
@@ -127,16 +151,34 @@ impl AtomicOutput {
             Ok(to)
         })()
         .map_err(|e| {
-            let _ = fs::remove_file(&tmp);
+            if kind == TargetKind::Replace {
+                let _ = fs::remove_file(&tmp);
+            }
             io_error_at(&format!("cannot copy {} to", source.display()), &tmp, e)
         })?;
         Ok(AtomicOutput {
             path: path.to_owned(),
             tmp,
+            kind,
             sink: Some(Sink::Copied(copied)),
             bytes: 0,
             pending: Vec::new(),
         })
+    }
+
+    /// How `path` is written ([`target_kind`]) and the file to create: `NAME.tmp`
+    /// next to it, or `path` itself; creates the missing parent directories.
+    fn prepare(path: &Path) -> io::Result<(TargetKind, PathBuf)> {
+        let kind = target_kind(path)?;
+        if kind == TargetKind::Direct {
+            return Ok((kind, path.to_owned()));
+        }
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            fs::create_dir_all(dir).map_err(|e| io_error_at("cannot create directory", dir, e))?;
+        }
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(".tmp");
+        Ok((kind, PathBuf::from(tmp)))
     }
 
     /// Gives the output up: its temporary file is removed (as when dropped), and
@@ -144,6 +186,13 @@ impl AtomicOutput {
     pub fn discard(&mut self) {
         if let Some(sink) = self.sink.take() {
             drop(sink);
+            self.remove_tmp();
+        }
+    }
+
+    /// Removes the temporary file; a direct target is never removed.
+    fn remove_tmp(&self) {
+        if self.kind == TargetKind::Replace {
             let _ = fs::remove_file(&self.tmp);
         }
     }
@@ -216,12 +265,14 @@ impl AtomicOutput {
                     w.finish()?.into_inner().map_err(|e| e.into_error())?
                 }
             };
-            if sync {
+            // A device or a pipe has nothing to sync (`/dev/null` refuses fsync).
+            if sync && self.kind == TargetKind::Replace {
                 file.sync_all()?;
             }
             Ok(file)
         })();
         let result = match written {
+            Ok(_) if self.kind == TargetKind::Direct => Ok(()),
             Ok(file) => {
                 drop(file);
                 fs::rename(&tmp, &self.path).map_err(|e| {
@@ -235,7 +286,7 @@ impl AtomicOutput {
             Err(e) => Err(io_error_at("cannot write", &tmp, e)),
         };
         if result.is_err() {
-            let _ = fs::remove_file(&tmp);
+            self.remove_tmp();
         }
         result
     }
@@ -260,7 +311,7 @@ impl Drop for AtomicOutput {
         if let Some(sink) = self.sink.take() {
             // Drop the writer first (its buffer may flush), then remove the file.
             drop(sink);
-            let _ = fs::remove_file(&self.tmp);
+            self.remove_tmp();
         }
     }
 }
@@ -347,13 +398,81 @@ mod tests {
                 .contains(&*dir.path().join("f/sub").to_string_lossy()),
             "{e}"
         );
-        // The rename fails (a directory is in the way): the temporary file goes.
+        // A directory in the way: refused before anything is written.
         let blocked = dir.path().join("blocked");
         fs::create_dir_all(blocked.join("x")).unwrap();
-        let o = AtomicOutput::create(&blocked, OutputCompression::None).unwrap();
+        let e = AtomicOutput::create(&blocked, OutputCompression::None)
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("it is a directory"), "{e}");
+        assert!(e.to_string().contains("blocked"), "{e}");
+        assert!(!dir.path().join("blocked.tmp").exists());
+        // The rename fails (the target became a directory): the temporary file goes.
+        let late = dir.path().join("late");
+        let o = AtomicOutput::create(&late, OutputCompression::None).unwrap();
+        fs::create_dir_all(late.join("x")).unwrap();
         let e = o.finish(false).unwrap_err();
         assert!(e.to_string().contains("cannot rename"), "{e}");
-        assert!(!dir.path().join("blocked.tmp").exists());
+        assert!(!dir.path().join("late.tmp").exists());
+    }
+
+    fn c_path(p: &Path) -> std::ffi::CString {
+        std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap()
+    }
+
+    /// A FIFO target is written in place: the reader gets the bytes, the FIFO stays.
+    #[test]
+    fn fifo_target_is_written_directly() {
+        use std::os::unix::fs::FileTypeExt;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe");
+        assert_eq!(unsafe { libc::mkfifo(c_path(&fifo).as_ptr(), 0o600) }, 0);
+        assert_eq!(target_kind(&fifo).unwrap(), TargetKind::Direct);
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || fs::read(&fifo).unwrap())
+        };
+        let mut o = AtomicOutput::create(&fifo, OutputCompression::None).unwrap();
+        o.write_all(b"through the pipe\n").unwrap();
+        o.finish(true).unwrap();
+        assert_eq!(reader.join().unwrap(), b"through the pipe\n");
+        assert!(fs::metadata(&fifo).unwrap().file_type().is_fifo());
+        assert!(!dir.path().join("pipe.tmp").exists());
+    }
+
+    /// A character device (a `/dev/null` made in a temporary directory: the real
+    /// one must never be at risk) stays a device, finished, dropped or discarded.
+    #[test]
+    fn char_device_target_stays_a_device() {
+        use std::os::unix::fs::FileTypeExt;
+        let dir = tempfile::tempdir().unwrap();
+        let null = dir.path().join("null");
+        let dev = libc::makedev(1, 3);
+        if unsafe { libc::mknod(c_path(&null).as_ptr(), libc::S_IFCHR | 0o666, dev) } != 0 {
+            eprintln!("skipped: mknod needs root");
+            return;
+        }
+        let is_device = || fs::metadata(&null).unwrap().file_type().is_char_device();
+        for c in [OutputCompression::None, OutputCompression::Gzip] {
+            let mut o = AtomicOutput::create(&null, c).unwrap();
+            o.write_all(b"gone\n").unwrap();
+            o.finish(true).unwrap();
+            assert!(is_device());
+            let mut o = AtomicOutput::create(&null, c).unwrap();
+            o.write_all(b"gone\n").unwrap();
+            drop(o);
+            assert!(is_device());
+            AtomicOutput::create(&null, c).unwrap().discard();
+            assert!(is_device());
+        }
+        let source = dir.path().join("source");
+        fs::write(&source, "copied\n").unwrap();
+        AtomicOutput::copy_of(&null, &source)
+            .unwrap()
+            .finish(true)
+            .unwrap();
+        assert!(is_device());
+        assert!(!dir.path().join("null.tmp").exists());
     }
 
     #[test]

@@ -490,6 +490,7 @@ impl RowGroups {
             skipped_lines: Vec::new(),
             issues,
             last,
+            dropped_bytes: 0,
             extra: ChunkExtra::Parquet(Box::new(RowSlice {
                 source: self.source.clone(),
                 row_group: g,

@@ -141,6 +141,9 @@ pub struct Chunk {
     pub issues: Vec<Issue>,
     /// No data follows this chunk.
     pub last: bool,
+    /// Bytes of input the reader dropped (lines too long) since the previous
+    /// chunk: not in `data`, but read (a run's "MB in" counts them).
+    pub dropped_bytes: u64,
     /// What formats that are not read as lines carry besides the bytes.
     pub extra: crate::doc::ChunkExtra,
 }
@@ -212,6 +215,8 @@ pub struct ChunkReader<R> {
     pending_offset: u64,
     pending_skipped: Vec<u64>,
     pending_issues: Vec<Issue>,
+    /// Bytes of overlong lines dropped since the last chunk.
+    pending_dropped: u64,
     /// Newlines counted in `pending[..counted_upto]`, for numbering skipped lines.
     counted_upto: usize,
     counted_lines: u64,
@@ -219,6 +224,12 @@ pub struct ChunkReader<R> {
     tail_start: usize,
     /// Skipping the rest of an overlong line (its number).
     skipping: Option<u64>,
+    /// Where `fill` dropped an overlong line since the last search for a chunk
+    /// end: the bytes from there on are new to the search.
+    dropped_at: Option<usize>,
+    /// Bytes looked at by searches for a chunk end (tests check it stays linear).
+    #[cfg(test)]
+    searched: u64,
     eof: bool,
     done: bool,
     /// A read error that came after some bytes of a fill: reported by the next one.
@@ -243,10 +254,14 @@ impl<R: Read> ChunkReader<R> {
             pending_offset: 0,
             pending_skipped: Vec::new(),
             pending_issues: Vec::new(),
+            pending_dropped: 0,
             counted_upto: 0,
             counted_lines: 0,
             tail_start: 0,
             skipping: None,
+            dropped_at: None,
+            #[cfg(test)]
+            searched: 0,
             eof: false,
             done: false,
             read_error: None,
@@ -279,9 +294,14 @@ impl<R: Read> ChunkReader<R> {
             return None;
         }
         let mut search_from = 0usize;
+        self.dropped_at = None;
         loop {
             if self.pending.len() >= self.target {
                 let from = search_from.max(self.target.saturating_sub(1));
+                #[cfg(test)]
+                {
+                    self.searched += self.pending.len().saturating_sub(from) as u64;
+                }
                 let split = match self.boundary {
                     Boundary::DocLine => find_doc_start(&self.pending, from),
                     Boundary::Line => memchr(b'\n', &self.pending[from..]).map(|i| from + i + 1),
@@ -289,17 +309,22 @@ impl<R: Read> ChunkReader<R> {
                 if let Some(split) = split {
                     return Some(self.emit(split, false));
                 }
-                // Resume the search where it stopped (minus a partial match), but no
-                // later than the open last line: `fill` may drop an overlong line from
-                // there, so the bytes from `tail_start` on may be new (and `pending`
-                // shorter than where the search stopped).
-                search_from = self.pending.len().min(self.tail_start).saturating_sub(5);
+                // Resume the search where it stopped (minus a partial match), never
+                // from the start of the open last line again: a line of hundreds of
+                // megabytes would be searched again on every read, in time growing
+                // with the square of its length.
+                search_from = resume_at(self.pending.len());
             }
             if self.eof {
                 let n = self.pending.len();
                 return Some(self.emit(n, true));
             }
             self.fill();
+            // An overlong line dropped: the bytes from its start on are new (and
+            // `pending` may be shorter than where the search stopped).
+            if let Some(at) = self.dropped_at.take() {
+                search_from = search_from.min(resume_at(at));
+            }
         }
     }
 
@@ -342,11 +367,13 @@ impl<R: Read> ChunkReader<R> {
             // Drop bytes up to and including the newline that ends the long line.
             match memchr(b'\n', &self.pending[old..]) {
                 Some(i) => {
+                    self.pending_dropped += i as u64 + 1;
                     self.pending.drain(old..old + i + 1);
                     self.skipping = None;
                     self.pending_skipped.push(line);
                 }
                 None => {
+                    self.pending_dropped += (self.pending.len() - old) as u64;
                     self.pending.truncate(old);
                     if self.eof {
                         self.pending_skipped.push(line);
@@ -370,7 +397,9 @@ impl<R: Read> ChunkReader<R> {
                 },
             });
             self.pending_skipped.push(line);
+            self.pending_dropped += (nl + 1 - self.tail_start) as u64;
             self.pending.drain(self.tail_start..nl + 1);
+            self.note_drop();
             old = self.tail_start;
         }
         if let Some(i) = memchr::memrchr(b'\n', &self.pending[old..]) {
@@ -385,13 +414,23 @@ impl<R: Read> ChunkReader<R> {
                     limit: self.max_line,
                 },
             });
+            self.pending_dropped += (self.pending.len() - self.tail_start) as u64;
             self.pending.truncate(self.tail_start);
+            self.note_drop();
             if self.eof {
                 self.pending_skipped.push(line);
             } else {
                 self.skipping = Some(line);
             }
         }
+    }
+
+    /// Notes that the bytes of `pending` from `tail_start` on were dropped.
+    fn note_drop(&mut self) {
+        let at = self
+            .dropped_at
+            .map_or(self.tail_start, |d| d.min(self.tail_start));
+        self.dropped_at = Some(at);
     }
 
     /// Appends up to `size` bytes to `pending`, reading until they are all there or
@@ -465,6 +504,7 @@ impl<R: Read> ChunkReader<R> {
             skipped_lines: skipped,
             issues: std::mem::take(&mut self.pending_issues),
             last,
+            dropped_bytes: std::mem::take(&mut self.pending_dropped),
             data,
             extra: Default::default(),
         };
@@ -476,6 +516,12 @@ impl<R: Read> ChunkReader<R> {
         self.done = last;
         chunk
     }
+}
+
+/// Where a search for a chunk end that found none in `pending[..len]` resumes: a
+/// match of `\n<doc` and the byte after it may straddle `len`.
+fn resume_at(len: usize) -> usize {
+    len.saturating_sub(5)
 }
 
 /// Position of the first line at or after `from` (a line start found by looking for

@@ -30,6 +30,7 @@ use crate::warc::{sha1_base32, ArchiveReader, Item, ReadOptions};
 use std::fs;
 use std::io::{self, Seek, Write};
 use std::ops::Range;
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 /// What a record of a chunk is.
@@ -62,12 +63,29 @@ pub struct RecordInfo {
 const TRAILER: &[u8] = b"\r\n\r\n";
 
 /// Reads a WET file in chunks of whole records.
+///
+/// In an uncompressed file every byte is accounted for: a record the reader
+/// could not delimit by its `Content-Length` (past the end of the file, wrong, or
+/// not a number) is the bytes from its start to the next record the reader found
+/// (or the end of the file), read again from the file and passed on as one bad
+/// record; bytes between records that do not start a record are garbage, reported
+/// and skipped. Nothing is read twice.
 pub struct Records {
     reader: ArchiveReader,
     chunk_bytes: usize,
     max_block: usize,
     peeked: Option<Item>,
     done: bool,
+    /// The file, to read damaged records as they are (uncompressed files only).
+    file: fs::File,
+    file_len: u64,
+    /// Uncompressed so far: byte spans are file offsets.
+    plain: bool,
+    /// Offset up to which the file's bytes are accounted for (plain files).
+    covered: u64,
+    /// Problems the reader reported at or after `covered`: a damaged record or
+    /// garbage, told apart once the next record is found.
+    gap: Vec<(u64, String)>,
 }
 
 impl Records {
@@ -111,15 +129,107 @@ impl Records {
         chunk_bytes: usize,
         max_block: usize,
     ) -> io::Result<Records> {
+        let copy = file.try_clone()?;
+        let file_len = file.metadata()?.len();
         let reader = ArchiveReader::from_file(file, path, ReadOptions::default())?
             .with_block_limit(max_block);
         Ok(Records {
+            plain: !reader.is_gzip(),
             reader,
             chunk_bytes: chunk_bytes.max(1),
             max_block,
             peeked: None,
             done: false,
+            file: copy,
+            file_len,
+            covered: 0,
+            gap: Vec::new(),
         })
+    }
+
+    /// Settles the bytes `covered..to` of a plain file (before the next record, or
+    /// the end): a record whose header could be read up to its damage (it starts
+    /// with a WARC version line) is a bad record, its bytes as read; anything else
+    /// is garbage, its problems reported as they are.
+    fn settle_gap(
+        &mut self,
+        to: u64,
+        data: &mut Vec<u8>,
+        records: &mut Vec<RecordInfo>,
+        issues: &mut Vec<Issue>,
+    ) {
+        let problems = std::mem::take(&mut self.gap);
+        let from = self.covered;
+        self.covered = self.covered.max(to);
+        if to <= from || problems.is_empty() {
+            return;
+        }
+        let mut head = [0u8; 64];
+        let n = self.file.read_at(&mut head, from).unwrap_or(0);
+        let head = &head[..n];
+        let lead = head
+            .iter()
+            .take_while(|b| matches!(b, b'\r' | b'\n'))
+            .count();
+        let record = head[lead..].starts_with(b"WARC/")
+            && head.get(lead + 5).is_some_and(u8::is_ascii_digit);
+        if !record {
+            issues.extend(problems.into_iter().map(|(offset, reason)| Issue {
+                line: offset,
+                kind: IssueKind::Malformed(reason),
+            }));
+            return;
+        }
+        let start = from + lead as u64;
+        let reason = problems
+            .into_iter()
+            .map(|(_, r)| r)
+            .collect::<Vec<_>>()
+            .join("; ");
+        self.push_span(start, to, 0, reason, data, records, issues);
+    }
+
+    /// Passes the file's bytes `start..end` on as a bad record (`header_len`: its
+    /// header's length, 0 when unknown), or reports it left out when longer than
+    /// the block limit.
+    #[allow(clippy::too_many_arguments)]
+    fn push_span(
+        &mut self,
+        start: u64,
+        end: u64,
+        header_len: usize,
+        reason: String,
+        data: &mut Vec<u8>,
+        records: &mut Vec<RecordInfo>,
+        issues: &mut Vec<Issue>,
+    ) {
+        let len = end - start;
+        if len > (self.max_block + header_len) as u64 {
+            issues.push(Issue {
+                line: start,
+                kind: IssueKind::Malformed(format!(
+                    "{reason}; the {len} bytes to the next record are more than {} (--max-line-bytes): left out",
+                    self.max_block
+                )),
+            });
+            return;
+        }
+        let at = data.len();
+        data.resize(at + len as usize, 0);
+        if let Err(e) = self.file.read_exact_at(&mut data[at..], start) {
+            data.truncate(at);
+            issues.push(Issue {
+                line: start,
+                kind: IssueKind::Malformed(format!("{reason}; cannot read it again: {e}")),
+            });
+            return;
+        }
+        records.push(RecordInfo {
+            range: at..data.len(),
+            header_len,
+            offset: start,
+            kind: RecordKind::Bad(reason),
+        });
     }
 
     fn next_item(&mut self) -> Option<Item> {
@@ -144,9 +254,18 @@ impl Records {
         let mut first_offset = None;
         while data.len() < self.chunk_bytes {
             let Some(item) = self.next_item() else {
+                if self.plain {
+                    let end = self.file_len;
+                    self.settle_gap(end, &mut data, &mut records, &mut issues);
+                }
                 break;
             };
             let rec = match item {
+                Item::Problem { offset, reason } if self.plain && offset >= self.covered => {
+                    first_offset.get_or_insert(offset);
+                    self.gap.push((offset, reason));
+                    continue;
+                }
                 Item::Problem { offset, reason } => {
                     issues.push(Issue {
                         line: offset,
@@ -156,6 +275,18 @@ impl Records {
                 }
                 Item::Record(rec) => rec,
             };
+            if self.plain && rec.gzip {
+                // Gzip members after plain records: offsets are no longer spans.
+                self.plain = false;
+                let problems = std::mem::take(&mut self.gap);
+                issues.extend(problems.into_iter().map(|(offset, reason)| Issue {
+                    line: offset,
+                    kind: IssueKind::Malformed(reason),
+                }));
+            }
+            if self.plain {
+                self.settle_gap(rec.offset, &mut data, &mut records, &mut issues);
+            }
             first_offset.get_or_insert(rec.offset);
             let partial = rec.mis_sized || rec.block_read < rec.content_length;
             // The reader reports what is wrong with a record right after it.
@@ -168,6 +299,35 @@ impl Records {
                         }
                     }
                 }
+            }
+            if partial && self.plain {
+                // The record runs to where the reader resumed: the next record, or
+                // the end of the file when it found none.
+                let end = match self.peek() {
+                    Some(_) => rec.end.max(rec.offset),
+                    None => self.file_len,
+                };
+                self.covered = end;
+                let reason = problem.unwrap_or_else(|| {
+                    format!(
+                        "record shorter than its Content-Length {} ({} bytes of block)",
+                        rec.content_length, rec.block_read
+                    )
+                });
+                let header_len = rec.header.len();
+                self.push_span(
+                    rec.offset,
+                    end,
+                    header_len,
+                    reason,
+                    &mut data,
+                    &mut records,
+                    &mut issues,
+                );
+                continue;
+            }
+            if self.plain {
+                self.covered = rec.end;
             }
             if !partial && (rec.block_prefix.len() as u64) < rec.content_length {
                 issues.push(Issue {
@@ -210,6 +370,10 @@ impl Records {
         }
         let last = self.peek().is_none();
         if last {
+            if self.plain {
+                let end = self.file_len;
+                self.settle_gap(end, &mut data, &mut records, &mut issues);
+            }
             self.done = true;
         }
         Some(Chunk {
@@ -219,6 +383,7 @@ impl Records {
             skipped_lines: Vec::new(),
             issues,
             last,
+            dropped_bytes: 0,
             extra: ChunkExtra::Wet(records),
         })
     }

@@ -81,7 +81,12 @@ impl FpIndex {
                 _ => {}
             }
         }
-        let stored = Settings::parse(header).map_err(|e| bad(&e))?;
+        // The index's own keys apart, the header is the fingerprint settings.
+        let settings_words: Vec<&str> = header
+            .split_whitespace()
+            .filter(|w| !w.starts_with("format=") && !w.starts_with("count="))
+            .collect();
+        let stored = Settings::parse(&settings_words.join(" ")).map_err(|e| bad(&e))?;
         if stored != settings {
             bail!(
                 "index {} was built with {}, but this run uses {}: use the same --tokenizer/--shingle or another index",

@@ -200,6 +200,9 @@ pub struct ReadOptions {
     /// JSON Lines and Parquet: the field holding the id (default: `id` where a
     /// record has one; else the id is `FILE:LINE`).
     pub id_field: Option<String>,
+    /// Lines longer than this are dropped and reported (`--max-line-bytes`, as
+    /// `webdedup dedup`'s); a WET record's block too.
+    pub max_line_bytes: usize,
 }
 
 impl Default for ReadOptions {
@@ -208,6 +211,7 @@ impl Default for ReadOptions {
             format: InputFormat::Auto,
             text_field: "text".into(),
             id_field: None,
+            max_line_bytes: vertical::DEFAULT_MAX_LINE_BYTES,
         }
     }
 }
@@ -233,40 +237,80 @@ pub enum Item<'a> {
     Other { raw: &'a [u8] },
 }
 
+/// A line of [`Lines`].
+enum Line<'a> {
+    /// The line, with its `\n` (the last may lack it).
+    Whole(&'a [u8]),
+    /// A line longer than the limit, dropped without being held in memory.
+    TooLong,
+}
+
 /// Lines (with their `\n`) from large reads: one memchr per line, no per-line read
-/// call. The last line may lack its `\n`.
+/// call. The last line may lack its `\n`. A line longer than `max` bytes (without
+/// its line end, as `webdedup dedup` counts) is skipped, never held whole.
 struct Lines<R> {
     r: R,
     buf: Vec<u8>,
     pos: usize,
     end: usize,
     eof: bool,
+    max: usize,
 }
 
 impl<R: io::Read> Lines<R> {
-    fn new(r: R) -> Self {
+    fn new(r: R, max: usize) -> Self {
         Lines {
             r,
-            buf: vec![0; 1 << 20],
+            buf: vec![0; (1 << 20).min(max.saturating_add(2)).max(2)],
             pos: 0,
             end: 0,
             eof: false,
+            max: max.max(1),
         }
     }
 
-    fn next_line(&mut self) -> io::Result<Option<&[u8]>> {
+    /// Whether `line` (with its `\n`, if any) is longer than the limit.
+    fn too_long(&self, line: &[u8]) -> bool {
+        let content = line.strip_suffix(b"\n").unwrap_or(line);
+        let content = content.strip_suffix(b"\r").unwrap_or(content);
+        content.len() > self.max
+    }
+
+    fn read_more(&mut self) -> io::Result<usize> {
+        loop {
+            match self.r.read(&mut self.buf[self.end..]) {
+                Ok(n) => {
+                    if n == 0 {
+                        self.eof = true;
+                    }
+                    self.end += n;
+                    return Ok(n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
         let mut scan_from = self.pos;
         loop {
             if let Some(i) = memchr::memchr(b'\n', &self.buf[scan_from..self.end]) {
                 let a = self.pos;
                 self.pos = scan_from + i + 1;
-                return Ok(Some(&self.buf[a..self.pos]));
+                if self.too_long(&self.buf[a..self.pos]) {
+                    return Ok(Some(Line::TooLong));
+                }
+                return Ok(Some(Line::Whole(&self.buf[a..self.pos])));
             }
             if self.eof {
                 if self.pos < self.end {
                     let a = self.pos;
                     self.pos = self.end;
-                    return Ok(Some(&self.buf[a..self.end]));
+                    if self.too_long(&self.buf[a..self.end]) {
+                        return Ok(Some(Line::TooLong));
+                    }
+                    return Ok(Some(Line::Whole(&self.buf[a..self.end])));
                 }
                 return Ok(None);
             }
@@ -276,20 +320,31 @@ impl<R: io::Read> Lines<R> {
             self.pos = 0;
             self.end = partial;
             scan_from = partial;
+            // Past the limit even without its line end (`\r\n` is two bytes):
+            // the rest of the line is read and forgotten.
+            if partial > self.max.saturating_add(1) {
+                return self.skip_line().map(|()| Some(Line::TooLong));
+            }
             if self.end == self.buf.len() {
-                self.buf.resize(self.buf.len() * 2, 0);
+                let len = self.buf.len();
+                self.buf.resize(len.saturating_mul(2), 0);
             }
-            let n = loop {
-                match self.r.read(&mut self.buf[self.end..]) {
-                    Ok(n) => break n,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(e),
-                }
-            };
-            if n == 0 {
-                self.eof = true;
+            self.read_more()?;
+        }
+    }
+
+    /// Drops the bytes up to and including the next `\n` (or to the end).
+    fn skip_line(&mut self) -> io::Result<()> {
+        loop {
+            if let Some(i) = memchr::memchr(b'\n', &self.buf[self.pos..self.end]) {
+                self.pos += i + 1;
+                return Ok(());
             }
-            self.end += n;
+            self.pos = 0;
+            self.end = 0;
+            if self.eof || self.read_more()? == 0 {
+                return Ok(());
+            }
         }
     }
 }
@@ -380,7 +435,7 @@ pub fn read_items(
     let mut headers = Vec::new();
     let res = match format {
         InputFormat::File => read_whole(path, &mut r, problems, &mut f),
-        InputFormat::Vertical => read_vertical(path, &mut r, problems, &mut f),
+        InputFormat::Vertical => read_vertical(path, &mut r, opts.max_line_bytes, problems, &mut f),
         InputFormat::Parquet | InputFormat::Wet => {
             read_documents(path, format, opts, r, compression, problems, &mut f)
         }
@@ -435,13 +490,15 @@ fn line_of(buf: &[u8], offset: usize) -> u64 {
 fn read_vertical(
     path: &Path,
     r: &mut impl BufRead,
+    max_line_bytes: usize,
     problems: &Problems,
     f: &mut impl FnMut(Item<'_>),
 ) -> io::Result<()> {
     // The project's one vertical reader: same structure rules and malformed-input
     // rules as `webdedup dedup` (an unclosed <doc> is closed at the next <doc> or the
     // end, and still fingerprinted).
-    let mut chunks = vertical::ChunkReader::new(r);
+    let mut chunks =
+        vertical::ChunkReader::with_sizes(r, vertical::DEFAULT_CHUNK_BYTES, max_line_bytes);
     let mut text = String::new();
     while let Some(chunk) = chunks.next_chunk() {
         let mut sink = DocSink {
@@ -610,7 +667,7 @@ fn read_documents<R: io::Read>(
         stream,
         compression,
         vertical::DEFAULT_CHUNK_BYTES,
-        vertical::DEFAULT_MAX_LINE_BYTES,
+        opts.max_line_bytes,
     )?;
     let mut text = String::new();
     while let Some(chunk) = reader.next_chunk() {
@@ -924,9 +981,21 @@ fn read_lines(
 ) -> io::Result<()> {
     let mut lineno = 0u64;
     let file = path.display().to_string();
-    let mut lines = Lines::new(r);
+    let mut lines = Lines::new(r, opts.max_line_bytes);
     while let Some(line) = lines.next_line()? {
         lineno += 1;
+        let line = match line {
+            Line::Whole(line) => line,
+            Line::TooLong => {
+                let limit = opts.max_line_bytes;
+                problems.report(
+                    path,
+                    Some(lineno),
+                    vertical::IssueKind::LineTooLong { limit },
+                );
+                continue;
+            }
+        };
         let content = line.strip_suffix(b"\n").unwrap_or(line);
         let content = content.strip_suffix(b"\r").unwrap_or(content);
         match format {
@@ -1029,9 +1098,12 @@ mod tests {
         let mut input = b"a\n\n".to_vec();
         input.extend_from_slice(&long);
         input.extend_from_slice(b"\nlast");
-        let mut l = Lines::new(Trickle(&input));
+        let mut l = Lines::new(Trickle(&input), 8 << 20);
         let mut got = Vec::new();
         while let Some(x) = l.next_line().unwrap() {
+            let Line::Whole(x) = x else {
+                panic!("too long")
+            };
             got.push(x.to_vec());
         }
         assert_eq!(got.len(), 4);
@@ -1040,6 +1112,38 @@ mod tests {
         assert_eq!(got[2].len(), (3 << 20) + 1);
         assert_eq!(got[3], b"last");
         assert_eq!(got.concat(), input);
+    }
+
+    /// D8: a line longer than `--max-line-bytes` is reported and skipped, never
+    /// held whole (one 200 MB JSON line took 2.77 GB); a line at the limit is read.
+    #[test]
+    fn over_long_lines_are_reported_and_skipped() {
+        let at_limit = format!("{{\"id\":\"c\",\"text\":\"{}\"}}", "w ".repeat(40));
+        let max = at_limit.len();
+        let long = format!("{{\"id\":\"b\",\"text\":\"{}\"}}", "x".repeat(3 << 20));
+        let input = format!("{{\"id\":\"a\",\"text\":\"one\"}}\n{long}\r\n{at_limit}\r\n{{\"id\":\"d\",\"text\":\"four\"}}\n{long}");
+        let opts = ReadOptions {
+            max_line_bytes: max,
+            ..Default::default()
+        };
+        let (docs, _, msgs) = read_all(input.as_bytes(), &opts);
+        let ids: Vec<(&str, u64)> = docs.iter().map(|d| (d.0.as_str(), d.2)).collect();
+        assert_eq!(ids, [("a", 1), ("c", 3), ("d", 4)]);
+        assert_eq!(msgs.len(), 2, "{msgs:?}");
+        for (m, line) in msgs.iter().zip([2, 5]) {
+            assert!(
+                m.ends_with(&format!("in:{line}: line longer than {max} bytes: dropped")),
+                "{m}"
+            );
+        }
+        // The reader never holds the long line.
+        let mut l = Lines::new(input.as_bytes(), max);
+        let mut kinds = Vec::new();
+        while let Some(x) = l.next_line().unwrap() {
+            kinds.push(matches!(x, Line::Whole(_)));
+        }
+        assert_eq!(kinds, [true, false, true, true, false]);
+        assert!(l.buf.len() <= 4 * max, "{} bytes of buffer", l.buf.len());
     }
 
     #[test]
@@ -1262,6 +1366,42 @@ mod tests {
                 other => panic!("{other:?}"),
             }
         }
+    }
+
+    /// A header is held to the command line's checks (`--shingle 0` is refused, so
+    /// is `shingle=0`), and an unknown key is no silent extra.
+    #[test]
+    fn fingerprint_header_values_are_checked_as_flags_are() {
+        for (settings, reason) in [
+            ("shingle=0", "'0' is not a shingle size between 1 and 64"),
+            ("shingle=65", "'65' is not a shingle size between 1 and 64"),
+            (
+                "shingle=1000",
+                "'1000' is not a shingle size between 1 and 64",
+            ),
+            ("shingle=-1", "'-1' is not a shingle size between 1 and 64"),
+            ("shingle=5 colour=red", "unknown setting 'colour'"),
+            ("shingle=5 extra", "'extra' in settings"),
+        ] {
+            let line = format!(
+                "# webdedup-simhash v1 tokenizer=unicode weights=count hash=xxh3-64 {settings}"
+            );
+            match FpHeader::parse(line.as_bytes()) {
+                Some(FpHeader::Unknown { reason: r, .. }) => {
+                    assert!(r.contains(reason), "{settings}: {r}")
+                }
+                other => panic!("{settings}: {other:?}"),
+            }
+            // The command line says the same about the shingle size.
+            if let Some(v) = settings
+                .strip_prefix("shingle=")
+                .filter(|v| !v.contains(' '))
+            {
+                assert_eq!(crate::run::parse_shingle(v).unwrap_err(), reason);
+            }
+        }
+        let line = b"# webdedup-simhash v1 tokenizer=unicode shingle=64 weights=count hash=xxh3-64";
+        assert!(matches!(FpHeader::parse(line), Some(FpHeader::Known(_))));
     }
 
     #[test]

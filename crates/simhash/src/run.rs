@@ -38,6 +38,9 @@ pub struct DocOptions {
     pub shingle: usize,
     /// How often a feature counts.
     pub weights: Weights,
+    /// Lines (and WET blocks) longer than this are dropped and reported, as
+    /// `webdedup dedup --max-line-bytes` does.
+    pub max_line_bytes: usize,
     /// Worker threads (None: all cores).
     pub threads: Option<usize>,
     /// Do not print the per-line problem messages (they are still counted), nor
@@ -56,19 +59,15 @@ impl Default for DocOptions {
             tokenizer: settings.tokenizer,
             shingle: settings.shingle,
             weights: settings.weights,
+            max_line_bytes: webdedup_formats::vertical::DEFAULT_MAX_LINE_BYTES,
             threads: None,
             quiet: false,
         }
     }
 }
 
-/// A shingle size as given on a command line: 1 to 64.
-pub fn parse_shingle(s: &str) -> Result<usize, String> {
-    match s.parse::<usize>() {
-        Ok(n) if (1..=64).contains(&n) => Ok(n),
-        _ => Err(format!("'{s}' is not a shingle size between 1 and 64")),
-    }
-}
+/// A shingle size as given on a command line (the same check as every header's).
+pub use crate::tokenize::parse_shingle;
 
 impl DocOptions {
     fn settings(&self) -> Settings {
@@ -83,6 +82,7 @@ impl DocOptions {
             format: self.input_format,
             text_field: self.text_field.clone(),
             id_field: self.id_field.clone(),
+            max_line_bytes: self.max_line_bytes.max(1),
         }
     }
     fn pool(&self) -> Result<rayon::ThreadPool> {
@@ -297,9 +297,10 @@ fn common_settings(files: &[PathBuf], infos: &[FileInfo], cli: Settings) -> Resu
                      fingerprints of other settings cannot be compared (file refused; fingerprint \
                      the documents again with this version's `webdedup simhash`)",
                     path.display(),
-                    // No terminal control bytes from the file.
-                    text.escape_debug(),
-                    reason.escape_debug(),
+                    // No terminal control bytes from the file (and no `\'` for
+                    // the quotes a reason has).
+                    webdedup_formats::shown::escape_controls(text),
+                    webdedup_formats::shown::escape_controls(reason),
                     want.describe(),
                 ),
             }

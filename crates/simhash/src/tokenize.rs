@@ -140,23 +140,24 @@ impl Settings {
         )
     }
 
-    /// Parses what [`describe`](Self::describe) writes (extra `key=value` words are
-    /// ignored; missing ones are an error).
+    /// Parses what [`describe`](Self::describe) writes, with the command line's
+    /// checks (a header is trusted no more than a flag): every key once at most,
+    /// none missing, none unknown.
     pub fn parse(s: &str) -> Result<Settings, String> {
         let (mut tok, mut sh, mut hash, mut weights) = (None, None, None, None);
         for w in s.split_whitespace() {
-            if let Some((k, v)) = w.split_once('=') {
-                match k {
-                    "tokenizer" => tok = Some(v.parse::<Tokenizer>()?),
-                    "shingle" => {
-                        sh = Some(
-                            v.parse::<usize>()
-                                .map_err(|_| format!("bad shingle '{v}'"))?,
-                        )
-                    }
-                    "hash" => hash = Some(v.to_string()),
-                    "weights" => weights = Some(v.parse::<Weights>()?),
-                    _ => {}
+            let Some((k, v)) = w.split_once('=') else {
+                return Err(format!("'{w}' in settings '{s}' is not KEY=VALUE"));
+            };
+            match k {
+                "tokenizer" => tok = Some(v.parse::<Tokenizer>()?),
+                "shingle" => sh = Some(parse_shingle(v)?),
+                "hash" => hash = Some(v.to_string()),
+                "weights" => weights = Some(v.parse::<Weights>()?),
+                _ => {
+                    return Err(format!(
+                        "unknown setting '{k}' in '{s}' (expected tokenizer, shingle, weights and hash)"
+                    ))
                 }
             }
         }
@@ -169,6 +170,19 @@ impl Settings {
             (_, _, _, Some(h)) if h != "xxh3-64" => Err(format!("unknown feature hash '{h}'")),
             _ => Err(format!("incomplete settings '{s}'")),
         }
+    }
+}
+
+/// Largest `--shingle` (and `shingle=` of a header).
+pub const MAX_SHINGLE: usize = 64;
+
+/// A shingle size: `--shingle` and the `shingle=` of every header.
+pub fn parse_shingle(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (1..=MAX_SHINGLE).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "'{s}' is not a shingle size between 1 and {MAX_SHINGLE}"
+        )),
     }
 }
 

@@ -34,6 +34,9 @@ pub struct DocFlags {
     /// Feature weights: count (occurrences) or distinct (each distinct feature once).
     #[arg(long, default_value = "distinct", value_name = "WEIGHTS")]
     pub weights: Weights,
+    /// Lines longer than this are dropped and reported (as `dedup --max-line-bytes`).
+    #[arg(long, default_value_t = webdedup_formats::vertical::DEFAULT_MAX_LINE_BYTES, value_name = "BYTES")]
+    pub max_line_bytes: usize,
 }
 
 impl DocFlags {
@@ -46,6 +49,7 @@ impl DocFlags {
             tokenizer: self.tokenizer,
             shingle: self.shingle,
             weights: self.weights,
+            max_line_bytes: self.max_line_bytes,
             threads: Some(threads),
             // The command line reports problems always; the summary is its own.
             quiet: false,

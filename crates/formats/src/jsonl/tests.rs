@@ -224,6 +224,56 @@ fn field_paths_and_their_order() {
     );
 }
 
+/// A key given twice: the last value is read (as Python's `json` and serde_json's
+/// `Value` read it), whether it is the text, a metadata field or an object on the
+/// way to one; the rest of the line stays as read.
+#[test]
+fn a_repeated_key_is_read_with_its_last_value() {
+    let input = br#"{"text":"first","id":1,"text":"last\nline","id":"two","url":"u1","url":null}
+{"text":"first","text":5}
+{"meta":{"body":"first"},"meta":{"other":1}}
+{"meta":{"body":"first"},"meta":{"body":"second"}}
+"#;
+    let log = parse(input, &JsonlOptions::default());
+    assert_eq!(
+        log.events[..4],
+        [
+            "doc@1 id=Some(\"two\") url=None title=None",
+            "text \"last\"",
+            "sep \"\\\\n\"",
+            "text \"line\"",
+        ]
+    );
+    assert_eq!(
+        log.events[5],
+        "issue@2 field 'text' is not a string: record passed through unchanged"
+    );
+    // The document tiles its line: the first value is kept as read.
+    assert_eq!(
+        log.docs[0],
+        input.split_inclusive(|&b| b == b'\n').next().unwrap()
+    );
+    let nested = JsonlOptions {
+        text: FieldPath::parse("meta.body"),
+        ..Default::default()
+    };
+    let log = parse(input, &nested);
+    let docs: Vec<&String> = log
+        .events
+        .iter()
+        .filter(|e| e.starts_with("text ") || e.starts_with("issue@"))
+        .collect();
+    assert_eq!(
+        docs,
+        [
+            "issue@1 no field 'meta.body': record passed through unchanged",
+            "issue@2 no field 'meta.body': record passed through unchanged",
+            "issue@3 no field 'meta.body': record passed through unchanged",
+            "text \"second\"",
+        ]
+    );
+}
+
 proptest! {
     /// Any text serialized by serde_json, with other fields around it: the ranges
     /// tile the line, and the paragraphs are exactly the text's non-blank lines.
