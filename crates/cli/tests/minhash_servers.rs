@@ -143,10 +143,8 @@ fn setup() -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let input = corpus(dir.path(), 4, 400);
     let reference = dir.path().join("ref");
-    let o = webdedup(&run_args(&input, &reference, &["--json", "-"]));
+    let o = webdedup(&run_args(&input, &reference, &[]));
     assert!(o.status.success(), "{}", stderr(&o));
-    let figures: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(figures["documents_dropped_unverified"], 0, "{figures}");
     assert_eq!(unverified_lines(&reference), 0);
     let map = dir.path().join("map");
     let ports = [free_port(), free_port()];
