@@ -169,7 +169,7 @@ fn finish(child: Child) -> Output {
 fn a_server_killed_mid_run_and_restarted_from_its_journal_changes_no_decision() {
     let s = setup();
     let d = s.dir.path();
-    let mut servers = vec![
+    let mut servers = [
         Server::persistent(d, &s.map, s.ports[0], &[]),
         Server::start_env(
             d,
@@ -211,7 +211,7 @@ fn a_server_stopped_mid_run_and_restarted_from_its_snapshot_changes_no_decision(
     let d = s.dir.path();
     let snap = snap_path(d, s.ports[1]);
     let snap = snap.to_str().unwrap();
-    let mut servers = vec![
+    let mut servers = [
         Server::persistent(d, &s.map, s.ports[0], &[]),
         Server::start_env(
             d,
@@ -245,7 +245,7 @@ fn a_server_killed_and_not_restarted_then_restore_changes_no_decision() {
     let d = s.dir.path();
     let snap = snap_path(d, s.ports[0]);
     let snap = snap.to_str().unwrap();
-    let mut servers = vec![
+    let mut servers = [
         Server::start_env(
             d,
             &s.map,
@@ -276,7 +276,7 @@ fn a_server_killed_and_not_restarted_then_restore_changes_no_decision() {
 fn a_server_back_without_its_keys_stops_the_worker() {
     let s = setup();
     let d = s.dir.path();
-    let mut servers = vec![
+    let mut servers = [
         Server::start(d, &s.map, s.ports[0], &[]),
         Server::start_env(
             d,

@@ -159,7 +159,9 @@ mod tests {
         let path = dir.path().join("s.locations");
         let store = MemStore::new(7);
         let n = 3 * BATCH as u64 / 2;
-        let keys: Vec<u64> = (0..n).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).collect();
+        let keys: Vec<u64> = (0..n)
+            .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+            .collect();
         let locs: Vec<Location> = (0..n)
             .map(|i| Location {
                 file: i % 5 + 1,

@@ -659,7 +659,7 @@ fn replay_record(shared: &Shared, tag: &[u8], keys: &[u64]) -> Result<(), String
         }
         Some(b'L') => {
             let n = keys.len() / 3;
-            if keys.len() % 3 != 0 || (tag.len() != 1 && tag.len() < 21) {
+            if !keys.len().is_multiple_of(3) || (tag.len() != 1 && tag.len() < 21) {
                 return Err(bad());
             }
             let locs: Vec<webdedup_store::Location> = keys[n..]
