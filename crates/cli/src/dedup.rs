@@ -321,6 +321,15 @@ pub(crate) fn run_mode(
     }
     if !args.report.quiet {
         eprint!("{}", stats.table());
+        if let Some(u) = stats.documents_dropped_unverified.filter(|&u| u > 0) {
+            eprintln!(
+                "webdedup: note: {} near-duplicates were dropped unverified: their original \
+                 is a document this worker did not keep (another worker's, or an earlier \
+                 run's on the same hash servers), so its signature was not at hand \
+                 (Jaccard '-' in the pairs report; see docs/minhash.md)",
+                webdedup_formats::summary::thousands(u)
+            );
+        }
         if persisted.loaded_keys > 0 {
             eprintln!(
                 "Store loaded:             {} keys in {:.3} s",

@@ -809,10 +809,9 @@ fn feedback_on_servers_equals_the_embedded_stores_and_check_confirms_it() {
 
 #[test]
 fn feedback_survives_a_server_killed_mid_run() {
-    // Locations live as long as the server process (as in the seed): after a
-    // kill -9 and a restart from the journal, the keys are back without them, so
-    // references to earlier originals read 0:0. No own paragraph may turn into a
-    // duplicate, and every reference that names an original must hold.
+    // Locations are journaled with their keys: after a kill -9 and a restart
+    // from the journal, the server names the same originals, so even the
+    // `.dropped` references are an uninterrupted run's.
     let tmp = tempfile::tempdir().unwrap();
     let input = big_input(tmp.path(), 8);
     let want = tmp.path().join("want");
@@ -820,18 +819,12 @@ fn feedback_survives_a_server_killed_mid_run() {
     assert!(o.status.success());
     let out = tmp.path().join("out");
     worker_through_a_server_crash(tmp.path(), &input, &out, &["-t", "1", "-f"]);
-    // What is kept is exactly an uninterrupted run's.
-    let kept = |d: &Path| {
-        outputs(d)
-            .into_iter()
-            .filter(|(n, _)| !n.ends_with(".dropped"))
-            .collect::<Vec<_>>()
-    };
     assert!(
-        kept(&out) == kept(&want),
-        "kept outputs differ from an uninterrupted run's"
+        outputs(&out) == outputs(&want),
+        "outputs differ from an uninterrupted run's"
     );
     let report = check(&input, &out, false);
+    assert_eq!(report["unknown_original"], 0, "{report}");
     assert_eq!(
         report["mismatches"].as_array().unwrap().len(),
         0,

@@ -99,6 +99,7 @@ pub fn render_spans(
             s.push(from..o.len());
         }
     }
+    stats.docs_unverified += dec.pairs.iter().filter(|p| p.unverified).count() as u64;
 }
 
 /// Entry `i` of the plan (see [`render`]).

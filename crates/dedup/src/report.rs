@@ -21,6 +21,9 @@ pub struct ChunkStats {
     pub url_title_repeats: u64,
     /// Records that are not documents (bad JSON lines...), passed through or dropped.
     pub bad_records: u64,
+    /// MinHash: documents dropped without verification (their original's
+    /// signature was not known to this process).
+    pub docs_unverified: u64,
 }
 
 impl ChunkStats {
@@ -36,6 +39,7 @@ impl ChunkStats {
         self.paras_kept += o.paras_kept;
         self.url_title_repeats += o.url_title_repeats;
         self.bad_records += o.bad_records;
+        self.docs_unverified += o.docs_unverified;
     }
 }
 
@@ -63,6 +67,12 @@ pub struct RunStats {
     pub documents_dropped_all_paragraphs: u64,
     /// Dropped by `--url-filter` (status `U`), before any store request.
     pub documents_dropped_url_filter: u64,
+    /// MinHash with `--verify`: duplicates dropped without verification, their
+    /// original's signature not being known to this process (a document of
+    /// another worker or of an earlier run on the same hash servers). Absent
+    /// outside MinHash's verified mode.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub documents_dropped_unverified: Option<u64>,
     pub paragraphs_read: u64,
     pub paragraphs_long: u64,
     pub paragraphs_retained: u64,
@@ -99,6 +109,9 @@ impl RunStats {
         self.paragraphs_thrown_away = self.paragraphs_read - self.paragraphs_retained;
         self.url_title_repeats += c.url_title_repeats;
         self.bad_records += c.bad_records;
+        if c.docs_unverified > 0 {
+            *self.documents_dropped_unverified.get_or_insert(0) += c.docs_unverified;
+        }
     }
 
     pub fn issue_count(&self) -> u64 {
@@ -173,6 +186,13 @@ impl RunStats {
             n(self.documents_dropped_duplicate),
             n(self.documents_dropped_all_paragraphs)
         );
+        if let Some(u) = self.documents_dropped_unverified.filter(|&u| u > 0) {
+            let _ = writeln!(
+                s,
+                "Dropped unverified:       {} (original's signature not known to this worker)",
+                n(u)
+            );
+        }
         if self.documents_dropped_url_filter > 0 {
             let _ = writeln!(
                 s,

@@ -1330,5 +1330,13 @@ pub fn run_files(
         store.memory_bytes(),
     );
     stats.keys_counted = store.counts_keys();
+    if cfg
+        .options
+        .minhash
+        .as_ref()
+        .is_some_and(|m| m.verify.is_some() && m.decided.is_none())
+    {
+        stats.documents_dropped_unverified.get_or_insert(0);
+    }
     Ok(stats)
 }

@@ -69,6 +69,8 @@ pub struct Conn {
     max_frame: u32,
     /// The largest frame body the server accepts (told in the handshake).
     pub server_max_frame: u32,
+    /// The key set the server serves (told in the handshake).
+    pub store_id: u64,
     body: Vec<u8>,
 }
 
@@ -114,6 +116,7 @@ impl Conn {
             index: 0,
             max_frame: opts.max_frame,
             server_max_frame: wire::DEFAULT_MAX_FRAME,
+            store_id: 0,
             body: Vec::new(),
         };
         let nonce = auth::random::<16>();
@@ -173,6 +176,7 @@ impl Conn {
                 index,
                 max_frame,
                 mac,
+                store_id,
             } => {
                 if let (Some(secret), true) = (&opts.secret, auth_required) {
                     if !secret.verify_server(&challenge, &nonce, &mac) {
@@ -185,6 +189,7 @@ impl Conn {
                 c.state = state;
                 c.index = index;
                 c.server_max_frame = max_frame;
+                c.store_id = store_id;
                 // Requests may wait on a busy server longer than a handshake.
                 let _ =
                     c.w.set_read_timeout(Some(opts.give_up_after.max(Duration::from_secs(30))));
@@ -241,6 +246,9 @@ pub struct RemoteStore {
     salt: u64,
     /// Idle connections per server (a thread takes one for a request).
     pools: Vec<Mutex<Vec<Conn>>>,
+    /// The key set each server served at the first connection: a server that
+    /// answers later with another one lost what it had acknowledged.
+    store_ids: Vec<Mutex<Option<u64>>>,
 }
 
 /// A share of one request for one server: which keys (positions in the request).
@@ -285,6 +293,7 @@ impl RemoteStore {
         let store = RemoteStore {
             rule: BlockMap::new(map.blocks),
             pools: map.servers.iter().map(|_| Mutex::new(Vec::new())).collect(),
+            store_ids: map.servers.iter().map(|_| Mutex::new(None)).collect(),
             map,
             settings,
             opts,
@@ -315,7 +324,7 @@ impl RemoteStore {
         let mut delay = Duration::from_millis(50);
         loop {
             match Conn::connect(addr, Role::Worker, Some(&self.settings), &self.opts) {
-                Ok(c) => return Ok(c),
+                Ok(c) => return self.same_store(server, c),
                 Err(ConnError::Refused { code, message }) if code != ErrorCode::Busy => {
                     return Err(self.refused(code, message))
                 }
@@ -340,6 +349,29 @@ impl RemoteStore {
                 }
             }
         }
+    }
+
+    /// `c`, if its server still serves the key set it served at the first
+    /// connection. A server restarted from its snapshot and journal does; one
+    /// that came back without them forgot keys (and first-seen locations) it had
+    /// acknowledged, and going on would change decisions: that is an error.
+    fn same_store(&self, server: usize, c: Conn) -> Result<Conn, StoreError> {
+        let mut first = self.store_ids[server].lock();
+        match *first {
+            None => *first = Some(c.store_id),
+            Some(id) if id != c.store_id => {
+                return Err(StoreError::Unavailable(format!(
+                    "server {} came back without the keys it had acknowledged (its key set \
+                     is {:016x}, was {id:016x}: restarted without its snapshot and journal?); \
+                     going on would change decisions. Bring it back with its files (-i, -j) \
+                     and finish with --restore, or start the run again on fresh servers",
+                    self.addr(server),
+                    c.store_id
+                )))
+            }
+            Some(_) => {}
+        }
+        Ok(c)
     }
 
     fn take(&self, server: usize) -> Result<Conn, StoreError> {

@@ -34,8 +34,9 @@ use webdedup_store::{Location, StoreMeta};
 /// 2^64, would be taken for our handshake: `--knot-port` avoids even that).
 pub const PREAMBLE: [u8; 8] = *b"\x00WDDP\r\n\x1a";
 /// 2: the located kinds of feedback mode (a version-1 peer would hang up on them
-/// mid-run; refusing it at the handshake says why).
-pub const VERSION: u16 = 2;
+/// mid-run; refusing it at the handshake says why). 3: `Ready` names the server's
+/// key set (`store_id`), so a worker notices a server that came back without it.
+pub const VERSION: u16 = 3;
 /// Default largest frame body a peer accepts (a 1M-key batch is 8 MiB).
 pub const DEFAULT_MAX_FRAME: u32 = 64 << 20;
 /// Most keys one frame may carry (bounded by the frame size anyway).
@@ -148,12 +149,15 @@ pub enum Msg {
         role: Role,
         settings: Option<Settings>,
     },
-    /// `max_frame`: the largest frame body the server accepts.
+    /// `max_frame`: the largest frame body the server accepts; `store_id`: the
+    /// key set it serves (the same across restarts from its snapshot and
+    /// journal, a new one for a server that lost them; 0: not told).
     Ready {
         state: ServerState,
         index: u32,
         max_frame: u32,
         mac: [u8; 32],
+        store_id: u64,
     },
     /// Test and insert; `id` = (stream, seq) makes a retried request get the
     /// first attempt's verdicts.
@@ -322,12 +326,14 @@ pub fn encode(msg: &Msg, out: &mut Vec<u8>) {
             index,
             max_frame,
             mac,
+            store_id,
         } => {
             out.push(kind::READY);
             out.push(*state as u8);
             u32le(out, *index);
             u32le(out, *max_frame);
             out.extend_from_slice(mac);
+            out.extend_from_slice(&store_id.to_le_bytes());
         }
         Msg::TestAndInsert { req, id, keys: k } => {
             out.push(kind::TEST_AND_INSERT);
@@ -644,6 +650,7 @@ pub fn decode(body: &[u8]) -> Result<Msg, WireError> {
             index: r.u32("index")?,
             max_frame: r.u32("max frame")?,
             mac: r.array("mac")?,
+            store_id: r.u64("store id")?,
         },
         kind::TEST_AND_INSERT | kind::TEST => {
             let mut keys = Vec::new();
@@ -800,6 +807,7 @@ mod tests {
             index: 2,
             max_frame: 4096,
             mac: [9; 32],
+            store_id: 77,
         });
         roundtrip(Msg::TestAndInsert {
             req: 5,
@@ -938,7 +946,7 @@ mod tests {
                 Msg::BlockKeys { req: 1, block: 2, last: false, keys: vec![5] },
                 Msg::Error { req: 1, code: ErrorCode::Busy, message: "x".into() },
                 Msg::Verdicts { req: 1, n: 9, bitmap: vec![1, 2] },
-                Msg::Ready { state: ServerState::Ready, index: 0, max_frame: 1 << 20, mac: [0; 32] },
+                Msg::Ready { state: ServerState::Ready, index: 0, max_frame: 1 << 20, mac: [0; 32], store_id: 1 },
                 Msg::TestAndInsertLocated { req: 1, id: Some((2, 3)), keys: vec![1, 2], locs: vec![Location { file: 1, record: 2 }; 2] },
                 Msg::LocatedVerdicts { req: 1, n: 3, bitmap: vec![5], originals: vec![Location { file: 1, record: 2 }; 2] },
             ];

@@ -17,6 +17,10 @@
 //! * `rename`: before the N-th output rename; `renamed`: after it.
 //! * `stop-logs`: after the N-th `.dedup.log` was written during a clean stop.
 //! * `stop`: not an abort: after the N-th chunk commit, behave as if SIGTERM came.
+//! * `server-stop`: not an abort: a hash server stops as on SIGTERM (drains, saves)
+//!   after answering its N-th key request.
+//! * `locations-mid`: half-way through writing a server's first-seen locations
+//!   (`SAVE.locations`).
 //!
 //! `POINT:N:enospc` is not an abort either: at the points that write a file
 //! atomically (`snapshot-mid`, `journal-create`, `log-mid`), the N-th write fails

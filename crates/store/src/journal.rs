@@ -512,6 +512,18 @@ pub fn read_meta(path: &Path) -> Result<StoreMeta, StoreError> {
     crate::snapshot::read_header_meta(path, JOURNAL_MAGIC, "journal", StoreMeta::decode)
 }
 
+/// The run information recorded in a journal's header (who wrote it).
+pub fn read_run_info(path: &Path) -> Result<Vec<u8>, StoreError> {
+    let mut info = Vec::new();
+    crate::snapshot::read_header_meta(path, JOURNAL_MAGIC, "journal", |c| {
+        let meta = StoreMeta::decode(c)?;
+        let n = c.u32()? as usize;
+        info = c.bytes(n)?.to_vec();
+        Ok(meta)
+    })?;
+    Ok(info)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -119,6 +119,36 @@ impl MemStore {
         }
     }
 
+    /// Every key with a known first-seen location, block by block (what a hash
+    /// server saves beside its snapshot, [`crate::locations`]).
+    pub fn for_each_location(&self, mut f: impl FnMut(u64, Location)) {
+        let files = self.files.lock();
+        for shard in self.shards.iter() {
+            shard
+                .table
+                .lock()
+                .for_each_payload(|k, p| f(k, files.unpack(p)));
+        }
+    }
+
+    /// Restores saved first-seen locations (a snapshot's sidecar, a journal's
+    /// located records): each key is inserted if absent, and gets its location
+    /// where it has none; a location already known stays (the first inserter's).
+    pub fn restore_locations(&self, keys: &[u64], locs: &[Location]) -> Result<(), StoreError> {
+        crate::check_locations(keys, locs)?;
+        let mut files = self.files.lock();
+        for (&k, &loc) in keys.iter().zip(locs) {
+            let packed = files.pack(loc);
+            let shard = &self.shards[self.map.block(k) as usize];
+            let mut t = shard.table.lock();
+            t.restore_payload(k, packed);
+            let (slots, capacity) = t.layout();
+            shard.slots.store(slots as *mut u64, Ordering::Relaxed);
+            shard.capacity.store(capacity, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
     /// Inserts `keys` (journal replay), returning how many were new.
     pub fn insert_all(&self, keys: &[u64]) -> u64 {
         let mut new = 0;

@@ -146,6 +146,45 @@ impl Table {
         }
     }
 
+    /// Gives `key` the payload `payload` where it has none (0), inserting the key
+    /// if absent: restoring saved locations, the first one recorded stays.
+    pub(crate) fn restore_payload(&mut self, key: u64, payload: u64) {
+        self.keep_payloads();
+        if key == 0 {
+            if !self.has_zero || self.zero_payload == 0 {
+                self.has_zero = true;
+                self.zero_payload = payload;
+            }
+            return;
+        }
+        if self.test_and_insert_payload(key, payload).is_none() {
+            return;
+        }
+        let h = mix(key);
+        let mut i = home(h, self.capacity);
+        while self.slots[i] != h {
+            i += 1;
+        }
+        if self.payload[i] == 0 {
+            self.payload[i] = payload;
+        }
+    }
+
+    /// Calls `f(key, payload)` for every key with a known payload, in slot order.
+    pub(crate) fn for_each_payload(&self, mut f: impl FnMut(u64, u64)) {
+        if self.has_zero && self.zero_payload != 0 {
+            f(0, self.zero_payload);
+        }
+        if self.payload.is_empty() {
+            return;
+        }
+        for (&h, &p) in self.slots.iter().zip(self.payload.iter()) {
+            if h != 0 && p != 0 {
+                f(unmix(h), p);
+            }
+        }
+    }
+
     /// The payload of `key` if present (0 if none was kept).
     pub(crate) fn get_payload(&self, key: u64) -> Option<u64> {
         if key == 0 {

@@ -46,6 +46,17 @@ pub struct Server {
 
 impl Server {
     pub fn start(dir: &Path, map: &Path, port: u16, extra: &[&str]) -> Server {
+        Server::start_env(dir, map, port, extra, &[])
+    }
+
+    /// [`Server::start`] with environment variables (e.g. `WEBDEDUP_FAULT`).
+    pub fn start_env(
+        dir: &Path,
+        map: &Path,
+        port: u16,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Server {
         let ready = dir.join(format!("ready-{port}"));
         let _ = std::fs::remove_file(&ready);
         let log = dir.join(format!("server-{port}.log"));
@@ -55,6 +66,7 @@ impl Server {
             .args(["--listen", &format!("127.0.0.1:{port}"), "--ready-file"])
             .arg(&ready)
             .args(extra)
+            .envs(env.iter().copied())
             .stderr(
                 std::fs::OpenOptions::new()
                     .create(true)
@@ -91,6 +103,13 @@ impl Server {
         let mut args = vec!["-i", snap, "-o", snap];
         args.extend_from_slice(extra);
         Server::start(dir, map, port, &args)
+    }
+
+    /// Waits for the server to end by itself (a fault injected into it); returns
+    /// whether it exited cleanly.
+    pub fn wait_end(&mut self) -> bool {
+        let mut c = self.child.take().expect("a running server");
+        c.wait().unwrap().success()
     }
 
     pub fn kill9(&mut self) {

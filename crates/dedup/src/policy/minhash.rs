@@ -10,7 +10,10 @@
 //! two signatures is at least `J`; the originals are tried in band order and the
 //! first that passes is named. A document whose original's signature is not known
 //! to this process (another worker's document on shared hash servers, a key loaded
-//! from a snapshot without its side store) is dropped unverified (Jaccard `-`).
+//! from a snapshot without its side store) is dropped unverified (Jaccard `-`),
+//! and counted ([`Pair::unverified`], the run's `documents_dropped_unverified`).
+//! Hash servers keep each key's location across restarts (journal, snapshot), so
+//! a restarted server never turns a verified match into an unverified one.
 //! With `--store DIR` the side store is saved as `minhash.kept` and rebuilds the
 //! store with its locations ([`KeptDocs::save`], [`KeptDocs::load_file`]). The
 //! side store lives in files, not in memory (see [`KeptDocs`]).
@@ -48,6 +51,9 @@ pub struct Pair {
     pub original: String,
     /// The estimated Jaccard similarity, when both signatures were at hand.
     pub jaccard: Option<f64>,
+    /// `--verify` was asked for but the original's signature was not at hand:
+    /// dropped on the band match alone (counted in the run's figures).
+    pub unverified: bool,
 }
 
 struct KeptInner {
@@ -646,6 +652,7 @@ fn decide_replayed(plan: &ChunkPlan, ctx: ChunkContext, decided: &Decided, out: 
                 doc: i,
                 original: original.clone(),
                 jaccard: *jaccard,
+                unverified: false,
             });
         } else {
             out.docs.push(DocStatus::Kept);
@@ -777,6 +784,7 @@ pub fn decide(
                     doc: i,
                     original: kept.name(o).map_err(io_error)?,
                     jaccard,
+                    unverified: m.verify.is_some() && jaccard.is_none(),
                 });
             }
             None => {

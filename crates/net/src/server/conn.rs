@@ -167,6 +167,7 @@ async fn handle(
                     index: shared.me.map_or(u32::MAX, |i| i as u32),
                     max_frame: shared.cfg.max_frame,
                     mac: proof,
+                    store_id: shared.store_id,
                 },
             )
             .await?;
@@ -470,6 +471,10 @@ fn answer(shared: &Shared, body: &[u8], s: &mut Scratch, gate: Option<Gate>) -> 
         },
         Err(e) => return bad(e.to_string()),
     };
+    if webdedup_store::fault::armed() && webdedup_store::fault::reached("server-stop", 1) {
+        // Tests: stop as on SIGTERM after this many answered key requests.
+        shared.shutdown.notify_one();
+    }
     match done {
         Answered::Yes => Next::Go,
         Answered::Stopping => Next::Close(None),
@@ -693,10 +698,10 @@ fn answer_located(
 }
 
 /// Tests and inserts (with `located`, keeping each new key's location and
-/// pushing the originals of the others), journals the new keys (with the
-/// verdicts when the request has an id) and hands the record to the OS, all
-/// before the answer goes out. Locations are not journaled: as in the seed, they
-/// live as long as the process. The caller holds the gate (`Shared::enter`).
+/// pushing the originals of the others), journals the new keys (with their
+/// locations, and with the verdicts when the request has an id) and hands the
+/// record to the OS, all before the answer goes out, so a restarted server names
+/// the same originals. The caller holds the gate (`Shared::enter`).
 fn insert(
     shared: &Shared,
     keys: &[u64],
@@ -705,16 +710,25 @@ fn insert(
     id: Option<(u64, u64)>,
 ) -> Result<Vec<u8>, String> {
     use webdedup_store::Store;
+    let mut new_locs = Vec::new();
+    let is_located = located.is_some();
     match located {
-        Some((locs, originals)) => shared
-            .store
-            .test_and_insert_located(keys, locs, seen, originals),
+        Some((locs, originals)) => {
+            let r = shared
+                .store
+                .test_and_insert_located(keys, locs, seen, originals);
+            // A new key's location follows the keys in its journal record.
+            for (l, _) in locs.iter().zip(seen.iter()).filter(|(_, &s)| !s) {
+                new_locs.extend_from_slice(&[l.file, l.record]);
+            }
+            r
+        }
         None => shared.store.test_and_insert(keys, seen),
     }
     .map_err(|e| e.to_string())?;
     let mut bits = Vec::new();
     wire::pack_bits(seen, &mut bits);
-    let new: Vec<u64> = keys
+    let mut new: Vec<u64> = keys
         .iter()
         .zip(seen.iter())
         .filter(|(_, &s)| !s)
@@ -724,18 +738,21 @@ fn insert(
         .counters
         .keys_new
         .fetch_add(new.len() as u64, Ordering::Relaxed);
+    let tag_byte = if is_located { b'L' } else { b'S' };
     if let Some(j) = shared.journal() {
         let mut tag = Vec::with_capacity(21 + bits.len());
         match id {
             Some((stream, seq)) => {
-                tag.push(b'S');
+                tag.push(tag_byte);
                 tag.extend_from_slice(&stream.to_le_bytes());
                 tag.extend_from_slice(&seq.to_le_bytes());
                 tag.extend_from_slice(&(keys.len() as u32).to_le_bytes());
                 tag.extend_from_slice(&bits);
             }
+            None if is_located => tag.push(b'L'),
             None => tag.push(b'K'),
         }
+        new.extend_from_slice(&new_locs);
         if !new.is_empty() || id.is_some() {
             j.append(&tag, &new)
                 .and_then(|_| j.flush_to_os())

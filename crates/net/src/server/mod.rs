@@ -21,8 +21,18 @@
 //! our preamble is a KNOT client only on a `--knot` server; elsewhere it is
 //! dropped and counted, and changes nothing.
 //!
+//! First-seen locations (feedback mode, MinHash) are kept too: the journal
+//! records them with the keys they belong to, a save writes them beside the
+//! snapshot (`SAVE.locations`, [`webdedup_store::locations`]), so a restarted
+//! server names the same originals. The key set has an id, kept in that file and
+//! in the journal's header: a server that comes back without its keys has a new
+//! one, and workers, told it in the handshake, stop instead of going on with a
+//! store that forgot what it acknowledged.
+//!
 //! Journal record tags (the first byte says which):
-//! `S stream seq n bitmap` a worker request (keys: the new ones), `K` a KNOT key,
+//! `S stream seq n bitmap` a worker request (keys: the new ones), `L` a located
+//! insert (`L`, or `L stream seq n bitmap` with an id; keys: the new ones, then
+//! each one's file and record), `K` a KNOT key,
 //! `M block` keys taken over from a block's previous owner, `F block` that block
 //! fully taken over, `R block` a block handed over to its new owner (dropped here).
 
@@ -196,6 +206,8 @@ pub(crate) struct Shared {
     pub owned: Vec<bool>,
     pub rule: BlockMap,
     pub store: MemStore,
+    /// The key set's id (see the module docs).
+    pub store_id: u64,
     /// Requests hold it shared; a save holds it exclusively (a consistent cut).
     pub gate: RwLock<()>,
     pub meta: Mutex<Option<StoreMeta>>,
@@ -279,9 +291,10 @@ impl Shared {
 
     fn run_info(&self) -> String {
         format!(
-            "webdedup server {} pid {}",
+            "webdedup server {} pid {} store {:016x}",
             self.me_addr,
-            std::process::id()
+            std::process::id(),
+            self.store_id
         )
     }
 
@@ -295,6 +308,7 @@ impl Shared {
             "index": self.me,
             "state": self.state().name(),
             "pid": std::process::id(),
+            "store_id": format!("{:016x}", self.store_id),
             "keys": self.store.len(),
             "memory_bytes": self.store.memory_bytes(),
             "blocks": self.map.blocks,
@@ -384,6 +398,8 @@ impl Shared {
             .save(&path, &meta)
             .with_context(|| format!("cannot save the store to {}", path.display()))?;
         self.retry.save(&sidecar(&path, "retry"))?;
+        webdedup_store::locations::save(&self.store, self.store_id, &sidecar(&path, "locations"))
+            .context("cannot save the first-seen locations")?;
         let m = self.migration.lock().clone();
         let json = serde_json::to_vec_pretty(&m)?;
         snapshot::write_atomic(&sidecar(&path, "migration"), &[&json], "server-migration")
@@ -427,6 +443,8 @@ fn read_map(path: &Path) -> Result<ServerMap> {
 /// What a server starts from.
 struct Opened {
     store: MemStore,
+    /// The loaded snapshot's key set id (from its locations file).
+    store_id: Option<u64>,
     meta: Option<StoreMeta>,
     retry: RetryRecords,
     migration: Option<Migration>,
@@ -473,7 +491,12 @@ fn open_store(cfg: &ServerConfig, blocks: u32) -> Result<Opened> {
     };
     let retry = RetryRecords::new(cfg.retry_memory);
     let mut migration = None;
+    let mut store_id = None;
     if let Some(p) = load {
+        let lp = sidecar(p, "locations");
+        if lp.exists() {
+            store_id = Some(webdedup_store::locations::load(&store, &lp)?);
+        }
         retry.load(&sidecar(p, "retry"))?;
         let mp = sidecar(p, "migration");
         if mp.exists() {
@@ -487,6 +510,7 @@ fn open_store(cfg: &ServerConfig, blocks: u32) -> Result<Opened> {
     }
     Ok(Opened {
         store,
+        store_id,
         meta,
         retry,
         migration,
@@ -525,6 +549,7 @@ pub fn run(cfg: ServerConfig, on_bound: impl FnOnce(SocketAddr) + Send + 'static
     }
     let Opened {
         store,
+        store_id,
         mut meta,
         retry,
         migration: saved_migration,
@@ -545,6 +570,12 @@ pub fn run(cfg: ServerConfig, on_bound: impl FnOnce(SocketAddr) + Send + 'static
         _ => {}
     }
     let owned: Vec<bool> = map.owner.iter().map(|&o| Some(o as usize) == me).collect();
+    // The key set's id: the snapshot's, else the journal's (a server that never
+    // saved), else a new key set's.
+    let jpath = cfg.journal_path().filter(|p| p.exists());
+    let store_id = store_id
+        .or_else(|| jpath.as_deref().and_then(journal_store_id))
+        .unwrap_or_else(|| u64::from_le_bytes(crate::auth::random::<8>()));
     let shared = Arc::new(Shared {
         fingerprint: wire::map_fingerprint(&map),
         rule: BlockMap::new(map.blocks),
@@ -552,6 +583,7 @@ pub fn run(cfg: ServerConfig, on_bound: impl FnOnce(SocketAddr) + Send + 'static
         me,
         me_addr: me_addr.clone(),
         store,
+        store_id,
         gate: RwLock::new(()),
         meta: Mutex::new(meta.clone()),
         journal: Mutex::new(None),
@@ -619,18 +651,30 @@ fn replay_record(shared: &Shared, tag: &[u8], keys: &[u64]) -> Result<(), String
     let bad = || format!("journal record with a bad tag of {} bytes", tag.len());
     match tag.first() {
         Some(b'S') => {
-            if tag.len() < 21 {
-                return Err(bad());
-            }
-            let stream = u64::from_le_bytes(tag[1..9].try_into().unwrap());
-            let seq = u64::from_le_bytes(tag[9..17].try_into().unwrap());
-            let n = u32::from_le_bytes(tag[17..21].try_into().unwrap());
-            let bitmap = &tag[21..];
-            if bitmap.len() != n.div_ceil(8) as usize {
-                return Err(bad());
-            }
+            let (id, n, bitmap) = retry_tag(&tag[1..]).ok_or_else(bad)?;
             shared.store.insert_all(keys);
-            shared.retry.insert((stream, seq), n, bitmap.to_vec());
+            shared.retry.insert(id, n, bitmap.to_vec());
+        }
+        Some(b'L') => {
+            let n = keys.len() / 3;
+            if !keys.len().is_multiple_of(3) || (tag.len() != 1 && tag.len() < 21) {
+                return Err(bad());
+            }
+            let locs: Vec<webdedup_store::Location> = keys[n..]
+                .chunks_exact(2)
+                .map(|fr| webdedup_store::Location {
+                    file: fr[0],
+                    record: fr[1],
+                })
+                .collect();
+            shared
+                .store
+                .restore_locations(&keys[..n], &locs)
+                .map_err(|e| e.to_string())?;
+            if tag.len() >= 21 {
+                let (id, n, bitmap) = retry_tag(&tag[1..]).ok_or_else(bad)?;
+                shared.retry.insert(id, n, bitmap.to_vec());
+            }
         }
         Some(b'K') | Some(b'M') => {
             shared.store.insert_all(keys);
@@ -651,6 +695,28 @@ fn replay_record(shared: &Shared, tag: &[u8], keys: &[u64]) -> Result<(), String
         _ => return Err(bad()),
     }
     Ok(())
+}
+
+/// A request's identity and verdicts in a journal tag (after its first byte):
+/// `stream seq n bitmap`.
+fn retry_tag(t: &[u8]) -> Option<((u64, u64), u32, &[u8])> {
+    if t.len() < 20 {
+        return None;
+    }
+    let stream = u64::from_le_bytes(t[0..8].try_into().ok()?);
+    let seq = u64::from_le_bytes(t[8..16].try_into().ok()?);
+    let n = u32::from_le_bytes(t[16..20].try_into().ok()?);
+    let bitmap = &t[20..];
+    (bitmap.len() == n.div_ceil(8) as usize).then_some(((stream, seq), n, bitmap))
+}
+
+/// The key set id a journal's header names (`... store HEX`, see
+/// `Shared::run_info`), if any: journals of older versions name none.
+fn journal_store_id(path: &Path) -> Option<u64> {
+    let info = journal::read_run_info(path).ok()?;
+    let info = String::from_utf8_lossy(&info);
+    let hex = info.rsplit_once(" store ")?.1;
+    u64::from_str_radix(hex.trim(), 16).ok()
 }
 
 async fn serve(
