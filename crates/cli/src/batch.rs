@@ -91,6 +91,8 @@ pub struct TaskArgs {
     /// This task's index, from 0 (Slurm: $SLURM_ARRAY_TASK_ID).
     #[arg(long, value_name = "I")]
     task_index: usize,
+    #[command(flatten)]
+    report: Reporting,
 }
 
 #[derive(Debug, Args)]
@@ -135,6 +137,8 @@ pub struct PublishArgs {
     /// created if missing), as `dedup --store DIR` keeps it.
     #[arg(long, value_name = "DIR")]
     store: PathBuf,
+    #[command(flatten)]
+    report: Reporting,
 }
 
 #[derive(Debug, Args)]
@@ -276,16 +280,41 @@ fn status(stats: &[RunStats]) -> u8 {
     }
 }
 
+/// A phase command's outcome: what it did (its summary line unless `-q`, its
+/// figures for `--json`).
+fn phase_outcome(
+    r: &Reporting,
+    what: &str,
+    task: Option<usize>,
+    done_now: bool,
+    status: u8,
+) -> Result<u8> {
+    let mut o = Outcome::new(&format!("batch {what}"));
+    if let Some(t) = task {
+        o.note(format!("task {t}")).figure("task", t as u64);
+    }
+    o.note(if done_now { "done" } else { "already finished" })
+        .figure("already_finished", !done_now);
+    o.status = i32::from(status);
+    r.finish(&o)
+}
+
 pub fn run(cmd: &BatchCommand) -> Result<u8> {
     // Problem lines name input files: never raw control bytes.
     let report = |line: &str| eprintln!("{}", escape_controls(line));
+    // `batch run` has the work directory to itself; the phase commands share it
+    // (a job array's tasks run at once).
+    let work = cmd.input_and_work().1;
+    let _lock = batch::lock_work(work, matches!(cmd, BatchCommand::Run(_)))?;
     match cmd {
         BatchCommand::Hash(t) => {
             let cfg = check_task(t)?;
-            if !batch::hash(&cfg, t.task_index, &report)? {
-                eprintln!("hash task {} already finished", t.task_index);
-            }
-            Ok(EXIT_OK)
+            t.report.check_json_target(false)?;
+            let done = {
+                let _bar = t.report.bytes_progress("batch hash", &cfg.inputs, 1);
+                batch::hash(&cfg, t.task_index, &report)?
+            };
+            phase_outcome(&t.report, "hash", Some(t.task_index), done, EXIT_OK)
         }
         BatchCommand::Resolve(r) => {
             let cfg = check_task(&r.task)?;
@@ -294,36 +323,40 @@ pub fn run(cmd: &BatchCommand) -> Result<u8> {
                 StageName::Exact(stage) => batch::resolve(&cfg, stage, task, store)?,
                 // One task picks; the others of a job array have nothing to do.
                 StageName::MinHash(MinHashStage::Pick) if task != 0 => {
-                    eprintln!(
-                        "resolve --stage pick is one task (task 0): task {task} has nothing to do"
-                    );
+                    if !r.task.report.quiet {
+                        eprintln!(
+                            "resolve --stage pick is one task (task 0): task {task} has nothing to do"
+                        );
+                    }
                     return Ok(EXIT_OK);
                 }
                 StageName::MinHash(stage) => batch::resolve_minhash(&cfg, stage, task, store)?,
             };
-            if !done {
-                eprintln!(
-                    "resolve --stage {} task {} already finished",
-                    r.stage.name(),
-                    r.task.task_index
-                );
-            }
-            Ok(EXIT_OK)
+            let what = format!("resolve --stage {}", r.stage.name());
+            phase_outcome(&r.task.report, &what, Some(task), done, EXIT_OK)
         }
         BatchCommand::Filter(f) => {
             let cfg = check_task(&f.task)?;
-            match batch::filter(
-                &cfg,
-                &run_config(&f.task.common, &f.out)?,
-                f.task.task_index,
-                &report,
-            )? {
-                Some(s) => Ok(status(&[s])),
-                None => {
-                    eprintln!("filter task {} already finished", f.task.task_index);
-                    Ok(EXIT_OK)
-                }
-            }
+            f.task.report.check_json_target(false)?;
+            let stats = {
+                let _bar = f.task.report.bytes_progress("batch filter", &cfg.inputs, 1);
+                batch::filter(
+                    &cfg,
+                    &run_config(&f.task.common, &f.out)?,
+                    f.task.task_index,
+                    &report,
+                )?
+            };
+            let code = stats
+                .as_ref()
+                .map_or(EXIT_OK, |s| status(std::slice::from_ref(s)));
+            phase_outcome(
+                &f.task.report,
+                "filter",
+                Some(f.task.task_index),
+                stats.is_some(),
+                code,
+            )
         }
         BatchCommand::Publish(p) => {
             // The task count is the work directory's: publish reads every task's
@@ -344,7 +377,15 @@ pub fn run(cmd: &BatchCommand) -> Result<u8> {
             };
             let cfg = config(&p.common, tasks)?;
             let keys = batch::publish(&cfg, &p.store)?;
-            eprintln!("store {}: {keys} keys", p.store.display());
+            if !p.report.quiet {
+                eprintln!("store {}: {keys} keys", p.store.display());
+            }
+            p.report.write_json(&serde_json::json!({
+                "command": "batch publish",
+                "status": 0,
+                "store": p.store.display().to_string(),
+                "keys": keys,
+            }))?;
             Ok(EXIT_OK)
         }
         BatchCommand::Run(a) => run_all(a, &report),
@@ -361,6 +402,9 @@ fn run_all(a: &RunArgs, report: &(dyn Fn(&str) + Sync)) -> Result<u8> {
     let cfg = config(&a.common, tasks)?;
     cfg.prepare()?;
     a.report.check_json_target(false)?;
+    // Under the exclusive lock no other attempt runs: whatever temporaries are
+    // there, dead attempts left (they would hold disk space for ever).
+    batch::sweep_temporaries(&cfg.work)?;
     // The hash and the filter phases read the inputs.
     let bar = a.report.bytes_progress("batch run", &a.common.input, 2);
     let started = std::time::Instant::now();

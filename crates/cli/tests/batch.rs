@@ -515,3 +515,234 @@ fn doc_check_none_decides_paragraphs_only_in_stream_and_batch_mode_with_any_stor
         "the stores differ"
     );
 }
+
+/// Every temporary name (`NAME.tmp.PID.N`) under `dir`.
+fn temporaries(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.to_string_lossy().contains(".tmp.") {
+                found.push(p.display().to_string());
+            } else if p.is_dir() {
+                stack.push(p);
+            }
+        }
+    }
+    found
+}
+
+/// Issue 27 D10: a disk-full error leaves no staging folder behind, and staging
+/// folders that dead attempts left (killed processes, older versions) are
+/// removed by the next `batch run`, which then succeeds.
+#[test]
+fn a_full_disk_leaves_no_staging_and_the_next_run_sweeps_stale_ones() {
+    let tmp = tempfile::tempdir().unwrap();
+    let want = stream(&sample_dir(), &tmp.path().join("stream"), &[]);
+    let (out, work) = (tmp.path().join("out"), tmp.path().join("work"));
+    let sample = sample_dir();
+    let args = [
+        "run",
+        "-i",
+        sample.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "-w",
+        work.to_str().unwrap(),
+        "-t",
+        "2",
+        "--task-count",
+        "3",
+        "--partitions",
+        "4",
+        "--dd",
+        "-q",
+    ];
+    // The 5th write of a batch file fails half-way, as on a full disk.
+    for fault in ["batch-write:5:enospc", "batch-write:30:enospc"] {
+        let o = batch(&args, Some(fault));
+        assert_eq!(o.status.code(), Some(2), "{fault}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("No space left on device"),
+            "{}",
+            stderr(&o)
+        );
+        assert_eq!(
+            temporaries(&work),
+            Vec::<String>::new(),
+            "{fault}: left behind"
+        );
+    }
+    // What a killed attempt leaves: a staging folder and a temporary file.
+    let stale = work.join("hash").join("task-1.tmp.4000000.0");
+    std::fs::create_dir_all(&stale).unwrap();
+    std::fs::write(stale.join("docs-0.run"), b"half").unwrap();
+    std::fs::write(work.join("verdicts-x.tmp.4000000.3"), b"half").unwrap();
+    let o = batch(&args, None);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        temporaries(&work),
+        Vec::<String>::new(),
+        "stale staging kept"
+    );
+    assert!(tree(&out) == want, "outputs differ from stream mode");
+}
+
+/// Issue 27 D11: two `batch run` on one work folder at once: the second is
+/// refused at once (status 2) with a message naming the work folder and the
+/// first one's pid, instead of failing later on a file the other one replaced.
+/// Phase commands (a job array's tasks) still share a work folder, but not with
+/// a `batch run`.
+#[test]
+fn a_second_batch_run_on_a_work_folder_in_use_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sample = sample_dir();
+    let s = |p: &Path| p.to_str().unwrap().to_owned();
+    let want = stream(&sample, &tmp.path().join("stream"), &[]);
+    let run = |work: &str, out: &str| {
+        Command::new(env!("CARGO_BIN_EXE_webdedup"))
+            .args([
+                "batch",
+                "run",
+                "-q",
+                "--dd",
+                "-t",
+                "1",
+                "-i",
+                &s(&sample),
+                "-w",
+                work,
+                "-o",
+                out,
+            ])
+            .spawn()
+            .unwrap()
+    };
+    // The first run is caught (SIGSTOP) while it holds the work folder: it wrote
+    // its pid into the lock file, and the lock is still taken. A run that ended
+    // before it was caught is tried again, in a new work folder.
+    let mut attempt = 0;
+    let (mut first, work, out) = loop {
+        attempt += 1;
+        let work = s(&tmp.path().join(format!("work{attempt}")));
+        let out = s(&tmp.path().join(format!("out{attempt}")));
+        let mut first = run(&work, &out);
+        let pid = first.id();
+        let lock = Path::new(&work).join("lock");
+        while first.try_wait().unwrap().is_none()
+            && std::fs::read_to_string(&lock)
+                .ok()
+                .map(|t| t.trim().to_owned())
+                != Some(pid.to_string())
+        {
+            std::hint::spin_loop();
+        }
+        // SAFETY: signals to our own child.
+        unsafe { libc::kill(pid as i32, libc::SIGSTOP) };
+        let held = std::fs::File::open(&lock).is_ok_and(|f| {
+            use std::os::fd::AsRawFd;
+            // SAFETY: flock on a descriptor we own; dropped (unlocked) after.
+            unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) != 0 }
+        });
+        if first.try_wait().unwrap().is_none() && held {
+            break (first, work, out);
+        }
+        unsafe { libc::kill(pid as i32, libc::SIGCONT) };
+        let _ = first.wait();
+        assert!(attempt < 50, "the first run never caught holding its lock");
+    };
+    let pid = first.id();
+    let out2 = tmp.path().join("out-second");
+    let second = batch(
+        &["run", "-q", "-i", &s(&sample), "-w", &work, "-o", &s(&out2)],
+        None,
+    );
+    assert_eq!(second.status.code(), Some(2), "{}", stderr(&second));
+    let e = stderr(&second);
+    assert!(
+        e.contains(&format!(
+            "work folder {work} is in use by another batch run (pid {pid})"
+        )),
+        "{e}"
+    );
+    assert!(!out2.exists(), "the refused run wrote outputs");
+    let phase = batch(
+        &["hash", "-i", &s(&sample), "-w", &work, "--task-index", "0"],
+        None,
+    );
+    assert_eq!(phase.status.code(), Some(2), "{}", stderr(&phase));
+    assert!(
+        stderr(&phase).contains("in use by another batch run"),
+        "{}",
+        stderr(&phase)
+    );
+    // The first one goes on and finishes, its outputs those of stream mode.
+    // SAFETY: a signal to our own child.
+    unsafe { libc::kill(pid as i32, libc::SIGCONT) };
+    assert!(first.wait().unwrap().success());
+    assert!(
+        tree(Path::new(&out)) == want,
+        "outputs differ from stream mode"
+    );
+}
+
+/// Issue 27: `-q`, `--progress`, `--json` as in every command that reads inputs
+/// (docs/cli.md), for each phase command too.
+#[test]
+fn phase_commands_take_the_reporting_flags() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sample = sample_dir();
+    let s = |p: &Path| p.to_str().unwrap().to_owned();
+    let (i, w) = (s(&sample), s(&tmp.path().join("work")));
+    let out = s(&tmp.path().join("out"));
+    let json = tmp.path().join("figures.json");
+    let t = ["--task-count", "1", "--task-index", "0"];
+    let phases: Vec<Vec<&str>> = vec![
+        vec!["hash"],
+        vec!["resolve", "--stage", "url-title"],
+        vec!["resolve", "--stage", "docs"],
+        vec!["resolve", "--stage", "paras"],
+        vec!["filter", "-o", &out],
+    ];
+    {
+        for p in &phases {
+            let args = [
+                &p[..],
+                &["-i", &i, "-w", &w],
+                &t[..],
+                &["-q", "--progress", "never"],
+            ]
+            .concat();
+            let o = batch(&args, None);
+            assert_eq!(o.status.code(), Some(0), "{p:?}: {}", stderr(&o));
+            assert_eq!(stderr(&o), "", "{p:?}: -q shows nothing");
+            let loud = batch(
+                &[
+                    &p[..],
+                    &["-i", &i, "-w", &w],
+                    &t[..],
+                    &["--json", s(&json).as_str()],
+                ]
+                .concat(),
+                None,
+            );
+            assert_eq!(loud.status.code(), Some(0), "{p:?}: {}", stderr(&loud));
+            assert!(
+                stderr(&loud).contains("already finished"),
+                "{p:?}: {}",
+                stderr(&loud)
+            );
+            let v: serde_json::Value = serde_json::from_str(&read(&json)).unwrap();
+            assert_eq!(v["status"], 0, "{v}");
+            assert_eq!(v["already_finished"], true, "{v}");
+        }
+    }
+    let store = s(&tmp.path().join("store"));
+    let o = batch(
+        &["publish", "-i", &i, "-w", &w, "--store", &store, "-q"],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stderr(&o), "", "publish -q shows nothing");
+}

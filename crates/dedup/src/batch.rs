@@ -231,18 +231,140 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = temp_name(path);
     let mut f =
         std::fs::File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
-    f.write_all(bytes)
-        .and_then(|_| f.sync_all())
-        .with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot rename {}", tmp.display()))
+    let written = if fault::armed() && fault::disk_full("batch-write", 1) {
+        // As on a full disk: half of it written, then ENOSPC.
+        f.write_all(&bytes[..bytes.len() / 2]).and_then(|_| {
+            Err(std::io::Error::new(
+                std::io::ErrorKind::StorageFull,
+                "No space left on device",
+            ))
+        })
+    } else {
+        f.write_all(bytes).and_then(|_| f.sync_all())
+    };
+    let done = written
+        .with_context(|| format!("cannot write {}", tmp.display()))
+        .and_then(|_| {
+            std::fs::rename(&tmp, path).with_context(|| format!("cannot rename {}", tmp.display()))
+        });
+    if done.is_err() {
+        // A failed write must not leave its half behind (a full disk stays full).
+        let _ = std::fs::remove_file(&tmp);
+    }
+    done
+}
+
+/// A staging directory of this attempt (see [`temp_name`]): removed when dropped,
+/// so an attempt that fails (a full disk) leaves nothing behind; once published
+/// (renamed into place) there is nothing left to remove.
+struct Staging(PathBuf);
+
+impl Staging {
+    fn create(beside: &Path) -> Result<Staging> {
+        let s = Staging(temp_name(beside));
+        std::fs::create_dir_all(&s.0)
+            .with_context(|| format!("cannot create {}", s.0.display()))?;
+        Ok(s)
+    }
+
+    /// A name only, made when written into (the filter phase's runner makes it).
+    fn named(beside: &Path) -> Staging {
+        Staging(temp_name(beside))
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Whether `name` is a temporary name of [`temp_name`] (`NAME.tmp.PID.N`).
+fn is_temp_name(name: &std::ffi::OsStr) -> bool {
+    let name = name.to_string_lossy();
+    let mut parts = name.rsplitn(4, '.');
+    let digits =
+        |p: Option<&str>| p.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    digits(parts.next())
+        && digits(parts.next())
+        && parts.next() == Some("tmp")
+        && parts.next().is_some()
+}
+
+/// Removes the temporary files and staging directories that attempts which died
+/// (killed, or failed before this fix) left in the work directory. Only under
+/// the exclusive work lock ([`lock_work`]): then no other attempt is running.
+pub fn sweep_temporaries(work: &Path) -> Result<u64> {
+    fn walk(dir: &Path, depth: u32, removed: &mut u64) -> Result<()> {
+        let rd = match std::fs::read_dir(dir) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e).with_context(|| format!("cannot list {}", dir.display())),
+        };
+        for e in rd {
+            let e = e.with_context(|| format!("cannot list {}", dir.display()))?;
+            let (path, is_dir) = (e.path(), e.file_type()?.is_dir());
+            if is_temp_name(&e.file_name()) {
+                let r = if is_dir {
+                    std::fs::remove_dir_all(&path)
+                } else {
+                    std::fs::remove_file(&path)
+                };
+                r.with_context(|| format!("cannot remove {}", path.display()))?;
+                *removed += 1;
+            } else if is_dir && depth > 0 {
+                walk(&path, depth - 1, removed)?;
+            }
+        }
+        Ok(())
+    }
+    let mut removed = 0;
+    // Staging lives at most three levels down (verdicts/STAGE/task-N.tmp...).
+    walk(work, 3, &mut removed)?;
+    Ok(removed)
+}
+
+/// Held while a batch command uses a work directory: `batch run` alone
+/// (exclusive), the phase commands together (shared: a job array's tasks, two
+/// copies of one task).
+#[derive(Debug)]
+pub struct WorkLock(#[allow(dead_code)] Option<webdedup_store::DirLock>);
+
+/// Name of the lock file in a work directory.
+pub const WORK_LOCK_FILE: &str = "lock";
+
+/// Takes the work directory's lock (see [`WorkLock`]), or says who holds it.
+pub fn lock_work(work: &Path, exclusive: bool) -> Result<WorkLock> {
+    use webdedup_store::{Busy, DirLock};
+    std::fs::create_dir_all(work)
+        .with_context(|| format!("cannot create work directory {}", work.display()))?;
+    match DirLock::try_acquire(&work.join(WORK_LOCK_FILE), exclusive)? {
+        Ok(lock) => Ok(WorkLock(lock)),
+        Err(Busy::Exclusive(pid)) => bail!(
+            "work folder {} is in use by another batch run{}: wait for it to end, or use another work folder",
+            work.display(),
+            pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
+        ),
+        Err(Busy::Shared) => bail!(
+            "work folder {} is in use by batch tasks (batch hash, resolve, filter or publish) running now: \
+             wait for them to end, or use another work folder",
+            work.display()
+        ),
+    }
 }
 
 /// Replaces `dir` by the contents built in `tmp` (both under the work directory).
 /// If another copy of the same task put its (identical: tasks are deterministic)
 /// result there first, ours is dropped.
 fn publish_dir(tmp: &Path, dir: &Path) -> Result<()> {
+    // Never remove a published copy: another attempt may be reading it now.
     if dir.exists() {
-        let _ = std::fs::remove_dir_all(dir);
+        let _ = std::fs::remove_dir_all(tmp);
+        return Ok(());
     }
     match std::fs::rename(tmp, dir) {
         Ok(()) => Ok(()),
@@ -497,8 +619,8 @@ pub fn hash_keeping_plans(
             chunk_index += 1;
         }
     }
-    let tmp = temp_name(&dir.join(&name));
-    std::fs::create_dir_all(&tmp)?;
+    let staging = Staging::create(&dir.join(&name))?;
+    let tmp = staging.path();
     for stage in Stage::ALL {
         for (p, recs) in runs[stage as usize].iter_mut().enumerate() {
             recs.sort_unstable();
@@ -506,7 +628,7 @@ pub fn hash_keeping_plans(
         }
     }
     fault::hit("batch-hash-written");
-    publish_dir(&tmp, &dir.join(&name))?;
+    publish_dir(tmp, &dir.join(&name))?;
     fault::hit("batch-hash-published");
     write_atomic(&marker(&dir, &name), b"")?;
     Ok(true)
@@ -673,8 +795,8 @@ pub fn resolve(cfg: &BatchConfig, stage: Stage, task: usize, store: Option<&Path
         }
     };
     let old = load_store(cfg, store)?;
-    let tmp = temp_name(&dir.join(&name));
-    std::fs::create_dir_all(&tmp)?;
+    let staging = Staging::create(&dir.join(&name))?;
+    let tmp = staging.path();
     let mut recs = Vec::new();
     for p in (0..cfg.partitions).filter(|p| cfg.owner(*p as usize) == task) {
         recs.clear();
@@ -711,7 +833,7 @@ pub fn resolve(cfg: &BatchConfig, stage: Stage, task: usize, store: Option<&Path
         write_atomic(&tmp.join(format!("new-{p}")), &encode(&new))?;
         fault::hit("batch-resolve-partition");
     }
-    publish_dir(&tmp, &dir.join(&name))?;
+    publish_dir(tmp, &dir.join(&name))?;
     fault::hit("batch-resolve-published");
     write_atomic(&marker(&dir, &name), b"")?;
     Ok(true)
@@ -833,8 +955,9 @@ pub fn filter_with_plans(
     };
     // Outputs are made in a staging directory of this attempt, then moved into
     // place file by file: two copies of one task may run at once.
-    let staging = temp_name(&dir.join(&name));
-    staged.output = staging.clone();
+    let staging = Staging::named(&dir.join(&name));
+    let staging = staging.path();
+    staged.output = staging.to_owned();
     let mut stats = crate::runner::run_files(&staged, selected, &store, &dur, report)?;
     count_skipped(&listing, &mut stats);
     fault::hit("batch-filter-written");
@@ -843,10 +966,9 @@ pub fn filter_with_plans(
         // mode's) names every input file. Every task writes the same one, in its
         // own staging directory: tasks running at once never share a temporary
         // file, and each moves a whole index into place.
-        crate::runner::write_files_index(&staging, &listing.files)?;
+        crate::runner::write_files_index(staging, &listing.files)?;
     }
-    move_tree(&staging, &run.output)?;
-    let _ = std::fs::remove_dir_all(&staging);
+    move_tree(staging, &run.output)?;
     write_atomic(&marker(&dir, &name), b"")?;
     Ok(Some(stats))
 }

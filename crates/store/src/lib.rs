@@ -30,7 +30,7 @@ mod zeroed;
 
 pub use bands::{BandOwners, BandStore};
 pub use journal::{Journal, JournalReplay, SyncMode};
-pub use lock::DirLock;
+pub use lock::{Busy, DirLock};
 pub use mem::MemStore;
 pub use snapshot::{refusal, setting_differs, SnapshotInfo, StoreMeta};
 

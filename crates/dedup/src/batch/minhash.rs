@@ -109,8 +109,8 @@ pub(super) fn hash(
         return Ok(false);
     }
     let files = cfg.files()?;
-    let tmp = temp_name(&dir.join(&name));
-    std::fs::create_dir_all(&tmp)?;
+    let staging = Staging::create(&dir.join(&name))?;
+    let tmp = staging.path();
     let table = tmp.join(DOCS_TABLE);
     let file = std::fs::File::create(&table)
         .with_context(|| format!("cannot create {}", table.display()))?;
@@ -192,7 +192,7 @@ pub(super) fn hash(
         write_atomic(&tmp.join(bands_run(p as u32)), &encode(recs))?;
     }
     fault::hit("batch-hash-written");
-    publish_dir(&tmp, &dir.join(&name))?;
+    publish_dir(tmp, &dir.join(&name))?;
     fault::hit("batch-hash-published");
     write_atomic(&marker(&dir, &name), b"")?;
     Ok(true)
@@ -261,8 +261,8 @@ pub(super) fn resolve_bands(cfg: &BatchConfig, task: usize) -> Result<bool> {
     if marker(&dir, &name).exists() {
         return Ok(false);
     }
-    let tmp = temp_name(&dir.join(&name));
-    std::fs::create_dir_all(&tmp)?;
+    let staging = Staging::create(&dir.join(&name))?;
+    let tmp = staging.path();
     let mut recs = Vec::new();
     let mut shared = Vec::new();
     for p in (0..cfg.partitions).filter(|p| cfg.owner(*p as usize) == task) {
@@ -283,7 +283,7 @@ pub(super) fn resolve_bands(cfg: &BatchConfig, task: usize) -> Result<bool> {
         write_atomic(&tmp.join(format!("shared-{p}")), &encode(&shared))?;
         fault::hit("batch-resolve-partition");
     }
-    publish_dir(&tmp, &dir.join(&name))?;
+    publish_dir(tmp, &dir.join(&name))?;
     fault::hit("batch-resolve-published");
     write_atomic(&marker(&dir, &name), b"")?;
     Ok(true)
@@ -409,11 +409,11 @@ pub(super) fn resolve_pick(cfg: &BatchConfig) -> Result<bool> {
         }
     }
     let bytes = out.finish()?;
-    let tmp = temp_name(&dir.join(name));
-    std::fs::create_dir_all(&tmp)?;
+    let staging = Staging::create(&dir.join(name))?;
+    let tmp = staging.path();
     write_atomic(&tmp.join("drops"), &bytes)?;
     fault::hit("batch-resolve-partition");
-    publish_dir(&tmp, &dir.join(name))?;
+    publish_dir(tmp, &dir.join(name))?;
     fault::hit("batch-resolve-published");
     write_atomic(&marker(&dir, name), b"")?;
     Ok(true)
