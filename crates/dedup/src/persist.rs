@@ -9,7 +9,12 @@
 //!    its decision records into memory); with `--restore`, also read the
 //!    `REL.dedup.log` of every unfinished output. Without `--restore`, leftover
 //!    state of an interrupted run is an error (finishing it differently would
-//!    turn its own text into duplicates).
+//!    turn its own text into duplicates). A new journal begins with a start record
+//!    (`resume::RunStart`): with it and the finish marks, a restore decides for
+//!    each output it finds whether it is the run's (skipped; MinHash: decided again,
+//!    not written), an earlier run's (written again), or one whose records the
+//!    journal lost (refused). One rule for every mode: a restore never writes a
+//!    finished output again.
 //! 2. Run: each chunk's new keys and verdicts are journaled in input order before
 //!    its output is written; the journal is synced before an output is renamed into
 //!    place. A chunk with recorded verdicts uses them instead of asking the store.
