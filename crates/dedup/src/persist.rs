@@ -567,10 +567,23 @@ pub fn run_persistent(
         // The journal stays: `--restore` runs the input again on the snapshot.
         journal.close()?;
     } else if stats.interrupted {
-        if let Some(snap) = &snapshot {
-            // Carry the decisions of unfinished outputs into their logs.
-            let mut all = Recorded::default();
+        let mut all = Recorded::default();
+        if snapshot.is_some() {
             Journal::replay(&journal_path, &meta, |tag, _| all.add_tag(tag))?;
+        }
+        // An earlier run's output not written again yet: a restore without the
+        // journal would take it for finished. The journal stays, as after a crash.
+        let earlier_left = all.start.as_ref().is_some_and(|s| {
+            !s.by_restore
+                && files.iter().any(|f| {
+                    let rel = rel_bytes(&f.rel);
+                    s.outputs.contains(rel)
+                        && !all.finished.contains(rel)
+                        && cfg.output_candidates(&f.rel).iter().any(|o| o.exists())
+                })
+        });
+        if let (Some(snap), false) = (&snapshot, earlier_left) {
+            // Carry the decisions of unfinished outputs into their logs.
             for (rel, chunks) in recorded.files {
                 for (i, v) in chunks {
                     all.files
