@@ -884,3 +884,29 @@ fn a_torn_finish_mark_is_put_back_for_later_restores() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_same("torn mark, crash in the restore", &r.state(), &want);
 }
+
+/// The same with a clean stop (a signal) instead of a kill: the stop keeps the
+/// journal while an earlier run's output is still to be written again (a restore
+/// without it would take that output for finished).
+#[test]
+fn outputs_of_an_earlier_run_are_written_again_after_a_clean_stop() {
+    let dir = tempfile::tempdir().unwrap();
+    let want = reference(dir.path(), true);
+    let r = Run::new(dir.path(), "stale-stop", &["-t", "1"]).with_store();
+    let mut earlier = Run::new(dir.path(), "stale-stop-earlier", &["-t", "1"]).with_store();
+    let o_at = earlier.args.iter().position(|a| a == "-o").unwrap();
+    earlier.args[o_at + 1] = r.out.to_str().unwrap().into();
+    earlier.out = r.out.clone();
+    for _ in 0..2 {
+        assert!(earlier.run(false, None).status.success());
+    }
+    let o = r.run(false, Some("stop:5"));
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let o = r.run(true, None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_same(
+        "clean stop over an earlier run's outputs",
+        &r.state(),
+        &want,
+    );
+}

@@ -9,7 +9,12 @@
 //!    its decision records into memory); with `--restore`, also read the
 //!    `REL.dedup.log` of every unfinished output. Without `--restore`, leftover
 //!    state of an interrupted run is an error (finishing it differently would
-//!    turn its own text into duplicates).
+//!    turn its own text into duplicates). A new journal begins with a start record
+//!    (`resume::RunStart`): with it and the finish marks, a restore decides for
+//!    each output it finds whether it is the run's (skipped; MinHash: decided again,
+//!    not written), an earlier run's (written again), or one whose records the
+//!    journal lost (refused). One rule for every mode: a restore never writes a
+//!    finished output again.
 //! 2. Run: each chunk's new keys and verdicts are journaled in input order before
 //!    its output is written; the journal is synced before an output is renamed into
 //!    place. A chunk with recorded verdicts uses them instead of asking the store.
@@ -542,10 +547,23 @@ pub fn run_persistent(
         // The journal stays: `--restore` runs the input again on the snapshot.
         journal.close()?;
     } else if stats.interrupted {
-        if let Some(snap) = &snapshot {
-            // Carry the decisions of unfinished outputs into their logs.
-            let mut all = Recorded::default();
+        let mut all = Recorded::default();
+        if snapshot.is_some() {
             Journal::replay(&journal_path, &meta, |tag, _| all.add_tag(tag))?;
+        }
+        // An earlier run's output not written again yet: a restore without the
+        // journal would take it for finished. The journal stays, as after a crash.
+        let earlier_left = all.start.as_ref().is_some_and(|s| {
+            !s.by_restore
+                && files.iter().any(|f| {
+                    let rel = rel_bytes(&f.rel);
+                    s.outputs.contains(rel)
+                        && !all.finished.contains(rel)
+                        && cfg.output_candidates(&f.rel).iter().any(|o| o.exists())
+                })
+        });
+        if let (Some(snap), false) = (&snapshot, earlier_left) {
+            // Carry the decisions of unfinished outputs into their logs.
             for (rel, chunks) in recorded.files {
                 for (i, v) in chunks {
                     all.files

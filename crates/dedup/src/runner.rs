@@ -708,6 +708,17 @@ impl Writer<'_> {
             }
         };
         if job.first {
+            if self.journal.is_some() {
+                // An earlier run's output goes before this file's finish mark can be
+                // journaled: an output a restore finds with a mark is then this
+                // run's (the mark precedes the rename).
+                for old in self.cfg.output_candidates(&file.rel) {
+                    if old.exists() {
+                        webdedup_store::journal::remove_durably(&old)
+                            .with_context(|| format!("cannot replace {}", old.display()))?;
+                    }
+                }
+            }
             let compress = self.cfg.output_compression(&file.rel, &job.format);
             let out = output_path(&self.cfg.output, &file.rel, compress);
             let dd_out = dd_path(&self.cfg.output, &file.rel);
