@@ -254,7 +254,8 @@ pub fn run_warc(cmd: &WarcCommand) -> anyhow::Result<i32> {
 
 /// [`run_warc`] with the "seen" set in `store` instead of a fresh in-memory one.
 /// Only `warc dedup` uses a store. With a shared store, keep `--locations` too: a
-/// duplicate whose first capture is not in the locations is kept, not replaced.
+/// version the store has seen whose first capture is not in the locations is
+/// first captured again (kept as it is), never replaced by a revisit.
 pub fn run_warc_with_store(cmd: &WarcCommand, store: Option<&dyn Store>) -> anyhow::Result<i32> {
     let o = warc_outcome(cmd, store)?;
     eprintln!("{}", o.summary());

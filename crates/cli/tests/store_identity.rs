@@ -301,3 +301,37 @@ fn a_batch_work_folder_refuses_other_settings() {
         );
     }
 }
+
+/// A Redis key set made before the block count was recorded (it never changed
+/// Redis's keys) is used as it is and gets this run's count recorded; from then
+/// on another count is refused like any other setting.
+#[test]
+fn a_redis_key_set_without_a_recorded_block_count_adopts_the_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let redis = Redis::start();
+    let url = format!("redis://127.0.0.1:{}", redis.port);
+    let input = input(tmp.path());
+    let store = ["--store", url.as_str()];
+    let o = run("dedup", &input, &tmp.path().join("a"), &store, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    redis_cli(redis.port, &["HDEL", "wd:settings", "blocks"]);
+    let o = run(
+        "dedup",
+        &input,
+        &tmp.path().join("b"),
+        &store,
+        &["--blocks", "101"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        redis_cli(redis.port, &["HGET", "wd:settings", "blocks"]).trim(),
+        "101"
+    );
+    let o = run("dedup", &input, &tmp.path().join("c"), &store, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("block count '101' in the store, '1999' in this run"),
+        "{}",
+        stderr(&o)
+    );
+}
