@@ -175,49 +175,41 @@ fn dd_statuses(out: &Path) -> Vec<String> {
         .collect()
 }
 
-/// D3, D5: a plain WET file whose third document has a broken `Content-Length`
-/// (past the end of the file, negative, not a number, missing, too large for 64
-/// bits). The record is reported at its offset, written as read once (status `B`
-/// in `.dd`), and reading resumes at the next record: every input record is in
-/// the output and in `.dd` exactly once, nothing is read twice.
+/// D3, D5: a WET file (plain, and gzip a record) whose third document has a
+/// broken `Content-Length` (past the end of the file, negative, not a number,
+/// missing, too large for 64 bits). The record is reported at its offset, written
+/// as read once (status `B` in `.dd`), and reading resumes at the next record:
+/// every input record is in the output and in `.dd` exactly once, nothing is
+/// read twice.
 #[test]
 fn a_wet_record_with_a_broken_content_length_is_written_as_read_once() {
     let tmp = tempfile::tempdir().unwrap();
     let t = tmp.path();
     let docs = jsonl_docs(&jsonl_sample_dir().join("cc-2023-14/part-00000.jsonl.gz"));
     let docs = &docs[..8];
-    let clean = wet_file(docs, false);
     // The records as written, to damage the fourth (the third document).
     let records: Vec<Vec<u8>> = std::iter::once(wet_file(&[], false))
         .chain(docs.iter().map(|d| {
             wet_file(std::slice::from_ref(d), false)[wet_file(&[], false).len()..].to_vec()
         }))
         .collect();
-    assert_eq!(records.concat(), clean);
-    let offset = records[..3].iter().map(Vec::len).sum::<usize>();
-    let run = |name: &str, data: &[u8]| {
-        let dir = t.join(format!("in-{name}"));
+    assert_eq!(records.concat(), wet_file(docs, false));
+    let run = |name: &str, data: &[u8], gz: bool| {
+        let dir = t.join(format!("in-{name}-{gz}"));
         std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("a.warc.wet"), data).unwrap();
-        let out = t.join(format!("out-{name}"));
-        let o = dedup(
-            &dir,
-            &out,
-            &[
-                "--dd",
-                "--json",
-                t.join(format!("{name}.json")).to_str().unwrap(),
-            ],
-        );
-        let written = std::fs::read(out.join("a.warc.wet.dedup")).unwrap();
+        let file = if gz { "a.warc.wet.gz" } else { "a.warc.wet" };
+        std::fs::write(dir.join(file), data).unwrap();
+        let out = t.join(format!("out-{name}-{gz}"));
+        let json = t.join(format!("{name}-{gz}.json"));
+        let o = dedup(&dir, &out, &["--dd", "--json", json.to_str().unwrap()]);
+        let (_, written) = tree(&out)
+            .into_iter()
+            .find(|(name, _)| !name.ends_with(".dd"))
+            .unwrap_or_else(|| panic!("{name}: no output; {}", stderr(&o)));
         let stats: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(t.join(format!("{name}.json"))).unwrap())
-                .unwrap();
-        (o, written, dd_statuses(&out), stats)
+            serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        (o, common::decompress(&written), dd_statuses(&out), stats)
     };
-    let (o, clean_out, clean_dd, _) = run("clean", &clean);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert_eq!(clean_dd.len(), 8);
     let count = |data: &[u8]| data.windows(10).filter(|w| w == b"WARC/1.0\r\n").count();
     let damaged_record = &records[3];
     let cl = String::from_utf8_lossy(damaged_record)
@@ -225,49 +217,60 @@ fn a_wet_record_with_a_broken_content_length_is_written_as_read_once() {
         .find(|l| l.starts_with("Content-Length: "))
         .unwrap()
         .to_string();
-    for (name, replacement) in [
-        ("past-the-end", "Content-Length: 100000000".to_string()),
-        ("negative", "Content-Length: -5".to_string()),
-        ("not-a-number", "Content-Length: twelve".to_string()),
-        ("missing", "X-No-Length: 1".to_string()),
-        (
-            "overflowing",
-            "Content-Length: 99999999999999999999999".to_string(),
-        ),
-    ] {
-        let bad = String::from_utf8_lossy(damaged_record).replacen(&cl, &replacement, 1);
-        let mut data = records[..3].concat();
-        data.extend_from_slice(bad.as_bytes());
-        data.extend_from_slice(&records[4..].concat());
-        let (o, written, dd, stats) = run(name, &data);
-        assert_eq!(o.status.code(), Some(1), "{name}: {}", stderr(&o));
-        let err = stderr(&o);
-        assert!(
-            err.contains(&format!("a.warc.wet:offset {offset}: ")),
-            "{name}: {err}"
-        );
-        // Every record once: the damaged one as read (status B), the others as
-        // from the clean file.
-        assert_eq!(dd.len(), 8, "{name}: {dd:?}");
-        assert_eq!(dd[2], "B", "{name}: {dd:?}");
-        assert_eq!(
-            [&dd[..2], &dd[3..]].concat(),
-            [&clean_dd[..2], &clean_dd[3..]].concat(),
-            "{name}"
-        );
-        assert_eq!(stats["documents_read"], 7, "{name}: {stats}");
-        assert_eq!(stats["bad_records"], 1, "{name}: {stats}");
-        assert_eq!(count(&written), count(&clean_out), "{name}");
-        let at = written
-            .windows(bad.len())
-            .position(|w| w == bad.as_bytes())
-            .unwrap_or_else(|| panic!("{name}: the damaged record is not in the output as read"));
-        assert!(
-            !written[at + 1..]
+    for gz in [false, true] {
+        let encode = |r: &[u8]| if gz { common::gzip(r) } else { r.to_vec() };
+        let clean: Vec<u8> = records.iter().flat_map(|r| encode(r)).collect();
+        let (o, clean_out, clean_dd, _) = run("clean", &clean, gz);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        assert_eq!(clean_dd.len(), 8);
+        let offset: usize = records[..3].iter().map(|r| encode(r).len()).sum();
+        for (name, replacement) in [
+            ("past-the-end", "Content-Length: 100000000".to_string()),
+            ("negative", "Content-Length: -5".to_string()),
+            ("not-a-number", "Content-Length: twelve".to_string()),
+            ("missing", "X-No-Length: 1".to_string()),
+            (
+                "overflowing",
+                "Content-Length: 99999999999999999999999".to_string(),
+            ),
+        ] {
+            let bad = String::from_utf8_lossy(damaged_record).replacen(&cl, &replacement, 1);
+            let mut data: Vec<u8> = records[..3].iter().flat_map(|r| encode(r)).collect();
+            data.extend_from_slice(&encode(bad.as_bytes()));
+            data.extend(records[4..].iter().flat_map(|r| encode(r)));
+            let (o, written, dd, stats) = run(name, &data, gz);
+            let name = format!("{name}, gzip {gz}");
+            assert_eq!(o.status.code(), Some(1), "{name}: {}", stderr(&o));
+            let err = stderr(&o);
+            assert!(
+                err.contains(&format!(":offset {offset}: ")),
+                "{name}: {err}"
+            );
+            // Every record once: the damaged one as read (status B), the others
+            // as from the clean file.
+            assert_eq!(dd.len(), 8, "{name}: {dd:?}");
+            assert_eq!(dd[2], "B", "{name}: {dd:?}");
+            assert_eq!(
+                [&dd[..2], &dd[3..]].concat(),
+                [&clean_dd[..2], &clean_dd[3..]].concat(),
+                "{name}"
+            );
+            assert_eq!(stats["documents_read"], 7, "{name}: {stats}");
+            assert_eq!(stats["bad_records"], 1, "{name}: {stats}");
+            assert_eq!(count(&written), count(&clean_out), "{name}");
+            let at = written
                 .windows(bad.len())
-                .any(|w| w == bad.as_bytes()),
-            "{name}: written twice"
-        );
+                .position(|w| w == bad.as_bytes())
+                .unwrap_or_else(|| {
+                    panic!("{name}: the damaged record is not in the output as read")
+                });
+            assert!(
+                !written[at + 1..]
+                    .windows(bad.len())
+                    .any(|w| w == bad.as_bytes()),
+                "{name}: written twice"
+            );
+        }
     }
 }
 

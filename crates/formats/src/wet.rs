@@ -64,24 +64,27 @@ const TRAILER: &[u8] = b"\r\n\r\n";
 
 /// Reads a WET file in chunks of whole records.
 ///
-/// In an uncompressed file every byte is accounted for: a record the reader
-/// could not delimit by its `Content-Length` (past the end of the file, wrong, or
-/// not a number) is the bytes from its start to the next record the reader found
-/// (or the end of the file), read again from the file and passed on as one bad
-/// record; bytes between records that do not start a record are garbage, reported
-/// and skipped. Nothing is read twice.
+/// Every byte of the file is accounted for: a record the reader could not
+/// delimit by its `Content-Length` (past the end of the file, wrong, or not a
+/// number) is the bytes from its start to the next record the reader found (or
+/// the end of the file), read again from the file and passed on as one bad
+/// record (in a gzip file: its gzip member, decompressed); bytes between records
+/// that do not start a record are garbage, reported and skipped. Nothing is read
+/// twice. (A gzip member holding several records turns this off: its records
+/// have no span of their own.)
 pub struct Records {
     reader: ArchiveReader,
     chunk_bytes: usize,
     max_block: usize,
     peeked: Option<Item>,
     done: bool,
-    /// The file, to read damaged records as they are (uncompressed files only).
+    /// The file, to read damaged records as they are.
     file: fs::File,
     file_len: u64,
-    /// Uncompressed so far: byte spans are file offsets.
-    plain: bool,
-    /// Offset up to which the file's bytes are accounted for (plain files).
+    /// Every record so far has a span of the file (offset to end): a plain
+    /// record, or a gzip member of its own.
+    spans: bool,
+    /// Offset up to which the file's bytes are accounted for.
     covered: u64,
     /// Problems the reader reported at or after `covered`: a damaged record or
     /// garbage, told apart once the next record is found.
@@ -134,7 +137,7 @@ impl Records {
         let reader = ArchiveReader::from_file(file, path, ReadOptions::default())?
             .with_block_limit(max_block);
         Ok(Records {
-            plain: !reader.is_gzip(),
+            spans: true,
             reader,
             chunk_bytes: chunk_bytes.max(1),
             max_block,
@@ -147,10 +150,11 @@ impl Records {
         })
     }
 
-    /// Settles the bytes `covered..to` of a plain file (before the next record, or
-    /// the end): a record whose header could be read up to its damage (it starts
-    /// with a WARC version line) is a bad record, its bytes as read; anything else
-    /// is garbage, its problems reported as they are.
+    /// Settles the bytes `covered..to` (before the next record, or the end): a
+    /// record whose header could be read up to its damage (it starts with a WARC
+    /// version line, or its gzip member decompresses to one) is a bad record, its
+    /// bytes as read (decompressed); anything else is garbage, its problems
+    /// reported as they are.
     fn settle_gap(
         &mut self,
         to: u64,
@@ -171,22 +175,47 @@ impl Records {
             .iter()
             .take_while(|b| matches!(b, b'\r' | b'\n'))
             .count();
-        let record = head[lead..].starts_with(b"WARC/")
-            && head.get(lead + 5).is_some_and(u8::is_ascii_digit);
-        if !record {
-            issues.extend(problems.into_iter().map(|(offset, reason)| Issue {
-                line: offset,
-                kind: IssueKind::Malformed(reason),
-            }));
+        let reason = || {
+            problems
+                .iter()
+                .map(|(_, r)| r.as_str())
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        if head.starts_with(&[0x1f, 0x8b]) {
+            if let Some(bytes) = self.member_record(from, to) {
+                let reason = reason();
+                push_bad(from, &bytes, 0, reason, data, records);
+                return;
+            }
+        } else if starts_record(&head[lead..]) {
+            let reason = reason();
+            self.push_span(from + lead as u64, to, 0, reason, data, records, issues);
             return;
         }
-        let start = from + lead as u64;
-        let reason = problems
-            .into_iter()
-            .map(|(_, r)| r)
-            .collect::<Vec<_>>()
-            .join("; ");
-        self.push_span(start, to, 0, reason, data, records, issues);
+        issues.extend(problems.into_iter().map(|(offset, reason)| Issue {
+            line: offset,
+            kind: IssueKind::Malformed(reason),
+        }));
+    }
+
+    /// The decompressed bytes of the gzip member(s) at `from..to` when they hold a
+    /// record's start and are no longer than the block limit allows; else `None`
+    /// (garbage, or a corrupt member).
+    fn member_record(&self, from: u64, to: u64) -> Option<Vec<u8>> {
+        use std::io::Read;
+        let limit = self.max_block as u64 + (1 << 20);
+        if to - from > limit {
+            return None;
+        }
+        let mut raw = vec![0u8; (to - from) as usize];
+        self.file.read_exact_at(&mut raw, from).ok()?;
+        let mut bytes = Vec::new();
+        flate2::read::MultiGzDecoder::new(&raw[..])
+            .take(limit + 1)
+            .read_to_end(&mut bytes)
+            .ok()?;
+        (bytes.len() as u64 <= limit && starts_record(&bytes)).then_some(bytes)
     }
 
     /// Passes the file's bytes `start..end` on as a bad record (`header_len`: its
@@ -254,14 +283,14 @@ impl Records {
         let mut first_offset = None;
         while data.len() < self.chunk_bytes {
             let Some(item) = self.next_item() else {
-                if self.plain {
+                if self.spans {
                     let end = self.file_len;
                     self.settle_gap(end, &mut data, &mut records, &mut issues);
                 }
                 break;
             };
             let rec = match item {
-                Item::Problem { offset, reason } if self.plain && offset >= self.covered => {
+                Item::Problem { offset, reason } if self.spans && offset >= self.covered => {
                     first_offset.get_or_insert(offset);
                     self.gap.push((offset, reason));
                     continue;
@@ -275,16 +304,16 @@ impl Records {
                 }
                 Item::Record(rec) => rec,
             };
-            if self.plain && rec.gzip {
-                // Gzip members after plain records: offsets are no longer spans.
-                self.plain = false;
+            if self.spans && rec.gzip && !rec.own_member {
+                // Records sharing a gzip member: offsets are no longer spans.
+                self.spans = false;
                 let problems = std::mem::take(&mut self.gap);
                 issues.extend(problems.into_iter().map(|(offset, reason)| Issue {
                     line: offset,
                     kind: IssueKind::Malformed(reason),
                 }));
             }
-            if self.plain {
+            if self.spans {
                 self.settle_gap(rec.offset, &mut data, &mut records, &mut issues);
             }
             first_offset.get_or_insert(rec.offset);
@@ -300,7 +329,7 @@ impl Records {
                     }
                 }
             }
-            if partial && self.plain {
+            if partial && self.spans && !rec.gzip {
                 // The record runs to where the reader resumed: the next record, or
                 // the end of the file when it found none.
                 let end = match self.peek() {
@@ -326,7 +355,7 @@ impl Records {
                 );
                 continue;
             }
-            if self.plain {
+            if self.spans {
                 self.covered = rec.end;
             }
             if !partial && (rec.block_prefix.len() as u64) < rec.content_length {
@@ -370,7 +399,7 @@ impl Records {
         }
         let last = self.peek().is_none();
         if last {
-            if self.plain {
+            if self.spans {
                 let end = self.file_len;
                 self.settle_gap(end, &mut data, &mut records, &mut issues);
             }
@@ -387,6 +416,30 @@ impl Records {
             extra: ChunkExtra::Wet(records),
         })
     }
+}
+
+/// Whether `bytes` begin with a WARC version line (`WARC/1.x`).
+fn starts_record(bytes: &[u8]) -> bool {
+    bytes.starts_with(b"WARC/") && bytes.get(5).is_some_and(u8::is_ascii_digit)
+}
+
+/// Appends `bytes` to `data` as a bad record found at `offset`.
+fn push_bad(
+    offset: u64,
+    bytes: &[u8],
+    header_len: usize,
+    reason: String,
+    data: &mut Vec<u8>,
+    records: &mut Vec<RecordInfo>,
+) {
+    let at = data.len();
+    data.extend_from_slice(bytes);
+    records.push(RecordInfo {
+        range: at..data.len(),
+        header_len,
+        offset,
+        kind: RecordKind::Bad(reason),
+    });
 }
 
 /// Walks the records of `chunk` (a chunk of [`Records`]), telling `sink` about
