@@ -236,6 +236,20 @@ impl Conn {
     }
 }
 
+/// The key set id each server of `map` serves (told in the handshake, see
+/// [`wire::Msg::Ready`]), in map order; an error names a server that cannot be
+/// reached.
+pub fn store_ids(map: &ServerMap, opts: &ClientOptions) -> Result<Vec<u64>, String> {
+    map.servers
+        .iter()
+        .map(|s| {
+            Conn::connect(&s.addr, Role::Status, None, opts)
+                .map(|c| c.store_id)
+                .map_err(|e| e.to_string())
+        })
+        .collect()
+}
+
 /// The servers of a block map as one [`Store`].
 pub struct RemoteStore {
     map: ServerMap,
