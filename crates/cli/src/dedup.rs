@@ -280,6 +280,7 @@ pub(crate) fn run_mode(
                 &args.output,
                 map,
                 args.auth_token_file.as_deref(),
+                std::time::Duration::from_secs(args.server_timeout),
                 args.restore,
             )?;
             Ok(store)

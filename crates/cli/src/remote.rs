@@ -48,6 +48,7 @@ pub fn check_server_ids(
     output: &Path,
     map: &Path,
     token_file: Option<&Path>,
+    give_up_after: std::time::Duration,
     restore: bool,
 ) -> Result<()> {
     let server_map =
@@ -56,6 +57,7 @@ pub fn check_server_ids(
         secret: token_file
             .map(webdedup_net::auth::Secret::read)
             .transpose()?,
+        give_up_after,
         ..Default::default()
     };
     let ids = webdedup_net::store_ids(&server_map, &opts).map_err(|e| anyhow::anyhow!("{e}"))?;
