@@ -274,7 +274,17 @@ pub(crate) fn run_mode(
             token_file: args.auth_token_file.clone(),
             give_up_after: std::time::Duration::from_secs(args.server_timeout),
         };
-        let open = |salt| crate::remote::open(&spec, &keys, capacity, salt);
+        let open = |salt| {
+            let store = crate::remote::open(&spec, &keys, capacity, salt)?;
+            crate::remote::check_server_ids(
+                &args.output,
+                map,
+                args.auth_token_file.as_deref(),
+                std::time::Duration::from_secs(args.server_timeout),
+                args.restore,
+            )?;
+            Ok(store)
+        };
         (
             run_on_external(args, &cfg, &stop, &report, open)?,
             Default::default(),

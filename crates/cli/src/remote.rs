@@ -3,6 +3,7 @@
 //! records from answering another.
 
 use anyhow::{Context, Result};
+use std::collections::HashMap;
 use std::path::Path;
 use webdedup_formats::shown::escape_controls;
 use webdedup_store::Store;
@@ -18,7 +19,9 @@ pub fn run_salt(output: &Path, restore: bool) -> Result<u64> {
     let path = output.join(RUN_ID_FILE);
     if restore {
         if let Ok(text) = std::fs::read_to_string(&path) {
-            return u64::from_str_radix(text.trim(), 16)
+            // The salt is the first line (the servers' key set ids follow).
+            let first = text.lines().next().unwrap_or_default();
+            return u64::from_str_radix(first.trim(), 16)
                 .with_context(|| format!("{}: not a run id", path.display()));
         }
     }
@@ -34,6 +37,60 @@ pub fn run_salt(output: &Path, restore: bool) -> Result<u64> {
     std::fs::write(&path, format!("{salt:016x}\n"))
         .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(salt)
+}
+
+/// Records, in the run id file of the run writing `output` (after its salt: a
+/// line `server ADDR ID` each), the key set id of each server of `map`; with
+/// `restore`, checks instead that the servers serve the key sets the interrupted
+/// run began on. A server that came back without its files forgot keys that run
+/// was told about, so a restore could not give an uninterrupted run's outputs.
+pub fn check_server_ids(
+    output: &Path,
+    map: &Path,
+    token_file: Option<&Path>,
+    give_up_after: std::time::Duration,
+    restore: bool,
+) -> Result<()> {
+    let server_map =
+        webdedup_store::server_map::ServerMap::read(map).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let opts = webdedup_net::ClientOptions {
+        secret: token_file
+            .map(webdedup_net::auth::Secret::read)
+            .transpose()?,
+        give_up_after,
+        ..Default::default()
+    };
+    let ids = webdedup_net::store_ids(&server_map, &opts).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let path = output.join(RUN_ID_FILE);
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let recorded: HashMap<&str, &str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("server "))
+        .filter_map(|l| l.split_once(' '))
+        .collect();
+    if restore && !recorded.is_empty() {
+        for (s, id) in server_map.servers.iter().zip(&ids) {
+            let (addr, now) = (s.addr.to_string(), format!("{id:016x}"));
+            // A server the run did not begin on (a migration since) has nothing to
+            // compare with.
+            if let Some(then) = recorded.get(addr.as_str()).filter(|&&t| t != now) {
+                anyhow::bail!(
+                    "--restore: hash server {addr} serves another key set than when the run \
+                     began ({now}, was {then}: restarted without its snapshot and journal?); \
+                     the keys it forgot would change decisions. Bring it back with its \
+                     files, or run again without --restore on fresh servers"
+                );
+            }
+        }
+        return Ok(());
+    }
+    let mut lines = text.lines().next().unwrap_or_default().to_string();
+    lines.push('\n');
+    for (s, id) in server_map.servers.iter().zip(&ids) {
+        lines.push_str(&format!("server {} {id:016x}\n", s.addr));
+    }
+    std::fs::write(&path, lines).with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// Opens the store `spec` for `keys`, printing what the user should know about it

@@ -271,7 +271,8 @@ fn a_server_killed_and_not_restarted_then_restore_changes_no_decision() {
 
 /// A server that comes back without its keys (no snapshot, no journal: a new
 /// key set) is noticed: the worker stops with exit 2 and says what to do,
-/// instead of going on with decisions the lost keys would have changed.
+/// instead of going on with decisions the lost keys would have changed; so does
+/// a later `-r` of that run.
 #[test]
 fn a_server_back_without_its_keys_stops_the_worker() {
     let s = setup();
@@ -295,6 +296,16 @@ fn a_server_back_without_its_keys_stops_the_worker() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
         err.contains("came back without the keys it had acknowledged") && err.contains("--restore"),
+        "{err}"
+    );
+    // A restore is refused too: the run id file names the key sets it began on.
+    let mut args = run_args(&s.input, &out, &["-s", s.map.to_str().unwrap()]);
+    args.push("-r");
+    let o = webdedup(&args);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("serves another key set than when the run began"),
         "{err}"
     );
 }

@@ -237,6 +237,39 @@ impl Conn {
     }
 }
 
+/// The key set id each server of `map` serves (told in the handshake, see
+/// [`wire::Msg::Ready`]), in map order. A server that cannot be reached (it may
+/// be restarting) is retried with backoff for `give_up_after`, then named in
+/// the error.
+pub fn store_ids(map: &ServerMap, opts: &ClientOptions) -> Result<Vec<u64>, String> {
+    map.servers
+        .iter()
+        .map(|s| {
+            let started = Instant::now();
+            let mut delay = Duration::from_millis(50);
+            loop {
+                match Conn::connect(&s.addr, Role::Status, None, opts) {
+                    Ok(c) => return Ok(c.store_id),
+                    Err(ConnError::Refused { code, message }) if code != ErrorCode::Busy => {
+                        return Err(message)
+                    }
+                    Err(e) if started.elapsed() >= opts.give_up_after => {
+                        return Err(format!(
+                            "server {} unreachable for {} s: {e}",
+                            s.addr,
+                            started.elapsed().as_secs()
+                        ))
+                    }
+                    Err(_) => {
+                        std::thread::sleep(delay);
+                        delay = (delay * 2).min(Duration::from_secs(2));
+                    }
+                }
+            }
+        })
+        .collect()
+}
+
 /// The servers of a block map as one [`Store`].
 pub struct RemoteStore {
     map: ServerMap,

@@ -16,5 +16,5 @@ pub mod server;
 pub mod status;
 pub mod wire;
 
-pub use client::{ClientOptions, RemoteStore};
+pub use client::{store_ids, ClientOptions, RemoteStore};
 pub use server::{Exit, ServerConfig};
