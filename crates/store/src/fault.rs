@@ -19,8 +19,9 @@
 //! * `stop`: not an abort: after the N-th chunk commit, behave as if SIGTERM came.
 //!
 //! `POINT:N:enospc` is not an abort either: at the points that write a file
-//! atomically (`snapshot-mid`, `journal-create`, `log-mid`), the N-th write fails
-//! half-way with "No space left on device", as on a full disk, to test error paths.
+//! atomically (`snapshot-mid`, `journal-create`, `log-mid`, and `batch-write`: every
+//! file batch mode writes), the N-th write fails half-way with "No space left on
+//! device", as on a full disk, to test error paths.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
