@@ -7,7 +7,7 @@
 #   3. every example of README.md (tests/readme/check_readme.py: each in a private
 #      network namespace, on the shipped samples);
 #   4. the Slurm scripts under a real Slurm on this machine
-#      (tests/extended/slurm_local.sh, about 1.5 minutes);
+#      (tests/extended/slurm_local.sh, about 2 to 3 minutes);
 #   5. in a virtual environment under target/, the Python module built with maturin
 #      (about 3 minutes on 2 cores; pip shows its progress) and pytest: the module's
 #      tests and the checks against real tools (warcio, cdxj-indexer, pywb).

@@ -1,13 +1,17 @@
 # shellcheck shell=bash
-# A Slurm cluster of three nodes on this machine, for tests/extended/slurm_local.sh
+# A Slurm cluster of a few nodes on this machine, for tests/extended/slurm_local.sh
 # and bench/slurm_batch.sh (sourced, not run). Needs root and Debian's slurm-wlm
 # and munge (scripts/deps.sh slurm).
 #
-#   slurm_start DIR    starts munged, slurmctld and `slurmd -N n1..n3` (the nodes at
-#                      127.0.0.11-13, NodeAddr), each with its own port, spool
-#                      directory, pid file and log under DIR; returns when the three
-#                      nodes are idle. SLURM_NODE_CPUS (2) and SLURM_NODE_MEM (1000,
-#                      MB) size each node.
+#   slurm_start DIR    starts munged, slurmctld and one `slurmd -N NAME` a node, each
+#                      with its own port, spool directory, pid file and log under
+#                      DIR; returns when every node is idle. SLURM_NODES ("n1=127.0.0.11
+#                      n2=127.0.0.12 n3=127.0.0.13") names the nodes of partition
+#                      `all` (the default) and their NodeAddr; SLURM_SHARED_NODES
+#                      (none by default) those of partition `shared`, which may
+#                      share one NodeAddr (distinct ports: Debian's slurmd is built
+#                      with multiple-slurmd support). SLURM_NODE_CPUS (2) and
+#                      SLURM_NODE_MEM (1000, MB) size each node.
 #   sl CMD...          runs a Slurm command against this cluster
 #   slurm_drained SEC  waits until no job is left (1 after SEC seconds)
 #   slurm_stop         cancels every job, stops every daemon slurm_start started
@@ -23,16 +27,21 @@ slurm_conf=""
 sl() { SLURM_CONF=$slurm_conf "$@"; }
 
 slurm_start() {
-  local dir=$1 ctld_port p1 p2 p3 n
+  local dir=$1 ctld_port n e
+  # shellcheck disable=SC2206 # lists of NAME=ADDR words
+  local all=(${SLURM_NODES:-n1=127.0.0.11 n2=127.0.0.12 n3=127.0.0.13}) shared=(${SLURM_SHARED_NODES:-})
+  local count=$((${#all[@]} + ${#shared[@]})) ports
   chmod 755 "$dir" # munged wants its socket's directories searchable by all
   slurm_conf=$dir/slurm.conf
-  read -r ctld_port p1 p2 p3 < <(python3 -c '
-import socket
-ss = [socket.socket() for _ in range(4)]
+  read -r -a ports < <(python3 -c '
+import socket, sys
+ss = [socket.socket() for _ in range(int(sys.argv[1]) + 1)]
 for s in ss:
     s.bind(("127.0.0.1", 0))
-print(*(s.getsockname()[1] for s in ss))')
-  mkdir -p "$dir"/{munge,ctld,log,spool/n1,spool/n2,spool/n3}
+print(*(s.getsockname()[1] for s in ss))' "$count")
+  ctld_port=${ports[0]} ports=("${ports[@]:1}")
+  mkdir -p "$dir"/{munge,ctld,log}
+  for e in "${all[@]}" "${shared[@]}"; do mkdir -p "$dir/spool/${e%%=*}"; done
   head -c 1024 /dev/urandom > "$dir/munge/munge.key"
   chmod 600 "$dir/munge/munge.key"
   munged -F --key-file="$dir/munge/munge.key" --socket="$dir/munge/munge.sock" \
@@ -68,23 +77,29 @@ DefMemPerCPU=100
 SlurmdParameters=config_overrides
 ReturnToService=2
 KillWait=10
-NodeName=n1 NodeAddr=127.0.0.11 Port=$p1 CPUs=$cpus RealMemory=$mem State=UNKNOWN
-NodeName=n2 NodeAddr=127.0.0.12 Port=$p2 CPUs=$cpus RealMemory=$mem State=UNKNOWN
-NodeName=n3 NodeAddr=127.0.0.13 Port=$p3 CPUs=$cpus RealMemory=$mem State=UNKNOWN
-PartitionName=all Nodes=n[1-3] Default=YES MaxTime=INFINITE State=UP
 EOF
+  local k=0 names=()
+  for e in "${all[@]}" "${shared[@]}"; do
+    echo "NodeName=${e%%=*} NodeAddr=${e#*=} Port=${ports[k]} CPUs=$cpus RealMemory=$mem State=UNKNOWN"
+    names+=("${e%%=*}")
+    k=$((k + 1))
+  done >> "$slurm_conf"
+  slurm_list() { local IFS=,; echo "${*%%=*}"; }
+  echo "PartitionName=all Nodes=$(slurm_list "${all[@]}") Default=YES MaxTime=INFINITE State=UP" >> "$slurm_conf"
+  [ ${#shared[@]} -eq 0 ] ||
+    echo "PartitionName=shared Nodes=$(slurm_list "${shared[@]}") MaxTime=INFINITE State=UP" >> "$slurm_conf"
   for _ in $(seq 40); do [ -S "$dir/munge/munge.sock" ] && break; sleep 0.25; done
   SLURM_CONF=$slurm_conf slurmctld -D -f "$slurm_conf" > "$dir/log/slurmctld.out" 2>&1 &
   slurm_daemons+=("slurmctld:$!")
-  for n in n1 n2 n3; do
+  for n in "${names[@]}"; do
     SLURM_CONF=$slurm_conf slurmd -D -N "$n" -f "$slurm_conf" > "$dir/log/slurmd-$n.out" 2>&1 &
     slurm_daemons+=("slurmd-$n:$!")
   done
   for _ in $(seq 120); do
-    [ "$(sl sinfo -h -N -o '%N %t' 2>/dev/null | grep -c ' idle$')" -eq 3 ] && return 0
+    [ "$(sl sinfo -h -N -o '%N %t' 2>/dev/null | sort -u | grep -c ' idle$')" -eq "$count" ] && return 0
     sleep 0.5
   done
-  echo "slurm_start: the three nodes did not come up:" >&2
+  echo "slurm_start: the $count nodes did not come up:" >&2
   sl sinfo -N >&2
   return 1
 }

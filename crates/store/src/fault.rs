@@ -23,9 +23,10 @@
 //!   (`SAVE.locations`).
 //!
 //! `POINT:N:enospc` is not an abort either: at the points that write a file
-//! atomically (`snapshot-mid`, `journal-create`, `log-mid`), the N-th write fails
-//! half-way with "No space left on device", as on a full disk, to test error paths;
-//! `output-bytes:N:enospc` fails `warc dedup`'s output write that reaches N bytes.
+//! atomically (`snapshot-mid`, `journal-create`, `log-mid`, and `batch-write`: every
+//! file batch mode writes), the N-th write fails half-way with "No space left on
+//! device", as on a full disk, to test error paths; `output-bytes:N:enospc` fails
+//! `warc dedup`'s output write that reaches N bytes.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
