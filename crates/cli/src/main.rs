@@ -7,6 +7,7 @@ mod convert;
 mod dedup;
 mod distribute;
 mod flags;
+mod hint;
 mod minhash;
 mod preflight;
 mod read_args;
@@ -219,6 +220,23 @@ fn output_of(cmd: &Command) -> Option<&Path> {
     }
 }
 
+/// How a command that stopped half-way is finished (commands that write no
+/// outputs have nothing to finish).
+fn resume_of(cmd: &Command) -> Option<hint::Resume> {
+    match cmd {
+        Command::Dedup(_) | Command::Minhash(_) => Some(hint::Resume::Restore),
+        Command::Batch(_)
+        | Command::ToJsonl(_)
+        | Command::Simhash { .. }
+        | Command::Similar { .. }
+        | Command::Cdx(_)
+        | Command::Warc(_) => Some(hint::Resume::RunAgain),
+        Command::Check(_) | Command::Server(_) | Command::Distribute(_) | Command::Status(_) => {
+            None
+        }
+    }
+}
+
 /// The inputs a command names on its command line (files or directories).
 fn named_inputs(cmd: &Command) -> Vec<&Path> {
     fn paths(v: &[std::path::PathBuf]) -> Vec<&Path> {
@@ -339,6 +357,9 @@ fn main() -> ExitCode {
             // Errors name files and may quote input: never raw control bytes.
             let msg = format!("{e:#}");
             eprintln!("webdedup: error: {}", escape_controls(&msg));
+            if let (Some(cause), Some(resume)) = (hint::cause_of(&e), resume_of(&cli.command)) {
+                eprintln!("webdedup: hint: {}", hint::what_to_do(cause, resume));
+            }
             if let Some(d) = new_dirs {
                 d.remove_empty();
             }
