@@ -275,7 +275,7 @@ pub(crate) fn run_mode(
             give_up_after: std::time::Duration::from_secs(args.server_timeout),
         };
         let open = |salt| {
-            let store = crate::remote::open(&spec, &keys, capacity, salt)?;
+            // Before the worker's own connections: a server may have a single slot.
             crate::remote::check_server_ids(
                 &args.output,
                 map,
@@ -283,7 +283,7 @@ pub(crate) fn run_mode(
                 std::time::Duration::from_secs(args.server_timeout),
                 args.restore,
             )?;
-            Ok(store)
+            crate::remote::open(&spec, &keys, capacity, salt)
         };
         (
             run_on_external(args, &cfg, &stop, &report, open)?,

@@ -60,7 +60,9 @@ pub fn check_server_ids(
         give_up_after,
         ..Default::default()
     };
-    let ids = webdedup_net::store_ids(&server_map, &opts).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let ids = webdedup_net::store_ids(&server_map, &opts)
+        .map_err(|e| anyhow::anyhow!("{e}"))
+        .with_context(|| format!("cannot use the servers of {}", map.display()))?;
     let path = output.join(RUN_ID_FILE);
     let text = std::fs::read_to_string(&path)
         .with_context(|| format!("cannot read {}", path.display()))?;
