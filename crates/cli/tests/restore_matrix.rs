@@ -703,14 +703,6 @@ impl Ctx {
             Store::Dir(d) if d.exists() => tree(d)
                 .into_iter()
                 .filter(|(n, _)| n != "lock")
-                .map(|(n, b)| {
-                    let b = if n == "minhash.kept" {
-                        without_run_nonce(b)
-                    } else {
-                        b
-                    };
-                    (n, b)
-                })
                 .collect(),
             Store::Dir(_) => Vec::new(),
             Store::Redis(r) => {
@@ -724,18 +716,6 @@ impl Ctx {
         };
         State { outputs, store }
     }
-}
-
-/// `minhash.kept` names the run that wrote it (a random nonce, by design: a restore
-/// tells by it whether the interrupted run got as far as saving) and ends with a
-/// checksum over it: both blanked, the rest must be the same bytes.
-fn without_run_nonce(mut b: Vec<u8>) -> Vec<u8> {
-    let settings_len = u32::from_le_bytes(b[12..16].try_into().unwrap()) as usize;
-    let nonce = 16 + settings_len;
-    b[nonce..nonce + 8].fill(0);
-    let end = b.len();
-    b[end - 8..].fill(0);
-    b
 }
 
 fn file_state(p: &Path) -> Vec<(String, Vec<u8>)> {
