@@ -571,6 +571,28 @@ mod tests {
     }
 
     #[test]
+    fn located_records_give_back_locations_and_replayed_originals() {
+        let here = |record| Location { file: 9, record };
+        // A chunk asked [5, 6, 5]: 5 and 6 new (at records 1 and 2), then 5 seen.
+        let (asked, seen) = ([5u64, 6, 5], [false, false, true]);
+        let mut tag = Vec::new();
+        encode_tag(b"a.vert", 0, &asked, &seen, true, &mut tag);
+        let keys = [5, 6, 9, 1, 9, 2];
+        let store = MemStore::new(3);
+        replay_keys(&store, &tag, &keys).unwrap();
+        assert_eq!(store.len(), 2);
+        assert!(replay_keys(&store, &tag, &keys[..5]).is_err());
+        let (_, _, v) = decode_tag(&tag).unwrap();
+        let r = Replayer::with_store(&v, &store);
+        let (mut s, mut o) = (Vec::new(), Vec::new());
+        r.test_and_insert_located(&asked, &[here(1), here(2), here(3)], &mut s, &mut o)
+            .unwrap();
+        assert_eq!(s, seen);
+        assert_eq!(o, [Location::UNKNOWN, Location::UNKNOWN, here(1)]);
+        assert!(r.matched());
+    }
+
+    #[test]
     fn finish_marks_are_told_apart_from_decision_records() {
         let mut rec = Recorded::default();
         let mut tag = Vec::new();
