@@ -227,16 +227,23 @@ fn named_originals(state: &State) -> usize {
 #[test]
 fn feedback_references_survive_a_kill_or_a_stop_and_a_restore() {
     let dir = tempfile::tempdir().unwrap();
-    for store in [true, false] {
+    // Exact mode with and without a store directory; near mode (its probes are
+    // answered with originals too).
+    for (store, near) in [(true, false), (false, false), (true, true)] {
+        let mode: &[&str] = if near {
+            &["-t", "2", "-f", "-n"]
+        } else {
+            &["-t", "2", "-f"]
+        };
         let new = |name: &str| {
-            let r = Run::new(dir.path(), name, &["-t", "2", "-f"]);
+            let r = Run::new(dir.path(), name, mode);
             if store {
                 r.with_store()
             } else {
                 r
             }
         };
-        let reference = new(&format!("fb-ref-{store}"));
+        let reference = new(&format!("fb-ref-{store}-{near}"));
         let o = reference.run(false, None);
         assert!(o.status.success(), "{}", stderr(&o));
         let want = reference.state();
@@ -255,8 +262,8 @@ fn feedback_references_survive_a_kill_or_a_stop_and_a_restore() {
         .iter()
         .enumerate()
         {
-            let what = format!("store {store}, {fault}");
-            let r = new(&format!("fb{i}-{store}"));
+            let what = format!("store {store}, near {near}, {fault}");
+            let r = new(&format!("fb{i}-{store}-{near}"));
             let o = r.run(false, Some(fault));
             if fault.starts_with("stop") {
                 assert!(
@@ -274,16 +281,13 @@ fn feedback_references_survive_a_kill_or_a_stop_and_a_restore() {
             let o = r.run(true, None);
             assert!(o.status.success(), "{what}: restore failed: {}", stderr(&o));
             assert_same(&what, &r.state(), &want);
-            let o = Command::new(bin())
-                .args([
-                    "check",
-                    "-i",
-                    corpus().to_str().unwrap(),
-                    "-o",
-                    r.out.to_str().unwrap(),
-                ])
-                .output()
-                .unwrap();
+            let mut check = Command::new(bin());
+            check.args(["check", "-i", corpus().to_str().unwrap(), "-o"]);
+            check.arg(&r.out);
+            if near {
+                check.arg("--near");
+            }
+            let o = check.output().unwrap();
             assert!(
                 o.status.success(),
                 "{what}: check: {}{}",
