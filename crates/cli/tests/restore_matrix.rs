@@ -105,9 +105,6 @@ enum Want {
 ///   keys and writes almost no revisit.
 /// * N1: near mode (`-n`) on Redis or hash servers, interrupted then `-r`: the
 ///   interrupted attempt's n-grams turn the run's own text into duplicates.
-/// * FB: feedback mode, interrupted then `-r` (or a hash server restarted): the
-///   `.dropped` references of replayed paragraphs read `0:0` (documented in
-///   docs/dedup.md, against the rule).
 /// * M1: a run stopped by a full disk or a lost store exits 2 with the OS or store
 ///   error only, not saying what to do (free space or bring the store back, then
 ///   `-r` / run again).
@@ -169,18 +166,17 @@ matrix! {
 
     // dedup, feedback mode (not on Redis: refused, it keeps no locations)
     feedback_embedded_finished: Feedback Embedded Finished => Identical;
-    feedback_embedded_kill: Feedback Embedded Kill => Identical; // fails today: FB
-    feedback_embedded_disk_full: Feedback Embedded DiskFull => Refused; // fails today: FB, M1
-    feedback_embedded_journal_cut: Feedback Embedded JournalCut => Either; // fails today: D4, FB
+    feedback_embedded_kill: Feedback Embedded Kill => Identical;
+    feedback_embedded_disk_full: Feedback Embedded DiskFull => Refused; // fails today: M1
+    feedback_embedded_journal_cut: Feedback Embedded JournalCut => Either; // fails today: D4
     feedback_dir_finished: Feedback Dir Finished => Identical;
-    feedback_dir_kill: Feedback Dir Kill => Identical; // fails today: FB
-    feedback_dir_disk_full: Feedback Dir DiskFull => Refused; // fails today: FB, M1
-    feedback_dir_journal_cut: Feedback Dir JournalCut => Either; // fails today: D4, FB
+    feedback_dir_kill: Feedback Dir Kill => Identical;
+    feedback_dir_disk_full: Feedback Dir DiskFull => Refused; // fails today: M1
+    feedback_dir_journal_cut: Feedback Dir JournalCut => Either; // fails today: D4
     feedback_servers_finished: Feedback Servers Finished => Identical;
     feedback_servers_kill: Feedback Servers Kill => Identical;
-    // FB shows here only when a paragraph repeats one the restarted server had seen.
-    feedback_servers_store_restart: Feedback Servers StoreRestart => Either; // fails today: FB
-    feedback_servers_store_killed: Feedback Servers StoreKilled => Refused; // fails today: FB, M1
+    feedback_servers_store_restart: Feedback Servers StoreRestart => Either;
+    feedback_servers_store_killed: Feedback Servers StoreKilled => Refused; // fails today: M1
     feedback_servers_disk_full: Feedback Servers DiskFull => Refused; // fails today: M1
 
     // minhash (not on Redis: refused, it keeps no locations)

@@ -1,7 +1,8 @@
 //! Runs that outlive the process: a store kept between runs (`--store DIR`), a
 //! journal of every chunk's new keys and verdicts, and `--restore` after a crash.
 //!
-//! State lives in the store directory (`store.snap`, `journal`) or, without
+//! State lives in the store directory (`store.snap`, `journal`; feedback mode
+//! after a stop by signal: `store.locations`) or, without
 //! `--store`, in the output directory (`.webdedup.journal`; the store is then
 //! rebuilt from the journal alone). The protocol (docs/dev/design.md has the why):
 //!
@@ -23,7 +24,7 @@
 //!    its `REL.dedup.log`, save the snapshot, remove the journal.
 
 use crate::policy::minhash::KeptFile;
-use crate::resume::{is_bookkeeping, Finished, Recorded, RunStart};
+use crate::resume::{is_bookkeeping, replay_keys, Finished, Recorded, RunStart};
 use crate::runner::{
     list_inputs, log_path, on_finished, rel_bytes, run_with, Durability, InputFile,
 };
@@ -43,6 +44,12 @@ pub const KEY_KIND: &str = crate::identity::VERTICAL_KEY_KIND;
 pub const SNAPSHOT_FILE: &str = "store.snap";
 /// MinHash mode's side store in a store directory (`policy::minhash::KeptDocs`).
 pub const MINHASH_KEPT_FILE: &str = "minhash.kept";
+
+/// Feedback mode: the first-seen locations of the keys a run stopped by a signal
+/// saved in the snapshot (`webdedup_store::locations`, canonical form). Only
+/// that run's restore loads it: an uninterrupted run names no original of a key
+/// from before it (see `locations_file`).
+pub const LOCATIONS_FILE: &str = "store.locations";
 
 pub const LOCK_FILE: &str = "lock";
 /// The lock of a run without `--store`, in its output directory (removed at the end).
@@ -190,6 +197,13 @@ fn create_journal(
     info: &str,
     base: u64,
 ) -> Result<Journal> {
+    if let (Some(path), false) = (locations_file(cfg, p), p.restore) {
+        // An earlier run's: before the journal, so that no restore of this run
+        // finds it.
+        if path.exists() {
+            remove_durably(&path)?;
+        }
+    }
     let start = RunStart {
         by_restore: p.restore,
         base,
@@ -303,6 +317,39 @@ fn start_over(cfg: &RunConfig, p: &Persistence, journal: &Path) -> String {
     }
 }
 
+/// Feedback mode with a store directory: the locations file a restore loads.
+///
+/// The journal carries the locations of the keys it adds; a run stopped by a
+/// signal saves its keys in the snapshot and removes the journal, so it saves
+/// their locations beside it, and its restore loads them. Any other run starts
+/// without the file (a fresh run removes it before its journal begins, a finished
+/// run when it saves the snapshot): the locations of keys from before a run are
+/// unknown to it, interrupted or not, so a restore names the same originals.
+fn locations_file(cfg: &RunConfig, p: &Persistence) -> Option<PathBuf> {
+    let dir = p.store_dir.as_ref()?;
+    (cfg.options.feedback && cfg.options.minhash.is_none()).then(|| dir.join(LOCATIONS_FILE))
+}
+
+/// Loads the locations file `path` (if any) into `store`, which holds the
+/// snapshot it was saved with: locations of keys the snapshot lacks mean they do
+/// not belong together.
+fn load_locations(store: &MemStore, path: &Path) -> Result<()> {
+    if !path.exists() {
+        return Ok(());
+    }
+    let before = store.len();
+    webdedup_store::locations::load(store, path)?;
+    if store.len() != before {
+        bail!(
+            "{}: holds the locations of {} keys the snapshot beside it does not hold: it \
+             belongs to another snapshot. Nothing was changed.",
+            path.display(),
+            store.len() - before
+        );
+    }
+    Ok(())
+}
+
 /// Runs `cfg` with a persistent store and crash-safe resume (see the module docs).
 pub fn run_persistent(
     cfg: &RunConfig,
@@ -380,6 +427,10 @@ pub fn run_persistent(
         _ if minhash.is_some() && p.store_dir.is_none() => MemStore::new(p.blocks),
         _ => MemStore::with_capacity(p.blocks, p.capacity),
     };
+    let locations = locations_file(cfg, p);
+    if let (Some(path), true) = (&locations, p.restore) {
+        load_locations(&store, path)?;
+    }
     // MinHash without a store directory: the compact band table (8 bytes a key,
     // fingerprints confirmed against the side store, see `webdedup_store::bands`).
     // With one, the plain table, whose keys the snapshot lists.
@@ -413,7 +464,7 @@ pub fn run_persistent(
             if is_bookkeeping(tag) {
                 bookkeeping += 1;
             } else if !rerun {
-                store.insert_all(keys);
+                replay_keys(&store, tag, keys)?;
             }
             recorded.add_tag(tag)
         })
@@ -514,7 +565,7 @@ pub fn run_persistent(
             );
         }
         let r = Journal::replay(&log, &meta, |tag, keys| {
-            store.insert_all(keys);
+            replay_keys(&store, tag, keys)?;
             recorded.add_tag(tag)
         })?;
         if let Some(m) = run_info_mismatch(&String::from_utf8_lossy(&r.run_info), &info) {
@@ -598,6 +649,10 @@ pub fn run_persistent(
                 fault::hit("stop-logs");
             }
             rep.saved = Some(store.save(snap, &meta)?);
+            if let Some(path) = &locations {
+                // After the snapshot (its keys), before the journal goes.
+                webdedup_store::locations::save_canonical(&store, path)?;
+            }
             journal.remove()?;
         } else {
             journal.close()?;
@@ -614,6 +669,10 @@ pub fn run_persistent(
         }
         if let Some(snap) = &snapshot {
             rep.saved = Some(store.save(snap, &meta)?);
+        }
+        if let Some(path) = locations.as_ref().filter(|p| p.exists()) {
+            // The run is finished: no restore needs its locations.
+            remove_durably(path)?;
         }
         journal.remove()?;
     }

@@ -11,6 +11,12 @@
 //! bits[ceil(asked/8)]  (bit i = key i was seen, LSB first)
 //! ```
 //!
+//! In feedback mode (`version=5`, otherwise the same tag) the keys are followed by
+//! each new key's first-seen location, `u64 file  u64 record` per key in the keys'
+//! order, as a hash server journals them (`L` records): a restore gives the store
+//! back the locations feedback references name, and a replayed chunk's originals
+//! come from there ([`Replayer::with_store`]).
+//!
 //! Replaying the record's keys rebuilds the store; the bits give the verdicts back
 //! without asking the store (which now holds these keys and would say "seen"). The
 //! hash of the asked keys checks that the input is still the same.
@@ -47,9 +53,11 @@
 
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use webdedup_store::{BatchId, Location, Store, StoreError};
+use webdedup_store::{BatchId, Location, MemStore, Store, StoreError};
 
 const TAG_VERSION: u8 = 1;
+/// A decision record whose keys are followed by their first-seen locations.
+const TAG_LOCATED: u8 = 5;
 /// The first byte of a finish mark's tag.
 const TAG_FINISHED: u8 = 2;
 /// The first byte of the record of a MinHash run's nonce (journals before issue 27).
@@ -121,6 +129,32 @@ impl Recorded {
 /// the run, not a chunk's work.
 pub fn is_bookkeeping(tag: &[u8]) -> bool {
     matches!(tag.first(), Some(&TAG_START) | Some(&TAG_MINHASH_NONCE))
+}
+
+/// Puts a journal record's keys into `store`: with their first-seen locations when
+/// it is a located decision record.
+pub fn replay_keys(store: &MemStore, tag: &[u8], keys: &[u64]) -> Result<(), String> {
+    if tag.first() != Some(&TAG_LOCATED) {
+        store.insert_all(keys);
+        return Ok(());
+    }
+    if !keys.len().is_multiple_of(3) {
+        return Err(format!(
+            "located decision record of {} values (not a key and a location each)",
+            keys.len()
+        ));
+    }
+    let n = keys.len() / 3;
+    let locs: Vec<Location> = keys[n..]
+        .chunks_exact(2)
+        .map(|fr| Location {
+            file: fr[0],
+            record: fr[1],
+        })
+        .collect();
+    store
+        .restore_locations(&keys[..n], &locs)
+        .map_err(|e| e.to_string())
 }
 
 /// What a run does with an input whose output exists when it starts.
@@ -228,9 +262,18 @@ pub fn hash_keys(keys: &[u64]) -> u64 {
     keys.iter().fold(0, |h, &k| fold_key(h, k))
 }
 
-pub fn encode_tag(rel: &[u8], chunk: u64, asked: &[u64], seen: &[bool], out: &mut Vec<u8>) {
+/// The tag of a chunk's decision record; `located`: its keys are followed by
+/// their locations.
+pub fn encode_tag(
+    rel: &[u8],
+    chunk: u64,
+    asked: &[u64],
+    seen: &[bool],
+    located: bool,
+    out: &mut Vec<u8>,
+) {
     out.clear();
-    out.push(TAG_VERSION);
+    out.push(if located { TAG_LOCATED } else { TAG_VERSION });
     out.extend_from_slice(&(rel.len() as u32).to_le_bytes());
     out.extend_from_slice(rel);
     out.extend_from_slice(&chunk.to_le_bytes());
@@ -288,7 +331,7 @@ pub fn decode_tag(tag: &[u8]) -> Result<(Vec<u8>, u64, ChunkVerdicts), String> {
         pos += n;
         Ok(b)
     };
-    if take(1)?[0] != TAG_VERSION {
+    if !matches!(take(1)?[0], TAG_VERSION | TAG_LOCATED) {
         return Err("unknown decision record version".into());
     }
     let rel_len = u32::from_le_bytes(take(4)?.try_into().unwrap()) as usize;
@@ -303,24 +346,31 @@ pub fn decode_tag(tag: &[u8]) -> Result<(Vec<u8>, u64, ChunkVerdicts), String> {
     Ok((rel, chunk, ChunkVerdicts { asked, hash, bits }))
 }
 
-/// A store that forwards to another and remembers every key asked, its verdict,
-/// and whether it was only tested (near mode's probe round: not inserted, so not a
-/// new key of the store even when absent).
+/// What a [`Recorder`] logs: every key asked, its verdict, whether it was only
+/// tested (near mode's probe round: not inserted, so not a new key of the store
+/// even when absent), and the location it was inserted with (unknown when none).
+pub type RecorderLog = (Vec<u64>, Vec<bool>, Vec<bool>, Vec<Location>);
+
+/// A store that forwards to another and logs every request ([`RecorderLog`]).
 pub struct Recorder<'a> {
     pub inner: &'a dyn Store,
-    pub log: Mutex<(Vec<u64>, Vec<bool>, Vec<bool>)>,
+    pub log: Mutex<RecorderLog>,
 }
 
 impl Recorder<'_> {
     fn log(&self, keys: &[u64], seen: &[bool]) {
-        self.log_as(keys, seen, false);
+        self.log_as(keys, seen, false, None);
     }
-    fn log_as(&self, keys: &[u64], seen: &[bool], test_only: bool) {
+    fn log_as(&self, keys: &[u64], seen: &[bool], test_only: bool, locs: Option<&[Location]>) {
         let mut log = self.log.lock();
         log.0.extend_from_slice(keys);
         log.1.extend_from_slice(seen);
         let n = log.2.len() + keys.len();
         log.2.resize(n, test_only);
+        match locs {
+            Some(l) => log.3.extend_from_slice(l),
+            None => log.3.resize(n, Location::UNKNOWN),
+        }
     }
 }
 
@@ -342,7 +392,7 @@ impl Store for Recorder<'_> {
     }
     fn test(&self, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError> {
         self.inner.test(keys, seen)?;
-        self.log_as(keys, seen, true);
+        self.log_as(keys, seen, true, None);
         Ok(())
     }
     fn test_located(
@@ -352,7 +402,7 @@ impl Store for Recorder<'_> {
         originals: &mut Vec<Location>,
     ) -> Result<(), StoreError> {
         self.inner.test_located(keys, seen, originals)?;
-        self.log_as(keys, seen, true);
+        self.log_as(keys, seen, true, None);
         Ok(())
     }
     fn test_and_insert_located(
@@ -364,7 +414,7 @@ impl Store for Recorder<'_> {
     ) -> Result<(), StoreError> {
         self.inner
             .test_and_insert_located(keys, locs, seen, originals)?;
-        self.log(keys, seen);
+        self.log_as(keys, seen, false, Some(locs));
         Ok(())
     }
     fn test_and_insert_located_batch(
@@ -377,7 +427,7 @@ impl Store for Recorder<'_> {
     ) -> Result<(), StoreError> {
         self.inner
             .test_and_insert_located_batch(id, keys, locs, seen, originals)?;
-        self.log(keys, seen);
+        self.log_as(keys, seen, false, Some(locs));
         Ok(())
     }
     fn len(&self) -> u64 {
@@ -396,6 +446,8 @@ impl Store for Recorder<'_> {
 pub struct Replayer<'a> {
     pub verdicts: &'a ChunkVerdicts,
     pub state: Mutex<(usize, u64)>,
+    /// Where a seen key's first location is asked (feedback mode).
+    store: Option<&'a dyn Store>,
 }
 
 impl<'a> Replayer<'a> {
@@ -403,6 +455,18 @@ impl<'a> Replayer<'a> {
         Replayer {
             verdicts,
             state: Mutex::new((0, 0)),
+            store: None,
+        }
+    }
+
+    /// A replayer that names a seen key's original as `store` holds it: the
+    /// restored store (snapshot, its locations and the journal's located records)
+    /// has every key the interrupted run had inserted when the chunk asked, each
+    /// with the location of its first sighting, which never changes.
+    pub fn with_store(verdicts: &'a ChunkVerdicts, store: &'a dyn Store) -> Self {
+        Replayer {
+            store: Some(store),
+            ..Replayer::new(verdicts)
         }
     }
 
@@ -434,7 +498,8 @@ impl Store for Replayer<'_> {
     fn test(&self, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError> {
         self.test_and_insert(keys, seen)
     }
-    /// Locations are not journaled: replayed chunks refer to unknown originals.
+    /// A seen key's original comes from the store (see [`Replayer::with_store`]);
+    /// a new key has none.
     fn test_located(
         &self,
         keys: &[u64],
@@ -443,7 +508,18 @@ impl Store for Replayer<'_> {
     ) -> Result<(), StoreError> {
         self.test_and_insert(keys, seen)?;
         originals.clear();
-        originals.resize(keys.len(), Location::UNKNOWN);
+        match self.store {
+            Some(store) => {
+                let mut present = Vec::new();
+                store.test_located(keys, &mut present, originals)?;
+                for (o, &s) in originals.iter_mut().zip(seen.iter()) {
+                    if !s {
+                        *o = Location::UNKNOWN;
+                    }
+                }
+            }
+            None => originals.resize(keys.len(), Location::UNKNOWN),
+        }
         Ok(())
     }
     fn test_and_insert_located(
@@ -475,7 +551,7 @@ mod tests {
         let asked = [5u64, 9, 5, 12, 1, 2, 3, 4, 5];
         let seen = [false, false, true, false, true, false, false, true, true];
         let mut tag = Vec::new();
-        encode_tag(b"a/b.vert", 7, &asked, &seen, &mut tag);
+        encode_tag(b"a/b.vert", 7, &asked, &seen, false, &mut tag);
         let (rel, chunk, v) = decode_tag(&tag).unwrap();
         let mut again = Vec::new();
         encode_verdicts(&rel, chunk, &v, &mut again);
@@ -495,10 +571,32 @@ mod tests {
     }
 
     #[test]
+    fn located_records_give_back_locations_and_replayed_originals() {
+        let here = |record| Location { file: 9, record };
+        // A chunk asked [5, 6, 5]: 5 and 6 new (at records 1 and 2), then 5 seen.
+        let (asked, seen) = ([5u64, 6, 5], [false, false, true]);
+        let mut tag = Vec::new();
+        encode_tag(b"a.vert", 0, &asked, &seen, true, &mut tag);
+        let keys = [5, 6, 9, 1, 9, 2];
+        let store = MemStore::new(3);
+        replay_keys(&store, &tag, &keys).unwrap();
+        assert_eq!(store.len(), 2);
+        assert!(replay_keys(&store, &tag, &keys[..5]).is_err());
+        let (_, _, v) = decode_tag(&tag).unwrap();
+        let r = Replayer::with_store(&v, &store);
+        let (mut s, mut o) = (Vec::new(), Vec::new());
+        r.test_and_insert_located(&asked, &[here(1), here(2), here(3)], &mut s, &mut o)
+            .unwrap();
+        assert_eq!(s, seen);
+        assert_eq!(o, [Location::UNKNOWN, Location::UNKNOWN, here(1)]);
+        assert!(r.matched());
+    }
+
+    #[test]
     fn finish_marks_are_told_apart_from_decision_records() {
         let mut rec = Recorded::default();
         let mut tag = Vec::new();
-        encode_tag(b"a.vert", 3, &[1, 2], &[false, true], &mut tag);
+        encode_tag(b"a.vert", 3, &[1, 2], &[false, true], false, &mut tag);
         rec.add_tag(&tag).unwrap();
         assert_eq!(rec.last, Some((b"a.vert".to_vec(), Some(3))));
         encode_finished(b"a.vert", 4, &mut tag);

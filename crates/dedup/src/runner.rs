@@ -31,7 +31,7 @@ use webdedup_formats::vertical::{
 };
 use webdedup_formats::{open_file, Compression};
 use webdedup_store::journal::encode_record;
-use webdedup_store::{fault, Journal, Store};
+use webdedup_store::{fault, Journal, Location, Store};
 
 /// What makes a run durable and resumable (see `crate::persist`): all optional.
 #[derive(Default)]
@@ -314,6 +314,10 @@ struct Worker {
     asked: Vec<u64>,
     seen: Vec<bool>,
     test_only: Vec<bool>,
+    /// The location each asked key was inserted with (feedback mode).
+    locs: Vec<Location>,
+    /// Feedback mode: the chunk's record carries its new keys' locations.
+    located: bool,
     new_keys: Vec<u64>,
     tag: Vec<u8>,
     /// The journal record of the chunk (empty when none is due): built outside
@@ -345,6 +349,8 @@ impl Worker {
             asked: Vec::new(),
             seen: Vec::new(),
             test_only: Vec::new(),
+            locs: Vec::new(),
+            located: false,
             new_keys: Vec::new(),
             tag: Vec::new(),
             record: Vec::new(),
@@ -388,7 +394,7 @@ impl Worker {
         };
         self.record_due = false;
         if let Some(v) = dur.recorded.and_then(|r| r.get(rel, job.index)) {
-            let replay = Replayer::new(v);
+            let replay = Replayer::with_store(v, store);
             let r = decide(
                 &self.plan,
                 id,
@@ -423,6 +429,7 @@ impl Worker {
                 std::mem::take(&mut self.asked),
                 std::mem::take(&mut self.seen),
                 std::mem::take(&mut self.test_only),
+                std::mem::take(&mut self.locs),
             )),
         };
         {
@@ -430,6 +437,7 @@ impl Worker {
             log.0.clear();
             log.1.clear();
             log.2.clear();
+            log.3.clear();
         }
         let r = decide(
             &self.plan,
@@ -439,8 +447,9 @@ impl Worker {
             &mut self.scratch,
             &mut self.decisions,
         );
-        (self.asked, self.seen, self.test_only) = rec.log.into_inner();
+        (self.asked, self.seen, self.test_only, self.locs) = rec.log.into_inner();
         r.context("store request failed")?;
+        self.located = opts.feedback;
         fault::hit("commit");
         self.record_due = true;
         if fault::armed() && fault::reached("stop", 1) {
@@ -467,11 +476,28 @@ impl Worker {
                 .filter(|((_, &s), &t)| !s && !t)
                 .map(|((&k, _), _)| k),
         );
+        if self.located {
+            // Each new key's location follows the keys (see `resume`).
+            let n = self.new_keys.len();
+            for (((_, &s), &t), l) in self
+                .asked
+                .iter()
+                .zip(&self.seen)
+                .zip(&self.test_only)
+                .zip(&self.locs)
+            {
+                if !s && !t {
+                    self.new_keys.extend_from_slice(&[l.file, l.record]);
+                }
+            }
+            debug_assert_eq!(self.new_keys.len(), 3 * n);
+        }
         encode_tag(
             rel_bytes(&file.rel),
             job.index,
             &self.asked,
             &self.seen,
+            self.located,
             &mut self.tag,
         );
         encode_record(&self.tag, &self.new_keys, &mut self.record);

@@ -12,6 +12,11 @@
 //! with its snapshot and journal keeps it, one that comes back without them gets
 //! a new one, so a worker can tell the difference (`wire::Msg::Ready`).
 //!
+//! The embedded store keeps one too (`--store DIR` of a feedback run stopped by a
+//! signal, [`save_canonical`]): its entries are sorted (by block, then key) and its
+//! store id is 0, so the file is a function of the located keys and the block
+//! count, like the snapshot beside it.
+//!
 //! ```text
 //! "WDDLOCS\0" u32 version=1  u64 store_id  u64 count
 //! count × (u64 key  u64 file  u64 record)
@@ -60,6 +65,52 @@ pub fn save(store: &MemStore, store_id: u64, path: &Path) -> Result<u64, StoreEr
         result?;
         crc = crc32c::crc32c_append(crc, &buf);
         w.write_all(&buf)?;
+        w.write_all(&crc.to_le_bytes())
+    })?;
+    Ok(count)
+}
+
+/// [`save`] in canonical order (block by block, keys ascending within a block)
+/// with store id 0: the embedded store's file, whose bytes depend only on the
+/// located keys and the block count. Sorts one block at a time.
+pub fn save_canonical(store: &MemStore, path: &Path) -> Result<u64, StoreError> {
+    let mut count = 0u64;
+    store.for_each_location(|_, _| count += 1);
+    let total = 8 + 4 + 8 + 8 + 24 * count + 4;
+    let blocks = crate::BlockMap::new(crate::Store::blocks(store));
+    write_atomic_stream(path, total, "locations-mid", |w| {
+        let mut head = Vec::with_capacity(28);
+        head.extend_from_slice(MAGIC);
+        head.extend_from_slice(&VERSION.to_le_bytes());
+        head.extend_from_slice(&0u64.to_le_bytes());
+        head.extend_from_slice(&count.to_le_bytes());
+        let mut crc = crc32c::crc32c(&head);
+        w.write_all(&head)?;
+        // `for_each_location` goes block by block: a block's entries come together.
+        let mut block: Vec<(u64, Location)> = Vec::new();
+        let mut current = None;
+        let mut result = Ok(());
+        let mut flush = |block: &mut Vec<(u64, Location)>, crc: &mut u32| -> io::Result<()> {
+            block.sort_unstable_by_key(|e| e.0);
+            let mut buf = Vec::with_capacity(24 * block.len());
+            for (k, loc) in block.drain(..) {
+                buf.extend_from_slice(&k.to_le_bytes());
+                buf.extend_from_slice(&loc.file.to_le_bytes());
+                buf.extend_from_slice(&loc.record.to_le_bytes());
+            }
+            *crc = crc32c::crc32c_append(*crc, &buf);
+            w.write_all(&buf)
+        };
+        store.for_each_location(|k, loc| {
+            let b = blocks.block(k);
+            if current != Some(b) && result.is_ok() {
+                result = flush(&mut block, &mut crc);
+                current = Some(b);
+            }
+            block.push((k, loc));
+        });
+        result?;
+        flush(&mut block, &mut crc)?;
         w.write_all(&crc.to_le_bytes())
     })?;
     Ok(count)
@@ -195,6 +246,39 @@ mod tests {
         }
         std::fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
         assert!(load(&MemStore::new(7), &path).is_err());
+    }
+
+    #[test]
+    fn the_canonical_file_depends_on_the_located_keys_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let keys: Vec<u64> = (1..5000u64)
+            .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+            .collect();
+        let locs: Vec<Location> = (1..5000u64)
+            .map(|i| Location {
+                file: i % 3 + 1,
+                record: i,
+            })
+            .collect();
+        let (mut seen, mut orig) = (Vec::new(), Vec::new());
+        // The same located keys, inserted in two orders into tables of two sizes.
+        let a = MemStore::new(7);
+        a.test_and_insert_located(&keys, &locs, &mut seen, &mut orig)
+            .unwrap();
+        let b = MemStore::with_capacity(7, 100_000);
+        let (rk, rl): (Vec<u64>, Vec<Location>) =
+            keys.iter().copied().zip(locs.iter().copied()).rev().unzip();
+        b.test_and_insert_located(&rk, &rl, &mut seen, &mut orig)
+            .unwrap();
+        let (pa, pb) = (dir.path().join("a"), dir.path().join("b"));
+        assert_eq!(save_canonical(&a, &pa).unwrap(), keys.len() as u64);
+        save_canonical(&b, &pb).unwrap();
+        assert_eq!(std::fs::read(&pa).unwrap(), std::fs::read(&pb).unwrap());
+        let again = MemStore::new(7);
+        again.insert_all(&keys);
+        assert_eq!(load(&again, &pa).unwrap(), 0);
+        again.test_located(&keys, &mut seen, &mut orig).unwrap();
+        assert_eq!(orig, locs);
     }
 
     #[test]
