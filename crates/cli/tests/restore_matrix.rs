@@ -696,10 +696,9 @@ impl Ctx {
                 Cmd::Warc => file_state(&self.dir.path().join("locations.tsv")),
                 _ => Vec::new(),
             },
-            Store::Dir(d) if d.exists() => tree(d)
-                .into_iter()
-                .filter(|(n, _)| n != "lock")
-                .collect(),
+            Store::Dir(d) if d.exists() => {
+                tree(d).into_iter().filter(|(n, _)| n != "lock").collect()
+            }
             Store::Dir(_) => Vec::new(),
             Store::Redis(r) => {
                 let mut s = vec![("redis".to_string(), r.dump())];

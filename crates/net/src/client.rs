@@ -244,30 +244,63 @@ impl Conn {
 pub fn store_ids(map: &ServerMap, opts: &ClientOptions) -> Result<Vec<u64>, String> {
     map.servers
         .iter()
-        .map(|s| {
-            let started = Instant::now();
-            let mut delay = Duration::from_millis(50);
-            loop {
-                match Conn::connect(&s.addr, Role::Status, None, opts) {
-                    Ok(c) => return Ok(c.store_id),
-                    Err(ConnError::Refused { code, message }) if code != ErrorCode::Busy => {
-                        return Err(message)
-                    }
-                    Err(e) if started.elapsed() >= opts.give_up_after => {
-                        return Err(format!(
-                            "server {} unreachable for {} s: {e}",
-                            s.addr,
-                            started.elapsed().as_secs()
-                        ))
-                    }
-                    Err(_) => {
-                        std::thread::sleep(delay);
-                        delay = (delay * 2).min(Duration::from_secs(2));
-                    }
+        .map(
+            |s| match connect_retrying(&s.addr, Role::Status, None, opts) {
+                Ok(c) => Ok(c.store_id),
+                Err(ConnectFailure::Refused(_, message)) | Err(ConnectFailure::GaveUp(message)) => {
+                    Err(message)
                 }
-            }
-        })
+            },
+        )
         .collect()
+}
+
+/// Why [`connect_retrying`] gave up.
+enum ConnectFailure {
+    /// The server said no (not "busy"): retrying would not help.
+    Refused(ErrorCode, String),
+    /// Unreachable or busy for `give_up_after`.
+    GaveUp(String),
+}
+
+/// Connects to `addr`, retrying with backoff while it is unreachable or busy (it
+/// may be restarting), for `give_up_after`; once the delay reaches a second, each
+/// retry is said on stderr (`verbose`), the address and error escaped: the address
+/// is the map file's, the error the network's.
+fn connect_retrying(
+    addr: &ServerAddr,
+    role: Role,
+    settings: Option<&Settings>,
+    opts: &ClientOptions,
+) -> Result<Conn, ConnectFailure> {
+    let started = Instant::now();
+    let mut delay = Duration::from_millis(50);
+    loop {
+        match Conn::connect(addr, role, settings, opts) {
+            Ok(c) => return Ok(c),
+            Err(ConnError::Refused { code, message }) if code != ErrorCode::Busy => {
+                return Err(ConnectFailure::Refused(code, message))
+            }
+            Err(ConnError::Refused { message: e, .. }) | Err(ConnError::Io(e)) => {
+                if started.elapsed() >= opts.give_up_after {
+                    return Err(ConnectFailure::GaveUp(format!(
+                        "server {addr} unreachable for {} s: {e}",
+                        started.elapsed().as_secs()
+                    )));
+                }
+                if opts.verbose && delay >= Duration::from_secs(1) {
+                    eprintln!(
+                        "{}",
+                        escape_controls(&format!(
+                            "webdedup: server {addr} unreachable ({e}); retrying"
+                        ))
+                    );
+                }
+                std::thread::sleep(delay);
+                delay = (delay * 2).min(Duration::from_secs(2));
+            }
+        }
+    }
 }
 
 /// The servers of a block map as one [`Store`].
@@ -352,35 +385,15 @@ impl RemoteStore {
 
     /// Connects, retrying with backoff until `give_up_after` (a busy server too).
     fn connect_with_retry(&self, server: usize) -> Result<Conn, StoreError> {
-        let addr = self.addr(server);
-        let started = Instant::now();
-        let mut delay = Duration::from_millis(50);
-        loop {
-            match Conn::connect(addr, Role::Worker, Some(&self.settings), &self.opts) {
-                Ok(c) => return self.same_store(server, c),
-                Err(ConnError::Refused { code, message }) if code != ErrorCode::Busy => {
-                    return Err(self.refused(code, message))
-                }
-                Err(ConnError::Refused { message: e, .. }) | Err(ConnError::Io(e)) => {
-                    if started.elapsed() >= self.opts.give_up_after {
-                        return Err(StoreError::Unavailable(format!(
-                            "server {addr} unreachable for {} s: {e}",
-                            started.elapsed().as_secs()
-                        )));
-                    }
-                    if self.opts.verbose && delay >= Duration::from_secs(1) {
-                        // The address is the map file's, the error the network's.
-                        eprintln!(
-                            "{}",
-                            escape_controls(&format!(
-                                "webdedup: server {addr} unreachable ({e}); retrying"
-                            ))
-                        );
-                    }
-                    std::thread::sleep(delay);
-                    delay = (delay * 2).min(Duration::from_secs(2));
-                }
-            }
+        match connect_retrying(
+            self.addr(server),
+            Role::Worker,
+            Some(&self.settings),
+            &self.opts,
+        ) {
+            Ok(c) => self.same_store(server, c),
+            Err(ConnectFailure::Refused(code, message)) => Err(self.refused(code, message)),
+            Err(ConnectFailure::GaveUp(message)) => Err(StoreError::Unavailable(message)),
         }
     }
 
