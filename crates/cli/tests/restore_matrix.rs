@@ -103,8 +103,6 @@ enum Want {
 ///   records: `-r` exits 0 with the last output and the store changed.
 /// * D12: `warc dedup --store redis://` run again after a failed run finds its own
 ///   keys and writes almost no revisit.
-/// * N1: near mode (`-n`) on Redis or hash servers, interrupted then `-r`: the
-///   interrupted attempt's n-grams turn the run's own text into duplicates.
 /// * FB: feedback mode, interrupted then `-r` (or a hash server restarted): the
 ///   `.dropped` references of replayed paragraphs read `0:0` (documented in
 ///   docs/dedup.md, against the rule).
@@ -157,15 +155,15 @@ matrix! {
     near_dir_disk_full: Near Dir DiskFull => Refused; // fails today: M1
     near_dir_journal_cut: Near Dir JournalCut => Either; // fails today: D4
     near_redis_finished: Near Redis Finished => Identical;
-    near_redis_kill: Near Redis Kill => Identical; // fails today: N1
-    near_redis_store_restart: Near Redis StoreRestart => Either; // fails today: N1, M1
-    near_redis_store_killed: Near Redis StoreKilled => Refused; // fails today: N1, M1
-    near_redis_disk_full: Near Redis DiskFull => Refused; // fails today: N1, M1
+    near_redis_kill: Near Redis Kill => Identical;
+    near_redis_store_restart: Near Redis StoreRestart => Either; // fails today: M1
+    near_redis_store_killed: Near Redis StoreKilled => Refused; // fails today: M1
+    near_redis_disk_full: Near Redis DiskFull => Refused; // fails today: M1
     near_servers_finished: Near Servers Finished => Identical;
-    near_servers_kill: Near Servers Kill => Identical; // fails today: N1
+    near_servers_kill: Near Servers Kill => Identical;
     near_servers_store_restart: Near Servers StoreRestart => Either;
-    near_servers_store_killed: Near Servers StoreKilled => Refused; // fails today: N1, M1
-    near_servers_disk_full: Near Servers DiskFull => Refused; // fails today: N1, M1
+    near_servers_store_killed: Near Servers StoreKilled => Refused; // fails today: M1
+    near_servers_disk_full: Near Servers DiskFull => Refused; // fails today: M1
 
     // dedup, feedback mode (not on Redis: refused, it keeps no locations)
     feedback_embedded_finished: Feedback Embedded Finished => Identical;
