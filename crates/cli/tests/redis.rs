@@ -251,6 +251,24 @@ fn a_restored_run_is_answered_from_its_retry_records_not_its_own_keys() {
 }
 
 #[test]
+fn a_restored_near_run_is_answered_from_its_retry_records_not_its_own_ngrams() {
+    let tmp = tempfile::tempdir().unwrap();
+    let node = Node::start(false);
+    let out = tmp.path().join("out");
+    let o = on_store(&node.url(), &out, &["-t", "1", "-n"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let want = outputs(&out);
+    // As if the run died after the insert round of its last file: that file's
+    // n-grams are in Redis. Its test round, redone, must not find them.
+    let last = out.join("cc-2024-33/part-00000.vert.dedup");
+    assert!(!read(&last).is_empty(), "the last output keeps text");
+    std::fs::remove_file(&last).unwrap();
+    let o = on_store(&node.url(), &out, &["-t", "1", "-n", "--restore"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(outputs(&out) == want, "the restored output differs");
+}
+
+#[test]
 fn other_settings_are_refused_and_a_dead_node_is_a_clear_error() {
     let tmp = tempfile::tempdir().unwrap();
     let node = Node::start(false);

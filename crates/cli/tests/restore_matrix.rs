@@ -95,19 +95,7 @@ enum Want {
     Either,
 }
 
-/// One test per cell. A cell found failing carries a comment naming the bug (see
-/// docs/restore.md, "Failing today"):
-/// * D1: `minhash --store DIR -r` after a finished run rewrites the outputs empty.
-/// * D2: `minhash -s` with a hash server killed mid-run, then `-r`: outputs lost.
-/// * D4: a journal cut at a record boundary that removes a finished output's
-///   records: `-r` exits 0 with the last output and the store changed.
-/// * D12: `warc dedup --store redis://` run again after a failed run finds its own
-///   keys and writes almost no revisit.
-/// * N1: near mode (`-n`) on Redis or hash servers, interrupted then `-r`: the
-///   interrupted attempt's n-grams turn the run's own text into duplicates.
-/// * M1: a run stopped by a full disk or a lost store exits 2 with the OS or store
-///   error only, not saying what to do (free space or bring the store back, then
-///   `-r` / run again).
+/// One test per cell.
 macro_rules! matrix {
     ($($name:ident: $cmd:ident $store:ident $fault:ident => $want:ident;)*) => {
         /// Every cell of the matrix: (test name, command, store, fault, guarantee).
@@ -127,98 +115,98 @@ matrix! {
     // dedup, exact mode
     exact_embedded_finished: Exact Embedded Finished => Identical;
     exact_embedded_kill: Exact Embedded Kill => Identical;
-    exact_embedded_disk_full: Exact Embedded DiskFull => Refused; // fails today: M1
-    exact_embedded_journal_cut: Exact Embedded JournalCut => Either; // fails today: D4
+    exact_embedded_disk_full: Exact Embedded DiskFull => Refused;
+    exact_embedded_journal_cut: Exact Embedded JournalCut => Either;
     exact_dir_finished: Exact Dir Finished => Identical;
     exact_dir_kill: Exact Dir Kill => Identical;
-    exact_dir_disk_full: Exact Dir DiskFull => Refused; // fails today: M1
-    exact_dir_journal_cut: Exact Dir JournalCut => Either; // fails today: D4
+    exact_dir_disk_full: Exact Dir DiskFull => Refused;
+    exact_dir_journal_cut: Exact Dir JournalCut => Either;
     exact_redis_finished: Exact Redis Finished => Identical;
     exact_redis_kill: Exact Redis Kill => Identical;
-    exact_redis_store_restart: Exact Redis StoreRestart => Either; // fails today: M1
-    exact_redis_store_killed: Exact Redis StoreKilled => Refused; // fails today: M1
-    exact_redis_disk_full: Exact Redis DiskFull => Refused; // fails today: M1
+    exact_redis_store_restart: Exact Redis StoreRestart => Either;
+    exact_redis_store_killed: Exact Redis StoreKilled => Refused;
+    exact_redis_disk_full: Exact Redis DiskFull => Refused;
     exact_servers_finished: Exact Servers Finished => Identical;
     exact_servers_kill: Exact Servers Kill => Identical;
     exact_servers_store_restart: Exact Servers StoreRestart => Either;
-    exact_servers_store_killed: Exact Servers StoreKilled => Refused; // fails today: M1
-    exact_servers_disk_full: Exact Servers DiskFull => Refused; // fails today: M1
+    exact_servers_store_killed: Exact Servers StoreKilled => Refused;
+    exact_servers_disk_full: Exact Servers DiskFull => Refused;
 
     // dedup, near mode
     near_embedded_finished: Near Embedded Finished => Identical;
     near_embedded_kill: Near Embedded Kill => Identical;
-    near_embedded_disk_full: Near Embedded DiskFull => Refused; // fails today: M1
-    near_embedded_journal_cut: Near Embedded JournalCut => Either; // fails today: D4
+    near_embedded_disk_full: Near Embedded DiskFull => Refused;
+    near_embedded_journal_cut: Near Embedded JournalCut => Either;
     near_dir_finished: Near Dir Finished => Identical;
     near_dir_kill: Near Dir Kill => Identical;
-    near_dir_disk_full: Near Dir DiskFull => Refused; // fails today: M1
-    near_dir_journal_cut: Near Dir JournalCut => Either; // fails today: D4
+    near_dir_disk_full: Near Dir DiskFull => Refused;
+    near_dir_journal_cut: Near Dir JournalCut => Either;
     near_redis_finished: Near Redis Finished => Identical;
-    near_redis_kill: Near Redis Kill => Identical; // fails today: N1
-    near_redis_store_restart: Near Redis StoreRestart => Either; // fails today: N1, M1
-    near_redis_store_killed: Near Redis StoreKilled => Refused; // fails today: N1, M1
-    near_redis_disk_full: Near Redis DiskFull => Refused; // fails today: N1, M1
+    near_redis_kill: Near Redis Kill => Identical;
+    near_redis_store_restart: Near Redis StoreRestart => Either;
+    near_redis_store_killed: Near Redis StoreKilled => Refused;
+    near_redis_disk_full: Near Redis DiskFull => Refused;
     near_servers_finished: Near Servers Finished => Identical;
-    near_servers_kill: Near Servers Kill => Identical; // fails today: N1
+    near_servers_kill: Near Servers Kill => Identical;
     near_servers_store_restart: Near Servers StoreRestart => Either;
-    near_servers_store_killed: Near Servers StoreKilled => Refused; // fails today: N1, M1
-    near_servers_disk_full: Near Servers DiskFull => Refused; // fails today: N1, M1
+    near_servers_store_killed: Near Servers StoreKilled => Refused;
+    near_servers_disk_full: Near Servers DiskFull => Refused;
 
     // dedup, feedback mode (not on Redis: refused, it keeps no locations)
     feedback_embedded_finished: Feedback Embedded Finished => Identical;
     feedback_embedded_kill: Feedback Embedded Kill => Identical;
-    feedback_embedded_disk_full: Feedback Embedded DiskFull => Refused; // fails today: M1
-    feedback_embedded_journal_cut: Feedback Embedded JournalCut => Either; // fails today: D4
+    feedback_embedded_disk_full: Feedback Embedded DiskFull => Refused;
+    feedback_embedded_journal_cut: Feedback Embedded JournalCut => Either;
     feedback_dir_finished: Feedback Dir Finished => Identical;
     feedback_dir_kill: Feedback Dir Kill => Identical;
-    feedback_dir_disk_full: Feedback Dir DiskFull => Refused; // fails today: M1
-    feedback_dir_journal_cut: Feedback Dir JournalCut => Either; // fails today: D4
+    feedback_dir_disk_full: Feedback Dir DiskFull => Refused;
+    feedback_dir_journal_cut: Feedback Dir JournalCut => Either;
     feedback_servers_finished: Feedback Servers Finished => Identical;
     feedback_servers_kill: Feedback Servers Kill => Identical;
     feedback_servers_store_restart: Feedback Servers StoreRestart => Either;
-    feedback_servers_store_killed: Feedback Servers StoreKilled => Refused; // fails today: M1
-    feedback_servers_disk_full: Feedback Servers DiskFull => Refused; // fails today: M1
+    feedback_servers_store_killed: Feedback Servers StoreKilled => Refused;
+    feedback_servers_disk_full: Feedback Servers DiskFull => Refused;
 
     // minhash (not on Redis: refused, it keeps no locations)
     minhash_embedded_finished: Minhash Embedded Finished => Identical;
     minhash_embedded_kill: Minhash Embedded Kill => Identical;
-    minhash_embedded_disk_full: Minhash Embedded DiskFull => Refused; // fails today: M1
+    minhash_embedded_disk_full: Minhash Embedded DiskFull => Refused;
     minhash_embedded_journal_cut: Minhash Embedded JournalCut => Either;
-    minhash_dir_finished: Minhash Dir Finished => Identical; // fails today: D1
+    minhash_dir_finished: Minhash Dir Finished => Identical;
     minhash_dir_kill: Minhash Dir Kill => Identical;
-    minhash_dir_disk_full: Minhash Dir DiskFull => Refused; // fails today: M1
+    minhash_dir_disk_full: Minhash Dir DiskFull => Refused;
     minhash_dir_journal_cut: Minhash Dir JournalCut => Either;
     minhash_servers_finished: Minhash Servers Finished => Identical;
     minhash_servers_kill: Minhash Servers Kill => Identical;
     minhash_servers_store_restart: Minhash Servers StoreRestart => Either;
-    minhash_servers_store_killed: Minhash Servers StoreKilled => Refused; // fails today: D2, M1
-    minhash_servers_disk_full: Minhash Servers DiskFull => Refused; // fails today: M1
+    minhash_servers_store_killed: Minhash Servers StoreKilled => Refused;
+    minhash_servers_disk_full: Minhash Servers DiskFull => Refused;
 
     // batch run (its tasks are idempotent: the restore is the same command again)
     batch_embedded_finished: Batch Embedded Finished => Identical;
     batch_embedded_kill: Batch Embedded Kill => Identical;
-    batch_embedded_disk_full: Batch Embedded DiskFull => Refused; // fails today: M1
+    batch_embedded_disk_full: Batch Embedded DiskFull => Refused;
     batch_dir_finished: Batch Dir Finished => Identical;
     batch_dir_kill: Batch Dir Kill => Identical;
-    batch_dir_disk_full: Batch Dir DiskFull => Refused; // fails today: M1
+    batch_dir_disk_full: Batch Dir DiskFull => Refused;
     batch_minhash_embedded_finished: BatchMinhash Embedded Finished => Identical;
     batch_minhash_embedded_kill: BatchMinhash Embedded Kill => Identical;
-    batch_minhash_embedded_disk_full: BatchMinhash Embedded DiskFull => Refused; // fails today: M1
+    batch_minhash_embedded_disk_full: BatchMinhash Embedded DiskFull => Refused;
 
     // warc dedup (no -r: the same command again)
     warc_embedded_kill: Warc Embedded Kill => Identical;
-    warc_embedded_disk_full: Warc Embedded DiskFull => Refused; // fails today: M1
-    warc_redis_kill: Warc Redis Kill => Identical; // fails today: D12
-    warc_redis_store_restart: Warc Redis StoreRestart => Either; // fails today: D12, M1
-    warc_redis_store_killed: Warc Redis StoreKilled => Refused; // fails today: D12, M1
-    warc_redis_disk_full: Warc Redis DiskFull => Refused; // fails today: D12, M1
+    warc_embedded_disk_full: Warc Embedded DiskFull => Refused;
+    warc_redis_kill: Warc Redis Kill => Identical;
+    warc_redis_store_restart: Warc Redis StoreRestart => Either;
+    warc_redis_store_killed: Warc Redis StoreKilled => Refused;
+    warc_redis_disk_full: Warc Redis DiskFull => Refused;
 
     // similar --dedup (no -r: the same command again)
     similar_embedded_finished: Similar Embedded Finished => Identical;
     similar_embedded_kill: Similar Embedded Kill => Identical;
-    similar_embedded_disk_full: Similar Embedded DiskFull => Refused; // fails today: M1
+    similar_embedded_disk_full: Similar Embedded DiskFull => Refused;
     similar_dir_kill: Similar Dir Kill => Identical;
-    similar_dir_disk_full: Similar Dir DiskFull => Refused; // fails today: M1
+    similar_dir_disk_full: Similar Dir DiskFull => Refused;
 }
 
 /// docs/restore.md lists every cell of the matrix by its test name, and no other.

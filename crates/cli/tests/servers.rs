@@ -526,6 +526,92 @@ fn a_retried_request_gets_its_first_verdicts_even_after_a_server_crash() {
 }
 
 #[test]
+fn a_retried_test_gets_its_first_verdicts_after_its_keys_were_inserted() {
+    use webdedup_net::wire;
+    use webdedup_store::Location;
+    let tmp = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let map = tmp.path().join("map");
+    write_map(&map, &[port], |_| 0);
+    let mut s = Server::persistent(tmp.path(), &map, port, &[]);
+    let o = worker(&sample_dir(), &tmp.path().join("o"), &map, &[])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Near mode's two rounds: a test of a chunk's n-grams, then an insert of the
+    // kept ones; a retried chunk (restore) redoes both.
+    let keys: Vec<u64> = (1..=100u64)
+        .map(|k| k.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5555)
+        .collect();
+    let bits = |bitmap: &[u8]| -> Vec<bool> { (0..100).map(|i| wire::bit(bitmap, i)).collect() };
+    let ask = |c: &mut TcpStream, id: Option<(u64, u64)>, insert: bool| -> Vec<bool> {
+        let mut out = Vec::new();
+        wire::encode_keys_request(7, id, insert, &keys, &mut out);
+        c.write_all(&out).unwrap();
+        match recv(c) {
+            Msg::Verdicts {
+                req: 7,
+                n: 100,
+                bitmap,
+            } => bits(&bitmap),
+            other => panic!("{other:?}"),
+        }
+    };
+    let located = |c: &mut TcpStream, id: Option<(u64, u64)>, insert: bool| -> Vec<bool> {
+        let mut out = Vec::new();
+        let keys: Vec<u64> = keys.iter().map(|k| k ^ 0xaaaa_0000).collect();
+        let msg = if insert {
+            let locs = vec![Location { file: 9, record: 1 }; keys.len()];
+            Msg::TestAndInsertLocated {
+                req: 8,
+                id,
+                keys,
+                locs,
+            }
+        } else {
+            Msg::TestLocated { req: 8, id, keys }
+        };
+        wire::encode(&msg, &mut out);
+        c.write_all(&out).unwrap();
+        match recv(c) {
+            Msg::LocatedVerdicts {
+                req: 8,
+                n: 100,
+                bitmap,
+                ..
+            } => bits(&bitmap),
+            other => panic!("{other:?}"),
+        }
+    };
+    let mut c = handshake(port);
+    assert!(ask(&mut c, Some((42, 3)), false).iter().all(|&v| !v));
+    assert!(ask(&mut c, Some((42, 4)), true).iter().all(|&v| !v));
+    assert!(located(&mut c, Some((43, 3)), false).iter().all(|&v| !v));
+    assert!(located(&mut c, Some((43, 4)), true).iter().all(|&v| !v));
+    assert!(
+        ask(&mut c, Some((42, 3)), false).iter().all(|&v| !v),
+        "a retried test is answered as its first attempt"
+    );
+    assert!(
+        located(&mut c, Some((43, 3)), false).iter().all(|&v| !v),
+        "a retried located test is answered as its first attempt"
+    );
+    assert!(ask(&mut c, None, false).iter().all(|&v| v), "keys inserted");
+    s.kill9();
+    let _s = Server::persistent(tmp.path(), &map, port, &[]);
+    let mut c = handshake(port);
+    assert!(
+        ask(&mut c, Some((42, 3)), false).iter().all(|&v| !v),
+        "a test's retry record survives kill -9"
+    );
+    assert!(
+        located(&mut c, Some((43, 3)), false).iter().all(|&v| !v),
+        "a located test's retry record survives kill -9"
+    );
+    assert!(located(&mut c, None, false).iter().all(|&v| v), "keys kept");
+}
+
+#[test]
 fn hostile_clients_are_dropped_and_everyone_else_is_served() {
     let tmp = tempfile::tempdir().unwrap();
     let (port, metrics) = (free_port(), free_port());

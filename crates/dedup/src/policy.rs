@@ -286,8 +286,14 @@ pub fn decide(
     s.near.para_dup = para_dup;
     if let Some(n) = &opts.near {
         let doc_seen = &s.doc_seen;
-        s.near
-            .test_round(plan, |i| live(i) && !doc_seen[i], n.ngram, store, located)?;
+        s.near.test_round(
+            plan,
+            |i| live(i) && !doc_seen[i],
+            n.ngram,
+            store,
+            round(3),
+            located,
+        )?;
     }
 
     for (i, doc) in plan.docs.iter().enumerate() {

@@ -405,6 +405,27 @@ impl Store for Recorder<'_> {
         self.log_as(keys, seen, true, None);
         Ok(())
     }
+    fn test_batch(
+        &self,
+        id: BatchId,
+        keys: &[u64],
+        seen: &mut Vec<bool>,
+    ) -> Result<(), StoreError> {
+        self.inner.test_batch(id, keys, seen)?;
+        self.log_as(keys, seen, true);
+        Ok(())
+    }
+    fn test_located_batch(
+        &self,
+        id: BatchId,
+        keys: &[u64],
+        seen: &mut Vec<bool>,
+        originals: &mut Vec<Location>,
+    ) -> Result<(), StoreError> {
+        self.inner.test_located_batch(id, keys, seen, originals)?;
+        self.log_as(keys, seen, true);
+        Ok(())
+    }
     fn test_and_insert_located(
         &self,
         keys: &[u64],

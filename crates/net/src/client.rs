@@ -477,6 +477,7 @@ impl RemoteStore {
                 (true, false) => wire::encode(
                     &Msg::TestLocated {
                         req,
+                        id: wire_id,
                         keys: chunk.to_vec(),
                     },
                     &mut out,
@@ -565,6 +566,21 @@ impl RemoteStore {
             locs: &[],
         };
         self.request_as(id, ask, keys, seen, &mut Vec::new())
+    }
+
+    fn test_located_as(
+        &self,
+        id: Option<BatchId>,
+        keys: &[u64],
+        seen: &mut Vec<bool>,
+        originals: &mut Vec<Location>,
+    ) -> Result<(), StoreError> {
+        let ask = Ask {
+            insert: false,
+            located: true,
+            locs: &[],
+        };
+        self.request_as(id, ask, keys, seen, originals)
     }
 
     fn request_as(
@@ -691,23 +707,32 @@ impl Store for RemoteStore {
         self.request(None, false, keys, seen)
     }
 
+    fn test_batch(
+        &self,
+        id: BatchId,
+        keys: &[u64],
+        seen: &mut Vec<bool>,
+    ) -> Result<(), StoreError> {
+        self.request(Some(id), false, keys, seen)
+    }
+
     fn test_located(
         &self,
         keys: &[u64],
         seen: &mut Vec<bool>,
         originals: &mut Vec<Location>,
     ) -> Result<(), StoreError> {
-        self.request_as(
-            None,
-            Ask {
-                insert: false,
-                located: true,
-                locs: &[],
-            },
-            keys,
-            seen,
-            originals,
-        )
+        self.test_located_as(None, keys, seen, originals)
+    }
+
+    fn test_located_batch(
+        &self,
+        id: BatchId,
+        keys: &[u64],
+        seen: &mut Vec<bool>,
+        originals: &mut Vec<Location>,
+    ) -> Result<(), StoreError> {
+        self.test_located_as(Some(id), keys, seen, originals)
     }
 
     fn test_and_insert_located(

@@ -36,7 +36,9 @@ pub const PREAMBLE: [u8; 8] = *b"\x00WDDP\r\n\x1a";
 /// 2: the located kinds of feedback mode (a version-1 peer would hang up on them
 /// mid-run; refusing it at the handshake says why). 3: `Ready` names the server's
 /// key set (`store_id`), so a worker notices a server that came back without it.
-pub const VERSION: u16 = 3;
+/// 4: `Test` and `TestLocated` carry a request id (a retried test, near mode's
+/// first round, gets its first attempt's verdicts).
+pub const VERSION: u16 = 4;
 /// Default largest frame body a peer accepts (a 1M-key batch is 8 MiB).
 pub const DEFAULT_MAX_FRAME: u32 = 64 << 20;
 /// Most keys one frame may carry (bounded by the frame size anyway).
@@ -166,8 +168,10 @@ pub enum Msg {
         id: Option<(u64, u64)>,
         keys: Vec<u64>,
     },
+    /// Test only; `id` as for `TestAndInsert`.
     Test {
         req: u32,
+        id: Option<(u64, u64)>,
         keys: Vec<u64>,
     },
     Verdicts {
@@ -206,6 +210,7 @@ pub enum Msg {
     /// Feedback mode: `Test` that also asks where each key present was first seen.
     TestLocated {
         req: u32,
+        id: Option<(u64, u64)>,
         keys: Vec<u64>,
     },
     /// Feedback mode: `TestAndInsert` with each key's location (`locs[i]` for
@@ -341,9 +346,10 @@ pub fn encode(msg: &Msg, out: &mut Vec<u8>) {
             id_field(out, id);
             keys(out, k);
         }
-        Msg::TestLocated { req, keys: k } => {
+        Msg::TestLocated { req, id, keys: k } => {
             out.push(kind::TEST_LOCATED);
             u32le(out, *req);
+            id_field(out, id);
             keys(out, k);
         }
         Msg::TestAndInsertLocated {
@@ -373,9 +379,10 @@ pub fn encode(msg: &Msg, out: &mut Vec<u8>) {
             u32le(out, originals.len() as u32);
             locations(out, originals);
         }
-        Msg::Test { req, keys: k } => {
+        Msg::Test { req, id, keys: k } => {
             out.push(kind::TEST);
             u32le(out, *req);
+            id_field(out, id);
             keys(out, k);
         }
         Msg::Verdicts { req, n, bitmap } => {
@@ -443,15 +450,13 @@ pub fn encode_keys_request(
         kind::TEST
     });
     out.extend_from_slice(&req.to_le_bytes());
-    if insert {
-        match id {
-            Some((stream, seq)) => {
-                out.push(1);
-                out.extend_from_slice(&stream.to_le_bytes());
-                out.extend_from_slice(&seq.to_le_bytes());
-            }
-            None => out.push(0),
+    match id {
+        Some((stream, seq)) => {
+            out.push(1);
+            out.extend_from_slice(&stream.to_le_bytes());
+            out.extend_from_slice(&seq.to_le_bytes());
         }
+        None => out.push(0),
     }
     out.extend_from_slice(&(keys.len() as u32).to_le_bytes());
     out.reserve(keys.len() * 8);
@@ -563,7 +568,7 @@ impl<'a> Reader<'a> {
 /// A key request decoded into reused buffers (the server's hot path).
 pub enum KeysRequest {
     TestAndInsert { req: u32, id: Option<(u64, u64)> },
-    Test { req: u32 },
+    Test { req: u32, id: Option<(u64, u64)> },
 }
 
 /// Whether a frame body is a `TestAndInsert`/`Test` (by its kind byte only).
@@ -590,8 +595,9 @@ pub fn decode_keys_request(
         }
         kind::TEST => {
             let req = r.u32("req")?;
+            let id = r.id()?;
             r.keys_into(keys)?;
-            KeysRequest::Test { req }
+            KeysRequest::Test { req, id }
         }
         _ => return Ok(None),
     };
@@ -658,7 +664,7 @@ pub fn decode(body: &[u8]) -> Result<Msg, WireError> {
                 Some(KeysRequest::TestAndInsert { req, id }) => {
                     Ok(Msg::TestAndInsert { req, id, keys })
                 }
-                Some(KeysRequest::Test { req }) => Ok(Msg::Test { req, keys }),
+                Some(KeysRequest::Test { req, id }) => Ok(Msg::Test { req, id, keys }),
                 None => Err(WireError::Malformed("unreachable kind".into())),
             };
         }
@@ -694,6 +700,7 @@ pub fn decode(body: &[u8]) -> Result<Msg, WireError> {
         },
         kind::TEST_LOCATED => Msg::TestLocated {
             req: r.u32("req")?,
+            id: r.id()?,
             keys: r.keys()?,
         },
         kind::TEST_AND_INSERT_LOCATED => {
@@ -821,6 +828,12 @@ mod tests {
         });
         roundtrip(Msg::Test {
             req: 6,
+            id: None,
+            keys: vec![4, 5],
+        });
+        roundtrip(Msg::Test {
+            req: 6,
+            id: Some((7, 8)),
             keys: vec![4, 5],
         });
         roundtrip(Msg::Verdicts {
@@ -852,6 +865,12 @@ mod tests {
         let loc = |file, record| Location { file, record };
         roundtrip(Msg::TestLocated {
             req: 2,
+            id: None,
+            keys: vec![3, 4],
+        });
+        roundtrip(Msg::TestLocated {
+            req: 2,
+            id: Some((3, 9)),
             keys: vec![3, 4],
         });
         roundtrip(Msg::TestAndInsertLocated {
@@ -891,7 +910,26 @@ mod tests {
         a.clear();
         b.clear();
         encode_keys_request(3, None, false, &keys, &mut a);
-        encode(&Msg::Test { req: 3, keys }, &mut b);
+        encode(
+            &Msg::Test {
+                req: 3,
+                id: None,
+                keys: keys.clone(),
+            },
+            &mut b,
+        );
+        assert_eq!(a, b);
+        a.clear();
+        b.clear();
+        encode_keys_request(3, Some((6, 7)), false, &keys, &mut a);
+        encode(
+            &Msg::Test {
+                req: 3,
+                id: Some((6, 7)),
+                keys,
+            },
+            &mut b,
+        );
         assert_eq!(a, b);
     }
 

@@ -35,10 +35,10 @@
 //!
 //! # Idempotent retries
 //!
-//! A request with a [`BatchId`] stores its verdicts under `wd:{T}:r:STREAM:SEQ:P`
-//! (one per script call, same slot as its buckets), in the same script call as the
-//! inserts, with a TTL (7 days); a retry finds the record and gets the first
-//! answers. So a worker that crashed after its inserts and reruns with `--restore`
+//! A request with a [`BatchId`] (a test and insert, or a test only) stores its
+//! verdicts under `wd:{T}:r:STREAM:SEQ:P` (one per script call, same slot as its
+//! buckets), in the same script call as the inserts, with a TTL (7 days); a retry
+//! finds the record and gets the first answers. So a worker that crashed after its inserts and reruns with `--restore`
 //! does not see its own keys as duplicates. The record is per tag group: a crash
 //! between groups leaves some groups recorded and others not asked, and a retry
 //! answers each group as its first attempt did.
@@ -552,11 +552,9 @@ impl RedisStore {
                 for &(b, _) in &buckets {
                     cmd.arg(format!("{}{{{:x}}}:{b:x}", self.prefix, b % TAGS));
                 }
-                let ttl = if id.is_some() && insert {
-                    RETRY_TTL_SECONDS
-                } else {
-                    0
-                };
+                // A test keeps its record too: near mode tests a chunk's n-grams,
+                // then inserts the kept ones; a retried test must not find them.
+                let ttl = if id.is_some() { RETRY_TTL_SECONDS } else { 0 };
                 cmd.arg(ttl).arg(if insert { "i" } else { "t" });
                 for &(_, n) in &buckets {
                     cmd.arg(n);
@@ -680,6 +678,15 @@ impl Store for RedisStore {
 
     fn test(&self, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError> {
         self.retrying(|s| s.request(keys, seen, false, None))
+    }
+
+    fn test_batch(
+        &self,
+        id: BatchId,
+        keys: &[u64],
+        seen: &mut Vec<bool>,
+    ) -> Result<(), StoreError> {
+        self.retrying(|s| s.request(keys, seen, false, Some(id)))
     }
 
     fn len(&self) -> u64 {

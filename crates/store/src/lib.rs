@@ -173,6 +173,20 @@ pub trait Store: Send + Sync {
         Err(StoreError::Unsupported("testing without inserting".into()))
     }
 
+    /// [`Store::test`] for a request with an identity (see [`BatchId`]): a store
+    /// that keeps answers answers a retried test as its first attempt was, so the
+    /// keys a retried chunk's first attempt inserted after its test (near mode's
+    /// insert round) are not found "seen". Stores that keep none simply forward.
+    fn test_batch(
+        &self,
+        id: BatchId,
+        keys: &[u64],
+        seen: &mut Vec<bool>,
+    ) -> Result<(), StoreError> {
+        let _ = id;
+        self.test(keys, seen)
+    }
+
     /// [`Store::test`] that also pushes, for each key, the location of its first
     /// sighting ([`Location::UNKNOWN`] if absent or not known).
     fn test_located(
@@ -183,6 +197,20 @@ pub trait Store: Send + Sync {
     ) -> Result<(), StoreError> {
         let _ = (keys, seen, originals);
         Err(StoreError::Unsupported("feedback locations".into()))
+    }
+
+    /// [`Store::test_located`] for a request with an identity, answered as
+    /// [`Store::test_batch`] is (the verdicts of the first attempt; the locations
+    /// the store holds now). Stores that keep no answers simply forward.
+    fn test_located_batch(
+        &self,
+        id: BatchId,
+        keys: &[u64],
+        seen: &mut Vec<bool>,
+        originals: &mut Vec<Location>,
+    ) -> Result<(), StoreError> {
+        let _ = id;
+        self.test_located(keys, seen, originals)
     }
 
     /// [`Store::test_and_insert`] that also remembers where each new key was seen

@@ -705,7 +705,7 @@ pub fn decide(
                 .extend_from_slice(&plan.bands[d.bands.start as usize..d.bands.end as usize]);
         }
     }
-    store.test_located(&s.keys, &mut s.seen, &mut s.originals)?;
+    store.test_located_batch(round(0), &s.keys, &mut s.seen, &mut s.originals)?;
 
     let mh = &mut s.minhash;
     mh.local.clear();

@@ -81,6 +81,7 @@ impl NearScratch {
         ask: impl Fn(usize) -> bool,
         n: usize,
         store: &dyn Store,
+        id: BatchId,
         located: bool,
     ) -> Result<(), StoreError> {
         self.keys.clear();
@@ -98,11 +99,13 @@ impl NearScratch {
             }
             self.doc_ngrams.push(start..self.keys.len());
         }
+        // With an id: a retried chunk (restore) is answered as its first attempt
+        // was, before that attempt's insert round added its own n-grams.
         if located {
-            store.test_located(&self.keys, &mut self.seen, &mut self.originals)
+            store.test_located_batch(id, &self.keys, &mut self.seen, &mut self.originals)
         } else {
             self.originals.clear();
-            store.test(&self.keys, &mut self.seen)
+            store.test_batch(id, &self.keys, &mut self.seen)
         }
     }
 

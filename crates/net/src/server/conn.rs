@@ -457,8 +457,8 @@ fn answer(shared: &Shared, body: &[u8], s: &mut Scratch, gate: Option<Gate>) -> 
     let done = match wire::decode_keys_request(body, &mut s.keys) {
         Ok(Some(req)) => answer_keys(shared, req, &s.keys, &mut s.seen, &mut s.out, gate),
         Ok(None) => match wire::decode(body) {
-            Ok(Msg::TestLocated { req, keys }) => {
-                answer_located(shared, req, None, &keys, None, &mut s.out)
+            Ok(Msg::TestLocated { req, id, keys }) => {
+                answer_located(shared, req, id, &keys, None, &mut s.out)
             }
             Ok(Msg::TestAndInsertLocated {
                 req,
@@ -558,7 +558,7 @@ fn answer_keys(
     gate: Option<Gate>,
 ) -> Answered {
     let req_no = match req {
-        KeysRequest::TestAndInsert { req, .. } | KeysRequest::Test { req } => req,
+        KeysRequest::TestAndInsert { req, .. } | KeysRequest::Test { req, .. } => req,
     };
     if !admit(shared, req_no, keys, out) {
         return Answered::Yes;
@@ -568,10 +568,31 @@ fn answer_keys(
         return stopping(out, req_no);
     };
     match req {
-        KeysRequest::Test { req } => {
+        KeysRequest::Test { req, id: None } => {
             seen.clear();
             seen.extend(keys.iter().map(|&k| shared.store.contains(k)));
             verdicts(out, req, seen);
+        }
+        KeysRequest::Test { req, id: Some(id) } => {
+            let mut shard = shared.retry.lock(id.0);
+            if let Some((n, bits)) = shard.get(&id).filter(|(n, _)| *n as usize == keys.len()) {
+                c.retried_requests.fetch_add(1, Ordering::Relaxed);
+                wire::encode(
+                    &Msg::Verdicts {
+                        req,
+                        n: *n,
+                        bitmap: bits.to_vec(),
+                    },
+                    out,
+                );
+                return Answered::Yes;
+            }
+            seen.clear();
+            seen.extend(keys.iter().map(|&k| shared.store.contains(k)));
+            match record_test(shared, &mut shard, id, seen) {
+                Ok(()) => verdicts(out, req, seen),
+                Err(e) => error_frame(out, req, ErrorCode::Internal, e),
+            }
         }
         KeysRequest::TestAndInsert { req, id: None } => {
             match insert(shared, keys, None, seen, None) {
@@ -629,14 +650,43 @@ fn answer_located(
         return stopping(out, req);
     };
     let bits = match (locs, id) {
-        (None, _) => {
+        (None, id) => {
+            let mut shard = id.map(|id| (id, shared.retry.lock(id.0)));
+            let recorded = shard.as_ref().and_then(|(id, s)| {
+                s.get(id)
+                    .filter(|(n, _)| *n as usize == keys.len())
+                    .map(|(_, b)| b.to_vec())
+            });
             if let Err(e) = shared.store.test_located(keys, &mut seen, &mut originals) {
                 error_frame(out, req, ErrorCode::Internal, e.to_string());
                 return Answered::Yes;
             }
-            let mut bits = Vec::new();
-            wire::pack_bits(&seen, &mut bits);
-            bits
+            match (recorded, shard.as_mut()) {
+                // A retried test: its first verdicts, the locations held now.
+                (Some(bits), _) => {
+                    shared
+                        .counters
+                        .retried_requests
+                        .fetch_add(1, Ordering::Relaxed);
+                    seen.clear();
+                    seen.extend((0..keys.len()).map(|i| wire::bit(&bits, i)));
+                    bits
+                }
+                (None, Some((id, s))) => {
+                    if let Err(e) = record_test(shared, s, *id, &seen) {
+                        error_frame(out, req, ErrorCode::Internal, e);
+                        return Answered::Yes;
+                    }
+                    let mut bits = Vec::new();
+                    wire::pack_bits(&seen, &mut bits);
+                    bits
+                }
+                (None, None) => {
+                    let mut bits = Vec::new();
+                    wire::pack_bits(&seen, &mut bits);
+                    bits
+                }
+            }
         }
         (Some(locs), id) => {
             let mut shard = id.map(|id| (id, shared.retry.lock(id.0)));
@@ -760,6 +810,33 @@ fn insert(
         }
     }
     Ok(bits)
+}
+
+/// Keeps a test's verdicts as its retry record, journaled (no keys: a test
+/// inserts none) before the answer goes out, so a retried test after a restart
+/// of either side is answered as the first attempt was, not from keys inserted
+/// since (near mode inserts a chunk's kept n-grams right after testing them).
+fn record_test(
+    shared: &Shared,
+    shard: &mut super::retry::Shard,
+    id: (u64, u64),
+    seen: &[bool],
+) -> Result<(), String> {
+    let mut bits = Vec::new();
+    wire::pack_bits(seen, &mut bits);
+    if let Some(j) = shared.journal() {
+        let mut tag = Vec::with_capacity(21 + bits.len());
+        tag.push(b'S');
+        tag.extend_from_slice(&id.0.to_le_bytes());
+        tag.extend_from_slice(&id.1.to_le_bytes());
+        tag.extend_from_slice(&(seen.len() as u32).to_le_bytes());
+        tag.extend_from_slice(&bits);
+        j.append(&tag, &[])
+            .and_then(|_| j.flush_to_os())
+            .map_err(|e| format!("journal: {e}"))?;
+    }
+    shard.insert(id, seen.len() as u32, bits, shared.retry.budget_per_shard());
+    Ok(())
 }
 
 fn verdicts(out: &mut Vec<u8>, req: u32, seen: &[bool]) {
