@@ -412,7 +412,7 @@ impl Store for Recorder<'_> {
         seen: &mut Vec<bool>,
     ) -> Result<(), StoreError> {
         self.inner.test_batch(id, keys, seen)?;
-        self.log_as(keys, seen, true);
+        self.log_as(keys, seen, true, None);
         Ok(())
     }
     fn test_located_batch(
@@ -423,7 +423,7 @@ impl Store for Recorder<'_> {
         originals: &mut Vec<Location>,
     ) -> Result<(), StoreError> {
         self.inner.test_located_batch(id, keys, seen, originals)?;
-        self.log_as(keys, seen, true);
+        self.log_as(keys, seen, true, None);
         Ok(())
     }
     fn test_and_insert_located(
