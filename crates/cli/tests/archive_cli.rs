@@ -22,18 +22,6 @@ fn os(s: &str) -> &OsStr {
     OsStr::new(s)
 }
 
-/// A WARC response record (uncompressed).
-fn response(uri: &str, date: &str, body: &str) -> Vec<u8> {
-    let block = format!("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n{body}");
-    format!(
-        "WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: {uri}\r\nWARC-Date: {date}\r\n\
-         WARC-Record-ID: <urn:uuid:{uri}>\r\nContent-Type: application/http; msgtype=response\r\n\
-         Content-Length: {}\r\n\r\n{block}\r\n\r\n",
-        block.len()
-    )
-    .into_bytes()
-}
-
 /// Bytes a terminal would act on: ESC, BEL, CR, C1 CSI (raw or UTF-8 encoded).
 fn has_control_bytes(stderr: &[u8]) -> bool {
     stderr
@@ -51,7 +39,11 @@ fn control_bytes_of_the_input_never_reach_the_terminal() {
     let d = dir.path();
     let evil = b"\x1b]0;owned\x07\x1b[2J\xc2\x9b31m\r\n";
     let mut warc = evil.to_vec();
-    warc.extend(response("http://a.org/", "2020-01-01T00:00:00Z", "hello"));
+    warc.extend(common::warc_response(
+        "http://a.org/",
+        "2020-01-01T00:00:00Z",
+        "hello",
+    ));
     let warc_path = d.join("evil.warc");
     std::fs::write(&warc_path, &warc).unwrap();
     // An 11-field CDX line whose timestamp holds the sequences.
@@ -153,7 +145,7 @@ fn io_errors_name_their_file() {
     let warc = d.join("a.warc");
     std::fs::write(
         &warc,
-        response("http://a.org/", "2020-01-01T00:00:00Z", "x"),
+        common::warc_response("http://a.org/", "2020-01-01T00:00:00Z", "x"),
     )
     .unwrap();
     let afile = d.join("afile");

@@ -123,3 +123,27 @@ pub fn free_port() -> u16 {
         }
     }
 }
+
+/// One crawl of the shipped vertical sample, decompressed, and the byte offset of
+/// each `<doc ` line in it (for tests that cut a few documents out).
+pub fn sample_crawl_docs(crawl: &str) -> (Vec<u8>, Vec<usize>) {
+    let gz = std::fs::read(sample_dir().join(crawl).join("part-00000.vert.gz")).unwrap();
+    let mut text = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gz[..]), &mut text).unwrap();
+    let starts = (0..text.len())
+        .filter(|&i| text[i..].starts_with(b"<doc ") && (i == 0 || text[i - 1] == b'\n'))
+        .collect();
+    (text, starts)
+}
+
+/// A WARC response record (uncompressed).
+pub fn warc_response(uri: &str, date: &str, body: &str) -> Vec<u8> {
+    let block = format!("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n{body}");
+    format!(
+        "WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: {uri}\r\nWARC-Date: {date}\r\n\
+         WARC-Record-ID: <urn:uuid:{uri}>\r\nContent-Type: application/http; msgtype=response\r\n\
+         Content-Length: {}\r\n\r\n{block}\r\n\r\n",
+        block.len()
+    )
+    .into_bytes()
+}

@@ -27,14 +27,7 @@ fn corpus() -> &'static Path {
             std::env::temp_dir().join(format!("webdedup-persist-corpus-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         for crawl in ["cc-2023-14", "cc-2023-50", "cc-2024-33"] {
-            let gz =
-                std::fs::read(common::sample_dir().join(crawl).join("part-00000.vert.gz")).unwrap();
-            let mut text = Vec::new();
-            std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gz[..]), &mut text)
-                .unwrap();
-            let starts: Vec<usize> = (0..text.len())
-                .filter(|&i| text[i..].starts_with(b"<doc ") && (i == 0 || text[i - 1] == b'\n'))
-                .collect();
+            let (text, starts) = common::sample_crawl_docs(crawl);
             let (a, b, c) = (starts[0], starts[14], starts[28]);
             std::fs::create_dir_all(dir.join(crawl)).unwrap();
             std::fs::write(dir.join(crawl).join("a.vert"), &text[a..b]).unwrap();

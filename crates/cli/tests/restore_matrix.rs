@@ -238,14 +238,7 @@ fn corpus() -> &'static Path {
     DIR.get_or_init(|| {
         let dir = tmp_root().join("corpus");
         for crawl in ["cc-2023-14", "cc-2023-50", "cc-2024-33"] {
-            let gz =
-                std::fs::read(common::sample_dir().join(crawl).join("part-00000.vert.gz")).unwrap();
-            let mut text = Vec::new();
-            std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gz[..]), &mut text)
-                .unwrap();
-            let starts: Vec<usize> = (0..text.len())
-                .filter(|&i| text[i..].starts_with(b"<doc ") && (i == 0 || text[i - 1] == b'\n'))
-                .collect();
+            let (text, starts) = common::sample_crawl_docs(crawl);
             let (a, b, c) = (starts[0], starts[7], starts[14]);
             std::fs::create_dir_all(dir.join(crawl)).unwrap();
             std::fs::write(dir.join(crawl).join("a.vert"), &text[a..b]).unwrap();
@@ -253,18 +246,6 @@ fn corpus() -> &'static Path {
         }
         dir
     })
-}
-
-/// A WARC response record (uncompressed).
-fn response(uri: &str, date: &str, body: &str) -> Vec<u8> {
-    let block = format!("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n{body}");
-    format!(
-        "WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: {uri}\r\nWARC-Date: {date}\r\n\
-         WARC-Record-ID: <urn:uuid:{uri}>\r\nContent-Type: application/http; msgtype=response\r\n\
-         Content-Length: {}\r\n\r\n{block}\r\n\r\n",
-        block.len()
-    )
-    .into_bytes()
 }
 
 /// Five WARC files of 60 responses each, payloads drawn from 80 bodies, so most
@@ -281,7 +262,7 @@ fn warcs() -> &'static Path {
                 let body_no = rng.below(80);
                 let body = format!("<html>{}</html>", format!("body {body_no} ").repeat(150));
                 let date = format!("2024-01-{:02}T00:{:02}:{:02}Z", f + 1, i / 60, i % 60);
-                bytes.extend(response(
+                bytes.extend(common::warc_response(
                     &format!("http://example.com/{f}/{i}"),
                     &date,
                     &body,
