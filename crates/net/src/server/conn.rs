@@ -577,14 +577,7 @@ fn answer_keys(
             let mut shard = shared.retry.lock(id.0);
             if let Some((n, bits)) = shard.get(&id).filter(|(n, _)| *n as usize == keys.len()) {
                 c.retried_requests.fetch_add(1, Ordering::Relaxed);
-                wire::encode(
-                    &Msg::Verdicts {
-                        req,
-                        n: *n,
-                        bitmap: bits.to_vec(),
-                    },
-                    out,
-                );
+                recorded_verdicts(out, req, *n, bits);
                 return Answered::Yes;
             }
             seen.clear();
@@ -605,14 +598,7 @@ fn answer_keys(
             if let Some((n, bits)) = shard.get(&id) {
                 if *n as usize == keys.len() {
                     c.retried_requests.fetch_add(1, Ordering::Relaxed);
-                    wire::encode(
-                        &Msg::Verdicts {
-                            req,
-                            n: *n,
-                            bitmap: bits.to_vec(),
-                        },
-                        out,
-                    );
+                    recorded_verdicts(out, req, *n, bits);
                     return Answered::Yes;
                 }
                 // Another request under the same id: answer it afresh.
@@ -837,6 +823,18 @@ fn record_test(
     }
     shard.insert(id, seen.len() as u32, bits, shared.retry.budget_per_shard());
     Ok(())
+}
+
+/// The verdicts a retried request got the first time, from its retry record.
+fn recorded_verdicts(out: &mut Vec<u8>, req: u32, n: u32, bits: &[u8]) {
+    wire::encode(
+        &Msg::Verdicts {
+            req,
+            n,
+            bitmap: bits.to_vec(),
+        },
+        out,
+    );
 }
 
 fn verdicts(out: &mut Vec<u8>, req: u32, seen: &[bool]) {
