@@ -23,6 +23,11 @@ scripts/deps.sh
 phase "Rust tests (cargo test --workspace --locked)"
 cargo test --workspace --locked
 cargo build --locked -p webdedup
+phase "golden outputs (scripts/golden.sh against tests/golden/outputs.tsv)"
+scripts/golden.sh target/debug/webdedup | diff -u tests/golden/outputs.tsv - || {
+  echo "the outputs of the fixed runs changed (scripts/golden.sh); if on purpose, write the list again" >&2
+  exit 1
+}
 phase "README examples (tests/readme/check_readme.py)"
 python3 tests/readme/check_readme.py --bin target/debug/webdedup
 phase "Slurm scripts under a local Slurm (tests/extended/slurm_local.sh)"
