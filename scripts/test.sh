@@ -4,11 +4,13 @@
 #   1. system packages: scripts/deps.sh installs Debian's redis-server/redis-tools,
 #      slurm-wlm/munge, iproute2 and zstd when missing;
 #   2. the Rust tests (some against real redis-server processes);
-#   3. every example of README.md (tests/readme/check_readme.py: each in a private
+#   3. the golden list: scripts/golden.sh runs a fixed matrix of commands on the
+#      shipped samples and its output hashes must equal tests/golden/outputs.tsv;
+#   4. every example of README.md (tests/readme/check_readme.py: each in a private
 #      network namespace, on the shipped samples);
-#   4. the Slurm scripts under a real Slurm on this machine
+#   5. the Slurm scripts under a real Slurm on this machine
 #      (tests/extended/slurm_local.sh, about 2 to 3 minutes);
-#   5. in a virtual environment under target/, the Python module built with maturin
+#   6. in a virtual environment under target/, the Python module built with maturin
 #      (about 3 minutes on 2 cores; pip shows its progress) and pytest: the module's
 #      tests and the checks against real tools (warcio, cdxj-indexer, pywb).
 # Needs root (Slurm, namespaces), the Rust toolchain (1.88 or newer), python3 with
