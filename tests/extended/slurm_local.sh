@@ -52,7 +52,7 @@ bin=$WEBDEDUP_BIN
 started=$SECONDS
 
 d=$(mktemp -d /tmp/webdedup-slurm.XXXXXX)
-. tests/extended/slurm_cluster.sh
+. tests/extended/lib/slurm_cluster.sh
 holder="" # a process keeping a port busy
 cleanup() {
   local code=$?
