@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # When does a Slurm job array beat one process? deploy/slurm/batch.sbatch with
-# TASKS=N (5 job arrays of N tasks) on a local Slurm (tests/extended/slurm_cluster.sh:
+# TASKS=N (5 job arrays of N tasks) on a local Slurm (tests/extended/lib/slurm_cluster.sh:
 # three slurmd on this machine, SLURM_NODE_CPUS each, default 1), from submission
 # until the queue is empty, against `webdedup dedup -t 2` and `webdedup batch run -t 2`
 # in one process; outputs compared. Then the peak RSS of one task of each phase
@@ -17,7 +17,7 @@ counts=("$@")
 cargo build --release -q --locked -p webdedup
 bin=$repo/target/release/webdedup
 d=$(mktemp -d /tmp/webdedup-slurm-bench.XXXXXX)
-. tests/extended/slurm_cluster.sh
+. tests/extended/lib/slurm_cluster.sh
 trap 'slurm_stop; rm -rf "$d"' EXIT
 cp -rL "$corpus" "$d/in"
 find "$d/in" -name '*.json' -delete # web3's MANIFEST.json is no vertical

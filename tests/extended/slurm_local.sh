@@ -52,7 +52,7 @@ bin=$WEBDEDUP_BIN
 started=$SECONDS
 
 d=$(mktemp -d /tmp/webdedup-slurm.XXXXXX)
-. tests/extended/slurm_cluster.sh
+. tests/extended/lib/slurm_cluster.sh
 holder="" # a process keeping a port busy
 cleanup() {
   local code=$?
@@ -304,7 +304,8 @@ done
 sl scancel "$job"
 drained 60
 touch "$sc/done"
-kill "$holder" 2>/dev/null
+# The holder may have seen "done" and ended already: then there is nothing to kill.
+kill "$holder" 2>/dev/null || true
 wait "$holder" 2>/dev/null || true
 holder=""
 grep -q "signalled: stopping the workers, then the servers" "$d/scancel.out" || fail "scancel: the script did not stop the workers first"
