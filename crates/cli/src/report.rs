@@ -33,6 +33,10 @@ pub struct ReportArgs {
     /// Drops shown beside their originals, per run (a deterministic sample).
     #[arg(long, value_name = "N", default_value_t = webdedup_report::DEFAULT_EXAMPLES)]
     pub examples: usize,
+    /// The runs' inputs (files or directories): the dropped documents' texts,
+    /// shown beside their originals (those are found in the kept outputs).
+    #[arg(long, value_name = "PATH", num_args = 1..)]
+    pub source: Vec<PathBuf>,
     /// Rows of the per-domain and per-language tables.
     #[arg(long, value_name = "N", default_value_t = webdedup_report::DEFAULT_TOP)]
     pub top: usize,
@@ -62,6 +66,7 @@ pub fn run(args: &ReportArgs) -> Result<u8> {
             max_bytes: args.max_bytes,
             examples: args.examples,
             top: args.top,
+            sources: args.source.clone(),
         })?
     };
     for p in &made.problems.shown {

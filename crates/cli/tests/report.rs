@@ -3,7 +3,8 @@
 //! `similar --clusters`, the figures the page shows (its `data-figure` cells and
 //! chart bars, read from the DOM chromium builds) equal the runs' own `--json`;
 //! nothing on the page is loaded from the network; screenshots at a desktop and
-//! a phone width are written as PNGs. Without chromium the test fails, saying
+//! a phone width are written as PNGs; sampled MinHash drops are shown beside
+//! their originals, the changed words marked. Without chromium the test fails, saying
 //! how to install it (`scripts/deps.sh chromium`).
 
 mod common;
@@ -144,6 +145,8 @@ fn the_report_of_the_sample_in_a_real_browser() {
         page.to_str().unwrap(),
         "--json",
         report_json.to_str().unwrap(),
+        "--source",
+        sample.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(json(&report_json)["runs"], 2);
@@ -231,6 +234,16 @@ fn the_report_of_the_sample_in_a_real_browser() {
     let similar = json(&similar_json);
     assert!(similar["near_duplicates"].as_u64().unwrap() > 0);
     assert_eq!(Some(sum(&split(1))), similar["near_duplicates"].as_u64());
+
+    // MinHash drops beside their originals: every sampled drop's text found in
+    // the inputs and its original's in the kept outputs, the changes counted.
+    let examples = tags(&dom, "div")
+        .into_iter()
+        .filter(|d| d.get("class").map(String::as_str) == Some("example"))
+        .count();
+    assert_eq!(examples, 12, "the default sample of drops");
+    assert_eq!(dom.matches("data-added=").count(), examples);
+    assert!(dom.contains("<ins>") && dom.contains("<del>"));
 
     // Nothing is loaded from elsewhere: no script, stylesheet or image by address.
     for tag in ["script", "link", "img", "iframe", "object", "embed"] {

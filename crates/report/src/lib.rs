@@ -7,6 +7,7 @@
 //! the same runs give the same page.
 
 mod analyze;
+mod diff;
 mod discover;
 mod examples;
 mod hist;
@@ -37,6 +38,9 @@ pub struct Options {
     pub examples: usize,
     /// Rows of the per-domain and per-language tables.
     pub top: usize,
+    /// The runs' inputs (files or directories), where the dropped documents'
+    /// texts are looked up for the examples.
+    pub sources: Vec<PathBuf>,
 }
 
 impl Default for Options {
@@ -46,6 +50,7 @@ impl Default for Options {
             max_bytes: DEFAULT_MAX_BYTES,
             examples: DEFAULT_EXAMPLES,
             top: DEFAULT_TOP,
+            sources: Vec::new(),
         }
     }
 }
@@ -70,7 +75,10 @@ pub fn make(opts: &Options) -> Result<Made> {
     let mut problems = Problems::default();
     let mut runs = Vec::new();
     for g in &groups {
-        runs.push(analyze::analyze(g, opts.examples, &mut problems)?);
+        let mut d = analyze::analyze(g, opts.examples, &mut problems)?;
+        let outputs: Vec<PathBuf> = g.outputs.iter().map(|f| f.path.clone()).collect();
+        examples::find_texts(&mut d.samples, &outputs, &opts.sources);
+        runs.push(d);
     }
     let empty: Vec<&str> = runs
         .iter()
@@ -95,7 +103,12 @@ pub fn make(opts: &Options) -> Result<Made> {
         } else {
             String::new()
         };
-        sections.extend(sections::run_sections(r, &prefix, opts.top));
+        sections.extend(sections::run_sections(
+            r,
+            &prefix,
+            opts.top,
+            !opts.sources.is_empty(),
+        ));
     }
     let names: Vec<&str> = runs.iter().map(|r| r.label.as_str()).collect();
     let intro = format!(

@@ -44,7 +44,7 @@ fn card(value: &str, what: &str) -> String {
 }
 
 /// The sections of one run; `prefix` makes their ids unique among several runs.
-pub fn run_sections(d: &RunData, prefix: &str, top: usize) -> Vec<Section> {
+pub fn run_sections(d: &RunData, prefix: &str, top: usize, has_sources: bool) -> Vec<Section> {
     let title = |t: &str| {
         if prefix.is_empty() {
             t.to_owned()
@@ -98,8 +98,8 @@ pub fn run_sections(d: &RunData, prefix: &str, top: usize) -> Vec<Section> {
     if !d.samples.is_empty() {
         out.push(Section {
             id: format!("{prefix}examples"),
-            title: title("Sample of MinHash drops"),
-            body: crate::examples::pairs_table(d),
+            title: title("MinHash drops beside their originals"),
+            body: crate::examples::examples_html(d, has_sources),
             priority: 3,
         });
     }
