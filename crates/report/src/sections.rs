@@ -63,7 +63,7 @@ pub fn run_sections(d: &RunData, prefix: &str, top: usize, has_sources: bool) ->
         out.push(Section {
             id: format!("{prefix}crawls"),
             title: title("By crawl (input directory)"),
-            body: table(&GROUP_HEAD_WITH_BYTES, &rows),
+            body: table(&group_head("crawl", true), &rows),
             priority: 1,
         });
     }
@@ -80,7 +80,7 @@ pub fn run_sections(d: &RunData, prefix: &str, top: usize, has_sources: bool) ->
             id: format!("{prefix}languages"),
             title: title("By language"),
             body: "<p class=\"note\">The language a directory of the path names (<code>de/</code>, <code>lang=de</code>), else the first language tag among the URL's path segments (<code>/7.4/de/text/</code>).</p>".to_owned()
-                + &table(&GROUP_HEAD, &group_rows(d, &d.languages, top, false)),
+                + &table(&group_head("language", false), &group_rows(d, &d.languages, top, false)),
             priority: 2,
         });
     }
@@ -91,7 +91,7 @@ pub fn run_sections(d: &RunData, prefix: &str, top: usize, has_sources: bool) ->
             body: format!(
                 "<p class=\"note\">The {} domains with most documents (hosts of the <code>.dd</code> URLs, without <code>www.</code>).</p>",
                 top.min(d.domains.by.len())
-            ) + &table(&GROUP_HEAD, &group_rows(d, &d.domains, top, false)),
+            ) + &table(&group_head("domain", false), &group_rows(d, &d.domains, top, false)),
             priority: 2,
         });
     }
@@ -238,25 +238,23 @@ fn source_note(source: &str) -> &'static str {
     }
 }
 
-const GROUP_HEAD: [&str; 7] = [
-    "",
-    "documents",
-    "kept whole",
-    "kept partly",
-    "removed",
-    "removed %",
-    "",
-];
-const GROUP_HEAD_WITH_BYTES: [&str; 8] = [
-    "crawl",
-    "documents",
-    "kept whole",
-    "kept partly",
-    "removed",
-    "removed %",
-    "",
-    "output bytes",
-];
+/// The head of a table of groups (`first` names them), with the outputs' bytes
+/// for crawls.
+fn group_head(first: &str, with_bytes: bool) -> Vec<&str> {
+    let mut h = vec![
+        first,
+        "documents",
+        "kept whole",
+        "kept partly",
+        "removed",
+        "removed %",
+        "",
+    ];
+    if with_bytes {
+        h.push("output bytes");
+    }
+    h
+}
 
 fn group_rows(d: &RunData, g: &Groups, top: usize, with_bytes: bool) -> Vec<String> {
     let (mut shown, rest) = g.top(top);
