@@ -277,3 +277,80 @@ fn the_report_of_the_sample_in_a_real_browser() {
         assert_eq!(png_width(&png), width, "{}", png.display());
     }
 }
+
+/// The command line's conventions: `-i` is the positional inputs' alias (the same
+/// page), an unreadable line is reported as `FILE:LINE` with exit status 1, a
+/// directory without run outputs or a missing input is fatal (2) with one
+/// `webdedup: error:` line and no page.
+#[test]
+fn inputs_exit_statuses_and_messages() {
+    let t = tempfile::tempdir().unwrap();
+    let run = t.path().join("run");
+    std::fs::create_dir_all(run.join("cc-1")).unwrap();
+    let dd = run.join("cc-1/p.jsonl.dedup.dd");
+    std::fs::write(
+        &dd,
+        "<dd id=\"a\" url=\"https://x.org/a\" title=\"\" status=\"K\"/>\n<dd id=\"b\" url=\"https://x.org/b\" title=\"\" status=\"D\"/>\n",
+    )
+    .unwrap();
+    let (a, b) = (t.path().join("a.html"), t.path().join("b.html"));
+    let o = webdedup(&[
+        "report",
+        run.to_str().unwrap(),
+        "-o",
+        a.to_str().unwrap(),
+        "-q",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(o.stderr.is_empty(), "-q: {}", stderr(&o));
+    let o = webdedup(&[
+        "report",
+        "-i",
+        run.to_str().unwrap(),
+        "-o",
+        b.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).starts_with("webdedup report: 1 run, "),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(read(&a), read(&b));
+    assert!(
+        read(&a).contains("data-figure=\"documents_dropped\" data-source=\"dd\" data-value=\"1\"")
+    );
+
+    std::fs::write(
+        &dd,
+        "<dd url=\"\" title=\"\" status=\"K\"/>\n<dd status=\"??\"/>\n",
+    )
+    .unwrap();
+    let o = webdedup(&[
+        "report",
+        run.to_str().unwrap(),
+        "-o",
+        a.to_str().unwrap(),
+        "-q",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o),
+        format!("webdedup: {}:2: unknown status '??'\n", dd.display())
+    );
+
+    let empty = t.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    std::fs::write(empty.join("notes.txt"), "x").unwrap();
+    let c = t.path().join("c.html");
+    for input in [empty, t.path().join("missing")] {
+        let o = webdedup(&["report", input.to_str().unwrap(), "-o", c.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        let err = stderr(&o);
+        assert!(
+            err.starts_with("webdedup: error: ") && err.lines().count() == 1,
+            "{err}"
+        );
+        assert!(!c.exists());
+    }
+}
