@@ -7,10 +7,12 @@
 #   readme iproute2 and zstd, for tests/readme/check_readme.py (namespaces, the
 #          examples' zstd inputs); unshare is util-linux's, always there
 #   java   a Java runtime, for tests/extended/spark_local.sh
-# With no GROUP: what scripts/test.sh needs (redis, slurm, readme).
+#   chromium  Debian's chromium, for crates/cli/tests/report.rs (the report opened
+#          headless: its DOM and screenshots)
+# With no GROUP: what scripts/test.sh needs (redis, slurm, readme, chromium).
 set -euo pipefail
 groups=("$@")
-[ ${#groups[@]} -gt 0 ] || groups=(redis slurm readme)
+[ ${#groups[@]} -gt 0 ] || groups=(redis slurm readme chromium)
 has() { command -v "$1" >/dev/null || [ -x "/usr/sbin/$1" ]; }
 need=()
 for g in "${groups[@]}"; do
@@ -29,8 +31,11 @@ for g in "${groups[@]}"; do
     java)
       has java || need+=(openjdk-17-jre-headless)
       ;;
+    chromium)
+      has chromium || need+=(chromium)
+      ;;
     *)
-      echo "scripts/deps.sh: unknown group '$g' (redis, slurm, readme, java)" >&2
+      echo "scripts/deps.sh: unknown group '$g' (redis, slurm, readme, java, chromium)" >&2
       exit 2
       ;;
   esac

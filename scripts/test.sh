@@ -2,7 +2,8 @@
 # The whole test suite (the README's test command; CI runs exactly this), in phases,
 # each announced on a line of its own:
 #   1. system packages: scripts/deps.sh installs Debian's redis-server/redis-tools,
-#      slurm-wlm/munge, iproute2 and zstd when missing;
+#      slurm-wlm/munge, iproute2, zstd and chromium (the report's browser test)
+#      when missing;
 #   2. the Rust tests (some against real redis-server processes);
 #   3. the golden list: scripts/golden.sh runs a fixed matrix of commands on the
 #      shipped samples and its output hashes must equal tests/golden/outputs.tsv;

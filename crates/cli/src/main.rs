@@ -12,6 +12,7 @@ mod minhash;
 mod preflight;
 mod read_args;
 mod remote;
+mod report;
 mod server;
 mod status;
 
@@ -85,6 +86,9 @@ enum Command {
     /// WARC/ARC files: build CDX(J) indexes, rewrite repeated payloads as revisit records.
     #[command(subcommand)]
     Warc(WarcCmd),
+    /// One self-contained HTML page of what runs removed (totals per crawl, language,
+    /// domain; similarity histograms; drops beside their originals): docs/report.md.
+    Report(report::ReportArgs),
     /// Verticals to JSON Lines by the shared corpus's rules (samples, tests).
     #[command(hide = true)]
     ToJsonl(convert::ToJsonlArgs),
@@ -231,9 +235,11 @@ fn resume_of(cmd: &Command) -> Option<hint::Resume> {
         | Command::Similar { .. }
         | Command::Cdx(_)
         | Command::Warc(_) => Some(hint::Resume::RunAgain),
-        Command::Check(_) | Command::Server(_) | Command::Distribute(_) | Command::Status(_) => {
-            None
-        }
+        Command::Check(_)
+        | Command::Server(_)
+        | Command::Distribute(_)
+        | Command::Status(_)
+        | Command::Report(_) => None,
     }
 }
 
@@ -260,6 +266,7 @@ fn named_inputs(cmd: &Command) -> Vec<&Path> {
         Command::Warc(WarcCmd::Dedup { args, .. }) => {
             [paths(&args.input), paths(&args.files)].concat()
         }
+        Command::Report(a) => paths(&a.runs).into_iter().chain(paths(&a.input)).collect(),
         Command::Server(_) | Command::Distribute(_) => Vec::new(),
     }
 }
@@ -346,6 +353,7 @@ fn main() -> ExitCode {
         }
         Command::Cdx(cmd) => run_cdx(cmd),
         Command::Warc(cmd) => run_warc(cmd),
+        Command::Report(args) => report::run(args),
     });
     match result {
         Ok(code) => ExitCode::from(code),
@@ -435,6 +443,7 @@ mod tests {
             vec!["cdx", "dates"],
             vec!["warc", "index"],
             vec!["warc", "dedup"],
+            vec!["report"],
         ];
         let threads = [
             vec!["dedup"],

@@ -1,0 +1,356 @@
+//! `webdedup report` opened in a real browser (Debian's chromium, headless): on
+//! the shipped JSON Lines sample, after `dedup` (feedback mode), `minhash` and
+//! `similar --clusters`, the figures the page shows (its `data-figure` cells and
+//! chart bars, read from the DOM chromium builds) equal the runs' own `--json`;
+//! nothing on the page is loaded from the network; screenshots at a desktop and
+//! a phone width are written as PNGs; sampled MinHash drops are shown beside
+//! their originals, the changed words marked. Without chromium the test fails, saying
+//! how to install it (`scripts/deps.sh chromium`).
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+/// Runs chromium headless on `page` with `args`; returns its stdout and stderr.
+fn chromium(profile: &Path, page: &Path, args: &[&str]) -> (String, String) {
+    let out = Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--no-first-run",
+            "--enable-logging=stderr",
+            "--v=0",
+            // Any request that leaves the page fails instead of reaching a network.
+            "--host-resolver-rules=MAP * ~NOTFOUND",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(args)
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("cannot run chromium ({e}): install it with `scripts/deps.sh chromium`")
+        });
+    assert!(
+        out.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The attributes of every `<tag ...>` opening tag of `dom`, in order.
+fn tags(dom: &str, tag: &str) -> Vec<BTreeMap<String, String>> {
+    let open = format!("<{tag} ");
+    let mut all = Vec::new();
+    let mut rest = dom;
+    while let Some(at) = rest.find(&open) {
+        let after = &rest[at + open.len()..];
+        let end = after.find('>').expect("a tag ends");
+        let mut attrs = BTreeMap::new();
+        let mut s = &after[..end];
+        while let Some(eq) = s.find("=\"") {
+            let name = s[..eq].trim().to_owned();
+            let v = &s[eq + 2..];
+            let close = v.find('"').expect("a quoted value ends");
+            attrs.insert(name, v[..close].to_owned());
+            s = &v[close + 1..];
+        }
+        all.push(attrs);
+        rest = &after[end..];
+    }
+    all
+}
+
+fn json(path: &Path) -> Value {
+    serde_json::from_str(&read(path)).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn png_width(path: &Path) -> u32 {
+    let png = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert!(png.len() > 2000, "{}: {} bytes", path.display(), png.len());
+    assert_eq!(
+        &png[..8],
+        b"\x89PNG\r\n\x1a\n",
+        "{}: not a PNG",
+        path.display()
+    );
+    u32::from_be_bytes(png[16..20].try_into().unwrap())
+}
+
+#[test]
+fn the_report_of_the_sample_in_a_real_browser() {
+    let has_chromium = Command::new("chromium").arg("--version").output();
+    assert!(
+        has_chromium.is_ok_and(|o| o.status.success()),
+        "chromium is not installed: the report's browser test needs it; install it with `scripts/deps.sh chromium`"
+    );
+    let t = tempfile::tempdir().unwrap();
+    let (exact, mh) = (t.path().join("exact"), t.path().join("mh"));
+    let exact_json = t.path().join("exact.json");
+    let sample = jsonl_sample_dir();
+    let o = dedup(
+        &sample,
+        &exact,
+        &["-d", "-f", "--json", exact_json.to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    std::fs::create_dir_all(&mh).unwrap();
+    let mh_json = mh.join("run.json");
+    let o = webdedup(&[
+        "minhash",
+        "-i",
+        sample.to_str().unwrap(),
+        "-o",
+        mh.to_str().unwrap(),
+        "-q",
+        "-d",
+        "--json",
+        mh_json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let clusters = t.path().join("clusters.tsv");
+    let similar_json = t.path().join("similar.json");
+    let o = webdedup(&[
+        "similar",
+        "--clusters",
+        "-k",
+        "6",
+        sample.to_str().unwrap(),
+        "-o",
+        clusters.to_str().unwrap(),
+        "-q",
+        "--json",
+        similar_json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+
+    let page = t.path().join("report.html");
+    let report_json = t.path().join("report.json");
+    let o = webdedup(&[
+        "report",
+        exact.to_str().unwrap(),
+        exact_json.to_str().unwrap(),
+        mh.to_str().unwrap(),
+        clusters.to_str().unwrap(),
+        "-o",
+        page.to_str().unwrap(),
+        "--json",
+        report_json.to_str().unwrap(),
+        "--source",
+        sample.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(json(&report_json)["runs"], 2);
+
+    let profile = t.path().join("chromium-profile");
+    let (dom, log) = chromium(&profile, &page, &["--dump-dom"]);
+    assert!(
+        dom.contains("webdedup report"),
+        "no page in the DOM:\n{dom}"
+    );
+    assert!(!log.contains("CONSOLE"), "console messages:\n{log}");
+
+    // Every figure on the page that comes from a run's .dd lists equals its --json.
+    let runs = [
+        (exact.to_str().unwrap(), json(&exact_json)),
+        (mh.to_str().unwrap(), json(&mh_json)),
+    ];
+    let cells = tags(&dom, "td");
+    for (label, figures) in &runs {
+        let mine: Vec<_> = cells
+            .iter()
+            .filter(|c| c.get("data-run").map(String::as_str) == Some(label))
+            .collect();
+        let from_dd: Vec<_> = mine.iter().filter(|c| c["data-source"] == "dd").collect();
+        assert!(
+            from_dd.len() >= 9,
+            "{label}: {} figures from .dd",
+            from_dd.len()
+        );
+        for c in mine
+            .iter()
+            .filter(|c| matches!(c["data-source"].as_str(), "dd" | "summary"))
+        {
+            let name = &c["data-figure"];
+            assert_eq!(
+                c["data-value"].parse::<u64>().ok(),
+                figures[name].as_u64(),
+                "{label}: {name} on the page and in --json"
+            );
+        }
+    }
+    let figure = |run: &str, name: &str| {
+        cells
+            .iter()
+            .find(|c| {
+                c.get("data-run").map(String::as_str) == Some(run)
+                    && c.get("data-figure").map(String::as_str) == Some(name)
+            })
+            .unwrap_or_else(|| panic!("{run}: no {name} on the page"))["data-value"]
+            .parse::<u64>()
+            .unwrap()
+    };
+    // One .pairs line per document MinHash dropped.
+    let mh_figures = &runs[1].1;
+    assert_eq!(
+        Some(figure(runs[1].0, "minhash_pairs")),
+        mh_figures["documents_dropped"].as_u64()
+    );
+    // The charts: MinHash similarity over every pair; SimHash cluster members (the
+    // documents `similar` clustered under a leader) by their distance.
+    let sum = |chart_bars: &[BTreeMap<String, String>]| -> u64 {
+        chart_bars
+            .iter()
+            .map(|b| b["data-count"].parse::<u64>().unwrap())
+            .sum()
+    };
+    let charts = tags(&dom, "svg");
+    let names: Vec<&str> = charts.iter().map(|c| c["data-chart"].as_str()).collect();
+    assert_eq!(
+        names,
+        ["minhash-similarity", "simhash-distance", "cluster-size"]
+    );
+    // The bars of chart `i` (charts and their bars are in DOM order).
+    let split = |i: usize| -> Vec<BTreeMap<String, String>> {
+        let mut rest = dom.as_str();
+        for _ in 0..i {
+            rest = &rest[rest.find("</svg>").unwrap() + "</svg>".len()..];
+        }
+        tags(&rest[..rest.find("</svg>").unwrap()], "rect")
+    };
+    assert_eq!(
+        Some(sum(&split(0))),
+        mh_figures["documents_dropped"].as_u64()
+    );
+    let similar = json(&similar_json);
+    assert!(similar["near_duplicates"].as_u64().unwrap() > 0);
+    assert_eq!(Some(sum(&split(1))), similar["near_duplicates"].as_u64());
+
+    // MinHash drops beside their originals: every sampled drop's text found in
+    // the inputs and its original's in the kept outputs, the changes counted.
+    let examples = tags(&dom, "div")
+        .into_iter()
+        .filter(|d| d.get("class").map(String::as_str) == Some("example"))
+        .count();
+    assert_eq!(examples, 12, "the default sample of drops");
+    assert_eq!(dom.matches("data-added=").count(), examples);
+    assert!(dom.contains("<ins>") && dom.contains("<del>"));
+
+    // Nothing is loaded from elsewhere: no script, stylesheet or image by address.
+    for tag in ["script", "link", "img", "iframe", "object", "embed"] {
+        assert!(!dom.contains(&format!("<{tag}")), "<{tag}> in the page");
+    }
+    for attrs in [
+        "src=",
+        "href=\"http",
+        "href=\"//",
+        "url(http",
+        "url(//",
+        "@import",
+    ] {
+        assert!(!dom.contains(attrs), "{attrs} in the page");
+    }
+    for a in tags(&dom, "a") {
+        assert!(a["href"].starts_with('#'), "a link off the page: {:?}", a);
+    }
+
+    // Screenshots at a desktop and a phone width.
+    for width in [1280u32, 390] {
+        let png = t.path().join(format!("report-{width}.png"));
+        chromium(
+            &profile,
+            &page,
+            &[
+                &format!("--window-size={width},1600"),
+                &format!("--screenshot={}", png.display()),
+            ],
+        );
+        assert_eq!(png_width(&png), width, "{}", png.display());
+    }
+}
+
+/// The command line's conventions: `-i` is the positional inputs' alias (the same
+/// page), an unreadable line is reported as `FILE:LINE` with exit status 1, a
+/// directory without run outputs or a missing input is fatal (2) with one
+/// `webdedup: error:` line and no page.
+#[test]
+fn inputs_exit_statuses_and_messages() {
+    let t = tempfile::tempdir().unwrap();
+    let run = t.path().join("run");
+    std::fs::create_dir_all(run.join("cc-1")).unwrap();
+    let dd = run.join("cc-1/p.jsonl.dedup.dd");
+    std::fs::write(
+        &dd,
+        "<dd id=\"a\" url=\"https://x.org/a\" title=\"\" status=\"K\"/>\n<dd id=\"b\" url=\"https://x.org/b\" title=\"\" status=\"D\"/>\n",
+    )
+    .unwrap();
+    let (a, b) = (t.path().join("a.html"), t.path().join("b.html"));
+    let o = webdedup(&[
+        "report",
+        run.to_str().unwrap(),
+        "-o",
+        a.to_str().unwrap(),
+        "-q",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(o.stderr.is_empty(), "-q: {}", stderr(&o));
+    let o = webdedup(&[
+        "report",
+        "-i",
+        run.to_str().unwrap(),
+        "-o",
+        b.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).starts_with("webdedup report: 1 run, "),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(read(&a), read(&b));
+    assert!(
+        read(&a).contains("data-figure=\"documents_dropped\" data-source=\"dd\" data-value=\"1\"")
+    );
+
+    std::fs::write(
+        &dd,
+        "<dd url=\"\" title=\"\" status=\"K\"/>\n<dd status=\"??\"/>\n",
+    )
+    .unwrap();
+    let o = webdedup(&[
+        "report",
+        run.to_str().unwrap(),
+        "-o",
+        a.to_str().unwrap(),
+        "-q",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o),
+        format!("webdedup: {}:2: unknown status '??'\n", dd.display())
+    );
+
+    let empty = t.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    std::fs::write(empty.join("notes.txt"), "x").unwrap();
+    let c = t.path().join("c.html");
+    for input in [empty, t.path().join("missing")] {
+        let o = webdedup(&["report", input.to_str().unwrap(), "-o", c.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        let err = stderr(&o);
+        assert!(
+            err.starts_with("webdedup: error: ") && err.lines().count() == 1,
+            "{err}"
+        );
+        assert!(!c.exists());
+    }
+}
