@@ -10,8 +10,10 @@ use std::io::{self, BufRead, BufReader};
 use std::ops::Range;
 use std::path::Path;
 use std::str::FromStr;
-use webdedup_formats::doc::{DocFormat, DocMeta, FormatChoice};
-use webdedup_formats::jsonl::{FieldPath, JsonlOptions};
+use webdedup_formats::chunk;
+use webdedup_formats::doc::DocMeta;
+use webdedup_formats::fields::{FieldPath, JsonlOptions};
+use webdedup_formats::read::{DocFormat, FormatChoice};
 use webdedup_formats::vertical;
 pub use webdedup_formats::Compression;
 
@@ -179,10 +181,7 @@ impl Problems {
         };
         if !self.quiet {
             // `msg` names an input file and may quote input: never raw control bytes.
-            eprintln!(
-                "webdedup: {}",
-                webdedup_formats::shown::escape_controls(&msg)
-            );
+            eprintln!("webdedup: {}", webdedup_text::shown::escape_controls(&msg));
         }
         let mut m = self.messages.borrow_mut();
         if m.len() < 1000 {
@@ -211,7 +210,7 @@ impl Default for ReadOptions {
             format: InputFormat::Auto,
             text_field: "text".into(),
             id_field: None,
-            max_line_bytes: vertical::DEFAULT_MAX_LINE_BYTES,
+            max_line_bytes: chunk::DEFAULT_MAX_LINE_BYTES,
         }
     }
 }
@@ -352,7 +351,7 @@ impl<R: io::Read> Lines<R> {
 /// Decides the format from the first bytes of the decompressed stream.
 pub fn sniff(head: &[u8]) -> InputFormat {
     // The binary and record formats first, by the rule `webdedup dedup` uses.
-    match webdedup_formats::doc::sniff(head) {
+    match webdedup_formats::read::sniff(head) {
         FormatChoice::Parquet => return InputFormat::Parquet,
         FormatChoice::Wet => return InputFormat::Wet,
         _ => {}
@@ -497,8 +496,7 @@ fn read_vertical(
     // The project's one vertical reader: same structure rules and malformed-input
     // rules as `webdedup dedup` (an unclosed <doc> is closed at the next <doc> or the
     // end, and still fingerprinted).
-    let mut chunks =
-        vertical::ChunkReader::with_sizes(r, vertical::DEFAULT_CHUNK_BYTES, max_line_bytes);
+    let mut chunks = chunk::ChunkReader::with_sizes(r, chunk::DEFAULT_CHUNK_BYTES, max_line_bytes);
     let mut text = String::new();
     while let Some(chunk) = chunks.next_chunk() {
         let mut sink = DocSink {
@@ -626,7 +624,7 @@ impl<F: FnMut(Item<'_>)> vertical::Sink for DocSink<'_, F> {
         }
     }
 
-    fn issue(&mut self, issue: vertical::Issue) {
+    fn issue(&mut self, issue: chunk::Issue) {
         self.problems
             .report(self.path, Some(issue.line), &issue.kind);
     }
@@ -666,7 +664,7 @@ fn read_documents<R: io::Read>(
         &file,
         stream,
         compression,
-        vertical::DEFAULT_CHUNK_BYTES,
+        chunk::DEFAULT_CHUNK_BYTES,
         opts.max_line_bytes,
     )?;
     let mut text = String::new();
@@ -800,7 +798,7 @@ impl<F: FnMut(Item<'_>)> webdedup_formats::doc::DocSink for FormatSink<'_, F> {
         }
     }
 
-    fn issue(&mut self, issue: vertical::Issue) {
+    fn issue(&mut self, issue: chunk::Issue) {
         self.problems
             .report_at(self.path, self.at, Some(issue.line), &issue.kind);
     }
@@ -988,11 +986,7 @@ fn read_lines(
             Line::Whole(line) => line,
             Line::TooLong => {
                 let limit = opts.max_line_bytes;
-                problems.report(
-                    path,
-                    Some(lineno),
-                    vertical::IssueKind::LineTooLong { limit },
-                );
+                problems.report(path, Some(lineno), chunk::IssueKind::LineTooLong { limit });
                 continue;
             }
         };

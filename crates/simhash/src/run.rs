@@ -59,7 +59,7 @@ impl Default for DocOptions {
             tokenizer: settings.tokenizer,
             shingle: settings.shingle,
             weights: settings.weights,
-            max_line_bytes: webdedup_formats::vertical::DEFAULT_MAX_LINE_BYTES,
+            max_line_bytes: webdedup_formats::chunk::DEFAULT_MAX_LINE_BYTES,
             threads: None,
             quiet: false,
         }
@@ -299,8 +299,8 @@ fn common_settings(files: &[PathBuf], infos: &[FileInfo], cli: Settings) -> Resu
                     path.display(),
                     // No terminal control bytes from the file (and no `\'` for
                     // the quotes a reason has).
-                    webdedup_formats::shown::escape_controls(text),
-                    webdedup_formats::shown::escape_controls(reason),
+                    webdedup_text::shown::escape_controls(text),
+                    webdedup_text::shown::escape_controls(reason),
                     want.describe(),
                 ),
             }

@@ -35,7 +35,7 @@ pub struct DocFlags {
     #[arg(long, default_value = "distinct", value_name = "WEIGHTS")]
     pub weights: Weights,
     /// Lines longer than this are dropped and reported (as `dedup --max-line-bytes`).
-    #[arg(long, default_value_t = webdedup_formats::vertical::DEFAULT_MAX_LINE_BYTES, value_name = "BYTES")]
+    #[arg(long, default_value_t = webdedup_formats::chunk::DEFAULT_MAX_LINE_BYTES, value_name = "BYTES")]
     pub max_line_bytes: usize,
 }
 
