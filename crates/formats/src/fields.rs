@@ -11,6 +11,13 @@ impl FieldPath {
     pub fn parse(s: &str) -> FieldPath {
         FieldPath(s.split('.').map(str::to_owned).collect())
     }
+
+    /// The value at this path in a decoded JSON value, through nested objects.
+    pub fn find<'v>(&self, value: &'v serde_json::Value) -> Option<&'v serde_json::Value> {
+        self.0
+            .iter()
+            .try_fold(value, |v, key| v.as_object()?.get(key))
+    }
 }
 
 impl fmt::Display for FieldPath {

@@ -1049,20 +1049,25 @@ fn read_lines(
 fn json_doc(line: &[u8], opts: &ReadOptions) -> Result<(Option<String>, String), String> {
     let v: serde_json::Value =
         serde_json::from_slice(line).map_err(|e| format!("bad JSON: {e}"))?;
-    let obj = v.as_object().ok_or("JSON line is not an object")?;
-    let text = match obj.get(&opts.text_field) {
+    if !v.is_object() {
+        return Err("JSON line is not an object".into());
+    }
+    // Dotted paths reach into nested objects, as every reader of the project
+    // reads fields.
+    let field = |name: &str| FieldPath::parse(name).find(&v);
+    let text = match field(&opts.text_field) {
         Some(serde_json::Value::String(s)) => s.clone(),
         Some(_) => return Err(format!("field '{}' is not a string", opts.text_field)),
         None => return Err(format!("missing field '{}'", opts.text_field)),
     };
     let id = match &opts.id_field {
         // As every reader of the project: the `id` field when there is one.
-        None => match obj.get("id") {
+        None => match v.get("id") {
             Some(serde_json::Value::String(s)) => Some(s.clone()),
             Some(serde_json::Value::Number(n)) => Some(n.to_string()),
             _ => None,
         },
-        Some(name) => Some(match obj.get(name) {
+        Some(name) => Some(match field(name) {
             Some(serde_json::Value::String(s)) => s.clone(),
             Some(serde_json::Value::Number(n)) => n.to_string(),
             Some(_) => return Err(format!("field '{name}' is not a string or number")),

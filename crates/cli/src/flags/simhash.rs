@@ -17,7 +17,8 @@ pub struct DocFlags {
     /// by `simhash`).
     #[arg(long = "input-format", default_value = "auto", value_name = "FORMAT")]
     pub input_format: InputFormat,
-    /// JSON Lines and Parquet: field (column) holding the document text.
+    /// JSON Lines and Parquet: field (column) holding the document text; a dotted
+    /// path (`doc.body`) reaches into nested objects.
     #[arg(long, default_value = "text", value_name = "FIELD")]
     pub text_field: String,
     /// JSON Lines and Parquet: field (column) holding the document id (default: `id`
