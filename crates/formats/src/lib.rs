@@ -20,6 +20,9 @@
 //! * [`plain`]: documents whose text is plain lines (Parquet, WET).
 //! * [`convert`]: verticals to JSON Lines (the shared corpus's rules), for samples
 //!   and the equivalence tests.
+//! * [`texts`]: whole documents as id and text, for readers that want no
+//!   paragraphs (SimHash, the studies).
+//! * [`problems`]: input problems counted and reported, one `webdedup:` line each.
 //! * [`summary`]: a run's summary line and JSON figures, one way for every command.
 //! * [`vertical`]: the vertical format (one token per line, `<doc>` / `<p>`
 //!   structures), with [`attrs`], the attributes of its tag lines.
@@ -46,8 +49,10 @@ pub mod output_plan;
 pub mod parquet;
 pub mod parquet_out;
 pub mod plain;
+pub mod problems;
 pub mod read;
 pub mod summary;
+pub mod texts;
 pub mod vertical;
 pub mod warc;
 pub mod warc_out;

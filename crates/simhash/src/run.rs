@@ -8,8 +8,7 @@ use crate::cluster::{Leader, Neighbours};
 use crate::core::{parts, to_hex, to_signed};
 use crate::index::FpIndex;
 use crate::input::{
-    read_items, Compression, FileInfo, FpHeader, InputFormat, Item, Problems, ReadOptions,
-    FP_HEADER_PREFIX,
+    read_items, Compression, FileInfo, FpHeader, InputFormat, Item, ReadOptions, FP_HEADER_PREFIX,
 };
 use crate::tokenize::{Fingerprinter, Settings, Tokenizer, Weights};
 use anyhow::{bail, Context, Result};
@@ -18,6 +17,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use webdedup_formats::output::{AtomicOutput, OutputCompression};
+use webdedup_formats::problems::Problems;
 use webdedup_formats::summary::{count, thousands, Outcome};
 
 /// Options shared by both commands: how documents are read and fingerprinted.
