@@ -12,7 +12,7 @@ use webdedup_dedup::policy::{decide, ChunkContext, Decisions, Scratch};
 use webdedup_dedup::render::render;
 use webdedup_dedup::report::ChunkStats;
 use webdedup_dedup::Options;
-use webdedup_formats::vertical::ChunkReader;
+use webdedup_formats::chunk::ChunkReader;
 use webdedup_store::MemStore;
 
 /// Runs one input; panics (with the reason) when an invariant does not hold.

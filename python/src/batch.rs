@@ -18,9 +18,9 @@ use webdedup_dedup::batch::{self, BatchConfig, MinHashStage, Stage};
 use webdedup_dedup::options::MinHashOptions;
 use webdedup_dedup::{DocCheck, PolicyChoices, RunConfig};
 // Problem lines name input files: never raw control bytes on the terminal.
-use webdedup_formats::doc::ReadSettings;
+use webdedup_formats::read::ReadSettings;
 use webdedup_formats::output::OutputCompression;
-use webdedup_formats::shown::escape_controls;
+use webdedup_text::shown::escape_controls;
 use webdedup_text::Normalization;
 
 /// The batch configuration, with the defaults and checks of the command line's
@@ -66,8 +66,8 @@ fn config(
         blocks: webdedup_store::DEFAULT_BLOCKS,
         options,
         read,
-        chunk_bytes: webdedup_formats::vertical::DEFAULT_CHUNK_BYTES,
-        max_line_bytes: webdedup_formats::vertical::DEFAULT_MAX_LINE_BYTES,
+        chunk_bytes: webdedup_formats::chunk::DEFAULT_CHUNK_BYTES,
+        max_line_bytes: webdedup_formats::chunk::DEFAULT_MAX_LINE_BYTES,
     })
 }
 

@@ -14,8 +14,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString};
 use std::sync::Arc;
-use webdedup_formats::doc::{ReadChoices, ReadSettings};
-use webdedup_formats::jsonl::{FieldPath, JsonlOptions};
+use webdedup_formats::fields::{FieldPath, JsonlOptions};
+use webdedup_formats::read::{ReadChoices, ReadSettings};
 
 /// `input_format`, `text_field`, `id_field`, `url_field`, `title_field` and
 /// `drop_bad_records` as the command line reads them (`--input-format` ...): the

@@ -22,8 +22,9 @@ use webdedup_dedup::policy::{decide, ChunkContext, Decisions, DocStatus, Scratch
 use webdedup_dedup::render::{carries_reference, render, DroppedOut};
 use webdedup_dedup::report::ChunkStats;
 use webdedup_dedup::{DocCheck, Options, PolicyChoices, UrlFilter};
-use webdedup_formats::doc::{DocFormat, ReadSettings};
-use webdedup_formats::vertical::{escape_attr, parse_tag, Chunk, IssueKind};
+use webdedup_formats::chunk::{Chunk, IssueKind};
+use webdedup_formats::read::{DocFormat, ReadSettings};
+use webdedup_formats::vertical::{escape_attr, parse_tag};
 use webdedup_store::{BatchId, Location, MemStore, Store, StoreMeta};
 use webdedup_store_spec::{open_embedded, KeySet, OpenOptions, StoreSpec};
 use webdedup_text::Normalization;

@@ -24,8 +24,8 @@ use webdedup_dedup::policy::{decide, file_id, ChunkContext, Decisions, Scratch};
 use webdedup_dedup::render::render;
 use webdedup_dedup::report::ChunkStats;
 use webdedup_dedup::Options;
-use webdedup_formats::doc::ReadSettings;
-use webdedup_formats::vertical::Chunk;
+use webdedup_formats::chunk::Chunk;
+use webdedup_formats::read::ReadSettings;
 use webdedup_store::{BatchId, MemStore, StoreMeta};
 use webdedup_store_spec::{open_embedded, KeySet, OpenOptions};
 

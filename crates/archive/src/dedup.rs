@@ -33,9 +33,8 @@ use anyhow::Context;
 use webdedup_formats::cdx::normalize_digest;
 use webdedup_formats::output::{io_error_at, AtomicOutput, OutputCompression};
 use webdedup_formats::output_plan::plan_outputs;
-use webdedup_formats::warc::{
-    base32, ArchiveReader, DigestMode, Format, Item, ReadOptions, Record,
-};
+use webdedup_formats::warc::{ArchiveReader, DigestMode, Format, Item, ReadOptions, Record};
+use webdedup_formats::warc_out::base32;
 use webdedup_store::{fault, Store};
 
 use crate::cdx_cmd::url_digest_key;

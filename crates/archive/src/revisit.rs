@@ -4,7 +4,8 @@
 
 use std::io::{self, Write};
 
-use webdedup_formats::warc::{sha1_base32, write_record, Record};
+use webdedup_formats::warc::Record;
+use webdedup_formats::warc_out::{sha1_base32, write_record};
 
 use crate::locations::Location;
 

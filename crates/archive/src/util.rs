@@ -5,7 +5,7 @@ use std::io::{self, BufRead, BufReader, BufWriter, Write};
 use std::path::Path;
 
 use webdedup_formats::output::{AtomicOutput, OutputCompression};
-use webdedup_formats::shown::escape_controls;
+use webdedup_text::shown::escape_controls;
 
 /// Problems found in the input: printed to stderr as `webdedup: WHERE: REASON` and
 /// counted (or, for library callers, kept: [`Report::collecting`]). Any problem

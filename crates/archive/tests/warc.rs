@@ -9,9 +9,8 @@ use webdedup_archive::{
     run_warc, DedupBy, IndexFormat, WarcCommand, WarcDedupOptions, WarcIndexOptions,
 };
 use webdedup_formats::cdx::{CdxItem, CdxReader};
-use webdedup_formats::warc::{
-    sha1_base32, write_record, ArchiveReader, DigestMode, Item, ReadOptions, Record,
-};
+use webdedup_formats::warc::{ArchiveReader, DigestMode, Item, ReadOptions, Record};
+use webdedup_formats::warc_out::{sha1_base32, write_record};
 
 struct Rec {
     kind: &'static str,

@@ -8,9 +8,9 @@ use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
 use webdedup_dedup::batch::{self, BatchConfig, MinHashStage, Stage};
 use webdedup_dedup::{DocCheck, Options, PolicyChoices, RunConfig, RunStats};
-use webdedup_formats::shown::escape_controls;
 use webdedup_formats::summary::{thousands, Outcome};
 use webdedup_store::DEFAULT_BLOCKS;
+use webdedup_text::shown::escape_controls;
 use webdedup_text::Normalization;
 
 #[derive(Debug, Subcommand)]
@@ -69,10 +69,10 @@ pub struct Common {
     doc_check: DocCheck,
     /// Bytes of input planned at a time, as `dedup --chunk-bytes` (fixed for a work
     /// directory).
-    #[arg(long, default_value_t = webdedup_formats::vertical::DEFAULT_CHUNK_BYTES, value_name = "BYTES")]
+    #[arg(long, default_value_t = webdedup_formats::chunk::DEFAULT_CHUNK_BYTES, value_name = "BYTES")]
     chunk_bytes: usize,
     /// Lines longer than this are dropped and reported, as `dedup --max-line-bytes`.
-    #[arg(long, default_value_t = webdedup_formats::vertical::DEFAULT_MAX_LINE_BYTES, value_name = "BYTES")]
+    #[arg(long, default_value_t = webdedup_formats::chunk::DEFAULT_MAX_LINE_BYTES, value_name = "BYTES")]
     max_line_bytes: usize,
     #[command(flatten)]
     read: ReadArgs,

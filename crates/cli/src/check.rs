@@ -7,7 +7,7 @@ use clap::Args;
 use std::path::PathBuf;
 use webdedup_dedup::check::{check, CheckConfig};
 use webdedup_dedup::PolicyChoices;
-use webdedup_formats::shown::escape_controls;
+use webdedup_text::shown::escape_controls;
 use webdedup_text::Normalization;
 
 #[derive(Args, Debug)]
@@ -42,7 +42,7 @@ pub struct CheckArgs {
     #[command(flatten)]
     report: crate::conventions::Reporting,
     /// The run's --max-line-bytes.
-    #[arg(long, default_value_t = webdedup_formats::vertical::DEFAULT_MAX_LINE_BYTES, value_name = "BYTES")]
+    #[arg(long, default_value_t = webdedup_formats::chunk::DEFAULT_MAX_LINE_BYTES, value_name = "BYTES")]
     max_line_bytes: usize,
     /// How the run read its inputs (its --input-format and fields).
     #[command(flatten)]

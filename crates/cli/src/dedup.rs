@@ -10,9 +10,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use webdedup_dedup::Persistence;
 use webdedup_dedup::{DocCheck, NearRules, PolicyChoices, RunConfig};
-use webdedup_formats::shown::escape_controls;
 use webdedup_store::{SyncMode, DEFAULT_BLOCKS};
 use webdedup_store_spec::StoreSpec;
+use webdedup_text::shown::escape_controls;
 use webdedup_text::Normalization;
 
 #[derive(Args, Debug)]
@@ -62,10 +62,10 @@ pub struct DedupArgs {
     #[arg(long, default_value_t = 20, value_name = "N")]
     report_limit: usize,
     /// Bytes of input handed to a thread at a time (documents never straddle chunks).
-    #[arg(long, default_value_t = webdedup_formats::vertical::DEFAULT_CHUNK_BYTES, value_name = "BYTES")]
+    #[arg(long, default_value_t = webdedup_formats::chunk::DEFAULT_CHUNK_BYTES, value_name = "BYTES")]
     chunk_bytes: usize,
     /// Lines longer than this are dropped and reported.
-    #[arg(long, default_value_t = webdedup_formats::vertical::DEFAULT_MAX_LINE_BYTES, value_name = "BYTES")]
+    #[arg(long, default_value_t = webdedup_formats::chunk::DEFAULT_MAX_LINE_BYTES, value_name = "BYTES")]
     max_line_bytes: usize,
     /// Keep the store in DIR between runs: load `DIR/store.snap` if present,
     /// journal to `DIR/journal` while running, save at the end. Or a Redis / Valkey

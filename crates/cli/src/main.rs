@@ -20,7 +20,7 @@ use clap::{Parser, Subcommand};
 use std::path::Path;
 use std::process::ExitCode;
 use webdedup_formats::output::NewDirs;
-use webdedup_formats::shown::escape_controls;
+use webdedup_text::shown::escape_controls;
 
 use conventions::{Reporting, Threads};
 pub use conventions::{EXIT_FATAL, EXIT_INPUT_PROBLEMS, EXIT_OK, EXIT_STOPPED};

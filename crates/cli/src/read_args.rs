@@ -3,8 +3,8 @@
 
 use anyhow::Result;
 use clap::Args;
-use webdedup_formats::doc::{ReadChoices, ReadSettings};
 use webdedup_formats::output::OutputCompression;
+use webdedup_formats::read::{ReadChoices, ReadSettings};
 
 #[derive(Args, Debug, Clone)]
 pub struct ReadArgs {

@@ -5,10 +5,10 @@
 use anyhow::{Context, Result};
 use std::collections::HashMap;
 use std::path::Path;
-use webdedup_formats::shown::escape_controls;
 use webdedup_store::Store;
 pub use webdedup_store_spec::read_password;
 use webdedup_store_spec::{KeySet, OpenOptions, StoreSpec};
+use webdedup_text::shown::escape_controls;
 
 /// The file in an output directory that holds its run's salt.
 pub const RUN_ID_FILE: &str = ".webdedup.run-id";

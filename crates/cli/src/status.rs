@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use webdedup_dedup::runner::{list_inputs, log_path, output_path};
 use webdedup_formats::output::OutputCompression;
-use webdedup_formats::shown::escape_controls;
+use webdedup_text::shown::escape_controls;
 
 #[derive(Args, Debug)]
 pub struct StatusArgs {

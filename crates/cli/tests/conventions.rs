@@ -649,7 +649,7 @@ fn warc_dedup_takes_inputs_as_the_other_archive_commands() {
 
 /// A field path with an empty part is refused by every document command with the
 /// message the Python module gives (one library function checks it:
-/// `webdedup_formats::doc::ReadChoices::settings`); it was accepted silently and
+/// `webdedup_formats::read::ReadChoices::settings`); it was accepted silently and
 /// matched nothing.
 #[test]
 fn a_bad_field_path_is_refused_alike_everywhere() {

@@ -439,7 +439,7 @@ fn wet_records_decide_as_jsonl_and_are_written_as_valid_warc() {
             assert_eq!(block, doc["text"].as_str().unwrap().as_bytes());
             assert_eq!(
                 header(h, "WARC-Block-Digest").unwrap(),
-                webdedup_formats::warc::sha1_base32(block)
+                webdedup_formats::warc_out::sha1_base32(block)
             );
         }
     }

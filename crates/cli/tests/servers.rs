@@ -290,7 +290,7 @@ fn two_workers_on_three_servers_keep_every_paragraph_once_even_with_a_server_cra
         for d in dirs {
             for (name, data) in outputs(d) {
                 if name.ends_with(".dedup") {
-                    let chunk = webdedup_formats::vertical::Chunk {
+                    let chunk = webdedup_formats::chunk::Chunk {
                         data,
                         first_line: 1,
                         last: true,

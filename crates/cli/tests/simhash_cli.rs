@@ -557,3 +557,41 @@ fn directories_are_searched_and_fifos_in_them_skipped() {
     // Sorted relative paths: b.txt, then sub/a.txt.
     assert_eq!(ids, ["b.txt:1", "a.txt:1"]);
 }
+
+/// `--text-field` and `--id-field` take dotted paths into nested objects on JSON
+/// Lines, as `webdedup dedup` and simhash's own Parquet reader do: a field named
+/// `a.b` reaches `{"a": {"b": ...}}` (it was looked up as one flat key, so every
+/// record was reported as missing the field and none fingerprinted).
+#[test]
+fn dotted_fields_reach_into_nested_json_objects() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = corpus();
+    let nested = dir.path().join("nested.jsonl");
+    let flat = dir.path().join("flat.jsonl");
+    let mut n = String::new();
+    let mut f = String::new();
+    for (id, text) in &docs {
+        n += &serde_json::json!({"meta": {"key": id}, "doc": {"body": text}}).to_string();
+        n.push('\n');
+        f += &serde_json::json!({"id": id, "text": text}).to_string();
+        f.push('\n');
+    }
+    fs::write(&nested, n).unwrap();
+    fs::write(&flat, f).unwrap();
+    let (out_nested, out_flat) = (dir.path().join("n.tsv"), dir.path().join("f.tsv"));
+    let args = [
+        "simhash",
+        s(&nested),
+        "-o",
+        s(&out_nested),
+        "--text-field",
+        "doc.body",
+        "--id-field",
+        "meta.key",
+    ];
+    assert_eq!(run(&args).unwrap(), 0, "nested fields reported as missing");
+    assert_eq!(run(&["simhash", s(&flat), "-o", s(&out_flat)]).unwrap(), 0);
+    let nested_fps = read_tsv(&out_nested);
+    assert_eq!(nested_fps.len(), docs.len());
+    assert_eq!(nested_fps, read_tsv(&out_flat));
+}

@@ -7,7 +7,8 @@ use webdedup_dedup::plan::{ChunkPlan, Planner};
 use webdedup_dedup::policy::{decide, Decisions, Scratch};
 use webdedup_dedup::runner::list_inputs;
 use webdedup_dedup::Options;
-use webdedup_formats::vertical::{parse_chunk, Chunk, ChunkReader, Issue, Sink};
+use webdedup_formats::chunk::{Chunk, ChunkReader, Issue};
+use webdedup_formats::vertical::{parse_chunk, Sink};
 use webdedup_store::MemStore;
 
 struct Nothing(u64);

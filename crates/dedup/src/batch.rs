@@ -43,8 +43,8 @@ use parking_lot::Mutex;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use webdedup_formats::doc::ReadSettings;
 use webdedup_formats::input::{ListOptions, Listing};
+use webdedup_formats::read::ReadSettings;
 use webdedup_store::{fault, BatchId, MemStore, Store, StoreError, StoreMeta};
 
 mod minhash;

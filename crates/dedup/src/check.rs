@@ -25,9 +25,9 @@ use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use webdedup_formats::doc::{DocFormat, ReadSettings};
+use webdedup_formats::chunk::{Chunk, DEFAULT_CHUNK_BYTES};
 use webdedup_formats::input::InputFile;
-use webdedup_formats::vertical::{Chunk, DEFAULT_CHUNK_BYTES};
+use webdedup_formats::read::{DocFormat, ReadSettings};
 use webdedup_store::Location;
 
 #[derive(Clone, Debug)]

@@ -1,6 +1,6 @@
 //! The KNOT dedup policy over verticals, and the stream runner.
 //!
-//! Data flows one way: a [`Chunk`](webdedup_formats::vertical::Chunk) of input is
+//! Data flows one way: a [`Chunk`](webdedup_formats::chunk::Chunk) of input is
 //! walked once by the [`plan`] module (keys of every document and paragraph), the
 //! [`policy`] module asks the store and decides what is kept, [`render`] writes the
 //! kept bytes ([`write_back`] makes Parquet row groups and WET records of them), and [`runner`] drives all of it over a directory with threads while

@@ -33,8 +33,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
+use webdedup_formats::chunk::ChunkReader;
 use webdedup_formats::open_input;
-use webdedup_formats::vertical::ChunkReader;
 use webdedup_store::journal::remove_durably;
 use webdedup_store::{fault, DirLock, Journal, MemStore, Store, StoreError, StoreMeta, SyncMode};
 

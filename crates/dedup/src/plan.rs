@@ -8,8 +8,10 @@ use crate::options::{DocCheck, Options};
 use crate::url_filter::UrlFilter;
 use std::ops::Range;
 use std::sync::Arc;
-use webdedup_formats::doc::{DocFormat, DocMeta, DocSink};
-use webdedup_formats::vertical::{self, Chunk, Issue, IssueKind};
+use webdedup_formats::chunk::{Chunk, Issue, IssueKind};
+use webdedup_formats::doc::{DocMeta, DocSink};
+use webdedup_formats::read::DocFormat;
+use webdedup_formats::vertical;
 use webdedup_text::{key, KeyKind, StreamKey, TextBuilder};
 
 /// Marks a piece that belongs to the document, not to a paragraph.

@@ -22,13 +22,14 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
-use webdedup_formats::doc::{ChunkExtra, DocFormat, DocReader, ReadSettings};
-use webdedup_formats::input::COMPRESSION_SUFFIXES;
-use webdedup_formats::output::{AtomicOutput, OutputCompression};
-use webdedup_formats::parquet::{ParquetOut, RowGroupOut};
-use webdedup_formats::vertical::{
+use webdedup_formats::chunk::{
     BufferPool, Chunk, Issue, DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES,
 };
+use webdedup_formats::input::COMPRESSION_SUFFIXES;
+use webdedup_formats::output::{AtomicOutput, OutputCompression};
+use webdedup_formats::parquet::RowSlice;
+use webdedup_formats::parquet_out::{ParquetOut, RowGroupOut};
+use webdedup_formats::read::{DocFormat, DocReader, ReadSettings};
 use webdedup_formats::{open_file, Compression};
 use webdedup_store::journal::encode_record;
 use webdedup_store::{fault, Journal, Location, Store};
@@ -784,8 +785,8 @@ impl Writer<'_> {
                 AtomicOutput::create(&out, c)
                     .with_context(|| format!("cannot create {}", out.display()))
             };
-            let main = match (&job.format, &chunk.extra) {
-                (DocFormat::Parquet(_), ChunkExtra::Parquet(slice)) => MainOut::Parquet(
+            let main = match (&job.format, chunk.extra.get::<RowSlice>()) {
+                (DocFormat::Parquet(_), Some(slice)) => MainOut::Parquet(
                     ParquetOut::create(created(OutputCompression::None)?, &slice.source)
                         .with_context(|| format!("cannot create {}", out.display()))?,
                 ),

@@ -6,9 +6,9 @@ use crate::render::{render, DdOut};
 use crate::report::ChunkStats;
 use crate::{DocCheck, Options};
 use std::sync::Arc;
-use webdedup_formats::doc::DocFormat;
-use webdedup_formats::jsonl::JsonlOptions;
-use webdedup_formats::vertical::Chunk;
+use webdedup_formats::chunk::Chunk;
+use webdedup_formats::fields::JsonlOptions;
+use webdedup_formats::read::DocFormat;
 use webdedup_store::MemStore;
 
 /// A long paragraph (>= 50 characters) made of `word` repeated.

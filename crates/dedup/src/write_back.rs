@@ -24,10 +24,10 @@ use crate::plan::{ChunkPlan, DocKind};
 use crate::policy::{Decisions, DocStatus};
 use std::io;
 use std::ops::Range;
-use webdedup_formats::doc::ChunkExtra;
-use webdedup_formats::parquet::{encode_slice, RowGroupOut};
-use webdedup_formats::vertical::Chunk;
-use webdedup_formats::wet::write_record;
+use webdedup_formats::chunk::Chunk;
+use webdedup_formats::parquet::RowSlice;
+use webdedup_formats::parquet_out::{encode_slice, RowGroupOut};
+use webdedup_formats::wet::{write_record, RecordInfo};
 
 /// Name of the attribute listing duplicate paragraph spans.
 pub const PARAGRAPH_ATTRIBUTE: &str = "webdedup_duplicate_paragraphs";
@@ -92,7 +92,7 @@ pub fn parquet_rows(
     spans: &[Range<usize>],
     mark: bool,
 ) -> io::Result<RowGroupOut> {
-    let ChunkExtra::Parquet(slice) = &chunk.extra else {
+    let Some(slice) = chunk.extra.get::<RowSlice>() else {
         return Err(internal("a Parquet chunk without its rows"));
     };
     let n = slice.rows;
@@ -130,7 +130,7 @@ pub fn wet_records(
     gzip: bool,
     out: &mut Vec<u8>,
 ) -> io::Result<()> {
-    let ChunkExtra::Wet(records) = &chunk.extra else {
+    let Some(records) = chunk.extra.get::<Vec<RecordInfo>>() else {
         return Err(internal("a WET chunk without its records"));
     };
     if records.len() != spans.len() {

@@ -8,7 +8,7 @@
 //! [`crate::warc::ArchiveReader`], which presents them as WARC `response` records
 //! (`warcinfo` for the version block), as warcio's `arc2warc` does.
 
-use crate::shown::escape_controls;
+use webdedup_text::shown::escape_controls;
 
 /// A parsed ARC header line.
 #[derive(Debug, Clone, PartialEq, Eq)]

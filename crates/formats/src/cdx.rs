@@ -359,7 +359,7 @@ fn check_timestamp(ts: &[u8]) -> Result<(), String> {
     if ts.is_empty() || ts.len() > 17 || !ts.iter().all(u8::is_ascii_digit) {
         return Err(format!(
             "bad timestamp '{}' (expected up to 14 digits)",
-            crate::shown::quote_bytes(ts, 40)
+            webdedup_text::shown::quote_bytes(ts, 40)
         ));
     }
     Ok(())

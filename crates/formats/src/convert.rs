@@ -11,8 +11,10 @@
 //! Malformed verticals are read by the project's one vertical reader, whose rules
 //! and reports apply (an unclosed `<doc>` is closed where the reader closes it).
 
-use crate::doc::{DocFormat, DocMeta, DocSink};
-use crate::vertical::{self, Issue};
+use crate::attrs::{attr_pairs, unescape};
+use crate::chunk::{ChunkReader, Issue};
+use crate::doc::{DocMeta, DocSink};
+use crate::read::DocFormat;
 use std::io::{self, Read, Write};
 use std::ops::Range;
 
@@ -36,10 +38,10 @@ impl<W: Write> DocSink for ToJsonl<'_, W> {
         self.meta.clear();
         self.text.clear();
         if let DocMeta::Attrs(attrs) = meta {
-            for (k, v) in vertical::attr_pairs(attrs) {
+            for (k, v) in attr_pairs(attrs) {
                 self.meta.push((
                     String::from_utf8_lossy(k).into_owned(),
-                    vertical::unescape(v).into_owned(),
+                    unescape(v).into_owned(),
                 ));
             }
         }
@@ -109,7 +111,7 @@ pub fn vertical_to_jsonl(input: impl Read, out: &mut impl Write) -> io::Result<C
         error: None,
     };
     let format = DocFormat::Vertical;
-    let mut chunks = vertical::ChunkReader::new(input);
+    let mut chunks = ChunkReader::new(input);
     while let Some(chunk) = chunks.next_chunk() {
         format.parse(&chunk, &mut sink);
         if let Some(e) = sink.error.take() {

@@ -28,88 +28,12 @@
 //! unescaped here in one pass, since the writer needs every line's span in the
 //! escaped bytes, which no JSON library reports.
 
+use crate::chunk::{Chunk, Issue, IssueKind};
 use crate::doc::{DocMeta, DocSink};
-use crate::vertical::{Chunk, Issue, IssueKind};
+use crate::fields::JsonlOptions;
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use std::fmt;
 use std::ops::Range;
-
-/// A dotted path to a field (`metadata.url`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FieldPath(pub Vec<String>);
-
-impl FieldPath {
-    pub fn parse(s: &str) -> FieldPath {
-        FieldPath(s.split('.').map(str::to_owned).collect())
-    }
-}
-
-impl fmt::Display for FieldPath {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0.join("."))
-    }
-}
-
-/// Which fields hold what; several candidates are tried in order.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct JsonlOptions {
-    pub text: FieldPath,
-    pub id: Vec<FieldPath>,
-    pub url: Vec<FieldPath>,
-    pub title: Vec<FieldPath>,
-    /// Leave bad records out of the output instead of passing them through.
-    pub drop_bad: bool,
-}
-
-impl Default for JsonlOptions {
-    fn default() -> Self {
-        JsonlOptions {
-            text: FieldPath::parse("text"),
-            id: vec![FieldPath::parse("id")],
-            url: vec![FieldPath::parse("url"), FieldPath::parse("metadata.url")],
-            title: vec![
-                FieldPath::parse("title"),
-                FieldPath::parse("metadata.title"),
-            ],
-            drop_bad: false,
-        }
-    }
-}
-
-impl JsonlOptions {
-    /// The settings that change keys or outputs, one `name=value` a line.
-    pub fn describe(&self) -> String {
-        let list = |v: &[FieldPath]| {
-            v.iter()
-                .map(|p| p.to_string())
-                .collect::<Vec<_>>()
-                .join(",")
-        };
-        format!(
-            "text-field={}\nid-field={}\nurl-field={}\ntitle-field={}\ndrop-bad-records={}\n",
-            self.text,
-            list(&self.id),
-            list(&self.url),
-            list(&self.title),
-            self.drop_bad
-        )
-    }
-
-    fn tree(&self) -> Node {
-        let mut root = Node::default();
-        root.add(&self.text.0, Slot::Text);
-        for (slot, paths) in [
-            (Slot::Id as fn(usize) -> Slot, &self.id),
-            (Slot::Url, &self.url),
-            (Slot::Title, &self.title),
-        ] {
-            for (i, p) in paths.iter().enumerate() {
-                root.add(&p.0, slot(i));
-            }
-        }
-        root
-    }
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Slot {
@@ -156,6 +80,22 @@ impl Node {
             c.clear(found);
         }
     }
+}
+
+/// The wanted fields of `o` as a tree of keys.
+fn tree(o: &JsonlOptions) -> Node {
+    let mut root = Node::default();
+    root.add(&o.text.0, Slot::Text);
+    for (slot, paths) in [
+        (Slot::Id as fn(usize) -> Slot, &o.id),
+        (Slot::Url, &o.url),
+        (Slot::Title, &o.title),
+    ] {
+        for (i, p) in paths.iter().enumerate() {
+            root.add(&p.0, slot(i));
+        }
+    }
+    root
 }
 
 /// What one line holds of the wanted fields.
@@ -547,7 +487,7 @@ pub fn parse_chunk<S: DocSink>(chunk: &Chunk, opts: &JsonlOptions, sink: &mut S)
         sink.issue(issue.clone());
     }
     let mut sc = Scratch {
-        tree: opts.tree(),
+        tree: tree(opts),
         found: Found::default(),
         text: String::new(),
         lines: Vec::new(),

@@ -4,20 +4,28 @@
 //!   gzip or zstd streams opened (detected by magic bytes).
 //! * [`output`]: writing outputs atomically, optionally compressed.
 //! * [`output_plan`]: one output per input file, never two inputs to one output.
+//! * [`chunk`]: input cut into chunks of whole documents ([`chunk::ChunkReader`]),
+//!   the buffer pool, the problems met on the way: no format named.
 //! * [`doc`]: documents whatever the format: the events a format's reader sends
-//!   ([`doc::DocSink`]) and the formats ([`doc::DocFormat`], sniffing).
+//!   ([`doc::DocSink`]).
+//! * [`read`]: the one document reader: the formats ([`read::DocFormat`]), chosen
+//!   or sniffed, and the dispatch to each.
+//! * [`fields`]: which fields (JSON Lines) or columns (Parquet) hold the text, id,
+//!   URL and title.
 //! * [`jsonl`]: JSON Lines documents (text, id, URL, title fields).
-//! * [`parquet`]: Parquet documents (a row each), read by row group, written back
-//!   with the input's schema.
+//! * [`parquet`]: Parquet documents (a row each), read by row group;
+//!   [`parquet_out`] writes them back with the input's schema.
 //! * [`wet`]: Common Crawl WET files (a `conversion` record each), written back
 //!   as valid WARC records.
 //! * [`plain`]: documents whose text is plain lines (Parquet, WET).
 //! * [`convert`]: verticals to JSON Lines (the shared corpus's rules), for samples
 //!   and the equivalence tests.
+//! * [`texts`]: whole documents as id and text, for readers that want no
+//!   paragraphs (SimHash, the studies).
+//! * [`problems`]: input problems counted and reported, one `webdedup:` line each.
 //! * [`summary`]: a run's summary line and JSON figures, one way for every command.
-//! * [`shown`]: input quoted in messages, with control characters escaped.
 //! * [`vertical`]: the vertical format (one token per line, `<doc>` / `<p>`
-//!   structures), read in chunks that end at document boundaries.
+//!   structures), with [`attrs`], the attributes of its tag lines.
 //!
 //! ```
 //! // Every command's summary speaks the same way: thousands separators, plurals right.
@@ -28,19 +36,26 @@
 //! ```
 
 pub mod arc;
+pub mod attrs;
 pub mod cdx;
+pub mod chunk;
 pub mod convert;
 pub mod doc;
+pub mod fields;
 pub mod input;
 pub mod jsonl;
 pub mod output;
 pub mod output_plan;
 pub mod parquet;
+pub mod parquet_out;
 pub mod plain;
-pub mod shown;
+pub mod problems;
+pub mod read;
 pub mod summary;
+pub mod texts;
 pub mod vertical;
 pub mod warc;
+pub mod warc_out;
 pub mod wet;
 
 pub use input::{list_inputs, open_file, open_input, Compression, InputFile, ListOptions};

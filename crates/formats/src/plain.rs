@@ -91,7 +91,7 @@ pub fn document<S: DocSink>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vertical::Issue;
+    use crate::chunk::Issue;
 
     #[derive(Default)]
     struct Events {

@@ -24,9 +24,10 @@
 //!   are left out. With gzip output every record is its own gzip member, as in the
 //!   input, so the output can be indexed and read record by record.
 
-use crate::doc::{ChunkExtra, DocMeta, DocSink};
-use crate::vertical::{Chunk, Issue, IssueKind};
-use crate::warc::{sha1_base32, ArchiveReader, Item, ReadOptions};
+use crate::chunk::{Chunk, Extra, Issue, IssueKind};
+use crate::doc::{DocMeta, DocSink};
+use crate::warc::{ArchiveReader, Item, ReadOptions};
+use crate::warc_out::sha1_base32;
 use std::fs;
 use std::io::{self, Seek, Write};
 use std::ops::Range;
@@ -413,7 +414,7 @@ impl Records {
             issues,
             last,
             dropped_bytes: 0,
-            extra: ChunkExtra::Wet(records),
+            extra: Extra::new(records),
         })
     }
 }
@@ -448,7 +449,7 @@ pub fn parse_chunk<S: DocSink>(chunk: &Chunk, drop_bad: bool, sink: &mut S) {
     for issue in &chunk.issues {
         sink.issue(issue.clone());
     }
-    let ChunkExtra::Wet(records) = &chunk.extra else {
+    let Some(records) = chunk.extra.get::<Vec<RecordInfo>>() else {
         return;
     };
     for r in records {

@@ -12,9 +12,10 @@
 //! thread: a per-core figure to set beside datatrove's CPU time.
 use std::path::PathBuf;
 use std::time::Instant;
+use webdedup_formats::problems::Problems;
 use webdedup_minhash::reference::Classic;
 use webdedup_minhash::{MinHasher, Params, Shingler};
-use webdedup_simhash::input::{read_items, Item, Problems, ReadOptions};
+use webdedup_simhash::input::{read_items, Item, ReadOptions};
 
 fn cpu_seconds() -> f64 {
     let mut ts = libc::timespec {

@@ -37,8 +37,9 @@ use webdedup_minhash::reference::{Classic, SplitMix64};
 use webdedup_minhash::{
     estimate_jaccard, mix64, Banding, MinHasher, Params, Shingler, Shingling, Sketch,
 };
+use webdedup_simhash::search::pairs_within;
 use webdedup_simhash::tokenize::{Fingerprinter, Settings};
-use webdedup_study::{grams, jaccard, load_docs, score, simhash_pairs, truth_pairs, Doc, Score};
+use webdedup_study::{grams, jaccard, load_docs, score, truth_pairs, Doc, Score};
 
 /// Signatures of every document, in input order (None = no shingle).
 type Sigs = Vec<Option<Vec<u32>>>;
@@ -409,7 +410,7 @@ fn main() {
     let mut rows: Vec<String> = Vec::new();
     let mut lang_rows: Vec<String> = Vec::new();
     for k in [3u32, 9] {
-        let pred = simhash_pairs(&fps, k);
+        let pred = pairs_within(&fps, k);
         let s = score(&truth.pairs, &pred, |_| true);
         let dec = stream_simhash(&fps, k);
         let (ds, ok) = score_dropped(&truth, &dec, |_| true);

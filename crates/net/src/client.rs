@@ -20,9 +20,9 @@ use parking_lot::Mutex;
 use std::io::{BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
-use webdedup_formats::shown::escape_controls;
 use webdedup_store::server_map::{ServerAddr, ServerMap};
 use webdedup_store::{BatchId, BlockMap, Location, Store, StoreError, StoreMeta};
+use webdedup_text::shown::escape_controls;
 
 /// How a client connects and how long it keeps trying.
 #[derive(Clone, Debug)]

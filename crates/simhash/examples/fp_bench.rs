@@ -7,7 +7,8 @@
 //! bytes, words joined by spaces). Reading/decompression is timed separately.
 use std::path::PathBuf;
 use std::time::Instant;
-use webdedup_simhash::input::{read_items, Item, Problems, ReadOptions};
+use webdedup_formats::problems::Problems;
+use webdedup_simhash::input::{read_items, Item, ReadOptions};
 use webdedup_simhash::tokenize::{Fingerprinter, Settings, Tokenizer, Weights};
 
 fn main() {

@@ -13,8 +13,9 @@
 //! by --show TOKENIZER/SHINGLE/K/WEIGHTS (default unicode/5/9/distinct).
 use rayon::prelude::*;
 use std::time::Instant;
+use webdedup_simhash::search::pairs_within as predicted;
 use webdedup_simhash::tokenize::{Fingerprinter, Settings, Tokenizer, Weights};
-use webdedup_study::{grams, jaccard, load_docs, score, simhash_pairs as predicted, truth_pairs};
+use webdedup_study::{grams, jaccard, load_docs, score, truth_pairs};
 
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();

@@ -7,12 +7,13 @@ use crate::core::parse_hex;
 use crate::tokenize::Settings;
 use std::fmt;
 use std::io::{self, BufRead, BufReader};
-use std::ops::Range;
 use std::path::Path;
 use std::str::FromStr;
-use webdedup_formats::doc::{DocFormat, DocMeta, FormatChoice};
-use webdedup_formats::jsonl::{FieldPath, JsonlOptions};
-use webdedup_formats::vertical;
+use webdedup_formats::chunk;
+use webdedup_formats::fields::{FieldPath, JsonlOptions};
+use webdedup_formats::problems::Problems;
+use webdedup_formats::read::{DocFormat, FormatChoice};
+use webdedup_formats::texts::{read_texts, Text};
 pub use webdedup_formats::Compression;
 
 /// How input files are read.
@@ -123,74 +124,6 @@ impl FpHeader {
     }
 }
 
-/// Counts and prints input problems (`webdedup: FILE:LINE: reason` on stderr).
-#[derive(Debug, Default)]
-pub struct Problems {
-    count: std::cell::Cell<u64>,
-    /// The first messages (for tests and summaries).
-    messages: std::cell::RefCell<Vec<String>>,
-    /// Count without printing (second passes over the same input).
-    pub quiet: bool,
-}
-
-impl Problems {
-    pub fn new(quiet: bool) -> Problems {
-        Problems {
-            quiet,
-            ..Default::default()
-        }
-    }
-
-    pub fn quiet() -> Problems {
-        Problems::new(true)
-    }
-
-    pub fn count(&self) -> u64 {
-        self.count.get()
-    }
-
-    /// Adds the counts and messages of `other` (a per-file collector) to `self`.
-    pub fn absorb(&self, other: Problems) {
-        self.count.set(self.count.get() + other.count.get());
-        let mut m = self.messages.borrow_mut();
-        for msg in other.messages.into_inner() {
-            if m.len() < 1000 {
-                m.push(msg);
-            }
-        }
-    }
-
-    /// The first 1000 messages, as printed.
-    pub fn messages(&self) -> Vec<String> {
-        self.messages.borrow().clone()
-    }
-
-    pub fn report(&self, file: &Path, line: Option<u64>, reason: impl fmt::Display) {
-        self.report_at(file, "", line, reason)
-    }
-
-    /// [`report`](Self::report) at a position that is not a line: `at` is what
-    /// names it (`row ` in Parquet, `offset ` in WET), as `webdedup dedup` says.
-    pub fn report_at(&self, file: &Path, at: &str, line: Option<u64>, reason: impl fmt::Display) {
-        self.count.set(self.count.get() + 1);
-        let msg = match line {
-            Some(l) => format!("{}:{at}{l}: {reason}", file.display()),
-            None => format!("{}: {reason}", file.display()),
-        };
-        if !self.quiet {
-            // `msg` names an input file and may quote input: never raw control bytes.
-            eprintln!(
-                "webdedup: {}",
-                webdedup_formats::shown::escape_controls(&msg)
-            );
-        }
-        let mut m = self.messages.borrow_mut();
-        if m.len() < 1000 {
-            m.push(msg);
-        }
-    }
-}
-
 /// Options of the document readers.
 #[derive(Clone, Debug)]
 pub struct ReadOptions {
@@ -211,7 +144,7 @@ impl Default for ReadOptions {
             format: InputFormat::Auto,
             text_field: "text".into(),
             id_field: None,
-            max_line_bytes: vertical::DEFAULT_MAX_LINE_BYTES,
+            max_line_bytes: chunk::DEFAULT_MAX_LINE_BYTES,
         }
     }
 }
@@ -352,7 +285,7 @@ impl<R: io::Read> Lines<R> {
 /// Decides the format from the first bytes of the decompressed stream.
 pub fn sniff(head: &[u8]) -> InputFormat {
     // The binary and record formats first, by the rule `webdedup dedup` uses.
-    match webdedup_formats::doc::sniff(head) {
+    match webdedup_formats::read::sniff(head) {
         FormatChoice::Parquet => return InputFormat::Parquet,
         FormatChoice::Wet => return InputFormat::Wet,
         _ => {}
@@ -435,8 +368,7 @@ pub fn read_items(
     let mut headers = Vec::new();
     let res = match format {
         InputFormat::File => read_whole(path, &mut r, problems, &mut f),
-        InputFormat::Vertical => read_vertical(path, &mut r, opts.max_line_bytes, problems, &mut f),
-        InputFormat::Parquet | InputFormat::Wet => {
+        InputFormat::Vertical | InputFormat::Parquet | InputFormat::Wet => {
             read_documents(path, format, opts, r, compression, problems, &mut f)
         }
         InputFormat::Fingerprints => {
@@ -487,323 +419,54 @@ fn line_of(buf: &[u8], offset: usize) -> u64 {
     1 + memchr::memchr_iter(b'\n', &buf[..offset]).count() as u64
 }
 
-fn read_vertical(
-    path: &Path,
-    r: &mut impl BufRead,
-    max_line_bytes: usize,
-    problems: &Problems,
-    f: &mut impl FnMut(Item<'_>),
-) -> io::Result<()> {
-    // The project's one vertical reader: same structure rules and malformed-input
-    // rules as `webdedup dedup` (an unclosed <doc> is closed at the next <doc> or the
-    // end, and still fingerprinted).
-    let mut chunks =
-        vertical::ChunkReader::with_sizes(r, vertical::DEFAULT_CHUNK_BYTES, max_line_bytes);
-    let mut text = String::new();
-    while let Some(chunk) = chunks.next_chunk() {
-        let mut sink = DocSink {
-            data: &chunk.data,
-            path,
-            problems,
-            f: &mut *f,
-            covered: 0,
-            doc: None,
-            text: &mut text,
-        };
-        vertical::parse_chunk(&chunk, &mut sink);
-        let n = chunk.data.len();
-        if sink.covered < n {
-            (sink.f)(Item::Other {
-                raw: &chunk.data[sink.covered..n],
-            });
-        }
-    }
-    Ok(())
-}
-
-/// The document open in a [`DocSink`].
-struct OpenDoc {
-    start: usize,
-    end: usize,
-    line: u64,
-    id: Option<String>,
-    invalid_utf8: bool,
-}
-
-/// Turns the vertical parser's events into [`Item`]s that cover the chunk byte for
-/// byte: each document as a `Doc` (its words joined by spaces, glued words by none),
-/// whatever lies between documents as `Other`.
-struct DocSink<'a, F> {
-    data: &'a [u8],
-    path: &'a Path,
-    problems: &'a Problems,
-    f: &'a mut F,
-    /// Bytes of `data` already handed out.
-    covered: usize,
-    doc: Option<OpenDoc>,
-    text: &'a mut String,
-}
-
-impl<F: FnMut(Item<'_>)> vertical::Sink for DocSink<'_, F> {
-    fn doc_start(&mut self, header: Range<usize>, line: u64, attrs: &[u8]) {
-        if self.covered < header.start {
-            (self.f)(Item::Other {
-                raw: &self.data[self.covered..header.start],
-            });
-        }
-        self.covered = header.start;
-        let id = vertical::attr(attrs, b"id")
-            .or_else(|| vertical::attr(attrs, b"url"))
-            .map(|v| v.into_owned());
-        self.text.clear();
-        self.doc = Some(OpenDoc {
-            start: header.start,
-            end: header.end,
-            line,
-            id,
-            invalid_utf8: false,
-        });
-    }
-
-    fn structure(&mut self, range: Range<usize>) {
-        if let Some(d) = &mut self.doc {
-            d.end = d.end.max(range.end);
-        }
-    }
-
-    fn para_start(&mut self, _start: usize, _line: u64, _implicit: bool) {}
-
-    fn word(&mut self, word: &[u8], glued: bool, _line: u64) {
-        if !self.text.is_empty() && !glued {
-            self.text.push(' ');
-        }
-        match std::str::from_utf8(word) {
-            Ok(w) => self.text.push_str(w),
-            Err(_) => {
-                self.text.push_str(&String::from_utf8_lossy(word));
-                if let Some(d) = &mut self.doc {
-                    d.invalid_utf8 = true;
-                }
-            }
-        }
-    }
-
-    fn para_end(&mut self, end: usize) {
-        if let Some(d) = &mut self.doc {
-            d.end = d.end.max(end);
-        }
-    }
-
-    fn doc_end(&mut self, close: Option<Range<usize>>) {
-        let Some(mut d) = self.doc.take() else { return };
-        if let Some(r) = close {
-            d.end = d.end.max(r.end);
-        }
-        let raw = &self.data[d.start..d.end];
-        self.covered = d.end;
-        if d.invalid_utf8 {
-            self.problems.report(
-                self.path,
-                Some(d.line),
-                "invalid UTF-8 in document (replaced by U+FFFD)",
-            );
-        }
-        match d.id {
-            Some(id) => (self.f)(Item::Doc {
-                id,
-                text: self.text,
-                line: d.line,
-                raw,
-            }),
-            None => {
-                self.problems.report(
-                    self.path,
-                    Some(d.line),
-                    "document has neither id nor url attribute (skipped)",
-                );
-                (self.f)(Item::Other { raw });
-            }
-        }
-    }
-
-    fn issue(&mut self, issue: vertical::Issue) {
-        self.problems
-            .report(self.path, Some(issue.line), &issue.kind);
-    }
-}
-
-/// Parquet and WET, through the project's readers of those formats
-/// ([`DocFormat`]): a document's text is its non-blank lines joined by `\n` (the
-/// lines `webdedup dedup` keys); its id is the id column or the WARC-Record-ID, else
-/// `FILE:ROW` / `FILE:OFFSET`. Parquet documents have no bytes of their own to write
-/// back (their `raw` is the text), so `similar --dedup` refuses Parquet inputs.
-fn read_documents<R: io::Read>(
+/// Verticals, Parquet and WET documents as the formats crate reads whole texts
+/// ([`read_texts`]). JSON Lines are read by [`read_lines`]: a document's text is
+/// its whole text value, as fingerprints have always been made.
+fn read_documents(
     path: &Path,
     format: InputFormat,
     opts: &ReadOptions,
-    stream: R,
+    stream: impl io::Read,
     compression: Compression,
     problems: &Problems,
     f: &mut impl FnMut(Item<'_>),
 ) -> io::Result<()> {
-    let columns = JsonlOptions {
-        text: FieldPath::parse(&opts.text_field),
-        id: opts
-            .id_field
-            .as_deref()
-            .map_or_else(|| JsonlOptions::default().id, |f| vec![FieldPath::parse(f)]),
-        ..JsonlOptions::default()
-    };
     let doc_format = match format {
-        InputFormat::Parquet => DocFormat::Parquet(std::sync::Arc::new(columns)),
+        InputFormat::Vertical => DocFormat::Vertical,
+        InputFormat::Parquet => DocFormat::Parquet(std::sync::Arc::new(JsonlOptions {
+            text: FieldPath::parse(&opts.text_field),
+            id: opts
+                .id_field
+                .as_deref()
+                .map_or_else(|| JsonlOptions::default().id, |f| vec![FieldPath::parse(f)]),
+            ..JsonlOptions::default()
+        })),
         _ => DocFormat::Wet { drop_bad: false },
     };
-    let file = webdedup_formats::InputFile {
-        path: path.to_path_buf(),
-        rel: path.to_path_buf(),
-    };
-    let mut reader = doc_format.reader(
-        &file,
+    read_texts(
+        path,
+        &doc_format,
         stream,
         compression,
-        vertical::DEFAULT_CHUNK_BYTES,
         opts.max_line_bytes,
-    )?;
-    let mut text = String::new();
-    while let Some(chunk) = reader.next_chunk() {
-        let mut sink = FormatSink {
-            data: &chunk.data,
-            path,
-            at: doc_format.at(),
-            problems,
-            f: &mut *f,
-            covered: 0,
-            doc: None,
-            text: &mut text,
-        };
-        doc_format.parse(&chunk, &mut sink);
-        let n = chunk.data.len();
-        if sink.covered < n {
-            (sink.f)(Item::Other {
-                raw: &chunk.data[sink.covered..n],
-            });
-        }
-    }
-    Ok(())
-}
-
-/// Turns a format reader's events into [`Item`]s covering the chunk byte for byte,
-/// as [`DocSink`] does for verticals.
-struct FormatSink<'a, F> {
-    data: &'a [u8],
-    path: &'a Path,
-    /// How a position is named in messages (`row `, `offset `).
-    at: &'static str,
-    problems: &'a Problems,
-    f: &'a mut F,
-    covered: usize,
-    doc: Option<OpenDoc>,
-    text: &'a mut String,
-}
-
-impl<F: FnMut(Item<'_>)> FormatSink<'_, F> {
-    /// Hands out the bytes before `start` not yet handed out, as `Other`.
-    fn gap_until(&mut self, start: usize) {
-        if self.covered < start {
-            (self.f)(Item::Other {
-                raw: &self.data[self.covered..start],
-            });
-            self.covered = start;
-        }
-    }
-}
-
-impl<F: FnMut(Item<'_>)> webdedup_formats::doc::DocSink for FormatSink<'_, F> {
-    fn doc_start(&mut self, header: Range<usize>, line: u64, meta: &DocMeta<'_>) {
-        self.gap_until(header.start);
-        self.text.clear();
-        self.doc = Some(OpenDoc {
-            start: header.start,
-            end: header.end,
-            line,
-            id: Some(match meta.id() {
-                Some(id) => id.to_string(),
-                None => format!("{}:{line}", self.path.display()),
-            }),
-            invalid_utf8: false,
-        });
-    }
-
-    fn structure(&mut self, range: Range<usize>) {
-        if let Some(d) = &mut self.doc {
-            d.end = d.end.max(range.end);
-        }
-    }
-
-    fn para_start(&mut self, _start: usize, _line: u64, _implicit: bool) {
-        if !self.text.is_empty() {
-            self.text.push('\n');
-        }
-    }
-
-    fn word(&mut self, word: &[u8], glued: bool, _line: u64) {
-        if !glued && !self.text.is_empty() && !self.text.ends_with('\n') {
-            self.text.push(' ');
-        }
-        match std::str::from_utf8(word) {
-            Ok(w) => self.text.push_str(w),
-            Err(_) => {
-                self.text.push_str(&String::from_utf8_lossy(word));
-                if let Some(d) = &mut self.doc {
-                    d.invalid_utf8 = true;
-                }
-            }
-        }
-    }
-
-    fn para_end(&mut self, end: usize) {
-        if let Some(d) = &mut self.doc {
-            d.end = d.end.max(end);
-        }
-    }
-
-    fn doc_end(&mut self, close: Option<Range<usize>>) {
-        let Some(mut d) = self.doc.take() else { return };
-        if let Some(r) = close {
-            d.end = d.end.max(r.end);
-        }
-        let raw = &self.data[d.start..d.end];
-        self.covered = self.covered.max(d.end);
-        if d.invalid_utf8 {
-            self.problems.report_at(
-                self.path,
-                self.at,
-                Some(d.line),
-                "invalid UTF-8 in document (replaced by U+FFFD)",
-            );
-        }
-        (self.f)(Item::Doc {
-            id: d.id.unwrap_or_default(),
-            text: self.text,
-            line: d.line,
-            raw,
-        });
-    }
-
-    fn passthrough(&mut self, range: Range<usize>, _line: u64, _dropped: bool) {
-        self.gap_until(range.start);
-        if range.end > self.covered {
-            (self.f)(Item::Other {
-                raw: &self.data[self.covered..range.end],
-            });
-            self.covered = range.end;
-        }
-    }
-
-    fn issue(&mut self, issue: vertical::Issue) {
-        self.problems
-            .report_at(self.path, self.at, Some(issue.line), &issue.kind);
-    }
+        problems,
+        &mut |t| {
+            f(match t {
+                Text::Doc {
+                    id,
+                    text,
+                    line,
+                    raw,
+                } => Item::Doc {
+                    id,
+                    text,
+                    line,
+                    raw,
+                },
+                Text::Other { raw } => Item::Other { raw },
+            })
+        },
+    )
 }
 
 /// One line of a fingerprint file, parsed.
@@ -988,11 +651,7 @@ fn read_lines(
             Line::Whole(line) => line,
             Line::TooLong => {
                 let limit = opts.max_line_bytes;
-                problems.report(
-                    path,
-                    Some(lineno),
-                    vertical::IssueKind::LineTooLong { limit },
-                );
+                problems.report(path, Some(lineno), chunk::IssueKind::LineTooLong { limit });
                 continue;
             }
         };
@@ -1055,20 +714,25 @@ fn read_lines(
 fn json_doc(line: &[u8], opts: &ReadOptions) -> Result<(Option<String>, String), String> {
     let v: serde_json::Value =
         serde_json::from_slice(line).map_err(|e| format!("bad JSON: {e}"))?;
-    let obj = v.as_object().ok_or("JSON line is not an object")?;
-    let text = match obj.get(&opts.text_field) {
+    if !v.is_object() {
+        return Err("JSON line is not an object".into());
+    }
+    // Dotted paths reach into nested objects, as every reader of the project
+    // reads fields.
+    let field = |name: &str| FieldPath::parse(name).find(&v);
+    let text = match field(&opts.text_field) {
         Some(serde_json::Value::String(s)) => s.clone(),
         Some(_) => return Err(format!("field '{}' is not a string", opts.text_field)),
         None => return Err(format!("missing field '{}'", opts.text_field)),
     };
     let id = match &opts.id_field {
         // As every reader of the project: the `id` field when there is one.
-        None => match obj.get("id") {
+        None => match v.get("id") {
             Some(serde_json::Value::String(s)) => Some(s.clone()),
             Some(serde_json::Value::Number(n)) => Some(n.to_string()),
             _ => None,
         },
-        Some(name) => Some(match obj.get(name) {
+        Some(name) => Some(match field(name) {
             Some(serde_json::Value::String(s)) => s.clone(),
             Some(serde_json::Value::Number(n)) => n.to_string(),
             Some(_) => return Err(format!("field '{name}' is not a string or number")),

@@ -8,8 +8,7 @@ use crate::cluster::{Leader, Neighbours};
 use crate::core::{parts, to_hex, to_signed};
 use crate::index::FpIndex;
 use crate::input::{
-    read_items, Compression, FileInfo, FpHeader, InputFormat, Item, Problems, ReadOptions,
-    FP_HEADER_PREFIX,
+    read_items, Compression, FileInfo, FpHeader, InputFormat, Item, ReadOptions, FP_HEADER_PREFIX,
 };
 use crate::tokenize::{Fingerprinter, Settings, Tokenizer, Weights};
 use anyhow::{bail, Context, Result};
@@ -18,6 +17,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use webdedup_formats::output::{AtomicOutput, OutputCompression};
+use webdedup_formats::problems::Problems;
 use webdedup_formats::summary::{count, thousands, Outcome};
 
 /// Options shared by both commands: how documents are read and fingerprinted.
@@ -59,7 +59,7 @@ impl Default for DocOptions {
             tokenizer: settings.tokenizer,
             shingle: settings.shingle,
             weights: settings.weights,
-            max_line_bytes: webdedup_formats::vertical::DEFAULT_MAX_LINE_BYTES,
+            max_line_bytes: webdedup_formats::chunk::DEFAULT_MAX_LINE_BYTES,
             threads: None,
             quiet: false,
         }
@@ -299,8 +299,8 @@ fn common_settings(files: &[PathBuf], infos: &[FileInfo], cli: Settings) -> Resu
                     path.display(),
                     // No terminal control bytes from the file (and no `\'` for
                     // the quotes a reason has).
-                    webdedup_formats::shown::escape_controls(text),
-                    webdedup_formats::shown::escape_controls(reason),
+                    webdedup_text::shown::escape_controls(text),
+                    webdedup_text::shown::escape_controls(reason),
                     want.describe(),
                 ),
             }

@@ -490,6 +490,36 @@ pub fn brute_force_pairs(values: &[u64], k: u32) -> Vec<(u64, u64, u32)> {
     out
 }
 
+/// Pairs of documents (i < j) whose fingerprints are within `k` bits (`None`: a
+/// document without one), sorted: what the quality studies score.
+pub fn pairs_within(fps: &[Option<u64>], k: u32) -> Vec<(u32, u32)> {
+    let mut by: std::collections::HashMap<u64, Vec<u32>> = Default::default();
+    for (i, f) in fps.iter().enumerate() {
+        if let Some(f) = f {
+            by.entry(*f).or_default().push(i as u32);
+        }
+    }
+    let mut uniq: Vec<u64> = by.keys().copied().collect();
+    uniq.sort_unstable();
+    let mut out = Vec::new();
+    for m in by.values() {
+        for x in 0..m.len() {
+            for y in x + 1..m.len() {
+                out.push((m[x].min(m[y]), m[x].max(m[y])));
+            }
+        }
+    }
+    for (a, b, _) in Plan::choose(uniq.len(), k).all_pairs(&uniq) {
+        for &i in &by[&a] {
+            for &j in &by[&b] {
+                out.push((i.min(j), i.max(j)));
+            }
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

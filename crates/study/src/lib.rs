@@ -1,6 +1,7 @@
 //! What the quality studies of near-duplicate documents share (SimHash's
 //! `quality_study`, MinHash's `minhash_study`): the documents of a corpus, the exact
-//! ground truth, the pairs SimHash predicts, and scores. Benchmarks only.
+//! ground truth and scores. Benchmarks only; the pairs each method predicts come
+//! from its own crate.
 //!
 //! Ground truth: every pair of documents whose sets of word 5-grams have Jaccard
 //! similarity >= a threshold, computed exactly (all-pairs with prefix filtering,
@@ -18,10 +19,14 @@
 
 use rayon::prelude::*;
 use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
+use webdedup_formats::chunk::DEFAULT_MAX_LINE_BYTES;
+use webdedup_formats::open_input;
+use webdedup_formats::problems::Problems;
+use webdedup_formats::read::ReadSettings;
+use webdedup_formats::texts::{read_texts, Text};
 use webdedup_formats::vertical::{attr, parse_tag, Tag};
-use webdedup_simhash::input::{read_items, Item, Problems, ReadOptions};
-use webdedup_simhash::search::Plan;
 use xxhash_rust::xxh3::xxh3_64;
 
 /// A document of the corpus, in input order.
@@ -36,31 +41,45 @@ pub struct Doc {
     pub text: String,
 }
 
-/// The documents of `files` (verticals or anything SimHash reads), in order.
+/// The documents of `files` (verticals, JSON Lines, Parquet, WET: the format
+/// sniffed from each file's first bytes), in order, read as whole texts by the
+/// project's readers. A file that cannot be read is reported and skipped.
 pub fn load_docs(files: &[String]) -> Vec<Doc> {
     let mut docs = Vec::new();
     let problems = Problems::new(false);
     for (rank, f) in files.iter().enumerate() {
+        let path = PathBuf::from(f);
         let mut index = 0;
-        read_items(
-            &PathBuf::from(f),
-            &ReadOptions::default(),
-            &problems,
-            |it| {
-                if let Item::Doc { id, text, raw, .. } = it {
-                    let first = raw.split(|&b| b == b'\n').next().unwrap_or(b"");
-                    docs.push(Doc {
-                        file: rank as u32,
-                        index,
-                        id,
-                        url: doc_attr(first, b"url").unwrap_or_default(),
-                        lang: doc_attr(first, b"lang").unwrap_or_else(|| "?".into()),
-                        text: text.to_string(),
-                    });
-                    index += 1;
-                }
-            },
-        );
+        let mut read = |t: Text<'_>| {
+            if let Text::Doc { id, text, raw, .. } = t {
+                let first = raw.split(|&b| b == b'\n').next().unwrap_or(b"");
+                docs.push(Doc {
+                    file: rank as u32,
+                    index,
+                    id,
+                    url: doc_attr(first, b"url").unwrap_or_default(),
+                    lang: doc_attr(first, b"lang").unwrap_or_else(|| "?".into()),
+                    text: text.to_string(),
+                });
+                index += 1;
+            }
+        };
+        let res = open_input(&path).and_then(|(stream, compression)| {
+            let mut stream = BufReader::with_capacity(1 << 18, stream);
+            let format = ReadSettings::default().resolve(stream.fill_buf()?);
+            read_texts(
+                &path,
+                &format,
+                stream,
+                compression,
+                DEFAULT_MAX_LINE_BYTES,
+                &problems,
+                &mut read,
+            )
+        });
+        if let Err(e) = res {
+            problems.report(&path, None, format_args!("cannot read: {e}"));
+        }
     }
     docs
 }
@@ -77,7 +96,7 @@ fn doc_attr(line: &[u8], name: &[u8]) -> Option<String> {
 /// sets).
 pub fn grams(text: &str) -> Vec<u64> {
     let words: Vec<String> = text
-        .split(' ')
+        .split_whitespace()
         .filter(|w| w.chars().any(|c| c.is_alphanumeric()))
         .map(|w| w.to_lowercase())
         .collect();
@@ -189,36 +208,6 @@ pub fn truth_pairs(sets: &[Vec<u64>], t: f64) -> Vec<(u32, u32)> {
     let mut v: Vec<(u32, u32)> = out.into_iter().flatten().collect();
     v.sort_unstable();
     v
-}
-
-/// Pairs of documents (i < j) whose SimHash fingerprints are within k bits (None =
-/// no fingerprint), sorted.
-pub fn simhash_pairs(fps: &[Option<u64>], k: u32) -> Vec<(u32, u32)> {
-    let mut by: HashMap<u64, Vec<u32>> = HashMap::new();
-    for (i, f) in fps.iter().enumerate() {
-        if let Some(f) = f {
-            by.entry(*f).or_default().push(i as u32);
-        }
-    }
-    let mut uniq: Vec<u64> = by.keys().copied().collect();
-    uniq.sort_unstable();
-    let mut out = Vec::new();
-    for m in by.values() {
-        for x in 0..m.len() {
-            for y in x + 1..m.len() {
-                out.push((m[x].min(m[y]), m[x].max(m[y])));
-            }
-        }
-    }
-    for (a, b, _) in Plan::choose(uniq.len(), k).all_pairs(&uniq) {
-        for &i in &by[&a] {
-            for &j in &by[&b] {
-                out.push((i.min(j), i.max(j)));
-            }
-        }
-    }
-    out.sort_unstable();
-    out
 }
 
 /// True positives, false positives, false negatives.

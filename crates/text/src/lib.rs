@@ -2,6 +2,8 @@
 //!
 //! * [`normalize`]: the `loose` / `none` normalizations, applied word by word as a
 //!   paragraph is read, so no intermediate string of the raw text is ever built.
+//! * [`shown`]: text quoted in messages (input, addresses), control characters
+//!   escaped so a terminal shows them instead of obeying them.
 //! * [`keys`]: the key kinds (paragraph, document, URL+title, ...) and their hashes.
 //!   Each kind hashes with its own xxh3 seed, so the kinds share one store without
 //!   ever colliding on purpose (a one-paragraph document and its paragraph have
@@ -19,6 +21,7 @@
 
 pub mod keys;
 pub mod normalize;
+pub mod shown;
 
 pub use keys::{key, KeyKind, StreamKey};
 pub use normalize::{Normalization, TextBuilder};

@@ -17,7 +17,8 @@ pub struct DocFlags {
     /// by `simhash`).
     #[arg(long = "input-format", default_value = "auto", value_name = "FORMAT")]
     pub input_format: InputFormat,
-    /// JSON Lines and Parquet: field (column) holding the document text.
+    /// JSON Lines and Parquet: field (column) holding the document text; a dotted
+    /// path (`doc.body`) reaches into nested objects.
     #[arg(long, default_value = "text", value_name = "FIELD")]
     pub text_field: String,
     /// JSON Lines and Parquet: field (column) holding the document id (default: `id`
@@ -35,7 +36,7 @@ pub struct DocFlags {
     #[arg(long, default_value = "distinct", value_name = "WEIGHTS")]
     pub weights: Weights,
     /// Lines longer than this are dropped and reported (as `dedup --max-line-bytes`).
-    #[arg(long, default_value_t = webdedup_formats::vertical::DEFAULT_MAX_LINE_BYTES, value_name = "BYTES")]
+    #[arg(long, default_value_t = webdedup_formats::chunk::DEFAULT_MAX_LINE_BYTES, value_name = "BYTES")]
     pub max_line_bytes: usize,
 }
 

@@ -133,7 +133,7 @@ pub fn wet_file(docs: &[serde_json::Value], gz: bool) -> Vec<u8> {
                 ),
                 (
                     "WARC-Block-Digest",
-                    webdedup_formats::warc::sha1_base32(text),
+                    webdedup_formats::warc_out::sha1_base32(text),
                 ),
                 ("Content-Type", "text/plain".into()),
             ],

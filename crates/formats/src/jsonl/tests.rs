@@ -1,5 +1,6 @@
 use super::*;
 use crate::doc::{DocMeta, DocSink};
+use crate::fields::FieldPath;
 use proptest::prelude::*;
 
 fn lines_of(raw: &str) -> Vec<(String, String)> {
@@ -347,8 +348,8 @@ proptest! {
         target in 1usize..64,
     ) {
         let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
-        let mut r = crate::vertical::ChunkReader::with_sizes(input.as_bytes(), target, 1 << 20)
-            .with_boundary(crate::vertical::Boundary::Line);
+        let mut r = crate::chunk::ChunkReader::with_sizes(input.as_bytes(), target, 1 << 20)
+            .with_boundary(crate::chunk::Boundary::Line);
         let mut all = Vec::new();
         let mut next_line = 1;
         while let Some(c) = r.next_chunk() {

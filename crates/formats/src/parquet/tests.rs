@@ -1,4 +1,5 @@
 use super::*;
+use crate::parquet_out::*;
 use arrow_array::{LargeStringArray, StringArray};
 use arrow_schema::Field;
 use parquet::arrow::ArrowWriter;
@@ -56,9 +57,7 @@ fn write_file(path: &Path, text_type: DataType) {
 
 fn first_slice(groups: &mut RowGroups) -> (Vec<u8>, Box<RowSlice>) {
     let chunk = groups.next_chunk().unwrap();
-    let ChunkExtra::Parquet(slice) = chunk.extra else {
-        panic!("not a Parquet chunk");
-    };
+    let slice = chunk.extra.take::<RowSlice>().expect("a Parquet chunk");
     (chunk.data, slice)
 }
 

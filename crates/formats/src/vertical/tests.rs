@@ -1,4 +1,7 @@
 use super::*;
+use crate::attrs::escape_attr;
+use crate::chunk::{Boundary, BufferPool, ChunkReader};
+use std::io::{self, Read};
 
 /// Records what the parser says, as readable strings.
 #[derive(Default)]
