@@ -1,6 +1,7 @@
 //! `webdedup batch ...`: deterministic batch mode (see `webdedup_dedup::batch`).
 
 use crate::conventions::{Reporting, Threads};
+use crate::flags::inputs::{Inputs, INPUTS};
 use crate::read_args::{Compress, ReadArgs};
 use crate::{EXIT_INPUT_PROBLEMS, EXIT_OK};
 use anyhow::{bail, Result};
@@ -33,6 +34,7 @@ pub enum BatchCommand {
 #[derive(Debug, Args, Clone)]
 // The MinHash settings mean something only with --minhash.
 #[command(
+    mut_arg(INPUTS, |a| a.help("Inputs: directories (searched recursively) or files, as for `webdedup dedup` (not `-`: every phase reads the input again)")),
     mut_arg("shingles", |a| a.requires("minhash")),
     mut_arg("hashes", |a| a.requires("minhash")),
     mut_arg("bands", |a| a.requires("minhash")),
@@ -40,10 +42,8 @@ pub enum BatchCommand {
     mut_arg("verify", |a| a.requires("minhash"))
 )]
 pub struct Common {
-    /// Inputs: directories (searched recursively) or files, as for `webdedup
-    /// dedup` (repeatable; not `-`: every phase reads the input again).
-    #[arg(short, long, value_name = "PATH", required = true, num_args = 1..)]
-    input: Vec<PathBuf>,
+    #[command(flatten)]
+    input: Inputs,
     /// Work directory shared by all tasks (runs, verdicts, completion markers).
     #[arg(short, long, value_name = "DIR")]
     work: PathBuf,
@@ -201,7 +201,7 @@ impl BatchCommand {
             BatchCommand::Publish(p) => &p.common,
             BatchCommand::Run(r) => &r.common,
         };
-        (&c.input, &c.work)
+        (&c.input.paths, &c.work)
     }
 }
 
@@ -217,7 +217,7 @@ fn config(c: &Common, task_count: usize) -> Result<BatchConfig> {
         );
     }
     Ok(BatchConfig {
-        inputs: c.input.clone(),
+        inputs: c.input.paths.clone(),
         work: c.work.clone(),
         task_count,
         partitions: c.partitions,
@@ -248,7 +248,7 @@ fn config(c: &Common, task_count: usize) -> Result<BatchConfig> {
 fn run_config(c: &Common, o: &Outputs) -> Result<RunConfig> {
     let b = config(c, 1)?;
     let mut r = RunConfig::new(PathBuf::new(), &o.output);
-    r.inputs = c.input.clone();
+    r.inputs = c.input.paths.clone();
     r.options = b.options;
     r.read = b.read;
     r.dd = o.dd;
@@ -406,7 +406,9 @@ fn run_all(a: &RunArgs, report: &(dyn Fn(&str) + Sync)) -> Result<u8> {
     // there, dead attempts left (they would hold disk space for ever).
     batch::sweep_temporaries(&cfg.work)?;
     // The hash and the filter phases read the inputs.
-    let bar = a.report.bytes_progress("batch run", &a.common.input, 2);
+    let bar = a
+        .report
+        .bytes_progress("batch run", &a.common.input.paths, 2);
     let started = std::time::Instant::now();
     // Each phase: its tasks on `threads` threads, taking task indexes in turn.
     let phase = |f: &(dyn Fn(usize) -> Result<Option<RunStats>> + Sync)| -> Result<Vec<RunStats>> {

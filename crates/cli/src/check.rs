@@ -1,5 +1,6 @@
 //! `webdedup check`: verify the references of a feedback-mode run.
 
+use crate::flags::inputs::{Inputs, INPUTS};
 use crate::read_args::ReadArgs;
 use crate::{EXIT_INPUT_PROBLEMS, EXIT_OK};
 use anyhow::{Context, Result};
@@ -11,11 +12,10 @@ use webdedup_formats::shown::escape_controls;
 use webdedup_text::Normalization;
 
 #[derive(Args, Debug)]
+#[command(mut_arg(INPUTS, |a| a.help("The inputs of the checked run (files or directories, as given to `dedup`)")))]
 pub struct CheckArgs {
-    /// The inputs of the checked run (files or directories, as given to `dedup`;
-    /// repeatable).
-    #[arg(short, long, value_name = "PATH", required = true, num_args = 1..)]
-    pub(crate) input: Vec<PathBuf>,
+    #[command(flatten)]
+    pub(crate) input: Inputs,
     /// The output directory of the checked run (made with -f/--feedback).
     #[arg(short, long, value_name = "DIR")]
     pub(crate) output: PathBuf,
@@ -62,7 +62,7 @@ pub fn run(args: &CheckArgs) -> Result<u8> {
     .options()
     .map_err(anyhow::Error::msg)?;
     let cfg = CheckConfig {
-        inputs: args.input.clone(),
+        inputs: args.input.paths.clone(),
         read: args.read.settings()?,
         max_line_bytes: args.max_line_bytes.max(1),
         output: args.output.clone(),
@@ -70,7 +70,7 @@ pub fn run(args: &CheckArgs) -> Result<u8> {
         options,
     };
     let report = {
-        let _bar = args.report.bytes_progress("checking", &args.input, 1);
+        let _bar = args.report.bytes_progress("checking", &args.input.paths, 1);
         check(&cfg)?
     };
     for m in &report.mismatches {

@@ -1,6 +1,7 @@
 //! `webdedup dedup`.
 
 use crate::conventions::{Reporting, Threads};
+use crate::flags::inputs::Inputs;
 use crate::read_args::{Compress, ReadArgs};
 use crate::{EXIT_INPUT_PROBLEMS, EXIT_OK, EXIT_STOPPED};
 use anyhow::{Context, Result};
@@ -17,11 +18,8 @@ use webdedup_text::Normalization;
 
 #[derive(Args, Debug)]
 pub struct DedupArgs {
-    /// Inputs: directories (searched recursively, files in sorted relative-path
-    /// order), files, or `-` for standard input, read in the order given
-    /// (repeatable); plain, gzip or zstd, detected by content.
-    #[arg(short, long, value_name = "PATH", required = true, num_args = 1..)]
-    pub(crate) input: Vec<PathBuf>,
+    #[command(flatten)]
+    pub(crate) input: Inputs,
     /// Output directory: one `REL.dedup` per input file `REL`.
     #[arg(short, long, value_name = "DIR")]
     pub(crate) output: PathBuf,
@@ -212,7 +210,7 @@ pub(crate) fn run_mode(
     };
     let threads = args.threads.count();
     let cfg = RunConfig {
-        inputs: args.input.clone(),
+        inputs: args.input.paths.clone(),
         output: args.output.clone(),
         threads,
         options: {

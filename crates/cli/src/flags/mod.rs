@@ -5,4 +5,5 @@
 //! `--json`) come from [`crate::conventions`].
 
 pub mod archive;
+pub mod inputs;
 pub mod simhash;
