@@ -1,5 +1,6 @@
 //! `webdedup check`: verify the references of a feedback-mode run.
 
+use crate::flags::defs::{MaxLineBytesFlag, NearShapeFlags, NormalizeFlag};
 use crate::flags::inputs::{Inputs, INPUTS};
 use crate::read_args::ReadArgs;
 use crate::{EXIT_INPUT_PROBLEMS, EXIT_OK};
@@ -9,7 +10,6 @@ use std::path::PathBuf;
 use webdedup_dedup::check::{check, CheckConfig};
 use webdedup_dedup::PolicyChoices;
 use webdedup_formats::shown::escape_controls;
-use webdedup_text::Normalization;
 
 #[derive(Args, Debug)]
 #[command(mut_arg(INPUTS, |a| a.help("The inputs of the checked run (files or directories, as given to `dedup`)")))]
@@ -27,23 +27,17 @@ pub struct CheckArgs {
         value_name = "N"
     )]
     every: usize,
-    /// The run's normalization.
-    #[arg(long = "normalize", default_value = "loose", value_name = "MODE")]
-    normalization: Normalization,
+    #[command(flatten)]
+    normalize: NormalizeFlag,
     /// The run was in near mode: references hold when the texts overlap.
     #[arg(long)]
     near: bool,
-    /// The run's n-gram size (near mode).
-    #[arg(long, default_value_t = webdedup_dedup::options::DEFAULT_NGRAM, value_name = "N")]
-    ngram: usize,
-    /// The run's threshold (near mode).
-    #[arg(long, default_value_t = webdedup_dedup::options::DEFAULT_THRESHOLD, value_name = "SHARE")]
-    threshold: f64,
+    #[command(flatten)]
+    near_shape: NearShapeFlags,
     #[command(flatten)]
     report: crate::conventions::Reporting,
-    /// The run's --max-line-bytes.
-    #[arg(long, default_value_t = webdedup_formats::vertical::DEFAULT_MAX_LINE_BYTES, value_name = "BYTES")]
-    max_line_bytes: usize,
+    #[command(flatten)]
+    max_line_bytes: MaxLineBytesFlag,
     /// How the run read its inputs (its --input-format and fields).
     #[command(flatten)]
     read: ReadArgs,
@@ -53,10 +47,10 @@ pub fn run(args: &CheckArgs) -> Result<u8> {
     // The run's limits: a value `dedup` refused is refused here too (the same
     // library function, the same message).
     let options = PolicyChoices {
-        normalization: Some(args.normalization),
+        normalization: Some(args.normalize.normalization),
         near: args.near,
-        ngram: Some(args.ngram),
-        threshold: Some(args.threshold),
+        ngram: Some(args.near_shape.ngram),
+        threshold: Some(args.near_shape.threshold),
         ..Default::default()
     }
     .options()
@@ -64,7 +58,7 @@ pub fn run(args: &CheckArgs) -> Result<u8> {
     let cfg = CheckConfig {
         inputs: args.input.paths.clone(),
         read: args.read.settings()?,
-        max_line_bytes: args.max_line_bytes.max(1),
+        max_line_bytes: args.max_line_bytes.get(),
         output: args.output.clone(),
         every: args.every.max(1),
         options,

@@ -213,8 +213,8 @@ pub fn init_logging() {
 /// fails removes the output directories it created and left empty.
 fn output_of(cmd: &Command) -> Option<&Path> {
     match cmd {
-        Command::Dedup(a) => Some(&a.output),
-        Command::Minhash(a) => Some(&a.dedup.output),
+        Command::Dedup(a) => Some(&a.out.output),
+        Command::Minhash(a) => Some(&a.dedup.out.output),
         Command::Cdx(CdxCmd::Dups { args, .. }) => args.output.as_deref(),
         Command::Cdx(CdxCmd::Revisits { args, .. }) => args.output.as_deref(),
         Command::Cdx(CdxCmd::Dates { args, .. }) => args.output.as_deref(),

@@ -45,7 +45,7 @@ pub struct MinhashArgs {
 pub struct MinHashSettings {
     /// Shingles: `words:N` (N normalized words; `N` alone means the same) or
     /// `chars:N` (for scripts without spaces).
-    #[arg(long, default_value = "words:5", value_name = "KIND:N")]
+    #[arg(long, default_value_t = webdedup_minhash::DEFAULT_SHINGLING, value_name = "KIND:N")]
     shingles: Shingling,
     /// Signature values (one-permutation MinHash with rehashing rounds, pinned `fss-v1`).
     #[arg(long, default_value_t = webdedup_minhash::DEFAULT_HASHES, value_name = "K")]

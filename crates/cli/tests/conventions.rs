@@ -828,3 +828,62 @@ fn every_long_command_draws_the_progress_bar() {
         assert!(!stderr(&o).contains("ETA"), "{args:?}: {}", stderr(&o));
     }
 }
+
+/// The `--help` entry of `flag` (its lines up to the next option), or panics.
+fn help_entry(help: &str, flag: &str) -> String {
+    let starts = |l: &str| {
+        let t = l.trim_start();
+        t.starts_with("--") || (t.starts_with('-') && t.get(2..4) == Some(", "))
+    };
+    let lines: Vec<&str> = help.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| {
+            starts(l) && l.contains(&format!("--{flag} "))
+                || l.trim_end().ends_with(&format!("--{flag}"))
+        })
+        .unwrap_or_else(|| panic!("no --{flag} in\n{help}"));
+    let end = lines[at + 1..]
+        .iter()
+        .position(|l| starts(l))
+        .map_or(lines.len(), |e| at + 1 + e);
+    lines[at..end].join("\n")
+}
+
+/// A flag several commands take is defined once: the same help and default
+/// everywhere (batch's `--doc-check` had drifted: it listed `all` and
+/// `url-title`, not `none`).
+#[test]
+fn a_shared_flag_has_one_help_and_default_everywhere() {
+    let help = |args: &[&str]| {
+        let mut a = args.to_vec();
+        a.push("--help");
+        String::from_utf8_lossy(&webdedup(&a).stdout).into_owned()
+    };
+    let (dedup, batch, check) = (help(&["dedup"]), help(&["batch", "run"]), help(&["check"]));
+    for flag in [
+        "normalize",
+        "max-line-bytes",
+        "min-para-chars",
+        "doc-check",
+        "chunk-bytes",
+        "blocks",
+        "compress",
+        "dd",
+        "output",
+    ] {
+        assert_eq!(
+            help_entry(&dedup, flag),
+            help_entry(&batch, flag),
+            "--{flag}"
+        );
+    }
+    for flag in ["normalize", "max-line-bytes", "ngram", "threshold"] {
+        assert_eq!(
+            help_entry(&dedup, flag),
+            help_entry(&check, flag),
+            "--{flag}"
+        );
+    }
+    assert!(help_entry(&batch, "doc-check").contains("`none`"));
+}
