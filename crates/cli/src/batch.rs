@@ -356,16 +356,11 @@ pub fn run(cmd: &BatchCommand) -> Result<u8> {
             };
             let cfg = config(&p.common, tasks)?;
             let keys = batch::publish(&cfg, &p.store)?;
-            if !p.report.quiet {
-                eprintln!("store {}: {keys} keys", p.store.display());
-            }
-            p.report.write_json(&serde_json::json!({
-                "command": "batch publish",
-                "status": 0,
-                "store": p.store.display().to_string(),
-                "keys": keys,
-            }))?;
-            Ok(EXIT_OK)
+            let mut o = Outcome::new("batch publish");
+            o.note(format!("store {}", p.store.display()))
+                .figure("store", p.store.display().to_string())
+                .count("keys", keys, "key", "keys");
+            p.report.finish(&o)
         }
         BatchCommand::Run(a) => run_all(a, &report),
     }

@@ -3,8 +3,7 @@
 use crate::flags::defs::{MaxLineBytesFlag, NearShapeFlags, NormalizeFlag};
 use crate::flags::inputs::{Inputs, INPUTS};
 use crate::read_args::ReadArgs;
-use crate::{EXIT_INPUT_PROBLEMS, EXIT_OK};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
 use webdedup_dedup::check::{check, CheckConfig};
@@ -75,13 +74,5 @@ pub fn run(args: &CheckArgs) -> Result<u8> {
         eprintln!("{}", escape_controls(&line));
     }
     args.report
-        .write_json(&serde_json::to_value(&report).context("cannot write JSON")?)?;
-    if !args.report.quiet {
-        eprint!("{}", report.table());
-    }
-    Ok(if report.mismatches.is_empty() {
-        EXIT_OK
-    } else {
-        EXIT_INPUT_PROBLEMS
-    })
+        .finish(&crate::summaries::check_outcome(&report)?)
 }

@@ -7,7 +7,7 @@ use crate::flags::defs::{
 };
 use crate::flags::inputs::Inputs;
 use crate::read_args::ReadArgs;
-use crate::{EXIT_INPUT_PROBLEMS, EXIT_OK, EXIT_STOPPED};
+use crate::{EXIT_INPUT_PROBLEMS, EXIT_STOPPED};
 use anyhow::{Context, Result};
 use clap::Args;
 use std::path::PathBuf;
@@ -138,7 +138,8 @@ pub(crate) fn run_mode(
     args: &DedupArgs,
     minhash: Option<webdedup_dedup::options::MinHashOptions>,
 ) -> Result<u8> {
-    if minhash.is_some() {
+    let minhash_mode = minhash.is_some();
+    if minhash_mode {
         if args.near || args.feedback || args.read.wikilinks() {
             anyhow::bail!("minhash judges whole documents: -n/--near, -f/--feedback and --format wikilinks do not apply");
         }
@@ -282,63 +283,18 @@ pub(crate) fn run_mode(
     } else {
         webdedup_dedup::run_persistent(&cfg, &persistence, Some(&stop), &report)?
     };
-    if args.report.json.json.is_some() {
-        let mut value = serde_json::to_value(&stats)?;
-        if let Some(map) = value.as_object_mut() {
-            map.insert(
-                "persistence".into(),
-                serde_json::json!({
-                    // A Redis URL's password never reaches the figures.
-                    "store_dir": args
-                        .store
-                        .as_ref()
-                        .map(|d| webdedup_store_spec::redacted(&d.display().to_string())),
-                    "loaded_keys": persisted.loaded_keys,
-                    "load_seconds": persisted.load_seconds,
-                    "journal_records_replayed": persisted.journal_records_replayed,
-                    "recorded_chunks": persisted.recorded_chunks,
-                    "saved_keys": persisted.saved.as_ref().map(|s| s.keys),
-                    "snapshot_bytes": persisted.saved.as_ref().map(|s| s.bytes),
-                    "save_seconds": persisted.saved.as_ref().map(|s| s.seconds),
-                    "decision_logs_written": persisted.logs_written,
-                }),
-            );
-        }
-        args.report.write_json(&value)?;
+    // A Redis URL's password never reaches the figures.
+    let store = args
+        .store
+        .as_ref()
+        .map(|d| webdedup_store_spec::redacted(&d.display().to_string()));
+    let command = if minhash_mode { "minhash" } else { "dedup" };
+    let mut outcome =
+        crate::summaries::run_outcome(command, &stats, &persisted, store, minhash_mode)?;
+    if input_problems {
+        outcome.status = i32::from(EXIT_INPUT_PROBLEMS);
     }
-    if !args.report.quiet {
-        eprint!("{}", stats.table());
-        if let Some(u) = stats.documents_dropped_unverified.filter(|&u| u > 0) {
-            eprintln!(
-                "webdedup: note: {} near-duplicates were dropped unverified: their original \
-                 is a document this worker did not keep (another worker's, or an earlier \
-                 run's on the same hash servers), so its signature was not at hand \
-                 (Jaccard '-' in the pairs report; see docs/minhash.md)",
-                webdedup_formats::summary::thousands(u)
-            );
-        }
-        if persisted.loaded_keys > 0 {
-            eprintln!(
-                "Store loaded:             {} keys in {:.3} s",
-                persisted.loaded_keys, persisted.load_seconds
-            );
-        }
-        if persisted.journal_records_replayed > 0 || persisted.recorded_chunks > 0 {
-            eprintln!(
-                "Restored:                 {} journal records, {} chunks with recorded decisions",
-                persisted.journal_records_replayed, persisted.recorded_chunks
-            );
-        }
-        if let Some(s) = &persisted.saved {
-            eprintln!(
-                "Store saved:              {} keys, {} bytes ({:.2} bytes per key) in {:.3} s",
-                s.keys,
-                s.bytes,
-                s.bytes_per_key(),
-                s.seconds
-            );
-        }
-    }
+    let code = args.report.finish(&outcome)?;
     if stats.interrupted {
         let sig = which.load(Ordering::SeqCst);
         eprintln!(
@@ -355,11 +311,7 @@ pub(crate) fn run_mode(
             EXIT_STOPPED
         });
     }
-    Ok(if stats.had_input_problems() || input_problems {
-        EXIT_INPUT_PROBLEMS
-    } else {
-        EXIT_OK
-    })
+    Ok(code)
 }
 
 /// `--format wikilinks`: rows through the embedded store, one thread.
@@ -383,21 +335,11 @@ fn run_wikilinks(
     let store =
         webdedup_store::MemStore::with_capacity(args.blocks.blocks, args.capacity.unwrap_or(0));
     let stats = webdedup_dedup::wikilinks::run(cfg, &store, report)?;
-    args.report.write_json(&serde_json::to_value(&stats)?)?;
-    if !args.report.quiet {
-        eprintln!(
-            "Rows read:                {}\nRows kept:                {}\nRows dropped:             {}\nRows passed through (short): {}",
-            stats.paragraphs_read,
-            stats.paragraphs_retained,
-            stats.paragraphs_thrown_away,
-            stats.issues.get("short-row").copied().unwrap_or(0)
-        );
+    let mut outcome = crate::summaries::wikilinks_outcome(&stats)?;
+    if input_problems {
+        outcome.status = i32::from(EXIT_INPUT_PROBLEMS);
     }
-    Ok(if stats.had_input_problems() || input_problems {
-        EXIT_INPUT_PROBLEMS
-    } else {
-        EXIT_OK
-    })
+    args.report.finish(&outcome)
 }
 
 /// `--store redis://...` or `--servers MAP`: the key set lives outside this

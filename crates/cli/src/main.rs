@@ -14,6 +14,7 @@ mod read_args;
 mod remote;
 mod server;
 mod status;
+mod summaries;
 
 use clap::{Parser, Subcommand};
 use std::path::Path;

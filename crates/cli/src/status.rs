@@ -64,11 +64,7 @@ fn files(input: &[PathBuf], output: &Path) -> Result<FileCounts> {
 }
 
 fn pct(n: usize, total: usize) -> f64 {
-    if total == 0 {
-        0.0
-    } else {
-        100.0 * n as f64 / total as f64
-    }
+    crate::summaries::pct(n as u64, total as u64)
 }
 
 pub fn run(args: &StatusArgs) -> Result<u8> {
