@@ -113,13 +113,13 @@ pub struct DedupArgs {
     /// store request. One rule a line: URL, `host:H`, `domain:D`, `prefix:P`, `re:REGEX`.
     #[arg(long = "url-filter", value_name = "FILE")]
     url_filter: Option<PathBuf>,
-    /// Feedback mode: write each dropped paragraph to `REL.dedup.dropped` after a
+    /// Feedback mode: write each dropped paragraph to `STEM.dedup.dropped` after a
     /// `<t>FILE:REC\tFILE:REC</f>` line naming it and its original; `files.idx` maps
     /// file ids to paths. Check the claims with `webdedup check`.
     #[arg(short = 'f', long)]
     feedback: bool,
     /// Remove nothing: write every input unchanged and, beside each output, its
-    /// decisions in dolma's attributes layout (`REL.dedup.attributes.jsonl`: one
+    /// decisions in dolma's attributes layout (`STEM.dedup.attributes.jsonl`: one
     /// line a record, character spans of duplicate paragraphs and of documents
     /// dropped whole).
     #[arg(long)]

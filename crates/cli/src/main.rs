@@ -44,7 +44,7 @@ enum Command {
     Dedup(dedup::DedupArgs),
     /// Near-duplicate documents by MinHash LSH, in stream mode: a document is dropped
     /// when one of its band keys was inserted by an earlier kept document (its
-    /// original, named in `REL.dedup.pairs`). Same inputs, stores and outputs as `dedup`.
+    /// original, named in `STEM.dedup.pairs`). Same inputs, stores and outputs as `dedup`.
     Minhash(minhash::MinhashArgs),
     /// Follow the references of a feedback-mode run (`dedup -f`) and confirm that
     /// every dropped paragraph repeats its named original; exit 1 on any mismatch.

@@ -96,11 +96,12 @@ pub struct NearShapeFlags {
 /// `batch run`).
 #[derive(Args, Debug, Clone)]
 pub struct OutputFlags {
-    /// Output directory: one output per input file, named after it (see
-    /// docs/cli.md).
+    /// Output directory: one output per input file `REL`, `STEM.dedup.EXT` (its
+    /// format's extension kept: `part.parquet` -> `part.dedup.parquet`) or for a
+    /// vertical `REL.dedup`, and its side files `STEM.dedup.dd`, ...
     #[arg(short, long, value_name = "DIR")]
     pub output: PathBuf,
-    /// Also write `*.dedup.dd`: one `<dd url=".." title=".." status=".."/>` per
+    /// Also write `STEM.dedup.dd`: one `<dd url=".." title=".." status=".."/>` per
     /// input document.
     #[arg(short = 'd', long = "dd")]
     pub dd: bool,
