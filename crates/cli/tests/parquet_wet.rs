@@ -122,7 +122,7 @@ fn parquet_decides_as_jsonl_and_verticals_and_keeps_schema_and_row_order() {
     let (jo, po) = (t.join("j-exact"), t.join("p-exact"));
     for (name, _) in tree(&pq) {
         let input = pq.join(&name);
-        let output = po.join(format!("{name}.dedup"));
+        let output = po.join(name.replace(".parquet", ".dedup.parquet"));
         let (in_schema, in_rows) = parquet_rows(&input);
         let (out_schema, out_rows) = parquet_rows(&output);
         assert_eq!(in_schema, out_schema, "{name}");
@@ -609,7 +609,7 @@ fn mark_writes_inputs_unchanged_and_attributes_that_give_the_dedup_output() {
     for (name, _) in tree(&pq) {
         assert_eq!(
             parquet_rows(&pq.join(&name)),
-            parquet_rows(&pm.join(format!("{name}.dedup"))),
+            parquet_rows(&pm.join(name.replace(".parquet", ".dedup.parquet"))),
             "all rows as read"
         );
     }
@@ -624,7 +624,7 @@ fn mark_writes_inputs_unchanged_and_attributes_that_give_the_dedup_output() {
     ok(&dedup(&wet, &wm, &["--mark"]));
     for (name, bytes) in tree(&wet) {
         assert_eq!(
-            fs::read(wm.join(&name).with_extension("wet.dedup")).unwrap(),
+            fs::read(wm.join(name.replace(".warc.wet", ".dedup.warc.wet"))).unwrap(),
             bytes
         );
     }
