@@ -111,9 +111,11 @@ def dd_statuses(path):
 
 def mark_files(mark_dir, rel):
     """The output and the attributes of `dedup --mark` for input `rel`."""
-    stem = rel.name.removesuffix(".gz").removesuffix(".zst") + ".dedup"
+    # STEM.dedup.jsonl(.gz|.zst): outputs keep their format's extension.
+    stem = rel.name.removesuffix(".gz").removesuffix(".zst").removesuffix(".jsonl") + ".dedup"
     d = mark_dir / rel.parent
-    outs = [p for p in d.glob(stem + "*") if p.name in (stem, stem + ".gz", stem + ".zst")]
+    names = [stem + ".jsonl" + z for z in ("", ".gz", ".zst")]
+    outs = [p for p in d.glob(stem + "*") if p.name in names]
     assert len(outs) == 1, f"no single --mark output for {rel}: {outs}"
     return outs[0], d / (stem + ".attributes.jsonl")
 

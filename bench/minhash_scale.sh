@@ -105,5 +105,5 @@ for pid in $pids; do
   server_kb=$((server_kb + kb))
 done
 report servers "$server_kb"
-cmp -s <(zstd -dc "$work/out-embedded/synth.jsonl.dedup.zst") <(zstd -dc "$work/out-servers/synth.jsonl.dedup.zst") &&
+cmp -s <(zstd -dc "$work/out-embedded/synth.dedup.jsonl.zst") <(zstd -dc "$work/out-servers/synth.dedup.jsonl.zst") &&
   echo "outputs: embedded == servers" || echo "outputs DIFFER between embedded and servers"

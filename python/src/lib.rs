@@ -124,7 +124,7 @@ impl Dedup {
 #[pymethods]
 impl Dedup {
     #[new]
-    #[pyo3(signature = (map=None, port=None, store_dir=None, *, store=None, store_password=None, normalize=None, min_para_chars=None, doc_check=None, near=false, ngram=None, threshold=None, smooth=false, max_stub=None, url_filter=None, feedback=false, blocks=None, capacity=None, server_timeout=120.0, input_format=None, text_field=None, id_field=None, url_field=None, title_field=None, drop_bad_records=false))]
+    #[pyo3(signature = (map=None, port=None, store_dir=None, *, store=None, store_password=None, normalize=None, min_para_chars=None, doc_check=None, near=false, ngram=None, threshold=None, smooth=false, max_stub=None, url_filter=None, feedback=false, blocks=None, capacity=None, server_timeout=webdedup_net::client::DEFAULT_GIVE_UP_AFTER.as_secs_f64(), input_format=None, text_field=None, id_field=None, url_field=None, title_field=None, drop_bad_records=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         map: Option<PathBuf>,

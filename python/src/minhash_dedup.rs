@@ -64,7 +64,7 @@ pub struct MinHashDedup {
 #[pymethods]
 impl MinHashDedup {
     #[new]
-    #[pyo3(signature = (map=None, store_dir=None, *, shingles=None, hashes=None, bands=None, rows=None, verify=None, store=None, blocks=webdedup_store::DEFAULT_BLOCKS, server_timeout=120.0, input_format=None, text_field=None, id_field=None, url_field=None, title_field=None, drop_bad_records=false))]
+    #[pyo3(signature = (map=None, store_dir=None, *, shingles=None, hashes=None, bands=None, rows=None, verify=None, store=None, blocks=webdedup_store::DEFAULT_BLOCKS, server_timeout=webdedup_net::client::DEFAULT_GIVE_UP_AFTER.as_secs_f64(), input_format=None, text_field=None, id_field=None, url_field=None, title_field=None, drop_bad_records=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         map: Option<PathBuf>,

@@ -206,7 +206,7 @@ def test_batch_phases_on_jsonl_equal_the_command_line(tmp_path):
     want = tmp_path / "cli"
     subprocess.run([BIN, "dedup", "-q", "-i", str(JSONL), "-o", str(want), "--dd", "--doc-check", "none"], check=True)
     files = [f for f in want.rglob("*") if f.is_file() and not f.name.endswith(".run-id")]
-    assert any(f.name.endswith(".jsonl.dedup.gz") for f in files)
+    assert any(f.name.endswith(".dedup.jsonl.gz") for f in files)
     for f in files:
         assert (out / f.relative_to(want)).read_bytes() == f.read_bytes(), f
     # Other field settings are refused by the work directory.

@@ -53,7 +53,8 @@ def test_dedup_of_a_wet_file_is_valid_warc_for_warcio(webdedup, tmp_path, gzip):
     )
     out = tmp_path / "out"
     webdedup("dedup", "-i", src, "-o", out, "-q", "--dd")
-    result = out / (name.replace(".gz", "") + ".dedup" + (".gz" if gzip else ""))
+    # Outputs keep their format's extension: crawl.dedup.warc.wet(.gz).
+    result = out / ("crawl.dedup.warc.wet" + (".gz" if gzip else ""))
     records = read_records(result)
     assert [r[0] for r in records] == ["warcinfo", "conversion", "conversion"]
     # The first page whole, the second with its new paragraph only (the line
@@ -62,12 +63,12 @@ def test_dedup_of_a_wet_file_is_valid_warc_for_warcio(webdedup, tmp_path, gzip):
     assert records[2][1:3] == ("https://b.example/", P3.encode())
     for _, _, body, length in records:
         assert len(body) == length
-    dd = (out / (name.replace(".gz", "") + ".dedup.dd")).read_text()
+    dd = (out / "crawl.dedup.dd").read_text()
     assert [line.split('status="')[1].split('"')[0] for line in dd.splitlines()] == ["K", "1/2", "D"]
 
     # --mark: the input unchanged (record for record) and the spans beside it.
     marked = tmp_path / "marked"
     webdedup("dedup", "-i", src, "-o", marked, "-q", "--mark")
     assert read_records(marked / result.name) == read_records(src / name)
-    attrs = (marked / (name.replace(".gz", "") + ".dedup.attributes.jsonl")).read_text().splitlines()
+    attrs = (marked / "crawl.dedup.attributes.jsonl").read_text().splitlines()
     assert len(attrs) == 4

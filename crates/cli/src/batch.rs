@@ -1,16 +1,19 @@
 //! `webdedup batch ...`: deterministic batch mode (see `webdedup_dedup::batch`).
 
 use crate::conventions::{Reporting, Threads};
-use crate::read_args::{Compress, ReadArgs};
+use crate::flags::defs::{
+    BlocksFlag, ChunkBytesFlag, MaxLineBytesFlag, NormalizeFlag, OutputFlags, PiecesFlags,
+};
+use crate::flags::inputs::{Inputs, INPUTS};
+use crate::read_args::ReadArgs;
 use crate::{EXIT_INPUT_PROBLEMS, EXIT_OK};
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
 use webdedup_dedup::batch::{self, BatchConfig, MinHashStage, Stage};
-use webdedup_dedup::{DocCheck, Options, PolicyChoices, RunConfig, RunStats};
-use webdedup_formats::summary::{thousands, Outcome};
-use webdedup_store::DEFAULT_BLOCKS;
+use webdedup_dedup::{Options, PolicyChoices, RunConfig, RunStats};
 use webdedup_text::shown::escape_controls;
+use webdedup_formats::summary::{thousands, Outcome};
 use webdedup_text::Normalization;
 
 #[derive(Debug, Subcommand)]
@@ -33,6 +36,7 @@ pub enum BatchCommand {
 #[derive(Debug, Args, Clone)]
 // The MinHash settings mean something only with --minhash.
 #[command(
+    mut_arg(INPUTS, |a| a.help("Inputs: directories (searched recursively) or files, as for `webdedup dedup` (not `-`: every phase reads the input again)")),
     mut_arg("shingles", |a| a.requires("minhash")),
     mut_arg("hashes", |a| a.requires("minhash")),
     mut_arg("bands", |a| a.requires("minhash")),
@@ -40,10 +44,8 @@ pub enum BatchCommand {
     mut_arg("verify", |a| a.requires("minhash"))
 )]
 pub struct Common {
-    /// Inputs: directories (searched recursively) or files, as for `webdedup
-    /// dedup` (repeatable; not `-`: every phase reads the input again).
-    #[arg(short, long, value_name = "PATH", required = true, num_args = 1..)]
-    input: Vec<PathBuf>,
+    #[command(flatten)]
+    input: Inputs,
     /// Work directory shared by all tasks (runs, verdicts, completion markers).
     #[arg(short, long, value_name = "DIR")]
     work: PathBuf,
@@ -54,26 +56,16 @@ pub struct Common {
     /// Hash partitions (groups of blocks), spread over the resolve tasks.
     #[arg(long, default_value_t = webdedup_dedup::batch::DEFAULT_PARTITIONS, value_name = "N")]
     partitions: u32,
-    /// Blocks of the key space, as `dedup --blocks` (fixed once a store is saved).
-    #[arg(long, default_value_t = DEFAULT_BLOCKS, value_name = "N")]
-    blocks: u32,
-    /// Text normalization before hashing, as `dedup --normalize`: `loose` or `none`.
-    #[arg(long = "normalize", default_value = "loose", value_name = "MODE")]
-    normalization: Normalization,
-    /// Paragraphs with fewer characters are short, as `dedup --min-para-chars`.
-    #[arg(long, default_value_t = webdedup_dedup::options::DEFAULT_MIN_PARA_CHARS, value_name = "N")]
-    min_para_chars: usize,
-    /// Which documents get their whole-content key tested, as `dedup --doc-check`:
-    /// `all` or `url-title`.
-    #[arg(long, default_value = "all", value_name = "WHICH")]
-    doc_check: DocCheck,
-    /// Bytes of input planned at a time, as `dedup --chunk-bytes` (fixed for a work
-    /// directory).
-    #[arg(long, default_value_t = webdedup_formats::chunk::DEFAULT_CHUNK_BYTES, value_name = "BYTES")]
-    chunk_bytes: usize,
-    /// Lines longer than this are dropped and reported, as `dedup --max-line-bytes`.
-    #[arg(long, default_value_t = webdedup_formats::chunk::DEFAULT_MAX_LINE_BYTES, value_name = "BYTES")]
-    max_line_bytes: usize,
+    #[command(flatten)]
+    blocks: BlocksFlag,
+    #[command(flatten)]
+    normalize: NormalizeFlag,
+    #[command(flatten)]
+    pieces: PiecesFlags,
+    #[command(flatten)]
+    chunk_bytes: ChunkBytesFlag,
+    #[command(flatten)]
+    max_line_bytes: MaxLineBytesFlag,
     #[command(flatten)]
     read: ReadArgs,
     /// MinHash mode: the decisions of `webdedup minhash` (near-duplicate documents by
@@ -109,24 +101,11 @@ pub struct ResolveArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct Outputs {
-    /// Output directory (names as `webdedup dedup` gives them).
-    #[arg(short, long, value_name = "DIR")]
-    output: PathBuf,
-    /// Also write `*.dedup.dd`: one `<dd .../>` line per input document, as `dedup --dd`.
-    #[arg(short = 'd', long = "dd")]
-    dd: bool,
-    /// As for `webdedup dedup`: `auto`, `zst`, `gz` or `none`.
-    #[arg(long, default_value = "auto", value_name = "KIND")]
-    compress: Compress,
-}
-
-#[derive(Debug, Args)]
 pub struct FilterArgs {
     #[command(flatten)]
     task: TaskArgs,
     #[command(flatten)]
-    out: Outputs,
+    out: OutputFlags,
 }
 
 #[derive(Debug, Args)]
@@ -146,7 +125,7 @@ pub struct RunArgs {
     #[command(flatten)]
     common: Common,
     #[command(flatten)]
-    out: Outputs,
+    out: OutputFlags,
     /// One task of each phase per thread unless --task-count is given.
     #[command(flatten)]
     threads: Threads,
@@ -201,7 +180,7 @@ impl BatchCommand {
             BatchCommand::Publish(p) => &p.common,
             BatchCommand::Run(r) => &r.common,
         };
-        (&c.input, &c.work)
+        (&c.input.paths, &c.work)
     }
 }
 
@@ -211,17 +190,17 @@ fn config(c: &Common, task_count: usize) -> Result<BatchConfig> {
             "batch mode reads documents (verticals, JSON Lines, Parquet, WET), not wikilinks rows"
         );
     }
-    if c.minhash && c.normalization != Normalization::Loose {
+    if c.minhash && c.normalize.normalization != Normalization::Loose {
         bail!(
             "minhash signatures are pinned to the loose normalization: --normalize does not apply"
         );
     }
     Ok(BatchConfig {
-        inputs: c.input.clone(),
+        inputs: c.input.paths.clone(),
         work: c.work.clone(),
         task_count,
         partitions: c.partitions,
-        blocks: c.blocks,
+        blocks: c.blocks.blocks,
         options: Options {
             // MinHash settings are checked by their own conversion; the rest
             // by the one every command shares.
@@ -231,31 +210,31 @@ fn config(c: &Common, task_count: usize) -> Result<BatchConfig> {
                 None
             },
             ..PolicyChoices {
-                normalization: Some(c.normalization),
-                min_para_chars: Some(c.min_para_chars),
-                doc_check: Some(c.doc_check),
+                normalization: Some(c.normalize.normalization),
+                min_para_chars: Some(c.pieces.min_para_chars),
+                doc_check: Some(c.pieces.doc_check),
                 ..Default::default()
             }
             .options()
             .map_err(anyhow::Error::msg)?
         },
         read: c.read.settings()?,
-        chunk_bytes: c.chunk_bytes.max(1),
-        max_line_bytes: c.max_line_bytes.max(1),
+        chunk_bytes: c.chunk_bytes.get(),
+        max_line_bytes: c.max_line_bytes.get(),
     })
 }
 
-fn run_config(c: &Common, o: &Outputs) -> Result<RunConfig> {
+fn run_config(c: &Common, o: &OutputFlags) -> Result<RunConfig> {
     let b = config(c, 1)?;
     let mut r = RunConfig::new(PathBuf::new(), &o.output);
-    r.inputs = c.input.clone();
+    r.inputs = c.input.paths.clone();
     r.options = b.options;
     r.read = b.read;
     r.dd = o.dd;
     r.compress = o.compress.fixed;
     r.compress_auto = o.compress.auto;
-    r.chunk_bytes = c.chunk_bytes.max(1);
-    r.max_line_bytes = c.max_line_bytes.max(1);
+    r.chunk_bytes = c.chunk_bytes.get();
+    r.max_line_bytes = c.max_line_bytes.get();
     r.sync = true;
     Ok(r)
 }
@@ -377,16 +356,11 @@ pub fn run(cmd: &BatchCommand) -> Result<u8> {
             };
             let cfg = config(&p.common, tasks)?;
             let keys = batch::publish(&cfg, &p.store)?;
-            if !p.report.quiet {
-                eprintln!("store {}: {keys} keys", p.store.display());
-            }
-            p.report.write_json(&serde_json::json!({
-                "command": "batch publish",
-                "status": 0,
-                "store": p.store.display().to_string(),
-                "keys": keys,
-            }))?;
-            Ok(EXIT_OK)
+            let mut o = Outcome::new("batch publish");
+            o.note(format!("store {}", p.store.display()))
+                .figure("store", p.store.display().to_string())
+                .count("keys", keys, "key", "keys");
+            p.report.finish(&o)
         }
         BatchCommand::Run(a) => run_all(a, &report),
     }
@@ -406,7 +380,9 @@ fn run_all(a: &RunArgs, report: &(dyn Fn(&str) + Sync)) -> Result<u8> {
     // there, dead attempts left (they would hold disk space for ever).
     batch::sweep_temporaries(&cfg.work)?;
     // The hash and the filter phases read the inputs.
-    let bar = a.report.bytes_progress("batch run", &a.common.input, 2);
+    let bar = a
+        .report
+        .bytes_progress("batch run", &a.common.input.paths, 2);
     let started = std::time::Instant::now();
     // Each phase: its tasks on `threads` threads, taking task indexes in turn.
     let phase = |f: &(dyn Fn(usize) -> Result<Option<RunStats>> + Sync)| -> Result<Vec<RunStats>> {

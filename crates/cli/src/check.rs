@@ -1,21 +1,20 @@
 //! `webdedup check`: verify the references of a feedback-mode run.
 
+use crate::flags::defs::{MaxLineBytesFlag, NearShapeFlags, NormalizeFlag};
+use crate::flags::inputs::{Inputs, INPUTS};
 use crate::read_args::ReadArgs;
-use crate::{EXIT_INPUT_PROBLEMS, EXIT_OK};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
 use webdedup_dedup::check::{check, CheckConfig};
 use webdedup_dedup::PolicyChoices;
 use webdedup_text::shown::escape_controls;
-use webdedup_text::Normalization;
 
 #[derive(Args, Debug)]
+#[command(mut_arg(INPUTS, |a| a.help("The inputs of the checked run (files or directories, as given to `dedup`)")))]
 pub struct CheckArgs {
-    /// The inputs of the checked run (files or directories, as given to `dedup`;
-    /// repeatable).
-    #[arg(short, long, value_name = "PATH", required = true, num_args = 1..)]
-    pub(crate) input: Vec<PathBuf>,
+    #[command(flatten)]
+    pub(crate) input: Inputs,
     /// The output directory of the checked run (made with -f/--feedback).
     #[arg(short, long, value_name = "DIR")]
     pub(crate) output: PathBuf,
@@ -27,23 +26,17 @@ pub struct CheckArgs {
         value_name = "N"
     )]
     every: usize,
-    /// The run's normalization.
-    #[arg(long = "normalize", default_value = "loose", value_name = "MODE")]
-    normalization: Normalization,
+    #[command(flatten)]
+    normalize: NormalizeFlag,
     /// The run was in near mode: references hold when the texts overlap.
     #[arg(long)]
     near: bool,
-    /// The run's n-gram size (near mode).
-    #[arg(long, default_value_t = webdedup_dedup::options::DEFAULT_NGRAM, value_name = "N")]
-    ngram: usize,
-    /// The run's threshold (near mode).
-    #[arg(long, default_value_t = webdedup_dedup::options::DEFAULT_THRESHOLD, value_name = "SHARE")]
-    threshold: f64,
+    #[command(flatten)]
+    near_shape: NearShapeFlags,
     #[command(flatten)]
     report: crate::conventions::Reporting,
-    /// The run's --max-line-bytes.
-    #[arg(long, default_value_t = webdedup_formats::chunk::DEFAULT_MAX_LINE_BYTES, value_name = "BYTES")]
-    max_line_bytes: usize,
+    #[command(flatten)]
+    max_line_bytes: MaxLineBytesFlag,
     /// How the run read its inputs (its --input-format and fields).
     #[command(flatten)]
     read: ReadArgs,
@@ -53,24 +46,24 @@ pub fn run(args: &CheckArgs) -> Result<u8> {
     // The run's limits: a value `dedup` refused is refused here too (the same
     // library function, the same message).
     let options = PolicyChoices {
-        normalization: Some(args.normalization),
+        normalization: Some(args.normalize.normalization),
         near: args.near,
-        ngram: Some(args.ngram),
-        threshold: Some(args.threshold),
+        ngram: Some(args.near_shape.ngram),
+        threshold: Some(args.near_shape.threshold),
         ..Default::default()
     }
     .options()
     .map_err(anyhow::Error::msg)?;
     let cfg = CheckConfig {
-        inputs: args.input.clone(),
+        inputs: args.input.paths.clone(),
         read: args.read.settings()?,
-        max_line_bytes: args.max_line_bytes.max(1),
+        max_line_bytes: args.max_line_bytes.get(),
         output: args.output.clone(),
         every: args.every.max(1),
         options,
     };
     let report = {
-        let _bar = args.report.bytes_progress("checking", &args.input, 1);
+        let _bar = args.report.bytes_progress("checking", &args.input.paths, 1);
         check(&cfg)?
     };
     for m in &report.mismatches {
@@ -81,13 +74,5 @@ pub fn run(args: &CheckArgs) -> Result<u8> {
         eprintln!("{}", escape_controls(&line));
     }
     args.report
-        .write_json(&serde_json::to_value(&report).context("cannot write JSON")?)?;
-    if !args.report.quiet {
-        eprint!("{}", report.table());
-    }
-    Ok(if report.mismatches.is_empty() {
-        EXIT_OK
-    } else {
-        EXIT_INPUT_PROBLEMS
-    })
+        .finish(&crate::summaries::check_outcome(&report)?)
 }

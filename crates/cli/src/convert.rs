@@ -1,6 +1,7 @@
 //! `webdedup to-jsonl` (hidden): verticals to JSON Lines by the shared corpus's
 //! rules (`webdedup_formats::convert`), for samples and equivalence checks.
 
+use crate::flags::inputs::Inputs;
 use crate::{EXIT_INPUT_PROBLEMS, EXIT_OK};
 use anyhow::{Context, Result};
 use clap::Args;
@@ -10,9 +11,8 @@ use webdedup_formats::output::{AtomicOutput, OutputCompression};
 
 #[derive(Args, Debug)]
 pub struct ToJsonlArgs {
-    /// Vertical inputs: files, directories (recursive) or `-`.
-    #[arg(short, long, value_name = "PATH", required = true, num_args = 1..)]
-    pub(crate) input: Vec<PathBuf>,
+    #[command(flatten)]
+    pub(crate) input: Inputs,
     /// Output directory: `REL` with `.vert` made `.jsonl`, compressed as the input.
     #[arg(short, long, value_name = "DIR")]
     output: PathBuf,
@@ -37,7 +37,7 @@ pub fn run(args: &ToJsonlArgs) -> Result<u8> {
         exclude: Some(&args.output),
         ..Default::default()
     };
-    let listing = list_inputs(&args.input, &opts)?;
+    let listing = list_inputs(&args.input.paths, &opts)?;
     let mut problems = !listing.skipped.is_empty();
     for s in &listing.skipped {
         eprintln!("{s}");

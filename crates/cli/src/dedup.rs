@@ -1,72 +1,54 @@
 //! `webdedup dedup`.
 
 use crate::conventions::{Reporting, Threads};
-use crate::read_args::{Compress, ReadArgs};
-use crate::{EXIT_INPUT_PROBLEMS, EXIT_OK, EXIT_STOPPED};
+use crate::flags::defs::{
+    BlocksFlag, ChunkBytesFlag, MaxLineBytesFlag, NearShapeFlags, NormalizeFlag, OutputFlags,
+    PiecesFlags,
+};
+use crate::flags::inputs::Inputs;
+use crate::read_args::ReadArgs;
+use crate::{EXIT_INPUT_PROBLEMS, EXIT_STOPPED};
 use anyhow::{Context, Result};
 use clap::Args;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use webdedup_dedup::Persistence;
-use webdedup_dedup::{DocCheck, NearRules, PolicyChoices, RunConfig};
-use webdedup_store::{SyncMode, DEFAULT_BLOCKS};
+use webdedup_dedup::{NearRules, PolicyChoices, RunConfig};
+use webdedup_text::shown::escape_controls;
+use webdedup_store::SyncMode;
 use webdedup_store_spec::StoreSpec;
 use webdedup_text::shown::escape_controls;
 use webdedup_text::Normalization;
 
 #[derive(Args, Debug)]
 pub struct DedupArgs {
-    /// Inputs: directories (searched recursively, files in sorted relative-path
-    /// order), files, or `-` for standard input, read in the order given
-    /// (repeatable); plain, gzip or zstd, detected by content.
-    #[arg(short, long, value_name = "PATH", required = true, num_args = 1..)]
-    pub(crate) input: Vec<PathBuf>,
-    /// Output directory: one `REL.dedup` per input file `REL`.
-    #[arg(short, long, value_name = "DIR")]
-    pub(crate) output: PathBuf,
+    #[command(flatten)]
+    pub(crate) input: Inputs,
+    #[command(flatten)]
+    pub(crate) out: OutputFlags,
     #[command(flatten)]
     threads: Threads,
-    /// Text normalization before hashing: `loose` (lowercase, digits to 0, no
-    /// punctuation or symbols, collapsed whitespace) or `none`.
-    #[arg(long = "normalize", default_value = "loose", value_name = "MODE")]
-    normalization: Normalization,
-    /// Paragraphs with fewer characters are short: they ride along with the next
-    /// long paragraph instead of being looked up.
-    #[arg(long, default_value_t = webdedup_dedup::options::DEFAULT_MIN_PARA_CHARS, value_name = "N")]
-    min_para_chars: usize,
-    /// Test the whole-document key of `all` documents, only of those whose
-    /// URL+title repeated (`url-title`, the KNOT worker's shortcut), or of none
-    /// (`none`: paragraphs only, no document or URL+title key, as dolma's
-    /// paragraph dedup).
-    #[arg(long, default_value = "all", value_name = "WHICH")]
-    doc_check: DocCheck,
-    /// Also write `*.dedup.dd`: one `<dd url=".." title=".." status=".."/>` per input document.
-    #[arg(short = 'd', long = "dd")]
-    dd: bool,
-    /// Compress outputs: `auto` (JSON Lines outputs like their inputs' names say,
-    /// verticals plain), `zst`, `gz` or `none`.
-    #[arg(long, default_value = "auto", value_name = "KIND")]
-    compress: Compress,
+    #[command(flatten)]
+    normalize: NormalizeFlag,
+    #[command(flatten)]
+    pieces: PiecesFlags,
     #[command(flatten)]
     report: Reporting,
-    /// Blocks of the key space (fixed once a store is saved).
-    #[arg(long, default_value_t = DEFAULT_BLOCKS, value_name = "N")]
-    blocks: u32,
+    #[command(flatten)]
+    blocks: BlocksFlag,
     /// The number of keys expected: the embedded store preallocates room for them;
     /// a new Redis key set is laid out for them (default about 1,048,576 keys; the
     /// layout is then fixed, and later runs without --capacity adopt it).
     #[arg(long, value_name = "N")]
     capacity: Option<usize>,
     /// Input problems printed per file; the rest are counted in the summary.
-    #[arg(long, default_value_t = 20, value_name = "N")]
+    #[arg(long, default_value_t = webdedup_dedup::options::DEFAULT_REPORT_LIMIT, value_name = "N")]
     report_limit: usize,
-    /// Bytes of input handed to a thread at a time (documents never straddle chunks).
-    #[arg(long, default_value_t = webdedup_formats::chunk::DEFAULT_CHUNK_BYTES, value_name = "BYTES")]
-    chunk_bytes: usize,
-    /// Lines longer than this are dropped and reported.
-    #[arg(long, default_value_t = webdedup_formats::chunk::DEFAULT_MAX_LINE_BYTES, value_name = "BYTES")]
-    max_line_bytes: usize,
+    #[command(flatten)]
+    chunk_bytes: ChunkBytesFlag,
+    #[command(flatten)]
+    max_line_bytes: MaxLineBytesFlag,
     /// Keep the store in DIR between runs: load `DIR/store.snap` if present,
     /// journal to `DIR/journal` while running, save at the end. Or a Redis / Valkey
     /// URL, `redis://HOST:PORT[,HOST:PORT...]` (`valkey://`, `rediss://` for TLS):
@@ -89,7 +71,7 @@ pub struct DedupArgs {
     #[arg(long, value_name = "FILE", requires = "servers")]
     auth_token_file: Option<PathBuf>,
     /// Give up on a server that stays unreachable this many seconds.
-    #[arg(long, default_value_t = 120, value_name = "SECONDS")]
+    #[arg(long, default_value_t = webdedup_net::client::DEFAULT_GIVE_UP_AFTER.as_secs(), value_name = "SECONDS")]
     server_timeout: u64,
     /// Finish an interrupted run (same command plus `-r`): finished outputs are
     /// skipped, unfinished ones redone with the decisions already taken.
@@ -106,12 +88,8 @@ pub struct DedupArgs {
     /// before.
     #[arg(short = 'n', long)]
     near: bool,
-    /// Words per n-gram (near mode).
-    #[arg(long, default_value_t = webdedup_dedup::options::DEFAULT_NGRAM, value_name = "N", requires = "near")]
-    ngram: usize,
-    /// Share of a paragraph's tokens that seen n-grams must cover, exclusive (near mode).
-    #[arg(long, default_value_t = webdedup_dedup::options::DEFAULT_THRESHOLD, value_name = "SHARE", requires = "near")]
-    threshold: f64,
+    #[command(flatten)]
+    near_shape: NearShapeFlags,
     /// Also drop short runs of kept paragraphs between dropped ones (near mode).
     #[arg(long, requires = "near")]
     smooth: bool,
@@ -124,7 +102,7 @@ pub struct DedupArgs {
     /// smoothing on unless --no-smooth).
     #[arg(
         long,
-        default_value = "webdedup",
+        default_value_t = NearRules::default(),
         value_name = "RULES",
         requires = "near"
     )]
@@ -136,13 +114,13 @@ pub struct DedupArgs {
     /// store request. One rule a line: URL, `host:H`, `domain:D`, `prefix:P`, `re:REGEX`.
     #[arg(long = "url-filter", value_name = "FILE")]
     url_filter: Option<PathBuf>,
-    /// Feedback mode: write each dropped paragraph to `REL.dedup.dropped` after a
+    /// Feedback mode: write each dropped paragraph to `STEM.dedup.dropped` after a
     /// `<t>FILE:REC\tFILE:REC</f>` line naming it and its original; `files.idx` maps
     /// file ids to paths. Check the claims with `webdedup check`.
     #[arg(short = 'f', long)]
     feedback: bool,
     /// Remove nothing: write every input unchanged and, beside each output, its
-    /// decisions in dolma's attributes layout (`REL.dedup.attributes.jsonl`: one
+    /// decisions in dolma's attributes layout (`STEM.dedup.attributes.jsonl`: one
     /// line a record, character spans of duplicate paragraphs and of documents
     /// dropped whole).
     #[arg(long)]
@@ -161,11 +139,12 @@ pub(crate) fn run_mode(
     args: &DedupArgs,
     minhash: Option<webdedup_dedup::options::MinHashOptions>,
 ) -> Result<u8> {
-    if minhash.is_some() {
+    let minhash_mode = minhash.is_some();
+    if minhash_mode {
         if args.near || args.feedback || args.read.wikilinks() {
             anyhow::bail!("minhash judges whole documents: -n/--near, -f/--feedback and --format wikilinks do not apply");
         }
-        if args.normalization != Normalization::Loose {
+        if args.normalize.normalization != Normalization::Loose {
             anyhow::bail!("minhash signatures are pinned to the loose normalization: --normalize does not apply");
         }
         if args
@@ -177,18 +156,18 @@ pub(crate) fn run_mode(
             anyhow::bail!("minhash needs the location of each band key's first document (to name originals and verify them), which the Redis / Valkey backend does not keep; use the embedded store (--store DIR) or the hash servers (-s MAP)");
         }
     }
-    if args.blocks == 0 {
+    if args.blocks.blocks == 0 {
         anyhow::bail!("--blocks must be at least 1");
     }
     // Defaults, limits and the rules between the policy options: one library
     // function, the one the Python module calls.
     let mut options = PolicyChoices {
-        normalization: Some(args.normalization),
-        min_para_chars: Some(args.min_para_chars),
-        doc_check: Some(args.doc_check),
+        normalization: Some(args.normalize.normalization),
+        min_para_chars: Some(args.pieces.min_para_chars),
+        doc_check: Some(args.pieces.doc_check),
         near: args.near,
-        ngram: Some(args.ngram),
-        threshold: Some(args.threshold),
+        ngram: Some(args.near_shape.ngram),
+        threshold: Some(args.near_shape.threshold),
         smooth: args.smooth,
         max_stub: args.max_stub,
         near_rules: Some(args.near_rules),
@@ -212,8 +191,8 @@ pub(crate) fn run_mode(
     };
     let threads = args.threads.count();
     let cfg = RunConfig {
-        inputs: args.input.clone(),
-        output: args.output.clone(),
+        inputs: args.input.paths.clone(),
+        output: args.out.output.clone(),
         threads,
         options: {
             options.url_filter = url_filter;
@@ -221,13 +200,13 @@ pub(crate) fn run_mode(
             options
         },
         read: args.read.settings()?,
-        dd: args.dd,
-        compress: args.compress.fixed,
-        compress_auto: args.compress.auto,
+        dd: args.out.dd,
+        compress: args.out.compress.fixed,
+        compress_auto: args.out.compress.auto,
         progress: args.report.progress_bar(),
         report_limit: args.report_limit,
-        chunk_bytes: args.chunk_bytes.max(1),
-        max_line_bytes: args.max_line_bytes.max(1),
+        chunk_bytes: args.chunk_bytes.get(),
+        max_line_bytes: args.max_line_bytes.get(),
         sync: args.fsync != SyncMode::Off,
         mark: args.mark,
     };
@@ -235,7 +214,7 @@ pub(crate) fn run_mode(
         store_dir: args.store.clone(),
         restore: args.restore,
         fsync: args.fsync,
-        blocks: args.blocks,
+        blocks: args.blocks.blocks,
         capacity: args.capacity.unwrap_or(0),
     };
     // SIGTERM, SIGINT, SIGHUP: stop reading, finish what is in flight, save. A second
@@ -262,7 +241,7 @@ pub(crate) fn run_mode(
     }
     // The store identity of these options (the one function every store kind and
     // front door uses): a store of other keys is refused, whichever it is.
-    let keys = webdedup_store_spec::KeySet::for_run(&cfg.options, args.blocks);
+    let keys = webdedup_store_spec::KeySet::for_run(&cfg.options, args.blocks.blocks);
     let capacity = args.capacity.map(|c| c as u64);
     let engine = args
         .store
@@ -277,7 +256,7 @@ pub(crate) fn run_mode(
         let open = |salt| {
             // Before the worker's own connections: a server may have a single slot.
             crate::remote::check_server_ids(
-                &args.output,
+                &args.out.output,
                 map,
                 args.auth_token_file.as_deref(),
                 std::time::Duration::from_secs(args.server_timeout),
@@ -305,63 +284,18 @@ pub(crate) fn run_mode(
     } else {
         webdedup_dedup::run_persistent(&cfg, &persistence, Some(&stop), &report)?
     };
-    if args.report.json.json.is_some() {
-        let mut value = serde_json::to_value(&stats)?;
-        if let Some(map) = value.as_object_mut() {
-            map.insert(
-                "persistence".into(),
-                serde_json::json!({
-                    // A Redis URL's password never reaches the figures.
-                    "store_dir": args
-                        .store
-                        .as_ref()
-                        .map(|d| webdedup_store_spec::redacted(&d.display().to_string())),
-                    "loaded_keys": persisted.loaded_keys,
-                    "load_seconds": persisted.load_seconds,
-                    "journal_records_replayed": persisted.journal_records_replayed,
-                    "recorded_chunks": persisted.recorded_chunks,
-                    "saved_keys": persisted.saved.as_ref().map(|s| s.keys),
-                    "snapshot_bytes": persisted.saved.as_ref().map(|s| s.bytes),
-                    "save_seconds": persisted.saved.as_ref().map(|s| s.seconds),
-                    "decision_logs_written": persisted.logs_written,
-                }),
-            );
-        }
-        args.report.write_json(&value)?;
+    // A Redis URL's password never reaches the figures.
+    let store = args
+        .store
+        .as_ref()
+        .map(|d| webdedup_store_spec::redacted(&d.display().to_string()));
+    let command = if minhash_mode { "minhash" } else { "dedup" };
+    let mut outcome =
+        crate::summaries::run_outcome(command, &stats, &persisted, store, minhash_mode)?;
+    if input_problems {
+        outcome.status = i32::from(EXIT_INPUT_PROBLEMS);
     }
-    if !args.report.quiet {
-        eprint!("{}", stats.table());
-        if let Some(u) = stats.documents_dropped_unverified.filter(|&u| u > 0) {
-            eprintln!(
-                "webdedup: note: {} near-duplicates were dropped unverified: their original \
-                 is a document this worker did not keep (another worker's, or an earlier \
-                 run's on the same hash servers), so its signature was not at hand \
-                 (Jaccard '-' in the pairs report; see docs/minhash.md)",
-                webdedup_formats::summary::thousands(u)
-            );
-        }
-        if persisted.loaded_keys > 0 {
-            eprintln!(
-                "Store loaded:             {} keys in {:.3} s",
-                persisted.loaded_keys, persisted.load_seconds
-            );
-        }
-        if persisted.journal_records_replayed > 0 || persisted.recorded_chunks > 0 {
-            eprintln!(
-                "Restored:                 {} journal records, {} chunks with recorded decisions",
-                persisted.journal_records_replayed, persisted.recorded_chunks
-            );
-        }
-        if let Some(s) = &persisted.saved {
-            eprintln!(
-                "Store saved:              {} keys, {} bytes ({:.2} bytes per key) in {:.3} s",
-                s.keys,
-                s.bytes,
-                s.bytes_per_key(),
-                s.seconds
-            );
-        }
-    }
+    let code = args.report.finish(&outcome)?;
     if stats.interrupted {
         let sig = which.load(Ordering::SeqCst);
         eprintln!(
@@ -378,11 +312,7 @@ pub(crate) fn run_mode(
             EXIT_STOPPED
         });
     }
-    Ok(if stats.had_input_problems() || input_problems {
-        EXIT_INPUT_PROBLEMS
-    } else {
-        EXIT_OK
-    })
+    Ok(code)
 }
 
 /// `--format wikilinks`: rows through the embedded store, one thread.
@@ -397,29 +327,20 @@ fn run_wikilinks(
             "--format wikilinks keeps its store in memory: --store and --restore are not supported"
         );
     }
-    if args.url_filter.is_some() || args.dd {
+    if args.url_filter.is_some() || args.out.dd {
         anyhow::bail!("--format wikilinks has no documents: --url-filter and --dd do not apply");
     }
     if let Some(why) = webdedup_dedup::wikilinks::unsupported(cfg.options.near.as_ref()) {
         anyhow::bail!("{why}");
     }
-    let store = webdedup_store::MemStore::with_capacity(args.blocks, args.capacity.unwrap_or(0));
+    let store =
+        webdedup_store::MemStore::with_capacity(args.blocks.blocks, args.capacity.unwrap_or(0));
     let stats = webdedup_dedup::wikilinks::run(cfg, &store, report)?;
-    args.report.write_json(&serde_json::to_value(&stats)?)?;
-    if !args.report.quiet {
-        eprintln!(
-            "Rows read:                {}\nRows kept:                {}\nRows dropped:             {}\nRows passed through (short): {}",
-            stats.paragraphs_read,
-            stats.paragraphs_retained,
-            stats.paragraphs_thrown_away,
-            stats.issues.get("short-row").copied().unwrap_or(0)
-        );
+    let mut outcome = crate::summaries::wikilinks_outcome(&stats)?;
+    if input_problems {
+        outcome.status = i32::from(EXIT_INPUT_PROBLEMS);
     }
-    Ok(if stats.had_input_problems() || input_problems {
-        EXIT_INPUT_PROBLEMS
-    } else {
-        EXIT_OK
-    })
+    args.report.finish(&outcome)
 }
 
 /// `--store redis://...` or `--servers MAP`: the key set lives outside this
@@ -434,9 +355,12 @@ fn run_on_external(
     report: &(dyn Fn(&str) + Sync),
     open: impl FnOnce(u64) -> Result<Box<dyn webdedup_store::Store>>,
 ) -> Result<webdedup_dedup::RunStats> {
-    let salt = crate::remote::run_salt(&args.output, args.restore)?;
+    let salt = crate::remote::run_salt(&args.out.output, args.restore)?;
     let _lock = webdedup_store::DirLock::acquire(
-        &args.output.join(webdedup_dedup::persist::OUTPUT_LOCK_FILE),
+        &args
+            .out
+            .output
+            .join(webdedup_dedup::persist::OUTPUT_LOCK_FILE),
     )?;
     let store = match open(salt) {
         Ok(s) => s,
@@ -444,7 +368,7 @@ fn run_on_external(
             // Nothing was asked yet, so nothing can be resumed: the fresh run id and
             // the lock would only be debris (and keep a new output directory alive).
             if !args.restore {
-                let _ = std::fs::remove_file(args.output.join(crate::remote::RUN_ID_FILE));
+                let _ = std::fs::remove_file(args.out.output.join(crate::remote::RUN_ID_FILE));
             }
             let _ = std::fs::remove_file(_lock.path());
             return Err(e);

@@ -15,6 +15,7 @@ mod remote;
 mod report;
 mod server;
 mod status;
+mod summaries;
 
 use clap::{Parser, Subcommand};
 use std::path::Path;
@@ -44,7 +45,7 @@ enum Command {
     Dedup(dedup::DedupArgs),
     /// Near-duplicate documents by MinHash LSH, in stream mode: a document is dropped
     /// when one of its band keys was inserted by an earlier kept document (its
-    /// original, named in `REL.dedup.pairs`). Same inputs, stores and outputs as `dedup`.
+    /// original, named in `STEM.dedup.pairs`). Same inputs, stores and outputs as `dedup`.
     Minhash(minhash::MinhashArgs),
     /// Follow the references of a feedback-mode run (`dedup -f`) and confirm that
     /// every dropped paragraph repeats its named original; exit 1 on any mismatch.
@@ -148,19 +149,19 @@ fn run_cdx(cmd: &CdxCmd) -> anyhow::Result<u8> {
     let (lib, files, output, report) = match cmd {
         CdxCmd::Dups { args, report } => (
             CdxCommand::Dups(args.options()),
-            &args.files,
+            &args.files.paths,
             &args.output,
             report,
         ),
         CdxCmd::Revisits { args, report } => (
             CdxCommand::Revisits(args.options()),
-            &args.files,
+            &args.files.paths,
             &args.output,
             report,
         ),
         CdxCmd::Dates { args, report } => (
             CdxCommand::Dates(args.options()),
-            &args.files,
+            &args.files.paths,
             &args.output,
             report,
         ),
@@ -183,14 +184,18 @@ fn run_warc(cmd: &WarcCmd) -> anyhow::Result<u8> {
             report,
         } => {
             let a = args.options(threads.count());
-            report.run("indexing", &args.files, 1, args.output.is_none(), || {
-                webdedup_archive::warc_outcome(&WarcCommand::Index(a), None)
-            })
+            report.run(
+                "indexing",
+                &args.files.paths,
+                1,
+                args.output.is_none(),
+                || webdedup_archive::warc_outcome(&WarcCommand::Index(a), None),
+            )
         }
         WarcCmd::Dedup { args, report } => {
             let store = remote::archive_store(Some(&args.store))?;
             let lib = WarcCommand::Dedup(args.options());
-            report.run("deduplicating", &args.inputs(), 1, false, || {
+            report.run("deduplicating", &args.files.paths, 1, false, || {
                 webdedup_archive::warc_outcome(&lib, store.as_deref())
             })
         }
@@ -213,8 +218,8 @@ pub fn init_logging() {
 /// fails removes the output directories it created and left empty.
 fn output_of(cmd: &Command) -> Option<&Path> {
     match cmd {
-        Command::Dedup(a) => Some(&a.output),
-        Command::Minhash(a) => Some(&a.dedup.output),
+        Command::Dedup(a) => Some(&a.out.output),
+        Command::Minhash(a) => Some(&a.dedup.out.output),
         Command::Cdx(CdxCmd::Dups { args, .. }) => args.output.as_deref(),
         Command::Cdx(CdxCmd::Revisits { args, .. }) => args.output.as_deref(),
         Command::Cdx(CdxCmd::Dates { args, .. }) => args.output.as_deref(),
@@ -254,7 +259,7 @@ fn named_inputs(cmd: &Command) -> Vec<&Path> {
         Command::ToJsonl(a) => paths(&a.input),
         Command::Check(a) => [paths(&a.input), vec![a.output.as_path()]].concat(),
         Command::Batch(b) => paths(b.input_and_work().0),
-        Command::Status(a) => a.input.iter().map(|p| p.as_path()).collect(),
+        Command::Status(a) => paths(&a.input),
         Command::Simhash { args, .. } => paths(&args.files),
         Command::Similar { args, .. } => paths(&args.files),
         Command::Cdx(CdxCmd::Dups { args, .. }) => paths(&args.files),
@@ -283,9 +288,9 @@ fn preflight(cmd: &Command) -> anyhow::Result<()> {
             preflight::has_input_files(input, Some(work))
         }
         Command::Check(a) => preflight::has_input_files(&a.input, Some(&a.output)),
-        Command::Status(a) => match (&a.input, &a.output) {
-            (Some(i), Some(o)) => preflight::has_input_files(std::slice::from_ref(i), Some(o)),
-            _ => Ok(()),
+        Command::Status(a) => match &a.output {
+            Some(o) => preflight::has_input_files(&a.input, Some(o)),
+            None => Ok(()),
         },
         // Every other command: its named inputs, leaving out its output.
         _ => {
@@ -495,6 +500,42 @@ mod tests {
             }
         }
         walk(&cli, "webdedup".into());
+    }
+
+    /// Inputs are taken one way (positional, `-i/--input` the older form), by
+    /// every command that reads inputs: the one definition in `flags::inputs`.
+    #[test]
+    fn every_command_takes_its_inputs_one_way() {
+        use crate::flags::inputs::{INPUTS, INPUT_ALIAS};
+        let cli = Cli::command();
+        let commands = [
+            vec!["dedup"],
+            vec!["minhash"],
+            vec!["check"],
+            vec!["status"],
+            vec!["batch", "hash"],
+            vec!["batch", "resolve"],
+            vec!["batch", "filter"],
+            vec!["batch", "publish"],
+            vec!["batch", "run"],
+            vec!["cdx", "dups"],
+            vec!["cdx", "revisits"],
+            vec!["cdx", "dates"],
+            vec!["warc", "index"],
+            vec!["warc", "dedup"],
+            vec!["to-jsonl"],
+        ];
+        for path in &commands {
+            let mut c = &cli;
+            for p in path {
+                c = c.find_subcommand(p).unwrap_or_else(|| panic!("no {p}"));
+            }
+            let arg = |id: &str| c.get_arguments().find(|a| a.get_id() == id).cloned();
+            let pos = arg(INPUTS).unwrap_or_else(|| panic!("{path:?}: no positional inputs"));
+            assert!(pos.is_positional(), "{path:?}");
+            let alias = arg(INPUT_ALIAS).unwrap_or_else(|| panic!("{path:?}: no -i"));
+            assert_eq!(alias.get_short(), Some('i'), "{path:?}");
+        }
     }
 
     #[test]

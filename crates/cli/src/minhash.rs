@@ -30,9 +30,11 @@ use webdedup_minhash::Shingling;
 Banding: two documents of Jaccard similarity s share at least one band with
 probability 1 - (1 - s^R)^B; the S-curve is steepest at (1/B)^(1/R): 0.72 for the
 defaults (14 bands x 8 rows), chosen by the quality study with --verify 0.8
-(F1 0.97 on web3 for word 5-gram Jaccard >= 0.8). Outputs per input REL:
-REL.dedup (kept documents, byte for byte), REL.dedup.pairs (DOC TAB ORIGINAL TAB
-JACCARD per dropped document), REL.dedup.dd with -d.")]
+(F1 0.97 on web3 for word 5-gram Jaccard >= 0.8). Outputs per input, named as
+dedup's (`part.jsonl.gz`: STEM `part`; a vertical `part.vert`: STEM `part.vert`):
+STEM.dedup.EXT (kept documents, byte for byte; a vertical's is STEM.dedup),
+STEM.dedup.pairs (DOC TAB ORIGINAL TAB JACCARD per dropped document), STEM.dedup.dd
+with -d.")]
 pub struct MinhashArgs {
     #[command(flatten)]
     pub dedup: DedupArgs,
@@ -45,7 +47,7 @@ pub struct MinhashArgs {
 pub struct MinHashSettings {
     /// Shingles: `words:N` (N normalized words; `N` alone means the same) or
     /// `chars:N` (for scripts without spaces).
-    #[arg(long, default_value = "words:5", value_name = "KIND:N")]
+    #[arg(long, default_value_t = webdedup_minhash::DEFAULT_SHINGLING, value_name = "KIND:N")]
     shingles: Shingling,
     /// Signature values (one-permutation MinHash with rehashing rounds, pinned `fss-v1`).
     #[arg(long, default_value_t = webdedup_minhash::DEFAULT_HASHES, value_name = "K")]

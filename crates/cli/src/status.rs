@@ -1,6 +1,7 @@
 //! `webdedup status` (the seed's `dedup_check.py`): are the servers of a map up,
 //! and how far is a run over an input directory?
 
+use crate::flags::inputs::{Inputs, INPUTS, INPUT_ALIAS};
 use anyhow::{Context, Result};
 use clap::Args;
 use std::io::Write;
@@ -10,15 +11,15 @@ use webdedup_formats::output::OutputCompression;
 use webdedup_text::shown::escape_controls;
 
 #[derive(Args, Debug)]
+#[command(mut_arg(INPUTS, |a| a.help("The inputs of the run (files or directories, as given to `dedup`; with --output: count its finished outputs)").requires("output")), mut_arg(INPUT_ALIAS, |a| a.requires("output")))]
 pub struct StatusArgs {
     /// The block map whose servers to ask.
     #[arg(short = 'm', long = "map", value_name = "FILE")]
     map: Option<PathBuf>,
-    /// Input directory of the run (with --output: count finished outputs).
-    #[arg(short = 'i', long, value_name = "DIR", requires = "output")]
-    pub(crate) input: Option<PathBuf>,
-    /// Output directory of the run.
-    #[arg(short = 'o', long, value_name = "DIR", requires = "input")]
+    #[command(flatten)]
+    pub(crate) input: Inputs<false>,
+    /// Output directory of the run (with its inputs: count finished outputs).
+    #[arg(short = 'o', long, value_name = "DIR", requires = "inputs_given")]
     pub(crate) output: Option<PathBuf>,
     /// The servers' shared secret.
     #[arg(long, value_name = "FILE")]
@@ -36,8 +37,8 @@ struct FileCounts {
     missing: usize,
 }
 
-fn files(input: &Path, output: &Path) -> Result<FileCounts> {
-    let inputs = list_inputs(&[input.to_owned()], output)?.files;
+fn files(input: &[PathBuf], output: &Path) -> Result<FileCounts> {
+    let inputs = list_inputs(input, output)?.files;
     let mut c = FileCounts {
         total: inputs.len(),
         ..Default::default()
@@ -63,16 +64,14 @@ fn files(input: &Path, output: &Path) -> Result<FileCounts> {
 }
 
 fn pct(n: usize, total: usize) -> f64 {
-    if total == 0 {
-        0.0
-    } else {
-        100.0 * n as f64 / total as f64
-    }
+    crate::summaries::pct(n as u64, total as u64)
 }
 
 pub fn run(args: &StatusArgs) -> Result<u8> {
-    if args.map.is_none() && args.input.is_none() {
-        anyhow::bail!("give a block map (-m) and/or an input and output directory (-i, -o)");
+    if args.map.is_none() && args.input.is_empty() {
+        anyhow::bail!(
+            "give a block map (-m) and/or the run's inputs and output directory (PATH... -o DIR)"
+        );
     }
     let mut wrong = false;
     let servers = match &args.map {
@@ -94,9 +93,9 @@ pub fn run(args: &StatusArgs) -> Result<u8> {
         }
         None => Vec::new(),
     };
-    let counts = match (&args.input, &args.output) {
-        (Some(i), Some(o)) => {
-            let c = files(i, o)?;
+    let counts = match (args.input.is_empty(), &args.output) {
+        (false, Some(o)) => {
+            let c = files(&args.input, o)?;
             wrong |= c.missing > 0 || c.unfinished > 0;
             Some(c)
         }

@@ -828,3 +828,114 @@ fn every_long_command_draws_the_progress_bar() {
         assert!(!stderr(&o).contains("ETA"), "{args:?}: {}", stderr(&o));
     }
 }
+
+/// The `--help` entry of `flag` (its lines up to the next option), or panics.
+fn help_entry(help: &str, flag: &str) -> String {
+    let starts = |l: &str| {
+        let t = l.trim_start();
+        t.starts_with("--") || (t.starts_with('-') && t.get(2..4) == Some(", "))
+    };
+    let lines: Vec<&str> = help.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| {
+            starts(l) && l.contains(&format!("--{flag} "))
+                || l.trim_end().ends_with(&format!("--{flag}"))
+        })
+        .unwrap_or_else(|| panic!("no --{flag} in\n{help}"));
+    let end = lines[at + 1..]
+        .iter()
+        .position(|l| starts(l))
+        .map_or(lines.len(), |e| at + 1 + e);
+    lines[at..end].join("\n")
+}
+
+/// A flag several commands take is defined once: the same help and default
+/// everywhere (batch's `--doc-check` had drifted: it listed `all` and
+/// `url-title`, not `none`).
+#[test]
+fn a_shared_flag_has_one_help_and_default_everywhere() {
+    let help = |args: &[&str]| {
+        let mut a = args.to_vec();
+        a.push("--help");
+        String::from_utf8_lossy(&webdedup(&a).stdout).into_owned()
+    };
+    let (dedup, batch, check) = (help(&["dedup"]), help(&["batch", "run"]), help(&["check"]));
+    for flag in [
+        "normalize",
+        "max-line-bytes",
+        "min-para-chars",
+        "doc-check",
+        "chunk-bytes",
+        "blocks",
+        "compress",
+        "dd",
+        "output",
+    ] {
+        assert_eq!(
+            help_entry(&dedup, flag),
+            help_entry(&batch, flag),
+            "--{flag}"
+        );
+    }
+    for flag in ["normalize", "max-line-bytes", "ngram", "threshold"] {
+        assert_eq!(
+            help_entry(&dedup, flag),
+            help_entry(&check, flag),
+            "--{flag}"
+        );
+    }
+    assert!(help_entry(&batch, "doc-check").contains("`none`"));
+}
+
+/// `dedup`, `minhash` and `check` show their outcome as every command does: one
+/// summary line with plurals right and the real thread count, only the parts that
+/// apply (MinHash judges whole documents: no paragraph or URL+title parts), and
+/// `--json` one object with `command` and `status`.
+#[test]
+fn dedup_minhash_and_check_summaries_follow_the_conventions() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = "<doc id=\"a\" url=\"https://a.example/\" title=\"A\">\n<p>\nThe\nfirst\nparagraph\nof\ndocument\nA\nis\nlong\nenough\nto\nbe\nlooked\nup\nin\nthe\nstore\n</p>\n</doc>\n";
+    let input = dir.path().join("a.vert");
+    std::fs::write(&input, doc.repeat(2)).unwrap();
+    let out = |n: &str| dir.path().join(n);
+    let o = webdedup(&["dedup", s(&input), "-o", s(&out("d")), "-t", "0", "-f"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.starts_with("webdedup dedup: 1 file, 2 documents read, 1 kept"),
+        "{err}"
+    );
+    assert!(
+        err.contains("(1 duplicate, 0 with every paragraph seen)"),
+        "{err}"
+    );
+    assert!(err.contains("on 1 thread\n"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let o = webdedup(&["minhash", s(&input), "-o", s(&out("m")), "--json", "-"]);
+    let err = stderr(&o);
+    assert!(
+        err.starts_with("webdedup minhash: 1 file, 2 documents read"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("paragraph") && !err.contains("URL+title"),
+        "{err}"
+    );
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (json["command"].as_str(), json["status"].as_i64()),
+        (Some("minhash"), Some(0))
+    );
+    assert_eq!(json["documents_dropped"], 1);
+    let o = webdedup(&["check", s(&input), "-o", s(&out("d")), "--json", "-"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.starts_with("webdedup check: "), "{err}");
+    assert!(err.contains("0 mismatches"), "{err}");
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (json["command"].as_str(), json["status"].as_i64()),
+        (Some("check"), Some(0))
+    );
+}

@@ -267,3 +267,73 @@ fn archive_commands_read_directories_where_a_stream_of_files_makes_sense() {
     );
     assert!(!err.contains("is a directory"), "{err}");
 }
+
+/// Every command takes its inputs one way: positional paths, `-i/--input` kept as
+/// the older form; both may be mixed, and the inputs keep the order given (the
+/// first copy of a document is the one kept).
+#[test]
+fn every_command_takes_inputs_positionally_with_i_as_an_alias() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.vert"), dir.path().join("b.vert"));
+    fs::write(&a, A_VERT).unwrap();
+    fs::write(&b, format!("{B_VERT}{A_VERT}")).unwrap();
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let out = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
+    // Positional: b first, so b keeps A and a's copy of it is dropped.
+    for (cmd, o) in [("dedup", out("d1")), ("minhash", out("m1"))] {
+        let r = webdedup(&[cmd, b, a, "-o", &o, "-q"]);
+        assert_eq!(r.status.code(), Some(0), "{cmd}: {}", stderr(&r));
+    }
+    assert_eq!(read(dir.path().join("d1/a.vert.dedup")), "");
+    assert_eq!(
+        read(dir.path().join("d1/b.vert.dedup")),
+        format!("{B_VERT}{A_VERT}")
+    );
+    // Mixed: `a -i b` reads a, then b.
+    let r = webdedup(&["dedup", a, "-i", b, "-o", &out("d2"), "-q"]);
+    assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
+    assert_eq!(read(dir.path().join("d2/a.vert.dedup")), A_VERT);
+    assert_eq!(read(dir.path().join("d2/b.vert.dedup")), B_VERT);
+    // And `-i b a`, the older form alone.
+    let r = webdedup(&["dedup", "-i", b, a, "-o", &out("d3"), "-q"]);
+    assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
+    assert_eq!(read(dir.path().join("d3/a.vert.dedup")), "");
+    // The other commands that read documents: positional too.
+    let r = webdedup(&[
+        "batch",
+        "run",
+        b,
+        a,
+        "-w",
+        &out("w"),
+        "-o",
+        &out("b1"),
+        "-q",
+    ]);
+    assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
+    assert_eq!(read(dir.path().join("b1/a.vert.dedup")), "");
+    let r = webdedup(&["dedup", b, a, "-o", &out("f"), "-q", "-f"]);
+    assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
+    let r = webdedup(&["check", b, a, "-o", &out("f"), "-q"]);
+    assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
+    let r = webdedup(&["status", b, a, "-o", &out("d1")]);
+    assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
+    assert!(
+        String::from_utf8_lossy(&r.stdout).contains("2 finished"),
+        "{}",
+        String::from_utf8_lossy(&r.stdout)
+    );
+    // And the archive commands take `-i` as well as positional files.
+    let cdx = dir.path().join("a.cdx");
+    fs::write(
+        &cdx,
+        "org,example)/ 20200101000000 http://example.org/ text/html 200 AAAA - - 100 0 a.warc.gz\n",
+    )
+    .unwrap();
+    let r = webdedup(&["cdx", "dates", "-i", cdx.to_str().unwrap()]);
+    assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
+    // No inputs at all: a usage error naming the positional form.
+    let r = webdedup(&["dedup", "-o", &out("none")]);
+    assert_eq!(r.status.code(), Some(2));
+    assert!(stderr(&r).contains("<PATH>"), "{}", stderr(&r));
+}

@@ -359,11 +359,11 @@ fn malformed_input_is_reported_and_the_rest_processed() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let err = stderr(&o);
     assert!(err.contains("x.jsonl:2:"), "{err}");
-    let kept = read(out.join("x.jsonl.dedup"));
+    let kept = read(out.join("x.dedup.jsonl"));
     assert!(kept.contains("\"a\"") && kept.contains("\"c\"") && kept.contains("{not json"));
     assert!(!kept.contains("\"b\""), "{kept}");
     assert_eq!(
-        read(out.join("x.jsonl.dedup.pairs"))
+        read(out.join("x.dedup.pairs"))
             .lines()
             .next()
             .unwrap()

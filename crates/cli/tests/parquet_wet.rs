@@ -122,11 +122,11 @@ fn parquet_decides_as_jsonl_and_verticals_and_keeps_schema_and_row_order() {
     let (jo, po) = (t.join("j-exact"), t.join("p-exact"));
     for (name, _) in tree(&pq) {
         let input = pq.join(&name);
-        let output = po.join(format!("{name}.dedup"));
+        let output = po.join(name.replace(".parquet", ".dedup.parquet"));
         let (in_schema, in_rows) = parquet_rows(&input);
         let (out_schema, out_rows) = parquet_rows(&output);
         assert_eq!(in_schema, out_schema, "{name}");
-        let jname = name.replace(".parquet", ".jsonl.dedup.gz");
+        let jname = name.replace(".parquet", ".dedup.jsonl.gz");
         let kept: Vec<serde_json::Value> = jsonl_docs(&jo.join(jname));
         assert!(kept.len() > 50);
         assert_eq!(out_rows.len(), kept.len(), "{name}");
@@ -230,7 +230,7 @@ fn a_row_group_written_whole_and_unchanged_is_copied_as_stored() {
 
     let out = t.join("out");
     ok(&dedup(&pq, &out, &["--dd"]));
-    let output = out.join("part.parquet.dedup");
+    let output = out.join("part.dedup.parquet");
     let after = column_chunk_bytes(&output);
     assert_eq!(after.len(), 3);
     // Kept whole with its texts as read: every column chunk as stored.
@@ -259,7 +259,7 @@ fn a_row_group_written_whole_and_unchanged_is_copied_as_stored() {
     let marked = t.join("marked");
     ok(&dedup(&pq, &marked, &["--mark"]));
     assert_eq!(
-        column_chunk_bytes(&marked.join("part.parquet.dedup")),
+        column_chunk_bytes(&marked.join("part.dedup.parquet")),
         before
     );
 }
@@ -292,7 +292,7 @@ fn parquet_bad_input_is_reported_with_its_rows_and_passed_through() {
         "{err}"
     );
     let (_, in_rows) = parquet_rows(&no_text);
-    let (_, out_rows) = parquet_rows(&out.join("a.parquet.dedup"));
+    let (_, out_rows) = parquet_rows(&out.join("a.dedup.parquet"));
     assert_eq!(in_rows, out_rows, "bad rows pass through");
     let out = t.join("out-a2");
     let o = dedup(
@@ -301,7 +301,7 @@ fn parquet_bad_input_is_reported_with_its_rows_and_passed_through() {
         &["--text-field", "body", "--drop-bad-records"],
     );
     assert_eq!(o.status.code(), Some(1));
-    assert_eq!(parquet_rows(&out.join("a.parquet.dedup")).1.len(), 0);
+    assert_eq!(parquet_rows(&out.join("a.dedup.parquet")).1.len(), 0);
 
     // A damaged page in the second row group: its rows are reported, the other
     // row groups deduplicated; the damaged row group is copied as stored.
@@ -335,7 +335,7 @@ fn parquet_bad_input_is_reported_with_its_rows_and_passed_through() {
     assert_eq!(st["documents_read"], 24, "rows 1-16 and 33-40 are read");
     assert_eq!(st["bad_records"], 16);
     let written = ParquetRecordBatchReaderBuilder::try_new(
-        fs::File::open(out.join("b.parquet.dedup")).unwrap(),
+        fs::File::open(out.join("b.dedup.parquet")).unwrap(),
     )
     .unwrap()
     .metadata()
@@ -351,7 +351,7 @@ fn parquet_bad_input_is_reported_with_its_rows_and_passed_through() {
     let o = dedup(&dir, &out, &["--input-format", "parquet"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains(&format!("{}: cannot read", torn.display())));
-    assert!(out.join("a.parquet.dedup").exists());
+    assert!(out.join("a.dedup.parquet").exists());
 }
 
 /// The records of an (uncompressed) WARC file: (header, block), checking that
@@ -418,7 +418,7 @@ fn wet_records_decide_as_jsonl_and_are_written_as_valid_warc() {
     // correct Content-Length and recomputed digests; the warcinfo record as read.
     let (wo, jo) = (t.join("w-exact"), t.join("j-exact"));
     for (name, _) in tree(&jl) {
-        let wname = name.replace(".jsonl.gz", ".warc.wet.dedup.gz");
+        let wname = name.replace(".jsonl.gz", ".dedup.warc.wet.gz");
         let bytes = fs::read(wo.join(&wname)).unwrap();
         let mut members = 0;
         let mut rest = &bytes[..];
@@ -430,7 +430,7 @@ fn wet_records_decide_as_jsonl_and_are_written_as_valid_warc() {
         }
         let records = warc_records(&decompress(&bytes));
         assert_eq!(members, records.len(), "one gzip member a record");
-        let kept = jsonl_docs(&jo.join(name.replace(".jsonl.gz", ".jsonl.dedup.gz")));
+        let kept = jsonl_docs(&jo.join(name.replace(".jsonl.gz", ".dedup.jsonl.gz")));
         assert_eq!(records.len(), kept.len() + 1);
         assert_eq!(header(&records[0].0, "WARC-Type"), Some("warcinfo"));
         for ((h, block), doc) in records[1..].iter().zip(&kept) {
@@ -470,7 +470,7 @@ fn a_truncated_wet_record_is_reported_with_its_offset_and_passed_through() {
     let st = json(&stats);
     assert_eq!(st["documents_read"], 4);
     assert_eq!(st["bad_records"], 1);
-    let written = fs::read(out.join("a.warc.wet.dedup")).unwrap();
+    let written = fs::read(out.join("a.dedup.warc.wet")).unwrap();
     assert!(
         written.ends_with(&full[offset..cut]),
         "the truncated record is passed through as read"
@@ -482,7 +482,7 @@ fn a_truncated_wet_record_is_reported_with_its_offset_and_passed_through() {
     let out2 = t.join("out2");
     let o = dedup(&dir, &out2, &["--drop-bad-records"]);
     assert_eq!(o.status.code(), Some(1));
-    let written = fs::read(out2.join("a.warc.wet.dedup")).unwrap();
+    let written = fs::read(out2.join("a.dedup.warc.wet")).unwrap();
     assert_eq!(warc_records(&written).len(), 5);
 }
 
@@ -550,7 +550,7 @@ fn mark_writes_inputs_unchanged_and_attributes_that_give_the_dedup_output() {
     ok(&o);
     // The outputs are the inputs; the decisions are the same (`.dd`).
     for (name, bytes) in tree(&jsonl_sample_dir()) {
-        let out = jm.join(name.replace(".jsonl.gz", ".jsonl.dedup.gz"));
+        let out = jm.join(name.replace(".jsonl.gz", ".dedup.jsonl.gz"));
         assert_eq!(decompress(&fs::read(out).unwrap()), decompress(&bytes));
     }
     assert_eq!(dd_entries(&jo), dd_entries(&jm));
@@ -609,7 +609,7 @@ fn mark_writes_inputs_unchanged_and_attributes_that_give_the_dedup_output() {
     for (name, _) in tree(&pq) {
         assert_eq!(
             parquet_rows(&pq.join(&name)),
-            parquet_rows(&pm.join(format!("{name}.dedup"))),
+            parquet_rows(&pm.join(name.replace(".parquet", ".dedup.parquet"))),
             "all rows as read"
         );
     }
@@ -624,7 +624,7 @@ fn mark_writes_inputs_unchanged_and_attributes_that_give_the_dedup_output() {
     ok(&dedup(&wet, &wm, &["--mark"]));
     for (name, bytes) in tree(&wet) {
         assert_eq!(
-            fs::read(wm.join(&name).with_extension("wet.dedup")).unwrap(),
+            fs::read(wm.join(name.replace(".warc.wet", ".dedup.warc.wet"))).unwrap(),
             bytes
         );
     }
@@ -725,7 +725,7 @@ fn batch_mode_on_parquet_and_wet_equals_stream_mode_with_and_without_a_store() {
         if name == "wet" {
             // The zstd WET file is read (its offsets the decompressed data's) and
             // written zstd-compressed: the bytes the same file uncompressed gives.
-            let out = stream.join("cc-2024-33/part-00000.warc.wet.dedup.zst");
+            let out = stream.join("cc-2024-33/part-00000.dedup.warc.wet.zst");
             let data = fs::read(&out).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
             assert!(data.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]));
             // The same files with this one decompressed: the same decisions.
@@ -740,7 +740,7 @@ fn batch_mode_on_parquet_and_wet_equals_stream_mode_with_and_without_a_store() {
             }
             let plain_out = t.join("plain-wet-out");
             ok(&dedup(&plain_wet, &plain_out, &["--dd"]));
-            let want = fs::read(plain_out.join("cc-2024-33/part-00000.warc.wet.dedup")).unwrap();
+            let want = fs::read(plain_out.join("cc-2024-33/part-00000.dedup.warc.wet")).unwrap();
             assert!(zstd::decode_all(&data[..]).unwrap() == want);
             assert!(warc_records(&want).len() > 50);
         }
@@ -983,9 +983,9 @@ fn mark_copies_inputs_with_their_compression_and_writes_changed_ones_as_read() {
     );
     assert_eq!(o.status.code(), Some(1));
     for (name, out) in [
-        ("a.jsonl.zst", "a.jsonl.dedup.zst"),
-        ("b.jsonl.gz", "b.jsonl.dedup.gz"),
-        ("c.jsonl", "c.jsonl.dedup"),
+        ("a.jsonl.zst", "a.dedup.jsonl.zst"),
+        ("b.jsonl.gz", "b.dedup.jsonl.gz"),
+        ("c.jsonl", "c.dedup.jsonl"),
     ] {
         assert_eq!(
             fs::read(copied.join(out)).unwrap(),
@@ -994,21 +994,75 @@ fn mark_copies_inputs_with_their_compression_and_writes_changed_ones_as_read() {
         );
     }
     // d: the input without its long line, as `--compress none` writes it.
-    let d = decompress(&fs::read(copied.join("d.jsonl.dedup.zst")).unwrap());
+    let d = decompress(&fs::read(copied.join("d.dedup.jsonl.zst")).unwrap());
     let without_long: String = changed
         .lines()
         .filter(|l| !l.contains(&long))
         .map(|l| format!("{l}\n"))
         .collect();
     assert_eq!(String::from_utf8(d.clone()).unwrap(), without_long);
-    assert_eq!(d, fs::read(plain.join("d.jsonl.dedup")).unwrap());
+    assert_eq!(d, fs::read(plain.join("d.dedup.jsonl")).unwrap());
     // The decisions do not depend on how the output was written.
     for name in ["a", "b", "c", "d"] {
-        let attrs = format!("{name}.jsonl.dedup.attributes.jsonl");
+        let attrs = format!("{name}.dedup.attributes.jsonl");
         assert_eq!(
             fs::read(copied.join(&attrs)).unwrap(),
             fs::read(plain.join(&attrs)).unwrap(),
             "{attrs}"
         );
     }
+}
+
+/// Outputs keep their format's extension (`STEM.dedup.EXT`), so `*.parquet` globs
+/// and readers that go by extension find them; side files are `STEM.dedup.dd`;
+/// verticals keep the KNOT seed's `REL.dedup`. `status` finds them by the same
+/// names, and two inputs that would share them are refused.
+#[test]
+fn outputs_keep_their_formats_extension() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let o = webdedup(&[
+        "dedup",
+        s(&parquet_sample_dir()),
+        "-o",
+        s(&out),
+        "-q",
+        "--dd",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let dir = out.join("cc-2023-14");
+    let mut names: Vec<String> = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["part-00000.dedup.dd", "part-00000.dedup.parquet"]);
+    let o = webdedup(&["status", s(&parquet_sample_dir()), "-o", s(&out)]);
+    let shown = String::from_utf8_lossy(&o.stdout);
+    assert!(shown.contains("3 finished"), "{shown}");
+    // JSON Lines and WET: the compression after the extension.
+    let o = webdedup(&[
+        "dedup",
+        s(&wet_sample_dir()),
+        "-o",
+        s(&tmp.path().join("w")),
+        "-q",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(tmp
+        .path()
+        .join("w/cc-2023-14/part-00000.dedup.warc.wet.gz")
+        .exists());
+    // Two inputs named alike but for the format share their side files: refused.
+    let two = tmp.path().join("two");
+    fs::create_dir_all(&two).unwrap();
+    fs::write(two.join("a.jsonl"), "{\"text\":\"one\"}\n").unwrap();
+    fs::write(two.join("a.jsonl.gz"), gzip(b"{\"text\":\"two\"}\n")).unwrap();
+    let o = webdedup(&["dedup", s(&two), "-o", s(&tmp.path().join("t")), "-q"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("would both be written to"),
+        "{}",
+        stderr(&o)
+    );
 }

@@ -499,7 +499,7 @@ fn crawl_by_crawl_equals_one_run_over_all() {
         .unwrap();
     assert!(o.status.success());
     assert!(
-        stderr(&o).contains("Documents kept:           0"),
+        stderr(&o).contains("documents read, 0 kept"),
         "{}",
         stderr(&o)
     );

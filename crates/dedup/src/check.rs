@@ -2,7 +2,7 @@
 //! confirms each claim "this dropped paragraph repeats that one" (the seed's
 //! checking script).
 //!
-//! Every `REL.dedup.dropped` under the output directory is read; each
+//! Every `STEM.dedup.dropped` under the output directory is read; each
 //! `<t>FILE:REC\tFILE:REC</f>` line names a dropped paragraph (the one after it)
 //! and its original (paragraph number REC, from 1, of the input file whose id is
 //! FILE in `files.idx`). The originals are read from the input directory with the

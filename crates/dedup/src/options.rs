@@ -22,6 +22,23 @@ pub enum DocCheck {
     None,
 }
 
+impl DocCheck {
+    /// The name `--doc-check` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            DocCheck::All => "all",
+            DocCheck::UrlTitle => "url-title",
+            DocCheck::None => "none",
+        }
+    }
+}
+
+impl std::fmt::Display for DocCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 impl std::str::FromStr for DocCheck {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
@@ -59,6 +76,12 @@ impl NearRules {
             NearRules::Webdedup => "webdedup",
             NearRules::Onion => "onion",
         }
+    }
+}
+
+impl std::fmt::Display for NearRules {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 
@@ -132,6 +155,8 @@ pub const DEFAULT_NGRAM: usize = 7;
 pub const DEFAULT_THRESHOLD: f64 = 0.5;
 /// Longest run, in tokens, that smoothing drops (`--max-stub`).
 pub const DEFAULT_MAX_STUB: usize = 20;
+/// Input problems printed per file (`--report-limit`); the rest are counted.
+pub const DEFAULT_REPORT_LIMIT: usize = 20;
 
 /// The policy options as a front door names them: the command line's flags and
 /// the Python module's keyword arguments both become one of these, and

@@ -25,7 +25,7 @@ use std::time::Instant;
 use webdedup_formats::chunk::{
     BufferPool, Chunk, Issue, DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES,
 };
-use webdedup_formats::input::COMPRESSION_SUFFIXES;
+use webdedup_formats::input::split_document_name;
 use webdedup_formats::output::{AtomicOutput, OutputCompression};
 use webdedup_formats::parquet::RowSlice;
 use webdedup_formats::parquet_out::{ParquetOut, RowGroupOut};
@@ -186,36 +186,42 @@ pub fn count_skipped(listing: &Listing, stats: &mut RunStats) {
     }
 }
 
-/// `OUT/REL` without its compression suffix, plus `.dedup` (and the output
-/// compression's suffix).
+/// The output of input `REL`: `OUT/STEM.dedup.EXT` plus the output compression's
+/// suffix (`part.parquet` -> `part.dedup.parquet`, `part.jsonl.gz` ->
+/// `part.dedup.jsonl.gz`); a vertical's is `OUT/REL.dedup` (the KNOT seed's name),
+/// REL without its compression suffix.
 pub fn output_path(out_dir: &Path, rel: &Path, compress: OutputCompression) -> PathBuf {
+    // The format's extension after `.dedup`, so that `*.parquet` globs and tools
+    // that go by extension find the output (verticals have none).
+    let (_, extension, _) = split_document_name(rel.as_os_str().as_encoded_bytes());
     let mut name = output_stem(out_dir, rel).into_os_string();
+    name.push(extension);
     name.push(compress.suffix());
     PathBuf::from(name)
 }
 
-/// The `.dd` list that goes with an output: `OUT/REL.dedup.dd`, never compressed.
+/// The `.dd` list that goes with an output: `OUT/STEM.dedup.dd`, never compressed.
 pub fn dd_path(out_dir: &Path, rel: &Path) -> PathBuf {
     let mut name = output_stem(out_dir, rel).into_os_string();
     name.push(".dd");
     PathBuf::from(name)
 }
 
-/// `--mark`'s attributes file: `OUT/REL.dedup.attributes.jsonl`, never compressed.
+/// `--mark`'s attributes file: `OUT/STEM.dedup.attributes.jsonl`, never compressed.
 pub fn attributes_path(out_dir: &Path, rel: &Path) -> PathBuf {
     let mut name = output_stem(out_dir, rel).into_os_string();
     name.push(".attributes.jsonl");
     PathBuf::from(name)
 }
 
-/// Feedback mode's dropped paragraphs: `OUT/REL.dedup.dropped`, never compressed.
+/// Feedback mode's dropped paragraphs: `OUT/STEM.dedup.dropped`, never compressed.
 pub fn dropped_path(out_dir: &Path, rel: &Path) -> PathBuf {
     let mut name = output_stem(out_dir, rel).into_os_string();
     name.push(".dropped");
     PathBuf::from(name)
 }
 
-/// MinHash mode's pairs report: `OUT/REL.dedup.pairs` (`DOC TAB ORIGINAL TAB
+/// MinHash mode's pairs report: `OUT/STEM.dedup.pairs` (`DOC TAB ORIGINAL TAB
 /// JACCARD` per dropped document), never compressed.
 pub fn pairs_path(out_dir: &Path, rel: &Path) -> PathBuf {
     let mut name = output_stem(out_dir, rel).into_os_string();
@@ -252,17 +258,13 @@ pub fn write_files_index_of<'a>(
         .with_context(|| format!("cannot finish {}", path.display()))
 }
 
-/// `OUT/REL` without its compression suffix, plus `.dedup`.
+/// `OUT/STEM.dedup`, what every file of input `REL` is named after: REL without
+/// its compression suffix and its format's extension
+/// ([`split_document_name`]; verticals have none).
 fn output_stem(out_dir: &Path, rel: &Path) -> PathBuf {
-    let mut name: OsString = rel.as_os_str().to_owned();
-    let s = name.to_string_lossy().into_owned();
-    if let Some(suffix) = COMPRESSION_SUFFIXES.iter().find(|suf| s.ends_with(*suf)) {
-        let bytes = name.as_encoded_bytes();
-        // SAFETY: the suffix is ASCII, so cutting it leaves valid encoded bytes.
-        name = unsafe {
-            OsString::from_encoded_bytes_unchecked(bytes[..bytes.len() - suffix.len()].to_vec())
-        };
-    }
+    let (stem, _, _) = split_document_name(rel.as_os_str().as_encoded_bytes());
+    // SAFETY: only ASCII suffixes were cut, so the rest is valid encoded bytes.
+    let mut name = unsafe { OsString::from_encoded_bytes_unchecked(stem.to_vec()) };
     name.push(".dedup");
     out_dir.join(name)
 }

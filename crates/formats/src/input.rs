@@ -84,6 +84,34 @@ impl Compression {
 /// File-name suffixes that name a compression; they are removed from output names.
 pub const COMPRESSION_SUFFIXES: &[&str] = &[".gz", ".zst", ".zstd"];
 
+/// The extensions of the document formats other than verticals, longest match
+/// first: an output keeps its input's (`part.jsonl.gz` -> `part.dedup.jsonl.gz`),
+/// so `*.parquet` globs and tools that go by extension find it. Verticals have
+/// none: their outputs keep the KNOT seed's `REL.dedup`.
+pub const DOCUMENT_EXTENSIONS: &[&str] = &[
+    ".warc.wet",
+    ".wet",
+    ".jsonl",
+    ".ndjson",
+    ".json",
+    ".parquet",
+];
+
+/// A file name cut as (stem, document extension, compression suffix):
+/// `part.warc.wet.gz` -> (`part`, `.warc.wet`, `.gz`); a vertical's (or any
+/// other) name is all stem: `part.vert.gz` -> (`part.vert`, ``, `.gz`).
+pub fn split_document_name(name: &[u8]) -> (&[u8], &'static str, &'static str) {
+    let cut = |name: &[u8], suffixes: &[&'static str]| {
+        suffixes
+            .iter()
+            .find(|s| name.len() > s.len() && name.ends_with(s.as_bytes()))
+            .map_or((name.len(), ""), |s| (name.len() - s.len(), *s))
+    };
+    let (end, compression) = cut(name, COMPRESSION_SUFFIXES);
+    let (stem, extension) = cut(&name[..end], DOCUMENT_EXTENSIONS);
+    (&name[..stem], extension, compression)
+}
+
 /// How standard input is named on the command line.
 pub const STDIN_ARG: &str = "-";
 /// The relative path standing for standard input (outputs are named after it:
@@ -441,6 +469,23 @@ pub fn decode<'a, R: BufRead + Send + 'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn document_names_split_into_stem_extension_and_compression() {
+        let split = |n: &str| {
+            let (stem, ext, z) = split_document_name(n.as_bytes());
+            (String::from_utf8(stem.to_vec()).unwrap(), ext, z)
+        };
+        assert_eq!(
+            split("cc/part-0.warc.wet.gz"),
+            ("cc/part-0".into(), ".warc.wet", ".gz")
+        );
+        assert_eq!(split("part.parquet"), ("part".into(), ".parquet", ""));
+        assert_eq!(split("part.jsonl.zst"), ("part".into(), ".jsonl", ".zst"));
+        assert_eq!(split("part.vert.gz"), ("part.vert".into(), "", ".gz"));
+        assert_eq!(split("stdin"), ("stdin".into(), "", ""));
+        assert_eq!(split(".jsonl"), (".jsonl".into(), "", ""));
+    }
     use std::io::Write;
 
     fn read_all(bytes: Vec<u8>) -> (Vec<u8>, Compression) {

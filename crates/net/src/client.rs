@@ -38,12 +38,16 @@ pub struct ClientOptions {
     pub verbose: bool,
 }
 
+/// How long a worker waits for a server that stays unreachable before giving up
+/// (`--server-timeout`, the Python classes' `server_timeout`).
+pub const DEFAULT_GIVE_UP_AFTER: Duration = Duration::from_secs(120);
+
 impl Default for ClientOptions {
     fn default() -> Self {
         ClientOptions {
             secret: None,
             connect_timeout: Duration::from_secs(5),
-            give_up_after: Duration::from_secs(120),
+            give_up_after: DEFAULT_GIVE_UP_AFTER,
             max_frame: wire::DEFAULT_MAX_FRAME,
             frame_keys: 1 << 15,
             verbose: true,

@@ -1,12 +1,17 @@
 //! Flags of `webdedup cdx ...` and `webdedup warc ...`, turned into the options of
 //! `webdedup_archive`.
 
+use super::inputs::{Inputs, INPUTS};
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 use webdedup_archive::{
     index, util, CdxDatesOptions, CdxDupsOptions, CdxRevisitsOptions, DedupBy, IndexFormat,
     WarcDedupOptions, WarcIndexOptions,
 };
+
+/// The help of `cdx dups` and `cdx revisits` inputs.
+const CDX_FILES: &str =
+    "CDX (legend or 7/9/10/11/12/13/14 fields) or CDXJ files; gzip/zstd detected; `-` is stdin";
 
 /// Where the "seen" set lives, for the commands that can share it.
 #[derive(Debug, Args, Default, Clone)]
@@ -22,11 +27,10 @@ pub struct StoreFlags {
 
 /// `cdx dups`.
 #[derive(Debug, Args, Clone)]
+#[command(mut_arg(INPUTS, |a| a.value_name("FILES").help(CDX_FILES)))]
 pub struct DupsFlags {
-    /// CDX (legend or 7/9/10/11/12/13/14 fields) or CDXJ files; gzip/zstd detected;
-    /// `-` is stdin.
-    #[arg(required = true)]
-    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub files: Inputs,
     /// Print the original CDX lines instead of `urlkey sha1:DIGEST timestamp`.
     #[arg(long)]
     pub lines: bool,
@@ -40,7 +44,7 @@ pub struct DupsFlags {
 impl DupsFlags {
     pub fn options(&self) -> CdxDupsOptions {
         CdxDupsOptions {
-            files: self.files.clone(),
+            files: self.files.paths.clone(),
             lines: self.lines,
             output: self.output.clone(),
         }
@@ -49,11 +53,10 @@ impl DupsFlags {
 
 /// `cdx revisits`.
 #[derive(Debug, Args, Clone)]
+#[command(mut_arg(INPUTS, |a| a.value_name("FILES").help(CDX_FILES)))]
 pub struct RevisitsFlags {
-    /// CDX (legend or 7/9/10/11/12/13/14 fields) or CDXJ files; gzip/zstd detected;
-    /// `-` is stdin.
-    #[arg(required = true, value_name = "FILES")]
-    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub files: Inputs,
     /// Also count lines whose file name is `-` as revisits (pywb's rule).
     #[arg(long)]
     pub filename_dash: bool,
@@ -68,7 +71,7 @@ pub struct RevisitsFlags {
 impl RevisitsFlags {
     pub fn options(&self) -> CdxRevisitsOptions {
         CdxRevisitsOptions {
-            files: self.files.clone(),
+            files: self.files.paths.clone(),
             filename_dash: self.filename_dash,
             lines: self.lines,
             output: self.output.clone(),
@@ -78,13 +81,13 @@ impl RevisitsFlags {
 
 /// `cdx dates`.
 #[derive(Debug, Args, Clone)]
+#[command(mut_arg(INPUTS, |a| a.value_name("FILES").help("CDX / CDXJ files; gzip/zstd detected; `-` is stdin. Optional with --merge")))]
 pub struct DatesFlags {
-    /// CDX / CDXJ files; gzip/zstd detected; `-` is stdin. Optional with --merge.
-    #[arg(required_unless_present = "merge")]
-    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub files: Inputs<false>,
     /// Dates files (`urlkey sha1:DIGEST DATE...`, e.g. an earlier output) or `.dup`
     /// files of `cdx dups` to merge with; repeatable.
-    #[arg(long, value_name = "DATES")]
+    #[arg(long, value_name = "DATES", required_unless_present = "inputs_given")]
     pub merge: Vec<PathBuf>,
     /// Memory for the sort buffer (e.g. 512M, 2G).
     #[arg(long, default_value = "1G", value_name = "SIZE", value_parser = util::parse_size)]
@@ -100,7 +103,7 @@ pub struct DatesFlags {
 impl DatesFlags {
     pub fn options(&self) -> CdxDatesOptions {
         CdxDatesOptions {
-            files: self.files.clone(),
+            files: self.files.paths.clone(),
             merge: self.merge.clone(),
             memory: self.memory,
             tmp_dir: self.tmp_dir.clone(),
@@ -129,10 +132,10 @@ impl From<IndexFormatFlag> for IndexFormat {
 
 /// `warc index`.
 #[derive(Debug, Args, Clone)]
+#[command(mut_arg(INPUTS, |a| a.value_name("FILES").help("WARC or ARC files: gzip per record, whole-file gzip or uncompressed")))]
 pub struct IndexFlags {
-    /// WARC or ARC files: gzip per record, whole-file gzip or uncompressed.
-    #[arg(required = true, value_name = "FILES")]
-    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub files: Inputs,
     /// Index format: `cdxj` (as cdxj-indexer) or `cdx11` (11-field CDX with its
     /// legend, as `cdxj-indexer -11`).
     #[arg(long, value_enum, default_value = "cdxj")]
@@ -150,7 +153,7 @@ impl IndexFlags {
     /// The options, with the files indexed in parallel on `threads`.
     pub fn options(&self, threads: usize) -> WarcIndexOptions {
         WarcIndexOptions {
-            files: self.files.clone(),
+            files: self.files.paths.clone(),
             format: self.format.into(),
             records: self.records.clone(),
             threads: Some(threads),
@@ -180,14 +183,10 @@ impl From<DedupByFlag> for DedupBy {
 
 /// `warc dedup`.
 #[derive(Debug, Args, Clone)]
+#[command(mut_arg(INPUTS, |a| a.value_name("FILES").help("WARC files or directories (searched recursively), processed in order (earlier captures are the originals)")))]
 pub struct WarcDedupFlags {
-    /// WARC files or directories (searched recursively), processed in order
-    /// (earlier captures are the originals).
-    #[arg(value_name = "FILES", required_unless_present = "input")]
-    pub files: Vec<PathBuf>,
-    /// The older form of FILES (`-i A B ...`), kept for scripts that use it.
-    #[arg(short, long = "input", num_args = 1.., hide = true, value_name = "FILES")]
-    pub input: Vec<PathBuf>,
+    #[command(flatten)]
+    pub files: Inputs,
     /// Output file (one input) or directory (several inputs, or an existing
     /// directory): files keep their names.
     #[arg(short, long, value_name = "PATH")]
@@ -204,14 +203,9 @@ pub struct WarcDedupFlags {
 }
 
 impl WarcDedupFlags {
-    /// The inputs in the order given: the older `-i` form first, then FILES.
-    pub fn inputs(&self) -> Vec<PathBuf> {
-        self.input.iter().chain(&self.files).cloned().collect()
-    }
-
     pub fn options(&self) -> WarcDedupOptions {
         WarcDedupOptions {
-            inputs: self.inputs(),
+            inputs: self.files.paths.clone(),
             output: self.output.clone(),
             by: self.by.into(),
             locations: self.locations.clone(),

@@ -5,4 +5,6 @@
 //! `--json`) come from [`crate::conventions`].
 
 pub mod archive;
+pub mod defs;
+pub mod inputs;
 pub mod simhash;

@@ -1,0 +1,112 @@
+//! The flags more than one command takes, each defined once as a small clap group
+//! that the commands flatten (as ripgrep defines every flag once in
+//! `flags/defs.rs`). Defaults are the constants of the library crates that own
+//! them, the ones the Python module falls back on: no default is a literal here.
+//! The argument ids are the fields' names, so a command can still word a help or
+//! hide a flag with `mut_arg` (`minhash` hides the paragraph options).
+
+use crate::read_args::Compress;
+use clap::Args;
+use std::path::PathBuf;
+use webdedup_dedup::options::{DEFAULT_MIN_PARA_CHARS, DEFAULT_NGRAM, DEFAULT_THRESHOLD};
+use webdedup_dedup::DocCheck;
+use webdedup_formats::vertical::{DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES};
+use webdedup_store::DEFAULT_BLOCKS;
+use webdedup_text::Normalization;
+
+/// `--normalize` (`dedup`, `minhash`, `batch`, `check`).
+#[derive(Args, Debug, Clone)]
+pub struct NormalizeFlag {
+    /// Text normalization before hashing: `loose` (lowercase, digits to 0, no
+    /// punctuation or symbols, collapsed whitespace) or `none`; `check` takes the
+    /// checked run's.
+    #[arg(long = "normalize", default_value_t = Normalization::default(), value_name = "MODE")]
+    pub normalization: Normalization,
+}
+
+/// `--max-line-bytes` (`dedup`, `minhash`, `batch`, `check`).
+#[derive(Args, Debug, Clone)]
+pub struct MaxLineBytesFlag {
+    /// Lines longer than this are dropped and reported; `check` takes the checked
+    /// run's.
+    #[arg(long, default_value_t = DEFAULT_MAX_LINE_BYTES, value_name = "BYTES")]
+    pub max_line_bytes: usize,
+}
+
+impl MaxLineBytesFlag {
+    /// The limit, at least 1.
+    pub fn get(&self) -> usize {
+        self.max_line_bytes.max(1)
+    }
+}
+
+/// `--chunk-bytes` (`dedup`, `minhash`, `batch`).
+#[derive(Args, Debug, Clone)]
+pub struct ChunkBytesFlag {
+    /// Bytes of input handed to a thread at a time (documents never straddle
+    /// chunks; fixed for a batch work directory).
+    #[arg(long, default_value_t = DEFAULT_CHUNK_BYTES, value_name = "BYTES")]
+    pub chunk_bytes: usize,
+}
+
+impl ChunkBytesFlag {
+    /// The chunk size, at least 1.
+    pub fn get(&self) -> usize {
+        self.chunk_bytes.max(1)
+    }
+}
+
+/// `--blocks` (`dedup`, `minhash`, `batch`).
+#[derive(Args, Debug, Clone)]
+pub struct BlocksFlag {
+    /// Blocks of the key space (fixed once a store is saved).
+    #[arg(long, default_value_t = DEFAULT_BLOCKS, value_name = "N")]
+    pub blocks: u32,
+}
+
+/// `--min-para-chars` and `--doc-check` (`dedup`, `batch`): which pieces of a
+/// document are looked up.
+#[derive(Args, Debug, Clone)]
+pub struct PiecesFlags {
+    /// Paragraphs with fewer characters are short: they ride along with the next
+    /// long paragraph instead of being looked up.
+    #[arg(long, default_value_t = DEFAULT_MIN_PARA_CHARS, value_name = "N")]
+    pub min_para_chars: usize,
+    /// Test the whole-document key of `all` documents, only of those whose
+    /// URL+title repeated (`url-title`, the KNOT worker's shortcut), or of none
+    /// (`none`: paragraphs only, no document or URL+title key, as dolma's
+    /// paragraph dedup).
+    #[arg(long, default_value_t = DocCheck::default(), value_name = "WHICH")]
+    pub doc_check: DocCheck,
+}
+
+/// `--ngram` and `--threshold` of near mode (`dedup -n`, `check --near`).
+#[derive(Args, Debug, Clone)]
+pub struct NearShapeFlags {
+    /// Words per n-gram (near mode).
+    #[arg(long, default_value_t = DEFAULT_NGRAM, value_name = "N", requires = "near")]
+    pub ngram: usize,
+    /// Share of a paragraph's tokens that seen n-grams must cover, exclusive (near
+    /// mode).
+    #[arg(long, default_value_t = DEFAULT_THRESHOLD, value_name = "SHARE", requires = "near")]
+    pub threshold: f64,
+}
+
+/// Where and how the outputs are written (`dedup`, `minhash`, `batch filter`,
+/// `batch run`).
+#[derive(Args, Debug, Clone)]
+pub struct OutputFlags {
+    /// Output directory: one output per input file `REL`, `STEM.dedup.EXT` (its
+    /// format's extension kept: `part.parquet` -> `part.dedup.parquet`) or for a
+    /// vertical `REL.dedup`, and its side files `STEM.dedup.dd`, ...
+    #[arg(short, long, value_name = "DIR")]
+    pub output: PathBuf,
+    /// Also write `STEM.dedup.dd`: one `<dd url=".." title=".." status=".."/>` per
+    /// input document.
+    #[arg(short = 'd', long = "dd")]
+    pub dd: bool,
+    /// Compress outputs: `auto` (outputs of other formats than verticals like their
+    /// inputs' names say, verticals plain), `zst`, `gz` or `none`.
+    #[arg(long, default_value = "auto", value_name = "KIND")]
+    pub compress: Compress,
+}
