@@ -3,7 +3,7 @@
 //! blocks and handed on in order as [`Item`]s.
 
 use crate::core::parse_hex;
-use crate::item::Item;
+use crate::item::{line_content, Item};
 use crate::tokenize::Settings;
 use std::io::{self, BufRead};
 use std::path::Path;
@@ -220,7 +220,6 @@ fn fp_lines(b: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
         let end = memchr::memchr(b'\n', &b[at..]).map_or(b.len(), |i| at + i + 1);
         let line = &b[at..end];
         at = end;
-        let content = line.strip_suffix(b"\n").unwrap_or(line);
-        Some((line, content.strip_suffix(b"\r").unwrap_or(content)))
+        Some((line, line_content(line)))
     })
 }

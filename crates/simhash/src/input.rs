@@ -6,7 +6,9 @@
 use crate::core::parse_hex;
 use crate::fingerprints::read_fingerprints;
 pub use crate::fingerprints::{FpHeader, FP_HEADER_MAGIC, FP_HEADER_PREFIX};
+use crate::item::line_content;
 pub use crate::item::Item;
+use std::borrow::Cow;
 use std::fmt;
 use std::io::{self, BufRead, BufReader};
 use std::path::Path;
@@ -134,9 +136,7 @@ impl<R: io::Read> Lines<R> {
 
     /// Whether `line` (with its `\n`, if any) is longer than the limit.
     fn too_long(&self, line: &[u8]) -> bool {
-        let content = line.strip_suffix(b"\n").unwrap_or(line);
-        let content = content.strip_suffix(b"\r").unwrap_or(content);
-        content.len() > self.max
+        line_content(line).len() > self.max
     }
 
     fn read_more(&mut self) -> io::Result<usize> {
@@ -231,13 +231,10 @@ pub fn sniff(head: &[u8]) -> InputFormat {
     if h.starts_with(b"{") {
         return InputFormat::Jsonl;
     }
-    let line = h.split(|&b| b == b'\n').next().unwrap_or(b"");
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let line = line_content(h.split(|&b| b == b'\n').next().unwrap_or(b""));
     if FpHeader::parse(line).is_some() {
         return InputFormat::Fingerprints;
     }
-    let line = h.split(|&b| b == b'\n').next().unwrap_or(b"");
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
     let mut cols = line.split(|&b| b == b'\t');
     cols.next();
     if let Some(c) = cols.next() {
@@ -325,17 +322,7 @@ fn read_whole(
 ) -> io::Result<()> {
     let mut buf = Vec::new();
     r.read_to_end(&mut buf)?;
-    let text = match std::str::from_utf8(&buf) {
-        Ok(t) => std::borrow::Cow::Borrowed(t),
-        Err(e) => {
-            problems.report(
-                path,
-                Some(line_of(&buf, e.valid_up_to())),
-                "invalid UTF-8 (replaced by U+FFFD)",
-            );
-            String::from_utf8_lossy(&buf)
-        }
-    };
+    let text = utf8_or_replaced(&buf, path, |valid| line_of(&buf, valid), problems);
     f(Item::Doc {
         id: path.display().to_string(),
         text: &text,
@@ -343,6 +330,24 @@ fn read_whole(
         raw: &buf,
     });
     Ok(())
+}
+
+/// `bytes` as text; invalid UTF-8 is replaced by U+FFFD and reported at the line
+/// `line_at` gives for the offset of the first bad byte (computed only then).
+fn utf8_or_replaced<'a>(
+    bytes: &'a [u8],
+    path: &Path,
+    line_at: impl FnOnce(usize) -> u64,
+    problems: &Problems,
+) -> Cow<'a, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(t) => Cow::Borrowed(t),
+        Err(e) => {
+            let line = line_at(e.valid_up_to());
+            problems.report(path, Some(line), "invalid UTF-8 (replaced by U+FFFD)");
+            String::from_utf8_lossy(bytes)
+        }
+    }
 }
 
 fn line_of(buf: &[u8], offset: usize) -> u64 {
@@ -420,8 +425,7 @@ fn read_lines(
                 continue;
             }
         };
-        let content = line.strip_suffix(b"\n").unwrap_or(line);
-        let content = content.strip_suffix(b"\r").unwrap_or(content);
+        let content = line_content(line);
         match format {
             InputFormat::Jsonl => {
                 if content.iter().all(|b| b.is_ascii_whitespace()) {
@@ -430,16 +434,8 @@ fn read_lines(
                 }
                 // Invalid UTF-8 is replaced by U+FFFD (reported) and the record
                 // kept; serde_json would refuse the whole line.
-                let lossy;
-                let content = match std::str::from_utf8(content) {
-                    Ok(_) => content,
-                    Err(_) => {
-                        problems.report(path, Some(lineno), "invalid UTF-8 (replaced by U+FFFD)");
-                        lossy = String::from_utf8_lossy(content).into_owned();
-                        lossy.as_bytes()
-                    }
-                };
-                match json_doc(content, opts) {
+                let content = utf8_or_replaced(content, path, |_| lineno, problems);
+                match json_doc(content.as_bytes(), opts) {
                     Ok((id, text)) => {
                         let id = id.unwrap_or_else(|| format!("{file}:{lineno}"));
                         f(Item::Doc {
@@ -456,13 +452,7 @@ fn read_lines(
                 }
             }
             _ => {
-                let text = match std::str::from_utf8(content) {
-                    Ok(t) => std::borrow::Cow::Borrowed(t),
-                    Err(_) => {
-                        problems.report(path, Some(lineno), "invalid UTF-8 (replaced by U+FFFD)");
-                        String::from_utf8_lossy(content)
-                    }
-                };
+                let text = utf8_or_replaced(content, path, |_| lineno, problems);
                 f(Item::Doc {
                     id: format!("{file}:{lineno}"),
                     text: &text,

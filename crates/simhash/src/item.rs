@@ -1,5 +1,5 @@
 //! What the readers of [`crate::input`] and [`crate::fingerprints`] hand on: one
-//! item of an input file at a time.
+//! item of an input file at a time, and the one way they cut a line's end off.
 
 /// One item of an input file, in order. The `raw` bytes of all items of a file,
 /// concatenated, are the file's (decompressed) bytes: dedup writes them back as read.
@@ -20,4 +20,11 @@ pub enum Item<'a> {
     },
     /// Anything else (structure between documents, skipped bad records, headers).
     Other { raw: &'a [u8] },
+}
+
+/// A line without its line end (`\n` or `\r\n`): what every reader here parses,
+/// while the line with its end is an item's `raw`.
+pub(crate) fn line_content(line: &[u8]) -> &[u8] {
+    let content = line.strip_suffix(b"\n").unwrap_or(line);
+    content.strip_suffix(b"\r").unwrap_or(content)
 }
