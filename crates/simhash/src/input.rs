@@ -4,9 +4,9 @@
 //! (`webdedup_formats`), under the same rules as `webdedup dedup`.
 
 use crate::core::parse_hex;
-use crate::fingerprints::read_fingerprints;
-pub use crate::fingerprints::{FpHeader, FP_HEADER_MAGIC, FP_HEADER_PREFIX};
+use crate::fingerprints::{read_fingerprints, FpHeader};
 use crate::item::line_content;
+/// What [`read_items`] hands on.
 pub use crate::item::Item;
 use std::borrow::Cow;
 use std::fmt;

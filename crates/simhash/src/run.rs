@@ -6,10 +6,10 @@
 
 use crate::cluster::{Leader, Neighbours};
 use crate::core::{parts, to_hex, to_signed};
+use crate::fingerprints::{FpHeader, FP_HEADER_PREFIX};
 use crate::index::FpIndex;
-use crate::input::{
-    read_items, Compression, FileInfo, FpHeader, InputFormat, Item, ReadOptions, FP_HEADER_PREFIX,
-};
+use crate::input::{read_items, Compression, FileInfo, InputFormat, ReadOptions};
+use crate::item::Item;
 use crate::tokenize::{Fingerprinter, Settings, Tokenizer, Weights};
 use anyhow::{bail, Context, Result};
 use rayon::prelude::*;
