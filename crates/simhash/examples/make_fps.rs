@@ -8,7 +8,7 @@
 //! 3, away from one of the first 1%), as `search_bench` makes them. Same N, same file.
 use std::io::{BufWriter, Write};
 use webdedup_simhash::core::{parts, to_signed};
-use webdedup_simhash::input::FP_HEADER_PREFIX;
+use webdedup_simhash::fingerprints::FP_HEADER_PREFIX;
 use webdedup_simhash::tokenize::Settings;
 
 fn splitmix(s: &mut u64) -> u64 {

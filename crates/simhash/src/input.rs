@@ -4,7 +4,11 @@
 //! (`webdedup_formats`), under the same rules as `webdedup dedup`.
 
 use crate::core::parse_hex;
-use crate::tokenize::Settings;
+use crate::fingerprints::{read_fingerprints, FpHeader};
+use crate::item::line_content;
+/// What [`read_items`] hands on.
+pub use crate::item::Item;
+use std::borrow::Cow;
 use std::fmt;
 use std::io::{self, BufRead, BufReader};
 use std::path::Path;
@@ -73,57 +77,6 @@ impl fmt::Display for InputFormat {
     }
 }
 
-/// The first line of a TSV fingerprint file: `# webdedup-simhash v1 ` + settings.
-pub const FP_HEADER_PREFIX: &str = "# webdedup-simhash v1 ";
-
-/// What every fingerprint header starts with, whatever its version: a file that starts
-/// so is a fingerprint file even when this version cannot read its header (it is then
-/// refused, never read as text lines).
-pub const FP_HEADER_MAGIC: &str = "# webdedup-simhash";
-
-/// A `# webdedup-simhash` header line of a fingerprint file.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum FpHeader {
-    /// A v1 header naming settings this version computes.
-    Known(Settings),
-    /// A header this version cannot vouch for: another format version, an unknown
-    /// tokenizer or feature hash, missing settings. Its fingerprints cannot be
-    /// compared with any this version makes.
-    Unknown {
-        /// The header without the `# webdedup-simhash` magic (e.g. `v2 tokenizer=...`).
-        text: String,
-        /// Why it is not readable.
-        reason: String,
-    },
-}
-
-impl FpHeader {
-    /// Reads a header line (without its line end); `None` if it is no header.
-    pub fn parse(line: &[u8]) -> Option<FpHeader> {
-        let rest = line.strip_prefix(FP_HEADER_MAGIC.as_bytes())?;
-        if !(rest.is_empty() || rest[0] == b' ' || rest[0] == b'\t') {
-            return None; // `# webdedup-simhashes ...`: a comment
-        }
-        let text = String::from_utf8_lossy(rest).trim().to_string();
-        let unknown = |reason: String| FpHeader::Unknown {
-            text: text.clone(),
-            reason,
-        };
-        let mut words = text.splitn(2, char::is_whitespace);
-        Some(match (words.next(), words.next()) {
-            (Some("v1"), Some(settings)) => match Settings::parse(settings) {
-                Ok(s) => FpHeader::Known(s),
-                Err(e) => unknown(e),
-            },
-            (Some("v1"), None) => unknown("no settings".into()),
-            (Some(v), _) if !v.is_empty() => {
-                unknown(format!("format version '{v}', this version reads v1"))
-            }
-            _ => unknown("no format version".into()),
-        })
-    }
-}
-
 /// Options of the document readers.
 #[derive(Clone, Debug)]
 pub struct ReadOptions {
@@ -147,27 +100,6 @@ impl Default for ReadOptions {
             max_line_bytes: chunk::DEFAULT_MAX_LINE_BYTES,
         }
     }
-}
-
-/// One item of an input file, in order. The `raw` bytes of all items of a file,
-/// concatenated, are the file's (decompressed) bytes: dedup writes them back as read.
-pub enum Item<'a> {
-    /// A document to fingerprint.
-    Doc {
-        id: String,
-        text: &'a str,
-        line: u64,
-        raw: &'a [u8],
-    },
-    /// A fingerprint read from a fingerprint file.
-    Fingerprint {
-        id: String,
-        fp: u64,
-        line: u64,
-        raw: &'a [u8],
-    },
-    /// Anything else (structure between documents, skipped bad records, headers).
-    Other { raw: &'a [u8] },
 }
 
 /// A line of [`Lines`].
@@ -204,9 +136,7 @@ impl<R: io::Read> Lines<R> {
 
     /// Whether `line` (with its `\n`, if any) is longer than the limit.
     fn too_long(&self, line: &[u8]) -> bool {
-        let content = line.strip_suffix(b"\n").unwrap_or(line);
-        let content = content.strip_suffix(b"\r").unwrap_or(content);
-        content.len() > self.max
+        line_content(line).len() > self.max
     }
 
     fn read_more(&mut self) -> io::Result<usize> {
@@ -301,13 +231,10 @@ pub fn sniff(head: &[u8]) -> InputFormat {
     if h.starts_with(b"{") {
         return InputFormat::Jsonl;
     }
-    let line = h.split(|&b| b == b'\n').next().unwrap_or(b"");
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let line = line_content(h.split(|&b| b == b'\n').next().unwrap_or(b""));
     if FpHeader::parse(line).is_some() {
         return InputFormat::Fingerprints;
     }
-    let line = h.split(|&b| b == b'\n').next().unwrap_or(b"");
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
     let mut cols = line.split(|&b| b == b'\t');
     cols.next();
     if let Some(c) = cols.next() {
@@ -395,17 +322,7 @@ fn read_whole(
 ) -> io::Result<()> {
     let mut buf = Vec::new();
     r.read_to_end(&mut buf)?;
-    let text = match std::str::from_utf8(&buf) {
-        Ok(t) => std::borrow::Cow::Borrowed(t),
-        Err(e) => {
-            problems.report(
-                path,
-                Some(line_of(&buf, e.valid_up_to())),
-                "invalid UTF-8 (replaced by U+FFFD)",
-            );
-            String::from_utf8_lossy(&buf)
-        }
-    };
+    let text = utf8_or_replaced(&buf, path, |valid| line_of(&buf, valid), problems);
     f(Item::Doc {
         id: path.display().to_string(),
         text: &text,
@@ -413,6 +330,24 @@ fn read_whole(
         raw: &buf,
     });
     Ok(())
+}
+
+/// `bytes` as text; invalid UTF-8 is replaced by U+FFFD and reported at the line
+/// `line_at` gives for the offset of the first bad byte (computed only then).
+fn utf8_or_replaced<'a>(
+    bytes: &'a [u8],
+    path: &Path,
+    line_at: impl FnOnce(usize) -> u64,
+    problems: &Problems,
+) -> Cow<'a, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(t) => Cow::Borrowed(t),
+        Err(e) => {
+            let line = line_at(e.valid_up_to());
+            problems.report(path, Some(line), "invalid UTF-8 (replaced by U+FFFD)");
+            String::from_utf8_lossy(bytes)
+        }
+    }
 }
 
 fn line_of(buf: &[u8], offset: usize) -> u64 {
@@ -469,171 +404,6 @@ fn read_documents(
     )
 }
 
-/// One line of a fingerprint file, parsed.
-enum FpLine {
-    /// Empty, or a `#` comment that is no header.
-    Other,
-    Header(FpHeader),
-    Fingerprint {
-        id: String,
-        fp: u64,
-    },
-    BadId,
-    BadFingerprint,
-}
-
-impl FpLine {
-    /// Parses one line (without its line end).
-    fn parse(content: &[u8]) -> FpLine {
-        if content.is_empty() {
-            return FpLine::Other;
-        }
-        if content.starts_with(b"#") {
-            // Headers are judged by the caller (`similar` refuses unknown or
-            // mismatched ones as fatal), so they are collected, not reported.
-            return FpHeader::parse(content).map_or(FpLine::Other, FpLine::Header);
-        }
-        let mut cols = content.split(|&b| b == b'\t');
-        let id = cols.next().unwrap_or(b"");
-        let hex = cols
-            .next()
-            .and_then(|c| std::str::from_utf8(c).ok())
-            .and_then(parse_hex);
-        match (std::str::from_utf8(id), hex) {
-            (Ok(id), Some(fp)) => FpLine::Fingerprint {
-                id: id.to_string(),
-                fp,
-            },
-            (Err(_), _) => FpLine::BadId,
-            (_, None) => FpLine::BadFingerprint,
-        }
-    }
-}
-
-/// Bytes of whole lines read per block of a fingerprint file.
-const FP_BLOCK: usize = 1 << 20;
-
-/// Reads a fingerprint file: blocks of whole lines, a window of them parsed in
-/// parallel on the current rayon pool (a large `similar` run is mostly this parse),
-/// then handed on line by line in order, so that items, problems and line numbers
-/// are the same as a sequential read gives.
-fn read_fingerprints(
-    path: &Path,
-    r: &mut impl BufRead,
-    problems: &Problems,
-    headers: &mut Vec<(u64, FpHeader)>,
-    f: &mut impl FnMut(Item<'_>),
-) -> io::Result<()> {
-    use rayon::prelude::*;
-    let window = 4 * rayon::current_num_threads().max(1);
-    let mut lineno = 0u64;
-    let mut carry: Vec<u8> = Vec::new();
-    let mut eof = false;
-    let mut error = None;
-    let mut blocks: Vec<Vec<u8>> = Vec::new();
-    // Emptied blocks, reused (fresh megabyte buffers cost a page fault per page).
-    let mut spare: Vec<Vec<u8>> = Vec::new();
-    while !eof {
-        spare.append(&mut blocks);
-        while blocks.len() < window && !eof {
-            let mut b = spare.pop().unwrap_or_default();
-            b.clear();
-            b.append(&mut carry);
-            // Fill to at least a block, then cut after the last line end (a line
-            // longer than a block makes the block longer).
-            loop {
-                let want = b.len().max(FP_BLOCK) + FP_BLOCK / 4;
-                let filled = b.len();
-                b.resize(want, 0);
-                let n = loop {
-                    match r.read(&mut b[filled..]) {
-                        Ok(n) => break n,
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                        Err(e) => {
-                            // The whole lines before the error are still handed on
-                            // (the unfinished one is not), as a sequential read does.
-                            b.truncate(filled);
-                            b.truncate(memchr::memrchr(b'\n', &b).map_or(0, |i| i + 1));
-                            error = Some(e);
-                            break 0;
-                        }
-                    }
-                };
-                b.truncate(filled + n);
-                if n == 0 {
-                    eof = true;
-                    break;
-                }
-                if b.len() >= FP_BLOCK {
-                    if let Some(i) = memchr::memrchr(b'\n', &b) {
-                        carry.extend_from_slice(&b[i + 1..]);
-                        b.truncate(i + 1);
-                        break;
-                    }
-                }
-            }
-            if !b.is_empty() {
-                blocks.push(b);
-            }
-        }
-        let parsed: Vec<Vec<FpLine>> = blocks
-            .par_iter()
-            .map(|b| {
-                fp_lines(b)
-                    .map(|(_, content)| FpLine::parse(content))
-                    .collect()
-            })
-            .collect();
-        for (b, parsed) in blocks.iter().zip(parsed) {
-            for ((line, _), p) in fp_lines(b).zip(parsed) {
-                lineno += 1;
-                match p {
-                    FpLine::Other => f(Item::Other { raw: line }),
-                    FpLine::Header(h) => {
-                        headers.push((lineno, h));
-                        f(Item::Other { raw: line });
-                    }
-                    FpLine::Fingerprint { id, fp } => f(Item::Fingerprint {
-                        id,
-                        fp,
-                        line: lineno,
-                        raw: line,
-                    }),
-                    FpLine::BadId => {
-                        problems.report(path, Some(lineno), "invalid UTF-8 in id (skipped)");
-                        f(Item::Other { raw: line });
-                    }
-                    FpLine::BadFingerprint => {
-                        problems.report(
-                            path,
-                            Some(lineno),
-                            "expected ID TAB 16-hex-digit fingerprint (skipped)",
-                        );
-                        f(Item::Other { raw: line });
-                    }
-                }
-            }
-        }
-    }
-    error.map_or(Ok(()), Err)
-}
-
-/// The lines of a block (each with its `\n`, the last maybe without) and their
-/// contents (without `\n` or `\r\n`).
-fn fp_lines(b: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
-    let mut at = 0;
-    std::iter::from_fn(move || {
-        if at == b.len() {
-            return None;
-        }
-        let end = memchr::memchr(b'\n', &b[at..]).map_or(b.len(), |i| at + i + 1);
-        let line = &b[at..end];
-        at = end;
-        let content = line.strip_suffix(b"\n").unwrap_or(line);
-        Some((line, content.strip_suffix(b"\r").unwrap_or(content)))
-    })
-}
-
 fn read_lines(
     path: &Path,
     format: InputFormat,
@@ -655,8 +425,7 @@ fn read_lines(
                 continue;
             }
         };
-        let content = line.strip_suffix(b"\n").unwrap_or(line);
-        let content = content.strip_suffix(b"\r").unwrap_or(content);
+        let content = line_content(line);
         match format {
             InputFormat::Jsonl => {
                 if content.iter().all(|b| b.is_ascii_whitespace()) {
@@ -665,16 +434,8 @@ fn read_lines(
                 }
                 // Invalid UTF-8 is replaced by U+FFFD (reported) and the record
                 // kept; serde_json would refuse the whole line.
-                let lossy;
-                let content = match std::str::from_utf8(content) {
-                    Ok(_) => content,
-                    Err(_) => {
-                        problems.report(path, Some(lineno), "invalid UTF-8 (replaced by U+FFFD)");
-                        lossy = String::from_utf8_lossy(content).into_owned();
-                        lossy.as_bytes()
-                    }
-                };
-                match json_doc(content, opts) {
+                let content = utf8_or_replaced(content, path, |_| lineno, problems);
+                match json_doc(content.as_bytes(), opts) {
                     Ok((id, text)) => {
                         let id = id.unwrap_or_else(|| format!("{file}:{lineno}"));
                         f(Item::Doc {
@@ -691,13 +452,7 @@ fn read_lines(
                 }
             }
             _ => {
-                let text = match std::str::from_utf8(content) {
-                    Ok(t) => std::borrow::Cow::Borrowed(t),
-                    Err(_) => {
-                        problems.report(path, Some(lineno), "invalid UTF-8 (replaced by U+FFFD)");
-                        String::from_utf8_lossy(content)
-                    }
-                };
+                let text = utf8_or_replaced(content, path, |_| lineno, problems);
                 f(Item::Doc {
                     id: format!("{file}:{lineno}"),
                     text: &text,
@@ -745,6 +500,7 @@ fn json_doc(line: &[u8], opts: &ReadOptions) -> Result<(Option<String>, String),
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fingerprints::FP_BLOCK;
 
     #[test]
     fn lines_reader_handles_long_lines_and_missing_final_newline() {

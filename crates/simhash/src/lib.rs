@@ -15,8 +15,10 @@
 //! ```
 pub mod cluster;
 pub mod core;
+pub mod fingerprints;
 pub mod index;
 pub mod input;
+pub mod item;
 pub mod run;
 pub mod search;
 pub mod tokenize;

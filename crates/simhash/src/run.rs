@@ -6,10 +6,10 @@
 
 use crate::cluster::{Leader, Neighbours};
 use crate::core::{parts, to_hex, to_signed};
+use crate::fingerprints::{FpHeader, FP_HEADER_PREFIX};
 use crate::index::FpIndex;
-use crate::input::{
-    read_items, Compression, FileInfo, FpHeader, InputFormat, Item, ReadOptions, FP_HEADER_PREFIX,
-};
+use crate::input::{read_items, Compression, FileInfo, InputFormat, ReadOptions};
+use crate::item::Item;
 use crate::tokenize::{Fingerprinter, Settings, Tokenizer, Weights};
 use anyhow::{bail, Context, Result};
 use rayon::prelude::*;
@@ -51,15 +51,17 @@ pub struct DocOptions {
 
 impl Default for DocOptions {
     fn default() -> Self {
+        // The readers' defaults are the command line's: one place says them.
         let settings = Settings::default();
+        let read = ReadOptions::default();
         Self {
-            input_format: InputFormat::Auto,
-            text_field: "text".into(),
-            id_field: None,
+            input_format: read.format,
+            text_field: read.text_field,
+            id_field: read.id_field,
             tokenizer: settings.tokenizer,
             shingle: settings.shingle,
             weights: settings.weights,
-            max_line_bytes: webdedup_formats::chunk::DEFAULT_MAX_LINE_BYTES,
+            max_line_bytes: read.max_line_bytes,
             threads: None,
             quiet: false,
         }
@@ -506,11 +508,15 @@ fn expand_inputs(inputs: &[PathBuf], stdin: bool, problems: &Problems) -> Result
 /// Runs `webdedup simhash` and prints its summary (unless `quiet`); returns the
 /// exit code.
 pub fn run_simhash(args: &SimhashOptions) -> Result<i32> {
-    let o = simhash_outcome(args)?;
-    if !args.doc.quiet {
+    Ok(show_summary(simhash_outcome(args)?, args.doc.quiet))
+}
+
+/// Prints `o`'s summary unless `quiet`; its exit code.
+fn show_summary(o: Outcome, quiet: bool) -> i32 {
+    if !quiet {
         eprintln!("{}", o.summary());
     }
-    Ok(o.status)
+    o.status
 }
 
 /// Runs `webdedup simhash`; what it did is in the [`Outcome`].
@@ -589,11 +595,7 @@ pub fn simhash_outcome(args: &SimhashOptions) -> Result<Outcome> {
 /// Runs `webdedup similar` and prints its summary (unless `quiet`); returns the
 /// exit code.
 pub fn run_similar(args: &SimilarOptions) -> Result<i32> {
-    let o = similar_outcome(args)?;
-    if !args.doc.quiet {
-        eprintln!("{}", o.summary());
-    }
-    Ok(o.status)
+    Ok(show_summary(similar_outcome(args)?, args.doc.quiet))
 }
 
 /// Runs `webdedup similar`; what it did is in the [`Outcome`].
