@@ -18,7 +18,6 @@ use webdedup_dedup::{NearRules, PolicyChoices, RunConfig};
 use webdedup_text::shown::escape_controls;
 use webdedup_store::SyncMode;
 use webdedup_store_spec::StoreSpec;
-use webdedup_text::shown::escape_controls;
 use webdedup_text::Normalization;
 
 #[derive(Args, Debug)]

@@ -268,10 +268,8 @@ fn named_inputs(cmd: &Command) -> Vec<&Path> {
             [paths(&args.files), paths(&args.merge)].concat()
         }
         Command::Warc(WarcCmd::Index { args, .. }) => paths(&args.files),
-        Command::Warc(WarcCmd::Dedup { args, .. }) => {
-            [paths(&args.input), paths(&args.files)].concat()
-        }
-        Command::Report(a) => paths(&a.runs).into_iter().chain(paths(&a.input)).collect(),
+        Command::Warc(WarcCmd::Dedup { args, .. }) => paths(&args.files),
+        Command::Report(a) => paths(&a.runs),
         Command::Server(_) | Command::Distribute(_) => Vec::new(),
     }
 }

@@ -2,6 +2,7 @@
 //! Inputs are positional, `-i` an alias, as every reading command's.
 
 use crate::conventions::{Reporting, EXIT_INPUT_PROBLEMS, EXIT_OK};
+use crate::flags::inputs::Inputs;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::io::Write;
@@ -19,11 +20,8 @@ a similar output) belongs to that run. Several runs (crawl after crawl on one
 pub struct ReportArgs {
     /// Run directories, and the --json summaries or `similar` outputs of the run
     /// named before them.
-    #[arg(value_name = "RUN_DIR")]
-    pub runs: Vec<PathBuf>,
-    /// Run directories and files, as the positional arguments (they come first).
-    #[arg(short = 'i', long = "input", value_name = "PATH", num_args = 1..)]
-    pub input: Vec<PathBuf>,
+    #[command(flatten)]
+    pub runs: Inputs,
     /// The HTML page to write (`-`: standard output).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: PathBuf,
@@ -44,15 +42,8 @@ pub struct ReportArgs {
     pub report: Reporting,
 }
 
-impl ReportArgs {
-    /// Every input, `-i`'s first, then the positional ones.
-    pub fn inputs(&self) -> Vec<PathBuf> {
-        self.input.iter().chain(&self.runs).cloned().collect()
-    }
-}
-
 pub fn run(args: &ReportArgs) -> Result<u8> {
-    let inputs = args.inputs();
+    let inputs = args.runs.paths.clone();
     if inputs.is_empty() {
         bail!("no run to report on: give its output directory (webdedup report RUN_DIR -o report.html)");
     }

@@ -10,7 +10,8 @@ use crate::html::escape;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::PathBuf;
-use webdedup_simhash::input::{read_items, Item, Problems, ReadOptions};
+use webdedup_formats::problems::Problems;
+use webdedup_simhash::input::{read_items, Item, ReadOptions};
 use xxhash_rust::xxh3::xxh3_64;
 
 /// A sampled MinHash drop: the `.pairs` file it came from (relative to the run

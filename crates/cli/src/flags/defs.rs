@@ -10,7 +10,7 @@ use clap::Args;
 use std::path::PathBuf;
 use webdedup_dedup::options::{DEFAULT_MIN_PARA_CHARS, DEFAULT_NGRAM, DEFAULT_THRESHOLD};
 use webdedup_dedup::DocCheck;
-use webdedup_formats::vertical::{DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES};
+use webdedup_formats::chunk::{DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES};
 use webdedup_store::DEFAULT_BLOCKS;
 use webdedup_text::Normalization;
 
