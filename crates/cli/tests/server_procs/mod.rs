@@ -4,13 +4,13 @@
 
 #![allow(dead_code)]
 
-use crate::common::read;
+use crate::common::{free_port, read};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
-use webdedup_net::wire::Msg;
+use webdedup_net::wire::{Msg, Role, Settings};
 use webdedup_store::server_map::{ServerAddr, ServerEntry, ServerMap};
 
 pub fn addr(port: u16) -> ServerAddr {
@@ -36,6 +36,14 @@ pub fn write_map(path: &Path, ports: &[u16], owner: impl Fn(u32) -> u32) -> Serv
     };
     std::fs::write(path, map.to_text()).unwrap();
     map
+}
+
+/// A fresh loopback port and the map `dir/map` that gives its server every block.
+pub fn one_server_map(dir: &Path) -> (u16, PathBuf) {
+    let port = free_port();
+    let map = dir.join("map");
+    write_map(&map, &[port], |_| 0);
+    (port, map)
 }
 
 pub struct Server {
@@ -183,32 +191,46 @@ pub fn worker(input: &Path, out: &Path, map: &Path, extra: &[&str]) -> Command {
     c
 }
 
-/// Speaks the wire protocol by hand: preamble, hello, auth, ready.
-pub fn handshake(port: u16) -> TcpStream {
-    use webdedup_net::wire::{self, Msg, Role};
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+/// A client's first bytes: the preamble and a hello of protocol `version`.
+pub fn hello(version: u32, nonce: u8) -> Vec<u8> {
+    use webdedup_net::wire::{self, Msg};
     let mut out = wire::PREAMBLE.to_vec();
     wire::encode(
         &Msg::Hello {
-            version: wire::VERSION,
-            nonce: [1; 16],
+            version,
+            nonce: [nonce; 16],
         },
         &mut out,
     );
-    s.write_all(&out).unwrap();
-    let _challenge = recv(&mut s);
-    out.clear();
+    out
+}
+
+/// A handshake by hand, up to `Ready` (no token): as `role`, with the worker's
+/// `settings` if given.
+pub fn open_as(port: u16, role: Role, settings: Option<&Settings>) -> TcpStream {
+    use webdedup_net::wire;
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(&hello(wire::VERSION, 7)).unwrap();
+    assert!(matches!(recv(&mut s), Msg::Challenge { .. }));
+    let mut out = Vec::new();
     wire::encode(
         &Msg::Auth {
             mac: [0; 32],
-            role: Role::Peer,
-            settings: None,
+            role,
+            settings: settings.cloned(),
         },
         &mut out,
     );
     s.write_all(&out).unwrap();
-    assert!(matches!(recv(&mut s), Msg::Ready { .. }));
-    s
+    match recv(&mut s) {
+        Msg::Ready { .. } => s,
+        other => panic!("expected ready, got {other:?}"),
+    }
+}
+
+/// Speaks the wire protocol by hand: preamble, hello, auth, ready, as a peer.
+pub fn handshake(port: u16) -> TcpStream {
+    open_as(port, Role::Peer, None)
 }
 
 pub fn recv(s: &mut TcpStream) -> Msg {
