@@ -306,21 +306,9 @@ fn two_copies_of_every_task_running_at_once_still_equal_stream_mode() {
 
 /// (id, status) of every `.dd` line under `out`, files in sorted order.
 fn dd_statuses(out: &Path) -> Vec<(String, String)> {
-    let attr = |line: &str, name: &str| {
-        let key = format!(" {name}=\"");
-        let rest = &line[line.find(&key).unwrap() + key.len()..];
-        rest[..rest.find('"').unwrap()].to_string()
-    };
-    tree(out)
-        .into_iter()
-        .filter(|(name, _)| name.ends_with(".dd"))
-        .flat_map(|(_, bytes)| {
-            String::from_utf8(bytes)
-                .unwrap()
-                .lines()
-                .map(|l| (attr(l, "id"), attr(l, "status")))
-                .collect::<Vec<_>>()
-        })
+    dd_lines(out)
+        .iter()
+        .map(|l| (attr(l, "id").unwrap(), attr(l, "status").unwrap()))
         .collect()
 }
 

@@ -226,6 +226,27 @@ pub fn wet_sample_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../sample/web3-mini-wet")
 }
 
+/// Every line of the `.dd` lists under `out`, files in sorted order.
+pub fn dd_lines(out: &Path) -> Vec<String> {
+    tree(out)
+        .into_iter()
+        .filter(|(name, _)| name.ends_with(".dd"))
+        .flat_map(|(_, bytes)| {
+            let text = String::from_utf8(bytes).unwrap();
+            text.lines().map(str::to_owned).collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// The value of the attribute `name="..."` of a `.dd` or `<doc>` line.
+pub fn attr(line: &str, name: &str) -> Option<String> {
+    let key = format!(" {name}=\"");
+    line.find(&key).map(|i| {
+        let rest = &line[i + key.len()..];
+        rest[..rest.find('"').unwrap()].to_string()
+    })
+}
+
 /// Input big enough for a run to last past a kill: `copies` copies of the
 /// sample's crawls under `dir/in`.
 pub fn big_input(dir: &Path, copies: usize) -> PathBuf {

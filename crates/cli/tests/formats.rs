@@ -16,23 +16,9 @@ use std::time::{Duration, Instant};
 
 /// (id, status) of every `.dd` line under `out`, files in sorted order.
 fn dd_entries(out: &Path) -> Vec<(Option<String>, String)> {
-    let attr = |line: &str, name: &str| {
-        let key = format!(" {name}=\"");
-        line.find(&key).map(|i| {
-            let rest = &line[i + key.len()..];
-            rest[..rest.find('"').unwrap()].to_string()
-        })
-    };
-    tree(out)
-        .into_iter()
-        .filter(|(name, _)| name.ends_with(".dd"))
-        .flat_map(|(_, bytes)| {
-            String::from_utf8(bytes)
-                .unwrap()
-                .lines()
-                .map(|l| (attr(l, "id"), attr(l, "status").unwrap()))
-                .collect::<Vec<_>>()
-        })
+    dd_lines(out)
+        .iter()
+        .map(|l| (attr(l, "id"), attr(l, "status").unwrap()))
         .collect()
 }
 

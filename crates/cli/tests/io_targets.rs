@@ -5,7 +5,7 @@
 mod common;
 
 use common::corpus_formats::{jsonl_docs, wet_file};
-use common::{dedup, jsonl_sample_dir, stderr, tree, warc_response, webdedup};
+use common::{attr, dd_lines, dedup, jsonl_sample_dir, stderr, tree, warc_response, webdedup};
 use std::ffi::CString;
 use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
@@ -151,19 +151,9 @@ fn output_onto_a_fifo_goes_through_the_pipe() {
 
 /// The statuses of the `.dd` lines under `out`, in order.
 fn dd_statuses(out: &Path) -> Vec<String> {
-    tree(out)
-        .into_iter()
-        .filter(|(name, _)| name.ends_with(".dd"))
-        .flat_map(|(_, bytes)| {
-            String::from_utf8(bytes)
-                .unwrap()
-                .lines()
-                .map(|l| {
-                    let i = l.find(" status=\"").unwrap() + 9;
-                    l[i..i + l[i..].find('"').unwrap()].to_string()
-                })
-                .collect::<Vec<_>>()
-        })
+    dd_lines(out)
+        .iter()
+        .map(|l| attr(l, "status").unwrap())
         .collect()
 }
 

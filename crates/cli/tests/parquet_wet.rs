@@ -25,23 +25,11 @@ fn json(path: &Path) -> serde_json::Value {
 
 /// (id, status) of every `.dd` line under `out`, files in sorted order.
 fn dd_entries(out: &Path) -> Vec<(String, String)> {
-    let attr = |line: &str, name: &str| {
-        let key = format!(" {name}=\"");
-        let i = line
-            .find(&key)
-            .unwrap_or_else(|| panic!("{name} in {line}"))
-            + key.len();
-        line[i..i + line[i..].find('"').unwrap()].to_string()
-    };
-    tree(out)
-        .into_iter()
-        .filter(|(name, _)| name.ends_with(".dd"))
-        .flat_map(|(_, bytes)| {
-            String::from_utf8(bytes)
-                .unwrap()
-                .lines()
-                .map(|l| (attr(l, "id"), attr(l, "status")))
-                .collect::<Vec<_>>()
+    dd_lines(out)
+        .iter()
+        .map(|l| {
+            let get = |name| attr(l, name).unwrap_or_else(|| panic!("{name} in {l}"));
+            (get("id"), get("status"))
         })
         .collect()
 }

@@ -458,31 +458,13 @@ fn knot_one_hash_protocol_answers_ascii_digits_on_both_ports() {
 
 #[test]
 fn a_retried_request_gets_its_first_verdicts_even_after_a_server_crash() {
-    use webdedup_net::wire;
     let tmp = tempfile::tempdir().unwrap();
-    let (port, map) = one_server_map(tmp.path());
     // A worker's settings first (the server adopts them), then raw requests.
-    let mut s = Server::persistent(tmp.path(), &map, port, &[]);
-    let o = worker(&sample_dir(), &tmp.path().join("o"), &map, &[])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    let (port, map, mut s) = server_with_settings(tmp.path());
     let keys: Vec<u64> = (1..=100u64)
         .map(|k| k.wrapping_mul(0x9e37_79b9_7f4a_7c15))
         .collect();
-    let ask = |c: &mut TcpStream, id: Option<(u64, u64)>| -> Vec<bool> {
-        let mut out = Vec::new();
-        wire::encode_keys_request(7, id, true, &keys, &mut out);
-        c.write_all(&out).unwrap();
-        match recv(c) {
-            Msg::Verdicts {
-                req: 7,
-                n: 100,
-                bitmap,
-            } => (0..100).map(|i| wire::bit(&bitmap, i)).collect(),
-            other => panic!("{other:?}"),
-        }
-    };
+    let ask = |c: &mut TcpStream, id: Option<(u64, u64)>| ask_keys(c, id, true, &keys);
     let mut c = handshake(port);
     assert!(ask(&mut c, Some((42, 1))).iter().all(|&v| !v), "new keys");
     assert!(
@@ -511,31 +493,15 @@ fn a_retried_test_gets_its_first_verdicts_after_its_keys_were_inserted() {
     use webdedup_net::wire;
     use webdedup_store::Location;
     let tmp = tempfile::tempdir().unwrap();
-    let (port, map) = one_server_map(tmp.path());
-    let mut s = Server::persistent(tmp.path(), &map, port, &[]);
-    let o = worker(&sample_dir(), &tmp.path().join("o"), &map, &[])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    let (port, map, mut s) = server_with_settings(tmp.path());
     // Near mode's two rounds: a test of a chunk's n-grams, then an insert of the
     // kept ones; a retried chunk (restore) redoes both.
     let keys: Vec<u64> = (1..=100u64)
         .map(|k| k.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5555)
         .collect();
     let bits = |bitmap: &[u8]| -> Vec<bool> { (0..100).map(|i| wire::bit(bitmap, i)).collect() };
-    let ask = |c: &mut TcpStream, id: Option<(u64, u64)>, insert: bool| -> Vec<bool> {
-        let mut out = Vec::new();
-        wire::encode_keys_request(7, id, insert, &keys, &mut out);
-        c.write_all(&out).unwrap();
-        match recv(c) {
-            Msg::Verdicts {
-                req: 7,
-                n: 100,
-                bitmap,
-            } => bits(&bitmap),
-            other => panic!("{other:?}"),
-        }
-    };
+    let ask =
+        |c: &mut TcpStream, id: Option<(u64, u64)>, insert: bool| ask_keys(c, id, insert, &keys);
     let located = |c: &mut TcpStream, id: Option<(u64, u64)>, insert: bool| -> Vec<bool> {
         let mut out = Vec::new();
         let keys: Vec<u64> = keys.iter().map(|k| k ^ 0xaaaa_0000).collect();

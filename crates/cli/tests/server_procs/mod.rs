@@ -46,6 +46,38 @@ pub fn one_server_map(dir: &Path) -> (u16, PathBuf) {
     (port, map)
 }
 
+/// A persistent server on `one_server_map(dir)` that has adopted a worker's
+/// settings (a run over the sample, which must succeed): raw requests may follow.
+pub fn server_with_settings(dir: &Path) -> (u16, PathBuf, Server) {
+    let (port, map) = one_server_map(dir);
+    let s = Server::persistent(dir, &map, port, &[]);
+    let o = worker(&crate::common::sample_dir(), &dir.join("o"), &map, &[])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", crate::common::stderr(&o));
+    (port, map, s)
+}
+
+/// A keys request by hand (request 7, `keys`, a test-and-insert or a test) and its
+/// verdicts.
+pub fn ask_keys(
+    c: &mut TcpStream,
+    id: Option<(u64, u64)>,
+    insert: bool,
+    keys: &[u64],
+) -> Vec<bool> {
+    use webdedup_net::wire;
+    let mut out = Vec::new();
+    wire::encode_keys_request(7, id, insert, keys, &mut out);
+    c.write_all(&out).unwrap();
+    match recv(c) {
+        Msg::Verdicts { req: 7, n, bitmap } if n as usize == keys.len() => {
+            (0..keys.len()).map(|i| wire::bit(&bitmap, i)).collect()
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
 pub struct Server {
     pub child: Option<Child>,
     pub port: u16,
