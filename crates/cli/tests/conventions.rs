@@ -528,7 +528,7 @@ fn summaries_quiet_and_json_are_one_convention() {
     ]);
     let err = stderr(&o);
     assert!(err.contains(" saved, "), "{err}");
-    let v = warc.len() as u64;
+    let v = std::fs::metadata(&warc_in).unwrap().len();
     let with_commas = format!("{},{:03} -> ", v / 1000, v % 1000);
     assert!(err.contains(&with_commas), "{with_commas} not in {err}");
 

@@ -224,7 +224,7 @@ pub fn worker(input: &Path, out: &Path, map: &Path, extra: &[&str]) -> Command {
 }
 
 /// A client's first bytes: the preamble and a hello of protocol `version`.
-pub fn hello(version: u32, nonce: u8) -> Vec<u8> {
+pub fn hello(version: u16, nonce: u8) -> Vec<u8> {
     use webdedup_net::wire::{self, Msg};
     let mut out = wire::PREAMBLE.to_vec();
     wire::encode(
