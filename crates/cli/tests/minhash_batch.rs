@@ -6,7 +6,6 @@
 mod common;
 use common::*;
 use std::path::Path;
-use std::process::Command;
 
 /// `webdedup minhash` on one thread: the reference.
 fn stream(input: &Path, out: &Path, extra: &[&str]) -> Vec<(String, Vec<u8>)> {
@@ -62,7 +61,7 @@ fn batch_run_equals_stream_mode_for_tasks_threads_and_verify() {
             tmp.path().join(format!("b{i}")),
             tmp.path().join(format!("w{i}")),
         );
-        let mut args = batch_run_args(&input, &out, &work, &["--minhash", "--dd", "-q"]);
+        let mut args = batch_run_args(input, &out, &work, &["--minhash", "--dd", "-q"]);
         args.extend_from_slice(settings);
         args.extend_from_slice(layout);
         let o = batch(&args, None);
