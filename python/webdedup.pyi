@@ -6,6 +6,8 @@ from os import PathLike
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union, overload
 
+from typing_extensions import TypedDict, Unpack
+
 class WebdedupError(Exception):
     """An error of webdedup, with the Rust error's context."""
 
@@ -294,43 +296,53 @@ class MinHashDedup:
         """Writes store_dir/minhash.kept and store_dir/store.snap; returns the keys."""
     def __len__(self) -> int: ...
 
-# The batch functions read verticals, JSON Lines, Parquet or WET files (input_format,
-# sniffed per file by default) with the same field options as Dedup; every phase of a run must
-# be given the same ones (the work directory records them and refuses others).
-# minhash=True (with the settings of `webdedup minhash`: shingles "words:N" or "chars:N",
-# hashes, bands, rows, verify; None: its defaults) is `webdedup batch --minhash`: the
-# outputs of `webdedup minhash`; no store (batch_publish is exact mode's).
+class _BatchOptions(TypedDict, total=False):
+    """The keyword arguments every batch function takes. The batch functions read
+    verticals, JSON Lines, Parquet or WET files (input_format, sniffed per file by
+    default) with the same field options as Dedup; every phase of a run must be
+    given the same ones (the work directory records them and refuses others).
+    Left out (or None): the command line's defaults."""
+    partitions: Optional[int]
+    normalize: Optional[str]
+    min_para_chars: Optional[int]
+    doc_check: Optional[str]
+    input_format: Optional[str]
+    text_field: Optional[str]
+    id_field: Optional[str]
+    url_field: Optional[str]
+    title_field: Optional[str]
+    drop_bad_records: bool
+
+class _BatchMinHashOptions(_BatchOptions, total=False):
+    """minhash=True (with the settings of `webdedup minhash`: shingles "words:N" or
+    "chars:N", hashes, bands, rows, verify; None: its defaults) is `webdedup batch
+    --minhash`: the outputs of `webdedup minhash`; no store (batch_publish is exact
+    mode's)."""
+    minhash: bool
+    shingles: Optional[str]
+    hashes: Optional[int]
+    bands: Optional[int]
+    rows: Optional[int]
+    verify: Optional[float]
 
 def batch_hash(
     input: Union[str, PathLike], work: Union[str, PathLike], task_index: int, task_count: int,
-    *, partitions: Optional[int] = None, normalize: Optional[str] = None, min_para_chars: Optional[int] = None, doc_check: Optional[str] = None,
-    input_format: Optional[str] = None, text_field: Optional[str] = None, id_field: Optional[str] = None,
-    url_field: Optional[str] = None, title_field: Optional[str] = None, drop_bad_records: bool = False,
-    minhash: bool = False, shingles: Optional[str] = None, hashes: Optional[int] = None,
-    bands: Optional[int] = None, rows: Optional[int] = None, verify: Optional[float] = None,
+    **options: Unpack[_BatchMinHashOptions],
 ) -> bool:
     """Batch phase 1 for one task; False if it had already finished."""
 
 def batch_resolve(
     input: Union[str, PathLike], work: Union[str, PathLike], task_index: int, task_count: int,
-    stage: str, *, store: Optional[Union[str, PathLike]] = None, partitions: Optional[int] = None,
-    normalize: Optional[str] = None, min_para_chars: Optional[int] = None, doc_check: Optional[str] = None,
-    input_format: Optional[str] = None, text_field: Optional[str] = None, id_field: Optional[str] = None,
-    url_field: Optional[str] = None, title_field: Optional[str] = None, drop_bad_records: bool = False,
-    minhash: bool = False, shingles: Optional[str] = None, hashes: Optional[int] = None,
-    bands: Optional[int] = None, rows: Optional[int] = None, verify: Optional[float] = None,
+    stage: str, *, store: Optional[Union[str, PathLike]] = None,
+    **options: Unpack[_BatchMinHashOptions],
 ) -> bool:
     """Batch phase 2 for one task and stage (url-title, docs, paras; with minhash:
     bands on every task, then pick on task 0 only)."""
 
 def batch_filter(
     input: Union[str, PathLike], work: Union[str, PathLike], output: Union[str, PathLike],
-    task_index: int, task_count: int, *, dd: bool = False, compress: str = "auto", partitions: Optional[int] = None,
-    normalize: Optional[str] = None, min_para_chars: Optional[int] = None, doc_check: Optional[str] = None,
-    input_format: Optional[str] = None, text_field: Optional[str] = None, id_field: Optional[str] = None,
-    url_field: Optional[str] = None, title_field: Optional[str] = None, drop_bad_records: bool = False,
-    minhash: bool = False, shingles: Optional[str] = None, hashes: Optional[int] = None,
-    bands: Optional[int] = None, rows: Optional[int] = None, verify: Optional[float] = None,
+    task_index: int, task_count: int, *, dd: bool = False, compress: str = "auto",
+    **options: Unpack[_BatchMinHashOptions],
 ) -> bool:
     """Batch phase 3 for one task: writes its outputs (compress: "auto" compresses
     JSON Lines outputs as their inputs' names say, verticals stay plain; or
@@ -338,9 +350,6 @@ def batch_filter(
 
 def batch_publish(
     input: Union[str, PathLike], work: Union[str, PathLike], task_count: int,
-    store: Union[str, PathLike], *, partitions: Optional[int] = None, normalize: Optional[str] = None,
-    min_para_chars: Optional[int] = None, doc_check: Optional[str] = None,
-    input_format: Optional[str] = None, text_field: Optional[str] = None, id_field: Optional[str] = None,
-    url_field: Optional[str] = None, title_field: Optional[str] = None, drop_bad_records: bool = False,
+    store: Union[str, PathLike], **options: Unpack[_BatchOptions],
 ) -> int:
     """Folds the run's new keys into the store directory; returns its key count."""

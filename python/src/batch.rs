@@ -11,158 +11,245 @@
 
 use crate::err;
 use crate::formats::read_settings;
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 use std::path::PathBuf;
 use webdedup_dedup::batch::{self, BatchConfig, MinHashStage, Stage};
 use webdedup_dedup::options::MinHashOptions;
 use webdedup_dedup::{DocCheck, PolicyChoices, RunConfig};
-// Problem lines name input files: never raw control bytes on the terminal.
 use webdedup_formats::read::ReadSettings;
 use webdedup_formats::output::OutputCompression;
 use webdedup_text::shown::escape_controls;
 use webdedup_text::Normalization;
 
-/// The batch configuration, with the defaults and checks of the command line's
-/// (one library function for both: [`PolicyChoices::options`]).
-#[allow(clippy::too_many_arguments)]
-fn config(
-    input: PathBuf,
-    work: PathBuf,
-    task_count: usize,
+/// The keyword arguments every phase takes: the command line's options of
+/// `webdedup batch` (the work directory records them and refuses others), written
+/// once for the four functions. A phase's own ones (`store`, `dd`, `compress`)
+/// stay in its signature.
+#[derive(Default)]
+struct PhaseOptions {
     partitions: Option<u32>,
-    normalize: Option<&str>,
+    normalize: Option<String>,
     min_para_chars: Option<usize>,
-    doc_check: Option<&str>,
-    read: ReadSettings,
-    minhash: Option<MinHashOptions>,
-) -> PyResult<BatchConfig> {
-    let normalization = normalize
-        .map(str::parse::<Normalization>)
-        .transpose()
-        .map_err(PyValueError::new_err)?;
-    if minhash.is_some() && normalization.is_some_and(|n| n != Normalization::Loose) {
-        return Err(PyValueError::new_err(
-            "minhash signatures are pinned to the loose normalization: normalize does not apply",
-        ));
-    }
-    let options = PolicyChoices {
-        normalization,
-        min_para_chars,
-        doc_check: doc_check
-            .map(str::parse::<DocCheck>)
-            .transpose()
-            .map_err(PyValueError::new_err)?,
-        ..Default::default()
-    }
-    .options()
-    .map_err(PyValueError::new_err)?;
-    let options = webdedup_dedup::Options { minhash, ..options };
-    Ok(BatchConfig {
-        inputs: vec![input],
-        work,
-        task_count,
-        partitions: partitions.unwrap_or(batch::DEFAULT_PARTITIONS),
-        blocks: webdedup_store::DEFAULT_BLOCKS,
-        options,
-        read,
-        chunk_bytes: webdedup_formats::chunk::DEFAULT_CHUNK_BYTES,
-        max_line_bytes: webdedup_formats::chunk::DEFAULT_MAX_LINE_BYTES,
-    })
-}
-
-/// The MinHash keyword arguments (`minhash=True` and its settings, as the command
-/// line's `--minhash`, `--shingles`, ...), checked by the library function the
-/// command line calls (`MinHashChoices::options`); None without `minhash`.
-fn minhash_options(
+    doc_check: Option<String>,
+    input_format: Option<String>,
+    text_field: Option<String>,
+    id_field: Option<String>,
+    url_field: Option<String>,
+    title_field: Option<String>,
+    drop_bad_records: bool,
     minhash: bool,
-    shingles: Option<&str>,
+    shingles: Option<String>,
     hashes: Option<usize>,
     bands: Option<usize>,
     rows: Option<usize>,
     verify: Option<f64>,
-) -> PyResult<Option<MinHashOptions>> {
-    if !minhash {
-        if shingles.is_some()
-            || hashes.is_some()
-            || bands.is_some()
-            || rows.is_some()
-            || verify.is_some()
-        {
-            return Err(PyValueError::new_err(
-                "shingles, hashes, bands, rows and verify apply with minhash=True",
-            ));
-        }
-        return Ok(None);
-    }
-    crate::minhash::minhash_options(shingles, hashes, bands, rows, verify).map(Some)
 }
 
-fn check_index(cfg: &BatchConfig, task_index: usize) -> PyResult<()> {
-    if task_index >= cfg.task_count {
-        return Err(PyValueError::new_err(format!(
-            "task_index {task_index} is not below task_count {}",
-            cfg.task_count
-        )));
+/// Which phases take `minhash=True` and its settings (all but `batch_publish`,
+/// exact mode's).
+#[derive(Clone, Copy, PartialEq)]
+enum MinHash {
+    Taken,
+    Refused,
+}
+
+impl PhaseOptions {
+    /// The options from `function`'s `**options`, each converted as a parameter of
+    /// the signature would be; a keyword it does not take raises TypeError, as
+    /// Python does.
+    fn parse(
+        function: &str,
+        kwargs: Option<&Bound<'_, PyDict>>,
+        minhash: MinHash,
+    ) -> PyResult<Self> {
+        let mut o = Self::default();
+        for (key, value) in kwargs.into_iter().flat_map(|d| d.iter()) {
+            let key: String = key.extract()?;
+            let v = Keyword(&key, &value);
+            match key.as_str() {
+                "minhash" | "shingles" | "hashes" | "bands" | "rows" | "verify"
+                    if minhash == MinHash::Refused =>
+                {
+                    return Err(unexpected(function, &key))
+                }
+                "partitions" => o.partitions = v.get()?,
+                "normalize" => o.normalize = v.get()?,
+                "min_para_chars" => o.min_para_chars = v.get()?,
+                "doc_check" => o.doc_check = v.get()?,
+                "input_format" => o.input_format = v.get()?,
+                "text_field" => o.text_field = v.get()?,
+                "id_field" => o.id_field = v.get()?,
+                "url_field" => o.url_field = v.get()?,
+                "title_field" => o.title_field = v.get()?,
+                "drop_bad_records" => o.drop_bad_records = v.get()?,
+                "minhash" => o.minhash = v.get()?,
+                "shingles" => o.shingles = v.get()?,
+                "hashes" => o.hashes = v.get()?,
+                "bands" => o.bands = v.get()?,
+                "rows" => o.rows = v.get()?,
+                "verify" => o.verify = v.get()?,
+                _ => return Err(unexpected(function, &key)),
+            }
+        }
+        Ok(o)
     }
-    Ok(())
+
+    /// The read settings (`input_format` and the JSON Lines fields).
+    fn read(&self) -> PyResult<ReadSettings> {
+        read_settings(
+            self.input_format.as_deref(),
+            self.text_field.as_deref(),
+            self.id_field.as_deref(),
+            self.url_field.as_deref(),
+            self.title_field.as_deref(),
+            self.drop_bad_records,
+        )
+    }
+
+    /// The MinHash options (`minhash=True` and its settings, as the command line's
+    /// `--minhash`, `--shingles`, ...), checked by the library function the command
+    /// line calls (`MinHashChoices::options`); None without `minhash`.
+    fn minhash(&self) -> PyResult<Option<MinHashOptions>> {
+        if !self.minhash {
+            if self.shingles.is_some()
+                || self.hashes.is_some()
+                || self.bands.is_some()
+                || self.rows.is_some()
+                || self.verify.is_some()
+            {
+                return Err(PyValueError::new_err(
+                    "shingles, hashes, bands, rows and verify apply with minhash=True",
+                ));
+            }
+            return Ok(None);
+        }
+        crate::minhash::minhash_options(
+            self.shingles.as_deref(),
+            self.hashes,
+            self.bands,
+            self.rows,
+            self.verify,
+        )
+        .map(Some)
+    }
+
+    /// The batch configuration, with the defaults and checks of the command line's
+    /// (one library function for both: [`PolicyChoices::options`]); `task_index`,
+    /// the task a phase runs, is checked against the count.
+    fn config(
+        &self,
+        input: PathBuf,
+        work: PathBuf,
+        task_index: Option<usize>,
+        task_count: usize,
+    ) -> PyResult<BatchConfig> {
+        if let Some(i) = task_index.filter(|&i| i >= task_count) {
+            return Err(PyValueError::new_err(format!(
+                "task_index {i} is not below task_count {task_count}"
+            )));
+        }
+        let normalization = self
+            .normalize
+            .as_deref()
+            .map(str::parse::<Normalization>)
+            .transpose()
+            .map_err(PyValueError::new_err)?;
+        let minhash = self.minhash()?;
+        if minhash.is_some() && normalization.is_some_and(|n| n != Normalization::Loose) {
+            return Err(PyValueError::new_err(
+                "minhash signatures are pinned to the loose normalization: normalize does not apply",
+            ));
+        }
+        let options = PolicyChoices {
+            normalization,
+            min_para_chars: self.min_para_chars,
+            doc_check: self
+                .doc_check
+                .as_deref()
+                .map(str::parse::<DocCheck>)
+                .transpose()
+                .map_err(PyValueError::new_err)?,
+            ..Default::default()
+        }
+        .options()
+        .map_err(PyValueError::new_err)?;
+        let options = webdedup_dedup::Options { minhash, ..options };
+        Ok(BatchConfig {
+            inputs: vec![input],
+            work,
+            task_count,
+            partitions: self.partitions.unwrap_or(batch::DEFAULT_PARTITIONS),
+            blocks: webdedup_store::DEFAULT_BLOCKS,
+            options,
+            read: self.read()?,
+            chunk_bytes: webdedup_formats::chunk::DEFAULT_CHUNK_BYTES,
+            max_line_bytes: webdedup_formats::chunk::DEFAULT_MAX_LINE_BYTES,
+        })
+    }
+}
+
+/// Python's TypeError for a keyword argument the function does not take.
+fn unexpected(function: &str, key: &str) -> PyErr {
+    PyTypeError::new_err(format!(
+        "{function}() got an unexpected keyword argument '{key}'"
+    ))
+}
+
+/// One keyword argument's value, converted to a parameter's type with the error
+/// pyo3 gives for a parameter (a TypeError naming the argument).
+struct Keyword<'a, 'py>(&'a str, &'a Bound<'py, PyAny>);
+
+impl<'py> Keyword<'_, 'py> {
+    fn get<T: FromPyObject<'py>>(&self) -> PyResult<T> {
+        let Keyword(name, value) = self;
+        value.extract().map_err(|e| {
+            if e.is_instance_of::<PyTypeError>(value.py()) {
+                PyTypeError::new_err(format!("argument '{name}': {}", e.value(value.py())))
+            } else {
+                e
+            }
+        })
+    }
+}
+
+/// A phase's failure, with the library error's context.
+fn failed(e: impl std::fmt::Display) -> PyErr {
+    err(format!("{e:#}"))
+}
+
+/// Problem lines name input files: never raw control bytes on the terminal.
+fn show_problem(line: &str) {
+    eprintln!("{}", escape_controls(line))
 }
 
 /// Phase 1 (`webdedup batch hash`) for one task.
 #[pyfunction]
-#[pyo3(signature = (input, work, task_index, task_count, *, partitions=None, normalize=None, min_para_chars=None, doc_check=None, input_format=None, text_field=None, id_field=None, url_field=None, title_field=None, drop_bad_records=false, minhash=false, shingles=None, hashes=None, bands=None, rows=None, verify=None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (input, work, task_index, task_count, **options))]
 fn batch_hash(
     py: Python<'_>,
     input: PathBuf,
     work: PathBuf,
     task_index: usize,
     task_count: usize,
-    partitions: Option<u32>,
-    normalize: Option<&str>,
-    min_para_chars: Option<usize>,
-    doc_check: Option<&str>,
-    input_format: Option<&str>,
-    text_field: Option<&str>,
-    id_field: Option<&str>,
-    url_field: Option<&str>,
-    title_field: Option<&str>,
-    drop_bad_records: bool,
-    minhash: bool,
-    shingles: Option<&str>,
-    hashes: Option<usize>,
-    bands: Option<usize>,
-    rows: Option<usize>,
-    verify: Option<f64>,
+    options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<bool> {
-    let cfg = config(
+    let cfg = PhaseOptions::parse("batch_hash", options, MinHash::Taken)?.config(
         input,
         work,
+        Some(task_index),
         task_count,
-        partitions,
-        normalize,
-        min_para_chars,
-        doc_check,
-        read_settings(
-            input_format,
-            text_field,
-            id_field,
-            url_field,
-            title_field,
-            drop_bad_records,
-        )?,
-        minhash_options(minhash, shingles, hashes, bands, rows, verify)?,
     )?;
-    check_index(&cfg, task_index)?;
-    py.allow_threads(|| batch::hash(&cfg, task_index, &|l| eprintln!("{}", escape_controls(l))))
-        .map_err(|e| err(format!("{e:#}")))
+    py.allow_threads(|| batch::hash(&cfg, task_index, &show_problem))
+        .map_err(failed)
 }
 
 /// Phase 2 (`webdedup batch resolve`) for one task and stage (`url-title`, `docs`,
 /// `paras`, in that order; with `minhash`: `bands` for every task, then `pick` for
 /// task 0 only).
 #[pyfunction]
-#[pyo3(signature = (input, work, task_index, task_count, stage, *, store=None, partitions=None, normalize=None, min_para_chars=None, doc_check=None, input_format=None, text_field=None, id_field=None, url_field=None, title_field=None, drop_bad_records=false, minhash=false, shingles=None, hashes=None, bands=None, rows=None, verify=None))]
+#[pyo3(signature = (input, work, task_index, task_count, stage, *, store=None, **options))]
 #[allow(clippy::too_many_arguments)]
 fn batch_resolve(
     py: Python<'_>,
@@ -172,49 +259,21 @@ fn batch_resolve(
     task_count: usize,
     stage: &str,
     store: Option<PathBuf>,
-    partitions: Option<u32>,
-    normalize: Option<&str>,
-    min_para_chars: Option<usize>,
-    doc_check: Option<&str>,
-    input_format: Option<&str>,
-    text_field: Option<&str>,
-    id_field: Option<&str>,
-    url_field: Option<&str>,
-    title_field: Option<&str>,
-    drop_bad_records: bool,
-    minhash: bool,
-    shingles: Option<&str>,
-    hashes: Option<usize>,
-    bands: Option<usize>,
-    rows: Option<usize>,
-    verify: Option<f64>,
+    options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<bool> {
-    let cfg = config(
+    let cfg = PhaseOptions::parse("batch_resolve", options, MinHash::Taken)?.config(
         input,
         work,
+        Some(task_index),
         task_count,
-        partitions,
-        normalize,
-        min_para_chars,
-        doc_check,
-        read_settings(
-            input_format,
-            text_field,
-            id_field,
-            url_field,
-            title_field,
-            drop_bad_records,
-        )?,
-        minhash_options(minhash, shingles, hashes, bands, rows, verify)?,
     )?;
-    check_index(&cfg, task_index)?;
     if cfg.options.minhash.is_none() {
         let stage: Stage = stage.parse().map_err(|e: String| {
             PyValueError::new_err(format!("{e}; with minhash=True: bands or pick"))
         })?;
         return py
             .allow_threads(|| batch::resolve(&cfg, stage, task_index, store.as_deref()))
-            .map_err(|e| err(format!("{e:#}")));
+            .map_err(failed);
     }
     let stage = match stage {
         "bands" => MinHashStage::Bands,
@@ -231,13 +290,13 @@ fn batch_resolve(
         }
     };
     py.allow_threads(|| batch::resolve_minhash(&cfg, stage, task_index, store.as_deref()))
-        .map_err(|e| err(format!("{e:#}")))
+        .map_err(failed)
 }
 
 /// Phase 3 (`webdedup batch filter`) for one task: writes its outputs into
 /// `output`, the bytes `webdedup dedup` writes.
 #[pyfunction]
-#[pyo3(signature = (input, work, output, task_index, task_count, *, dd=false, compress="auto", partitions=None, normalize=None, min_para_chars=None, doc_check=None, input_format=None, text_field=None, id_field=None, url_field=None, title_field=None, drop_bad_records=false, minhash=false, shingles=None, hashes=None, bands=None, rows=None, verify=None))]
+#[pyo3(signature = (input, work, output, task_index, task_count, *, dd=false, compress="auto", **options))]
 #[allow(clippy::too_many_arguments)]
 fn batch_filter(
     py: Python<'_>,
@@ -248,42 +307,14 @@ fn batch_filter(
     task_count: usize,
     dd: bool,
     compress: &str,
-    partitions: Option<u32>,
-    normalize: Option<&str>,
-    min_para_chars: Option<usize>,
-    doc_check: Option<&str>,
-    input_format: Option<&str>,
-    text_field: Option<&str>,
-    id_field: Option<&str>,
-    url_field: Option<&str>,
-    title_field: Option<&str>,
-    drop_bad_records: bool,
-    minhash: bool,
-    shingles: Option<&str>,
-    hashes: Option<usize>,
-    bands: Option<usize>,
-    rows: Option<usize>,
-    verify: Option<f64>,
+    options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<bool> {
-    let cfg = config(
+    let cfg = PhaseOptions::parse("batch_filter", options, MinHash::Taken)?.config(
         input.clone(),
         work,
+        Some(task_index),
         task_count,
-        partitions,
-        normalize,
-        min_para_chars,
-        doc_check,
-        read_settings(
-            input_format,
-            text_field,
-            id_field,
-            url_field,
-            title_field,
-            drop_bad_records,
-        )?,
-        minhash_options(minhash, shingles, hashes, bands, rows, verify)?,
     )?;
-    check_index(&cfg, task_index)?;
     let mut run = RunConfig::new(input, output);
     run.options = cfg.options.clone();
     // The runner reads with the run's settings: the work directory's, as the
@@ -303,56 +334,26 @@ fn batch_filter(
             .map_err(|e: String| PyValueError::new_err(e.replace("or none", "none or auto")))?;
     }
     run.sync = true;
-    py.allow_threads(|| {
-        batch::filter(&cfg, &run, task_index, &|l| {
-            eprintln!("{}", escape_controls(l))
-        })
-    })
-    .map(|s| s.is_some())
-    .map_err(|e| err(format!("{e:#}")))
+    py.allow_threads(|| batch::filter(&cfg, &run, task_index, &show_problem))
+        .map(|s| s.is_some())
+        .map_err(failed)
 }
 
 /// Folds the run's new keys into the store directory; returns its key count.
 #[pyfunction]
-#[pyo3(signature = (input, work, task_count, store, *, partitions=None, normalize=None, min_para_chars=None, doc_check=None, input_format=None, text_field=None, id_field=None, url_field=None, title_field=None, drop_bad_records=false))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (input, work, task_count, store, **options))]
 fn batch_publish(
     py: Python<'_>,
     input: PathBuf,
     work: PathBuf,
     task_count: usize,
     store: PathBuf,
-    partitions: Option<u32>,
-    normalize: Option<&str>,
-    min_para_chars: Option<usize>,
-    doc_check: Option<&str>,
-    input_format: Option<&str>,
-    text_field: Option<&str>,
-    id_field: Option<&str>,
-    url_field: Option<&str>,
-    title_field: Option<&str>,
-    drop_bad_records: bool,
+    options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<u64> {
-    let cfg = config(
-        input,
-        work,
-        task_count,
-        partitions,
-        normalize,
-        min_para_chars,
-        doc_check,
-        read_settings(
-            input_format,
-            text_field,
-            id_field,
-            url_field,
-            title_field,
-            drop_bad_records,
-        )?,
-        None,
-    )?;
+    let cfg = PhaseOptions::parse("batch_publish", options, MinHash::Refused)?
+        .config(input, work, None, task_count)?;
     py.allow_threads(|| batch::publish(&cfg, &store))
-        .map_err(|e| err(format!("{e:#}")))
+        .map_err(failed)
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -13,22 +13,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 started=$SECONDS
-if [ -z "${WEBDEDUP_BIN:-}" ]; then
-  cargo build -q --locked -p webdedup
-  WEBDEDUP_BIN=$PWD/target/debug/webdedup
-fi
-bin=$WEBDEDUP_BIN
-venv=target/ray-venv
-[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-"$venv/bin/pip" install -q --disable-pip-version-check -U "ray${RAY_VERSION:+==$RAY_VERSION}"
-"$venv/bin/pip" install -q --disable-pip-version-check ./python
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-mkdir -p "$tmp/in1" "$tmp/in2"
-cp -r sample/web3-mini/cc-2023-14 sample/web3-mini/cc-2023-50 "$tmp/in1/"
-cp -r sample/web3-mini/cc-2024-33 "$tmp/in2/"
-"$bin" dedup -q -i "$tmp/in1" -o "$tmp/cli1" --dd --store "$tmp/cli-store"
-"$bin" dedup -q -i "$tmp/in2" -o "$tmp/cli2" --dd --store "$tmp/cli-store"
+source tests/extended/driver_setup.lib.sh
+driver_setup "ray${RAY_VERSION:+==$RAY_VERSION}" target/ray-venv
 for run in 1 2; do
   PYTHONPATH=$PWD/tests/extended/fail_once WEBDEDUP_FAIL_ONCE=$tmp/failed-once RAY_ADDRESS='' RAY_TMPDIR=$tmp/ray \
     "$venv/bin/python" deploy/ray/dedup_ray.py --num-cpus 2 --input "$tmp/in$run" \
@@ -39,12 +25,9 @@ done
 diff -r "$tmp/cli1" "$tmp/ray1"
 diff -r "$tmp/cli2" "$tmp/ray2"
 # MinHash mode: the bytes of `webdedup minhash` (outputs, .pairs, .dd, files.idx).
-mkdir -p "$tmp/all"
-cp -r "$tmp/in1/." "$tmp/in2/." "$tmp/all/"
 mh=(--bands 8 --rows 14 --verify 0.85)
 "$bin" minhash -q -i "$tmp/all" -o "$tmp/cli-mh" --dd "${mh[@]}"
-pairs=$(find "$tmp/cli-mh" -name '*.pairs' -exec cat {} + | wc -l)
-[ "$pairs" -gt 0 ] || { echo "webdedup minhash found no near-duplicates in the sample" >&2; exit 1; }
+pairs=$(minhash_pairs "$tmp/cli-mh")
 PYTHONPATH=$PWD/tests/extended/fail_once WEBDEDUP_FAIL_ONCE=$tmp/failed-once-mh RAY_ADDRESS='' RAY_TMPDIR=$tmp/ray \
   "$venv/bin/python" deploy/ray/dedup_ray.py --num-cpus 2 --input "$tmp/all" \
   --work "$tmp/work-mh" --output "$tmp/ray-mh" --tasks 3 --partitions 8 --dd --minhash "${mh[@]}"

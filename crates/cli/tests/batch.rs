@@ -7,16 +7,6 @@ use common::*;
 use std::path::Path;
 use std::process::Command;
 
-fn batch(args: &[&str], fault: Option<&str>) -> std::process::Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_webdedup"));
-    c.arg("batch").args(args);
-    match fault {
-        Some(f) => c.env("WEBDEDUP_FAULT", f),
-        None => c.env_remove("WEBDEDUP_FAULT"),
-    };
-    c.output().unwrap()
-}
-
 fn stream(input: &Path, out: &Path, extra: &[&str]) -> Vec<(String, Vec<u8>)> {
     let mut args = vec!["--dd", "-t", "1"];
     args.extend_from_slice(extra);
@@ -38,24 +28,22 @@ fn batch_run_equals_stream_mode_for_any_task_count() {
             let out = tmp.path().join(format!("out-{doc_check}-{tasks}"));
             let work = tmp.path().join(format!("work-{doc_check}-{tasks}"));
             let o = batch(
-                &[
-                    "run",
-                    "-i",
-                    sample_dir().to_str().unwrap(),
-                    "-o",
-                    out.to_str().unwrap(),
-                    "-w",
-                    work.to_str().unwrap(),
-                    "-t",
-                    "2",
-                    "--task-count",
-                    tasks,
-                    "--dd",
-                    "--partitions",
-                    "7",
-                    "--doc-check",
-                    doc_check,
-                ],
+                &batch_run_args(
+                    &sample_dir(),
+                    &out,
+                    &work,
+                    &[
+                        "-t",
+                        "2",
+                        "--task-count",
+                        tasks,
+                        "--dd",
+                        "--partitions",
+                        "7",
+                        "--doc-check",
+                        doc_check,
+                    ],
+                ),
                 None,
             );
             assert!(o.status.success(), "{}", stderr(&o));
@@ -79,18 +67,12 @@ fn batch_run_equals_stream_mode_for_any_task_count() {
     let out = tmp.path().join("no-cache");
     let work = tmp.path().join("work-no-cache");
     let o = batch(
-        &[
-            "run",
-            "-i",
-            sample_dir().to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-            "-w",
-            work.to_str().unwrap(),
-            "--plan-cache-mib",
-            "0",
-            "--dd",
-        ],
+        &batch_run_args(
+            &sample_dir(),
+            &out,
+            &work,
+            &["--plan-cache-mib", "0", "--dd"],
+        ),
         None,
     );
     assert!(o.status.success(), "{}", stderr(&o));
@@ -161,24 +143,11 @@ fn simulated_slurm_array_with_killed_tasks_equals_stream_mode() {
             let mut args = head.clone();
             args.extend(common(t));
             let args: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
-            if let Some((_, _, fault)) = kills.iter().find(|(p, task, _)| p == phase && *task == t)
-            {
-                let o = batch(&args, Some(fault));
-                assert!(
-                    !o.status.success() && stderr(&o).contains("fault injection: abort at"),
-                    "{phase} task {t}: the fault {fault} was not reached: {}",
-                    stderr(&o)
-                );
-            }
-            let o = batch(&args, None);
-            assert!(o.status.success(), "{phase} task {t}: {}", stderr(&o));
-            // A finished task is skipped when launched again.
-            let again = batch(&args, None);
-            assert!(
-                again.status.success() && stderr(&again).contains("already finished"),
-                "{}",
-                stderr(&again)
-            );
+            let fault = kills
+                .iter()
+                .find(|(p, task, _)| p == phase && *task == t)
+                .map(|(_, _, fault)| *fault);
+            batch_task_killed_and_relaunched(&args, fault, &format!("{phase} task {t}"));
         }
     }
     assert!(tree(&out) == want, "outputs differ from stream mode");
@@ -199,19 +168,17 @@ fn crawl_by_crawl_with_a_store_equals_stream_mode_outputs_and_snapshot() {
         assert!(o.status.success(), "{}", stderr(&o));
         let b_out = tmp.path().join(format!("b{i}"));
         let o = batch(
-            &[
-                "run",
-                "-i",
-                input.to_str().unwrap(),
-                "-o",
-                b_out.to_str().unwrap(),
-                "-w",
-                tmp.path().join(format!("w{i}")).to_str().unwrap(),
-                "-t",
-                "2",
-                "--store",
-                tmp.path().join("b-store").to_str().unwrap(),
-            ],
+            &batch_run_args(
+                &input,
+                &b_out,
+                &tmp.path().join(format!("w{i}")),
+                &[
+                    "-t",
+                    "2",
+                    "--store",
+                    tmp.path().join("b-store").to_str().unwrap(),
+                ],
+            ),
             None,
         );
         assert!(o.status.success(), "{}", stderr(&o));
@@ -339,21 +306,9 @@ fn two_copies_of_every_task_running_at_once_still_equal_stream_mode() {
 
 /// (id, status) of every `.dd` line under `out`, files in sorted order.
 fn dd_statuses(out: &Path) -> Vec<(String, String)> {
-    let attr = |line: &str, name: &str| {
-        let key = format!(" {name}=\"");
-        let rest = &line[line.find(&key).unwrap() + key.len()..];
-        rest[..rest.find('"').unwrap()].to_string()
-    };
-    tree(out)
-        .into_iter()
-        .filter(|(name, _)| name.ends_with(".dd"))
-        .flat_map(|(_, bytes)| {
-            String::from_utf8(bytes)
-                .unwrap()
-                .lines()
-                .map(|l| (attr(l, "id"), attr(l, "status")))
-                .collect::<Vec<_>>()
-        })
+    dd_lines(out)
+        .iter()
+        .map(|l| (attr(l, "id").unwrap(), attr(l, "status").unwrap()))
         .collect()
 }
 
@@ -435,20 +390,12 @@ fn doc_check_none_decides_paragraphs_only_in_stream_and_batch_mode_with_any_stor
     for tasks in ["1", "2"] {
         let out = t.join(format!("b{tasks}"));
         let work = t.join(format!("w{tasks}"));
-        let args = [
-            "run",
-            "-i",
-            input.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-            "-w",
-            work.to_str().unwrap(),
-            "--task-count",
-            tasks,
-            "--partitions",
-            "3",
-            "--dd",
-        ];
+        let args = batch_run_args(
+            &input,
+            &out,
+            &work,
+            &["--task-count", tasks, "--partitions", "3", "--dd"],
+        );
         let o = batch(&[&args[..], &none[..]].concat(), None);
         assert!(o.status.success(), "{}", stderr(&o));
         assert!(
@@ -488,20 +435,18 @@ fn doc_check_none_decides_paragraphs_only_in_stream_and_batch_mode_with_any_stor
         assert_eq!(stats(&json)["keys_stored"], 4, "run {run}");
         let b_out = t.join(format!("store-b{run}"));
         let (work, b_store) = (t.join(format!("store-w{run}")), t.join("b-store"));
-        let args = [
-            "run",
-            "-i",
-            input.to_str().unwrap(),
-            "-o",
-            b_out.to_str().unwrap(),
-            "-w",
-            work.to_str().unwrap(),
-            "--task-count",
-            "2",
-            "--dd",
-            "--store",
-            b_store.to_str().unwrap(),
-        ];
+        let args = batch_run_args(
+            &input,
+            &b_out,
+            &work,
+            &[
+                "--task-count",
+                "2",
+                "--dd",
+                "--store",
+                b_store.to_str().unwrap(),
+            ],
+        );
         let o = batch(&[&args[..], &none[..]].concat(), None);
         assert!(o.status.success(), "{}", stderr(&o));
         assert!(
@@ -542,23 +487,21 @@ fn a_full_disk_leaves_no_staging_and_the_next_run_sweeps_stale_ones() {
     let want = stream(&sample_dir(), &tmp.path().join("stream"), &[]);
     let (out, work) = (tmp.path().join("out"), tmp.path().join("work"));
     let sample = sample_dir();
-    let args = [
-        "run",
-        "-i",
-        sample.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "-w",
-        work.to_str().unwrap(),
-        "-t",
-        "2",
-        "--task-count",
-        "3",
-        "--partitions",
-        "4",
-        "--dd",
-        "-q",
-    ];
+    let args = batch_run_args(
+        &sample,
+        &out,
+        &work,
+        &[
+            "-t",
+            "2",
+            "--task-count",
+            "3",
+            "--partitions",
+            "4",
+            "--dd",
+            "-q",
+        ],
+    );
     // The 5th write of a batch file fails half-way, as on a full disk.
     for fault in ["batch-write:5:enospc", "batch-write:30:enospc"] {
         let o = batch(&args, Some(fault));

@@ -5,6 +5,7 @@
 #[path = "common/corpus_formats.rs"]
 pub mod corpus_formats;
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -15,17 +16,137 @@ pub fn webdedup(args: &[&str]) -> Output {
         .expect("run webdedup")
 }
 
-pub fn dedup(input: &Path, output: &Path, extra: &[&str]) -> Output {
-    let mut args = vec![
-        "dedup",
-        "-i",
-        input.to_str().unwrap(),
-        "-o",
-        output.to_str().unwrap(),
-        "-q",
-    ];
+/// Runs `webdedup args` with the fault point `fault` armed (`WEBDEDUP_FAULT`), or
+/// with none (the variable removed, whatever the test's environment holds).
+pub fn webdedup_fault<S: AsRef<OsStr>>(args: &[S], fault: Option<&str>) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_webdedup"));
+    c.args(args);
+    match fault {
+        Some(f) => c.env("WEBDEDUP_FAULT", f),
+        None => c.env_remove("WEBDEDUP_FAULT"),
+    };
+    c.output().expect("run webdedup")
+}
+
+/// `webdedup batch ARGS...` with the fault point `fault` armed, or none.
+pub fn batch(args: &[&str], fault: Option<&str>) -> Output {
+    webdedup_fault(&[&["batch"], args].concat(), fault)
+}
+
+/// One task of a simulated Slurm array (`batch ARGS...`): killed first at `fault`
+/// when one is given (it must be reached), then run to its end, then launched
+/// again, which a finished task skips.
+pub fn batch_task_killed_and_relaunched(args: &[&str], fault: Option<&str>, what: &str) {
+    if let Some(fault) = fault {
+        let o = batch(args, Some(fault));
+        assert!(
+            !o.status.success() && stderr(&o).contains("fault injection: abort at"),
+            "{what}: the fault {fault} was not reached: {}",
+            stderr(&o)
+        );
+    }
+    let o = batch(args, None);
+    assert!(o.status.success(), "{what}: {}", stderr(&o));
+    let again = batch(args, None);
+    assert!(
+        again.status.success() && stderr(&again).contains("already finished"),
+        "{}",
+        stderr(&again)
+    );
+}
+
+/// `run -i INPUT -o OUTPUT -w WORK EXTRA...`: the arguments of [`batch`] for a
+/// whole batch run.
+pub fn batch_run_args<'a>(
+    input: &'a Path,
+    output: &'a Path,
+    work: &'a Path,
+    extra: &[&'a str],
+) -> Vec<&'a str> {
+    let mut args = vec!["run", "-i", s(input), "-o", s(output), "-w", s(work)];
     args.extend_from_slice(extra);
-    webdedup(&args)
+    args
+}
+
+/// Asserts that a run with `fault` armed ended as the fault says: `stop:N` is a
+/// clean stop (exit 3), any other an abort at the fault point (like kill -9).
+pub fn assert_ended_by(o: &Output, fault: &str, what: &str) {
+    if fault.starts_with("stop") {
+        assert_eq!(o.status.code(), Some(3), "{what} {fault}: {}", stderr(o));
+    } else {
+        assert!(
+            stderr(o).contains("fault injection: abort at"),
+            "{what} {fault}: {}",
+            stderr(o)
+        );
+    }
+}
+
+/// Asserts that a run succeeded, showing its status and stderr when not.
+pub fn ok(o: &Output) {
+    assert!(o.status.success(), "{:?}: {}", o.status, stderr(o));
+}
+
+/// The crash-and-restore check of a run with a store: `args(out, store)` is the
+/// run. A reference runs unharmed on two threads; then, for each fault, a run
+/// with it armed (a crash at a fault point, like kill -9, or `stop:N`, a clean
+/// stop, like SIGTERM) ends as the fault says, and `-r` restores it to the
+/// reference's outputs and store, byte for byte. Directories go under `dir`,
+/// named after `what`.
+pub fn assert_restores_after_faults(
+    dir: &Path,
+    what: &str,
+    faults: &[&str],
+    args: impl Fn(&Path, &Path) -> Vec<String>,
+) {
+    let reference = dir.join(format!("{what}-ref"));
+    let ref_store = dir.join(format!("{what}-ref-store"));
+    let mut first = args(&reference, &ref_store);
+    first.extend(["-t".into(), "2".into()]);
+    ok(&webdedup_fault(&first, None));
+    for fault in faults {
+        let out = dir.join(format!("{what}-out-{fault}"));
+        let store = dir.join(format!("{what}-store-{fault}"));
+        let mut args = args(&out, &store);
+        assert_ended_by(&webdedup_fault(&args, Some(fault)), fault, what);
+        args.push("-r".into());
+        ok(&webdedup_fault(&args, None));
+        assert!(
+            tree(&out) == tree(&reference),
+            "{what} {fault}: outputs differ"
+        );
+        assert!(
+            std::fs::read(store.join("store.snap")).unwrap()
+                == std::fs::read(ref_store.join("store.snap")).unwrap(),
+            "{what} {fault}: stores differ"
+        );
+    }
+}
+
+/// Arguments as owned strings (for tables of runs).
+pub fn owned(args: &[&str]) -> Vec<String> {
+    args.iter().map(|a| a.to_string()).collect()
+}
+
+/// A path as a command-line argument (the tests' paths are UTF-8).
+pub fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// `webdedup COMMAND -i INPUT -o OUTPUT -q EXTRA...` as arguments.
+pub fn command_args<'a>(
+    command: &'a str,
+    input: &'a Path,
+    output: &'a Path,
+    extra: &[&'a str],
+) -> Vec<&'a str> {
+    let mut args = vec![command, "-i", s(input), "-o", s(output), "-q"];
+    args.extend_from_slice(extra);
+    args
+}
+
+pub fn dedup(input: &Path, output: &Path, extra: &[&str]) -> Output {
+    webdedup(&command_args("dedup", input, output, extra))
 }
 
 pub fn stderr(o: &Output) -> String {
@@ -105,6 +226,45 @@ pub fn wet_sample_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../sample/web3-mini-wet")
 }
 
+/// Every line of the `.dd` lists under `out`, files in sorted order.
+pub fn dd_lines(out: &Path) -> Vec<String> {
+    tree(out)
+        .into_iter()
+        .filter(|(name, _)| name.ends_with(".dd"))
+        .flat_map(|(_, bytes)| {
+            let text = String::from_utf8(bytes).unwrap();
+            text.lines().map(str::to_owned).collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// The value of the attribute `name="..."` of a `.dd` or `<doc>` line.
+pub fn attr(line: &str, name: &str) -> Option<String> {
+    let key = format!(" {name}=\"");
+    line.find(&key).map(|i| {
+        let rest = &line[i + key.len()..];
+        rest[..rest.find('"').unwrap()].to_string()
+    })
+}
+
+/// Input big enough for a run to last past a kill: `copies` copies of the
+/// sample's crawls under `dir/in`.
+pub fn big_input(dir: &Path, copies: usize) -> PathBuf {
+    let input = dir.join("in");
+    for i in 0..copies {
+        let dst = input.join(format!("copy{i}"));
+        std::fs::create_dir_all(&dst).unwrap();
+        for crawl in ["cc-2023-14", "cc-2023-50", "cc-2024-33"] {
+            std::fs::copy(
+                sample_dir().join(crawl).join("part-00000.vert.gz"),
+                dst.join(format!("{crawl}.vert.gz")),
+            )
+            .unwrap();
+        }
+    }
+    input
+}
+
 /// A loopback port no other test of this process was given: the kernel's pick,
 /// retried when it repeats one handed out before (the kernel may give a port again
 /// once its probe socket is closed, and tests run in parallel threads).
@@ -141,7 +301,7 @@ pub fn warc_response(uri: &str, date: &str, body: &str) -> Vec<u8> {
     let block = format!("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n{body}");
     format!(
         "WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: {uri}\r\nWARC-Date: {date}\r\n\
-         WARC-Record-ID: <urn:uuid:{uri}>\r\nContent-Type: application/http; msgtype=response\r\n\
+         WARC-Record-ID: <urn:uuid:{uri}-{date}>\r\nContent-Type: application/http; msgtype=response\r\n\
          Content-Length: {}\r\n\r\n{block}\r\n\r\n",
         block.len()
     )

@@ -14,29 +14,11 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
 /// (id, status) of every `.dd` line under `out`, files in sorted order.
 fn dd_entries(out: &Path) -> Vec<(Option<String>, String)> {
-    let attr = |line: &str, name: &str| {
-        let key = format!(" {name}=\"");
-        line.find(&key).map(|i| {
-            let rest = &line[i + key.len()..];
-            rest[..rest.find('"').unwrap()].to_string()
-        })
-    };
-    tree(out)
-        .into_iter()
-        .filter(|(name, _)| name.ends_with(".dd"))
-        .flat_map(|(_, bytes)| {
-            String::from_utf8(bytes)
-                .unwrap()
-                .lines()
-                .map(|l| (attr(l, "id"), attr(l, "status").unwrap()))
-                .collect::<Vec<_>>()
-        })
+    dd_lines(out)
+        .iter()
+        .map(|l| (attr(l, "id"), attr(l, "status").unwrap()))
         .collect()
 }
 
@@ -68,10 +50,6 @@ fn outputs(dir: &Path) -> Vec<(String, Vec<u8>)> {
         .filter(|(n, _)| !n.ends_with(".webdedup.run-id"))
         .map(|(n, b)| (n, decompress(&b)))
         .collect()
-}
-
-fn ok(o: &std::process::Output) {
-    assert!(o.status.success(), "{:?}: {}", o.status, stderr(o));
 }
 
 #[test]
@@ -374,77 +352,29 @@ fn corpus() -> &'static Path {
 }
 
 fn run_args(out: &Path, extra: &[&str]) -> Vec<String> {
-    let mut a: Vec<String> = [
-        "dedup",
-        "-i",
-        s(corpus()),
-        "-o",
-        s(out),
-        "-q",
-        "--dd",
-        "--chunk-bytes",
-        "30000",
-    ]
-    .iter()
-    .map(|x| x.to_string())
-    .collect();
-    a.extend(extra.iter().map(|x| x.to_string()));
-    a
+    let mut a = command_args("dedup", corpus(), out, &["--dd", "--chunk-bytes", "30000"]);
+    a.extend_from_slice(extra);
+    owned(&a)
 }
 
 #[test]
 fn a_killed_jsonl_run_restores_to_the_same_bytes_and_store() {
     let tmp = tempfile::tempdir().unwrap();
-    let bin = env!("CARGO_BIN_EXE_webdedup");
-    let reference = tmp.path().join("ref");
-    let ref_store = tmp.path().join("ref-store");
-    let o = Command::new(bin)
-        .args(run_args(&reference, &["--store", s(&ref_store), "-t", "2"]))
-        .env_remove("WEBDEDUP_FAULT")
-        .output()
-        .unwrap();
-    ok(&o);
-    // Crashes at fault points (like kill -9), and clean stops (like SIGTERM: the
-    // decisions of unfinished outputs go to their logs, named after the input, so a
-    // restore finds them whatever compression the `.jsonl.gz` input's output gets).
-    for fault in [
-        "commit:4",
-        "output-bytes:60000",
-        "rename:2",
-        "stop:2",
-        "stop:5",
-    ] {
-        let out = tmp.path().join(format!("out-{fault}"));
-        let store = tmp.path().join(format!("store-{fault}"));
-        let args = run_args(&out, &["--store", s(&store)]);
-        let o = Command::new(bin)
-            .args(&args)
-            .env("WEBDEDUP_FAULT", fault)
-            .output()
-            .unwrap();
-        if fault.starts_with("stop") {
-            assert_eq!(o.status.code(), Some(3), "{fault}: {}", stderr(&o));
-        } else {
-            assert!(
-                stderr(&o).contains("fault injection: abort at"),
-                "{fault}: {}",
-                stderr(&o)
-            );
-        }
-        let o = Command::new(bin)
-            .args(&args)
-            .arg("-r")
-            .env_remove("WEBDEDUP_FAULT")
-            .output()
-            .unwrap();
-        ok(&o);
-        assert!(tree(&out) == tree(&reference), "{fault}: outputs differ");
-        assert!(
-            fs::read(store.join("store.snap")).unwrap()
-                == fs::read(ref_store.join("store.snap")).unwrap(),
-            "{fault}: stores differ"
-        );
-    }
+    // The decisions of unfinished outputs go to their logs, named after the input,
+    // so a restore finds them whatever compression the `.jsonl.gz` input's output
+    // gets.
+    assert_restores_after_faults(
+        tmp.path(),
+        "jsonl",
+        &[
+            "commit:4",
+            "output-bytes:60000",
+            "rename:2",
+            "stop:2",
+            "stop:5",
+        ],
+        |out, store| run_args(out, &["--store", s(store)]),
+    );
 }
 
 #[test]

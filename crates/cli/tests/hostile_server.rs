@@ -88,36 +88,6 @@ fn counter(status: &serde_json::Value, name: &str) -> u64 {
         .unwrap_or_else(|| panic!("{name} in {status}"))
 }
 
-/// A handshake by hand, up to `Ready` (no token): as a status probe, or as a
-/// worker with `settings`.
-fn open_as(port: u16, role: Role, settings: Option<&Settings>) -> TcpStream {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    let mut out = wire::PREAMBLE.to_vec();
-    wire::encode(
-        &Msg::Hello {
-            version: wire::VERSION,
-            nonce: [7; 16],
-        },
-        &mut out,
-    );
-    s.write_all(&out).unwrap();
-    assert!(matches!(recv(&mut s), Msg::Challenge { .. }));
-    out.clear();
-    wire::encode(
-        &Msg::Auth {
-            mac: [0; 32],
-            role,
-            settings: settings.cloned(),
-        },
-        &mut out,
-    );
-    s.write_all(&out).unwrap();
-    match recv(&mut s) {
-        Msg::Ready { .. } => s,
-        other => panic!("expected ready, got {other:?}"),
-    }
-}
-
 /// Settings a worker of `map` with our own key kind sends.
 fn settings(map: &webdedup_store::server_map::ServerMap) -> Settings {
     Settings {
@@ -174,9 +144,7 @@ fn sample_worker_succeeds(dir: &Path, name: &str, map: &Path, extra: &[&str]) {
 #[test]
 fn s1_a_stray_connection_changes_nothing_and_workers_are_served_across_restarts() {
     let tmp = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let map = tmp.path().join("map");
-    write_map(&map, &[port], |_| 0);
+    let (port, map) = one_server_map(tmp.path());
     let mut s = Server::persistent(tmp.path(), &map, port, &[]);
     // curl http://127.0.0.1:PORT/
     stray(
@@ -229,9 +197,7 @@ fn s2_announced_frames_cost_nothing_and_frames_in_flight_stay_within_the_budget(
     const SENDERS: usize = 6;
     allow_open_files(2 * (SILENT + SENDERS) as u64 + 200);
     let tmp = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let map = tmp.path().join("map");
-    write_map(&map, &[port], |_| 0);
+    let (port, map) = one_server_map(tmp.path());
     let s = Server::start(tmp.path(), &map, port, &[]);
     let pid = s.child.as_ref().unwrap().id();
     let baseline = rss(pid);
@@ -298,9 +264,7 @@ fn s3_silent_strangers_never_lock_out_an_authenticated_worker() {
     const STRANGERS: usize = 1030;
     allow_open_files(STRANGERS as u64 * 2 + 200);
     let tmp = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let map = tmp.path().join("map");
-    write_map(&map, &[port], |_| 0);
+    let (port, map) = one_server_map(tmp.path());
     let token = tmp.path().join("token");
     std::fs::write(&token, "correct-horse-battery-staple-42\n").unwrap();
     let token_arg = token.to_str().unwrap();
@@ -546,20 +510,11 @@ fn s5_sigterm_while_workers_send_loses_no_acknowledged_key() {
 fn slowloris_connections_are_dropped_at_the_handshake_deadline_and_never_keep_a_worker_out() {
     const SLOW: usize = 24;
     let tmp = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let map = tmp.path().join("map");
-    write_map(&map, &[port], |_| 0);
+    let (port, map) = one_server_map(tmp.path());
     let _s = Server::start(tmp.path(), &map, port, &["--max-connections", "8"]);
     // Our own handshake, one byte every 400 ms: 8 + 23 + ... bytes, far beyond
     // the 10 s a handshake may take.
-    let mut hello = wire::PREAMBLE.to_vec();
-    wire::encode(
-        &Msg::Hello {
-            version: wire::VERSION,
-            nonce: [3; 16],
-        },
-        &mut hello,
-    );
+    let hello = hello(wire::VERSION, 3);
     let stop = Arc::new(AtomicBool::new(false));
     let slow: Vec<_> = (0..SLOW)
         .map(|_| {
@@ -619,9 +574,7 @@ fn random_frames_never_crash_the_server_nor_grow_it_and_workers_are_served() {
     const PEERS: usize = 200;
     allow_open_files(2 * PEERS as u64 + 200);
     let tmp = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let map = tmp.path().join("map");
-    write_map(&map, &[port], |_| 0);
+    let (port, map) = one_server_map(tmp.path());
     let s = Server::start(tmp.path(), &map, port, &[]);
     let pid = s.child.as_ref().unwrap().id();
     let baseline = rss(pid);
@@ -718,9 +671,7 @@ fn a_knot_client_with_another_map_reconnecting_in_a_loop_is_counted_and_logged_s
 #[test]
 fn a_worker_retries_a_busy_server_until_a_slot_frees() {
     let tmp = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let map = tmp.path().join("map");
-    write_map(&map, &[port], |_| 0);
+    let (port, map) = one_server_map(tmp.path());
     let _s = Server::start(tmp.path(), &map, port, &["--max-connections", "1"]);
     // The only slot, held by a status probe past its handshake.
     let holder = open_as(port, Role::Status, None);

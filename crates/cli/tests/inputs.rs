@@ -61,14 +61,7 @@ fn a_fifo_in_an_input_directory_is_skipped_with_a_report() {
     mkfifo(&input.join("b.vert"));
     fs::write(input.join("c.vert"), B_VERT).unwrap();
     let out = dir.path().join("out");
-    let mut child = spawn(&[
-        "dedup",
-        "-i",
-        input.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "-q",
-    ]);
+    let mut child = spawn(&command_args("dedup", &input, &out, &[]));
     let st = wait_bounded(&mut child, Duration::from_secs(60), "dedup over a FIFO");
     let err = stderr_of(&mut child);
     assert_eq!(
@@ -91,14 +84,7 @@ fn sigterm_stops_a_run_waiting_on_a_named_pipe() {
     let fifo = dir.path().join("pipe.vert");
     mkfifo(&fifo);
     let out = dir.path().join("out");
-    let mut child = spawn(&[
-        "dedup",
-        "-i",
-        fifo.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "-q",
-    ]);
+    let mut child = spawn(&command_args("dedup", &fifo, &out, &[]));
     // The output directory is made after the signal handlers are installed and
     // before any input is opened: from then on the run waits for a writer.
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -124,14 +110,7 @@ fn a_named_pipe_given_explicitly_is_read() {
     let fifo = dir.path().join("pipe.vert");
     mkfifo(&fifo);
     let out = dir.path().join("out");
-    let mut child = spawn(&[
-        "dedup",
-        "-i",
-        fifo.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "-q",
-    ]);
+    let mut child = spawn(&command_args("dedup", &fifo, &out, &[]));
     // A gzip stream through the pipe, written in two parts. The writer opens
     // without waiting (a reader must be there already), so a run that never
     // opens the pipe fails the test instead of hanging it.

@@ -5,7 +5,7 @@
 mod common;
 
 use common::corpus_formats::{jsonl_docs, wet_file};
-use common::{dedup, jsonl_sample_dir, stderr, tree, webdedup};
+use common::{attr, dd_lines, dedup, jsonl_sample_dir, stderr, tree, warc_response, webdedup};
 use std::ffi::CString;
 use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
@@ -13,17 +13,6 @@ use std::path::{Path, PathBuf};
 
 fn c_path(p: &Path) -> CString {
     CString::new(p.as_os_str().as_encoded_bytes()).unwrap()
-}
-
-/// A WARC response record (uncompressed).
-fn response(uri: &str, date: &str, body: &str) -> String {
-    let block = format!("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n{body}");
-    format!(
-        "WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: {uri}\r\nWARC-Date: {date}\r\n\
-         WARC-Record-ID: <urn:uuid:{uri}-{date}>\r\nContent-Type: application/http; msgtype=response\r\n\
-         Content-Length: {}\r\n\r\n{block}\r\n\r\n",
-        block.len()
-    )
 }
 
 /// Every command that writes one `-o FILE`, with its inputs made in `d`, as
@@ -47,8 +36,11 @@ fn single_output_commands(d: &Path) -> Vec<(&'static str, Vec<String>)> {
     let body = "a page long enough that its revisit is smaller ".repeat(20);
     std::fs::write(
         &warc,
-        response("http://a.org/", "2020-01-01T00:00:00Z", &body)
-            + &response("http://a.org/", "2020-02-01T00:00:00Z", &body),
+        [
+            warc_response("http://a.org/", "2020-01-01T00:00:00Z", &body),
+            warc_response("http://a.org/", "2020-02-01T00:00:00Z", &body),
+        ]
+        .concat(),
     )
     .unwrap();
     let s = |p: &PathBuf| p.to_str().unwrap().to_string();
@@ -159,19 +151,9 @@ fn output_onto_a_fifo_goes_through_the_pipe() {
 
 /// The statuses of the `.dd` lines under `out`, in order.
 fn dd_statuses(out: &Path) -> Vec<String> {
-    tree(out)
-        .into_iter()
-        .filter(|(name, _)| name.ends_with(".dd"))
-        .flat_map(|(_, bytes)| {
-            String::from_utf8(bytes)
-                .unwrap()
-                .lines()
-                .map(|l| {
-                    let i = l.find(" status=\"").unwrap() + 9;
-                    l[i..i + l[i..].find('"').unwrap()].to_string()
-                })
-                .collect::<Vec<_>>()
-        })
+    dd_lines(out)
+        .iter()
+        .map(|l| attr(l, "status").unwrap())
         .collect()
 }
 

@@ -13,18 +13,15 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::process::Output;
 
-fn minhash(input: &Path, output: &Path, extra: &[&str]) -> Output {
-    let mut args = vec![
-        "minhash",
-        "-i",
-        input.to_str().unwrap(),
-        "-o",
-        output.to_str().unwrap(),
-        "-q",
-        "--dd",
-    ];
+/// `webdedup minhash -i INPUT -o OUTPUT -q --dd EXTRA...` as arguments.
+fn minhash_args<'a>(input: &'a Path, output: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = command_args("minhash", input, output, &["--dd"]);
     args.extend_from_slice(extra);
-    webdedup(&args)
+    args
+}
+
+fn minhash(input: &Path, output: &Path, extra: &[&str]) -> Output {
+    webdedup(&minhash_args(input, output, extra))
 }
 
 /// The outputs of a run (without the run id of runs on servers).
@@ -248,26 +245,19 @@ fn kill_at_fault_points_then_restore_is_byte_identical() {
     {
         let out = dir.path().join(format!("o{i}"));
         let store = dir.path().join(format!("s{i}"));
-        let args = [
-            "minhash",
-            "-i",
-            input.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-            "-q",
-            "--dd",
-            "--chunk-bytes",
-            "20000",
-            "-t",
-            threads,
-            "--store",
-            store.to_str().unwrap(),
-        ];
-        let o = std::process::Command::new(env!("CARGO_BIN_EXE_webdedup"))
-            .args(args)
-            .env("WEBDEDUP_FAULT", fault)
-            .output()
-            .unwrap();
+        let args = minhash_args(
+            &input,
+            &out,
+            &[
+                "--chunk-bytes",
+                "20000",
+                "-t",
+                threads,
+                "--store",
+                s(&store),
+            ],
+        );
+        let o = webdedup_fault(&args, Some(fault));
         assert!(
             !o.status.success() && stderr(&o).contains("fault injection: abort at"),
             "fault {fault} not reached: {}",
@@ -311,27 +301,9 @@ fn kill_at_fault_points_then_restore_is_byte_identical() {
 
     // Without a store directory (the journal in the output directory).
     let out = dir.path().join("nostore");
-    let args = [
-        "minhash",
-        "-i",
-        input.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "-q",
-        "--dd",
-        "--chunk-bytes",
-        "20000",
-    ];
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_webdedup"))
-        .args(args)
-        .env("WEBDEDUP_FAULT", "commit:5")
-        .output()
-        .unwrap();
-    assert!(
-        stderr(&o).contains("fault injection: abort at"),
-        "{}",
-        stderr(&o)
-    );
+    let args = minhash_args(&input, &out, &["--chunk-bytes", "20000"]);
+    let o = webdedup_fault(&args, Some("commit:5"));
+    assert_ended_by(&o, "commit:5", "minhash");
     let mut again = args.to_vec();
     again.push("-r");
     let o = webdedup(&again);
@@ -540,24 +512,11 @@ fn clean_stops_then_restore_are_byte_identical() {
     for n in [1, 9, 40] {
         let out = dir.path().join(format!("o{n}"));
         let store = dir.path().join(format!("s{n}"));
-        let mut args = vec![
-            "minhash",
-            "-i",
-            input.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-            "-q",
-            "--dd",
-            "--store",
-            store.to_str().unwrap(),
-        ];
+        let mut args = minhash_args(&input, &out, &["--store", s(&store)]);
         args.extend(common);
-        let o = std::process::Command::new(env!("CARGO_BIN_EXE_webdedup"))
-            .args(&args)
-            .env("WEBDEDUP_FAULT", format!("stop:{n}"))
-            .output()
-            .unwrap();
-        assert_eq!(o.status.code(), Some(3), "stop:{n}: {}", stderr(&o));
+        let fault = format!("stop:{n}");
+        let o = webdedup_fault(&args, Some(&fault));
+        assert_ended_by(&o, &fault, "minhash");
         assert!(
             !store.join("store.snap").exists(),
             "a stopped run saves nothing"
@@ -592,31 +551,13 @@ fn worker_on_servers_killed_then_restored_is_byte_identical() {
         .map(|&p| Server::start(dir.path(), &map, p, &[]))
         .collect();
     let out = dir.path().join("out");
-    let args = [
-        "minhash",
-        "-i",
-        input.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "-q",
-        "--dd",
-        "--chunk-bytes",
-        "20000",
-        "-t",
-        "2",
-        "-s",
-        map.to_str().unwrap(),
-    ];
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_webdedup"))
-        .args(args)
-        .env("WEBDEDUP_FAULT", "rename:2")
-        .output()
-        .unwrap();
-    assert!(
-        stderr(&o).contains("fault injection: abort at"),
-        "{}",
-        stderr(&o)
+    let args = minhash_args(
+        &input,
+        &out,
+        &["--chunk-bytes", "20000", "-t", "2", "-s", s(&map)],
     );
+    let o = webdedup_fault(&args, Some("rename:2"));
+    assert_ended_by(&o, "rename:2", "minhash");
     let mut again = args.to_vec();
     again.push("-r");
     let o = webdedup(&again);

@@ -6,31 +6,10 @@
 mod common;
 use common::*;
 use std::path::Path;
-use std::process::Command;
-
-fn batch(args: &[&str], fault: Option<&str>) -> std::process::Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_webdedup"));
-    c.arg("batch").args(args);
-    match fault {
-        Some(f) => c.env("WEBDEDUP_FAULT", f),
-        None => c.env_remove("WEBDEDUP_FAULT"),
-    };
-    c.output().unwrap()
-}
 
 /// `webdedup minhash` on one thread: the reference.
 fn stream(input: &Path, out: &Path, extra: &[&str]) -> Vec<(String, Vec<u8>)> {
-    let mut args = vec![
-        "minhash",
-        "-i",
-        input.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "-q",
-        "--dd",
-        "-t",
-        "1",
-    ];
+    let mut args = command_args("minhash", input, out, &["--dd", "-t", "1"]);
     args.extend_from_slice(extra);
     let o = webdedup(&args);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -82,18 +61,7 @@ fn batch_run_equals_stream_mode_for_tasks_threads_and_verify() {
             tmp.path().join(format!("b{i}")),
             tmp.path().join(format!("w{i}")),
         );
-        let mut args = vec![
-            "run",
-            "--minhash",
-            "-i",
-            input.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-            "-w",
-            work.to_str().unwrap(),
-            "--dd",
-            "-q",
-        ];
+        let mut args = batch_run_args(input, &out, &work, &["--minhash", "--dd", "-q"]);
         args.extend_from_slice(settings);
         args.extend_from_slice(layout);
         let o = batch(&args, None);
@@ -167,23 +135,11 @@ fn simulated_slurm_array_with_killed_tasks_equals_stream_mode() {
                 );
                 continue;
             }
-            if let Some((_, _, fault)) = kills.iter().find(|(p, task, _)| p == phase && *task == t)
-            {
-                let o = batch(&args, Some(fault));
-                assert!(
-                    !o.status.success() && stderr(&o).contains("fault injection: abort at"),
-                    "{phase} task {t}: the fault {fault} was not reached: {}",
-                    stderr(&o)
-                );
-            }
-            let o = batch(&args, None);
-            assert!(o.status.success(), "{phase} task {t}: {}", stderr(&o));
-            let again = batch(&args, None);
-            assert!(
-                again.status.success() && stderr(&again).contains("already finished"),
-                "{}",
-                stderr(&again)
-            );
+            let fault = kills
+                .iter()
+                .find(|(p, task, _)| p == phase && *task == t)
+                .map(|(_, _, fault)| *fault);
+            batch_task_killed_and_relaunched(&args, fault, &format!("{phase} task {t}"));
         }
     }
     assert!(tree(&out) == want, "outputs differ from stream mode");

@@ -66,19 +66,12 @@ fn corpus(dir: &Path, files: usize, docs: usize) -> PathBuf {
 }
 
 fn run_args<'a>(input: &'a Path, out: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
-    let mut a = vec![
+    let mut a = command_args(
         "minhash",
-        "-i",
-        input.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "-q",
-        "--dd",
-        "--chunk-bytes",
-        "20000",
-        "-t",
-        "2",
-    ];
+        input,
+        out,
+        &["--dd", "--chunk-bytes", "20000", "-t", "2"],
+    );
     a.extend_from_slice(extra);
     a
 }

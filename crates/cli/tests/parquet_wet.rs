@@ -19,37 +19,17 @@ use std::collections::HashMap;
 use std::fs;
 use std::path::Path;
 
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-fn ok(o: &std::process::Output) {
-    assert!(o.status.success(), "{:?}: {}", o.status, stderr(o));
-}
-
 fn json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&read(path)).unwrap()
 }
 
 /// (id, status) of every `.dd` line under `out`, files in sorted order.
 fn dd_entries(out: &Path) -> Vec<(String, String)> {
-    let attr = |line: &str, name: &str| {
-        let key = format!(" {name}=\"");
-        let i = line
-            .find(&key)
-            .unwrap_or_else(|| panic!("{name} in {line}"))
-            + key.len();
-        line[i..i + line[i..].find('"').unwrap()].to_string()
-    };
-    tree(out)
-        .into_iter()
-        .filter(|(name, _)| name.ends_with(".dd"))
-        .flat_map(|(_, bytes)| {
-            String::from_utf8(bytes)
-                .unwrap()
-                .lines()
-                .map(|l| (attr(l, "id"), attr(l, "status")))
-                .collect::<Vec<_>>()
+    dd_lines(out)
+        .iter()
+        .map(|l| {
+            let get = |name| attr(l, name).unwrap_or_else(|| panic!("{name} in {l}"));
+            (get("id"), get("status"))
         })
         .collect()
 }
@@ -835,76 +815,26 @@ fn a_killed_parquet_or_wet_run_restores_to_the_same_bytes_and_store() {
     let tmp = tempfile::tempdir().unwrap();
     let t = tmp.path();
     let (pq, wet) = small_samples(t, 28, 5);
-    let bin = env!("CARGO_BIN_EXE_webdedup");
-    let run = |input: &Path, out: &Path, store: &Path| -> Vec<String> {
-        [
-            "dedup",
-            "-i",
-            s(input),
-            "-o",
-            s(out),
-            "-q",
-            "--dd",
-            "--chunk-bytes",
-            "30000",
-            "--store",
-            s(store),
-        ]
-        .iter()
-        .map(|x| x.to_string())
-        .collect()
-    };
     for (name, input) in [("parquet", &pq), ("wet", &wet)] {
-        let reference = t.join(format!("{name}-ref"));
-        let ref_store = t.join(format!("{name}-ref-store"));
-        let o = std::process::Command::new(bin)
-            .args(run(input, &reference, &ref_store))
-            .args(["-t", "2"])
-            .env_remove("WEBDEDUP_FAULT")
-            .output()
-            .unwrap();
-        ok(&o);
-        for fault in [
-            "commit:4",
-            "output-bytes:40000",
-            "rename:2",
-            "stop:2",
-            "stop:5",
-        ] {
-            let out = t.join(format!("{name}-out-{fault}"));
-            let store = t.join(format!("{name}-store-{fault}"));
-            let args = run(input, &out, &store);
-            let o = std::process::Command::new(bin)
-                .args(&args)
-                .env("WEBDEDUP_FAULT", fault)
-                .output()
-                .unwrap();
-            if fault.starts_with("stop") {
-                assert_eq!(o.status.code(), Some(3), "{name} {fault}: {}", stderr(&o));
-            } else {
-                assert!(
-                    stderr(&o).contains("fault injection: abort at"),
-                    "{name} {fault}: {}",
-                    stderr(&o)
-                );
-            }
-            let o = std::process::Command::new(bin)
-                .args(&args)
-                .arg("-r")
-                .env_remove("WEBDEDUP_FAULT")
-                .output()
-                .unwrap();
-            ok(&o);
-            assert!(
-                tree(&out) == tree(&reference),
-                "{name} {fault}: outputs differ"
-            );
-            assert!(
-                fs::read(store.join("store.snap")).unwrap()
-                    == fs::read(ref_store.join("store.snap")).unwrap(),
-                "{name} {fault}: stores differ"
-            );
-        }
+        assert_restores_after_faults(
+            t,
+            name,
+            &[
+                "commit:4",
+                "output-bytes:40000",
+                "rename:2",
+                "stop:2",
+                "stop:5",
+            ],
+            |out, store| {
+                owned(&command_args(
+                    "dedup",
+                    input,
+                    out,
+                    &["--dd", "--chunk-bytes", "30000", "--store", s(store)],
+                ))
+            },
+        );
     }
 }
 

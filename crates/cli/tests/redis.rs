@@ -298,18 +298,7 @@ fn killing_a_cluster_node_mid_run_stops_with_an_error_never_wrong_output() {
     let tmp = tempfile::tempdir().unwrap();
     let mut cluster = Cluster::start();
     // Enough input for the run to last well past the kill.
-    let input = tmp.path().join("in");
-    for i in 0..6 {
-        let dst = input.join(format!("copy{i}"));
-        std::fs::create_dir_all(&dst).unwrap();
-        for crawl in ["cc-2023-14", "cc-2023-50", "cc-2024-33"] {
-            std::fs::copy(
-                sample_dir().join(crawl).join("part-00000.vert.gz"),
-                dst.join(format!("{crawl}.vert.gz")),
-            )
-            .unwrap();
-        }
-    }
+    let input = big_input(tmp.path(), 6);
     let want_dir = tmp.path().join("want");
     let o = dedup(&input, &want_dir, &["-t", "1"]);
     assert!(o.status.success());
@@ -372,18 +361,6 @@ fn cdx_dups_on_redis_equals_the_embedded_store() {
     // The versions persist in Redis: a second run finds all five seen.
     let again = webdedup(&["cdx", "dups", "--store", &node.url(), f.to_str().unwrap()]);
     assert_eq!(String::from_utf8_lossy(&again.stdout).lines().count(), 5);
-}
-
-/// A WARC response record (uncompressed).
-fn warc_response(uri: &str, date: &str, body: &str) -> Vec<u8> {
-    let block = format!("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n{body}");
-    format!(
-        "WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: {uri}\r\nWARC-Date: {date}\r\n\
-         WARC-Record-ID: <urn:uuid:{uri}-{date}>\r\nContent-Type: application/http; msgtype=response\r\n\
-         Content-Length: {}\r\n\r\n{block}\r\n\r\n",
-        block.len()
-    )
-    .into_bytes()
 }
 
 /// Issue 19, the README's flow: after `dedup --store redis://X`, `cdx dups --store

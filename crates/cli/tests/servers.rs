@@ -22,23 +22,6 @@ fn outputs(dir: &Path) -> Vec<(String, Vec<u8>)> {
         .collect()
 }
 
-/// Input big enough for a run to last past a kill: `copies` copies of the sample.
-fn big_input(dir: &Path, copies: usize) -> PathBuf {
-    let input = dir.join("in");
-    for i in 0..copies {
-        let dst = input.join(format!("copy{i}"));
-        std::fs::create_dir_all(&dst).unwrap();
-        for crawl in ["cc-2023-14", "cc-2023-50", "cc-2024-33"] {
-            std::fs::copy(
-                sample_dir().join(crawl).join("part-00000.vert.gz"),
-                dst.join(format!("{crawl}.vert.gz")),
-            )
-            .unwrap();
-        }
-    }
-    input
-}
-
 /// Finished `.dedup` outputs under `dir` (read while a worker writes there).
 fn finished_outputs(dir: &Path) -> usize {
     let mut n = 0;
@@ -475,33 +458,13 @@ fn knot_one_hash_protocol_answers_ascii_digits_on_both_ports() {
 
 #[test]
 fn a_retried_request_gets_its_first_verdicts_even_after_a_server_crash() {
-    use webdedup_net::wire;
     let tmp = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let map = tmp.path().join("map");
-    write_map(&map, &[port], |_| 0);
     // A worker's settings first (the server adopts them), then raw requests.
-    let mut s = Server::persistent(tmp.path(), &map, port, &[]);
-    let o = worker(&sample_dir(), &tmp.path().join("o"), &map, &[])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    let (port, map, mut s) = server_with_settings(tmp.path());
     let keys: Vec<u64> = (1..=100u64)
         .map(|k| k.wrapping_mul(0x9e37_79b9_7f4a_7c15))
         .collect();
-    let ask = |c: &mut TcpStream, id: Option<(u64, u64)>| -> Vec<bool> {
-        let mut out = Vec::new();
-        wire::encode_keys_request(7, id, true, &keys, &mut out);
-        c.write_all(&out).unwrap();
-        match recv(c) {
-            Msg::Verdicts {
-                req: 7,
-                n: 100,
-                bitmap,
-            } => (0..100).map(|i| wire::bit(&bitmap, i)).collect(),
-            other => panic!("{other:?}"),
-        }
-    };
+    let ask = |c: &mut TcpStream, id: Option<(u64, u64)>| ask_keys(c, id, true, &keys);
     let mut c = handshake(port);
     assert!(ask(&mut c, Some((42, 1))).iter().all(|&v| !v), "new keys");
     assert!(
@@ -530,33 +493,15 @@ fn a_retried_test_gets_its_first_verdicts_after_its_keys_were_inserted() {
     use webdedup_net::wire;
     use webdedup_store::Location;
     let tmp = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let map = tmp.path().join("map");
-    write_map(&map, &[port], |_| 0);
-    let mut s = Server::persistent(tmp.path(), &map, port, &[]);
-    let o = worker(&sample_dir(), &tmp.path().join("o"), &map, &[])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    let (port, map, mut s) = server_with_settings(tmp.path());
     // Near mode's two rounds: a test of a chunk's n-grams, then an insert of the
     // kept ones; a retried chunk (restore) redoes both.
     let keys: Vec<u64> = (1..=100u64)
         .map(|k| k.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5555)
         .collect();
     let bits = |bitmap: &[u8]| -> Vec<bool> { (0..100).map(|i| wire::bit(bitmap, i)).collect() };
-    let ask = |c: &mut TcpStream, id: Option<(u64, u64)>, insert: bool| -> Vec<bool> {
-        let mut out = Vec::new();
-        wire::encode_keys_request(7, id, insert, &keys, &mut out);
-        c.write_all(&out).unwrap();
-        match recv(c) {
-            Msg::Verdicts {
-                req: 7,
-                n: 100,
-                bitmap,
-            } => bits(&bitmap),
-            other => panic!("{other:?}"),
-        }
-    };
+    let ask =
+        |c: &mut TcpStream, id: Option<(u64, u64)>, insert: bool| ask_keys(c, id, insert, &keys);
     let located = |c: &mut TcpStream, id: Option<(u64, u64)>, insert: bool| -> Vec<bool> {
         let mut out = Vec::new();
         let keys: Vec<u64> = keys.iter().map(|k| k ^ 0xaaaa_0000).collect();
@@ -720,9 +665,7 @@ fn hostile_clients_are_dropped_and_everyone_else_is_served() {
 #[test]
 fn listening_beyond_loopback_needs_a_token_and_status_reports_a_dead_server() {
     let tmp = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let map = tmp.path().join("map");
-    write_map(&map, &[port], |_| 0);
+    let (port, map) = one_server_map(tmp.path());
     let o = webdedup(&[
         "server",
         "-m",
@@ -924,20 +867,10 @@ fn feedback_survives_a_server_killed_mid_run() {
 fn a_client_of_another_protocol_version_is_told_why() {
     use webdedup_net::wire::{self, ErrorCode};
     let tmp = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let map = tmp.path().join("map");
-    write_map(&map, &[port], |_| 0);
+    let (port, map) = one_server_map(tmp.path());
     let _s = Server::start(tmp.path(), &map, port, &[]);
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    let mut out = wire::PREAMBLE.to_vec();
-    wire::encode(
-        &Msg::Hello {
-            version: wire::VERSION - 1,
-            nonce: [1; 16],
-        },
-        &mut out,
-    );
-    s.write_all(&out).unwrap();
+    s.write_all(&hello(wire::VERSION - 1, 1)).unwrap();
     match recv(&mut s) {
         Msg::Error { code, message, .. } => {
             assert_eq!(code, ErrorCode::Version);

@@ -69,6 +69,22 @@ fn band_key(b: usize, bytes: &[u8]) -> u64 {
     xxh3_64_with_seed(bytes, KeyKind::MinHashBand.seed().wrapping_add(b as u64))
 }
 
+/// The share of positions where two signatures agree; None when they are empty.
+/// Panics if they differ in length (they come from different settings).
+#[track_caller]
+fn agreement<T: PartialEq>(a: &[T], b: &[T]) -> Option<f64> {
+    assert_eq!(
+        a.len(),
+        b.len(),
+        "signatures of different lengths cannot be compared"
+    );
+    if a.is_empty() {
+        return None;
+    }
+    let equal = a.iter().zip(b).filter(|(x, y)| x == y).count();
+    Some(equal as f64 / a.len() as f64)
+}
+
 /// The Jaccard similarity estimated from two signatures of the same settings: the
 /// fraction of positions where they agree (unbiased; standard error about
 /// `sqrt(J (1 - J) / k)` for `k` values).
@@ -76,16 +92,7 @@ fn band_key(b: usize, bytes: &[u8]) -> u64 {
 /// # Panics
 /// If the signatures differ in length (they come from different settings).
 pub fn estimate_jaccard(a: &[u32], b: &[u32]) -> f64 {
-    assert_eq!(
-        a.len(),
-        b.len(),
-        "signatures of different lengths cannot be compared"
-    );
-    if a.is_empty() {
-        return 0.0;
-    }
-    let equal = a.iter().zip(b).filter(|(x, y)| x == y).count();
-    equal as f64 / a.len() as f64
+    agreement(a, b).unwrap_or(0.0)
 }
 
 /// The Jaccard similarity estimated from the low 8 bits of two signatures' values
@@ -96,16 +103,9 @@ pub fn estimate_jaccard(a: &[u32], b: &[u32]) -> f64 {
 /// # Panics
 /// If the signatures differ in length.
 pub fn estimate_jaccard_low8(a: &[u8], b: &[u8]) -> f64 {
-    assert_eq!(
-        a.len(),
-        b.len(),
-        "signatures of different lengths cannot be compared"
-    );
-    if a.is_empty() {
+    let Some(f) = agreement(a, b) else {
         return 0.0;
-    }
-    let equal = a.iter().zip(b).filter(|(x, y)| x == y).count();
-    let f = equal as f64 / a.len() as f64;
+    };
     let chance = 1.0 / 256.0;
     ((f - chance) / (1.0 - chance)).max(0.0)
 }

@@ -374,17 +374,13 @@ impl Journal {
         let mut head = vec![0u8; 16];
         r.read_exact(&mut head)
             .map_err(|_| corrupt(0, "journal header cut short".into()))?;
-        if &head[..8] != JOURNAL_MAGIC {
-            return Err(corrupt(0, "not a webdedup journal (bad magic)".into()));
-        }
-        let version = u32::from_le_bytes(head[8..12].try_into().unwrap());
-        if version != JOURNAL_VERSION {
-            return Err(corrupt(
-                8,
-                format!("journal format version {version}, this program reads {JOURNAL_VERSION}"),
-            ));
-        }
-        let fields_len = u32::from_le_bytes(head[12..16].try_into().unwrap()) as u64;
+        let fields_len = crate::snapshot::header_fields_len(
+            &head,
+            JOURNAL_MAGIC,
+            JOURNAL_VERSION,
+            "journal",
+            corrupt,
+        )?;
         if fields_len + 20 > file_len {
             return Err(corrupt(12, "journal header cut short".into()));
         }

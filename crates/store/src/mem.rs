@@ -212,36 +212,34 @@ impl MemStore {
         #[cfg(not(target_arch = "x86_64"))]
         let _ = key;
     }
+
+    /// `seen` (cleared first) gets `verdict(key)` for each key in order, the slot
+    /// of the key [`PREFETCH_DISTANCE`] ahead prefetched meanwhile.
+    fn each_prefetched(&self, keys: &[u64], seen: &mut Vec<bool>, verdict: impl Fn(u64) -> bool) {
+        seen.clear();
+        seen.reserve(keys.len());
+        for &k in keys.iter().take(PREFETCH_DISTANCE) {
+            self.prefetch(k);
+        }
+        for (i, &key) in keys.iter().enumerate() {
+            if let Some(&ahead) = keys.get(i + PREFETCH_DISTANCE) {
+                self.prefetch(ahead);
+            }
+            seen.push(verdict(key));
+        }
+    }
 }
 
 impl Store for MemStore {
     fn test_and_insert(&self, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError> {
-        seen.clear();
-        seen.reserve(keys.len());
-        for &k in keys.iter().take(PREFETCH_DISTANCE) {
-            self.prefetch(k);
-        }
-        for (i, &key) in keys.iter().enumerate() {
-            if let Some(&ahead) = keys.get(i + PREFETCH_DISTANCE) {
-                self.prefetch(ahead);
-            }
-            seen.push(self.shards[self.map.block(key) as usize].test_and_insert(key));
-        }
+        self.each_prefetched(keys, seen, |key| {
+            self.shards[self.map.block(key) as usize].test_and_insert(key)
+        });
         Ok(())
     }
 
     fn test(&self, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError> {
-        seen.clear();
-        seen.reserve(keys.len());
-        for &k in keys.iter().take(PREFETCH_DISTANCE) {
-            self.prefetch(k);
-        }
-        for (i, &key) in keys.iter().enumerate() {
-            if let Some(&ahead) = keys.get(i + PREFETCH_DISTANCE) {
-                self.prefetch(ahead);
-            }
-            seen.push(self.contains(key));
-        }
+        self.each_prefetched(keys, seen, |key| self.contains(key));
         Ok(())
     }
 

@@ -143,9 +143,7 @@ pub fn parse_servers(text: &str, origin: &str) -> Result<Vec<ServerEntry>, MapEr
             [a] => (a, 1.0),
             [a, w] => (
                 a,
-                w.parse::<f64>()
-                    .ok()
-                    .filter(|w| w.is_finite() && *w > 0.0)
+                positive_weight(w)
                     .ok_or_else(|| err(format!("weight '{w}' is not a positive number")))?,
             ),
             _ => {
@@ -162,6 +160,11 @@ pub fn parse_servers(text: &str, origin: &str) -> Result<Vec<ServerEntry>, MapEr
         out.push(ServerEntry { addr, weight });
     }
     Ok(out)
+}
+
+/// A server's weight: a finite number above 0.
+fn positive_weight(w: &str) -> Option<f64> {
+    w.parse::<f64>().ok().filter(|w| w.is_finite() && *w > 0.0)
 }
 
 pub fn read_servers_file(path: &Path) -> Result<Vec<ServerEntry>, MapError> {
@@ -220,11 +223,9 @@ impl ServerMap {
                     }
                     let weight = match rest {
                         [] => 1.0,
-                        ["weight", w] => w
-                            .parse::<f64>()
-                            .ok()
-                            .filter(|w| w.is_finite() && *w > 0.0)
-                            .ok_or_else(|| err(format!("bad weight '{w}'")))?,
+                        ["weight", w] => {
+                            positive_weight(w).ok_or_else(|| err(format!("bad weight '{w}'")))?
+                        }
                         _ => {
                             return Err(err(format!(
                                 "expected 'server INDEX HOST:PORT [weight W]', got '{}'",

@@ -204,6 +204,29 @@ impl SnapshotInfo {
     }
 }
 
+/// The first 16 bytes of a snapshot or a journal (`what`): its magic, its
+/// format version (this program's `version` only) and the length of the settings
+/// fields that follow, returned.
+pub(crate) fn header_fields_len(
+    head: &[u8],
+    magic: &[u8],
+    version: u32,
+    what: &str,
+    corrupt: impl Fn(u64, String) -> StoreError,
+) -> Result<u64, StoreError> {
+    if &head[..8] != magic {
+        return Err(corrupt(0, format!("not a webdedup {what} (bad magic)")));
+    }
+    let found = u32::from_le_bytes(head[8..12].try_into().unwrap());
+    if found != version {
+        return Err(corrupt(
+            8,
+            format!("{what} format version {found}, this program reads {version}"),
+        ));
+    }
+    Ok(u32::from_le_bytes(head[12..16].try_into().unwrap()) as u64)
+}
+
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {
     move |error| StoreError::Io {
         path: path.to_owned(),
@@ -640,17 +663,8 @@ impl MemStore {
         // Header.
         need(0, 16, "header")?;
         read_at(&mut file, 0, 16, &mut buf)?;
-        if &buf[..8] != SNAPSHOT_MAGIC {
-            return Err(corrupt(0, "not a webdedup snapshot (bad magic)".into()));
-        }
-        let version = u32::from_le_bytes(buf[8..12].try_into().unwrap());
-        if version != SNAPSHOT_VERSION {
-            return Err(corrupt(
-                8,
-                format!("snapshot format version {version}, this program reads {SNAPSHOT_VERSION}"),
-            ));
-        }
-        let fields_len = u32::from_le_bytes(buf[12..16].try_into().unwrap()) as u64;
+        let fields_len =
+            header_fields_len(&buf, SNAPSHOT_MAGIC, SNAPSHOT_VERSION, "snapshot", corrupt)?;
         need(16, fields_len + 4, "header")?;
         read_at(&mut file, 0, 16 + fields_len as usize + 4, &mut buf)?;
         let crc_at = 16 + fields_len as usize;

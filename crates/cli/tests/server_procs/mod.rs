@@ -4,13 +4,13 @@
 
 #![allow(dead_code)]
 
-use crate::common::read;
+use crate::common::{free_port, read};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
-use webdedup_net::wire::Msg;
+use webdedup_net::wire::{Msg, Role, Settings};
 use webdedup_store::server_map::{ServerAddr, ServerEntry, ServerMap};
 
 pub fn addr(port: u16) -> ServerAddr {
@@ -36,6 +36,46 @@ pub fn write_map(path: &Path, ports: &[u16], owner: impl Fn(u32) -> u32) -> Serv
     };
     std::fs::write(path, map.to_text()).unwrap();
     map
+}
+
+/// A fresh loopback port and the map `dir/map` that gives its server every block.
+pub fn one_server_map(dir: &Path) -> (u16, PathBuf) {
+    let port = free_port();
+    let map = dir.join("map");
+    write_map(&map, &[port], |_| 0);
+    (port, map)
+}
+
+/// A persistent server on `one_server_map(dir)` that has adopted a worker's
+/// settings (a run over the sample, which must succeed): raw requests may follow.
+pub fn server_with_settings(dir: &Path) -> (u16, PathBuf, Server) {
+    let (port, map) = one_server_map(dir);
+    let s = Server::persistent(dir, &map, port, &[]);
+    let o = worker(&crate::common::sample_dir(), &dir.join("o"), &map, &[])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", crate::common::stderr(&o));
+    (port, map, s)
+}
+
+/// A keys request by hand (request 7, `keys`, a test-and-insert or a test) and its
+/// verdicts.
+pub fn ask_keys(
+    c: &mut TcpStream,
+    id: Option<(u64, u64)>,
+    insert: bool,
+    keys: &[u64],
+) -> Vec<bool> {
+    use webdedup_net::wire;
+    let mut out = Vec::new();
+    wire::encode_keys_request(7, id, insert, keys, &mut out);
+    c.write_all(&out).unwrap();
+    match recv(c) {
+        Msg::Verdicts { req: 7, n, bitmap } if n as usize == keys.len() => {
+            (0..keys.len()).map(|i| wire::bit(&bitmap, i)).collect()
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 pub struct Server {
@@ -183,32 +223,46 @@ pub fn worker(input: &Path, out: &Path, map: &Path, extra: &[&str]) -> Command {
     c
 }
 
-/// Speaks the wire protocol by hand: preamble, hello, auth, ready.
-pub fn handshake(port: u16) -> TcpStream {
-    use webdedup_net::wire::{self, Msg, Role};
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+/// A client's first bytes: the preamble and a hello of protocol `version`.
+pub fn hello(version: u16, nonce: u8) -> Vec<u8> {
+    use webdedup_net::wire::{self, Msg};
     let mut out = wire::PREAMBLE.to_vec();
     wire::encode(
         &Msg::Hello {
-            version: wire::VERSION,
-            nonce: [1; 16],
+            version,
+            nonce: [nonce; 16],
         },
         &mut out,
     );
-    s.write_all(&out).unwrap();
-    let _challenge = recv(&mut s);
-    out.clear();
+    out
+}
+
+/// A handshake by hand, up to `Ready` (no token): as `role`, with the worker's
+/// `settings` if given.
+pub fn open_as(port: u16, role: Role, settings: Option<&Settings>) -> TcpStream {
+    use webdedup_net::wire;
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(&hello(wire::VERSION, 7)).unwrap();
+    assert!(matches!(recv(&mut s), Msg::Challenge { .. }));
+    let mut out = Vec::new();
     wire::encode(
         &Msg::Auth {
             mac: [0; 32],
-            role: Role::Peer,
-            settings: None,
+            role,
+            settings: settings.cloned(),
         },
         &mut out,
     );
     s.write_all(&out).unwrap();
-    assert!(matches!(recv(&mut s), Msg::Ready { .. }));
-    s
+    match recv(&mut s) {
+        Msg::Ready { .. } => s,
+        other => panic!("expected ready, got {other:?}"),
+    }
+}
+
+/// Speaks the wire protocol by hand: preamble, hello, auth, ready, as a peer.
+pub fn handshake(port: u16) -> TcpStream {
+    open_as(port, Role::Peer, None)
 }
 
 pub fn recv(s: &mut TcpStream) -> Msg {

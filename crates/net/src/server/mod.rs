@@ -37,6 +37,7 @@
 //! fully taken over, `R block` a block handed over to its new owner (dropped here).
 
 mod admission;
+mod answer;
 mod conn;
 mod connection;
 mod http;
