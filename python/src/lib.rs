@@ -230,7 +230,7 @@ impl Dedup {
                         url,
                         password: store_password,
                     },
-                    None => dir.clone().map_or(StoreSpec::Memory, StoreSpec::Dir),
+                    None => StoreSpec::embedded(dir.as_deref()),
                 };
                 let opts = OpenOptions {
                     capacity,

@@ -151,7 +151,7 @@ impl MinHashDedup {
                         minhash.kept.set_dir(dir);
                     }
                 }
-                let spec = store_dir.clone().map_or(StoreSpec::Memory, StoreSpec::Dir);
+                let spec = StoreSpec::embedded(store_dir.as_deref());
                 Keys::Embedded(
                     spec.open(&keys, &OpenOptions::default())
                         .and_then(|o| o.into_embedded())

@@ -112,14 +112,18 @@ impl BatchConfig {
             ),
             None => String::new(),
         };
+        // Hash, normalization and blocks are the store identity's (the one function
+        // every store records): a work folder's keys are a store's to be.
+        let identity = key_set(self).meta;
         format!(
-            "webdedup-batch 2\nhash=xxh3-64\nnormalization={}\nmin-para-chars={}\ndoc-check={:?}\nchunk-bytes={}\nmax-line-bytes={}\nblocks={}\npartitions={}\ntasks={}\n{}{minhash}",
-            self.options.normalization.name(),
+            "webdedup-batch 2\nhash={}\nnormalization={}\nmin-para-chars={}\ndoc-check={:?}\nchunk-bytes={}\nmax-line-bytes={}\nblocks={}\npartitions={}\ntasks={}\n{}{minhash}",
+            identity.hash,
+            identity.normalization,
             self.options.min_para_chars,
             self.options.doc_check,
             self.chunk_bytes,
             self.max_line_bytes,
-            self.blocks,
+            identity.blocks,
             self.partitions,
             self.task_count,
             self.read.describe()

@@ -402,10 +402,7 @@ pub fn run_persistent(
             s
         }
         _ => {
-            let spec = p
-                .store_dir
-                .clone()
-                .map_or(StoreSpec::Memory, StoreSpec::Dir);
+            let spec = StoreSpec::embedded(p.store_dir.as_deref());
             // MinHash without a store directory keeps its keys in the band table
             // below: this one stays empty.
             let room = !(minhash.is_some() && p.store_dir.is_none());

@@ -151,6 +151,11 @@ impl StoreSpec {
             .any(|p| value.starts_with(p))
     }
 
+    /// This process's own store: kept in `dir` between runs, if given.
+    pub fn embedded(dir: Option<&Path>) -> StoreSpec {
+        dir.map_or(StoreSpec::Memory, |d| StoreSpec::Dir(d.to_owned()))
+    }
+
     /// A `--store` value: a Redis / Valkey URL, or a store directory.
     pub fn from_store_arg(value: &Path, password: Option<String>) -> StoreSpec {
         match value.to_str().filter(|s| Self::is_engine_url(s)) {
