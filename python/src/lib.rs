@@ -26,7 +26,7 @@ use webdedup_formats::chunk::{Chunk, IssueKind};
 use webdedup_formats::read::{DocFormat, ReadSettings};
 use webdedup_formats::vertical::{escape_attr, parse_tag};
 use webdedup_store::{BatchId, Location, MemStore, Store, StoreMeta};
-use webdedup_store_spec::{open_embedded, KeySet, OpenOptions, StoreSpec};
+use webdedup_store_spec::{OpenOptions, OpenedStore, StoreSpec};
 use webdedup_text::Normalization;
 
 mod batch;
@@ -200,7 +200,7 @@ impl Dedup {
         options.url_filter = url_filter;
         // The store is opened as the command line opens it (one function for both:
         // the same namespace, store identity and layout rules).
-        let keys = KeySet::for_run(&options, blocks);
+        let keys = webdedup_dedup::identity::key_set(&options, blocks);
         let meta = keys.meta.clone();
         // 0 was the old way of saying "not given".
         let capacity = capacity.filter(|&c| c > 0).map(|c| c as u64);
@@ -214,7 +214,7 @@ impl Dedup {
                 servers::Servers::new(
                     map.unwrap(),
                     port,
-                    meta.clone(),
+                    keys.clone(),
                     store_dir.clone(),
                     std::time::Duration::from_secs_f64(server_timeout.max(0.1)),
                 )
@@ -225,26 +225,28 @@ impl Dedup {
                     "give store (a Redis URL) or store_dir, not both",
                 ))
             }
-            (Some(url), None) => {
-                // Worker requests carry ids unique to this Dedup: salt them apart
-                // from every other process's.
-                let salt = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_nanos() as u64)
-                    ^ ((std::process::id() as u64) << 32);
-                let spec = StoreSpec::Redis {
-                    url,
-                    password: store_password,
+            (url, dir) => {
+                let spec = match url {
+                    Some(url) => StoreSpec::Redis {
+                        url,
+                        password: store_password,
+                    },
+                    None => StoreSpec::embedded(dir.as_deref()),
                 };
-                let opened = spec
-                    .open(&keys, &OpenOptions { capacity, salt })
-                    .map_err(|e| err(format!("{e:#}")))?;
-                Keys::Engine(opened.store)
+                let opts = OpenOptions {
+                    capacity,
+                    salt: servers::salt(),
+                    ..Default::default()
+                };
+                match spec
+                    .open(&keys, &opts)
+                    .map_err(|e| err(format!("{e:#}")))?
+                    .store
+                {
+                    OpenedStore::Embedded(mem) => Keys::Embedded(mem),
+                    OpenedStore::Remote(store) => Keys::Engine(store),
+                }
             }
-            (None, dir) => Keys::Embedded(
-                open_embedded(dir.as_deref(), &keys, &OpenOptions { capacity, salt: 0 })
-                    .map_err(|e| err(format!("{e:#}")))?,
-            ),
         };
         Ok(Dedup {
             shared: Arc::new(Shared {
@@ -313,7 +315,7 @@ impl Dedup {
             std::fs::create_dir_all(&dir).map_err(err)?;
             let info = mem
                 .save(
-                    &dir.join(webdedup_dedup::persist::SNAPSHOT_FILE),
+                    &dir.join(webdedup_store_spec::files::SNAPSHOT_FILE),
                     &shared.meta,
                 )
                 .map_err(err)?;

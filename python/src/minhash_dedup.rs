@@ -17,7 +17,6 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use webdedup_dedup::options::MinHashOptions;
-use webdedup_dedup::persist::{MINHASH_KEPT_FILE, SNAPSHOT_FILE};
 use webdedup_dedup::plan::{ChunkPlan, Planner};
 use webdedup_dedup::policy::minhash::pairs_lines;
 use webdedup_dedup::policy::{decide, file_id, ChunkContext, Decisions, Scratch};
@@ -27,7 +26,8 @@ use webdedup_dedup::Options;
 use webdedup_formats::chunk::Chunk;
 use webdedup_formats::read::ReadSettings;
 use webdedup_store::{BatchId, MemStore, StoreMeta};
-use webdedup_store_spec::{open_embedded, KeySet, OpenOptions};
+use webdedup_store_spec::files::{MINHASH_KEPT_FILE, SNAPSHOT_FILE};
+use webdedup_store_spec::{KeySet, OpenOptions, StoreSpec};
 
 struct Shared {
     store: Keys,
@@ -103,23 +103,22 @@ impl MinHashDedup {
             drop_bad_records,
         )?;
         // The store identity of band keys, as the command line records it.
-        let keys = KeySet::of(&webdedup_dedup::identity::Keys::MinHash(&params), blocks);
+        let keys = KeySet::of(
+            &webdedup_store_spec::identity::Keys::MinHash(&params),
+            blocks,
+        );
         let meta = keys.meta.clone();
         let kept_file = store_dir.as_ref().map(|d| d.join(MINHASH_KEPT_FILE));
         let store = match (&map, &kept_file) {
             (Some(map), _) => {
                 // File ids of this Dedup's documents, salted apart from other
                 // workers' on the same servers (as the command line's runs).
-                let salt = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_nanos() as u64)
-                    ^ ((std::process::id() as u64) << 32);
-                minhash.kept.set_salt(salt);
+                minhash.kept.set_salt(servers::salt());
                 Keys::Servers(Box::new(
                     servers::Servers::new(
                         map.clone(),
                         None,
-                        meta.clone(),
+                        keys.clone(),
                         store_dir.clone(),
                         std::time::Duration::from_secs_f64(server_timeout.max(0.1)),
                     )
@@ -152,16 +151,11 @@ impl MinHashDedup {
                         minhash.kept.set_dir(dir);
                     }
                 }
+                let spec = StoreSpec::embedded(store_dir.as_deref());
                 Keys::Embedded(
-                    open_embedded(
-                        store_dir.as_deref(),
-                        &keys,
-                        &OpenOptions {
-                            capacity: None,
-                            salt: 0,
-                        },
-                    )
-                    .map_err(|e| err(format!("{e:#}")))?,
+                    spec.open(&keys, &OpenOptions::default())
+                        .and_then(|o| o.into_embedded())
+                        .map_err(|e| err(format!("{e:#}")))?,
                 )
             }
         };

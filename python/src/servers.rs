@@ -10,18 +10,28 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
-use webdedup_net::{ClientOptions, RemoteStore};
+use webdedup_net::ClientOptions;
 use webdedup_store::server_map::{ServerAddr, ServerMap};
-use webdedup_store::{Store, StoreMeta};
+use webdedup_store::Store;
+use webdedup_store_spec::{KeySet, OpenOptions, StoreSpec};
 
 pub struct Servers {
     path: PathBuf,
     map: ServerMap,
-    meta: StoreMeta,
+    keys: KeySet,
     store_dir: Option<PathBuf>,
     timeout: Duration,
-    remote: OnceLock<RemoteStore>,
+    remote: OnceLock<Box<dyn Store>>,
     salt: u64,
+}
+
+/// A salt for the ids of one Python object's requests, apart from every other
+/// process's (and every other object's of this one, made at another instant).
+pub fn salt() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+        ^ ((std::process::id() as u64) << 32)
 }
 
 fn is_local(host: &str) -> bool {
@@ -45,7 +55,7 @@ impl Servers {
     pub fn new(
         path: PathBuf,
         port: Option<u16>,
-        meta: StoreMeta,
+        keys: KeySet,
         store_dir: Option<PathBuf>,
         timeout: Duration,
     ) -> Result<Servers, String> {
@@ -65,52 +75,48 @@ impl Servers {
                 ));
             }
         }
-        if map.blocks != meta.blocks {
+        if map.blocks != keys.meta.blocks {
             return Err(format!(
                 "{} has {} blocks, this Dedup {}",
                 path.display(),
                 map.blocks,
-                meta.blocks
+                keys.meta.blocks
             ));
         }
-        // Worker requests carry ids unique to this Dedup: salt them apart.
-        let salt = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64)
-            ^ ((std::process::id() as u64) << 32);
         Ok(Servers {
             path,
             map,
-            meta,
+            keys,
             store_dir,
             timeout,
             remote: OnceLock::new(),
-            salt,
+            // Worker requests carry ids unique to this Dedup: salt them apart.
+            salt: salt(),
         })
     }
 
-    fn options(&self) -> ClientOptions {
-        ClientOptions {
-            verbose: false,
-            give_up_after: self.timeout,
-            ..Default::default()
-        }
-    }
-
-    /// The remote store, connected at first use.
+    /// The remote store, connected at first use (opened as the command line opens
+    /// `--servers MAP`).
     pub fn store(&self) -> Result<&dyn Store, String> {
         if let Some(r) = self.remote.get() {
-            return Ok(r);
+            return Ok(r.as_ref());
         }
-        let r = RemoteStore::connect(
-            self.map.clone(),
-            self.meta.clone(),
-            self.options(),
-            self.salt,
-        )
-        .map_err(|e| format!("cannot use the servers of {}: {e}", self.path.display()))?;
+        let spec = StoreSpec::Servers {
+            map: self.path.clone(),
+            token_file: None,
+            give_up_after: self.timeout,
+        };
+        let opts = OpenOptions {
+            salt: self.salt,
+            quiet: true,
+            ..Default::default()
+        };
+        let r = spec
+            .open(&self.keys, &opts)
+            .map_err(|e| format!("{e:#}"))?
+            .into_store();
         let _ = self.remote.set(r);
-        Ok(self.remote.get().expect("just set"))
+        Ok(self.remote.get().expect("just set").as_ref())
     }
 
     fn run_dir(&self) -> PathBuf {

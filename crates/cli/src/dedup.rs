@@ -240,7 +240,7 @@ pub(crate) fn run_mode(
     }
     // The store identity of these options (the one function every store kind and
     // front door uses): a store of other keys is refused, whichever it is.
-    let keys = webdedup_store_spec::KeySet::for_run(&cfg.options, args.blocks.blocks);
+    let keys = webdedup_dedup::identity::key_set(&cfg.options, args.blocks.blocks);
     let capacity = args.capacity.map(|c| c as u64);
     let engine = args
         .store
@@ -359,7 +359,7 @@ fn run_on_external(
         &args
             .out
             .output
-            .join(webdedup_dedup::persist::OUTPUT_LOCK_FILE),
+            .join(webdedup_store_spec::files::OUTPUT_LOCK_FILE),
     )?;
     let store = match open(salt) {
         Ok(s) => s,

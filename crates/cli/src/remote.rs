@@ -103,11 +103,16 @@ pub fn open(
     capacity: Option<u64>,
     salt: u64,
 ) -> Result<Box<dyn Store>> {
-    let opened = spec.open(keys, &OpenOptions { capacity, salt })?;
-    if let Some(note) = opened.note {
+    let opts = OpenOptions {
+        capacity,
+        salt,
+        ..Default::default()
+    };
+    let mut opened = spec.open(keys, &opts)?;
+    if let Some(note) = opened.note.take() {
         eprintln!("webdedup: note: {}", escape_controls(&note));
     }
-    Ok(opened.store)
+    Ok(opened.into_store())
 }
 
 /// The external store a `cdx` / `warc` command names with `--store`, if any: the

@@ -53,6 +53,14 @@ const PAIRS: &[Pair] = &[
         second: ("dedup", &["-n"]),
         says: "normalization 'onion' in the store, 'loose' in this run",
     },
+    // The other way round: the store's keys are webdedup's n-grams of normalized
+    // words, the run's would be onion's token lines as written.
+    Pair {
+        name: "webdedup's rules, then onion's",
+        first: ("dedup", &["-n"]),
+        second: ("dedup", &["-n", "--near-rules", "onion"]),
+        says: "normalization 'loose' in the store, 'onion' in this run",
+    },
     Pair {
         name: "normalization loose, then none",
         first: ("dedup", &[]),

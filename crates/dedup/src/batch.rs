@@ -45,7 +45,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use webdedup_formats::input::{ListOptions, Listing};
 use webdedup_formats::read::ReadSettings;
-use webdedup_store::{fault, BatchId, MemStore, Store, StoreError, StoreMeta};
+use webdedup_store::{fault, BatchId, MemStore, Store, StoreError};
+use webdedup_store_spec::files::SNAPSHOT_FILE;
+use webdedup_store_spec::{KeySet, OpenOptions, StoreSpec};
 
 mod minhash;
 pub use minhash::MinHashStage;
@@ -110,14 +112,18 @@ impl BatchConfig {
             ),
             None => String::new(),
         };
+        // Hash, normalization and blocks are the store identity's (the one function
+        // every store records): a work folder's keys are a store's to be.
+        let identity = key_set(self).meta;
         format!(
-            "webdedup-batch 2\nhash=xxh3-64\nnormalization={}\nmin-para-chars={}\ndoc-check={:?}\nchunk-bytes={}\nmax-line-bytes={}\nblocks={}\npartitions={}\ntasks={}\n{}{minhash}",
-            self.options.normalization.name(),
+            "webdedup-batch 2\nhash={}\nnormalization={}\nmin-para-chars={}\ndoc-check={:?}\nchunk-bytes={}\nmax-line-bytes={}\nblocks={}\npartitions={}\ntasks={}\n{}{minhash}",
+            identity.hash,
+            identity.normalization,
             self.options.min_para_chars,
             self.options.doc_check,
             self.chunk_bytes,
             self.max_line_bytes,
-            self.blocks,
+            identity.blocks,
             self.partitions,
             self.task_count,
             self.read.describe()
@@ -699,17 +705,18 @@ fn read_new(cfg: &BatchConfig, stage: Stage) -> Result<Vec<Rec>> {
     Ok(all)
 }
 
-fn store_meta(cfg: &BatchConfig) -> StoreMeta {
-    crate::identity::of_options(&cfg.options, cfg.blocks)
+fn key_set(cfg: &BatchConfig) -> KeySet {
+    crate::identity::key_set(&cfg.options, cfg.blocks)
 }
 
+/// The store directory `store` of earlier runs, if it holds a snapshot.
 fn load_store(cfg: &BatchConfig, store: Option<&Path>) -> Result<Option<MemStore>> {
     let Some(dir) = store else { return Ok(None) };
-    let snap = dir.join(crate::persist::SNAPSHOT_FILE);
-    if !snap.exists() {
-        return Ok(None);
+    let opened = StoreSpec::Dir(dir.to_owned()).open(&key_set(cfg), &OpenOptions::default())?;
+    match opened.loaded {
+        Some(_) => Ok(Some(opened.into_embedded()?)),
+        None => Ok(None),
     }
-    Ok(Some(MemStore::load(&snap, &store_meta(cfg), 0)?.0))
 }
 
 /// A document: (file rank, document index).
@@ -1004,14 +1011,17 @@ pub fn publish(cfg: &BatchConfig, store: &Path) -> Result<u64> {
     if cfg.options.minhash.is_some() {
         bail!("MinHash batch mode does not publish into a store yet (--store)");
     }
-    let mem = load_store(cfg, Some(store))?.unwrap_or_else(|| MemStore::new(cfg.blocks));
+    let key_set = key_set(cfg);
+    let mem = StoreSpec::Dir(store.to_owned())
+        .open(&key_set, &OpenOptions::default())?
+        .into_embedded()?;
     let mut keys = Vec::new();
     for stage in Stage::ALL {
         keys.extend(read_new(cfg, stage)?.into_iter().map(|r| r.key));
     }
     mem.insert_all(&keys);
     std::fs::create_dir_all(store)?;
-    mem.save(&store.join(crate::persist::SNAPSHOT_FILE), &store_meta(cfg))?;
+    mem.save(&store.join(SNAPSHOT_FILE), &key_set.meta)?;
     Ok(mem.len())
 }
 

@@ -1,98 +1,12 @@
-//! A store's identity: the settings that give its keys their meaning (hash, key
-//! kind, normalization, n-gram size, MinHash parameters, block count), built by
-//! one function, [`store_identity`], from plain settings values.
-//!
-//! Every store records this identity and compares it the same way
-//! ([`StoreMeta::mismatch`]): a store directory's snapshot and journal, a Redis key
-//! set's settings record, the hash servers (the first worker's identity, kept in
-//! their journal and snapshot), a batch run's store. So two runs whose keys mean
-//! different things never share a store silently, whichever store it is; and no
-//! front door (the command line, Python, batch mode) builds an identity of its own.
-//!
-//! Settings that refine a key kind (near mode's n-gram size) are recorded as
-//! `KIND + NAME=VALUE` attributes of the key kind, so the four-field header of
-//! snapshots, journals and the wire stays as it is and the refusal names the
-//! setting (`n-gram size '5' in the store, '7' in this run`).
+//! The store identity of a run's options: the plain description of its keys
+//! ([`Keys`]) that `webdedup_store_spec::identity::store_identity` turns into the
+//! settings every store records and compares. Front doors and runners take a
+//! run's key set from here, so none builds an identity of its own.
 
 use crate::options::{NearRules, Options};
-use webdedup_minhash::Params;
 use webdedup_store::StoreMeta;
-use webdedup_text::Normalization;
-
-/// The hash function of every key.
-pub const HASH: &str = "xxh3-64";
-
-/// The key kind of `webdedup dedup`'s keys. Bump it if the keys of the vertical
-/// policy ever change (seeds, what is hashed).
-pub const VERTICAL_KEY_KIND: &str =
-    "vertical-v1 (url+title, document, paragraph; xxh3 seeds per kind)";
-
-/// The key kind of `cdx dups` / `warc dedup`: one (urlkey, payload digest) key per
-/// version, the same in both commands, so they share a key set.
-pub const ARCHIVE_KEY_KIND: &str = "url+digest-v1 (urlkey SPACE digest; xxh3 seed url+dgst)";
-
-/// The normalization recorded for onion's rules: their n-gram keys hash tokens as
-/// written, so a store of them never mixes with one of normalized keys.
-pub const ONION_NORMALIZATION: &str = "onion";
-
-/// The attribute of a near-mode key kind that holds the n-gram size.
-pub const NGRAM_ATTRIBUTE: &str = "n-gram size";
-
-/// Which keys a store holds, as plain values.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Keys<'a> {
-    /// `webdedup dedup`'s keys (URL+title, document, paragraph), and with `near`
-    /// the word n-grams of near mode.
-    Vertical {
-        normalization: Normalization,
-        near: Option<NearKeys>,
-    },
-    /// MinHash LSH band keys of these parameters (nothing else).
-    MinHash(&'a Params),
-    /// The URL+digest versions of `cdx dups` and `warc dedup`.
-    Archive,
-}
-
-/// What near mode adds to a store: n-grams of `ngram` words, tokenized by `rules`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct NearKeys {
-    pub ngram: usize,
-    pub rules: NearRules,
-}
-
-/// The identity of a store of `keys` in `blocks` blocks: the one function that
-/// builds a [`StoreMeta`].
-pub fn store_identity(keys: &Keys, blocks: u32) -> StoreMeta {
-    let (normalization, key_kind) = match keys {
-        Keys::Vertical {
-            normalization,
-            near,
-        } => {
-            let normalization = match near {
-                Some(n) if n.rules == NearRules::Onion => ONION_NORMALIZATION,
-                _ => normalization.name(),
-            };
-            let kind = match near {
-                Some(n) => format!("{VERTICAL_KEY_KIND} + {NGRAM_ATTRIBUTE}={}", n.ngram),
-                None => VERTICAL_KEY_KIND.to_string(),
-            };
-            (normalization.to_string(), kind)
-        }
-        // Signatures are pinned to the loose normalization (`Params::describe`).
-        Keys::MinHash(p) => (Normalization::Loose.name().to_string(), p.key_kind()),
-        // URL keys and digests are compared as they are.
-        Keys::Archive => (
-            Normalization::None.name().to_string(),
-            ARCHIVE_KEY_KIND.to_string(),
-        ),
-    };
-    StoreMeta {
-        hash: HASH.into(),
-        normalization,
-        blocks,
-        key_kind,
-    }
-}
+use webdedup_store_spec::identity::{store_identity, Keys, NearKeys, NearTokens};
+use webdedup_store_spec::KeySet;
 
 /// The [`Keys`] of a run with `options` (`dedup`, `minhash`, batch mode, Python).
 pub fn keys_of(options: &Options) -> Keys<'_> {
@@ -102,7 +16,10 @@ pub fn keys_of(options: &Options) -> Keys<'_> {
             normalization: options.normalization,
             near: options.near.as_ref().map(|n| NearKeys {
                 ngram: n.ngram,
-                rules: n.rules,
+                tokens: match n.rules {
+                    NearRules::Webdedup => NearTokens::Normalized,
+                    NearRules::Onion => NearTokens::Onion,
+                },
             }),
         },
     }
@@ -113,16 +30,23 @@ pub fn of_options(options: &Options, blocks: u32) -> StoreMeta {
     store_identity(&keys_of(options), blocks)
 }
 
+/// The key set of a run with `options` in `blocks` blocks (default namespace).
+pub fn key_set(options: &Options, blocks: u32) -> KeySet {
+    KeySet::of(&keys_of(options), blocks)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::PolicyChoices;
+    use webdedup_text::Normalization;
 
-    fn near(ngram: usize, rules: NearRules) -> StoreMeta {
+    fn near(ngram: usize, rules: NearRules, normalization: Normalization) -> StoreMeta {
         let o = PolicyChoices {
             near: true,
             ngram: Some(ngram),
             near_rules: Some(rules),
+            normalization: Some(normalization),
             ..Default::default()
         }
         .options()
@@ -131,38 +55,22 @@ mod tests {
     }
 
     #[test]
-    fn exact_keys_keep_the_identity_stores_have_recorded() {
-        let m = of_options(&Options::default(), 1999);
-        assert_eq!(
-            m,
-            StoreMeta {
-                hash: "xxh3-64".into(),
-                normalization: "loose".into(),
-                blocks: 1999,
-                key_kind: VERTICAL_KEY_KIND.into(),
-            }
-        );
-    }
-
-    #[test]
-    fn every_setting_that_changes_keys_changes_the_identity() {
-        let exact = of_options(&Options::default(), 1999);
-        let none = of_options(
-            &Options {
-                normalization: Normalization::None,
-                ..Default::default()
-            },
-            1999,
-        );
+    fn every_option_that_changes_keys_changes_the_identity() {
+        let loose = Normalization::Loose;
         let all = [
-            exact.clone(),
-            none,
+            of_options(&Options::default(), 1999),
+            of_options(
+                &Options {
+                    normalization: Normalization::None,
+                    ..Default::default()
+                },
+                1999,
+            ),
             of_options(&Options::default(), 101),
-            near(7, NearRules::Webdedup),
-            near(5, NearRules::Webdedup),
-            near(7, NearRules::Onion),
-            store_identity(&Keys::MinHash(&Params::default()), 1999),
-            store_identity(&Keys::Archive, 1999),
+            near(7, NearRules::Webdedup, loose),
+            near(7, NearRules::Webdedup, Normalization::None),
+            near(5, NearRules::Webdedup, loose),
+            near(7, NearRules::Onion, loose),
         ];
         for (i, a) in all.iter().enumerate() {
             for b in &all[i + 1..] {
@@ -172,22 +80,18 @@ mod tests {
     }
 
     #[test]
-    fn refusals_name_the_setting_and_both_values() {
-        let m = near(7, NearRules::Webdedup).mismatch(&near(5, NearRules::Webdedup), "S");
-        assert_eq!(
-            m.as_deref(),
-            Some("S holds keys made with other settings: n-gram size '5' in the store, '7' in this run")
-        );
-        let m = near(7, NearRules::Webdedup).mismatch(&near(7, NearRules::Onion), "S");
+    fn onion_rules_record_their_own_normalization() {
+        let m = near(7, NearRules::Webdedup, Normalization::Loose)
+            .mismatch(&near(7, NearRules::Onion, Normalization::Loose), "S");
         assert_eq!(
             m.as_deref(),
             Some("S holds keys made with other settings: normalization 'onion' in the store, 'loose' in this run")
         );
-        let exact = of_options(&Options::default(), 1999);
-        let m = near(7, NearRules::Webdedup).mismatch(&exact, "S").unwrap();
-        assert!(
-            m.ends_with("n-gram size 'none' in the store, '7' in this run"),
-            "{m}"
+        // Onion's tokens are the token lines as written: the normalization does
+        // not change them, nor the identity.
+        assert_eq!(
+            near(7, NearRules::Onion, Normalization::Loose),
+            near(7, NearRules::Onion, Normalization::None)
         );
     }
 }

@@ -38,25 +38,12 @@ use webdedup_formats::open_input;
 use webdedup_store::journal::remove_durably;
 use webdedup_store::{fault, DirLock, Journal, MemStore, Store, StoreError, StoreMeta, SyncMode};
 
-/// The key kind of exact-mode keys (see [`crate::identity`]).
-pub const KEY_KIND: &str = crate::identity::VERTICAL_KEY_KIND;
-
-pub const SNAPSHOT_FILE: &str = "store.snap";
-/// MinHash mode's side store in a store directory (`policy::minhash::KeptDocs`).
-pub const MINHASH_KEPT_FILE: &str = "minhash.kept";
-
-/// Feedback mode: the first-seen locations of the keys a run stopped by a signal
-/// saved in the snapshot (`webdedup_store::locations`, canonical form). Only
-/// that run's restore loads it: an uninterrupted run names no original of a key
-/// from before it (see `locations_file`).
-pub const LOCATIONS_FILE: &str = "store.locations";
-
-pub const LOCK_FILE: &str = "lock";
-/// The lock of a run without `--store`, in its output directory (removed at the end).
-pub const OUTPUT_LOCK_FILE: &str = ".webdedup.lock";
-pub const JOURNAL_FILE: &str = "journal";
-/// The journal of a run without `--store`, in its output directory.
-pub const OUTPUT_JOURNAL_FILE: &str = ".webdedup.journal";
+// The store directory's files and a run's own state files: named in one place.
+use webdedup_store_spec::files::{
+    JOURNAL_FILE, LOCATIONS_FILE, LOCK_FILE, MINHASH_KEPT_FILE, OUTPUT_JOURNAL_FILE,
+    OUTPUT_LOCK_FILE, SNAPSHOT_FILE,
+};
+use webdedup_store_spec::{OpenOptions, StoreSpec};
 
 #[derive(Clone, Debug)]
 pub struct Persistence {
@@ -79,11 +66,6 @@ pub struct PersistReport {
     pub recorded_chunks: usize,
     pub saved: Option<webdedup_store::SnapshotInfo>,
     pub logs_written: usize,
-}
-
-/// The store's identity for `cfg` (see [`crate::identity`]).
-pub fn store_meta(cfg: &RunConfig, blocks: u32) -> StoreMeta {
-    crate::identity::of_options(&cfg.options, blocks)
 }
 
 /// The settings a resumed run must share with the interrupted one, one `name=value`
@@ -361,7 +343,8 @@ pub fn run_persistent(
     let files = list_inputs(&cfg.inputs, &cfg.output)?.files;
     std::fs::create_dir_all(&cfg.output)
         .with_context(|| format!("cannot create output directory {}", cfg.output.display()))?;
-    let meta = store_meta(cfg, p.blocks);
+    let keys = crate::identity::key_set(&cfg.options, p.blocks);
+    let meta = keys.meta.clone();
     let info = run_info(cfg)?;
     let (snapshot, journal_path, lock) = match &p.store_dir {
         Some(dir) => {
@@ -418,14 +401,22 @@ pub fn run_persistent(
             rep.load_seconds = started.elapsed().as_secs_f64();
             s
         }
-        Some(path) if path.exists() => {
-            let (s, i) = MemStore::load(path, &meta, p.capacity)?;
-            rep.loaded_keys = i.keys;
-            rep.load_seconds = i.seconds;
-            s
+        _ => {
+            let spec = StoreSpec::embedded(p.store_dir.as_deref());
+            // MinHash without a store directory keeps its keys in the band table
+            // below: this one stays empty.
+            let room = !(minhash.is_some() && p.store_dir.is_none());
+            let opts = OpenOptions {
+                capacity: room.then_some(p.capacity as u64),
+                ..Default::default()
+            };
+            let opened = spec.open(&keys, &opts)?;
+            if let Some(i) = &opened.loaded {
+                rep.loaded_keys = i.keys;
+                rep.load_seconds = i.seconds;
+            }
+            opened.into_embedded()?
         }
-        _ if minhash.is_some() && p.store_dir.is_none() => MemStore::new(p.blocks),
-        _ => MemStore::with_capacity(p.blocks, p.capacity),
     };
     let locations = locations_file(cfg, p);
     if let (Some(path), true) = (&locations, p.restore) {

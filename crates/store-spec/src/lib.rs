@@ -1,14 +1,19 @@
-//! Where a key set lives, and how it is opened: one function, [`StoreSpec::open`],
-//! that the `webdedup` command line and the Python module both call, so the
-//! choices that give a store its meaning (namespace, key kind, normalization,
-//! layout) are made in one place.
+//! A key set's identity, and where it lives and how it is opened: the crate below
+//! `webdedup_dedup` that every front door (the `webdedup` command line, the Python
+//! module, batch mode, `--store` runs) opens stores through, so the choices that
+//! give a store its meaning (namespace, key kind, normalization, layout) are made
+//! in one place.
 //!
-//! * [`StoreSpec`]: in this process, a store directory (`store.snap`), Redis /
-//!   Valkey (`redis://...`), or the hash servers of a block map.
-//! * [`KeySet`]: which keys (the vertical dedup keys of `webdedup dedup`, or the
-//!   URL+digest versions of `cdx dups` / `warc dedup`) and their settings. Each
-//!   key set has its own namespace in Redis, so commands sharing a database never
-//!   mix keys or refuse each other's settings.
+//! * [`identity::store_identity`]: the settings a key set records, built from a
+//!   plain description of its keys ([`identity::Keys`]).
+//! * [`StoreSpec::open`]: the one way to open a store: in this process, a store
+//!   directory (its snapshot, [`files::SNAPSHOT_FILE`]), Redis / Valkey
+//!   (`redis://...`), or the hash servers of a block map.
+//! * [`KeySet`]: which keys (the vertical dedup keys of `webdedup dedup`, MinHash
+//!   band keys, or the URL+digest versions of `cdx dups` / `warc dedup`) and their
+//!   settings. Each key set has its own namespace in Redis, so commands sharing a
+//!   database never mix keys or refuse each other's settings.
+//! * [`files`]: the names of a store directory's files.
 //! * A layout the user did not name is adopted from the store: a Redis key set made
 //!   with `--capacity N` is opened as it is by a run without `--capacity`; a run
 //!   naming another layout is refused, naming the flag.
@@ -18,25 +23,29 @@
 //! let opened = StoreSpec::Memory
 //!     .open(&KeySet::archive(), &OpenOptions::default())
 //!     .unwrap();
+//! let store = opened.into_store();
 //! let mut seen = Vec::new();
-//! opened.store.test_and_insert(&[7, 7], &mut seen).unwrap();
+//! store.test_and_insert(&[7, 7], &mut seen).unwrap();
 //! assert_eq!(seen, [false, true]);
 //! ```
+
+pub mod files;
+pub mod identity;
 
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 /// A store URL as messages show it (the password hidden).
 pub use webdedup_redis::redacted;
-use webdedup_store::{MemStore, Store, StoreMeta};
+use webdedup_store::{MemStore, SnapshotInfo, Store, StoreMeta};
 
 /// Where the keys live.
 #[derive(Clone, Debug)]
 pub enum StoreSpec {
     /// In this process only.
     Memory,
-    /// A store directory: `DIR/store.snap` is loaded if present. (The command
-    /// line's `dedup --store DIR` also journals there: `webdedup_dedup::persist`.)
+    /// A store directory: its snapshot ([`files::SNAPSHOT_FILE`]) is loaded if
+    /// present. (`dedup --store DIR` also journals there: `webdedup_dedup::persist`.)
     Dir(PathBuf),
     /// Redis or Valkey: `redis://HOST:PORT[,HOST:PORT...]`, `valkey://`, `rediss://`.
     Redis {
@@ -60,9 +69,9 @@ pub struct KeySet {
     pub namespace: &'static str,
 }
 
-/// The key kind of `cdx dups` / `warc dedup` (see `webdedup_dedup::identity`).
-pub use webdedup_dedup::identity::ARCHIVE_KEY_KIND;
-use webdedup_dedup::identity::{self, Keys};
+use identity::Keys;
+/// The key kind of `cdx dups` / `warc dedup`.
+pub use identity::ARCHIVE_KEY_KIND;
 
 impl KeySet {
     /// The key set of `keys` in `blocks` blocks, in the default namespace: its
@@ -73,12 +82,6 @@ impl KeySet {
             meta: identity::store_identity(keys, blocks),
             namespace: "",
         }
-    }
-
-    /// The keys of a `webdedup dedup` / `minhash` run with `options` (Python's
-    /// `Dedup` and `MinHashDedup` too).
-    pub fn for_run(options: &webdedup_dedup::Options, blocks: u32) -> KeySet {
-        KeySet::of(&identity::keys_of(options), blocks)
     }
 
     /// The versions of `cdx dups` and `warc dedup`: namespace `archive`.
@@ -100,13 +103,44 @@ pub struct OpenOptions {
     /// Mixed into the ids of idempotent requests (Redis, servers): a fresh run must
     /// not be answered from an earlier run's retry records.
     pub salt: u64,
+    /// No lines on stderr while an unreachable hash server is retried (Python:
+    /// stderr is the caller's).
+    pub quiet: bool,
 }
 
 /// An opened store, and what the user should be told about it.
 pub struct Opened {
-    pub store: Box<dyn Store>,
+    pub store: OpenedStore,
+    /// The snapshot a store directory held (keys, load time); `None`: the store
+    /// began empty, or lives outside this process.
+    pub loaded: Option<SnapshotInfo>,
     /// E.g. that a new Redis key set got the default layout.
     pub note: Option<String>,
+}
+
+/// Where an opened store's keys are: this process's own table (which its owner
+/// may save as a snapshot), or outside it.
+pub enum OpenedStore {
+    Embedded(MemStore),
+    Remote(Box<dyn Store>),
+}
+
+impl Opened {
+    /// The store, whichever kind it is.
+    pub fn into_store(self) -> Box<dyn Store> {
+        match self.store {
+            OpenedStore::Embedded(m) => Box::new(m),
+            OpenedStore::Remote(r) => r,
+        }
+    }
+
+    /// The embedded table of a [`StoreSpec::Memory`] or [`StoreSpec::Dir`] store.
+    pub fn into_embedded(self) -> Result<MemStore> {
+        match self.store {
+            OpenedStore::Embedded(m) => Ok(m),
+            OpenedStore::Remote(_) => anyhow::bail!("the store lives outside this process"),
+        }
+    }
 }
 
 impl StoreSpec {
@@ -115,6 +149,11 @@ impl StoreSpec {
         ["redis://", "rediss://", "valkey://", "valkeys://"]
             .iter()
             .any(|p| value.starts_with(p))
+    }
+
+    /// This process's own store: kept in `dir` between runs, if given.
+    pub fn embedded(dir: Option<&Path>) -> StoreSpec {
+        dir.map_or(StoreSpec::Memory, |d| StoreSpec::Dir(d.to_owned()))
     }
 
     /// A `--store` value: a Redis / Valkey URL, or a store directory.
@@ -132,10 +171,14 @@ impl StoreSpec {
     /// with `keys` (a mismatch is an error naming both values); a layout the user
     /// did not name is adopted.
     pub fn open(&self, keys: &KeySet, opts: &OpenOptions) -> Result<Opened> {
-        let plain = |store: Box<dyn Store>| Opened { store, note: None };
+        let remote = |store: Box<dyn Store>, note| Opened {
+            store: OpenedStore::Remote(store),
+            loaded: None,
+            note,
+        };
         match self {
-            StoreSpec::Memory => Ok(plain(Box::new(open_embedded(None, keys, opts)?))),
-            StoreSpec::Dir(d) => Ok(plain(Box::new(open_embedded(Some(d), keys, opts)?))),
+            StoreSpec::Memory => Ok(open_embedded(None, keys, opts)?),
+            StoreSpec::Dir(d) => Ok(open_embedded(Some(d), keys, opts)?),
             StoreSpec::Redis { url, password } => {
                 let settings = webdedup_redis::RedisSettings::for_keys(&keys.meta, opts.capacity)
                     .in_namespace(keys.namespace);
@@ -157,10 +200,7 @@ impl StoreSpec {
                         thousands(1 << store.bucket_bits())
                     )
                 });
-                Ok(Opened {
-                    store: Box::new(store),
-                    note,
-                })
+                Ok(remote(Box::new(store), note))
             }
             StoreSpec::Servers {
                 map,
@@ -175,6 +215,7 @@ impl StoreSpec {
                         .map(webdedup_net::auth::Secret::read)
                         .transpose()?,
                     give_up_after: *give_up_after,
+                    verbose: !opts.quiet,
                     ..Default::default()
                 };
                 let store = webdedup_net::RemoteStore::connect(
@@ -184,23 +225,30 @@ impl StoreSpec {
                     opts.salt,
                 )
                 .with_context(|| format!("cannot use the servers of {}", map.display()))?;
-                Ok(plain(Box::new(store)))
+                Ok(remote(Box::new(store), None))
             }
         }
     }
 }
 
 /// The embedded store: the snapshot of `dir` if it holds one (its settings must
-/// equal `keys`'), else an empty store with room for `opts.capacity` keys.
-pub fn open_embedded(dir: Option<&Path>, keys: &KeySet, opts: &OpenOptions) -> Result<MemStore> {
+/// equal `keys`'; a refusal names the snapshot), else an empty store with room
+/// for `opts.capacity` keys.
+fn open_embedded(dir: Option<&Path>, keys: &KeySet, opts: &OpenOptions) -> Result<Opened> {
     let room = opts.capacity.unwrap_or(0) as usize;
-    let snap = dir.map(|d| d.join(webdedup_dedup::persist::SNAPSHOT_FILE));
-    match snap {
-        Some(p) if p.exists() => Ok(MemStore::load(&p, &keys.meta, room)
-            .with_context(|| format!("cannot load {}", p.display()))?
-            .0),
-        _ => Ok(MemStore::with_capacity(keys.meta.blocks, room)),
-    }
+    let snap = dir.map(|d| d.join(files::SNAPSHOT_FILE));
+    let (store, loaded) = match snap {
+        Some(p) if p.exists() => {
+            let (store, info) = MemStore::load(&p, &keys.meta, room)?;
+            (store, Some(info))
+        }
+        _ => (MemStore::with_capacity(keys.meta.blocks, room), None),
+    };
+    Ok(Opened {
+        store: OpenedStore::Embedded(store),
+        loaded,
+        note: None,
+    })
 }
 
 /// A password file: its first line, trimmed.
@@ -241,9 +289,17 @@ mod tests {
         ));
     }
 
+    fn vertical(normalization: webdedup_text::Normalization) -> KeySet {
+        let keys = Keys::Vertical {
+            normalization,
+            near: None,
+        };
+        KeySet::of(&keys, 1999)
+    }
+
     #[test]
     fn key_sets_of_different_commands_have_different_namespaces() {
-        let d = KeySet::for_run(&Default::default(), 1999);
+        let d = vertical(webdedup_text::Normalization::Loose);
         let a = KeySet::archive();
         assert_ne!(d.namespace, a.namespace);
         assert_ne!(d.meta.key_kind, a.meta.key_kind);
@@ -252,22 +308,20 @@ mod tests {
     #[test]
     fn a_directory_store_round_trips_and_refuses_other_settings() {
         let dir = tempfile::tempdir().unwrap();
-        let keys = KeySet::for_run(&Default::default(), 1999);
-        let m = open_embedded(Some(dir.path()), &keys, &OpenOptions::default()).unwrap();
+        let spec = StoreSpec::Dir(dir.path().to_owned());
+        let keys = vertical(webdedup_text::Normalization::Loose);
+        let open = |keys: &KeySet| spec.open(keys, &OpenOptions::default());
+        let first = open(&keys).unwrap();
+        assert!(first.loaded.is_none());
+        let m = first.into_embedded().unwrap();
         m.insert_all(&[1, 2, 3]);
-        m.save(&dir.path().join("store.snap"), &keys.meta).unwrap();
-        let again = open_embedded(Some(dir.path()), &keys, &OpenOptions::default()).unwrap();
-        assert_eq!(again.len(), 3);
-        let other = KeySet::for_run(
-            &webdedup_dedup::Options {
-                normalization: webdedup_text::Normalization::None,
-                ..Default::default()
-            },
-            1999,
-        );
-        let e = open_embedded(Some(dir.path()), &other, &OpenOptions::default())
-            .err()
-            .expect("other settings are refused");
+        m.save(&dir.path().join(files::SNAPSHOT_FILE), &keys.meta)
+            .unwrap();
+        let again = open(&keys).unwrap();
+        assert_eq!(again.loaded.as_ref().map(|i| i.keys), Some(3));
+        assert_eq!(again.into_embedded().unwrap().len(), 3);
+        let other = vertical(webdedup_text::Normalization::None);
+        let e = open(&other).err().expect("other settings are refused");
         assert!(format!("{e:#}").contains("normalization"), "{e:#}");
     }
 
