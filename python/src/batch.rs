@@ -57,7 +57,13 @@ fn config(
     }
     .options()
     .map_err(PyValueError::new_err)?;
-    let options = webdedup_dedup::Options { minhash, ..options };
+    let options = match minhash {
+        Some(m) => webdedup_dedup::Options {
+            mode: webdedup_dedup::Mode::MinHash(m),
+            ..options
+        },
+        None => options,
+    };
     Ok(BatchConfig {
         inputs: vec![input],
         work,
@@ -208,7 +214,7 @@ fn batch_resolve(
         minhash_options(minhash, shingles, hashes, bands, rows, verify)?,
     )?;
     check_index(&cfg, task_index)?;
-    if cfg.options.minhash.is_none() {
+    if cfg.options.minhash().is_none() {
         let stage: Stage = stage.parse().map_err(|e: String| {
             PyValueError::new_err(format!("{e}; with minhash=True: bands or pick"))
         })?;

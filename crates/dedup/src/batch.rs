@@ -36,6 +36,7 @@ use crate::report::RunStats;
 use crate::runner::{
     count_skipped, open_doc_reader, rel_bytes, report_skipped, Durability, InputFile, RunConfig,
 };
+use crate::state::RunState;
 use anyhow::{anyhow, bail, Context, Result};
 use parking_lot::Mutex;
 // Keys and positions are hashed millions of times per stage; SipHash's DoS
@@ -102,7 +103,7 @@ impl BatchConfig {
     fn settings(&self) -> String {
         // The reading settings only when not the defaults, so work directories
         // made before formats existed still match; MinHash mode likewise.
-        let minhash = match &self.options.minhash {
+        let minhash = match self.options.minhash() {
             Some(m) => format!(
                 "{} verify={}\n",
                 m.params.describe(),
@@ -129,7 +130,9 @@ impl BatchConfig {
         if self.task_count == 0 || self.partitions == 0 {
             bail!("--task-count and --partitions must be at least 1");
         }
-        if self.options.near.is_some() || self.options.feedback || self.options.url_filter.is_some()
+        if self.options.near().is_some()
+            || self.options.feedback()
+            || self.options.url_filter.is_some()
         {
             bail!("batch mode is exact mode: -n, -f and --url-filter are not supported");
         }
@@ -552,7 +555,7 @@ pub fn hash_keeping_plans(
     plans: Option<&PlanCache>,
 ) -> Result<bool> {
     cfg.prepare()?;
-    if cfg.options.minhash.is_some() {
+    if cfg.options.minhash().is_some() {
         return minhash::hash(cfg, task, report, plans);
     }
     let dir = hash_dir(&cfg.work);
@@ -662,7 +665,7 @@ pub fn resolve_minhash(
     store: Option<&Path>,
 ) -> Result<bool> {
     cfg.prepare()?;
-    if cfg.options.minhash.is_none() {
+    if cfg.options.minhash().is_none() {
         bail!(
             "--stage {} is a MinHash stage: the work directory {} is exact mode's (url-title, docs, paras)",
             stage.name(),
@@ -752,7 +755,7 @@ fn url_title_repeats(cfg: &BatchConfig) -> Result<(HashSet<DocPos>, HashSet<DocP
 /// One resolve stage for one task; returns false if it had already finished.
 pub fn resolve(cfg: &BatchConfig, stage: Stage, task: usize, store: Option<&Path>) -> Result<bool> {
     cfg.prepare()?;
-    if cfg.options.minhash.is_some() {
+    if cfg.options.minhash().is_some() {
         bail!(
             "{} is a MinHash work directory: its resolve stages are `bands`, then `pick`",
             cfg.work.display()
@@ -923,12 +926,13 @@ pub fn filter_with_plans(
         .collect();
     let mut staged = run.clone();
     let mut new: HashMap<u64, HashSet<u64>> = HashMap::default();
-    if let Some(m) = &mut staged.options.minhash {
-        m.decided = Some(std::sync::Arc::new(minhash::decided(cfg, &files, &mine)?));
+    let mut state = RunState::new(&staged.options);
+    if staged.options.minhash().is_some() {
+        state = state.with_decided(minhash::decided(cfg, &files, &mine)?);
     }
     for stage in Stage::ALL
         .into_iter()
-        .filter(|_| cfg.options.minhash.is_none())
+        .filter(|_| cfg.options.minhash().is_none())
     {
         for r in read_new(cfg, stage)? {
             if mine.contains(&r.file) {
@@ -958,10 +962,10 @@ pub fn filter_with_plans(
     let staging = Staging::named(&dir.join(&name));
     let staging = staging.path();
     staged.output = staging.to_owned();
-    let mut stats = crate::runner::run_files(&staged, selected, &store, &dur, report)?;
+    let mut stats = crate::runner::run_files(&staged, selected, &store, &state, &dur, report)?;
     count_skipped(&listing, &mut stats);
     fault::hit("batch-filter-written");
-    if cfg.options.minhash.is_some() {
+    if cfg.options.minhash().is_some() {
         // The runner indexed this task's files; MinHash mode's index (as stream
         // mode's) names every input file. Every task writes the same one, in its
         // own staging directory: tasks running at once never share a temporary
@@ -1001,7 +1005,7 @@ fn move_tree(from: &Path, to: &Path) -> Result<()> {
 /// saves it. Idempotent: the keys are a set.
 pub fn publish(cfg: &BatchConfig, store: &Path) -> Result<u64> {
     cfg.prepare()?;
-    if cfg.options.minhash.is_some() {
+    if cfg.options.minhash().is_some() {
         bail!("MinHash batch mode does not publish into a store yet (--store)");
     }
     let mem = load_store(cfg, Some(store))?.unwrap_or_else(|| MemStore::new(cfg.blocks));
@@ -1208,10 +1212,7 @@ mod tests {
                 bands: 8,
                 rows: 2,
             };
-            let options = || Options {
-                minhash: Some(crate::options::MinHashOptions::new(params, verify)),
-                ..Options::default()
-            };
+            let options = || Options::for_minhash(crate::options::MinHashOptions { params, verify });
             let mut rc = RunConfig::new(&input, tmp.path().join("stream"));
             rc.options = options();
             rc.dd = true;

@@ -96,11 +96,11 @@ pub fn store_identity(keys: &Keys, blocks: u32) -> StoreMeta {
 
 /// The [`Keys`] of a run with `options` (`dedup`, `minhash`, batch mode, Python).
 pub fn keys_of(options: &Options) -> Keys<'_> {
-    match &options.minhash {
+    match options.minhash() {
         Some(m) => Keys::MinHash(&m.params),
         None => Keys::Vertical {
             normalization: options.normalization,
-            near: options.near.as_ref().map(|n| NearKeys {
+            near: options.near().map(|n| NearKeys {
                 ngram: n.ngram,
                 rules: n.rules,
             }),

@@ -105,6 +105,20 @@ pub struct Decisions {
     pub pairs: Vec<minhash::Pair>,
 }
 
+impl Decisions {
+    /// Empty decisions sized for `plan`: nothing kept, no original known.
+    fn clear_for(&mut self, plan: &ChunkPlan) {
+        self.docs.clear();
+        self.keep_para.clear();
+        self.keep_para.resize(plan.paras.len(), false);
+        self.originals.clear();
+        self.originals.resize(plan.paras.len(), Location::UNKNOWN);
+        self.url_title_repeat.clear();
+        self.url_title_repeat.resize(plan.docs.len(), false);
+        self.pairs.clear();
+    }
+}
+
 /// What a chunk's store requests need besides its plan.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ChunkContext {
@@ -136,7 +150,9 @@ pub struct Scratch {
     minhash: minhash::MinHashScratch,
 }
 
-/// Asks the store about the chunk's keys and decides what is kept.
+/// Asks the store about the chunk's keys and decides what is kept: the paragraph
+/// modes (exact, near). MinHash mode has its own ([`minhash::decide`]);
+/// `engine::decide` picks by the mode.
 pub fn decide(
     plan: &ChunkPlan,
     ctx: ChunkContext,
@@ -145,9 +161,7 @@ pub fn decide(
     s: &mut Scratch,
     out: &mut Decisions,
 ) -> Result<(), StoreError> {
-    if let Some(m) = &opts.minhash {
-        return minhash::decide(plan, ctx, store, m, s, out);
-    }
+    debug_assert!(opts.minhash().is_none(), "MinHash mode has its own decide");
     out.pairs.clear();
     out.docs.clear();
     out.keep_para.clear();
@@ -159,7 +173,7 @@ pub fn decide(
         stream: id.stream,
         seq: id.seq + n,
     };
-    let located = opts.feedback;
+    let located = opts.feedback();
     let record_of = |para: usize| Location {
         file: ctx.file,
         record: ctx.first_record + para as u64,
@@ -284,7 +298,7 @@ pub fn decide(
     }
 
     s.near.para_dup = para_dup;
-    if let Some(n) = &opts.near {
+    if let Some(n) = opts.near() {
         let doc_seen = &s.doc_seen;
         s.near.test_round(
             plan,
@@ -325,13 +339,13 @@ pub fn decide(
             }
             continue;
         }
-        if let Some(n) = &opts.near {
+        if let Some(n) = opts.near() {
             s.near.judge_doc(plan, i, n, record_of, &mut out.originals);
         }
         let paras = &plan.paras[doc.paras.clone()];
         let keep = &mut out.keep_para[doc.paras.clone()];
         let dup = &s.near.para_dup[doc.paras.clone()];
-        if let Some(n) = opts.near.as_ref().filter(|_| onion) {
+        if let Some(n) = opts.near().filter(|_| onion) {
             for (k, d) in keep.iter_mut().zip(dup) {
                 *k = !d;
             }
@@ -366,7 +380,7 @@ pub fn decide(
             buffered_from = k + 1;
         }
         keep[buffered_from..].fill(any_long_kept || !any_long);
-        if let Some(n) = &opts.near {
+        if let Some(n) = opts.near() {
             if n.smooth {
                 near::smooth(plan, doc.paras.clone(), keep, n.max_stub);
             }
@@ -375,7 +389,7 @@ pub fn decide(
         out.docs.push(doc_status(keep));
     }
 
-    if opts.near.is_some() {
+    if opts.near().is_some() {
         s.near.insert_round(store, round(4), located)?;
     }
     Ok(())

@@ -163,7 +163,7 @@ pub(super) fn hash(
                     None => docs.varint(0)?,
                 }
                 // The signature is only compared with `--verify`.
-                let sig = match cfg.options.minhash.as_ref().and_then(|m| m.verify) {
+                let sig = match cfg.options.minhash().and_then(|m| m.verify) {
                     Some(_) => &plan.sigs[d.sig.start as usize..d.sig.end as usize],
                     None => &[],
                 };
@@ -301,7 +301,7 @@ pub(super) fn resolve_pick(cfg: &BatchConfig) -> Result<bool> {
     if marker(&dir, name).exists() {
         return Ok(false);
     }
-    let verify = cfg.options.minhash.as_ref().and_then(|m| m.verify);
+    let verify = cfg.options.minhash().and_then(|m| m.verify);
     let mut recs = Vec::new();
     for p in 0..cfg.partitions {
         let owner = cfg.owner(p as usize);

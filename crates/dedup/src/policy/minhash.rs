@@ -640,7 +640,13 @@ pub struct Decided {
 }
 
 /// [`decide`] from the resolve phase's decisions (no store request).
-fn decide_replayed(plan: &ChunkPlan, ctx: ChunkContext, decided: &Decided, out: &mut Decisions) {
+pub fn decide_replayed(
+    plan: &ChunkPlan,
+    ctx: ChunkContext,
+    decided: &Decided,
+    out: &mut Decisions,
+) {
+    out.clear_for(plan);
     for (i, doc) in plan.docs.iter().enumerate() {
         if let DocKind::BadRecord { dropped } = doc.kind {
             out.docs.push(DocStatus::BadRecord { dropped });
@@ -670,27 +676,19 @@ pub struct MinHashScratch {
     insert_locs: Vec<Location>,
 }
 
-/// Asks the store about the chunk's band keys and decides which documents are kept.
+/// Asks the store about the chunk's band keys and decides which documents are
+/// kept, naming originals from (and adding the kept documents to) `kept`, the
+/// run's side store.
 pub fn decide(
     plan: &ChunkPlan,
     ctx: ChunkContext,
     store: &dyn Store,
     m: &MinHashOptions,
+    kept: &KeptDocs,
     s: &mut Scratch,
     out: &mut Decisions,
 ) -> Result<(), StoreError> {
-    out.docs.clear();
-    out.keep_para.clear();
-    out.keep_para.resize(plan.paras.len(), false);
-    out.originals.clear();
-    out.originals.resize(plan.paras.len(), Location::UNKNOWN);
-    out.url_title_repeat.clear();
-    out.url_title_repeat.resize(plan.docs.len(), false);
-    out.pairs.clear();
-    if let Some(decided) = &m.decided {
-        decide_replayed(plan, ctx, decided, out);
-        return Ok(());
-    }
+    out.clear_for(plan);
     let round = |n: u64| BatchId {
         stream: ctx.id.stream,
         seq: ctx.id.seq + n,
@@ -711,7 +709,7 @@ pub fn decide(
     mh.local.clear();
     mh.insert_keys.clear();
     mh.insert_locs.clear();
-    let mut kept = m.kept.inner.lock();
+    let mut kept = kept.inner.lock();
     let mut asked = 0usize;
     for (i, doc) in plan.docs.iter().enumerate() {
         if let DocKind::BadRecord { dropped } = doc.kind {
