@@ -26,7 +26,7 @@
 use crate::policy::minhash::KeptFile;
 use crate::resume::{is_bookkeeping, replay_keys, Finished, Recorded, RunStart};
 use crate::runner::{
-    list_inputs, log_path, on_finished, rel_bytes, run_with, Durability, InputFile,
+    list_inputs, log_path, on_finished, rel_bytes, run_listed, Durability, InputFile,
 };
 use crate::state::RunState;
 use crate::{RunConfig, RunStats};
@@ -361,7 +361,8 @@ pub fn run_persistent(
     report: &(dyn Fn(&str) + Sync),
 ) -> Result<(RunStats, PersistReport)> {
     let mut rep = PersistReport::default();
-    let files = list_inputs(&cfg.inputs, &cfg.output)?.files;
+    let listing = list_inputs(&cfg.inputs, &cfg.output)?;
+    let files = &listing.files;
     std::fs::create_dir_all(&cfg.output)
         .with_context(|| format!("cannot create output directory {}", cfg.output.display()))?;
     let meta = store_meta(cfg, p.blocks);
@@ -517,7 +518,7 @@ pub fn run_persistent(
                 return Ok((stats, rep));
             }
             let (finished, torn_mark) =
-                plan_finished(cfg, p, &files, &recorded, &replay, &journal_path)?;
+                plan_finished(cfg, p, files, &recorded, &replay, &journal_path)?;
             plan = Some(finished);
             let journal = Journal::open_append(&journal_path, replay.valid_len, p.fsync)?;
             if let Some((rel, chunks)) = torn_mark {
@@ -541,14 +542,14 @@ pub fn run_persistent(
             }
             journal
         } else {
-            create_journal(cfg, p, &files, &journal_path, &meta, &info, base)?
+            create_journal(cfg, p, files, &journal_path, &meta, &info, base)?
         }
     } else {
-        create_journal(cfg, p, &files, &journal_path, &meta, &info, base)?
+        create_journal(cfg, p, files, &journal_path, &meta, &info, base)?
     };
 
     // Decision logs of unfinished outputs.
-    for f in &files {
+    for f in files {
         let log = log_path(&cfg.output, &f.rel);
         if !log.exists() {
             continue;
@@ -592,7 +593,7 @@ pub fn run_persistent(
     let idle = files
         .iter()
         .all(|f| on_finished(cfg, &dur, f) == Finished::Skip);
-    let mut stats = run_with(cfg, run_store, state, &dur, report)?;
+    let mut stats = run_listed(cfg, &listing, run_store, state, &dur, report)?;
     journal.sync()?;
 
     // 3. Save.
@@ -626,7 +627,7 @@ pub fn run_persistent(
                         .or_insert(v);
                 }
             }
-            for f in &files {
+            for f in files {
                 let Some(chunks) = all.files.get(rel_bytes(&f.rel)) else {
                     continue;
                 };

@@ -57,9 +57,22 @@ pub fn run_with(
     report: &(dyn Fn(&str) + Sync),
 ) -> Result<RunStats> {
     let listing = list_inputs(&cfg.inputs, &cfg.output)?;
-    report_skipped(&listing, report);
+    run_listed(cfg, &listing, store, state, dur, report)
+}
+
+/// [`run_with`] over inputs listed already (by [`list_inputs`]): a caller that
+/// needs the list first (persistence) lists them once.
+pub fn run_listed(
+    cfg: &RunConfig,
+    listing: &Listing,
+    store: &dyn Store,
+    state: &RunState,
+    dur: &Durability,
+    report: &(dyn Fn(&str) + Sync),
+) -> Result<RunStats> {
+    report_skipped(listing, report);
     let mut stats = run_files(cfg, listing.files.clone(), store, state, dur, report)?;
-    count_skipped(&listing, &mut stats);
+    count_skipped(listing, &mut stats);
     Ok(stats)
 }
 
