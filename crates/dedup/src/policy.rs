@@ -30,6 +30,7 @@
 
 use crate::options::{DocCheck, Options};
 use crate::plan::{ChunkPlan, DocKind};
+use std::collections::HashMap;
 use webdedup_store::{BatchId, Location, Store, StoreError};
 
 /// Request ids a chunk may use: `decide` numbers its rounds from `seq` upwards.
@@ -102,7 +103,7 @@ pub struct Decisions {
     /// rode along).
     pub originals: Vec<Location>,
     /// MinHash mode: the dropped documents and their originals, in order.
-    pub pairs: Vec<minhash::Pair>,
+    pub pairs: Vec<Pair>,
 }
 
 impl Decisions {
@@ -117,6 +118,29 @@ impl Decisions {
         self.url_title_repeat.resize(plan.docs.len(), false);
         self.pairs.clear();
     }
+}
+
+/// MinHash mode: a dropped document and its original, for the pairs report.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pair {
+    /// The dropped document's index in the chunk plan.
+    pub doc: usize,
+    /// The original's name (its id, or `REL:LINE`), or `-` when not known.
+    pub original: String,
+    /// The estimated Jaccard similarity, when both signatures were at hand.
+    pub jaccard: Option<f64>,
+    /// `--verify` was asked for but the original's signature was not at hand:
+    /// dropped on the band match alone (counted in the run's figures).
+    pub unverified: bool,
+}
+
+/// Reusable buffers of MinHash mode's [`minhash::decide`].
+#[derive(Default)]
+pub struct MinHashScratch {
+    pub(super) local: HashMap<u64, Location>,
+    pub(super) owners: Vec<Location>,
+    pub(super) insert_keys: Vec<u64>,
+    pub(super) insert_locs: Vec<Location>,
 }
 
 /// What a chunk's store requests need besides its plan.
@@ -147,7 +171,7 @@ pub struct Scratch {
     doc_seen: Vec<bool>,
     doc_original: Vec<Location>,
     near: near::NearScratch,
-    minhash: minhash::MinHashScratch,
+    minhash: MinHashScratch,
 }
 
 /// Asks the store about the chunk's keys and decides what is kept: the paragraph

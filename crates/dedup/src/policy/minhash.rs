@@ -26,7 +26,7 @@
 
 mod records;
 
-use super::{ChunkContext, Decisions, DocStatus, Scratch};
+use super::{ChunkContext, Decisions, DocStatus, Pair, Scratch};
 use crate::options::MinHashOptions;
 use crate::plan::{ChunkPlan, DocKind};
 use parking_lot::Mutex;
@@ -41,20 +41,6 @@ use webdedup_minhash::estimate_jaccard_low8;
 use webdedup_store::bands::{location_ordinal, ordinal_location};
 use webdedup_store::{BandOwners, BatchId, Location, Store, StoreError};
 use xxhash_rust::xxh3::Xxh3Default;
-
-/// A dropped document and its original, for the pairs report.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Pair {
-    /// The dropped document's index in the chunk plan.
-    pub doc: usize,
-    /// The original's name (its id, or `REL:LINE`), or `-` when not known.
-    pub original: String,
-    /// The estimated Jaccard similarity, when both signatures were at hand.
-    pub jaccard: Option<f64>,
-    /// `--verify` was asked for but the original's signature was not at hand:
-    /// dropped on the band match alone (counted in the run's figures).
-    pub unverified: bool,
-}
 
 struct KeptInner {
     /// The kept documents' records, by ordinal (opened at the first document).
@@ -665,15 +651,6 @@ pub fn decide_replayed(
             out.keep_para[doc.paras.clone()].fill(true);
         }
     }
-}
-
-/// Reusable buffers of [`decide`].
-#[derive(Default)]
-pub struct MinHashScratch {
-    local: HashMap<u64, Location>,
-    owners: Vec<Location>,
-    insert_keys: Vec<u64>,
-    insert_locs: Vec<Location>,
 }
 
 /// Asks the store about the chunk's band keys and decides which documents are
