@@ -10,9 +10,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use webdedup_dedup::engine::CallEngine;
-use webdedup_dedup::{DocCheck, Options, PolicyChoices, RunState, UrlFilter};
-use webdedup_formats::doc::ReadSettings;
-use webdedup_store::StoreMeta;
+use webdedup_dedup::{DocCheck, PolicyChoices, RunState, UrlFilter};
 use webdedup_store_spec::{open_embedded, KeySet, OpenOptions, StoreSpec};
 use webdedup_text::Normalization;
 
@@ -266,7 +264,7 @@ impl Dedup {
     /// workers named, so that `webdedup check -i INPUT -o DIR` can follow the
     /// references written to `DIR/SOURCE.dedup.dropped`. Returns its path.
     fn write_files_index(&self, dir: PathBuf) -> PyResult<PathBuf> {
-        if !self.shared.options.feedback()() {
+        if !self.shared.options.feedback() {
             return Err(PyValueError::new_err(
                 "write_files_index() needs Dedup(feedback=True)",
             ));

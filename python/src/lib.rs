@@ -23,7 +23,7 @@ use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyTypeError, PyUserWarning};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
-use webdedup_store::Store;
+use webdedup_store::{MemStore, Store};
 
 create_exception!(
     webdedup,

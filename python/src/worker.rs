@@ -332,7 +332,7 @@ impl Worker {
             let v = run(&mut st, &self.shared, vert, source, &DocFormat::Vertical)?;
             let keep = &st.engine.decisions.keep_para;
             // Paragraph index -> (original source, record), feedback mode only.
-            let refs = if self.shared.options.feedback()() {
+            let refs = if self.shared.options.feedback() {
                 reference_list(&st.engine, &self.shared)
             } else {
                 Vec::new()
