@@ -175,7 +175,13 @@ impl PhaseOptions {
         }
         .options()
         .map_err(PyValueError::new_err)?;
-        let options = webdedup_dedup::Options { minhash, ..options };
+        let options = match minhash {
+            Some(m) => webdedup_dedup::Options {
+                mode: webdedup_dedup::Mode::MinHash(m),
+                ..options
+            },
+            None => options,
+        };
         Ok(BatchConfig {
             inputs: vec![input],
             work,
@@ -267,7 +273,7 @@ fn batch_resolve(
         Some(task_index),
         task_count,
     )?;
-    if cfg.options.minhash.is_none() {
+    if cfg.options.minhash().is_none() {
         let stage: Stage = stage.parse().map_err(|e: String| {
             PyValueError::new_err(format!("{e}; with minhash=True: bands or pick"))
         })?;

@@ -16,22 +16,21 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use webdedup_dedup::engine::CallEngine;
 use webdedup_dedup::options::MinHashOptions;
-use webdedup_dedup::plan::{ChunkPlan, Planner};
-use webdedup_dedup::policy::minhash::pairs_lines;
-use webdedup_dedup::policy::{decide, file_id, ChunkContext, Decisions, Scratch};
-use webdedup_dedup::render::render;
-use webdedup_dedup::report::ChunkStats;
-use webdedup_dedup::Options;
-use webdedup_formats::chunk::Chunk;
+use webdedup_dedup::policy::file_id;
+use webdedup_dedup::policy::minhash::KeptDocs;
+use webdedup_dedup::{Options, RunState};
 use webdedup_formats::read::ReadSettings;
-use webdedup_store::{BatchId, MemStore, StoreMeta};
+use webdedup_store::{MemStore, StoreMeta};
 use webdedup_store_spec::files::{MINHASH_KEPT_FILE, SNAPSHOT_FILE};
 use webdedup_store_spec::{KeySet, OpenOptions, StoreSpec};
 
 struct Shared {
     store: Keys,
     options: Options,
+    /// The kept documents (the side store), this object's own run's.
+    state: RunState,
     read: ReadSettings,
     store_dir: Option<PathBuf>,
     meta: StoreMeta,
@@ -42,7 +41,14 @@ struct Shared {
 
 impl Shared {
     fn minhash(&self) -> &MinHashOptions {
-        self.options.minhash.as_ref().expect("MinHash options")
+        self.options.minhash().expect("MinHash options")
+    }
+
+    fn kept(&self) -> &KeptDocs {
+        self.state
+            .kept
+            .as_deref()
+            .expect("a MinHash run's kept documents")
     }
 }
 
@@ -94,6 +100,9 @@ impl MinHashDedup {
         }
         let minhash = crate::minhash::minhash_options(shingles, hashes, bands, rows, verify)?;
         let params = minhash.params;
+        let options = Options::for_minhash(minhash);
+        let state = RunState::new(&options);
+        let kept = state.kept.as_deref().expect("MinHash mode");
         let read = crate::formats::read_settings(
             input_format,
             text_field,
@@ -113,7 +122,7 @@ impl MinHashDedup {
             (Some(map), _) => {
                 // File ids of this Dedup's documents, salted apart from other
                 // workers' on the same servers (as the command line's runs).
-                minhash.kept.set_salt(servers::salt());
+                kept.set_salt(servers::salt());
                 Keys::Servers(Box::new(
                     servers::Servers::new(
                         map.clone(),
@@ -128,27 +137,24 @@ impl MinHashDedup {
             // The side store rebuilds the keys with their originals' locations.
             (None, Some(k)) if k.exists() => {
                 let mem = MemStore::new(blocks);
-                minhash.kept.set_local();
-                minhash.kept.set_persistent();
+                kept.set_local();
+                kept.set_persistent();
                 if let Some(dir) = &store_dir {
-                    minhash.kept.set_dir(dir);
+                    kept.set_dir(dir);
                 }
-                minhash
-                    .kept
-                    .load_file(k, &params.describe(), &mem)
-                    .map_err(err)?;
+                kept.load_file(k, &params.describe(), &mem).map_err(err)?;
                 Keys::Embedded(mem)
             }
             (None, _) => {
                 // The embedded store is this object's own: it locates keys by the
                 // kept documents' ordinals in the side store.
-                minhash.kept.set_local();
+                kept.set_local();
                 if let Some(dir) = &store_dir {
-                    minhash.kept.set_persistent();
+                    kept.set_persistent();
                     // Its files beside the store, if the directory is there yet
                     // (else in the system's temporary directory).
                     if dir.is_dir() {
-                        minhash.kept.set_dir(dir);
+                        kept.set_dir(dir);
                     }
                 }
                 let spec = StoreSpec::embedded(store_dir.as_deref());
@@ -159,14 +165,11 @@ impl MinHashDedup {
                 )
             }
         };
-        let options = Options {
-            minhash: Some(minhash),
-            ..Options::default()
-        };
         Ok(MinHashDedup {
             shared: Arc::new(Shared {
                 store,
                 options,
+                state,
                 read,
                 store_dir,
                 meta,
@@ -182,14 +185,7 @@ impl MinHashDedup {
         let id = self.shared.workers.fetch_add(1, Ordering::Relaxed);
         MinHashWorker {
             shared: self.shared.clone(),
-            state: Mutex::new(Box::new(WorkerState {
-                planner: Planner::new(&self.shared.options),
-                plan: ChunkPlan::default(),
-                scratch: Scratch::default(),
-                decisions: Decisions::default(),
-                stream: id,
-                calls: 0,
-            })),
+            state: Mutex::new(Box::new(CallEngine::new(&self.shared.options, id))),
         }
     }
 
@@ -210,9 +206,12 @@ impl MinHashDedup {
                 ));
             };
             std::fs::create_dir_all(&dir).map_err(err)?;
-            let m = shared.minhash();
-            m.kept
-                .save(&dir.join(MINHASH_KEPT_FILE), &m.params.describe())
+            shared
+                .kept()
+                .save(
+                    &dir.join(MINHASH_KEPT_FILE),
+                    &shared.minhash().params.describe(),
+                )
                 .map_err(err)?;
             let info = mem
                 .save(&dir.join(SNAPSHOT_FILE), &shared.meta)
@@ -227,22 +226,13 @@ impl MinHashDedup {
     }
 }
 
-struct WorkerState {
-    planner: Planner,
-    plan: ChunkPlan,
-    scratch: Scratch,
-    decisions: Decisions,
-    stream: u64,
-    calls: u64,
-}
-
 /// Judges documents against its `MinHashDedup`'s store. Thread-safe: one worker
 /// used from several threads serializes.
 #[pyclass(module = "webdedup", frozen)]
 pub struct MinHashWorker {
     shared: Arc<Shared>,
     /// Boxed, as `Worker`'s state (its alignment is more than Python gives).
-    state: Mutex<Box<WorkerState>>,
+    state: Mutex<Box<CallEngine>>,
 }
 
 #[pymethods]
@@ -265,77 +255,45 @@ impl MinHashWorker {
         let r = py
             .allow_threads(|| {
                 let format = shared.read.resolve(&data);
-                let file = file_id(source.as_bytes());
-                if shared.sources.lock().insert(source.to_owned()) {
-                    shared.minhash().kept.add_file(file, source);
-                }
                 let mut st = self.state.lock();
-                let st = &mut **st;
-                let chunk = Chunk {
+                st.run(
                     data,
-                    first_line: 1,
-                    last: true,
-                    ..Default::default()
-                };
-                st.planner.plan_as(&format, &chunk, &mut st.plan);
-                let ctx = ChunkContext {
-                    id: BatchId {
-                        stream: st.stream,
-                        seq: st.calls * webdedup_dedup::policy::REQUESTS_PER_CHUNK,
-                    },
-                    file,
-                    first_record: 0,
-                };
-                st.calls += 1;
-                decide(
-                    &st.plan,
-                    ctx,
+                    &format,
                     shared.store.store()?,
                     &shared.options,
-                    &mut st.scratch,
-                    &mut st.decisions,
-                )
-                .map_err(|e| e.to_string())?;
-                let mut out = Vec::with_capacity(chunk.data.len());
-                let mut stats = ChunkStats::default();
-                render(
-                    &chunk.data,
-                    &st.plan,
-                    &st.decisions,
-                    &mut out,
-                    None,
-                    None,
-                    &mut stats,
-                );
-                let mut pairs_text = Vec::new();
-                pairs_lines(&st.plan, &st.decisions, source, &mut pairs_text);
-                let pairs = st
+                    &shared.state,
+                    source,
+                    |_| {
+                        let file = file_id(source.as_bytes());
+                        if shared.sources.lock().insert(source.to_owned()) {
+                            shared.kept().add_file(file, source);
+                        }
+                        Ok((file, 0))
+                    },
+                )?;
+                let e = &mut st.engine;
+                let pairs = e
                     .decisions
                     .pairs
                     .iter()
                     .map(|p| {
-                        let d = &st.plan.docs[p.doc];
+                        let d = &e.plan.docs[p.doc];
                         let name = match &d.id {
-                            Some(id) => st.plan.meta_of(id).to_owned(),
+                            Some(id) => e.plan.meta_of(id).to_owned(),
                             None => format!("{source}:{}", d.line),
                         };
                         (name, p.original.clone(), p.jaccard)
                     })
                     .collect();
-                let statuses: Vec<String> = st.decisions.docs.iter().map(|s| s.code()).collect();
+                let statuses = e.statuses();
                 Ok::<_, String>(MinHashResult {
                     kept: statuses.iter().filter(|s| *s == "K").count() as u64,
                     dropped: statuses.iter().filter(|s| *s == "D").count() as u64,
-                    data: out,
+                    data: std::mem::take(&mut e.rendered.out),
                     statuses,
                     pairs,
-                    pairs_text,
-                    problems: st
-                        .plan
-                        .issues
-                        .iter()
-                        .map(|i| (i.line, i.kind.to_string()))
-                        .collect(),
+                    pairs_text: std::mem::take(&mut e.rendered.side),
+                    problems: e.problems(),
                 })
             })
             .map_err(err)?;

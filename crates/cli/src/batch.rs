@@ -11,7 +11,7 @@ use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
 use webdedup_dedup::batch::{self, BatchConfig, MinHashStage, Stage};
-use webdedup_dedup::{Options, PolicyChoices, RunConfig, RunStats};
+use webdedup_dedup::{Mode, Options, PolicyChoices, RunConfig, RunStats};
 use webdedup_text::shown::escape_controls;
 use webdedup_formats::summary::{thousands, Outcome};
 use webdedup_text::Normalization;
@@ -204,10 +204,10 @@ fn config(c: &Common, task_count: usize) -> Result<BatchConfig> {
         options: Options {
             // MinHash settings are checked by their own conversion; the rest
             // by the one every command shares.
-            minhash: if c.minhash {
-                Some(c.minhash_settings.options()?)
+            mode: if c.minhash {
+                Mode::MinHash(c.minhash_settings.options()?)
             } else {
-                None
+                Mode::default()
             },
             ..PolicyChoices {
                 normalization: Some(c.normalize.normalization),
@@ -422,7 +422,7 @@ fn run_all(a: &RunArgs, report: &(dyn Fn(&str) + Sync)) -> Result<u8> {
     };
     phase(&|t| batch::hash_keeping_plans(&cfg, t, report, Some(&plans)).map(|_| None))?;
     mark("hash");
-    if cfg.options.minhash.is_some() {
+    if cfg.options.minhash().is_some() {
         let store = a.store.as_deref();
         phase(&|t| batch::resolve_minhash(&cfg, MinHashStage::Bands, t, store).map(|_| None))?;
         batch::resolve_minhash(&cfg, MinHashStage::Pick, 0, store)?;

@@ -200,6 +200,7 @@ impl Reporting {
             })
         };
         BytesProgress {
+            what: what.to_owned(),
             bar: Some(bar),
             stop,
             ticker: Some(ticker),
@@ -281,8 +282,10 @@ fn input_bytes(inputs: &[PathBuf]) -> u64 {
 }
 
 /// The progress bar of a running command (see [`Reporting::bytes_progress`]).
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct BytesProgress {
+    /// What the command is doing (the bar's message, before a run's figures).
+    what: String,
     bar: Option<indicatif::ProgressBar>,
     stop: Arc<AtomicBool>,
     ticker: Option<std::thread::JoinHandle<()>>,
@@ -296,6 +299,19 @@ impl Drop for BytesProgress {
         }
         if let Some(b) = &self.bar {
             b.finish_and_clear();
+        }
+    }
+}
+
+/// The stream runner's figures after the bar's bytes: files done, documents
+/// kept and dropped.
+impl webdedup_dedup::Progress for BytesProgress {
+    fn update(&self, at: &webdedup_dedup::RunProgress) {
+        if let Some(b) = &self.bar {
+            b.set_message(format!(
+                "{}: {}/{} files, documents kept {} dropped {}",
+                self.what, at.files_done, at.files, at.documents_kept, at.documents_dropped
+            ));
         }
     }
 }

@@ -14,9 +14,9 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use webdedup_dedup::Persistence;
-use webdedup_dedup::{NearRules, PolicyChoices, RunConfig};
-use webdedup_text::shown::escape_controls;
+use webdedup_dedup::{NearRules, PolicyChoices, RunConfig, RunState};
 use webdedup_store::SyncMode;
+use webdedup_text::shown::escape_controls;
 use webdedup_store_spec::StoreSpec;
 use webdedup_text::Normalization;
 
@@ -195,14 +195,15 @@ pub(crate) fn run_mode(
         threads,
         options: {
             options.url_filter = url_filter;
-            options.minhash = minhash;
+            if let Some(m) = minhash {
+                options.mode = webdedup_dedup::options::Mode::MinHash(m);
+            }
             options
         },
         read: args.read.settings()?,
         dd: args.out.dd,
         compress: args.out.compress.fixed,
         compress_auto: args.out.compress.auto,
-        progress: args.report.progress_bar(),
         report_limit: args.report_limit,
         chunk_bytes: args.chunk_bytes.get(),
         max_line_bytes: args.max_line_bytes.get(),
@@ -246,6 +247,15 @@ pub(crate) fn run_mode(
         .store
         .as_deref()
         .filter(|s| s.to_str().is_some_and(StoreSpec::is_engine_url));
+    // The run's own state, and the progress bar it is shown on (both gone before
+    // the summary is printed).
+    let what = if cfg.options.minhash().is_some() {
+        "minhash"
+    } else {
+        "dedup"
+    };
+    let bar = Arc::new(args.report.bytes_progress(what, &args.input, 1));
+    let state = RunState::new(&cfg.options).with_progress(bar.clone());
     let (stats, persisted) = if let Some(map) = &args.servers {
         let spec = StoreSpec::Servers {
             map: map.clone(),
@@ -264,7 +274,7 @@ pub(crate) fn run_mode(
             crate::remote::open(&spec, &keys, capacity, salt)
         };
         (
-            run_on_external(args, &cfg, &stop, &report, open)?,
+            run_on_external(args, &cfg, &state, &stop, &report, open)?,
             Default::default(),
         )
     } else if let Some(url) = engine {
@@ -277,12 +287,13 @@ pub(crate) fn run_mode(
         );
         let open = |salt| crate::remote::open(&spec, &keys, capacity, salt);
         (
-            run_on_external(args, &cfg, &stop, &report, open)?,
+            run_on_external(args, &cfg, &state, &stop, &report, open)?,
             Default::default(),
         )
     } else {
-        webdedup_dedup::run_persistent(&cfg, &persistence, Some(&stop), &report)?
+        webdedup_dedup::run_persistent(&cfg, &persistence, &state, Some(&stop), &report)?
     };
+    drop((state, bar));
     // A Redis URL's password never reaches the figures.
     let store = args
         .store
@@ -329,7 +340,7 @@ fn run_wikilinks(
     if args.url_filter.is_some() || args.out.dd {
         anyhow::bail!("--format wikilinks has no documents: --url-filter and --dd do not apply");
     }
-    if let Some(why) = webdedup_dedup::wikilinks::unsupported(cfg.options.near.as_ref()) {
+    if let Some(why) = webdedup_dedup::wikilinks::unsupported(cfg.options.near()) {
         anyhow::bail!("{why}");
     }
     let store =
@@ -350,6 +361,7 @@ fn run_wikilinks(
 fn run_on_external(
     args: &DedupArgs,
     cfg: &RunConfig,
+    state: &RunState,
     stop: &AtomicBool,
     report: &(dyn Fn(&str) + Sync),
     open: impl FnOnce(u64) -> Result<Box<dyn webdedup_store::Store>>,
@@ -379,15 +391,13 @@ fn run_on_external(
         // MinHash mode redoes every output on restore (the side store of kept
         // documents is rebuilt; keys the interrupted attempt inserted are told
         // apart by their locations, see `policy::minhash`).
-        skip_finished: args.restore && cfg.options.minhash.is_none(),
+        skip_finished: args.restore && cfg.options.minhash().is_none(),
         finished: None,
         stop: Some(stop),
         plans: None,
     };
-    if let Some(m) = &cfg.options.minhash {
-        m.kept.set_salt(salt);
-    }
-    let stats = webdedup_dedup::run_with(cfg, store.as_ref(), &dur, report)?;
+    let state = state.clone().salted(salt);
+    let stats = webdedup_dedup::run_with(cfg, store.as_ref(), &state, &dur, report)?;
     if !stats.interrupted {
         let _ = std::fs::remove_file(_lock.path());
     }

@@ -189,6 +189,38 @@ fn summary_table_is_printed_unless_quiet() {
     assert!(q.stderr.is_empty());
 }
 
+/// `--progress always` with stderr in a log (not a terminal): `dedup` and
+/// `minhash` draw the bar every command draws (bytes, rate, ETA), a line at a
+/// time (with the run's files and documents once a second); without it,
+/// nothing is drawn.
+#[test]
+fn progress_always_writes_the_bar_into_a_log() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("a.vert"), A_VERT).unwrap();
+    let input = dir.path().join("a.vert");
+    for (i, command) in ["dedup", "minhash"].into_iter().enumerate() {
+        let out = dir.path().join(format!("out{i}"));
+        let args = [
+            command,
+            "-i",
+            input.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ];
+        let o = webdedup(&[&args[..], &["--progress", "always"]].concat());
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(0), "{err}");
+        assert!(
+            err.lines()
+                .any(|l| l.contains("ETA") && l.contains('[') && l.contains(command)),
+            "{command} --progress always drew no bar: {err}"
+        );
+        let o = webdedup(&[&args[..], &["--progress", "auto"]].concat());
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        assert!(!stderr(&o).contains("ETA"), "{}", stderr(&o));
+    }
+}
+
 #[test]
 fn malformed_inputs_are_reported_and_the_rest_is_processed() {
     let dir = tempfile::tempdir().unwrap();

@@ -51,7 +51,8 @@ fn main() {
                         blocks: DEFAULT_BLOCKS,
                         capacity: 0,
                     };
-                    let (stats, rep) = run_persistent(&cfg, &p, None, &quiet).unwrap();
+                    let state = webdedup_dedup::RunState::new(&cfg.options);
+                    let (stats, rep) = run_persistent(&cfg, &p, &state, None, &quiet).unwrap();
                     save[i] = rep.saved.map_or(0.0, |s| s.seconds);
                     stats
                 }

@@ -36,6 +36,7 @@ use crate::report::RunStats;
 use crate::runner::{
     count_skipped, open_doc_reader, rel_bytes, report_skipped, Durability, InputFile, RunConfig,
 };
+use crate::state::RunState;
 use anyhow::{anyhow, bail, Context, Result};
 use parking_lot::Mutex;
 // Keys and positions are hashed millions of times per stage; SipHash's DoS
@@ -49,8 +50,14 @@ use webdedup_store::{fault, BatchId, MemStore, Store, StoreError};
 use webdedup_store_spec::files::SNAPSHOT_FILE;
 use webdedup_store_spec::{KeySet, OpenOptions, StoreSpec};
 
+mod hash;
 mod minhash;
+mod records;
+
+pub use hash::{hash, hash_keeping_plans};
+use hash::{hash_dir, plan_owned, run_name};
 pub use minhash::MinHashStage;
+use records::{decode, encode, get_varint, put_varint, Rec};
 
 /// The key kinds, in stage order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,7 +111,7 @@ impl BatchConfig {
     fn settings(&self) -> String {
         // The reading settings only when not the defaults, so work directories
         // made before formats existed still match; MinHash mode likewise.
-        let minhash = match &self.options.minhash {
+        let minhash = match self.options.minhash() {
             Some(m) => format!(
                 "{} verify={}\n",
                 m.params.describe(),
@@ -135,7 +142,9 @@ impl BatchConfig {
         if self.task_count == 0 || self.partitions == 0 {
             bail!("--task-count and --partitions must be at least 1");
         }
-        if self.options.near.is_some() || self.options.feedback || self.options.url_filter.is_some()
+        if self.options.near().is_some()
+            || self.options.feedback()
+            || self.options.url_filter.is_some()
         {
             bail!("batch mode is exact mode: -n, -f and --url-filter are not supported");
         }
@@ -386,260 +395,6 @@ fn marker(dir: &Path, name: &str) -> PathBuf {
     dir.join(format!("{name}.done"))
 }
 
-// ---- Records and their encoding --------------------------------------------------
-
-/// A key that may be asked: where (file rank, index among its kind's keys in that
-/// file) and, for paragraphs, in which document.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct Rec {
-    key: u64,
-    file: u32,
-    seq: u32,
-    doc: u32,
-}
-
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push(v as u8 | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-fn get_varint(data: &[u8], pos: &mut usize) -> Result<u64> {
-    let mut v = 0u64;
-    for shift in (0..64).step_by(7) {
-        let b = *data.get(*pos).ok_or_else(|| anyhow!("truncated record"))?;
-        *pos += 1;
-        v |= ((b & 0x7f) as u64) << shift;
-        if b < 0x80 {
-            return Ok(v);
-        }
-    }
-    bail!("bad varint")
-}
-
-/// Bits needed for `v` (0 for 0).
-fn width(v: u64) -> u32 {
-    64 - v.leading_zeros()
-}
-
-/// Sorted records, bit-packed behind a small header and a checksum:
-///
-/// ```text
-/// varint count   (then, if count > 0:)
-/// u8 rice_k  u8 file_bits  u8 seq_bits  u8 doc_bits (255: doc equals seq)
-/// bits: key 0 in 64 bits, then per record: key gap (Rice, k = rice_k; 0 for a
-///       repeated key) after the first, file, seq, doc (fixed widths)
-/// u64 xxh3 of everything before
-/// ```
-///
-/// Keys in a run are uniform over u64, so a gap costs about 66 - log2(count)
-/// bits; positions take only the bits their largest value needs.
-fn encode(recs: &[Rec]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(recs.len() * 10 + 24);
-    put_varint(&mut out, recs.len() as u64);
-    if let Some(first) = recs.first() {
-        let gaps: Vec<u64> = recs.windows(2).map(|w| w[1].key - w[0].key).collect();
-        let k = webdedup_store::bits::best_rice_k(&gaps);
-        let max = |f: fn(&Rec) -> u32| recs.iter().map(|r| f(r) as u64).max().unwrap_or(0);
-        let (file_bits, seq_bits) = (width(max(|r| r.file)), width(max(|r| r.seq)));
-        let doc_is_seq = recs.iter().all(|r| r.doc == r.seq);
-        let doc_bits = if doc_is_seq { 0 } else { width(max(|r| r.doc)) };
-        out.extend_from_slice(&[
-            k as u8,
-            file_bits as u8,
-            seq_bits as u8,
-            if doc_is_seq { 255 } else { doc_bits as u8 },
-        ]);
-        let mut w = webdedup_store::bits::BitWriter::with_capacity(recs.len() * 10);
-        w.put_wide(first.key, 64);
-        for (i, r) in recs.iter().enumerate() {
-            if i > 0 {
-                w.rice(gaps[i - 1], k);
-            }
-            w.put(r.file as u64, file_bits);
-            w.put(r.seq as u64, seq_bits);
-            if !doc_is_seq {
-                w.put(r.doc as u64, doc_bits);
-            }
-        }
-        out.extend_from_slice(&w.finish());
-    }
-    let sum = xxhash_rust::xxh3::xxh3_64(&out);
-    out.extend_from_slice(&sum.to_le_bytes());
-    out
-}
-
-fn decode(path: &Path, out: &mut Vec<Rec>) -> Result<()> {
-    let data = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let bad = |why: &str| anyhow!("{}: {why}", path.display());
-    if data.len() < 8 {
-        return Err(bad("truncated"));
-    }
-    let (body, sum) = data.split_at(data.len() - 8);
-    if xxhash_rust::xxh3::xxh3_64(body) != u64::from_le_bytes(sum.try_into().unwrap()) {
-        return Err(bad(
-            "checksum mismatch (damaged file; rerun the task that wrote it)",
-        ));
-    }
-    let mut pos = 0;
-    let n = get_varint(body, &mut pos).map_err(|e| bad(&e.to_string()))?;
-    if n == 0 {
-        return Ok(());
-    }
-    let head = body
-        .get(pos..pos + 4)
-        .ok_or_else(|| bad("truncated header"))?;
-    let (k, file_bits, seq_bits) = (head[0] as u32, head[1] as u32, head[2] as u32);
-    let (doc_is_seq, doc_bits) = if head[3] == 255 {
-        (true, 0)
-    } else {
-        (false, head[3] as u32)
-    };
-    if k > 63 || file_bits > 32 || seq_bits > 32 || doc_bits > 32 {
-        return Err(bad("bad field widths"));
-    }
-    let bits = &body[pos + 4..];
-    // Every record takes at least one bit: a count beyond that is damage.
-    if n > bits.len() as u64 * 8 {
-        return Err(bad("more records than bits"));
-    }
-    let mut r = webdedup_store::bits::BitReader::new(bits);
-    let mut key = r.get_wide(64);
-    for i in 0..n {
-        if i > 0 {
-            let gap = r.rice(k).ok_or_else(|| bad("truncated record"))?;
-            key = key
-                .checked_add(gap)
-                .ok_or_else(|| bad("keys out of order"))?;
-        }
-        let file = r.get(file_bits) as u32;
-        let seq = r.get(seq_bits) as u32;
-        let doc = if doc_is_seq {
-            seq
-        } else {
-            r.get(doc_bits) as u32
-        };
-        out.push(Rec {
-            key,
-            file,
-            seq,
-            doc,
-        });
-    }
-    if r.position().div_ceil(8) != bits.len() {
-        return Err(bad("records and length disagree"));
-    }
-    Ok(())
-}
-
-// ---- Hash ------------------------------------------------------------------------
-
-fn hash_dir(work: &Path) -> PathBuf {
-    work.join("hash")
-}
-
-fn run_name(stage: Stage, part: u32) -> String {
-    format!("{}-{part}.run", stage.name())
-}
-
-/// The hash phase for one task; returns false if it had already finished.
-pub fn hash(cfg: &BatchConfig, task: usize, report: &(dyn Fn(&str) + Sync)) -> Result<bool> {
-    hash_keeping_plans(cfg, task, report, None)
-}
-
-/// [`hash`] that also keeps the chunk plans in `plans` (as far as its budget
-/// goes), so a [`filter_with_plans`] in the same process need not plan them again.
-pub fn hash_keeping_plans(
-    cfg: &BatchConfig,
-    task: usize,
-    report: &(dyn Fn(&str) + Sync),
-    plans: Option<&PlanCache>,
-) -> Result<bool> {
-    cfg.prepare()?;
-    if cfg.options.minhash.is_some() {
-        return minhash::hash(cfg, task, report, plans);
-    }
-    let dir = hash_dir(&cfg.work);
-    std::fs::create_dir_all(&dir)?;
-    let name = format!("task-{task}");
-    if marker(&dir, &name).exists() {
-        return Ok(false);
-    }
-    let files = cfg.files()?;
-    let mut runs: Vec<Vec<Vec<Rec>>> = vec![vec![Vec::new(); cfg.partitions as usize]; 3];
-    let mut planner = Planner::new(&cfg.options);
-    let mut plan = ChunkPlan::default();
-    for (rank, f) in files
-        .iter()
-        .enumerate()
-        .filter(|(r, _)| cfg.owner(*r) == task)
-    {
-        let rank = rank as u32;
-        let (format, mut chunks) =
-            match open_doc_reader(f, &cfg.read, None, cfg.chunk_bytes, cfg.max_line_bytes) {
-                Ok(r) => r,
-                Err(e) => {
-                    // The filter task reports it (and writes nothing for it).
-                    report(&format!("{}: cannot read: {e}", f.path.display()));
-                    continue;
-                }
-            };
-        let (mut doc_index, mut long_index) = (0u32, 0u32);
-        let mut chunk_index = 0u64;
-        while let Some(chunk) = chunks.next_chunk() {
-            planner.plan_as(&format, &chunk, &mut plan);
-            // Bad records ask no key (they are not documents).
-            for d in plan.docs.iter().filter(|d| d.kind == DocKind::Document) {
-                let mut push = |stage: Stage, key: u64, seq: u32| {
-                    runs[stage as usize][cfg.partition(key) as usize].push(Rec {
-                        key,
-                        file: rank,
-                        seq,
-                        doc: doc_index,
-                    })
-                };
-                // Documents without URL or title ask no URL+title key; with
-                // `--doc-check none` no document asks either kind.
-                if cfg.options.doc_check != DocCheck::None {
-                    if d.has_url_title {
-                        push(Stage::UrlTitle, d.url_title_key, doc_index);
-                    }
-                    push(Stage::Docs, d.doc_key, doc_index);
-                }
-                for p in plan.paras[d.paras.clone()].iter().filter(|p| p.long) {
-                    push(Stage::Paras, p.key, long_index);
-                    long_index += 1;
-                }
-                doc_index += 1;
-            }
-            if let Some(cache) = plans {
-                cache.put(
-                    rel_bytes(&f.rel),
-                    chunk_index,
-                    &chunk.data,
-                    std::mem::take(&mut plan),
-                );
-            }
-            chunk_index += 1;
-        }
-    }
-    let staging = Staging::create(&dir.join(&name))?;
-    let tmp = staging.path();
-    for stage in Stage::ALL {
-        for (p, recs) in runs[stage as usize].iter_mut().enumerate() {
-            recs.sort_unstable();
-            write_atomic(&tmp.join(run_name(stage, p as u32)), &encode(recs))?;
-        }
-    }
-    fault::hit("batch-hash-written");
-    publish_dir(tmp, &dir.join(&name))?;
-    fault::hit("batch-hash-published");
-    write_atomic(&marker(&dir, &name), b"")?;
-    Ok(true)
-}
-
 // ---- Resolve ---------------------------------------------------------------------
 
 fn verdict_dir(work: &Path, stage: Stage) -> PathBuf {
@@ -668,7 +423,7 @@ pub fn resolve_minhash(
     store: Option<&Path>,
 ) -> Result<bool> {
     cfg.prepare()?;
-    if cfg.options.minhash.is_none() {
+    if cfg.options.minhash().is_none() {
         bail!(
             "--stage {} is a MinHash stage: the work directory {} is exact mode's (url-title, docs, paras)",
             stage.name(),
@@ -759,7 +514,7 @@ fn url_title_repeats(cfg: &BatchConfig) -> Result<(HashSet<DocPos>, HashSet<DocP
 /// One resolve stage for one task; returns false if it had already finished.
 pub fn resolve(cfg: &BatchConfig, stage: Stage, task: usize, store: Option<&Path>) -> Result<bool> {
     cfg.prepare()?;
-    if cfg.options.minhash.is_some() {
+    if cfg.options.minhash().is_some() {
         bail!(
             "{} is a MinHash work directory: its resolve stages are `bands`, then `pick`",
             cfg.work.display()
@@ -930,12 +685,13 @@ pub fn filter_with_plans(
         .collect();
     let mut staged = run.clone();
     let mut new: HashMap<u64, HashSet<u64>> = HashMap::default();
-    if let Some(m) = &mut staged.options.minhash {
-        m.decided = Some(std::sync::Arc::new(minhash::decided(cfg, &files, &mine)?));
+    let mut state = RunState::new(&staged.options);
+    if staged.options.minhash().is_some() {
+        state = state.with_decided(minhash::decided(cfg, &files, &mine)?);
     }
     for stage in Stage::ALL
         .into_iter()
-        .filter(|_| cfg.options.minhash.is_none())
+        .filter(|_| cfg.options.minhash().is_none())
     {
         for r in read_new(cfg, stage)? {
             if mine.contains(&r.file) {
@@ -965,10 +721,10 @@ pub fn filter_with_plans(
     let staging = Staging::named(&dir.join(&name));
     let staging = staging.path();
     staged.output = staging.to_owned();
-    let mut stats = crate::runner::run_files(&staged, selected, &store, &dur, report)?;
+    let mut stats = crate::runner::run_files(&staged, selected, &store, &state, &dur, report)?;
     count_skipped(&listing, &mut stats);
     fault::hit("batch-filter-written");
-    if cfg.options.minhash.is_some() {
+    if cfg.options.minhash().is_some() {
         // The runner indexed this task's files; MinHash mode's index (as stream
         // mode's) names every input file. Every task writes the same one, in its
         // own staging directory: tasks running at once never share a temporary
@@ -1008,7 +764,7 @@ fn move_tree(from: &Path, to: &Path) -> Result<()> {
 /// saves it. Idempotent: the keys are a set.
 pub fn publish(cfg: &BatchConfig, store: &Path) -> Result<u64> {
     cfg.prepare()?;
-    if cfg.options.minhash.is_some() {
+    if cfg.options.minhash().is_some() {
         bail!("MinHash batch mode does not publish into a store yet (--store)");
     }
     let key_set = key_set(cfg);
@@ -1218,10 +974,7 @@ mod tests {
                 bands: 8,
                 rows: 2,
             };
-            let options = || Options {
-                minhash: Some(crate::options::MinHashOptions::new(params, verify)),
-                ..Options::default()
-            };
+            let options = || Options::for_minhash(crate::options::MinHashOptions { params, verify });
             let mut rc = RunConfig::new(&input, tmp.path().join("stream"));
             rc.options = options();
             rc.dd = true;

@@ -99,9 +99,11 @@ fn parse_loc(s: &str) -> Option<Location> {
 
 fn planner_options(cfg: &CheckConfig) -> Options {
     Options {
-        near: Some(cfg.options.near.clone().unwrap_or_default()),
+        mode: crate::options::Mode::Near {
+            near: cfg.options.near().cloned().unwrap_or_default(),
+            feedback: false,
+        },
         url_filter: None,
-        feedback: false,
         ..cfg.options.clone()
     }
 }
@@ -346,7 +348,7 @@ pub fn check(cfg: &CheckConfig) -> Result<CheckReport> {
                 .insert(r.original.record);
         }
     }
-    let n = opts.near.as_ref().map_or(7, |n: &NearOptions| n.ngram);
+    let n = opts.near().map_or(7, |n: &NearOptions| n.ngram);
     let mut originals: HashMap<u64, HashMap<u64, (u64, Vec<u64>)>> = HashMap::new();
     for (file, records) in &wanted {
         if let Some(input) = names.get(file).and_then(|rel| inputs.get(rel)) {
@@ -392,7 +394,7 @@ pub fn check(cfg: &CheckConfig) -> Result<CheckReport> {
             report.confirmed += 1;
             continue;
         }
-        match &cfg.options.near {
+        match cfg.options.near() {
             None => report.mismatches.push(mismatch(
                 "the texts differ after normalization (a hash collision or a bug)".into(),
             )),

@@ -10,11 +10,11 @@ use webdedup_store_spec::KeySet;
 
 /// The [`Keys`] of a run with `options` (`dedup`, `minhash`, batch mode, Python).
 pub fn keys_of(options: &Options) -> Keys<'_> {
-    match &options.minhash {
+    match options.minhash() {
         Some(m) => Keys::MinHash(&m.params),
         None => Keys::Vertical {
             normalization: options.normalization,
-            near: options.near.as_ref().map(|n| NearKeys {
+            near: options.near().map(|n| NearKeys {
                 ngram: n.ngram,
                 tokens: match n.rules {
                     NearRules::Webdedup => NearTokens::Normalized,

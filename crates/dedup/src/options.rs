@@ -168,7 +168,7 @@ pub const DEFAULT_REPORT_LIMIT: usize = 20;
 /// ```
 /// use webdedup_dedup::options::PolicyChoices;
 /// let ok = PolicyChoices { near: true, ngram: Some(5), ..Default::default() };
-/// assert_eq!(ok.options().unwrap().near.unwrap().ngram, 5);
+/// assert_eq!(ok.options().unwrap().near().unwrap().ngram, 5);
 /// let bad = PolicyChoices { near: true, ngram: Some(0), ..Default::default() };
 /// assert_eq!(bad.options().unwrap_err(), "--ngram must be between 1 and 64, not 0");
 /// ```
@@ -230,8 +230,16 @@ impl PolicyChoices {
             normalization: self.normalization.unwrap_or(d.normalization),
             min_para_chars: self.min_para_chars.unwrap_or(d.min_para_chars),
             doc_check: self.doc_check.unwrap_or(d.doc_check),
-            near: self.near.then_some(near),
-            feedback: self.feedback,
+            mode: if self.near {
+                Mode::Near {
+                    near,
+                    feedback: self.feedback,
+                }
+            } else {
+                Mode::Exact {
+                    feedback: self.feedback,
+                }
+            },
             ..d
         })
     }
@@ -239,33 +247,14 @@ impl PolicyChoices {
 
 /// MinHash stream mode (`webdedup minhash`): whole documents, dropped when one of
 /// their LSH band keys was inserted by an earlier kept document (see
-/// [`crate::policy::minhash`]).
-#[derive(Clone, Debug)]
+/// `policy::minhash`). Settings only: the kept documents and batch mode's
+/// decisions belong to the run (`state::RunState`).
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct MinHashOptions {
     pub params: webdedup_minhash::Params,
     /// Drop only when the estimated Jaccard similarity with the named original is at
     /// least this (`--verify J`); None: every band match drops.
     pub verify: Option<f64>,
-    /// The kept documents' side store (names, and signatures with `verify`): shared
-    /// by the run's threads, consulted and filled in the commit gate (in input order).
-    pub kept: Arc<crate::policy::minhash::KeptDocs>,
-    /// Batch mode's filter phase: the decisions its resolve phase took (every
-    /// dropped document and its original); the store is then not asked.
-    pub decided: Option<Arc<crate::policy::minhash::Decided>>,
-}
-
-impl MinHashOptions {
-    pub fn new(params: webdedup_minhash::Params, verify: Option<f64>) -> Self {
-        MinHashOptions {
-            params,
-            verify,
-            kept: Arc::new(crate::policy::minhash::KeptDocs::new(
-                params.hashes,
-                params.bands,
-            )),
-            decided: None,
-        }
-    }
 }
 
 /// The MinHash settings as every front door takes them (the command line's
@@ -305,37 +294,88 @@ impl MinHashChoices {
         if !(0.0..=1.0).contains(&verify) {
             return Err("--verify must be between 0 and 1 (0: off)".into());
         }
-        Ok(MinHashOptions::new(
+        Ok(MinHashOptions {
             params,
-            (verify > 0.0).then_some(verify),
-        ))
+            verify: (verify > 0.0).then_some(verify),
+        })
     }
 }
 
+/// What a run judges, and by which keys: one mode a run.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Mode {
+    /// URL+title, document and paragraph keys, compared exactly (the default).
+    Exact {
+        /// Feedback mode (`-f`): remember where keys were first seen and write
+        /// every dropped paragraph with a reference to its original.
+        feedback: bool,
+    },
+    /// The exact keys, and long paragraphs judged by word n-gram overlap too (`-n`).
+    Near {
+        near: NearOptions,
+        /// Feedback mode, as in [`Mode::Exact`] (webdedup's near rules only).
+        feedback: bool,
+    },
+    /// Whole documents judged by LSH band keys only (`webdedup minhash`): no
+    /// URL+title, document or paragraph keys.
+    MinHash(MinHashOptions),
+}
+
+impl Default for Mode {
+    fn default() -> Self {
+        Mode::Exact { feedback: false }
+    }
+}
+
+/// The policy's settings: plain values, the same for every chunk of a run (what a
+/// run accumulates while it runs is its `state::RunState`).
 #[derive(Clone, Debug)]
 pub struct Options {
     pub normalization: Normalization,
     /// A paragraph is long when its raw text has at least this many characters.
     pub min_para_chars: usize,
     pub doc_check: DocCheck,
-    /// Near-duplicate mode (`-n`): paragraphs judged by n-gram overlap as well.
-    pub near: Option<NearOptions>,
+    pub mode: Mode,
     /// Documents whose URL matches are dropped before any store request.
     pub url_filter: Option<Arc<UrlFilter>>,
-    /// Feedback mode (`-f`): remember where keys were first seen and write every
-    /// dropped paragraph with a reference to its original.
-    pub feedback: bool,
-    /// MinHash stream mode: documents judged by LSH band keys only (no URL+title,
-    /// document or paragraph keys).
-    pub minhash: Option<MinHashOptions>,
 }
 
 impl Options {
+    /// MinHash mode with `m`, the other settings their defaults.
+    pub fn for_minhash(m: MinHashOptions) -> Self {
+        Options {
+            mode: Mode::MinHash(m),
+            ..Options::default()
+        }
+    }
+
+    /// Near mode's settings (`-n`), if on.
+    pub fn near(&self) -> Option<&NearOptions> {
+        match &self.mode {
+            Mode::Near { near, .. } => Some(near),
+            _ => None,
+        }
+    }
+
+    /// Feedback mode (`-f`): keys remember where they were first seen.
+    pub fn feedback(&self) -> bool {
+        matches!(
+            self.mode,
+            Mode::Exact { feedback: true } | Mode::Near { feedback: true, .. }
+        )
+    }
+
+    /// MinHash mode's settings, if on.
+    pub fn minhash(&self) -> Option<&MinHashOptions> {
+        match &self.mode {
+            Mode::MinHash(m) => Some(m),
+            _ => None,
+        }
+    }
+
     /// Near mode with onion's rules (`-n --near-rules onion`).
     pub fn onion_rules(&self) -> bool {
-        self.near
-            .as_ref()
-            .is_some_and(|n| n.rules == NearRules::Onion)
+        self.near().is_some_and(|n| n.rules == NearRules::Onion)
     }
 }
 
@@ -345,10 +385,8 @@ impl Default for Options {
             normalization: Normalization::Loose,
             min_para_chars: DEFAULT_MIN_PARA_CHARS,
             doc_check: DocCheck::All,
-            near: None,
+            mode: Mode::default(),
             url_filter: None,
-            feedback: false,
-            minhash: None,
         }
     }
 }

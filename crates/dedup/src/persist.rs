@@ -26,8 +26,9 @@
 use crate::policy::minhash::KeptFile;
 use crate::resume::{is_bookkeeping, replay_keys, Finished, Recorded, RunStart};
 use crate::runner::{
-    list_inputs, log_path, on_finished, rel_bytes, run_with, Durability, InputFile,
+    list_inputs, log_path, on_finished, rel_bytes, run_listed, Durability, InputFile,
 };
+use crate::state::RunState;
 use crate::{RunConfig, RunStats};
 use anyhow::{anyhow, bail, Context, Result};
 use std::collections::{BTreeMap, HashMap};
@@ -103,7 +104,7 @@ fn run_info(cfg: &RunConfig) -> Result<String> {
     // Written only when not the defaults (verticals, sniffed), like the lines below.
     info.push_str(&cfg.read.describe());
     // Written only when set, so journals of runs without them still match.
-    if let Some(n) = &cfg.options.near {
+    if let Some(n) = cfg.options.near() {
         info.push_str(&format!(
             "near=ngram {} threshold {} smooth {} max-stub {}\n",
             n.ngram, n.threshold, n.smooth, n.max_stub
@@ -116,10 +117,10 @@ fn run_info(cfg: &RunConfig) -> Result<String> {
     if let Some(f) = &cfg.options.url_filter {
         info.push_str(&format!("url-filter-rules={}\n", f.len()));
     }
-    if cfg.options.feedback {
+    if cfg.options.feedback() {
         info.push_str("feedback=true\n");
     }
-    if let Some(m) = &cfg.options.minhash {
+    if let Some(m) = cfg.options.minhash() {
         info.push_str(&format!(
             "minhash={} verify={}\n",
             m.params.describe(),
@@ -232,7 +233,7 @@ fn plan_finished(
     // No start record: cut short to its header, or a journal of a webdedup before
     // start records, which lists nothing.
     let start = recorded.start.clone().unwrap_or_default();
-    let rerun = cfg.options.minhash.is_some();
+    let rerun = cfg.options.minhash().is_some();
     let mut plan = HashMap::new();
     let mut torn_mark = None;
     for f in files {
@@ -309,7 +310,7 @@ fn start_over(cfg: &RunConfig, p: &Persistence, journal: &Path) -> String {
 /// unknown to it, interrupted or not, so a restore names the same originals.
 fn locations_file(cfg: &RunConfig, p: &Persistence) -> Option<PathBuf> {
     let dir = p.store_dir.as_ref()?;
-    (cfg.options.feedback && cfg.options.minhash.is_none()).then(|| dir.join(LOCATIONS_FILE))
+    (cfg.options.feedback() && cfg.options.minhash().is_none()).then(|| dir.join(LOCATIONS_FILE))
 }
 
 /// Loads the locations file `path` (if any) into `store`, which holds the
@@ -332,15 +333,18 @@ fn load_locations(store: &MemStore, path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Runs `cfg` with a persistent store and crash-safe resume (see the module docs).
+/// Runs `cfg` with a persistent store and crash-safe resume (see the module docs),
+/// with `state` made for it ([`RunState::new`]).
 pub fn run_persistent(
     cfg: &RunConfig,
     p: &Persistence,
+    state: &RunState,
     stop: Option<&AtomicBool>,
     report: &(dyn Fn(&str) + Sync),
 ) -> Result<(RunStats, PersistReport)> {
     let mut rep = PersistReport::default();
-    let files = list_inputs(&cfg.inputs, &cfg.output)?.files;
+    let listing = list_inputs(&cfg.inputs, &cfg.output)?;
+    let files = &listing.files;
     std::fs::create_dir_all(&cfg.output)
         .with_context(|| format!("cannot create output directory {}", cfg.output.display()))?;
     let keys = crate::identity::key_set(&cfg.options, p.blocks);
@@ -366,11 +370,11 @@ pub fn run_persistent(
     // MinHash mode: the side store of kept documents (names, signatures, band keys)
     // is saved beside the snapshot and is what the store is rebuilt from, with each
     // key's first location (see `policy::minhash`).
-    let minhash = cfg.options.minhash.as_ref();
-    if let Some(m) = minhash {
+    let minhash = cfg.options.minhash().zip(state.kept.as_ref());
+    if let Some((_, kept)) = minhash {
         // The embedded store is this process's own: it locates keys by the kept
         // documents' ordinals in the side store.
-        m.kept.set_local();
+        kept.set_local();
     }
     let kept_path = p
         .store_dir
@@ -382,19 +386,18 @@ pub fn run_persistent(
     // 1. Load the snapshot, replay the journal.
     let store = match &snapshot {
         Some(_) if kept_path.as_ref().is_some_and(|k| k.exists()) => {
-            let (m, k) = (
+            let ((m, kept), k) = (
                 minhash.expect("checked"),
                 kept_path.as_ref().expect("checked"),
             );
             let started = std::time::Instant::now();
             let s = MemStore::with_capacity(p.blocks, p.capacity);
-            m.kept.set_persistent();
+            kept.set_persistent();
             if let Some(dir) = &p.store_dir {
-                m.kept.set_dir(dir);
+                kept.set_dir(dir);
             }
             kept_file = Some(
-                m.kept
-                    .load_file(k, &m.params.describe(), &s)
+                kept.load_file(k, &m.params.describe(), &s)
                     .map_err(|e| anyhow!(e))?,
             );
             rep.loaded_keys = s.len();
@@ -425,9 +428,9 @@ pub fn run_persistent(
     // MinHash without a store directory: the compact band table (8 bytes a key,
     // fingerprints confirmed against the side store, see `webdedup_store::bands`).
     // With one, the plain table, whose keys the snapshot lists.
-    let bands = minhash
-        .filter(|_| p.store_dir.is_none())
-        .map(|m| webdedup_store::BandStore::with_capacity(p.blocks, p.capacity, m.kept.clone()));
+    let bands = minhash.filter(|_| p.store_dir.is_none()).map(|(_, kept)| {
+        webdedup_store::BandStore::with_capacity(p.blocks, p.capacity, kept.clone())
+    });
     let run_store: &dyn Store = match &bands {
         Some(b) => b,
         None => &store,
@@ -438,9 +441,9 @@ pub fn run_persistent(
     // the originals' locations and signatures, which decisions and the pairs report
     // depend on, are not in journals. Its finished outputs are decided again, not
     // written ([`Finished::Replay`]).
-    let rerun = cfg.options.minhash.is_some();
-    if let (Some(m), Some(_)) = (minhash, &kept_path) {
-        m.kept.set_persistent();
+    let rerun = cfg.options.minhash().is_some();
+    if let (Some((_, kept)), Some(_)) = (minhash, &kept_path) {
+        kept.set_persistent();
     }
     // The side store the run starts from, by its checksum (0: none). The journal's
     // start record carries it: a restore that finds another one knows the run got
@@ -506,7 +509,7 @@ pub fn run_persistent(
                 return Ok((stats, rep));
             }
             let (finished, torn_mark) =
-                plan_finished(cfg, p, &files, &recorded, &replay, &journal_path)?;
+                plan_finished(cfg, p, files, &recorded, &replay, &journal_path)?;
             plan = Some(finished);
             let journal = Journal::open_append(&journal_path, replay.valid_len, p.fsync)?;
             if let Some((rel, chunks)) = torn_mark {
@@ -530,14 +533,14 @@ pub fn run_persistent(
             }
             journal
         } else {
-            create_journal(cfg, p, &files, &journal_path, &meta, &info, base)?
+            create_journal(cfg, p, files, &journal_path, &meta, &info, base)?
         }
     } else {
-        create_journal(cfg, p, &files, &journal_path, &meta, &info, base)?
+        create_journal(cfg, p, files, &journal_path, &meta, &info, base)?
     };
 
     // Decision logs of unfinished outputs.
-    for f in &files {
+    for f in files {
         let log = log_path(&cfg.output, &f.rel);
         if !log.exists() {
             continue;
@@ -581,7 +584,7 @@ pub fn run_persistent(
     let idle = files
         .iter()
         .all(|f| on_finished(cfg, &dur, f) == Finished::Skip);
-    let mut stats = run_with(cfg, run_store, &dur, report)?;
+    let mut stats = run_listed(cfg, &listing, run_store, state, &dur, report)?;
     journal.sync()?;
 
     // 3. Save.
@@ -615,7 +618,7 @@ pub fn run_persistent(
                         .or_insert(v);
                 }
             }
-            for f in &files {
+            for f in files {
                 let Some(chunks) = all.files.get(rel_bytes(&f.rel)) else {
                     continue;
                 };
@@ -649,13 +652,13 @@ pub fn run_persistent(
             journal.close()?;
         }
     } else {
-        if let (Some(m), Some(k)) = (minhash, &kept_path) {
+        if let (Some((m, kept)), Some(k)) = (minhash, &kept_path) {
             // Before the snapshot: a restore that finds another side store than the
             // one its journal started from knows the run finished (the side store is
             // what the next run loads). A restore that had nothing to do (every
             // output finished) leaves it as it is: saving counts a run.
             if !idle {
-                m.kept.save(k, &m.params.describe())?;
+                kept.save(k, &m.params.describe())?;
             }
         }
         if let Some(snap) = &snapshot {

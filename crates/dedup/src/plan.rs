@@ -167,12 +167,12 @@ impl Planner {
             para_start: 0,
             last_invalid_line: 0,
             chunk_start: 0,
-            tokens: opts.near.is_some(),
+            tokens: opts.near().is_some(),
             onion: opts.onion_rules(),
             vertical: true,
             para_tokens: 0,
             url_filter: opts.url_filter.clone(),
-            minhash: opts.minhash.as_ref().map(|m| {
+            minhash: opts.minhash().map(|m| {
                 webdedup_minhash::MinHasher::new(m.params)
                     .expect("MinHash settings are checked when they are made")
             }),

@@ -30,6 +30,7 @@
 
 use crate::options::{DocCheck, Options};
 use crate::plan::{ChunkPlan, DocKind};
+use std::collections::HashMap;
 use webdedup_store::{BatchId, Location, Store, StoreError};
 
 /// Request ids a chunk may use: `decide` numbers its rounds from `seq` upwards.
@@ -102,7 +103,44 @@ pub struct Decisions {
     /// rode along).
     pub originals: Vec<Location>,
     /// MinHash mode: the dropped documents and their originals, in order.
-    pub pairs: Vec<minhash::Pair>,
+    pub pairs: Vec<Pair>,
+}
+
+impl Decisions {
+    /// Empty decisions sized for `plan`: nothing kept, no original known.
+    fn clear_for(&mut self, plan: &ChunkPlan) {
+        self.docs.clear();
+        self.keep_para.clear();
+        self.keep_para.resize(plan.paras.len(), false);
+        self.originals.clear();
+        self.originals.resize(plan.paras.len(), Location::UNKNOWN);
+        self.url_title_repeat.clear();
+        self.url_title_repeat.resize(plan.docs.len(), false);
+        self.pairs.clear();
+    }
+}
+
+/// MinHash mode: a dropped document and its original, for the pairs report.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pair {
+    /// The dropped document's index in the chunk plan.
+    pub doc: usize,
+    /// The original's name (its id, or `REL:LINE`), or `-` when not known.
+    pub original: String,
+    /// The estimated Jaccard similarity, when both signatures were at hand.
+    pub jaccard: Option<f64>,
+    /// `--verify` was asked for but the original's signature was not at hand:
+    /// dropped on the band match alone (counted in the run's figures).
+    pub unverified: bool,
+}
+
+/// Reusable buffers of MinHash mode's [`minhash::decide`].
+#[derive(Default)]
+pub struct MinHashScratch {
+    pub(super) local: HashMap<u64, Location>,
+    pub(super) owners: Vec<Location>,
+    pub(super) insert_keys: Vec<u64>,
+    pub(super) insert_locs: Vec<Location>,
 }
 
 /// What a chunk's store requests need besides its plan.
@@ -133,10 +171,12 @@ pub struct Scratch {
     doc_seen: Vec<bool>,
     doc_original: Vec<Location>,
     near: near::NearScratch,
-    minhash: minhash::MinHashScratch,
+    minhash: MinHashScratch,
 }
 
-/// Asks the store about the chunk's keys and decides what is kept.
+/// Asks the store about the chunk's keys and decides what is kept: the paragraph
+/// modes (exact, near). MinHash mode has its own ([`minhash::decide`]);
+/// `engine::decide` picks by the mode.
 pub fn decide(
     plan: &ChunkPlan,
     ctx: ChunkContext,
@@ -145,9 +185,7 @@ pub fn decide(
     s: &mut Scratch,
     out: &mut Decisions,
 ) -> Result<(), StoreError> {
-    if let Some(m) = &opts.minhash {
-        return minhash::decide(plan, ctx, store, m, s, out);
-    }
+    debug_assert!(opts.minhash().is_none(), "MinHash mode has its own decide");
     out.pairs.clear();
     out.docs.clear();
     out.keep_para.clear();
@@ -159,7 +197,7 @@ pub fn decide(
         stream: id.stream,
         seq: id.seq + n,
     };
-    let located = opts.feedback;
+    let located = opts.feedback();
     let record_of = |para: usize| Location {
         file: ctx.file,
         record: ctx.first_record + para as u64,
@@ -284,7 +322,7 @@ pub fn decide(
     }
 
     s.near.para_dup = para_dup;
-    if let Some(n) = &opts.near {
+    if let Some(n) = opts.near() {
         let doc_seen = &s.doc_seen;
         s.near.test_round(
             plan,
@@ -325,13 +363,13 @@ pub fn decide(
             }
             continue;
         }
-        if let Some(n) = &opts.near {
+        if let Some(n) = opts.near() {
             s.near.judge_doc(plan, i, n, record_of, &mut out.originals);
         }
         let paras = &plan.paras[doc.paras.clone()];
         let keep = &mut out.keep_para[doc.paras.clone()];
         let dup = &s.near.para_dup[doc.paras.clone()];
-        if let Some(n) = opts.near.as_ref().filter(|_| onion) {
+        if let Some(n) = opts.near().filter(|_| onion) {
             for (k, d) in keep.iter_mut().zip(dup) {
                 *k = !d;
             }
@@ -366,7 +404,7 @@ pub fn decide(
             buffered_from = k + 1;
         }
         keep[buffered_from..].fill(any_long_kept || !any_long);
-        if let Some(n) = &opts.near {
+        if let Some(n) = opts.near() {
             if n.smooth {
                 near::smooth(plan, doc.paras.clone(), keep, n.max_stub);
             }
@@ -375,7 +413,7 @@ pub fn decide(
         out.docs.push(doc_status(keep));
     }
 
-    if opts.near.is_some() {
+    if opts.near().is_some() {
         s.near.insert_round(store, round(4), located)?;
     }
     Ok(())

@@ -305,13 +305,16 @@ fn para(words: &str) -> String {
 
 fn near(ngram: usize, smooth: bool) -> Options {
     Options {
-        near: Some(crate::NearOptions {
-            ngram,
-            threshold: 0.5,
-            smooth,
-            max_stub: 20,
-            rules: crate::NearRules::Webdedup,
-        }),
+        mode: crate::options::Mode::Near {
+            near: crate::NearOptions {
+                ngram,
+                threshold: 0.5,
+                smooth,
+                max_stub: 20,
+                rules: crate::NearRules::Webdedup,
+            },
+            feedback: false,
+        },
         // Every test paragraph below is long enough to be judged.
         min_para_chars: 10,
         ..Options::default()

@@ -71,7 +71,7 @@ impl Batch {
         let body = body.strip_suffix(b"\r").unwrap_or(body);
         let cols = columns(body);
         let start = self.ngrams.len();
-        let (key_value, tokens) = match &opts.near {
+        let (key_value, tokens) = match opts.near() {
             None => {
                 let joined = [1, 2, 4, 5]
                     .iter()
@@ -131,7 +131,7 @@ impl Batch {
                 record: r.record,
             });
         }
-        if opts.feedback {
+        if opts.feedback() {
             store.test_and_insert_located(
                 &self.keys,
                 &self.locs,
@@ -145,7 +145,7 @@ impl Batch {
         }
         keep.clear();
         origin.clear();
-        let Some(n) = &opts.near else {
+        let Some(n) = opts.near() else {
             keep.extend(self.seen.iter().map(|&s| !s));
             origin.extend_from_slice(&self.originals);
             return Ok(());
@@ -186,7 +186,7 @@ pub fn run(cfg: &RunConfig, store: &dyn Store, report: &(dyn Fn(&str) + Sync)) -
     let files = &listing.files;
     std::fs::create_dir_all(&cfg.output)
         .with_context(|| format!("cannot create output directory {}", cfg.output.display()))?;
-    if cfg.options.feedback {
+    if cfg.options.feedback() {
         write_files_index(&cfg.output, files)?;
     }
     let mut stats = RunStats::default();
@@ -221,7 +221,7 @@ fn run_file(
     let out_path = output_path(&cfg.output, &f.rel, cfg.compress);
     let mut out = AtomicOutput::create(&out_path, cfg.compress)
         .with_context(|| format!("cannot create {}", out_path.display()))?;
-    let mut dropped = if cfg.options.feedback {
+    let mut dropped = if cfg.options.feedback() {
         let p = dropped_path(&cfg.output, &f.rel);
         Some(
             AtomicOutput::create(&p, OutputCompression::None)

@@ -125,7 +125,10 @@ fn dedup(near: NearOptions) -> String {
     std::fs::write(&path, input()).unwrap();
     let mut cfg = RunConfig::new(&path, dir.path().join("out"));
     cfg.options = Options {
-        near: Some(near),
+        mode: webdedup_dedup::options::Mode::Near {
+            near,
+            feedback: false,
+        },
         min_para_chars: 1,
         ..Options::default()
     };

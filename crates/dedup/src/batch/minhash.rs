@@ -120,27 +120,17 @@ pub(super) fn hash(
     };
     docs.put(DOCS_MAGIC)?;
     let mut runs: Vec<Vec<Rec>> = vec![Vec::new(); cfg.partitions as usize];
-    let mut planner = Planner::new(&cfg.options);
-    let mut plan = ChunkPlan::default();
-    for (rank, f) in files
-        .iter()
-        .enumerate()
-        .filter(|(r, _)| cfg.owner(*r) == task)
-    {
-        let rank = rank as u32;
-        let (format, mut chunks) =
-            match open_doc_reader(f, &cfg.read, None, cfg.chunk_bytes, cfg.max_line_bytes) {
-                Ok(r) => r,
-                Err(e) => {
-                    // The filter task reports it (and writes nothing for it).
-                    report(&format!("{}: cannot read: {e}", f.path.display()));
-                    continue;
-                }
-            };
-        let mut doc_index = 0u32;
-        let mut chunk_index = 0u64;
-        while let Some(chunk) = chunks.next_chunk() {
-            planner.plan_as(&format, &chunk, &mut plan);
+    let mut doc_index = 0u32;
+    super::plan_owned(
+        cfg,
+        &files,
+        task,
+        report,
+        plans,
+        |rank, chunk_index, plan| {
+            if chunk_index == 0 {
+                doc_index = 0;
+            }
             for d in plan.docs.iter().filter(|d| d.live()) {
                 let bands = &plan.bands[d.bands.start as usize..d.bands.end as usize];
                 for (b, &key) in bands.iter().enumerate() {
@@ -163,7 +153,7 @@ pub(super) fn hash(
                     None => docs.varint(0)?,
                 }
                 // The signature is only compared with `--verify`.
-                let sig = match cfg.options.minhash.as_ref().and_then(|m| m.verify) {
+                let sig = match cfg.options.minhash().and_then(|m| m.verify) {
                     Some(_) => &plan.sigs[d.sig.start as usize..d.sig.end as usize],
                     None => &[],
                 };
@@ -171,17 +161,9 @@ pub(super) fn hash(
                 docs.put(sig)?;
                 doc_index += 1;
             }
-            if let Some(cache) = plans {
-                cache.put(
-                    rel_bytes(&f.rel),
-                    chunk_index,
-                    &chunk.data,
-                    std::mem::take(&mut plan),
-                );
-            }
-            chunk_index += 1;
-        }
-    }
+            Ok(())
+        },
+    )?;
     docs.finish()?
         .into_inner()
         .map_err(|e| e.into_error())
@@ -301,7 +283,7 @@ pub(super) fn resolve_pick(cfg: &BatchConfig) -> Result<bool> {
     if marker(&dir, name).exists() {
         return Ok(false);
     }
-    let verify = cfg.options.minhash.as_ref().and_then(|m| m.verify);
+    let verify = cfg.options.minhash().and_then(|m| m.verify);
     let mut recs = Vec::new();
     for p in 0..cfg.partitions {
         let owner = cfg.owner(p as usize);

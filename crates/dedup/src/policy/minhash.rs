@@ -26,7 +26,7 @@
 
 mod records;
 
-use super::{ChunkContext, Decisions, DocStatus, Scratch};
+use super::{ChunkContext, Decisions, DocStatus, Pair, Scratch};
 use crate::options::MinHashOptions;
 use crate::plan::{ChunkPlan, DocKind};
 use parking_lot::Mutex;
@@ -41,20 +41,6 @@ use webdedup_minhash::estimate_jaccard_low8;
 use webdedup_store::bands::{location_ordinal, ordinal_location};
 use webdedup_store::{BandOwners, BatchId, Location, Store, StoreError};
 use xxhash_rust::xxh3::Xxh3Default;
-
-/// A dropped document and its original, for the pairs report.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Pair {
-    /// The dropped document's index in the chunk plan.
-    pub doc: usize,
-    /// The original's name (its id, or `REL:LINE`), or `-` when not known.
-    pub original: String,
-    /// The estimated Jaccard similarity, when both signatures were at hand.
-    pub jaccard: Option<f64>,
-    /// `--verify` was asked for but the original's signature was not at hand:
-    /// dropped on the band match alone (counted in the run's figures).
-    pub unverified: bool,
-}
 
 struct KeptInner {
     /// The kept documents' records, by ordinal (opened at the first document).
@@ -640,7 +626,13 @@ pub struct Decided {
 }
 
 /// [`decide`] from the resolve phase's decisions (no store request).
-fn decide_replayed(plan: &ChunkPlan, ctx: ChunkContext, decided: &Decided, out: &mut Decisions) {
+pub fn decide_replayed(
+    plan: &ChunkPlan,
+    ctx: ChunkContext,
+    decided: &Decided,
+    out: &mut Decisions,
+) {
+    out.clear_for(plan);
     for (i, doc) in plan.docs.iter().enumerate() {
         if let DocKind::BadRecord { dropped } = doc.kind {
             out.docs.push(DocStatus::BadRecord { dropped });
@@ -661,36 +653,19 @@ fn decide_replayed(plan: &ChunkPlan, ctx: ChunkContext, decided: &Decided, out: 
     }
 }
 
-/// Reusable buffers of [`decide`].
-#[derive(Default)]
-pub struct MinHashScratch {
-    local: HashMap<u64, Location>,
-    owners: Vec<Location>,
-    insert_keys: Vec<u64>,
-    insert_locs: Vec<Location>,
-}
-
-/// Asks the store about the chunk's band keys and decides which documents are kept.
+/// Asks the store about the chunk's band keys and decides which documents are
+/// kept, naming originals from (and adding the kept documents to) `kept`, the
+/// run's side store.
 pub fn decide(
     plan: &ChunkPlan,
     ctx: ChunkContext,
     store: &dyn Store,
     m: &MinHashOptions,
+    kept: &KeptDocs,
     s: &mut Scratch,
     out: &mut Decisions,
 ) -> Result<(), StoreError> {
-    out.docs.clear();
-    out.keep_para.clear();
-    out.keep_para.resize(plan.paras.len(), false);
-    out.originals.clear();
-    out.originals.resize(plan.paras.len(), Location::UNKNOWN);
-    out.url_title_repeat.clear();
-    out.url_title_repeat.resize(plan.docs.len(), false);
-    out.pairs.clear();
-    if let Some(decided) = &m.decided {
-        decide_replayed(plan, ctx, decided, out);
-        return Ok(());
-    }
+    out.clear_for(plan);
     let round = |n: u64| BatchId {
         stream: ctx.id.stream,
         seq: ctx.id.seq + n,
@@ -711,7 +686,7 @@ pub fn decide(
     mh.local.clear();
     mh.insert_keys.clear();
     mh.insert_locs.clear();
-    let mut kept = m.kept.inner.lock();
+    let mut kept = kept.inner.lock();
     let mut asked = 0usize;
     for (i, doc) in plan.docs.iter().enumerate() {
         if let DocKind::BadRecord { dropped } = doc.kind {

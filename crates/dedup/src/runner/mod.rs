@@ -1,0 +1,281 @@
+//! The stream runner: every file of an input directory, in sorted relative-path
+//! order, through plan -> store -> render -> write.
+//!
+//! With several threads, planning (parsing, normalizing, hashing) and rendering run
+//! in parallel while two gates keep the store requests and the writes in input
+//! order. The store therefore sees exactly the key sequence of a one-thread pass,
+//! and the outputs are byte-identical for every `--threads` value.
+
+mod config;
+mod order;
+mod outputs;
+mod worker;
+mod writer;
+
+pub use config::{on_finished, Durability, RunConfig};
+pub use order::{open_doc_reader, open_documents, DocStream};
+pub use outputs::{
+    attributes_path, count_skipped, dd_path, dropped_path, list_inputs, log_path, output_path,
+    pairs_path, rel_bytes, report_skipped, write_files_index, write_files_index_of, FILES_INDEX,
+};
+pub use webdedup_formats::input::{InputFile, Listing, Skipped};
+
+use crate::policy::file_id;
+use crate::report::RunStats;
+use crate::resume::Finished;
+use crate::state::RunState;
+use anyhow::{Context, Result};
+use order::{read_jobs, Gate, Job, RecordCounter};
+use outputs::{check_output_names, finish_file, Finish};
+use parking_lot::Mutex;
+use std::fs;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+use webdedup_formats::chunk::BufferPool;
+use webdedup_store::Store;
+use worker::Worker;
+use writer::Writer;
+
+/// Deduplicates every file of `cfg.inputs` into `cfg.output` against `store`.
+/// Input problems go to `report` (one line each) and are counted in the stats; an
+/// error is returned only for what stops the run (a failing store, an unwritable
+/// output).
+pub fn run(cfg: &RunConfig, store: &dyn Store, report: &(dyn Fn(&str) + Sync)) -> Result<RunStats> {
+    let state = RunState::new(&cfg.options);
+    run_with(cfg, store, &state, &Durability::default(), report)
+}
+
+/// [`run`] with the run's state made by the caller (see [`RunState`]), a journal,
+/// recorded verdicts, skipping of finished outputs and a stop flag (see
+/// [`Durability`]). `stats.interrupted` says whether the stop flag ended the run
+/// before every file was finished.
+pub fn run_with(
+    cfg: &RunConfig,
+    store: &dyn Store,
+    state: &RunState,
+    dur: &Durability,
+    report: &(dyn Fn(&str) + Sync),
+) -> Result<RunStats> {
+    let listing = list_inputs(&cfg.inputs, &cfg.output)?;
+    run_listed(cfg, &listing, store, state, dur, report)
+}
+
+/// [`run_with`] over inputs listed already (by [`list_inputs`]): a caller that
+/// needs the list first (persistence) lists them once.
+pub fn run_listed(
+    cfg: &RunConfig,
+    listing: &Listing,
+    store: &dyn Store,
+    state: &RunState,
+    dur: &Durability,
+    report: &(dyn Fn(&str) + Sync),
+) -> Result<RunStats> {
+    report_skipped(listing, report);
+    let mut stats = run_files(cfg, listing.files.clone(), store, state, dur, report)?;
+    count_skipped(listing, &mut stats);
+    Ok(stats)
+}
+
+/// [`run_with`] over the given input files (a subset of `cfg.inputs`' listing, in
+/// its order), e.g. one batch-mode task's share.
+pub fn run_files(
+    cfg: &RunConfig,
+    mut files: Vec<InputFile>,
+    store: &dyn Store,
+    state: &RunState,
+    dur: &Durability,
+    report: &(dyn Fn(&str) + Sync),
+) -> Result<RunStats> {
+    let started = Instant::now();
+    check_output_names(&files, &cfg.output)?;
+    fs::create_dir_all(&cfg.output)
+        .with_context(|| format!("cannot create output directory {}", cfg.output.display()))?;
+    if cfg.options.feedback() || cfg.options.minhash().is_some() {
+        write_files_index(&cfg.output, &files)?;
+    }
+    if let Some(kept) = &state.kept {
+        // The side store's files sit beside the outputs (unless a store directory
+        // was loaded into it already).
+        kept.set_dir(&cfg.output);
+        for f in &files {
+            kept.add_file(file_id(rel_bytes(&f.rel)), &f.rel.to_string_lossy());
+        }
+    }
+    let listed = files.len();
+    let on_finished = |f: &InputFile| on_finished(cfg, dur, f);
+    files.retain(|f| on_finished(f) != Finished::Skip);
+    // Replayed inputs are read and decided, not written.
+    let replay: Vec<bool> = files
+        .iter()
+        .map(|f| on_finished(f) == Finished::Replay)
+        .collect();
+    let skipped = (listed - files.len() + replay.iter().filter(|&&r| r).count()) as u64;
+    let writer = Writer {
+        cfg,
+        journal: dur.journal,
+        finisher: None,
+        files: &files,
+        replay: &replay,
+        replayed: 0,
+        report,
+        current: None,
+        issues_in_file: 0,
+        stats: RunStats::default(),
+        progress: state.progress.as_deref(),
+        files_done: 0,
+    };
+    let threads = cfg.threads.max(1);
+    let stop = AtomicBool::new(false);
+    let signalled = || dur.stop.is_some_and(|s| s.load(Ordering::Relaxed));
+    let should_stop = || stop.load(Ordering::Relaxed) || signalled();
+
+    let finish_failure: Mutex<Option<anyhow::Error>> = Mutex::new(None);
+    let (finish_tx, finish_rx) = crossbeam_channel::bounded::<Finish>(4);
+    let mut finish_tx = Some(finish_tx);
+    let replay = &replay;
+    let result = std::thread::scope(|sc| -> Result<(RunStats, u64)> {
+        let mut writer = writer;
+        if cfg.sync {
+            let (stop, finish_failure, finish_rx) = (&stop, &finish_failure, &finish_rx);
+            sc.spawn(move || {
+                for f in finish_rx.iter() {
+                    if finish_failure.lock().is_some() {
+                        continue;
+                    }
+                    if let Err(e) = finish_file(f, dur.journal, true) {
+                        stop.store(true, Ordering::Relaxed);
+                        finish_failure.lock().get_or_insert(e);
+                    }
+                }
+            });
+            writer.finisher = finish_tx.take();
+        }
+        drop(finish_tx.take());
+        // Two chunks in flight per thread, plus the reader's.
+        let pool = BufferPool::new(threads * 2 + 2);
+        let stats = if threads == 1 {
+            let mut w = Worker::new(&cfg.options, cfg.mark);
+            let mut failure = None;
+            let mut records = RecordCounter::default();
+            read_jobs(&files, cfg, &pool, &should_stop, dur.stop, |job| {
+                w.plan(&job, &files[job.file], dur);
+                w.first_record = records.next(&job, w.engine.plan.paras.len());
+                let r = w
+                    .decide(&job, &files[job.file], store, &cfg.options, state, dur)
+                    .and_then(|_| {
+                        if !replay[job.file] {
+                            w.build_record(&job, &files[job.file]);
+                            w.render(&job, &files[job.file], cfg)?;
+                        }
+                        writer.write(&job, &mut w)
+                    });
+                if let Ok(chunk) = job.chunk {
+                    pool.give(chunk.data);
+                }
+                match r {
+                    Ok(()) => true,
+                    Err(e) => {
+                        failure = Some(e);
+                        false
+                    }
+                }
+            });
+            if let Some(e) = failure {
+                return Err(e);
+            }
+            writer.finisher = None;
+            (std::mem::take(&mut writer.stats), writer.replayed)
+        } else {
+            let commit_gate = Gate::new(RecordCounter::default());
+            let write_gate = Gate::new(writer);
+            let failure: Mutex<Option<anyhow::Error>> = Mutex::new(None);
+            let (tx, rx) = crossbeam_channel::bounded::<Job>(threads * 2);
+            std::thread::scope(|s| {
+                s.spawn({
+                    let (files, should_stop, pool) = (&files, &should_stop, &pool);
+                    // The sender moves into the reader: when it is done the channel closes
+                    // and the workers' loops end.
+                    move || {
+                        read_jobs(files, cfg, pool, should_stop, dur.stop, |job| {
+                            tx.send(job).is_ok()
+                        })
+                    }
+                });
+                for _ in 0..threads {
+                    s.spawn(|| {
+                        let mut w = Worker::new(&cfg.options, cfg.mark);
+                        for job in rx.iter() {
+                            let failed = || stop.load(Ordering::Relaxed);
+                            if !failed() {
+                                w.plan(&job, &files[job.file], dur);
+                            }
+                            // Every job passes both gates, even after a failure, so no
+                            // thread waits forever for a turn that never comes.
+                            let r = commit_gate.pass(job.seq, |records| {
+                                w.first_record = records.next(&job, w.engine.plan.paras.len());
+                                if failed() {
+                                    Ok(())
+                                } else {
+                                    w.decide(
+                                        &job,
+                                        &files[job.file],
+                                        store,
+                                        &cfg.options,
+                                        state,
+                                        dur,
+                                    )
+                                }
+                            });
+                            let r = r.and_then(|_| {
+                                if failed() || replay[job.file] {
+                                    return Ok(());
+                                }
+                                w.build_record(&job, &files[job.file]);
+                                w.render(&job, &files[job.file], cfg)
+                            });
+                            let r = write_gate.pass(job.seq, |wr| {
+                                r.and_then(|_| {
+                                    if failed() {
+                                        Ok(())
+                                    } else {
+                                        wr.write(&job, &mut w)
+                                    }
+                                })
+                            });
+                            if let Err(e) = r {
+                                stop.store(true, Ordering::Relaxed);
+                                failure.lock().get_or_insert(e);
+                            }
+                            if let Ok(chunk) = job.chunk {
+                                pool.give(chunk.data);
+                            }
+                        }
+                    });
+                }
+            });
+            if let Some(e) = failure.into_inner() {
+                return Err(e);
+            }
+            let writer = write_gate.state.into_inner().1;
+            (writer.stats, writer.replayed)
+        };
+        Ok(stats)
+    });
+    let (mut stats, replayed) = result?;
+    if let Some(e) = finish_failure.into_inner() {
+        return Err(e);
+    }
+    stats.threads = threads;
+    stats.files_skipped = skipped;
+    stats.interrupted = signalled() && stats.files + replayed < files.len() as u64;
+    stats.finish(
+        started.elapsed().as_secs_f64(),
+        store.len(),
+        store.memory_bytes(),
+    );
+    stats.keys_counted = store.counts_keys();
+    if cfg.options.minhash().is_some_and(|m| m.verify.is_some()) && state.decided.is_none() {
+        stats.documents_dropped_unverified.get_or_insert(0);
+    }
+    Ok(stats)
+}
