@@ -115,15 +115,15 @@ fn collect(files: &[PathBuf], wanted: &HashSet<String>, texts: &mut HashMap<Stri
 
 /// The sampled drops, each beside its original with the words the drop added
 /// (`<ins>`) and the original's words it lacks (`<del>`) marked.
-pub fn examples_html(d: &crate::analyze::RunData, has_sources: bool) -> String {
+pub fn examples_html(samples: &Sampler, has_sources: bool) -> String {
     let mut s = format!(
         "<p class=\"note\">{} drops sampled by the hash of their ids (the same every time), each beside its original: words only in the original <del>struck</del>, words only in the drop <ins>marked</ins>.{}</p>",
-        d.samples.pairs().count(),
+        samples.pairs().count(),
         if has_sources { "" } else { " The dropped documents' own text is in the run's inputs only: give them with <code>--source</code>." }
     );
-    for p in d.samples.pairs() {
-        let original = d.samples.texts.get(&p.pair.original);
-        let dropped = d.samples.texts.get(&p.pair.doc);
+    for p in samples.pairs() {
+        let original = samples.texts.get(&p.pair.original);
+        let dropped = samples.texts.get(&p.pair.doc);
         let _ = write!(
             s,
             "<div class=\"example\" data-doc=\"{}\" data-original=\"{}\"><h3>{} <span class=\"muted\">dropped as a copy of</span> {} <span class=\"muted\">Jaccard {}, {}</span></h3>",

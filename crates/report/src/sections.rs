@@ -99,7 +99,7 @@ pub fn run_sections(d: &RunData, prefix: &str, top: usize, has_sources: bool) ->
         out.push(Section {
             id: format!("{prefix}examples"),
             title: title("MinHash drops beside their originals"),
-            body: crate::examples::examples_html(d, has_sources),
+            body: crate::examples::examples_html(&d.samples, has_sources),
             priority: 3,
         });
     }
