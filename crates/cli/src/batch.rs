@@ -12,8 +12,8 @@ use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
 use webdedup_dedup::batch::{self, BatchConfig, MinHashStage, Stage};
 use webdedup_dedup::{Mode, Options, PolicyChoices, RunConfig, RunStats};
-use webdedup_text::shown::escape_controls;
 use webdedup_formats::summary::{thousands, Outcome};
+use webdedup_text::shown::escape_controls;
 use webdedup_text::Normalization;
 
 #[derive(Debug, Subcommand)]

@@ -16,8 +16,8 @@ use std::sync::Arc;
 use webdedup_dedup::Persistence;
 use webdedup_dedup::{NearRules, PolicyChoices, RunConfig, RunState};
 use webdedup_store::SyncMode;
-use webdedup_text::shown::escape_controls;
 use webdedup_store_spec::StoreSpec;
+use webdedup_text::shown::escape_controls;
 use webdedup_text::Normalization;
 
 #[derive(Args, Debug)]

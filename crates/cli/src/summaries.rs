@@ -107,6 +107,9 @@ pub fn run_outcome(
             count(s.keys_stored, "key stored", "keys stored"),
             s.bytes_per_key
         ));
+    } else {
+        // Redis keeps no count: say so rather than claim none.
+        o.note("keys stored not counted by this store".to_string());
     }
     if !s.issues.is_empty() {
         let list: Vec<String> = s.issues.iter().map(|(k, v)| format!("{k} {v}")).collect();

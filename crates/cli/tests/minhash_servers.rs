@@ -356,8 +356,8 @@ fn two_workers_decide_as_one_without_verification_and_count_unverified_drops() {
         let file = |dir: &str, rel: &str| std::fs::read(d.join(dir).join(rel)).unwrap();
         let mut differ = 0;
         for (half, f) in [("a", 0), ("a", 1), ("b", 2), ("b", 3)] {
-            for ext in ["dedup", "dedup.dd"] {
-                let rel = format!("part-{f}.jsonl.{ext}");
+            for ext in ["dedup.jsonl", "dedup.dd"] {
+                let rel = format!("part-{f}.{ext}");
                 let same = file(&format!("one-{tag}"), &format!("{half}/{rel}"))
                     == file(&format!("{half}-{tag}"), &rel);
                 if verify == "0" || half == "a" {

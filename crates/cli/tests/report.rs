@@ -287,7 +287,7 @@ fn inputs_exit_statuses_and_messages() {
     let t = tempfile::tempdir().unwrap();
     let run = t.path().join("run");
     std::fs::create_dir_all(run.join("cc-1")).unwrap();
-    let dd = run.join("cc-1/p.jsonl.dedup.dd");
+    let dd = run.join("cc-1/p.dedup.dd");
     std::fs::write(
         &dd,
         "<dd id=\"a\" url=\"https://x.org/a\" title=\"\" status=\"K\"/>\n<dd id=\"b\" url=\"https://x.org/b\" title=\"\" status=\"D\"/>\n",

@@ -14,9 +14,9 @@ use crate::render::{render_spans, DdOut, DroppedOut};
 use crate::report::ChunkStats;
 use crate::state::RunState;
 use std::ops::Range;
-use webdedup_formats::read::DocFormat;
-use webdedup_formats::parquet_out::RowGroupOut;
 use webdedup_formats::chunk::Chunk;
+use webdedup_formats::parquet_out::RowGroupOut;
+use webdedup_formats::read::DocFormat;
 use webdedup_store::{BatchId, Store, StoreError};
 
 /// Asks `store` about the chunk's keys and decides what is kept, by the run's

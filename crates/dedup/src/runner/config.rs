@@ -7,10 +7,10 @@ use crate::resume::{Finished, Recorded};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
-use webdedup_formats::read::{DocFormat, ReadSettings};
+use webdedup_formats::chunk::{DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES};
 use webdedup_formats::input::InputFile;
 use webdedup_formats::output::OutputCompression;
-use webdedup_formats::chunk::{DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES};
+use webdedup_formats::read::{DocFormat, ReadSettings};
 use webdedup_store::Journal;
 
 /// What makes a run durable and resumable (see `crate::persist`): all optional.

@@ -6,9 +6,9 @@ use parking_lot::{Condvar, Mutex};
 use std::io::{BufRead, BufReader, Read};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use webdedup_formats::read::{DocFormat, DocReader, ReadSettings};
-use webdedup_formats::input::InputFile;
 use webdedup_formats::chunk::{BufferPool, Chunk};
+use webdedup_formats::input::InputFile;
+use webdedup_formats::read::{DocFormat, DocReader, ReadSettings};
 use webdedup_formats::{open_file, Compression};
 
 pub(crate) struct Job {

@@ -13,12 +13,12 @@ use crate::report::RunStats;
 use crate::resume::encode_finished;
 use anyhow::{anyhow, Context, Result};
 use std::fs;
-use webdedup_formats::parquet::RowSlice;
-use webdedup_formats::read::DocFormat;
+use webdedup_formats::chunk::Issue;
 use webdedup_formats::input::InputFile;
 use webdedup_formats::output::{AtomicOutput, OutputCompression};
+use webdedup_formats::parquet::RowSlice;
 use webdedup_formats::parquet_out::{ParquetOut, RowGroupOut};
-use webdedup_formats::chunk::Issue;
+use webdedup_formats::read::DocFormat;
 use webdedup_store::{fault, Journal};
 
 /// The main output of one input file, as its format is written.

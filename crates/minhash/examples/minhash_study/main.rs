@@ -42,8 +42,8 @@ use std::collections::HashMap;
 use std::time::Instant;
 use stream::*;
 use webdedup_minhash::{Banding, Params, Shingling};
-use webdedup_simhash::tokenize::{Fingerprinter, Settings};
 use webdedup_simhash::search::pairs_within;
+use webdedup_simhash::tokenize::{Fingerprinter, Settings};
 use webdedup_study::{grams, load_docs, score, truth_pairs};
 
 /// Configurations of the main table: (shingling, hashes, bands, rows).
