@@ -18,8 +18,8 @@ use std::path::PathBuf;
 use webdedup_dedup::batch::{self, BatchConfig, MinHashStage, Stage};
 use webdedup_dedup::options::MinHashOptions;
 use webdedup_dedup::{DocCheck, PolicyChoices, RunConfig};
-use webdedup_formats::read::ReadSettings;
 use webdedup_formats::output::OutputCompression;
+use webdedup_formats::read::ReadSettings;
 use webdedup_text::shown::escape_controls;
 use webdedup_text::Normalization;
 

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use webdedup_dedup::engine::{CallEngine, Engine};
 use webdedup_dedup::policy::DocStatus;
 use webdedup_dedup::render::carries_reference;
-use webdedup_formats::read::DocFormat;
 use webdedup_formats::chunk::IssueKind;
+use webdedup_formats::read::DocFormat;
 use webdedup_formats::vertical::{escape_attr, parse_tag};
 use webdedup_store::Location;
 
