@@ -31,8 +31,28 @@ def cli_minhash(webdedup, src, out, *extra):
     return out
 
 
-def stem(rel):
-    return rel.removesuffix(".gz") + ".dedup"
+# The extensions an output keeps after `.dedup` (verticals keep KNOT's `REL.dedup`).
+DOCUMENT_EXTENSIONS = (".warc.wet", ".wet", ".jsonl", ".ndjson", ".json", ".parquet")
+
+
+def split_name(rel):
+    """REL without its compression suffix, as (STEM, EXTENSION)."""
+    rel = rel.removesuffix(".gz").removesuffix(".zst")
+    for ext in DOCUMENT_EXTENSIONS:
+        if rel.endswith(ext):
+            return rel[: -len(ext)], ext
+    return rel, ""
+
+
+def output(rel):
+    """The command line's output for input REL (uncompressed): STEM.dedup.EXT."""
+    stem, ext = split_name(rel)
+    return stem + ".dedup" + ext
+
+
+def side(rel):
+    """What the side files of input REL are named after: STEM.dedup."""
+    return split_name(rel)[0] + ".dedup"
 
 
 def statuses(dd_path):
@@ -44,9 +64,9 @@ def check_equal(results, out):
     assert results, "no input"
     dropped = 0
     for rel, r in results:
-        assert r.data == (out / stem(rel)).read_bytes(), f"{rel}: kept bytes differ"
-        assert r.pairs_text == (out / (stem(rel) + ".pairs")).read_bytes(), f"{rel}: pairs differ"
-        assert r.statuses == statuses(out / (stem(rel) + ".dd")), f"{rel}: statuses differ"
+        assert r.data == (out / output(rel)).read_bytes(), f"{rel}: kept bytes differ"
+        assert r.pairs_text == (out / (side(rel) + ".pairs")).read_bytes(), f"{rel}: pairs differ"
+        assert r.statuses == statuses(out / (side(rel) + ".dd")), f"{rel}: statuses differ"
         assert len(r.pairs) == r.dropped == r.statuses.count("D")
         dropped += r.dropped
     assert dropped > 50, "the sample has near-duplicates"
