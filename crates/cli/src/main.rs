@@ -522,6 +522,9 @@ mod tests {
             vec!["warc", "index"],
             vec!["warc", "dedup"],
             vec!["to-jsonl"],
+            vec!["simhash"],
+            vec!["similar"],
+            vec!["report"],
         ];
         for path in &commands {
             let mut c = &cli;

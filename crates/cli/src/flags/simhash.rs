@@ -1,6 +1,7 @@
 //! Flags of `webdedup simhash` and `webdedup similar`, turned into the options of
 //! `webdedup_simhash`.
 
+use crate::flags::inputs::{Inputs, INPUTS};
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 use webdedup_simhash::input::InputFormat;
@@ -79,10 +80,8 @@ impl From<FpFormatFlag> for FpFormat {
 /// `webdedup simhash`: one 64-bit SimHash per document.
 #[derive(Args, Debug, Clone)]
 pub struct SimhashFlags {
-    /// Inputs: files, directories (searched recursively) or `-` (standard input);
-    /// plain, gzip or zstd, detected by content.
-    #[arg(required = true, value_name = "PATH")]
-    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub files: Inputs,
     #[command(flatten)]
     pub doc: DocFlags,
     /// Output format. tsv: `ID HEX SIGNED P1 P2 P3 P4` after a `# webdedup-simhash v1
@@ -101,7 +100,7 @@ pub struct SimhashFlags {
 impl SimhashFlags {
     pub fn options(&self, threads: usize) -> SimhashOptions {
         SimhashOptions {
-            files: self.files.clone(),
+            files: self.files.paths.clone(),
             doc: self.doc.options(threads),
             format: self.format.into(),
             output: self.output.clone(),
@@ -112,11 +111,10 @@ impl SimhashFlags {
 
 /// `webdedup similar`: near-duplicate pairs, clusters or a deduplicated copy.
 #[derive(Args, Debug, Clone)]
+#[command(mut_arg(INPUTS, |a| a.help("Inputs: fingerprint files written by `webdedup simhash`, or documents: files, directories (searched recursively) or `-` (not with --dedup)")))]
 pub struct SimilarFlags {
-    /// Inputs: fingerprint files written by `webdedup simhash`, or documents: files,
-    /// directories (searched recursively) or `-` (not with --dedup).
-    #[arg(required = true, value_name = "PATH")]
-    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub files: Inputs,
     /// Maximal Hamming distance of near-duplicates.
     #[arg(short = 'k', long = "max-distance", value_name = "K", default_value_t = DEFAULT_MAX_DISTANCE, value_parser = clap::value_parser!(u32).range(0..=MAX_K as i64))]
     pub k: u32,
@@ -153,7 +151,7 @@ pub struct SimilarFlags {
 impl SimilarFlags {
     pub fn options(&self, threads: usize) -> SimilarOptions {
         SimilarOptions {
-            files: self.files.clone(),
+            files: self.files.paths.clone(),
             k: self.k,
             doc: self.doc.options(threads),
             clusters: self.clusters,
