@@ -55,7 +55,7 @@ mod minhash;
 mod records;
 
 pub use hash::{hash, hash_keeping_plans};
-use hash::{hash_dir, plan_owned, run_name};
+use hash::{hash_dir, plan_owned, run_name, HashTask};
 pub use minhash::MinHashStage;
 use records::{decode, encode, get_varint, put_varint, Rec};
 

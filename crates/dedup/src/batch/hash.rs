@@ -3,6 +3,29 @@
 
 use super::*;
 
+/// A hash-phase task about to run, in exact and MinHash mode alike: its folder,
+/// its name there, and the input files.
+pub(super) struct HashTask {
+    pub dir: PathBuf,
+    pub name: String,
+    pub files: Vec<InputFile>,
+}
+
+impl HashTask {
+    /// None when the task already finished (its marker is there): tasks are
+    /// idempotent, so a rerun after a crash skips the done ones.
+    pub fn start(cfg: &BatchConfig, task: usize) -> Result<Option<HashTask>> {
+        let dir = hash_dir(&cfg.work);
+        std::fs::create_dir_all(&dir)?;
+        let name = format!("task-{task}");
+        if marker(&dir, &name).exists() {
+            return Ok(None);
+        }
+        let files = cfg.files()?;
+        Ok(Some(HashTask { dir, name, files }))
+    }
+}
+
 pub(super) fn hash_dir(work: &Path) -> PathBuf {
     work.join("hash")
 }
@@ -74,13 +97,9 @@ pub fn hash_keeping_plans(
     if cfg.options.minhash().is_some() {
         return minhash::hash(cfg, task, report, plans);
     }
-    let dir = hash_dir(&cfg.work);
-    std::fs::create_dir_all(&dir)?;
-    let name = format!("task-{task}");
-    if marker(&dir, &name).exists() {
+    let Some(HashTask { dir, name, files }) = HashTask::start(cfg, task)? else {
         return Ok(false);
-    }
-    let files = cfg.files()?;
+    };
     let mut runs: Vec<Vec<Vec<Rec>>> = vec![vec![Vec::new(); cfg.partitions as usize]; 3];
     let (mut doc_index, mut long_index) = (0u32, 0u32);
     plan_owned(

@@ -102,13 +102,9 @@ pub(super) fn hash(
     report: &(dyn Fn(&str) + Sync),
     plans: Option<&PlanCache>,
 ) -> Result<bool> {
-    let dir = hash_dir(&cfg.work);
-    std::fs::create_dir_all(&dir)?;
-    let name = format!("task-{task}");
-    if marker(&dir, &name).exists() {
+    let Some(HashTask { dir, name, files }) = HashTask::start(cfg, task)? else {
         return Ok(false);
-    }
-    let files = cfg.files()?;
+    };
     let staging = Staging::create(&dir.join(&name))?;
     let tmp = staging.path();
     let table = tmp.join(DOCS_TABLE);
