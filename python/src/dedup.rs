@@ -241,19 +241,12 @@ impl Dedup {
             .ok_or_else(|| PyValueError::new_err("save() needs Dedup(store_dir=...)"))?;
         let shared = self.shared.clone();
         py.allow_threads(move || {
-            let Keys::Embedded(mem) = &shared.store else {
-                return Err(err(
-                    "save(): the key set lives in Redis or on the hash servers, which persist it",
-                ));
-            };
-            std::fs::create_dir_all(&dir).map_err(err)?;
-            let info = mem
-                .save(
-                    &dir.join(webdedup_store_spec::files::SNAPSHOT_FILE),
-                    &shared.meta,
-                )
-                .map_err(err)?;
-            Ok(info.keys)
+            shared.store.save_embedded(
+                &dir,
+                &shared.meta,
+                "the key set lives in Redis or on the hash servers, which persist it",
+                || Ok(()),
+            )
         })
     }
 

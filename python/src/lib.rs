@@ -59,6 +59,28 @@ impl Keys {
             Keys::Servers(s) => s.store(),
         }
     }
+
+    /// `save()` of `Dedup` and `MinHashDedup`: the embedded store's keys to
+    /// `DIR/store.snap`, after `side_files` wrote what goes beside them (the
+    /// command line's `--store DIR` layout); returns the number of keys. A remote
+    /// key set persists itself: `remote` says where it lives.
+    fn save_embedded(
+        &self,
+        dir: &std::path::Path,
+        meta: &webdedup_store::StoreMeta,
+        remote: &str,
+        side_files: impl FnOnce() -> PyResult<()>,
+    ) -> PyResult<u64> {
+        let Keys::Embedded(mem) = self else {
+            return Err(err(format!("save(): {remote}")));
+        };
+        std::fs::create_dir_all(dir).map_err(err)?;
+        side_files()?;
+        let info = mem
+            .save(&dir.join(webdedup_store_spec::files::SNAPSHOT_FILE), meta)
+            .map_err(err)?;
+        Ok(info.keys)
+    }
 }
 
 fn input_bytes(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {

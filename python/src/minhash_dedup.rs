@@ -23,7 +23,7 @@ use webdedup_dedup::policy::minhash::KeptDocs;
 use webdedup_dedup::{Options, RunState};
 use webdedup_formats::read::ReadSettings;
 use webdedup_store::{MemStore, StoreMeta};
-use webdedup_store_spec::files::{MINHASH_KEPT_FILE, SNAPSHOT_FILE};
+use webdedup_store_spec::files::MINHASH_KEPT_FILE;
 use webdedup_store_spec::{KeySet, OpenOptions, StoreSpec};
 
 struct Shared {
@@ -200,23 +200,21 @@ impl MinHashDedup {
             .ok_or_else(|| PyValueError::new_err("save() needs MinHashDedup(store_dir=...)"))?;
         let shared = self.shared.clone();
         py.allow_threads(move || {
-            let Keys::Embedded(mem) = &shared.store else {
-                return Err(err(
-                    "save(): the band keys live on the hash servers, which persist them",
-                ));
-            };
-            std::fs::create_dir_all(&dir).map_err(err)?;
-            shared
-                .kept()
-                .save(
-                    &dir.join(MINHASH_KEPT_FILE),
-                    &shared.minhash().params.describe(),
-                )
-                .map_err(err)?;
-            let info = mem
-                .save(&dir.join(SNAPSHOT_FILE), &shared.meta)
-                .map_err(err)?;
-            Ok(info.keys)
+            shared.store.save_embedded(
+                &dir,
+                &shared.meta,
+                "the band keys live on the hash servers, which persist them",
+                || {
+                    shared
+                        .kept()
+                        .save(
+                            &dir.join(MINHASH_KEPT_FILE),
+                            &shared.minhash().params.describe(),
+                        )
+                        .map(drop)
+                        .map_err(err)
+                },
+            )
         })
     }
 
