@@ -87,6 +87,32 @@ pub fn ok(o: &Output) {
     assert!(o.status.success(), "{:?}: {}", o.status, stderr(o));
 }
 
+/// Asserts that a run's stderr says `says` (whatever its exit), showing it when not.
+pub fn assert_says(o: &Output, says: &str) {
+    let err = stderr(o);
+    assert!(err.contains(says), "expected {says:?} in: {err}");
+}
+
+/// Asserts that a run ended with exit `code` and that its stderr says `says`:
+/// how every refusal (exit 2) and input problem (exit 1) is checked.
+pub fn assert_fails_saying(o: &Output, code: i32, says: &str) {
+    assert_eq!(o.status.code(), Some(code), "{}", stderr(o));
+    assert_says(o, says);
+}
+
+/// `dir/name/a.vert`, one document of one paragraph of one word: the smallest
+/// input a command accepts. Returns the directory.
+pub fn one_doc_input(dir: &Path, name: &str) -> PathBuf {
+    let input = dir.join(name);
+    std::fs::create_dir_all(&input).unwrap();
+    std::fs::write(
+        input.join("a.vert"),
+        "<doc id=\"1\">\n<p>\nword\n</p>\n</doc>\n",
+    )
+    .unwrap();
+    input
+}
+
 /// The crash-and-restore check of a run with a store: `args(out, store)` is the
 /// run. A reference runs unharmed on two threads; then, for each fault, a run
 /// with it armed (a crash at a fault point, like kill -9, or `stop:N`, a clean
