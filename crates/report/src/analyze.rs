@@ -1,17 +1,18 @@
 //! One pass over a run's files: `.dd` lines tallied per run, crawl, language and
 //! domain; `.pairs` into the similarity histogram; `.dropped` references
-//! counted; `similar` outputs into their histograms; outputs' sizes per crawl.
+//! counted per original ([`crate::feedback`]); `similar` outputs into their histograms; outputs' sizes per crawl.
 //! Memory is bounded by the groups' cap and the examples' sample, not by the run.
 
 use crate::discover::{crawl_of, language_of, RunFile, RunFiles};
-use crate::examples::Sampler;
+use crate::examples::{SampledPair, Sampler};
+use crate::feedback::Feedback;
 use crate::hist::{parse_pair, PairStats};
 use crate::problems::Problems;
 use crate::similar::SimilarStats;
 use crate::summary::Summary;
 use crate::tally::{domain_of, parse_dd, Groups, Tally};
 use anyhow::{Context, Result};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 
@@ -29,12 +30,13 @@ pub struct RunData {
     pub output_bytes: BTreeMap<String, u64>,
     pub pairs_files: usize,
     pub pairs: PairStats,
-    /// Feedback references (`<t>DROPPED\tORIGINAL</f>` lines) in `.dropped` files.
-    pub dropped_files: usize,
-    pub dropped_refs: u64,
+    /// Feedback mode's `.dropped` files: references, repeats, sampled drops.
+    pub feedback: Feedback,
     pub similar: Vec<(PathBuf, SimilarStats)>,
     pub summaries: Vec<Summary>,
-    pub samples: Sampler,
+    /// Sampled MinHash drops, and their and their originals' texts by id.
+    pub samples: Sampler<SampledPair>,
+    pub texts: HashMap<String, String>,
 }
 
 impl RunData {
@@ -49,6 +51,7 @@ pub fn analyze(run: &RunFiles, examples: usize, problems: &mut Problems) -> Resu
     let mut d = RunData {
         label: run.label.clone(),
         samples: Sampler::new(examples),
+        feedback: Feedback::new(examples),
         ..Default::default()
     };
     for f in &run.dd {
@@ -60,9 +63,8 @@ pub fn analyze(run: &RunFiles, examples: usize, problems: &mut Problems) -> Resu
     }
     d.pairs_files = run.pairs.len();
     for f in &run.dropped {
-        read_dropped(f, &mut d, problems)?;
+        d.feedback.read(f, &run.outputs, problems)?;
     }
-    d.dropped_files = run.dropped.len();
     for f in &run.outputs {
         let len = std::fs::metadata(&f.path)
             .with_context(|| format!("cannot read {}", f.path.display()))?
@@ -89,7 +91,7 @@ pub fn analyze(run: &RunFiles, examples: usize, problems: &mut Problems) -> Resu
 }
 
 /// Calls `each(line_number, line)` for every line of `f` (compression sniffed).
-fn for_lines(f: &RunFile, mut each: impl FnMut(u64, &[u8])) -> Result<()> {
+pub fn for_lines(f: &RunFile, mut each: impl FnMut(u64, &[u8])) -> Result<()> {
     let (r, _) = webdedup_formats::input::open_input(&f.path)
         .with_context(|| format!("cannot open {}", f.path.display()))?;
     let mut r = BufReader::new(r);
@@ -133,17 +135,13 @@ fn read_pairs(f: &RunFile, d: &mut RunData, problems: &mut Problems) -> Result<(
         match parse_pair(&String::from_utf8_lossy(line)) {
             Ok(p) => {
                 d.pairs.add(p.jaccard);
-                d.samples.offer_pair(&f.rel, p);
+                let id = p.doc.clone();
+                d.samples.offer(&f.rel, &id, || SampledPair {
+                    rel: f.rel.clone(),
+                    pair: p,
+                });
             }
             Err(reason) => problems.add(&f.path, n, &reason, &mut in_file),
-        }
-    })
-}
-
-fn read_dropped(f: &RunFile, d: &mut RunData, _problems: &mut Problems) -> Result<()> {
-    for_lines(f, |_, line| {
-        if line.starts_with(b"<t>") && line.trim_ascii_end().ends_with(b"</f>") {
-            d.dropped_refs += 1;
         }
     })
 }

@@ -7,6 +7,9 @@
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 
+/// Feedback mode's index of the inputs' paths, at the top of the run directory.
+pub const FILES_INDEX: &str = "files.idx";
+
 /// A file of a run with its path below the run directory (`/`-separated), which
 /// gives its crawl (the first directory) and its language (a directory named so).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,6 +33,8 @@ pub struct RunFiles {
     pub summaries: Vec<PathBuf>,
     /// Candidate `similar` outputs (`*.tsv`): pairs, clusters or a dedup report.
     pub similar: Vec<PathBuf>,
+    /// Feedback mode's `files.idx` (the inputs' paths by file id), at the top.
+    pub files_index: Option<PathBuf>,
 }
 
 /// What a file of a run directory is, by its name.
@@ -102,6 +107,7 @@ pub fn group(inputs: &[PathBuf]) -> Result<Vec<RunFiles>> {
                     Kind::Output => run.outputs.push(f),
                     Kind::Summary => run.summaries.push(f.path),
                     Kind::Similar => run.similar.push(f.path),
+                    Kind::Other if f.rel == FILES_INDEX => run.files_index = Some(f.path),
                     Kind::Other => {}
                 }
             }
@@ -261,6 +267,7 @@ mod tests {
         std::fs::write(a.join("cc-1/p.jsonl.dedup.dd"), "").unwrap();
         std::fs::write(a.join("cc-1/p.jsonl.dedup"), "").unwrap();
         std::fs::write(a.join(".webdedup.journal"), "").unwrap();
+        std::fs::write(a.join("files.idx"), "").unwrap();
         let s = t.path().join("a.json");
         std::fs::write(&s, "{}").unwrap();
         let lone = t.path().join("pairs.txt");
@@ -272,5 +279,6 @@ mod tests {
         assert_eq!(runs[1].dd[0].rel, "cc-1/p.jsonl.dedup.dd");
         assert_eq!(runs[1].outputs.len(), 1);
         assert_eq!(runs[1].summaries, vec![s]);
+        assert_eq!(runs[1].files_index, Some(a.join("files.idx")));
     }
 }

@@ -1,6 +1,6 @@
 //! `webdedup report`: one self-contained HTML page of what dedup runs removed,
 //! made from their outputs alone: `.dd` lists, MinHash `.pairs`, feedback
-//! `.dropped` files, `similar`'s pairs / clusters / dedup report and `--json`
+//! `.dropped` files (with `files.idx`), `similar`'s pairs / clusters / dedup report and `--json`
 //! summaries (docs/report.md). The page loads nothing from elsewhere (style
 //! inline, charts as SVG, no script); figures are streamed from the files, and
 //! examples sampled deterministically, so memory does not grow with the run and
@@ -10,8 +10,10 @@ mod analyze;
 mod diff;
 mod discover;
 mod examples;
+mod feedback;
 mod hist;
 mod html;
+mod paragraphs;
 mod problems;
 mod sections;
 mod similar;
@@ -77,13 +79,24 @@ pub fn make(opts: &Options) -> Result<Made> {
     for g in &groups {
         let mut d = analyze::analyze(g, opts.examples, &mut problems)?;
         let outputs: Vec<PathBuf> = g.outputs.iter().map(|f| f.path.clone()).collect();
-        examples::find_texts(&mut d.samples, &outputs, &opts.sources);
+        d.texts = examples::find_texts(&d.samples, &outputs, &opts.sources);
+        d.feedback.find_texts(
+            opts.top,
+            &g.outputs,
+            g.files_index.as_deref(),
+            &opts.sources,
+        )?;
         runs.push(d);
     }
     let empty: Vec<&str> = runs
         .iter()
         .filter(|r| {
-            r.dd_files + r.pairs_files + r.dropped_files + r.similar.len() + r.summaries.len() == 0
+            r.dd_files
+                + r.pairs_files
+                + r.feedback.files.len()
+                + r.similar.len()
+                + r.summaries.len()
+                == 0
         })
         .map(|r| r.label.as_str())
         .collect();
@@ -141,8 +154,8 @@ fn figures(r: &analyze::RunData) -> Value {
             (r.pairs.similarity.total() + r.pairs.unknown).into(),
         );
     }
-    if r.dropped_files > 0 {
-        m.insert("feedback_references".into(), r.dropped_refs.into());
+    if !r.feedback.files.is_empty() {
+        m.insert("feedback_references".into(), r.feedback.references.into());
     }
     m.insert(
         "output_bytes_on_disk".into(),

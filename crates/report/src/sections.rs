@@ -95,11 +95,27 @@ pub fn run_sections(d: &RunData, prefix: &str, top: usize, has_sources: bool) ->
             priority: 2,
         });
     }
+    if !d.feedback.repeats.is_empty() {
+        out.push(Section {
+            id: format!("{prefix}repeats"),
+            title: title("Most repeated paragraphs"),
+            body: repeats(d, top),
+            priority: 2,
+        });
+    }
     if !d.samples.is_empty() {
         out.push(Section {
             id: format!("{prefix}examples"),
             title: title("MinHash drops beside their originals"),
-            body: crate::examples::examples_html(&d.samples, has_sources),
+            body: crate::examples::minhash_html(&d.samples, &d.texts, has_sources),
+            priority: 3,
+        });
+    }
+    if !d.feedback.samples.is_empty() {
+        out.push(Section {
+            id: format!("{prefix}paragraph-examples"),
+            title: title("Dropped paragraphs beside their originals"),
+            body: crate::feedback::examples_html(&d.feedback, has_sources),
             priority: 3,
         });
     }
@@ -212,11 +228,11 @@ fn totals(d: &RunData) -> String {
             "pairs",
         );
     }
-    if d.dropped_files > 0 {
+    if !d.feedback.files.is_empty() {
         row(
             "feedback references (.dropped)",
             "feedback_references",
-            d.dropped_refs,
+            d.feedback.references,
             "dropped",
         );
     }
@@ -225,6 +241,56 @@ fn totals(d: &RunData) -> String {
     } else {
         s.push_str(&table(&["figure", "value", "from"], &rows));
     }
+    s
+}
+
+/// Paragraph texts are cut to this many characters in the table.
+const REPEAT_CHARS: usize = 300;
+
+/// The `top` paragraphs dropped most often, with where each was first seen.
+fn repeats(d: &RunData, top: usize) -> String {
+    let fb = &d.feedback;
+    let shown = fb.repeats.top(top);
+    let mut s = format!(
+        "<p class=\"note\">The {} paragraphs dropped most often, counted per original (the paragraph every copy refers to) in the <code>.dropped</code> files of feedback mode (<code>-f</code>); a paragraph whose original is not known (<code>0:0</code>) is counted by its text. Counts are exact up to {} distinct paragraphs; beyond, a count marked ≤ is at most that (Space-Saving).</p>",
+        shown.len(),
+        thousands(crate::feedback::MAX_REPEATS as u64)
+    );
+    let rows: Vec<String> = shown
+        .iter()
+        .map(|r| {
+            let text = fb.texts.get(&r.first).map_or(String::new(), |t| {
+                let mut cut: String = t.chars().take(REPEAT_CHARS).collect();
+                if cut.len() < t.len() {
+                    cut.push('…');
+                }
+                cut
+            });
+            let first = &fb.files[r.first.0];
+            format!(
+                "<td data-run=\"{}\" data-figure=\"paragraph_drops\" data-source=\"dropped\" data-value=\"{}\" data-original=\"{}\" data-exact=\"{}\">{}{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td><td class=\"text\"><code>{}:{}</code></td>",
+                escape(&d.label),
+                r.count,
+                escape(&r.original),
+                r.error == 0,
+                if r.error == 0 { "" } else { "≤ " },
+                thousands(r.count),
+                escape(&text),
+                escape(&fb.first_seen(&r.original)),
+                escape(&first.rel),
+                r.first.1
+            )
+        })
+        .collect();
+    s.push_str(&table(
+        &[
+            "copies dropped",
+            "paragraph (its first dropped copy)",
+            "first seen",
+            "first dropped at",
+        ],
+        &rows,
+    ));
     s
 }
 
