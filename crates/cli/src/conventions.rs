@@ -136,7 +136,15 @@ impl Reporting {
         if !self.quiet {
             line_to_stderr(&outcome.summary());
         }
-        self.write_json(&outcome.figures())?;
+        let mut figures = outcome.figures();
+        if let Some(m) = figures.as_object_mut() {
+            // The exact command (a store URL's password hidden), for a report.
+            let argv: Vec<String> = std::env::args_os()
+                .map(|a| webdedup_store_spec::redacted(&a.to_string_lossy()))
+                .collect();
+            m.insert("command_line".into(), argv.into());
+        }
+        self.write_json(&figures)?;
         Ok(exit_status(outcome.status))
     }
 

@@ -301,7 +301,14 @@ pub(crate) fn run_mode(
         .map(|d| webdedup_store_spec::redacted(&d.display().to_string()));
     let command = if minhash_mode { "minhash" } else { "dedup" };
     let mut outcome =
-        crate::summaries::run_outcome(command, &stats, &persisted, store, minhash_mode)?;
+        crate::summaries::run_outcome(command, &stats, &persisted, store, cfg.options.minhash())?;
+    let side_files = minhash_mode || args.out.dd || args.feedback;
+    crate::summaries::see_report(
+        &mut outcome,
+        &args.out.output,
+        &args.report.json,
+        side_files,
+    );
     if input_problems {
         outcome.status = i32::from(EXIT_INPUT_PROBLEMS);
     }

@@ -350,8 +350,16 @@ fn main() -> ExitCode {
             // --dedup reads every input again to write it back.
             let passes = if args.dedup { 2 } else { 1 };
             let on_stdout = !args.dedup && args.output.is_none();
+            // What `webdedup report` reads: the pairs or clusters, or the dedup report.
+            let shown = (args.output.as_ref())
+                .or(args.report.as_ref())
+                .or(args.output_dir.as_ref());
             report.run("comparing", &args.files, passes, on_stdout, || {
-                webdedup_simhash::similar_outcome(&a)
+                let mut o = webdedup_simhash::similar_outcome(&a)?;
+                if let Some(p) = shown {
+                    summaries::see_report(&mut o, p, &report.json, true);
+                }
+                Ok(o)
             })
         }
         Command::Cdx(cmd) => run_cdx(cmd),

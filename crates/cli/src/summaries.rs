@@ -4,9 +4,12 @@
 //! one summary line with plurals right, and `--json` one object with `command` and
 //! `status` beside the statistics' own fields.
 
+use crate::conventions::JsonOut;
 use anyhow::{Context, Result};
 use serde::Serialize;
+use std::path::Path;
 use webdedup_dedup::check::CheckReport;
+use webdedup_dedup::options::MinHashOptions;
 use webdedup_dedup::persist::PersistReport;
 use webdedup_dedup::RunStats;
 use webdedup_formats::summary::{count, thousands, Outcome};
@@ -30,14 +33,15 @@ pub(crate) fn pct(a: u64, b: u64) -> f64 {
     }
 }
 
-/// `dedup`'s or (with `minhash`) `minhash`'s outcome: the paragraph and URL+title
-/// parts only where they apply (MinHash judges whole documents).
+/// `dedup`'s or (with `minhash`, its settings) `minhash`'s outcome: the
+/// paragraph and URL+title parts only where they apply (MinHash judges whole
+/// documents).
 pub fn run_outcome(
     command: &str,
     s: &RunStats,
     persisted: &PersistReport,
     store: Option<String>,
-    minhash: bool,
+    minhash: Option<&MinHashOptions>,
 ) -> Result<Outcome> {
     let mut o = with_figures(command, s)?;
     o.count("files", s.files, "file", "files");
@@ -58,7 +62,18 @@ pub fn run_outcome(
         thousands(s.documents_kept),
         pct(s.documents_kept, s.documents_read)
     ));
-    if minhash {
+    if let Some(m) = minhash {
+        // The settings a report of the run shows (its `--verify` line too).
+        o.figure(
+            "minhash",
+            serde_json::json!({
+                "shingles": m.params.shingling.to_string(),
+                "hashes": m.params.hashes,
+                "bands": m.params.bands,
+                "rows": m.params.rows,
+                "verify": m.verify,
+            }),
+        );
         o.note(format!(
             "{} dropped as near-duplicates",
             thousands(s.documents_dropped)
@@ -85,7 +100,7 @@ pub fn run_outcome(
             thousands(s.documents_dropped_url_filter)
         ));
     }
-    if !minhash {
+    if minhash.is_none() {
         o.note(format!(
             "{} of {} retained ({:.2}%)",
             thousands(s.paragraphs_retained),
@@ -163,6 +178,37 @@ pub fn run_outcome(
     Ok(o)
 }
 
+/// Ends the summary line of `dedup`, `minhash` and `similar` with the command
+/// that shows the run whose outputs are at `run` as a page (with its `--json`
+/// file, unless that lies inside `run`): for people, not a figure. Left out when
+/// the run wrote nothing `webdedup report` reads (`reportable`: side files, or
+/// its summary to a file).
+pub fn see_report(o: &mut Outcome, run: &Path, json: &JsonOut, reportable: bool) {
+    let json_file = json.json.as_deref().filter(|_| !json.to_stdout());
+    if !reportable && json_file.is_none() {
+        return;
+    }
+    let mut paths = vec![shell_word(run)];
+    paths.extend(json_file.filter(|j| !j.starts_with(run)).map(shell_word));
+    o.note(format!(
+        "see it: webdedup report {} -o report.html",
+        paths.join(" ")
+    ));
+}
+
+/// `p` as one shell word: quoted when it holds anything but plain characters.
+fn shell_word(p: &Path) -> String {
+    let s = p.display().to_string();
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_./-+=:,@".contains(&b))
+    {
+        s
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
 /// `dedup --format wikilinks`: rows, not documents.
 pub fn wikilinks_outcome(s: &RunStats) -> Result<Outcome> {
     let mut o = with_figures("dedup", s)?;
@@ -221,7 +267,7 @@ mod tests {
             ..Default::default()
         };
         let p = PersistReport::default();
-        let dedup = run_outcome("dedup", &s, &p, None, false).unwrap().summary();
+        let dedup = run_outcome("dedup", &s, &p, None, None).unwrap().summary();
         for part in [
             "1 file,",
             "(1 duplicate,",
@@ -231,15 +277,43 @@ mod tests {
         ] {
             assert!(dedup.contains(part), "{part}: {dedup}");
         }
-        let minhash = run_outcome("minhash", &s, &p, None, true)
+        let settings = MinHashOptions {
+            params: Default::default(),
+            verify: Some(0.8),
+        };
+        let minhash = run_outcome("minhash", &s, &p, None, Some(&settings))
             .unwrap()
             .summary();
         assert!(!minhash.contains("paragraph"), "{minhash}");
         assert!(!minhash.contains("URL+title"), "{minhash}");
-        let figures = run_outcome("minhash", &s, &p, None, true)
+        let figures = run_outcome("minhash", &s, &p, None, Some(&settings))
             .unwrap()
             .figures();
         assert_eq!(figures["command"], "minhash");
         assert_eq!(figures["documents_read"], 2);
+        assert_eq!(figures["minhash"]["verify"], 0.8);
+        assert_eq!(figures["minhash"]["bands"], settings.params.bands);
+    }
+
+    #[test]
+    fn the_summary_says_how_to_see_the_run() {
+        let mut json = JsonOut::default();
+        let hint = |json: &JsonOut, reportable| {
+            let mut o = Outcome::new("dedup");
+            see_report(&mut o, Path::new("out dir"), json, reportable);
+            o.summary()
+        };
+        assert_eq!(hint(&json, false), "webdedup dedup: ");
+        assert_eq!(
+            hint(&json, true),
+            "webdedup dedup: see it: webdedup report 'out dir' -o report.html"
+        );
+        json.json = Some("run.json".into());
+        assert!(hint(&json, false).ends_with("report 'out dir' run.json -o report.html"));
+        json.json = Some("out dir/run.json".into());
+        assert!(hint(&json, true).ends_with("report 'out dir' -o report.html"));
+        let mut o = Outcome::new("dedup");
+        see_report(&mut o, Path::new("out"), &json, true);
+        assert!(o.figures().as_object().unwrap().len() == 2, "not a figure");
     }
 }

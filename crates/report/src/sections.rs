@@ -362,10 +362,7 @@ fn group_row(d: &RunData, key: &str, t: &Tally, with_bytes: bool) -> String {
 fn charts(d: &RunData) -> Option<String> {
     let mut s = String::new();
     if d.pairs_files > 0 {
-        let verify = d
-            .summaries
-            .iter()
-            .find_map(|s| s.value.get("verify").and_then(serde_json::Value::as_f64));
+        let verify = d.summaries.iter().find_map(|s| s.verify());
         let marker = verify.map(|v| Marker {
             at_bin: v * SIMILARITY_BINS as f64,
             label: format!("--verify {v}"),

@@ -2,7 +2,8 @@
 //! `batch` their run figures (`documents_read`, `bytes_in`, ...; nested
 //! `persistence`), the library commands (`similar`, `warc dedup`, ...) a
 //! `command` and their counts. Shown as they are, flattened one level; a command
-//! line is shown where the summary holds one (`command_line` or `argv`).
+//! line is shown where the summary holds one (`command_line`, written by every
+//! command since the report shows it, or `argv`).
 
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
@@ -75,12 +76,19 @@ impl Summary {
             Value::String(s) => Some(s.clone()),
             Value::Array(a) => Some(
                 a.iter()
-                    .map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_owned))
+                    .map(|x| x.as_str().map_or_else(|| x.to_string(), shell_word))
                     .collect::<Vec<_>>()
                     .join(" "),
             ),
             _ => None,
         }
+    }
+
+    /// The MinHash run's `--verify` (its `minhash` settings; `verify` at the top
+    /// in summaries written by hand), if it records one.
+    pub fn verify(&self) -> Option<f64> {
+        let v = self.value.pointer("/minhash/verify");
+        v.or_else(|| self.value.get("verify"))?.as_f64()
     }
 
     /// Its figures as (name, value) rows: scalars, nested objects as `a.b`.
@@ -102,6 +110,17 @@ impl Summary {
     }
 }
 
+/// An argument as the shell takes it back: quoted when it holds more than plain
+/// characters.
+fn shell_word(s: &str) -> String {
+    let plain = |b: u8| b.is_ascii_alphanumeric() || b"_./-+=:,@%".contains(&b);
+    if !s.is_empty() && s.bytes().all(plain) {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
 fn shown(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
@@ -120,13 +139,14 @@ mod tests {
         let p = t.path().join("run.json");
         std::fs::write(
             &p,
-            r#"{"documents_read":3,"persistence":{"store_dir":null},"argv":["webdedup","dedup","-i","x"]}"#,
+            r#"{"documents_read":3,"persistence":{"store_dir":null},"argv":["webdedup","dedup","-i","x y"],"minhash":{"verify":0.7}}"#,
         )
         .unwrap();
         let s = read(&p).unwrap();
         assert!(s.is_run_figures());
         assert_eq!(s.count("documents_read"), Some(3));
-        assert_eq!(s.command_line().as_deref(), Some("webdedup dedup -i x"));
+        assert_eq!(s.command_line().as_deref(), Some("webdedup dedup -i 'x y'"));
+        assert_eq!(s.verify(), Some(0.7));
         assert!(s
             .rows()
             .contains(&("persistence.store_dir".into(), "-".into())));
