@@ -3,8 +3,10 @@
 //! `similar --clusters`, the figures the page shows (its `data-figure` cells and
 //! chart bars, read from the DOM chromium builds) equal the runs' own `--json`;
 //! nothing on the page is loaded from the network; screenshots at a desktop and
-//! a phone width are written as PNGs; sampled MinHash drops are shown beside
-//! their originals, the changed words marked. Without chromium the test fails, saying
+//! a phone width are written as PNGs; sampled MinHash drops and feedback
+//! paragraphs are shown beside their originals, the changed words marked; the
+//! most repeated paragraphs are counted as the `.dropped` files say; the
+//! `--verify` line and the runs' command lines are those of their summaries. Without chromium the test fails, saying
 //! how to install it (`scripts/deps.sh chromium`).
 
 mod common;
@@ -13,7 +15,7 @@ use common::*;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Output};
 
 /// Runs chromium headless on `page` with `args`; returns its stdout and stderr.
 fn chromium(profile: &Path, page: &Path, args: &[&str]) -> (String, String) {
@@ -86,6 +88,44 @@ fn png_width(path: &Path) -> u32 {
     u32::from_be_bytes(png[16..20].try_into().unwrap())
 }
 
+/// `webdedup COMMAND -i INPUT -o OUTPUT -q --json JSON EXTRA...`, which must
+/// succeed; returns its `--json`.
+fn run_json(command: &str, input: &Path, output: &Path, json: &Path, extra: &[&str]) -> Value {
+    let mut args = command_args(command, input, output, &["--json", s(json)]);
+    args.extend_from_slice(extra);
+    ok(&webdedup(&args));
+    self::json(json)
+}
+
+/// `webdedup report INPUTS... -o PAGE EXTRA...`.
+fn report(inputs: &[&Path], page: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["report"];
+    args.extend(inputs.iter().map(|p| s(p)));
+    args.extend(["-o", s(page)]);
+    args.extend_from_slice(extra);
+    webdedup(&args)
+}
+
+/// Feedback references of a run's `.dropped` files: (dropped, original) each.
+fn feedback_references(run: &Path) -> Vec<(String, String)> {
+    let mut refs = Vec::new();
+    for (rel, bytes) in tree(run) {
+        if !rel.ends_with(".dropped") {
+            continue;
+        }
+        for line in String::from_utf8_lossy(&bytes).lines() {
+            if let Some(r) = line
+                .strip_prefix("<t>")
+                .and_then(|l| l.strip_suffix("</f>"))
+            {
+                let (d, o) = r.split_once('\t').expect("DROPPED TAB ORIGINAL");
+                refs.push((d.to_owned(), o.to_owned()));
+            }
+        }
+    }
+    refs
+}
+
 #[test]
 fn the_report_of_the_sample_in_a_real_browser() {
     let has_chromium = Command::new("chromium").arg("--version").output();
@@ -97,58 +137,28 @@ fn the_report_of_the_sample_in_a_real_browser() {
     let (exact, mh) = (t.path().join("exact"), t.path().join("mh"));
     let exact_json = t.path().join("exact.json");
     let sample = jsonl_sample_dir();
-    let o = dedup(
-        &sample,
-        &exact,
-        &["-d", "-f", "--json", exact_json.to_str().unwrap()],
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
+    let exact_figures = run_json("dedup", &sample, &exact, &exact_json, &["-d", "-f"]);
     std::fs::create_dir_all(&mh).unwrap();
     let mh_json = mh.join("run.json");
-    let o = webdedup(&[
-        "minhash",
-        "-i",
-        sample.to_str().unwrap(),
-        "-o",
-        mh.to_str().unwrap(),
-        "-q",
-        "-d",
-        "--json",
-        mh_json.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    let mh_figures = run_json("minhash", &sample, &mh, &mh_json, &["-d"]);
     let clusters = t.path().join("clusters.tsv");
     let similar_json = t.path().join("similar.json");
-    let o = webdedup(&[
+    let similar = run_json(
         "similar",
-        "--clusters",
-        "-k",
-        "6",
-        sample.to_str().unwrap(),
-        "-o",
-        clusters.to_str().unwrap(),
-        "-q",
-        "--json",
-        similar_json.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+        &sample,
+        &clusters,
+        &similar_json,
+        &["--clusters", "-k", "6"],
+    );
 
     let page = t.path().join("report.html");
     let report_json = t.path().join("report.json");
-    let o = webdedup(&[
-        "report",
-        exact.to_str().unwrap(),
-        exact_json.to_str().unwrap(),
-        mh.to_str().unwrap(),
-        clusters.to_str().unwrap(),
-        "-o",
-        page.to_str().unwrap(),
-        "--json",
-        report_json.to_str().unwrap(),
-        "--source",
-        sample.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    let o = report(
+        &[&exact, &exact_json, &mh, &clusters],
+        &page,
+        &["--json", s(&report_json), "--source", s(&sample)],
+    );
+    ok(&o);
     assert_eq!(json(&report_json)["runs"], 2);
 
     let profile = t.path().join("chromium-profile");
@@ -160,10 +170,7 @@ fn the_report_of_the_sample_in_a_real_browser() {
     assert!(!log.contains("CONSOLE"), "console messages:\n{log}");
 
     // Every figure on the page that comes from a run's .dd lists equals its --json.
-    let runs = [
-        (exact.to_str().unwrap(), json(&exact_json)),
-        (mh.to_str().unwrap(), json(&mh_json)),
-    ];
+    let runs = [(s(&exact), &exact_figures), (s(&mh), &mh_figures)];
     let cells = tags(&dom, "td");
     for (label, figures) in &runs {
         let mine: Vec<_> = cells
@@ -200,7 +207,6 @@ fn the_report_of_the_sample_in_a_real_browser() {
             .unwrap()
     };
     // One .pairs line per document MinHash dropped.
-    let mh_figures = &runs[1].1;
     assert_eq!(
         Some(figure(runs[1].0, "minhash_pairs")),
         mh_figures["documents_dropped"].as_u64()
@@ -231,19 +237,88 @@ fn the_report_of_the_sample_in_a_real_browser() {
         Some(sum(&split(0))),
         mh_figures["documents_dropped"].as_u64()
     );
-    let similar = json(&similar_json);
     assert!(similar["near_duplicates"].as_u64().unwrap() > 0);
     assert_eq!(Some(sum(&split(1))), similar["near_duplicates"].as_u64());
 
-    // MinHash drops beside their originals: every sampled drop's text found in
-    // the inputs and its original's in the kept outputs, the changes counted.
-    let examples = tags(&dom, "div")
+    // The MinHash chart's dashed line is the run's --verify.
+    let verify = mh_figures["minhash"]["verify"].as_f64().unwrap();
+    assert!(
+        dom.contains(&format!(">--verify {verify}</text>")),
+        "no --verify line"
+    );
+
+    // Drops beside their originals: MinHash's (the drop's text found in the
+    // inputs, its original's in the kept outputs) and feedback's (the dropped
+    // paragraph in its .dropped file, its original in the inputs by files.idx),
+    // the changes counted and the similarity given.
+    let refs = feedback_references(&exact);
+    let examples: Vec<_> = tags(&dom, "div")
         .into_iter()
         .filter(|d| d.get("class").map(String::as_str) == Some("example"))
-        .count();
-    assert_eq!(examples, 12, "the default sample of drops");
-    assert_eq!(dom.matches("data-added=").count(), examples);
+        .collect();
+    let (paragraphs, documents): (Vec<_>, Vec<_>) = examples
+        .iter()
+        .partition(|e| refs.contains(&(e["data-doc"].clone(), e["data-original"].clone())));
+    assert_eq!(
+        (documents.len(), paragraphs.len()),
+        (12, 12),
+        "the default samples of drops"
+    );
+    assert_eq!(dom.matches("data-added=").count(), examples.len());
     assert!(dom.contains("<ins>") && dom.contains("<del>"));
+    for e in &examples {
+        let similarity: f64 = e["data-similarity"].parse().unwrap();
+        assert!((0.0..=1.0).contains(&similarity), "{e:?}");
+    }
+    // Exact mode: a dropped paragraph has its original's words (normalization aside).
+    for e in &paragraphs {
+        assert!(e["data-similarity"].parse::<f64>().unwrap() > 0.5, "{e:?}");
+    }
+
+    // The most repeated paragraphs: each count is the references to its original
+    // in the .dropped files, and they are the largest counts there.
+    let mut per_original: BTreeMap<&str, u64> = BTreeMap::new();
+    for (_, original) in &refs {
+        *per_original.entry(original).or_default() += 1;
+    }
+    assert!(!per_original.contains_key("0:0"), "every original is known");
+    let rows: Vec<_> = cells
+        .iter()
+        .filter(|c| c.get("data-figure").map(String::as_str) == Some("paragraph_drops"))
+        .collect();
+    assert_eq!(rows.len(), per_original.len().min(50), "--top rows");
+    for c in &rows {
+        assert_eq!(
+            c["data-value"].parse::<u64>().ok(),
+            per_original.get(c["data-original"].as_str()).copied()
+        );
+        assert_eq!(c["data-exact"], "true");
+    }
+    let mut counts: Vec<u64> = per_original.values().copied().collect();
+    counts.sort_unstable_by(|a, b| b.cmp(a));
+    let shown: Vec<u64> = rows
+        .iter()
+        .map(|c| c["data-value"].parse().unwrap())
+        .collect();
+    assert_eq!(shown, counts[..rows.len()]);
+    assert_eq!(
+        Some(figure(runs[0].0, "feedback_references")),
+        Some(refs.len() as u64)
+    );
+
+    // The runs' exact command lines, from their summaries.
+    for (label, figures) in &runs {
+        let argv: Vec<&str> = figures["command_line"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        assert!(
+            dom.contains(&argv.join(" ")),
+            "{label}: no command line {argv:?}"
+        );
+    }
 
     // Nothing is loaded from elsewhere: no script, stylesheet or image by address.
     for tag in ["script", "link", "img", "iframe", "object", "embed"] {
@@ -281,7 +356,8 @@ fn the_report_of_the_sample_in_a_real_browser() {
 /// The command line's conventions: `-i` is the positional inputs' alias (the same
 /// page), an unreadable line is reported as `FILE:LINE` with exit status 1, a
 /// directory without run outputs or a missing input is fatal (2) with one
-/// `webdedup: error:` line and no page.
+/// `webdedup: error:` line and no page; and `dedup`'s summary names the report
+/// command of its run.
 #[test]
 fn inputs_exit_statuses_and_messages() {
     let t = tempfile::tempdir().unwrap();
@@ -294,22 +370,10 @@ fn inputs_exit_statuses_and_messages() {
     )
     .unwrap();
     let (a, b) = (t.path().join("a.html"), t.path().join("b.html"));
-    let o = webdedup(&[
-        "report",
-        run.to_str().unwrap(),
-        "-o",
-        a.to_str().unwrap(),
-        "-q",
-    ]);
+    let o = report(&[&run], &a, &["-q"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(o.stderr.is_empty(), "-q: {}", stderr(&o));
-    let o = webdedup(&[
-        "report",
-        "-i",
-        run.to_str().unwrap(),
-        "-o",
-        b.to_str().unwrap(),
-    ]);
+    let o = webdedup(&["report", "-i", s(&run), "-o", s(&b)]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(
         stderr(&o).starts_with("webdedup report: 1 run, "),
@@ -326,13 +390,7 @@ fn inputs_exit_statuses_and_messages() {
         "<dd url=\"\" title=\"\" status=\"K\"/>\n<dd status=\"??\"/>\n",
     )
     .unwrap();
-    let o = webdedup(&[
-        "report",
-        run.to_str().unwrap(),
-        "-o",
-        a.to_str().unwrap(),
-        "-q",
-    ]);
+    let o = report(&[&run], &a, &["-q"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert_eq!(
         stderr(&o),
@@ -344,7 +402,7 @@ fn inputs_exit_statuses_and_messages() {
     std::fs::write(empty.join("notes.txt"), "x").unwrap();
     let c = t.path().join("c.html");
     for input in [empty, t.path().join("missing")] {
-        let o = webdedup(&["report", input.to_str().unwrap(), "-o", c.to_str().unwrap()]);
+        let o = report(&[&input], &c, &[]);
         assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
         let err = stderr(&o);
         assert!(
@@ -353,4 +411,15 @@ fn inputs_exit_statuses_and_messages() {
         );
         assert!(!c.exists());
     }
+
+    // A run's summary says how to see it, and the command it gives works.
+    let input = one_doc_input(t.path(), "in");
+    let out = t.path().join("out");
+    let o = webdedup(&["dedup", s(&input), "-o", s(&out), "-d"]);
+    ok(&o);
+    assert_says(
+        &o,
+        &format!("see it: webdedup report {} -o report.html", s(&out)),
+    );
+    ok(&report(&[&out], &t.path().join("see.html"), &["-q"]));
 }
