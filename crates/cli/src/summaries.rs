@@ -196,17 +196,8 @@ pub fn see_report(o: &mut Outcome, run: &Path, json: &JsonOut, reportable: bool)
     ));
 }
 
-/// `p` as one shell word: quoted when it holds anything but plain characters.
 fn shell_word(p: &Path) -> String {
-    let s = p.display().to_string();
-    if !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"_./-+=:,@".contains(&b))
-    {
-        s
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
+    webdedup_report::shell_word(&p.display().to_string())
 }
 
 /// `dedup --format wikilinks`: rows, not documents.

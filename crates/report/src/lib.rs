@@ -22,6 +22,7 @@ mod svg;
 mod tally;
 
 pub use problems::Problems;
+pub use summary::shell_word;
 
 use anyhow::{bail, Result};
 use serde_json::Value;
@@ -164,4 +165,14 @@ fn figures(r: &analyze::RunData) -> Value {
     m.insert("summaries".into(), r.summaries.len().into());
     m.insert("similar_outputs".into(), r.similar.len().into());
     Value::Object(m)
+}
+
+/// A file named `name` holding `text`, in a temporary directory that lives as
+/// long as the returned guard.
+#[cfg(test)]
+fn temp_file(name: &str, text: &str) -> (tempfile::TempDir, PathBuf) {
+    let t = tempfile::tempdir().unwrap();
+    let p = t.path().join(name);
+    std::fs::write(&p, text).unwrap();
+    (t, p)
 }

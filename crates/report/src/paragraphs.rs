@@ -130,13 +130,8 @@ mod tests {
 
     #[test]
     fn paragraphs_numbered_across_documents() {
-        let t = tempfile::tempdir().unwrap();
-        let p = t.path().join("a.jsonl");
-        std::fs::write(
-            &p,
-            "{\"text\":\"one\\n\\ntwo words\"}\n{\"text\":\"three\"}\n",
-        )
-        .unwrap();
+        let text = "{\"text\":\"one\\n\\ntwo words\"}\n{\"text\":\"three\"}\n";
+        let (_t, p) = crate::temp_file("a.jsonl", text);
         let mut seen = Vec::new();
         each_paragraph(&p, |r, t| {
             seen.push((r, t.to_owned()));

@@ -112,7 +112,7 @@ impl Summary {
 
 /// An argument as the shell takes it back: quoted when it holds more than plain
 /// characters.
-fn shell_word(s: &str) -> String {
+pub fn shell_word(s: &str) -> String {
     let plain = |b: u8| b.is_ascii_alphanumeric() || b"_./-+=:,@%".contains(&b);
     if !s.is_empty() && s.bytes().all(plain) {
         s.to_owned()
@@ -135,13 +135,10 @@ mod tests {
 
     #[test]
     fn figures_and_command_lines() {
-        let t = tempfile::tempdir().unwrap();
-        let p = t.path().join("run.json");
-        std::fs::write(
-            &p,
+        let (_t, p) = crate::temp_file(
+            "run.json",
             r#"{"documents_read":3,"persistence":{"store_dir":null},"argv":["webdedup","dedup","-i","x y"],"minhash":{"verify":0.7}}"#,
-        )
-        .unwrap();
+        );
         let s = read(&p).unwrap();
         assert!(s.is_run_figures());
         assert_eq!(s.count("documents_read"), Some(3));
