@@ -12,3 +12,21 @@ prepare_corpus() { # corpus tmp
   bytes=$(cat $(find "$tmp/in" -type f) | wc -c)
   echo "input: $(find "$tmp/in" -type f | wc -l) files, $bytes bytes, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 }
+
+# The scale benchmarks' input (bench/minhash_scale.sh, bench/report.sh): N synthetic
+# JSON Lines documents, a share DUPS of them near-duplicates (bench/minhash_synth.py),
+# zstd-compressed in WORK/in-N-DUPS, made once and reused; sets $input and $raw_bytes
+# (the decompressed size).
+synth_input() { # n dups work
+  local n=$1 dups=$2 work=$3
+  mkdir -p "$work"
+  input=$work/in-$n-$dups
+  if [ ! -s "$input/synth.jsonl.zst" ]; then
+    rm -rf "$input"
+    mkdir -p "$input"
+    echo "generating $n documents ($dups near-duplicates) into $input" >&2
+    python3 bench/minhash_synth.py "$n" "$dups" 1 | zstd -q -T2 -3 -o "$input/synth.jsonl.zst"
+  fi
+  [ -s "$input.bytes" ] || zstd -dc "$input/synth.jsonl.zst" | wc -c > "$input.bytes"
+  raw_bytes=$(cat "$input.bytes")
+}

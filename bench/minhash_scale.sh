@@ -20,16 +20,8 @@ bin=${WEBDEDUP:-target/release/webdedup}
 if [ -z "${WEBDEDUP:-}" ] && [ ! -x "$bin" ]; then
   cargo build -q --release --locked -p webdedup
 fi
-mkdir -p "$work"
-input=$work/in-$n-$dups
-if [ ! -s "$input/synth.jsonl.zst" ]; then
-  rm -rf "$input"
-  mkdir -p "$input"
-  echo "generating $n documents ($dups near-duplicates) into $input" >&2
-  python3 bench/minhash_synth.py "$n" "$dups" 1 | zstd -q -T2 -3 -o "$input/synth.jsonl.zst"
-fi
-[ -s "$input.bytes" ] || zstd -dc "$input/synth.jsonl.zst" | wc -c > "$input.bytes"
-raw_bytes=$(cat "$input.bytes")
+source bench/lib.sh
+synth_input "$n" "$dups" "$work"
 cleanup() {
   for p in ${pids:-}; do kill "$p" 2>/dev/null || true; done
   [ "${KEEP:-}" = 1 ] || rm -rf "$work/out-embedded" "$work/out-servers" "$work/servers.d"
