@@ -409,6 +409,43 @@ mod tests {
     }
 
     #[test]
+    fn repeats_per_original_and_unknown_originals_by_text() {
+        let text =
+            "<t>a:5\tb:1</f>\nsame \\\"words\\\"\n<t>a:6\tb:1</f>\nsame \\\"words\\\"\nrider\n\
+                    <t>a:7\t0:0</f>\nold\n<t>a:8\t0:0</f>\nold\n<t>a:9\tb:2</f>\nother\n<t>bad\n";
+        let (_t, path) = crate::temp_file("p.dedup.dropped", text);
+        let f = RunFile {
+            path: path.clone(),
+            rel: "p.dedup.dropped".into(),
+        };
+        let outputs = [RunFile {
+            path: path.with_file_name("p.dedup.jsonl.gz"),
+            rel: "p.dedup.jsonl.gz".into(),
+        }];
+        let mut fb = Feedback::new(10);
+        let mut problems = Problems::default();
+        fb.read(&f, &outputs, &mut problems).unwrap();
+        assert_eq!(fb.references, 5);
+        assert_eq!(problems.count, 1, "{:?}", problems.shown);
+        let top: Vec<(&str, u64)> = fb
+            .repeats
+            .top(5)
+            .iter()
+            .map(|r| (r.original.as_str(), r.count))
+            .collect();
+        assert_eq!(top, [("b:1", 2), ("0:0", 2), ("b:2", 1)]);
+        fb.find_texts(1, &outputs, None, &[]).unwrap();
+        assert_eq!(fb.texts.values().collect::<Vec<_>>(), ["same \"words\""]);
+        let sampled: Vec<Option<&str>> = fb.samples.items().map(|d| d.text.as_deref()).collect();
+        assert_eq!(sampled.len(), 5);
+        assert!(sampled.contains(&Some("old")) && sampled.contains(&Some("same \"words\"")));
+        assert_eq!(
+            fb.first_seen("0:0"),
+            "before this run (an earlier run's store), or not known"
+        );
+    }
+
+    #[test]
     fn counts_are_exact_until_the_table_is_full() {
         let mut r = Repeats::with_cap(2);
         for (i, key) in [1, 2, 1, 1, 2].into_iter().enumerate() {

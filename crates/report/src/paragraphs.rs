@@ -31,7 +31,10 @@ impl<F: FnMut(u64, &str) -> bool> DocSink for Texts<F> {
         if !glued && !self.text.is_empty() {
             self.text.push(' ');
         }
-        self.text.push_str(&String::from_utf8_lossy(word));
+        match std::str::from_utf8(word) {
+            Ok(w) => self.text.push_str(w),
+            Err(_) => self.text.push_str(&String::from_utf8_lossy(word)),
+        }
     }
     fn para_end(&mut self, _end: usize) {
         self.record += 1;
