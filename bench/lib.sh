@@ -13,6 +13,19 @@ prepare_corpus() { # corpus tmp
   echo "input: $(find "$tmp/in" -type f | wc -l) files, $bytes bytes, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 }
 
+# The scale benchmarks' settings (bench/minhash_scale.sh, bench/report.sh) from the
+# environment: THREADS (default 2), DUPS (0.2), WORK (target/minhash-scale), WEBDEDUP
+# (default target/release/webdedup, built if missing) into $threads, $dups, $work, $bin.
+scale_settings() {
+  threads=${THREADS:-2}
+  dups=${DUPS:-0.2}
+  work=${WORK:-target/minhash-scale}
+  bin=${WEBDEDUP:-target/release/webdedup}
+  if [ -z "${WEBDEDUP:-}" ] && [ ! -x "$bin" ]; then
+    cargo build -q --release --locked -p webdedup
+  fi
+}
+
 # The scale benchmarks' input (bench/minhash_scale.sh, bench/report.sh): N synthetic
 # JSON Lines documents, a share DUPS of them near-duplicates (bench/minhash_synth.py),
 # zstd-compressed in WORK/in-N-DUPS, made once and reused; sets $input and $raw_bytes

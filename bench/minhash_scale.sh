@@ -13,14 +13,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-10000000}
-threads=${THREADS:-2}
-dups=${DUPS:-0.2}
-work=${WORK:-target/minhash-scale}
-bin=${WEBDEDUP:-target/release/webdedup}
-if [ -z "${WEBDEDUP:-}" ] && [ ! -x "$bin" ]; then
-  cargo build -q --release --locked -p webdedup
-fi
 source bench/lib.sh
+scale_settings
 synth_input "$n" "$dups" "$work"
 cleanup() {
   for p in ${pids:-}; do kill "$p" 2>/dev/null || true; done

@@ -15,13 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
 n=${1:-1000000}
-threads=${THREADS:-2}
-dups=${DUPS:-0.2}
-work=${WORK:-target/minhash-scale}
-bin=${WEBDEDUP:-target/release/webdedup}
-if [ -z "${WEBDEDUP:-}" ] && [ ! -x "$bin" ]; then
-  cargo build -q --release --locked -p webdedup
-fi
+scale_settings
 synth_input "$n" "$dups" "$work"
 out=$work/report-run-$n
 cleanup() {
