@@ -151,11 +151,8 @@ fn crawl_by_crawl_with_a_store_equals_stream_mode_outputs_and_snapshot() {
             "crawl {crawl}: outputs differ"
         );
     }
-    assert!(
-        std::fs::read(tmp.path().join("s-store/store.snap")).unwrap()
-            == std::fs::read(tmp.path().join("b-store/store.snap")).unwrap(),
-        "the stores differ"
-    );
+    let store = |name: &str| tmp.path().join(name);
+    assert_same_store(&store("b-store"), &store("s-store"), "crawl by crawl");
 }
 
 #[test]
@@ -379,11 +376,7 @@ fn doc_check_none_decides_paragraphs_only_in_stream_and_batch_mode_with_any_stor
             "run {run}: batch differs from stream"
         );
     }
-    assert!(
-        std::fs::read(t.join("s-store/store.snap")).unwrap()
-            == std::fs::read(t.join("b-store/store.snap")).unwrap(),
-        "the stores differ"
-    );
+    assert_same_store(&t.join("b-store"), &t.join("s-store"), "--doc-check none");
 }
 
 /// Every temporary name (`NAME.tmp.PID.N`) under `dir`.

@@ -139,11 +139,7 @@ pub fn assert_restores_after_faults(
             tree(&out) == tree(&reference),
             "{what} {fault}: outputs differ"
         );
-        assert!(
-            std::fs::read(store.join("store.snap")).unwrap()
-                == std::fs::read(ref_store.join("store.snap")).unwrap(),
-            "{what} {fault}: stores differ"
-        );
+        assert_same_store(&store, &ref_store, &format!("{what} {fault}"));
     }
 }
 
@@ -467,4 +463,13 @@ pub fn check_report(input: &Path, output: &Path, near: bool) -> serde_json::Valu
 pub fn write_file(path: &Path, data: impl AsRef<[u8]>) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, data).unwrap();
+}
+
+/// Asserts that two store directories saved the same `store.snap`, byte for byte.
+pub fn assert_same_store(got: &Path, want: &Path, what: &str) {
+    let snap = |dir: &Path| {
+        let path = dir.join("store.snap");
+        std::fs::read(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
+    };
+    assert!(snap(got) == snap(want), "{what}: the stores differ");
 }

@@ -370,10 +370,7 @@ fn crawl_by_crawl_equals_one_run_over_all() {
         .collect();
     assert_same_files("crawl by crawl", &pieces, &want);
     assert!(pairs(&want).iter().all(|(_, o, j)| o != "-" && j != "-"));
-    assert_eq!(
-        std::fs::read(store.join("store.snap")).unwrap(),
-        std::fs::read(all_store.join("store.snap")).unwrap()
-    );
+    assert_same_store(&store, &all_store, "crawl by crawl");
 }
 
 /// The inode of every finished output's file (main, `.dd`, `.pairs`): a file
@@ -494,10 +491,7 @@ fn clean_stops_then_restore_are_byte_identical() {
         let o = webdedup(&args);
         assert!(o.status.success(), "restore after stop:{n}: {}", stderr(&o));
         assert_same_files(&format!("stop:{n}"), &outputs(&out), &outputs(&reference));
-        assert_eq!(
-            std::fs::read(store.join("store.snap")).unwrap(),
-            std::fs::read(store_ref.join("store.snap")).unwrap()
-        );
+        assert_same_store(&store, &store_ref, &format!("stop:{n}"));
     }
 }
 

@@ -36,16 +36,14 @@ fn three_servers_answer_one_worker_exactly_as_the_embedded_store() {
             &["-t", "1"]
         };
         let want = tmp.path().join(format!("embedded-{near}"));
-        let o = dedup(&sample_dir(), &want, &[&["--dd"], extra].concat());
-        ok(&o);
+        ok(&dedup(&sample_dir(), &want, &[&["--dd"], extra].concat()));
         // Fresh servers per mode would be cleaner; a second key kind is refused,
         // so the near run uses its own servers below.
         if near {
             break;
         }
         let out = tmp.path().join("remote");
-        let o = cluster.run_worker(&sample_dir(), &out, extra);
-        ok(&o);
+        ok(&cluster.run_worker(&sample_dir(), &out, extra));
         assert!(
             outputs(&out) == outputs(&want),
             "remote outputs differ from the embedded store's"
@@ -58,11 +56,9 @@ fn near_mode_on_servers_equals_the_embedded_store() {
     let tmp = tempfile::tempdir().unwrap();
     let cluster = Cluster::start(tmp.path(), 2);
     let want = tmp.path().join("embedded");
-    let o = dedup(&sample_dir(), &want, &["--dd", "-t", "1", "--near"]);
-    ok(&o);
+    ok(&dedup(&sample_dir(), &want, &["--dd", "-t", "1", "--near"]));
     let out = tmp.path().join("remote");
-    let o = cluster.run_worker(&sample_dir(), &out, &["-t", "1", "--near"]);
-    ok(&o);
+    ok(&cluster.run_worker(&sample_dir(), &out, &["-t", "1", "--near"]));
     assert!(outputs(&out) == outputs(&want));
     // Other settings than the servers' keys are refused, naming the difference.
     let other = tmp.path().join("other");
@@ -143,8 +139,7 @@ fn a_worker_killed_mid_run_finishes_with_restore_and_the_outputs_are_unchanged()
     }
     child.kill().unwrap();
     child.wait().unwrap();
-    let o = cluster.run_worker(&input, &out, &["-t", "1", "--restore"]);
-    ok(&o);
+    ok(&cluster.run_worker(&input, &out, &["-t", "1", "--restore"]));
     assert!(
         outputs(&out) == outputs(&want),
         "restored outputs differ from an uninterrupted run's"
@@ -708,11 +703,9 @@ fn feedback_on_servers_equals_the_embedded_stores_and_check_confirms_it() {
             &["-t", "1", "-f"]
         };
         let want = tmp.path().join("embedded");
-        let o = dedup(&sample_dir(), &want, &[&["--dd"], extra].concat());
-        ok(&o);
+        ok(&dedup(&sample_dir(), &want, &[&["--dd"], extra].concat()));
         let out = tmp.path().join("remote");
-        let o = cluster.run_worker(&sample_dir(), &out, extra);
-        ok(&o);
+        ok(&cluster.run_worker(&sample_dir(), &out, extra));
         let got = outputs(&out);
         assert!(
             got.iter()

@@ -138,26 +138,17 @@ impl Server {
 
     /// Starts a server that saves to `DIR/s-PORT.snap` and loads it if present.
     pub fn persistent(dir: &Path, map: &Path, port: u16, extra: &[&str]) -> Server {
-        Server::persistent_env(dir, map, port, extra, &[])
+        let snap = snap_path(dir, port);
+        let snap = snap.to_str().unwrap();
+        Server::start(dir, map, port, &[&["-i", snap, "-o", snap], extra].concat())
     }
 
     /// [`Server::persistent`] with the fault point `fault` armed.
     pub fn persistent_with_fault(dir: &Path, map: &Path, port: u16, fault: &str) -> Server {
-        Server::persistent_env(dir, map, port, &[], &[("WEBDEDUP_FAULT", fault)])
-    }
-
-    fn persistent_env(
-        dir: &Path,
-        map: &Path,
-        port: u16,
-        extra: &[&str],
-        env: &[(&str, &str)],
-    ) -> Server {
         let snap = snap_path(dir, port);
         let snap = snap.to_str().unwrap();
-        let mut args = vec!["-i", snap, "-o", snap];
-        args.extend_from_slice(extra);
-        Server::start_env(dir, map, port, &args, env)
+        let env = [("WEBDEDUP_FAULT", fault)];
+        Server::start_env(dir, map, port, &["-i", snap, "-o", snap], &env)
     }
 
     /// Waits for the server to end by itself (a fault injected into it); returns
