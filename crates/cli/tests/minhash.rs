@@ -10,7 +10,7 @@ mod server_procs;
 use common::*;
 use server_procs::*;
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Output;
 
 /// `webdedup minhash -i INPUT -o OUTPUT -q --dd EXTRA...` as arguments.
@@ -24,7 +24,15 @@ fn minhash(input: &Path, output: &Path, extra: &[&str]) -> Output {
     webdedup(&minhash_args(input, output, extra))
 }
 
-/// The outputs of a run (without the run id of runs on servers).
+/// An uninterrupted run over the sample with `extra` and a store: its
+/// outputs (`dir/ref`) and its store (`dir/ref-store`).
+fn reference_with_store(dir: &Path, extra: &[&str]) -> (PathBuf, PathBuf) {
+    let (reference, store) = (dir.join("ref"), dir.join("ref-store"));
+    let args = [extra, &["--store", s(&store)]].concat();
+    ok(&minhash(&sample_dir(), &reference, &args));
+    (reference, store)
+}
+
 /// Every pairs line of a run: (document, original, jaccard).
 fn pairs(out: &[(String, Vec<u8>)]) -> Vec<(String, String, String)> {
     let mut v = Vec::new();
@@ -188,19 +196,7 @@ fn dropped_documents_name_their_original() {
 fn kill_at_fault_points_then_restore_is_byte_identical() {
     let dir = tempfile::tempdir().unwrap();
     let input = sample_dir();
-    let reference = dir.path().join("ref");
-    let store_ref = dir.path().join("ref-store");
-    let o = minhash(
-        &input,
-        &reference,
-        &[
-            "--chunk-bytes",
-            "20000",
-            "--store",
-            store_ref.to_str().unwrap(),
-        ],
-    );
-    ok(&o);
+    let (reference, store_ref) = reference_with_store(dir.path(), &["--chunk-bytes", "20000"]);
     let want = (
         outputs(&reference),
         std::fs::read(store_ref.join("store.snap")).unwrap(),
@@ -469,12 +465,8 @@ fn restore_never_rewrites_a_finished_output() {
 fn clean_stops_then_restore_are_byte_identical() {
     let dir = tempfile::tempdir().unwrap();
     let input = sample_dir();
-    let reference = dir.path().join("ref");
-    let store_ref = dir.path().join("ref-store");
     let common = ["--chunk-bytes", "20000", "-t", "2"];
-    let mut extra = common.to_vec();
-    extra.extend(["--store", store_ref.to_str().unwrap()]);
-    assert!(minhash(&input, &reference, &extra).status.success());
+    let (reference, store_ref) = reference_with_store(dir.path(), &common);
     for n in [1, 9, 40] {
         let out = dir.path().join(format!("o{n}"));
         let store = dir.path().join(format!("s{n}"));
