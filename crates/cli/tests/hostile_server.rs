@@ -263,8 +263,7 @@ fn s3_silent_strangers_never_lock_out_an_authenticated_worker() {
     allow_open_files(STRANGERS as u64 * 2 + 200);
     let tmp = tempfile::tempdir().unwrap();
     let (port, map) = one_server_map(tmp.path());
-    let token = tmp.path().join("token");
-    std::fs::write(&token, "correct-horse-battery-staple-42\n").unwrap();
+    let token = token_file(tmp.path());
     let token_arg = token.to_str().unwrap();
     let s = Server::start(tmp.path(), &map, port, &["--auth-token-file", token_arg]);
     let pid = s.child.as_ref().unwrap().id();
@@ -321,8 +320,7 @@ fn s4_metrics_beyond_loopback_need_a_token_and_http_status_hides_the_servers_fil
     assert_eq!(status_code, Some(2), "{err}");
     assert!(err.contains("--auth-token-file"), "{err}");
     // With a token: served, but HTTP /status says nothing of pid, files, map.
-    let token = tmp.path().join("token");
-    std::fs::write(&token, "correct-horse-battery-staple-42\n").unwrap();
+    let token = token_file(tmp.path());
     let snap = tmp.path().join("s.snap");
     let _s = Server::start(
         tmp.path(),
@@ -330,7 +328,7 @@ fn s4_metrics_beyond_loopback_need_a_token_and_http_status_hides_the_servers_fil
         port,
         &[
             "--auth-token-file",
-            token.to_str().unwrap(),
+            s(&token),
             "--metrics",
             &format!("127.0.0.1:{metrics}"),
             "-o",

@@ -496,15 +496,14 @@ fn hostile_clients_are_dropped_and_everyone_else_is_served() {
     let tmp = tempfile::tempdir().unwrap();
     let (port, map) = one_server_map(tmp.path());
     let metrics = free_port();
-    let token = tmp.path().join("token");
-    std::fs::write(&token, "correct-horse-battery-staple-42\n").unwrap();
+    let token = token_file(tmp.path());
     let s = Server::start(
         tmp.path(),
         &map,
         port,
         &[
             "--auth-token-file",
-            token.to_str().unwrap(),
+            s(&token),
             "--max-frame",
             "4096",
             "--metrics",

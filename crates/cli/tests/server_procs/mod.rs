@@ -363,3 +363,10 @@ impl Cluster {
         }
     }
 }
+
+/// The token file `dir/token` (one token, as an operator writes it).
+pub fn token_file(dir: &Path) -> PathBuf {
+    let token = dir.join("token");
+    std::fs::write(&token, "correct-horse-battery-staple-42\n").unwrap();
+    token
+}
