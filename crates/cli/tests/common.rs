@@ -473,3 +473,8 @@ pub fn assert_same_store(got: &Path, want: &Path, what: &str) {
     };
     assert!(snap(got) == snap(want), "{what}: the stores differ");
 }
+
+/// Asserts that a run did not panic (whatever its exit).
+pub fn assert_no_panic(o: &Output) {
+    assert!(!stderr(o).contains("panicked"), "{}", stderr(o));
+}

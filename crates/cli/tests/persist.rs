@@ -508,9 +508,8 @@ fn damaged_state_gives_clear_errors_never_a_smaller_store() {
     let mut other = Run::new(dir.path(), "d", &["-t", "1", "--normalize", "none"]).with_store();
     other.out = r.out.clone();
     let o = other.run(false, None);
-    let e = stderr(&o);
-    assert_eq!(o.status.code(), Some(2), "{e}");
-    assert!(e.contains("'loose'") && e.contains("'none'"), "{e}");
+    assert_fails_saying(&o, 2, "'loose'");
+    assert_says(&o, "'none'");
 
     // A damaged decision log (left by a clean stop): an error naming the offset.
     let g = Run::new(dir.path(), "g", &["-t", "1"]).with_store();
@@ -524,9 +523,8 @@ fn damaged_state_gives_clear_errors_never_a_smaller_store() {
     b[mid] ^= 1;
     std::fs::write(g.out.join(&log.0), &b).unwrap();
     let o = g.run(true, None);
-    let e = stderr(&o);
-    assert_eq!(o.status.code(), Some(2), "{e}");
-    assert!(e.contains(".dedup.log") && e.contains("byte offset"), "{e}");
+    assert_fails_saying(&o, 2, ".dedup.log");
+    assert_says(&o, "byte offset");
 
     // A journal damaged before its last record: an error naming the offset.
     let j = Run::new(dir.path(), "j", &["-t", "1"]).with_store();
@@ -538,10 +536,9 @@ fn damaged_state_gives_clear_errors_never_a_smaller_store() {
     b[at] ^= 0x20;
     std::fs::write(&jp, &b).unwrap();
     let o = j.run(true, None);
-    let e = stderr(&o);
-    assert_eq!(o.status.code(), Some(2), "{e}");
-    assert!(e.contains("journal") && e.contains("byte offset"), "{e}");
-    assert!(!e.contains("panicked"), "{e}");
+    assert_fails_saying(&o, 2, "journal");
+    assert_says(&o, "byte offset");
+    assert_no_panic(&o);
 }
 
 #[test]
@@ -550,19 +547,13 @@ fn leftover_state_needs_restore_and_the_same_settings() {
     let r = Run::new(dir.path(), "l", &["-t", "1"]).with_store();
     assert!(!r.run(false, Some("journal-record:10")).status.success());
     let o = r.run(false, None);
-    let e = stderr(&o);
-    assert_eq!(o.status.code(), Some(2), "{e}");
-    assert!(e.contains("--restore"), "{e}");
+    assert_fails_saying(&o, 2, "--restore");
     let mut changed =
         Run::new(dir.path(), "l", &["-t", "1", "--min-para-chars", "80"]).with_store();
     changed.out = r.out.clone();
     let o = changed.run(true, None);
-    let e = stderr(&o);
-    assert_eq!(o.status.code(), Some(2), "{e}");
-    assert!(
-        e.contains("min-para-chars '50'") && e.contains("'80' now"),
-        "{e}"
-    );
+    assert_fails_saying(&o, 2, "min-para-chars '50'");
+    assert_says(&o, "'80' now");
     // One process at a time per store directory.
     let held = webdedup_store::DirLock::acquire(&r.store.join("lock")).unwrap();
     let o = r.run(true, None);
@@ -664,14 +655,10 @@ fn damaged_last_record_after_finished_outputs_never_shrinks_the_store() {
     b[chunk.end - 1] ^= 0x40;
     std::fs::write(&jp, &b).unwrap();
     let o = r.run(true, None);
-    let e = stderr(&o);
-    assert_eq!(o.status.code(), Some(2), "{e}");
-    assert!(
-        e.contains("journal") && e.contains(&format!("byte offset {}", chunk.start)),
-        "{e}"
-    );
-    assert!(e.contains("without --restore"), "what to do: {e}");
-    assert!(!e.contains("panicked"), "{e}");
+    assert_fails_saying(&o, 2, "journal");
+    assert_says(&o, &format!("byte offset {}", chunk.start));
+    assert_says(&o, "without --restore");
+    assert_no_panic(&o);
 
     // The journal cut short after a finished output's records (a truncated copy):
     // the finished output's last records may be gone, so the restore refuses. The
@@ -693,9 +680,8 @@ fn damaged_last_record_after_finished_outputs_never_shrinks_the_store() {
     );
     std::fs::write(&jp, &b[..recs[mark].start]).unwrap();
     let o = r.run(true, None);
-    let e = stderr(&o);
-    assert_eq!(o.status.code(), Some(2), "{e}");
-    assert!(e.contains("journal") && e.contains("finished"), "{e}");
+    assert_fails_saying(&o, 2, "journal");
+    assert_says(&o, "finished");
     assert!(e.contains("without --restore"), "what to do: {e}");
 }
 
