@@ -15,10 +15,10 @@ const P3: &str = "yet another paragraph which talks about compilers parsers and 
 fn feedback_mode_writes_dropped_paragraphs_with_references_that_check_confirms() {
     let tmp = tempfile::tempdir().unwrap();
     let (input, output) = (tmp.path().join("in"), tmp.path().join("out"));
-    write_file(&input.join("a.vert"), &doc("a", &[para(P1), para(P2)]));
+    write_file(&input.join("a.vert"), doc("a", &[para(P1), para(P2)]));
     write_file(
         &input.join("b.vert"),
-        &(doc("b", &[para(P3), para(P2)]) + &doc("a", &[para(P1), para(P2)])),
+        doc("b", &[para(P3), para(P2)]) + &doc("a", &[para(P1), para(P2)]),
     );
     let o = dedup(&input, &output, &["-f", "--dd", "--min-para-chars", "10"]);
     ok(&o);
@@ -146,9 +146,9 @@ fn url_filter_rules_give_status_u_and_bad_rules_are_reported() {
     let (input, output) = (tmp.path().join("in"), tmp.path().join("out"));
     write_file(
         &input.join("x.vert"),
-        &(doc("http://spam.example/1", &[para(P1)])
+        doc("http://spam.example/1", &[para(P1)])
             + &doc("https://www.example.org/docs/a", &[para(P2)])
-            + &doc("https://keep.example/", &[para(P3)])),
+            + &doc("https://keep.example/", &[para(P3)]),
     );
     let rules = tmp.path().join("rules.txt");
     std::fs::write(
@@ -227,7 +227,7 @@ fn wikilinks_rows_exact_and_near_rules() {
     let short = "only\tthree\tcolumns\n".to_string();
     write_file(
         &input.join("links.tsv"),
-        &[r1.clone(), r2, short.clone(), r3.clone(), r4.clone()].concat(),
+        [r1.clone(), r2, short.clone(), r3.clone(), r4.clone()].concat(),
     );
 
     let exact_out = tmp.path().join("exact");
