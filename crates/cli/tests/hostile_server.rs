@@ -174,9 +174,7 @@ fn s1_a_stray_connection_changes_nothing_and_workers_are_served_across_restarts(
 #[test]
 fn s1_a_knot_server_refuses_workers_naming_its_own_settings_and_the_runs() {
     let tmp = tempfile::tempdir().unwrap();
-    let (port, map) = one_server_map(tmp.path());
-    let knot = free_port();
-    let _s = Server::start(tmp.path(), &map, port, &["--knot-port", &knot.to_string()]);
+    let (_s, _, knot, map) = knot_server(tmp.path());
     let mut c = TcpStream::connect(("127.0.0.1", knot)).unwrap();
     assert_eq!(knot_ask(&mut c, &[42]), b"0");
     let o = worker(&sample_dir(), &tmp.path().join("o"), &map, &[])

@@ -366,9 +366,7 @@ fn migration_two_three_two_servers_loses_and_doubles_no_key() {
 #[test]
 fn knot_one_hash_protocol_answers_ascii_digits_on_both_ports() {
     let tmp = tempfile::tempdir().unwrap();
-    let (port, map) = one_server_map(tmp.path());
-    let knot = free_port();
-    let _s = Server::start(tmp.path(), &map, port, &["--knot-port", &knot.to_string()]);
+    let (_s, port, knot, _) = knot_server(tmp.path());
     for p in [port, knot] {
         let mut c = TcpStream::connect(("127.0.0.1", p)).unwrap();
         let hash: u64 = 0x0123_4567_89ab_cdef ^ p as u64;

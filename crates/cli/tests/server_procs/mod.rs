@@ -370,3 +370,12 @@ pub fn token_file(dir: &Path) -> PathBuf {
     std::fs::write(&token, "correct-horse-battery-staple-42\n").unwrap();
     token
 }
+
+/// A server on [`one_server_map`] that also answers the KNOT protocol on a
+/// port of its own: the server, its port, the KNOT port and the map.
+pub fn knot_server(dir: &Path) -> (Server, u16, u16, PathBuf) {
+    let (port, map) = one_server_map(dir);
+    let knot = free_port();
+    let server = Server::start(dir, &map, port, &["--knot-port", &knot.to_string()]);
+    (server, port, knot, map)
+}
