@@ -11,7 +11,7 @@ fn stream(input: &Path, out: &Path, extra: &[&str]) -> Vec<(String, Vec<u8>)> {
     let mut args = vec!["--dd", "-t", "1"];
     args.extend_from_slice(extra);
     let o = dedup(input, out, &args);
-    assert!(o.status.success(), "{}", stderr(&o));
+    ok(&o);
     tree(out)
 }
 
@@ -46,7 +46,7 @@ fn batch_run_equals_stream_mode_for_any_task_count() {
                 ),
                 None,
             );
-            assert!(o.status.success(), "{}", stderr(&o));
+            ok(&o);
             assert!(
                 tree(&out) == want,
                 "doc-check {doc_check}, {tasks} tasks: outputs differ from stream mode"
@@ -75,13 +75,21 @@ fn batch_run_equals_stream_mode_for_any_task_count() {
         ),
         None,
     );
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("0 of 0 kept plans reused"),
-        "{}",
-        stderr(&o)
-    );
+    ok(&o);
+    assert_says(&o, "0 of 0 kept plans reused");
     assert!(tree(&out) == stream(&sample_dir(), &tmp.path().join("stream-plain"), &[]));
+}
+
+/// The phase commands of an exact-mode batch run in their order, each with its
+/// name: hash, the three resolve stages, and `filter` (the given arguments).
+fn exact_phases<'a>(filter: &[&'a str]) -> Vec<(&'static str, Vec<&'a str>)> {
+    vec![
+        ("hash", vec!["hash"]),
+        ("url-title", vec!["resolve", "--stage", "url-title"]),
+        ("docs", vec!["resolve", "--stage", "docs"]),
+        ("paras", vec!["resolve", "--stage", "paras"]),
+        ("filter", filter.to_vec()),
+    ]
 }
 
 /// A Slurm array simulated by a loop: every task of every phase as its own process,
@@ -91,22 +99,7 @@ fn simulated_slurm_array_with_killed_tasks_equals_stream_mode() {
     let tmp = tempfile::tempdir().unwrap();
     let want = stream(&sample_dir(), &tmp.path().join("stream"), &[]);
     let (out, work) = (tmp.path().join("out"), tmp.path().join("work"));
-    let n = 4;
-    let common = |task: usize| -> Vec<String> {
-        vec![
-            "-i".into(),
-            sample_dir().to_str().unwrap().into(),
-            "-w".into(),
-            work.to_str().unwrap().into(),
-            "--task-count".into(),
-            n.to_string(),
-            "--task-index".into(),
-            task.to_string(),
-            "--partitions".into(),
-            "9".into(),
-        ]
-    };
-    let order = [2, 0, 3, 1];
+    let sample = sample_dir();
     let kills = [
         ("hash", 0, "batch-hash-written:1"),
         ("hash", 3, "batch-hash-published:1"),
@@ -114,42 +107,13 @@ fn simulated_slurm_array_with_killed_tasks_equals_stream_mode() {
         ("paras", 2, "batch-resolve-published:1"),
         ("filter", 1, "batch-filter-written:1"),
     ];
-    let phases: Vec<(&str, Vec<String>)> = vec![
-        ("hash", vec!["hash".into()]),
-        (
-            "url-title",
-            vec!["resolve".into(), "--stage".into(), "url-title".into()],
-        ),
-        (
-            "docs",
-            vec!["resolve".into(), "--stage".into(), "docs".into()],
-        ),
-        (
-            "paras",
-            vec!["resolve".into(), "--stage".into(), "paras".into()],
-        ),
-        (
-            "filter",
-            vec![
-                "filter".into(),
-                "-o".into(),
-                out.to_str().unwrap().into(),
-                "--dd".into(),
-            ],
-        ),
-    ];
-    for (phase, head) in &phases {
-        for &t in &order {
-            let mut args = head.clone();
-            args.extend(common(t));
-            let args: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
-            let fault = kills
-                .iter()
-                .find(|(p, task, _)| p == phase && *task == t)
-                .map(|(_, _, fault)| *fault);
-            batch_task_killed_and_relaunched(&args, fault, &format!("{phase} task {t}"));
-        }
-    }
+    simulated_slurm_array(
+        &exact_phases(&["filter", "-o", s(&out), "--dd"]),
+        &phase_args(&[], &sample, &work, &["--partitions", "9"]),
+        &[2, 0, 3, 1],
+        &kills,
+        &[],
+    );
     assert!(tree(&out) == want, "outputs differ from stream mode");
 }
 
@@ -165,7 +129,7 @@ fn crawl_by_crawl_with_a_store_equals_stream_mode_outputs_and_snapshot() {
             &s_out,
             &["--store", tmp.path().join("s-store").to_str().unwrap()],
         );
-        assert!(o.status.success(), "{}", stderr(&o));
+        ok(&o);
         let b_out = tmp.path().join(format!("b{i}"));
         let o = batch(
             &batch_run_args(
@@ -181,17 +145,14 @@ fn crawl_by_crawl_with_a_store_equals_stream_mode_outputs_and_snapshot() {
             ),
             None,
         );
-        assert!(o.status.success(), "{}", stderr(&o));
+        ok(&o);
         assert!(
             tree(&s_out) == tree(&b_out),
             "crawl {crawl}: outputs differ"
         );
     }
-    assert!(
-        std::fs::read(tmp.path().join("s-store/store.snap")).unwrap()
-            == std::fs::read(tmp.path().join("b-store/store.snap")).unwrap(),
-        "the stores differ"
-    );
+    let store = |name: &str| tmp.path().join(name);
+    assert_same_store(&store("b-store"), &store("s-store"), "crawl by crawl");
 }
 
 #[test]
@@ -199,67 +160,41 @@ fn a_work_directory_refuses_other_settings_and_missing_phases() {
     let tmp = tempfile::tempdir().unwrap();
     let work = tmp.path().join("w");
     let sample = sample_dir();
-    let base = |extra: &[&str]| {
-        let mut a = vec![
-            "hash",
-            "-i",
-            sample.to_str().unwrap(),
-            "-w",
-            work.to_str().unwrap(),
-            "--task-count",
-            "2",
-            "--task-index",
-            "0",
-        ];
-        a.extend_from_slice(extra);
-        a.iter().map(|s| s.to_string()).collect::<Vec<_>>()
+    let hash = |extra: &[&str]| {
+        batch(
+            &phase_args(
+                &["hash"],
+                &sample,
+                &work,
+                &[&FIRST_OF_TWO_TASKS[..], extra].concat(),
+            ),
+            None,
+        )
     };
-    let args = base(&[]);
-    let o = batch(&args.iter().map(|s| s.as_str()).collect::<Vec<_>>(), None);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let other = base(&["--min-para-chars", "80"]);
-    let o = batch(&other.iter().map(|s| s.as_str()).collect::<Vec<_>>(), None);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("min-para-chars '50' in the store, '80' in this run"),
-        "{}",
-        stderr(&o)
+    ok(&hash(&[]));
+    assert_fails_saying(
+        &hash(&["--min-para-chars", "80"]),
+        2,
+        "min-para-chars '50' in the store, '80' in this run",
     );
     // Resolve before hash task 1 finished: a clear error naming it.
     let o = batch(
-        &[
-            "resolve",
-            "--stage",
-            "url-title",
-            "-i",
-            sample_dir().to_str().unwrap(),
-            "-w",
-            work.to_str().unwrap(),
-            "--task-count",
-            "2",
-            "--task-index",
-            "0",
-        ],
+        &phase_args(
+            &["resolve", "--stage", "url-title"],
+            &sample,
+            &work,
+            &FIRST_OF_TWO_TASKS,
+        ),
         None,
     );
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("hash task 1 of 2 has not finished"),
-        "{}",
-        stderr(&o)
-    );
+    assert_fails_saying(&o, 2, "hash task 1 of 2 has not finished");
     let o = batch(
-        &[
-            "hash",
-            "-i",
-            "x",
-            "-w",
-            work.to_str().unwrap(),
-            "--task-count",
-            "2",
-            "--task-index",
-            "2",
-        ],
+        &phase_args(
+            &["hash"],
+            Path::new("x"),
+            &work,
+            &["--task-count", "2", "--task-index", "2"],
+        ),
         None,
     );
     assert_eq!(o.status.code(), Some(2));
@@ -272,30 +207,17 @@ fn two_copies_of_every_task_running_at_once_still_equal_stream_mode() {
     let want = stream(&sample_dir(), &tmp.path().join("stream"), &[]);
     let (out, work) = (tmp.path().join("out"), tmp.path().join("work"));
     let sample = sample_dir();
-    let phases: [&[&str]; 5] = [
-        &["hash"],
-        &["resolve", "--stage", "url-title"],
-        &["resolve", "--stage", "docs"],
-        &["resolve", "--stage", "paras"],
-        &["filter", "-o", out.to_str().unwrap(), "--dd"],
-    ];
-    for phase in phases {
+    for (_, phase) in exact_phases(&["filter", "-o", s(&out), "--dd"]) {
         let mut children = Vec::new();
         for t in ["0", "1", "0", "1"] {
+            let args = phase_args(
+                &phase,
+                &sample,
+                &work,
+                &["--task-count", "2", "--task-index", t, "--partitions", "5"],
+            );
             let mut c = Command::new(env!("CARGO_BIN_EXE_webdedup"));
-            c.arg("batch").args(phase).args([
-                "-i",
-                sample.to_str().unwrap(),
-                "-w",
-                work.to_str().unwrap(),
-                "--task-count",
-                "2",
-                "--task-index",
-                t,
-                "--partitions",
-                "5",
-            ]);
-            children.push(c.spawn().unwrap());
+            children.push(c.arg("batch").args(args).spawn().unwrap());
         }
         for mut c in children {
             assert!(c.wait().unwrap().success(), "{phase:?}");
@@ -383,7 +305,7 @@ fn doc_check_none_decides_paragraphs_only_in_stream_and_batch_mode_with_any_stor
         &t.join("s2"),
         &[&["--dd", "-t", "2"], &none[..]].concat(),
     );
-    assert!(two.status.success(), "{}", stderr(&two));
+    ok(&two);
     assert!(tree(&t.join("s2")) == want, "-t 2 differs from -t 1");
 
     // Batch mode, any task count.
@@ -397,7 +319,7 @@ fn doc_check_none_decides_paragraphs_only_in_stream_and_batch_mode_with_any_stor
             &["--task-count", tasks, "--partitions", "3", "--dd"],
         );
         let o = batch(&[&args[..], &none[..]].concat(), None);
-        assert!(o.status.success(), "{}", stderr(&o));
+        ok(&o);
         assert!(
             tree(&out) == want,
             "batch, {tasks} tasks: differs from stream mode"
@@ -425,7 +347,7 @@ fn doc_check_none_decides_paragraphs_only_in_stream_and_batch_mode_with_any_stor
             ]
             .concat(),
         );
-        assert!(o.status.success(), "{}", stderr(&o));
+        ok(&o);
         let expected: &[&str] = if run == 0 {
             &["K", "E", "K", "K", "K", "1/2"]
         } else {
@@ -448,33 +370,25 @@ fn doc_check_none_decides_paragraphs_only_in_stream_and_batch_mode_with_any_stor
             ],
         );
         let o = batch(&[&args[..], &none[..]].concat(), None);
-        assert!(o.status.success(), "{}", stderr(&o));
+        ok(&o);
         assert!(
             tree(&s_out) == tree(&b_out),
             "run {run}: batch differs from stream"
         );
     }
-    assert!(
-        std::fs::read(t.join("s-store/store.snap")).unwrap()
-            == std::fs::read(t.join("b-store/store.snap")).unwrap(),
-        "the stores differ"
-    );
+    assert_same_store(&t.join("b-store"), &t.join("s-store"), "--doc-check none");
 }
 
 /// Every temporary name (`NAME.tmp.PID.N`) under `dir`.
 fn temporaries(dir: &Path) -> Vec<String> {
     let mut found = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.to_string_lossy().contains(".tmp.") {
-                found.push(p.display().to_string());
-            } else if p.is_dir() {
-                stack.push(p);
-            }
+    walk(dir, |p| {
+        let temporary = p.to_string_lossy().contains(".tmp.");
+        if temporary {
+            found.push(p.display().to_string());
         }
-    }
+        !temporary
+    });
     found
 }
 
@@ -506,11 +420,7 @@ fn a_full_disk_leaves_no_staging_and_the_next_run_sweeps_stale_ones() {
     for fault in ["batch-write:5:enospc", "batch-write:30:enospc"] {
         let o = batch(&args, Some(fault));
         assert_eq!(o.status.code(), Some(2), "{fault}: {}", stderr(&o));
-        assert!(
-            stderr(&o).contains("No space left on device"),
-            "{}",
-            stderr(&o)
-        );
+        assert_says(&o, "No space left on device");
         assert_eq!(
             temporaries(&work),
             Vec::<String>::new(),
@@ -614,12 +524,7 @@ fn a_second_batch_run_on_a_work_folder_in_use_is_refused() {
         &["hash", "-i", &s(&sample), "-w", &work, "--task-index", "0"],
         None,
     );
-    assert_eq!(phase.status.code(), Some(2), "{}", stderr(&phase));
-    assert!(
-        stderr(&phase).contains("in use by another batch run"),
-        "{}",
-        stderr(&phase)
-    );
+    assert_fails_saying(&phase, 2, "in use by another batch run");
     // The first one goes on and finishes, its outputs those of stream mode.
     // SAFETY: a signal to our own child.
     unsafe { libc::kill(pid as i32, libc::SIGCONT) };
@@ -636,54 +541,33 @@ fn a_second_batch_run_on_a_work_folder_in_use_is_refused() {
 fn phase_commands_take_the_reporting_flags() {
     let tmp = tempfile::tempdir().unwrap();
     let sample = sample_dir();
-    let s = |p: &Path| p.to_str().unwrap().to_owned();
-    let (i, w) = (s(&sample), s(&tmp.path().join("work")));
-    let out = s(&tmp.path().join("out"));
+    let (work, out) = (tmp.path().join("work"), tmp.path().join("out"));
     let json = tmp.path().join("figures.json");
     let t = ["--task-count", "1", "--task-index", "0"];
-    let phases: Vec<Vec<&str>> = vec![
-        vec!["hash"],
-        vec!["resolve", "--stage", "url-title"],
-        vec!["resolve", "--stage", "docs"],
-        vec!["resolve", "--stage", "paras"],
-        vec!["filter", "-o", &out],
-    ];
-    {
-        for p in &phases {
-            let args = [
-                &p[..],
-                &["-i", &i, "-w", &w],
-                &t[..],
-                &["-q", "--progress", "never"],
-            ]
-            .concat();
-            let o = batch(&args, None);
-            assert_eq!(o.status.code(), Some(0), "{p:?}: {}", stderr(&o));
-            assert_eq!(stderr(&o), "", "{p:?}: -q shows nothing");
-            let loud = batch(
-                &[
-                    &p[..],
-                    &["-i", &i, "-w", &w],
-                    &t[..],
-                    &["--json", s(&json).as_str()],
-                ]
-                .concat(),
+    for (_, p) in exact_phases(&["filter", "-o", s(&out)]) {
+        let run = |extra: &[&str]| {
+            batch(
+                &phase_args(&p, &sample, &work, &[&t[..], extra].concat()),
                 None,
-            );
-            assert_eq!(loud.status.code(), Some(0), "{p:?}: {}", stderr(&loud));
-            assert!(
-                stderr(&loud).contains("already finished"),
-                "{p:?}: {}",
-                stderr(&loud)
-            );
-            let v: serde_json::Value = serde_json::from_str(&read(&json)).unwrap();
-            assert_eq!(v["status"], 0, "{v}");
-            assert_eq!(v["already_finished"], true, "{v}");
-        }
+            )
+        };
+        let o = run(&["-q", "--progress", "never"]);
+        assert_eq!(o.status.code(), Some(0), "{p:?}: {}", stderr(&o));
+        assert_eq!(stderr(&o), "", "{p:?}: -q shows nothing");
+        let loud = run(&["--json", s(&json)]);
+        assert_eq!(loud.status.code(), Some(0), "{p:?}: {}", stderr(&loud));
+        assert!(
+            stderr(&loud).contains("already finished"),
+            "{p:?}: {}",
+            stderr(&loud)
+        );
+        let v: serde_json::Value = serde_json::from_str(&read(&json)).unwrap();
+        assert_eq!(v["status"], 0, "{v}");
+        assert_eq!(v["already_finished"], true, "{v}");
     }
-    let store = s(&tmp.path().join("store"));
+    let store = tmp.path().join("store");
     let o = batch(
-        &["publish", "-i", &i, "-w", &w, "--store", &store, "-q"],
+        &phase_args(&["publish"], &sample, &work, &["--store", s(&store), "-q"]),
         None,
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));

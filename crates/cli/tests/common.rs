@@ -63,9 +63,7 @@ pub fn batch_run_args<'a>(
     work: &'a Path,
     extra: &[&'a str],
 ) -> Vec<&'a str> {
-    let mut args = vec!["run", "-i", s(input), "-o", s(output), "-w", s(work)];
-    args.extend_from_slice(extra);
-    args
+    io_args("run", input, output, &[&["-w", s(work)], extra].concat())
 }
 
 /// Asserts that a run with `fault` armed ended as the fault says: `stop:N` is a
@@ -141,11 +139,7 @@ pub fn assert_restores_after_faults(
             tree(&out) == tree(&reference),
             "{what} {fault}: outputs differ"
         );
-        assert!(
-            std::fs::read(store.join("store.snap")).unwrap()
-                == std::fs::read(ref_store.join("store.snap")).unwrap(),
-            "{what} {fault}: stores differ"
-        );
+        assert_same_store(&store, &ref_store, &format!("{what} {fault}"));
     }
 }
 
@@ -166,9 +160,17 @@ pub fn command_args<'a>(
     output: &'a Path,
     extra: &[&'a str],
 ) -> Vec<&'a str> {
-    let mut args = vec![command, "-i", s(input), "-o", s(output), "-q"];
-    args.extend_from_slice(extra);
-    args
+    io_args(command, input, output, &[&["-q"], extra].concat())
+}
+
+/// `COMMAND -i INPUT -o OUTPUT EXTRA...`.
+fn io_args<'a>(
+    command: &'a str,
+    input: &'a Path,
+    output: &'a Path,
+    extra: &[&'a str],
+) -> Vec<&'a str> {
+    [&[command, "-i", s(input), "-o", s(output)], extra].concat()
 }
 
 pub fn dedup(input: &Path, output: &Path, extra: &[&str]) -> Output {
@@ -193,22 +195,30 @@ pub fn sample_dir() -> PathBuf {
 /// Every file under `dir`, relative path -> bytes, sorted.
 pub fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let mut out = Vec::new();
+    walk(dir, |p| {
+        if !p.is_dir() {
+            let name = p.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
+            out.push((name, std::fs::read(p).unwrap()));
+        }
+        true
+    });
+    out.sort();
+    out
+}
+
+/// Calls `visit` on every path under `dir`, depth first; a directory is
+/// entered when `visit` returns true for it. Directories that cannot be read
+/// are passed over (a run may be writing there).
+pub fn walk(dir: &Path, mut visit: impl FnMut(&Path) -> bool) {
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if visit(&p) && p.is_dir() {
                 stack.push(p);
-            } else {
-                out.push((
-                    p.strip_prefix(dir).unwrap().to_string_lossy().into_owned(),
-                    std::fs::read(&p).unwrap(),
-                ));
             }
         }
     }
-    out.sort();
-    out
 }
 
 pub fn gzip(data: &[u8]) -> Vec<u8> {
@@ -332,4 +342,139 @@ pub fn warc_response(uri: &str, date: &str, body: &str) -> Vec<u8> {
         block.len()
     )
     .into_bytes()
+}
+
+// ---- helpers for batch phase commands ----
+
+/// `PHASE... -i INPUT -w WORK EXTRA...`: the arguments of [`batch`] for one phase
+/// command (`hash`, `resolve --stage docs`, `filter -o OUT`...).
+pub fn phase_args<'a>(
+    phase: &[&'a str],
+    input: &'a Path,
+    work: &'a Path,
+    extra: &[&'a str],
+) -> Vec<&'a str> {
+    [phase, &["-i", s(input), "-w", s(work)], extra].concat()
+}
+
+/// A Slurm array simulated by a loop: every task of every phase (its name and
+/// its arguments) as its own process, tasks in `order` (`order.len()` of them),
+/// with `task_args` and the task's `--task-count` and `--task-index` after the
+/// phase's; the (phase, task) of a `kills` entry is killed first at its fault and
+/// relaunched. In a phase of `task0_only`, every other task has nothing to do.
+pub fn simulated_slurm_array(
+    phases: &[(&str, Vec<&str>)],
+    task_args: &[&str],
+    order: &[usize],
+    kills: &[(&str, usize, &str)],
+    task0_only: &[&str],
+) {
+    let count = order.len().to_string();
+    for (phase, head) in phases {
+        for &t in order {
+            let index = t.to_string();
+            let args = [
+                &head[..],
+                task_args,
+                &["--task-count", &count, "--task-index", &index],
+            ]
+            .concat();
+            if task0_only.contains(phase) && t != 0 {
+                let o = batch(&args, None);
+                ok(&o);
+                assert_says(&o, "nothing to do");
+                continue;
+            }
+            let fault = kills
+                .iter()
+                .find(|(p, task, _)| p == phase && *task == t)
+                .map(|(_, _, fault)| *fault);
+            batch_task_killed_and_relaunched(&args, fault, &format!("{phase} task {t}"));
+        }
+    }
+}
+
+/// `--task-count 2 --task-index 0`: the first of two tasks.
+pub const FIRST_OF_TWO_TASKS: [&str; 4] = ["--task-count", "2", "--task-index", "0"];
+
+/// Asserts that a run failed (any exit but 0) and that its stderr says `says`.
+pub fn assert_refused(o: &Output, says: &str) {
+    assert!(!o.status.success(), "expected a refusal: {}", stderr(o));
+    assert_says(o, says);
+}
+
+// ---- helpers for comparing runs ----
+
+/// The files a run wrote under `dir` (without the run id a run on servers or
+/// with a store leaves beside its outputs).
+pub fn outputs(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    tree(dir)
+        .into_iter()
+        .filter(|(n, _)| !n.ends_with(".webdedup.run-id"))
+        .collect()
+}
+
+/// Asserts that two runs wrote the same files (names first, then each file's
+/// bytes), naming the first file that differs.
+pub fn assert_same_files(what: &str, got: &[(String, Vec<u8>)], want: &[(String, Vec<u8>)]) {
+    let names = |t: &[(String, Vec<u8>)]| t.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+    assert_eq!(names(got), names(want), "{what}: file names");
+    for ((n, a), (_, b)) in got.iter().zip(want) {
+        assert!(a == b, "{what}: {n} differs");
+    }
+}
+
+// ---- helpers for journals ----
+
+/// The length of a journal file's header and the byte ranges of its records
+/// after it (the file must hold whole records).
+pub fn journal_records(b: &[u8]) -> (usize, Vec<std::ops::Range<usize>>) {
+    let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap()) as usize;
+    let header = 16 + u32_at(12) + 4;
+    let mut at = header;
+    let mut records = Vec::new();
+    while at + 12 <= b.len() {
+        let end = at + 12 + u32_at(at);
+        assert!(end <= b.len(), "a whole journal expected");
+        records.push(at..end);
+        at = end;
+    }
+    (header, records)
+}
+
+// ---- helpers for check ----
+
+/// `webdedup check -i INPUT -o OUTPUT EXTRA...`: a run's references checked.
+pub fn check(input: &Path, output: &Path, extra: &[&str]) -> Output {
+    webdedup(&[&["check", "-i", s(input), "-o", s(output)], extra].concat())
+}
+
+/// The `--json` report of a [`check`] (`--near` if `near`) that must succeed.
+pub fn check_report(input: &Path, output: &Path, near: bool) -> serde_json::Value {
+    let near: &[&str] = if near { &["--near"] } else { &[] };
+    let o = check(input, output, &[&["--json", "-"], near].concat());
+    assert!(o.status.success(), "check failed: {}", stderr(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+// ---- helpers for input files ----
+
+/// Writes `path`, making its folders first.
+pub fn write_file(path: &Path, data: impl AsRef<[u8]>) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, data).unwrap();
+}
+
+/// Asserts that two store directories saved the same `store.snap`, byte for byte.
+pub fn assert_same_store(got: &Path, want: &Path, what: &str) {
+    let snap = |dir: &Path| {
+        let path = dir.join("store.snap");
+        std::fs::read(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
+    };
+    assert!(snap(got) == snap(want), "{what}: the stores differ");
+}
+
+/// Asserts that a run did not panic (whatever its exit).
+pub fn assert_no_panic(o: &Output) {
+    assert!(!stderr(o).contains("panicked"), "{}", stderr(o));
 }

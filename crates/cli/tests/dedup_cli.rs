@@ -5,7 +5,14 @@ mod common;
 use common::*;
 use std::fs;
 
-const A_VERT: &str = r#"<doc id="1" url="http://example.org/a" title="A &amp; B">
+/// The document both files start with (ids 1 and 3, one URL and title): kept
+/// whole in a.vert, a duplicate in b.vert.
+macro_rules! gallery_doc {
+    ($id:literal) => {
+        concat!(
+            "<doc id=\"",
+            $id,
+            r#"" url="http://example.org/a" title="A &amp; B">
 <p>
 Gallery
 </p>
@@ -30,112 +37,81 @@ bank
 Short one
 </p>
 </doc>
-<doc id="2" url="http://example.org/b" title='B'>
+"#
+        )
+    };
+}
+
+/// The end of a.vert's second document: a long paragraph b.vert repeats, and a
+/// short block.
+macro_rules! doc2_tail {
+    () => {
+        r#"<p>
+A completely different paragraph, long enough to be counted as long.
+</p>
+<s>
+Trailing short
+</s>
+</doc>
+"#
+    };
+}
+
+/// b.vert's last document, of one short paragraph: the only one it keeps.
+macro_rules! only_short_doc {
+    () => {
+        r#"<doc id="5" url="http://example.org/d" title="D">
+<p>
+Only short
+</p>
+</doc>
+"#
+    };
+}
+
+const A_VERT: &str = concat!(
+    gallery_doc!("1"),
+    r#"<doc id="2" url="http://example.org/b" title='B'>
 <p>
 Header
 </p>
 <p>
 THE QUICK BROWN FOX JUMPS OVER THE LAZY DOG NEAR THE RIVER BANK !
 </p>
-<p>
-A completely different paragraph, long enough to be counted as long.
-</p>
-<s>
-Trailing short
-</s>
-</doc>
-"#;
+"#,
+    doc2_tail!()
+);
 
-const B_VERT: &str = r#"<doc id="3" url="http://example.org/a" title="A &amp; B">
-<p>
-Gallery
-</p>
-<p>
-The
-quick
-brown
-fox
-jumps
-over
-the
-lazy
-dog
-near
-the
-river
-bank
-<g/>
-.
-</p>
-<p>
-Short one
-</p>
-</doc>
-<doc id="4" url="http://example.org/c" title="C">
+const B_VERT: &str = concat!(
+    gallery_doc!("3"),
+    r#"<doc id="4" url="http://example.org/c" title="C">
 <p>
 A completely different paragraph, long enough to be counted as long.
 </p>
 </doc>
-<doc id="5" url="http://example.org/d" title="D">
-<p>
-Only short
-</p>
-</doc>
-"#;
+"#,
+    only_short_doc!()
+);
 
-const A_EXPECTED: &str = r#"<doc id="1" url="http://example.org/a" title="A &amp; B">
-<p>
-Gallery
-</p>
-<p>
-The
-quick
-brown
-fox
-jumps
-over
-the
-lazy
-dog
-near
-the
-river
-bank
-<g/>
-.
-</p>
-<p>
-Short one
-</p>
-</doc>
-<doc id="2" url="http://example.org/b" title='B'>
-<p>
-A completely different paragraph, long enough to be counted as long.
-</p>
-<s>
-Trailing short
-</s>
-</doc>
-"#;
+const A_EXPECTED: &str = concat!(
+    gallery_doc!("1"),
+    r#"<doc id="2" url="http://example.org/b" title='B'>
+"#,
+    doc2_tail!()
+);
 
-const B_EXPECTED: &str = r#"<doc id="5" url="http://example.org/d" title="D">
-<p>
-Only short
-</p>
-</doc>
-"#;
+/// b.vert keeps only its last document.
+const B_EXPECTED: &str = only_short_doc!();
 
 #[test]
 fn fixture_gives_exactly_the_expected_outputs() {
     let dir = tempfile::tempdir().unwrap();
     let (input, out) = (dir.path().join("in"), dir.path().join("out"));
-    fs::create_dir_all(input.join("sub")).unwrap();
-    fs::write(input.join("a.vert"), A_VERT).unwrap();
+    write_file(&input.join("a.vert"), A_VERT);
     // Compressed input, found by its magic bytes; the suffix is dropped from the output name.
-    fs::write(input.join("sub/b.vert.gz"), gzip(B_VERT.as_bytes())).unwrap();
+    write_file(&input.join("sub/b.vert.gz"), gzip(B_VERT.as_bytes()));
     let json = dir.path().join("stats.json");
-    let o = dedup(&input, &out, &["--dd", "--json", json.to_str().unwrap()]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    ok(&dedup(&input, &out, &["--dd", "--json", s(&json)]));
     assert_eq!(read(out.join("a.vert.dedup")), A_EXPECTED);
     assert_eq!(read(out.join("sub/b.vert.dedup")), B_EXPECTED);
     assert_eq!(
@@ -170,21 +146,12 @@ fn fixture_gives_exactly_the_expected_outputs() {
 fn summary_table_is_printed_unless_quiet() {
     let dir = tempfile::tempdir().unwrap();
     fs::write(dir.path().join("a.vert"), A_VERT).unwrap();
-    let o = webdedup(&[
-        "dedup",
-        "-i",
-        dir.path().join("a.vert").to_str().unwrap(),
-        "-o",
-        dir.path().join("out").to_str().unwrap(),
-    ]);
+    let (input, out) = (dir.path().join("a.vert"), dir.path().join("out"));
+    let o = webdedup(&["dedup", s(&input), "-o", s(&out)]);
     assert!(o.status.success());
-    let err = stderr(&o);
-    assert!(
-        err.contains("webdedup dedup: 1 file, 2 documents read,"),
-        "{err}"
-    );
-    assert!(err.contains(" 5 of "), "{err}");
-    assert!(err.contains("bytes per key"), "{err}");
+    assert_says(&o, "webdedup dedup: 1 file, 2 documents read,");
+    assert_says(&o, " 5 of ");
+    assert_says(&o, "bytes per key");
     let q = dedup(&dir.path().join("a.vert"), &dir.path().join("out2"), &[]);
     assert!(q.stderr.is_empty());
 }
@@ -200,13 +167,7 @@ fn progress_always_writes_the_bar_into_a_log() {
     let input = dir.path().join("a.vert");
     for (i, command) in ["dedup", "minhash"].into_iter().enumerate() {
         let out = dir.path().join(format!("out{i}"));
-        let args = [
-            command,
-            "-i",
-            input.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-        ];
+        let args = [command, s(&input), "-o", s(&out)];
         let o = webdedup(&[&args[..], &["--progress", "always"]].concat());
         let err = stderr(&o);
         assert_eq!(o.status.code(), Some(0), "{err}");
@@ -441,15 +402,9 @@ fn compressed_outputs_hold_the_same_bytes() {
 #[test]
 fn usage_errors_exit_with_status_2() {
     let o = webdedup(&["dedup", "-i", "/nonexistent/input", "-o", "/tmp/x"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("cannot read input /nonexistent/input"),
-        "{}",
-        stderr(&o)
-    );
+    assert_fails_saying(&o, 2, "cannot read input /nonexistent/input");
     let o = webdedup(&["dedup", "--normalize", "fancy", "-i", "a", "-o", "b"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("unknown normalization 'fancy'"));
+    assert_fails_saying(&o, 2, "unknown normalization 'fancy'");
 }
 
 #[test]
@@ -472,31 +427,23 @@ fn dd_list_is_never_compressed_and_named_after_the_output() {
 fn inputs_that_would_share_an_output_name_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("in");
-    fs::create_dir_all(&input).unwrap();
-    fs::write(input.join("a.vert"), A_VERT).unwrap();
-    fs::write(input.join("a.vert.gz"), gzip(B_VERT.as_bytes())).unwrap();
+    write_file(&input.join("a.vert"), A_VERT);
+    write_file(&input.join("a.vert.gz"), gzip(B_VERT.as_bytes()));
     let o = dedup(&input, &dir.path().join("out"), &[]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("would both be written to"),
-        "{}",
-        stderr(&o)
-    );
+    assert_fails_saying(&o, 2, "would both be written to");
 }
 
 #[test]
 fn symlink_cycles_and_the_output_directory_are_not_read() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("in");
-    fs::create_dir_all(input.join("sub")).unwrap();
-    fs::write(input.join("sub/a.vert"), A_VERT).unwrap();
+    write_file(&input.join("sub/a.vert"), A_VERT);
     std::os::unix::fs::symlink(&input, input.join("sub/loop")).unwrap();
     // The output directory inside the input directory is left out on a second run.
     let out = input.join("out");
     let json = dir.path().join("s.json");
     for _ in 0..2 {
-        let o = dedup(&input, &out, &["--json", json.to_str().unwrap()]);
-        assert!(o.status.success(), "{}", stderr(&o));
+        ok(&dedup(&input, &out, &["--json", s(&json)]));
         let stats: serde_json::Value = serde_json::from_str(&read(&json)).unwrap();
         assert_eq!(stats["files"], 1, "only sub/a.vert is an input");
     }

@@ -174,20 +174,16 @@ fn s1_a_stray_connection_changes_nothing_and_workers_are_served_across_restarts(
 #[test]
 fn s1_a_knot_server_refuses_workers_naming_its_own_settings_and_the_runs() {
     let tmp = tempfile::tempdir().unwrap();
-    let (port, knot) = (free_port(), free_port());
-    let map = tmp.path().join("map");
-    write_map(&map, &[port], |_| 0);
-    let _s = Server::start(tmp.path(), &map, port, &["--knot-port", &knot.to_string()]);
+    let (_s, _, knot, map) = knot_server(tmp.path());
     let mut c = TcpStream::connect(("127.0.0.1", knot)).unwrap();
     assert_eq!(knot_ask(&mut c, &[42]), b"0");
     let o = worker(&sample_dir(), &tmp.path().join("o"), &map, &[])
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    let err = stderr(&o);
-    assert!(
-        err.contains("hash 'client-64' in the store, 'xxh3-64' in this run"),
-        "{err}"
+    assert_fails_saying(
+        &o,
+        2,
+        "hash 'client-64' in the store, 'xxh3-64' in this run",
     );
 }
 
@@ -265,8 +261,7 @@ fn s3_silent_strangers_never_lock_out_an_authenticated_worker() {
     allow_open_files(STRANGERS as u64 * 2 + 200);
     let tmp = tempfile::tempdir().unwrap();
     let (port, map) = one_server_map(tmp.path());
-    let token = tmp.path().join("token");
-    std::fs::write(&token, "correct-horse-battery-staple-42\n").unwrap();
+    let token = token_file(tmp.path());
     let token_arg = token.to_str().unwrap();
     let s = Server::start(tmp.path(), &map, port, &["--auth-token-file", token_arg]);
     let pid = s.child.as_ref().unwrap().id();
@@ -292,9 +287,8 @@ fn s3_silent_strangers_never_lock_out_an_authenticated_worker() {
 #[test]
 fn s4_metrics_beyond_loopback_need_a_token_and_http_status_hides_the_servers_files() {
     let tmp = tempfile::tempdir().unwrap();
-    let (port, metrics) = (free_port(), free_port());
-    let map = tmp.path().join("map");
-    write_map(&map, &[port], |_| 0);
+    let (port, map) = one_server_map(tmp.path());
+    let metrics = free_port();
     let mut open = std::process::Command::new(env!("CARGO_BIN_EXE_webdedup"))
         .args(["server", "-m", map.to_str().unwrap()])
         .args(["--listen", &format!("127.0.0.1:{port}")])
@@ -324,8 +318,7 @@ fn s4_metrics_beyond_loopback_need_a_token_and_http_status_hides_the_servers_fil
     assert_eq!(status_code, Some(2), "{err}");
     assert!(err.contains("--auth-token-file"), "{err}");
     // With a token: served, but HTTP /status says nothing of pid, files, map.
-    let token = tmp.path().join("token");
-    std::fs::write(&token, "correct-horse-battery-staple-42\n").unwrap();
+    let token = token_file(tmp.path());
     let snap = tmp.path().join("s.snap");
     let _s = Server::start(
         tmp.path(),
@@ -333,7 +326,7 @@ fn s4_metrics_beyond_loopback_need_a_token_and_http_status_hides_the_servers_fil
         port,
         &[
             "--auth-token-file",
-            token.to_str().unwrap(),
+            s(&token),
             "--metrics",
             &format!("127.0.0.1:{metrics}"),
             "-o",
@@ -395,9 +388,8 @@ fn send_until_stopped(
 #[test]
 fn s5_sigterm_while_knot_clients_send_loses_no_acknowledged_key() {
     let tmp = tempfile::tempdir().unwrap();
-    let (port, knot) = (free_port(), free_port());
-    let map = tmp.path().join("map");
-    write_map(&map, &[port], |_| 0);
+    let (port, map) = one_server_map(tmp.path());
+    let knot = free_port();
     let knot_arg = knot.to_string();
     let extra = ["--knot-port", knot_arg.as_str(), "--fsync", "off"];
     let mut s = Server::persistent(tmp.path(), &map, port, &extra);
@@ -687,7 +679,7 @@ fn a_worker_retries_a_busy_server_until_a_slot_frees() {
     std::thread::sleep(Duration::from_secs(1));
     drop(holder);
     let o = run.wait_with_output().unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    ok(&o);
     let st = status(port, None);
     assert!(counter(&st, "rejected_connections") >= 1, "{st}");
 }

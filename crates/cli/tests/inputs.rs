@@ -6,7 +6,7 @@ mod common;
 
 use common::*;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
@@ -45,6 +45,16 @@ fn spawn(args: &[&str]) -> Child {
         .expect("run webdedup")
 }
 
+/// A named pipe `dir/pipe.vert` and a `dedup` run started on it, its outputs
+/// in `dir/out`.
+fn dedup_on_a_pipe(dir: &Path) -> (PathBuf, PathBuf, Child) {
+    let fifo = dir.join("pipe.vert");
+    mkfifo(&fifo);
+    let out = dir.join("out");
+    let child = spawn(&command_args("dedup", &fifo, &out, &[]));
+    (fifo, out, child)
+}
+
 fn stderr_of(child: &mut Child) -> String {
     use std::io::Read;
     let mut s = String::new();
@@ -56,8 +66,7 @@ fn stderr_of(child: &mut Child) -> String {
 fn a_fifo_in_an_input_directory_is_skipped_with_a_report() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("in");
-    fs::create_dir_all(&input).unwrap();
-    fs::write(input.join("a.vert"), A_VERT).unwrap();
+    write_file(&input.join("a.vert"), A_VERT);
     mkfifo(&input.join("b.vert"));
     fs::write(input.join("c.vert"), B_VERT).unwrap();
     let out = dir.path().join("out");
@@ -81,10 +90,7 @@ fn a_fifo_in_an_input_directory_is_skipped_with_a_report() {
 #[test]
 fn sigterm_stops_a_run_waiting_on_a_named_pipe() {
     let dir = tempfile::tempdir().unwrap();
-    let fifo = dir.path().join("pipe.vert");
-    mkfifo(&fifo);
-    let out = dir.path().join("out");
-    let mut child = spawn(&command_args("dedup", &fifo, &out, &[]));
+    let (_, out, mut child) = dedup_on_a_pipe(dir.path());
     // The output directory is made after the signal handlers are installed and
     // before any input is opened: from then on the run waits for a writer.
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -107,10 +113,7 @@ fn sigterm_stops_a_run_waiting_on_a_named_pipe() {
 #[test]
 fn a_named_pipe_given_explicitly_is_read() {
     let dir = tempfile::tempdir().unwrap();
-    let fifo = dir.path().join("pipe.vert");
-    mkfifo(&fifo);
-    let out = dir.path().join("out");
-    let mut child = spawn(&command_args("dedup", &fifo, &out, &[]));
+    let (fifo, out, mut child) = dedup_on_a_pipe(dir.path());
     // A gzip stream through the pipe, written in two parts. The writer opens
     // without waiting (a reader must be there already), so a run that never
     // opens the pipe fails the test instead of hanging it.
@@ -154,8 +157,7 @@ fn a_named_pipe_given_explicitly_is_read() {
 fn files_directories_and_stdin_in_any_mix() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().join("crawl");
-    fs::create_dir_all(d.join("sub")).unwrap();
-    fs::write(d.join("sub/x.vert"), A_VERT).unwrap();
+    write_file(&d.join("sub/x.vert"), A_VERT);
     let single = dir.path().join("single.vert.gz");
     fs::write(&single, gzip(format!("{A_VERT}{B_VERT}").as_bytes())).unwrap();
     let out = dir.path().join("out");
@@ -202,49 +204,32 @@ fn files_directories_and_stdin_in_any_mix() {
 fn a_missing_input_is_an_error_naming_it() {
     let dir = tempfile::tempdir().unwrap();
     let o = dedup(&dir.path().join("nope"), &dir.path().join("out"), &[]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("nope"), "{}", stderr(&o));
+    assert_fails_saying(&o, 2, "nope");
 }
 
 #[test]
 fn archive_commands_read_directories_where_a_stream_of_files_makes_sense() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().join("cdx");
-    fs::create_dir_all(d.join("b")).unwrap();
     let line = |date: &str| {
         format!("org,example)/ {date} http://example.org/ text/html 200 AAAA - - 100 0 a.warc.gz\n")
     };
-    fs::write(d.join("a.cdx"), line("20200101000000")).unwrap();
-    fs::write(d.join("b/c.cdx"), line("20210101000000")).unwrap();
+    write_file(&d.join("a.cdx"), line("20200101000000"));
+    write_file(&d.join("b/c.cdx"), line("20210101000000"));
     mkfifo(&d.join("pipe.cdx"));
-    let o = webdedup(&["cdx", "dups", d.to_str().unwrap()]);
-    let err = stderr(&o);
+    let o = webdedup(&["cdx", "dups", s(&d)]);
     // The FIFO is reported and skipped (exit 1), the files are read in order.
-    assert_eq!(o.status.code(), Some(1), "{err}");
-    assert!(
-        err.contains("pipe.cdx: not a regular file (FIFO): skipped"),
-        "{err}"
-    );
+    assert_fails_saying(&o, 1, "pipe.cdx: not a regular file (FIFO): skipped");
     assert_eq!(
         String::from_utf8_lossy(&o.stdout),
         "org,example)/ sha1:AAAA 20210101000000\n"
     );
     // `warc dedup` reads directories too, as every archive command (issue 19): the
     // FIFO is reported and skipped, not the directory refused.
-    let o = webdedup(&[
-        "warc",
-        "dedup",
-        d.to_str().unwrap(),
-        "-o",
-        dir.path().join("out").to_str().unwrap(),
-    ]);
-    let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(1), "{err}");
-    assert!(
-        err.contains("pipe.cdx: not a regular file (FIFO): skipped"),
-        "{err}"
-    );
-    assert!(!err.contains("is a directory"), "{err}");
+    let out = dir.path().join("out");
+    let o = webdedup(&["warc", "dedup", s(&d), "-o", s(&out)]);
+    assert_fails_saying(&o, 1, "pipe.cdx: not a regular file (FIFO): skipped");
+    assert!(!stderr(&o).contains("is a directory"), "{}", stderr(&o));
 }
 
 /// Every command takes its inputs one way: positional paths, `-i/--input` kept as
@@ -313,6 +298,5 @@ fn every_command_takes_inputs_positionally_with_i_as_an_alias() {
     assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
     // No inputs at all: a usage error naming the positional form.
     let r = webdedup(&["dedup", "-o", &out("none")]);
-    assert_eq!(r.status.code(), Some(2));
-    assert!(stderr(&r).contains("<PATH>"), "{}", stderr(&r));
+    assert_fails_saying(&r, 2, "<PATH>");
 }

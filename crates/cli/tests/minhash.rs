@@ -10,7 +10,7 @@ mod server_procs;
 use common::*;
 use server_procs::*;
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Output;
 
 /// `webdedup minhash -i INPUT -o OUTPUT -q --dd EXTRA...` as arguments.
@@ -24,20 +24,13 @@ fn minhash(input: &Path, output: &Path, extra: &[&str]) -> Output {
     webdedup(&minhash_args(input, output, extra))
 }
 
-/// The outputs of a run (without the run id of runs on servers).
-fn outputs(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    tree(dir)
-        .into_iter()
-        .filter(|(n, _)| !n.ends_with(".webdedup.run-id"))
-        .collect()
-}
-
-fn assert_same(what: &str, got: &[(String, Vec<u8>)], want: &[(String, Vec<u8>)]) {
-    let names = |t: &[(String, Vec<u8>)]| t.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
-    assert_eq!(names(got), names(want), "{what}: file names");
-    for ((n, a), (_, b)) in got.iter().zip(want) {
-        assert!(a == b, "{what}: {n} differs");
-    }
+/// An uninterrupted run over the sample with `extra` and a store: its
+/// outputs (`dir/ref`) and its store (`dir/ref-store`).
+fn reference_with_store(dir: &Path, extra: &[&str]) -> (PathBuf, PathBuf) {
+    let (reference, store) = (dir.join("ref"), dir.join("ref-store"));
+    let args = [extra, &["--store", s(&store)]].concat();
+    ok(&minhash(&sample_dir(), &reference, &args));
+    (reference, store)
 }
 
 /// Every pairs line of a run: (document, original, jaccard).
@@ -61,7 +54,7 @@ fn threads_chunks_and_every_store_give_the_same_outputs() {
     let input = sample_dir();
     let reference = dir.path().join("ref");
     let o = minhash(&input, &reference, &["-t", "1"]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    ok(&o);
     let want = outputs(&reference);
     let found = pairs(&want);
     assert!(
@@ -80,7 +73,7 @@ fn threads_chunks_and_every_store_give_the_same_outputs() {
         let out = dir.path().join(format!("t{i}"));
         let o = minhash(&input, &out, extra);
         assert!(o.status.success(), "{extra:?}: {}", stderr(&o));
-        assert_same(&format!("{extra:?}"), &outputs(&out), &want);
+        assert_same_files(&format!("{extra:?}"), &outputs(&out), &want);
     }
 
     // A store directory: the same outputs, and its snapshot holds band keys of
@@ -92,8 +85,8 @@ fn threads_chunks_and_every_store_give_the_same_outputs() {
         &out,
         &["-t", "2", "--store", store.to_str().unwrap()],
     );
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_same("--store DIR", &outputs(&out), &want);
+    ok(&o);
+    assert_same_files("--store DIR", &outputs(&out), &want);
     let o = dedup(
         &input,
         &dir.path().join("exact"),
@@ -103,23 +96,15 @@ fn threads_chunks_and_every_store_give_the_same_outputs() {
         !o.status.success(),
         "a band-key store must refuse paragraph keys"
     );
-    assert!(stderr(&o).contains("minhash-bands-v1"), "{}", stderr(&o));
+    assert_says(&o, "minhash-bands-v1");
 
     // Two hash servers on loopback.
-    let map = dir.path().join("map");
-    let ports = [free_port(), free_port()];
-    write_map(&map, &ports, |b| b % 2);
-    let mut servers: Vec<Server> = ports
-        .iter()
-        .map(|&p| Server::start(dir.path(), &map, p, &[]))
-        .collect();
+    let mut cluster = Cluster::start(dir.path(), 2);
     let out = dir.path().join("servers");
-    let o = minhash(&input, &out, &["-t", "2", "-s", map.to_str().unwrap()]);
-    for s in &mut servers {
-        s.stop();
-    }
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_same("-s MAP", &outputs(&out), &want);
+    let o = minhash(&input, &out, &["-t", "2", "-s", cluster.map_arg()]);
+    cluster.stop();
+    ok(&o);
+    assert_same_files("-s MAP", &outputs(&out), &want);
 }
 
 #[test]
@@ -128,7 +113,7 @@ fn verticals_and_their_jsonl_conversion_drop_the_same_documents() {
     let (v, j) = (dir.path().join("v"), dir.path().join("j"));
     assert!(minhash(&sample_dir(), &v, &[]).status.success());
     let o = minhash(&jsonl_sample_dir(), &j, &["-t", "2"]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    ok(&o);
     let statuses = |d: &Path| -> Vec<String> {
         let mut s = Vec::new();
         for (n, b) in outputs(d) {
@@ -158,7 +143,7 @@ fn dropped_documents_name_their_original() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let o = minhash(&sample_dir(), &out, &["-t", "2"]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    ok(&o);
     let tree = outputs(&out);
     // Statuses by document name (REL:LINE), from the .dd lists in input order.
     let mut kept = HashMap::new();
@@ -211,19 +196,7 @@ fn dropped_documents_name_their_original() {
 fn kill_at_fault_points_then_restore_is_byte_identical() {
     let dir = tempfile::tempdir().unwrap();
     let input = sample_dir();
-    let reference = dir.path().join("ref");
-    let store_ref = dir.path().join("ref-store");
-    let o = minhash(
-        &input,
-        &reference,
-        &[
-            "--chunk-bytes",
-            "20000",
-            "--store",
-            store_ref.to_str().unwrap(),
-        ],
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
+    let (reference, store_ref) = reference_with_store(dir.path(), &["--chunk-bytes", "20000"]);
     let want = (
         outputs(&reference),
         std::fs::read(store_ref.join("store.snap")).unwrap(),
@@ -289,7 +262,7 @@ fn kill_at_fault_points_then_restore_is_byte_identical() {
             std::fs::read(store.join("store.snap")).unwrap(),
             std::fs::read(store.join("minhash.kept")).unwrap(),
         );
-        assert_same(&format!("after {fault}"), &got.0, &want.0);
+        assert_same_files(&format!("after {fault}"), &got.0, &want.0);
         assert!(got.1 == want.1, "after {fault}: the saved store differs");
         // Issue 27 D15: the side store is a function of the decisions.
         assert!(
@@ -307,8 +280,8 @@ fn kill_at_fault_points_then_restore_is_byte_identical() {
     let mut again = args.to_vec();
     again.push("-r");
     let o = webdedup(&again);
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_same("no store directory", &outputs(&out), &want.0);
+    ok(&o);
+    assert_same_files("no store directory", &outputs(&out), &want.0);
 }
 
 #[test]
@@ -328,9 +301,7 @@ fn malformed_input_is_reported_and_the_rest_processed() {
     std::fs::write(input.join("x.jsonl"), body).unwrap();
     let out = dir.path().join("out");
     let o = minhash(&input, &out, &["--verify", "0"]);
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    let err = stderr(&o);
-    assert!(err.contains("x.jsonl:2:"), "{err}");
+    assert_fails_saying(&o, 1, "x.jsonl:2:");
     let kept = read(out.join("x.dedup.jsonl"));
     assert!(kept.contains("\"a\"") && kept.contains("\"c\"") && kept.contains("{not json"));
     assert!(!kept.contains("\"b\""), "{kept}");
@@ -351,15 +322,9 @@ fn redis_and_bad_settings_are_refused_with_a_reason() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let o = minhash(&sample_dir(), &out, &["--store", "redis://127.0.0.1:1"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("Redis / Valkey backend does not keep"),
-        "{}",
-        stderr(&o)
-    );
+    assert_fails_saying(&o, 2, "Redis / Valkey backend does not keep");
     let o = minhash(&sample_dir(), &out, &["--bands", "20", "--rows", "8"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("bands x rows"), "{}", stderr(&o));
+    assert_fails_saying(&o, 2, "bands x rows");
     let o = minhash(&sample_dir(), &out, &["-n"]);
     assert_eq!(o.status.code(), Some(2));
 }
@@ -377,7 +342,7 @@ fn crawl_by_crawl_equals_one_run_over_all() {
         &all,
         &["--store", all_store.to_str().unwrap()],
     );
-    assert!(o.status.success(), "{}", stderr(&o));
+    ok(&o);
     let store = dir.path().join("store");
     let mut pieces = Vec::new();
     for crawl in ["cc-2023-14", "cc-2023-50", "cc-2024-33"] {
@@ -399,12 +364,9 @@ fn crawl_by_crawl_equals_one_run_over_all() {
         .into_iter()
         .filter(|(n, _)| n != "files.idx")
         .collect();
-    assert_same("crawl by crawl", &pieces, &want);
+    assert_same_files("crawl by crawl", &pieces, &want);
     assert!(pairs(&want).iter().all(|(_, o, j)| o != "-" && j != "-"));
-    assert_eq!(
-        std::fs::read(store.join("store.snap")).unwrap(),
-        std::fs::read(all_store.join("store.snap")).unwrap()
-    );
+    assert_same_store(&store, &all_store, "crawl by crawl");
 }
 
 /// The inode of every finished output's file (main, `.dd`, `.pairs`): a file
@@ -454,12 +416,12 @@ fn restore_never_rewrites_a_finished_output() {
         (o, state, out)
     };
     let (o, want, ref_out) = run("ref", &[], None);
-    assert!(o.status.success(), "{}", stderr(&o));
+    ok(&o);
     // A finished run, then the same command with --restore: nothing is written.
     let before = inodes(&ref_out);
     let (o, got, _) = run("ref", &["-r"], None);
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_same("restore after a finished run", &got.0, &want.0);
+    ok(&o);
+    assert_same_files("restore after a finished run", &got.0, &want.0);
     assert!(got.1 == want.1 && got.2 == want.2, "the store changed");
     assert_eq!(
         inodes(&ref_out),
@@ -471,11 +433,11 @@ fn restore_never_rewrites_a_finished_output() {
     for fault in ["renamed:1", "renamed:2"] {
         let name = fault.replace(':', "-");
         let (o, _, out) = run(&name, &["-t", "1"], Some(fault));
-        assert!(stderr(&o).contains("fault injection"), "{}", stderr(&o));
+        assert_says(&o, "fault injection");
         let before = inodes(&out);
         let (o, got, _) = run(&name, &["-t", "1", "-r"], None);
         assert!(o.status.success(), "{fault}: {}", stderr(&o));
-        assert_same(fault, &got.0, &want.0);
+        assert_same_files(fault, &got.0, &want.0);
         assert!(
             got.1 == want.1 && got.2 == want.2,
             "{fault}: the store differs"
@@ -491,7 +453,7 @@ fn restore_never_rewrites_a_finished_output() {
     }
 
     let (o, again, _) = run("again", &[], None);
-    assert!(o.status.success(), "{}", stderr(&o));
+    ok(&o);
     assert!(again.2 == want.2, "two runs, two side stores");
     assert!(again.1 == want.1, "two runs, two snapshots");
 }
@@ -503,12 +465,8 @@ fn restore_never_rewrites_a_finished_output() {
 fn clean_stops_then_restore_are_byte_identical() {
     let dir = tempfile::tempdir().unwrap();
     let input = sample_dir();
-    let reference = dir.path().join("ref");
-    let store_ref = dir.path().join("ref-store");
     let common = ["--chunk-bytes", "20000", "-t", "2"];
-    let mut extra = common.to_vec();
-    extra.extend(["--store", store_ref.to_str().unwrap()]);
-    assert!(minhash(&input, &reference, &extra).status.success());
+    let (reference, store_ref) = reference_with_store(dir.path(), &common);
     for n in [1, 9, 40] {
         let out = dir.path().join(format!("o{n}"));
         let store = dir.path().join(format!("s{n}"));
@@ -524,11 +482,8 @@ fn clean_stops_then_restore_are_byte_identical() {
         args.push("-r");
         let o = webdedup(&args);
         assert!(o.status.success(), "restore after stop:{n}: {}", stderr(&o));
-        assert_same(&format!("stop:{n}"), &outputs(&out), &outputs(&reference));
-        assert_eq!(
-            std::fs::read(store.join("store.snap")).unwrap(),
-            std::fs::read(store_ref.join("store.snap")).unwrap()
-        );
+        assert_same_files(&format!("stop:{n}"), &outputs(&out), &outputs(&reference));
+        assert_same_store(&store, &store_ref, &format!("stop:{n}"));
     }
 }
 
@@ -543,29 +498,21 @@ fn worker_on_servers_killed_then_restored_is_byte_identical() {
     assert!(minhash(&input, &reference, &["--chunk-bytes", "20000"])
         .status
         .success());
-    let map = dir.path().join("map");
-    let ports = [free_port(), free_port()];
-    write_map(&map, &ports, |b| b % 2);
-    let mut servers: Vec<Server> = ports
-        .iter()
-        .map(|&p| Server::start(dir.path(), &map, p, &[]))
-        .collect();
+    let mut cluster = Cluster::start(dir.path(), 2);
     let out = dir.path().join("out");
     let args = minhash_args(
         &input,
         &out,
-        &["--chunk-bytes", "20000", "-t", "2", "-s", s(&map)],
+        &["--chunk-bytes", "20000", "-t", "2", "-s", cluster.map_arg()],
     );
     let o = webdedup_fault(&args, Some("rename:2"));
     assert_ended_by(&o, "rename:2", "minhash");
     let mut again = args.to_vec();
     again.push("-r");
     let o = webdedup(&again);
-    for s in &mut servers {
-        s.stop();
-    }
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_same(
+    cluster.stop();
+    ok(&o);
+    assert_same_files(
         "-s, killed and restored",
         &outputs(&out),
         &outputs(&reference),

@@ -12,7 +12,7 @@ fn stream(input: &Path, out: &Path, extra: &[&str]) -> Vec<(String, Vec<u8>)> {
     let mut args = command_args("minhash", input, out, &["--dd", "-t", "1"]);
     args.extend_from_slice(extra);
     let o = webdedup(&args);
-    assert!(o.status.success(), "{}", stderr(&o));
+    ok(&o);
     tree(out)
 }
 
@@ -66,15 +66,11 @@ fn batch_run_equals_stream_mode_for_tasks_threads_and_verify() {
         args.extend_from_slice(layout);
         let o = batch(&args, None);
         assert!(o.status.success(), "case {i}: {}", stderr(&o));
-        let got = tree(&out);
-        let names = |t: &[(String, Vec<u8>)]| t.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
-        assert_eq!(names(&got), names(&want), "case {i}: file names");
-        for ((n, a), (_, b)) in got.iter().zip(&want) {
-            assert!(
-                a == b,
-                "case {i} ({settings:?} {layout:?}): {n} differs from stream mode"
-            );
-        }
+        assert_same_files(
+            &format!("case {i} ({settings:?} {layout:?}), against stream mode"),
+            &tree(&out),
+            &want,
+        );
     }
 }
 
@@ -86,26 +82,7 @@ fn simulated_slurm_array_with_killed_tasks_equals_stream_mode() {
     let tmp = tempfile::tempdir().unwrap();
     let want = stream(&sample_dir(), &tmp.path().join("stream"), &[]);
     let (out, work) = (tmp.path().join("out"), tmp.path().join("work"));
-    let n = 4;
-    let common = |task: usize| -> Vec<String> {
-        [
-            "--minhash",
-            "-i",
-            sample_dir().to_str().unwrap(),
-            "-w",
-            work.to_str().unwrap(),
-            "--task-count",
-            &n.to_string(),
-            "--task-index",
-            &task.to_string(),
-            "--partitions",
-            "9",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect()
-    };
-    let order = [2, 0, 3, 1];
+    let sample = sample_dir();
     let kills = [
         ("hash", 0, "batch-hash-written:1"),
         ("hash", 3, "batch-hash-published:1"),
@@ -114,34 +91,19 @@ fn simulated_slurm_array_with_killed_tasks_equals_stream_mode() {
         ("pick", 0, "batch-resolve-partition:1"),
         ("filter", 1, "batch-filter-written:1"),
     ];
-    let o_str = out.to_str().unwrap().to_string();
-    let phases: Vec<(&str, Vec<&str>)> = vec![
+    let phases = [
         ("hash", vec!["hash"]),
         ("bands", vec!["resolve", "--stage", "bands"]),
         ("pick", vec!["resolve", "--stage", "pick"]),
-        ("filter", vec!["filter", "-o", &o_str, "--dd"]),
+        ("filter", vec!["filter", "-o", s(&out), "--dd"]),
     ];
-    for (phase, head) in &phases {
-        for &t in &order {
-            let mut args: Vec<String> = head.iter().map(|s| s.to_string()).collect();
-            args.extend(common(t));
-            let args: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
-            if *phase == "pick" && t != 0 {
-                let o = batch(&args, None);
-                assert!(
-                    o.status.success() && stderr(&o).contains("nothing to do"),
-                    "{}",
-                    stderr(&o)
-                );
-                continue;
-            }
-            let fault = kills
-                .iter()
-                .find(|(p, task, _)| p == phase && *task == t)
-                .map(|(_, _, fault)| *fault);
-            batch_task_killed_and_relaunched(&args, fault, &format!("{phase} task {t}"));
-        }
-    }
+    simulated_slurm_array(
+        &phases,
+        &phase_args(&["--minhash"], &sample, &work, &["--partitions", "9"]),
+        &[2, 0, 3, 1],
+        &kills,
+        &["pick"],
+    );
     assert!(tree(&out) == want, "outputs differ from stream mode");
 }
 
@@ -150,96 +112,61 @@ fn work_directories_refuse_other_modes_settings_and_missing_phases() {
     let tmp = tempfile::tempdir().unwrap();
     let work = tmp.path().join("work");
     let input = sample_dir();
-    let common = [
-        "-i",
-        input.to_str().unwrap(),
-        "-w",
-        work.to_str().unwrap(),
-        "--task-count",
-        "2",
-        "--task-index",
-        "0",
-    ];
     let run = |head: &[&str], extra: &[&str]| {
-        let mut a: Vec<&str> = head.to_vec();
-        a.extend_from_slice(&common);
-        a.extend_from_slice(extra);
-        batch(&a, None)
+        batch(
+            &phase_args(
+                head,
+                &input,
+                &work,
+                &[&FIRST_OF_TWO_TASKS[..], extra].concat(),
+            ),
+            None,
+        )
     };
     // MinHash settings without --minhash are refused, not ignored.
-    let o = run(&["hash"], &["--verify", "0.5"]);
-    assert!(
-        !o.status.success() && stderr(&o).contains("--minhash"),
-        "{}",
-        stderr(&o)
-    );
-    let o = run(&["hash"], &["--minhash"]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    assert_refused(&run(&["hash"], &["--verify", "0.5"]), "--minhash");
+    ok(&run(&["hash"], &["--minhash"]));
     // Another --verify is another work directory.
-    let o = run(&["hash"], &["--minhash", "--verify", "0.5"]);
-    assert!(
-        !o.status.success() && stderr(&o).contains("verify=0.8"),
-        "{}",
-        stderr(&o)
+    assert_refused(
+        &run(&["hash"], &["--minhash", "--verify", "0.5"]),
+        "verify=0.8",
     );
     // A stage before the one it needs names the missing task.
-    let o = run(&["resolve", "--stage", "bands"], &["--minhash"]);
-    assert!(
-        !o.status.success() && stderr(&o).contains("hash task 1 of 2 has not finished"),
-        "{}",
-        stderr(&o)
+    assert_refused(
+        &run(&["resolve", "--stage", "bands"], &["--minhash"]),
+        "hash task 1 of 2 has not finished",
     );
-    let o = run(&["resolve", "--stage", "pick"], &["--minhash"]);
-    assert!(
-        !o.status.success() && stderr(&o).contains("bands task 0 of 2 has not finished"),
-        "{}",
-        stderr(&o)
+    assert_refused(
+        &run(&["resolve", "--stage", "pick"], &["--minhash"]),
+        "bands task 0 of 2 has not finished",
     );
     // Exact stages on a MinHash directory, and the other way round.
-    let o = run(&["resolve", "--stage", "docs"], &["--minhash"]);
-    assert!(
-        !o.status.success() && stderr(&o).contains("MinHash work directory"),
-        "{}",
-        stderr(&o)
+    assert_refused(
+        &run(&["resolve", "--stage", "docs"], &["--minhash"]),
+        "MinHash work directory",
     );
     let exact = tmp.path().join("exact");
     let o = batch(
-        &[
-            "resolve",
-            "--stage",
-            "bands",
-            "-i",
-            input.to_str().unwrap(),
-            "-w",
-            exact.to_str().unwrap(),
-            "--task-index",
-            "0",
-        ],
+        &phase_args(
+            &["resolve", "--stage", "bands"],
+            &input,
+            &exact,
+            &["--task-index", "0"],
+        ),
         None,
     );
-    assert!(
-        !o.status.success() && stderr(&o).contains("is a MinHash stage"),
-        "{}",
-        stderr(&o)
-    );
+    assert_refused(&o, "is a MinHash stage");
     // No store of earlier runs yet: refused, not ignored.
-    let o = run(
-        &["resolve", "--stage", "bands"],
-        &[
-            "--minhash",
-            "--store",
-            tmp.path().join("st").to_str().unwrap(),
-        ],
+    let store = tmp.path().join("st");
+    assert_refused(
+        &run(
+            &["resolve", "--stage", "bands"],
+            &["--minhash", "--store", s(&store)],
+        ),
+        "--store",
     );
-    assert!(
-        !o.status.success() && stderr(&o).contains("--store"),
-        "{}",
-        stderr(&o)
-    );
-    let o = run(&["hash"], &["--minhash", "--normalize", "none"]);
-    assert!(
-        !o.status.success() && stderr(&o).contains("loose"),
-        "{}",
-        stderr(&o)
+    assert_refused(
+        &run(&["hash"], &["--minhash", "--normalize", "none"]),
+        "loose",
     );
 }

@@ -85,21 +85,12 @@ fn spawn_worker(args: &[&str]) -> Child {
         .unwrap()
 }
 
-/// The outputs of a run (without the run id of runs on servers).
-fn outputs(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    tree(dir)
-        .into_iter()
-        .filter(|(n, _)| !n.ends_with(".webdedup.run-id"))
-        .collect()
-}
-
 fn assert_same(what: &str, got: &Path, want: &Path) {
-    let (got, want) = (outputs(got), outputs(want));
-    let names = |t: &[(String, Vec<u8>)]| t.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
-    assert_eq!(names(&got), names(&want), "{what}: file names");
-    for ((n, a), (_, b)) in got.iter().zip(&want) {
-        assert!(a == b, "{what}: {n} differs from an uninterrupted run's");
-    }
+    assert_same_files(
+        &format!("{what}, against an uninterrupted run"),
+        &outputs(got),
+        &outputs(want),
+    );
 }
 
 /// Pairs lines whose Jaccard is `-` (unverified).
@@ -127,7 +118,7 @@ struct Setup {
     input: PathBuf,
     reference: PathBuf,
     map: PathBuf,
-    ports: [u16; 2],
+    ports: Vec<u16>,
 }
 
 /// A corpus, an uninterrupted run's outputs (embedded store: the same bytes as
@@ -137,17 +128,32 @@ fn setup() -> Setup {
     let input = corpus(dir.path(), 4, 400);
     let reference = dir.path().join("ref");
     let o = webdedup(&run_args(&input, &reference, &[]));
-    assert!(o.status.success(), "{}", stderr(&o));
+    ok(&o);
     assert_eq!(unverified_lines(&reference), 0);
-    let map = dir.path().join("map");
-    let ports = [free_port(), free_port()];
-    write_map(&map, &ports, |b| b % 2);
+    let (ports, map) = spread_map(dir.path(), 2);
     Setup {
         dir,
         input,
         reference,
         map,
         ports,
+    }
+}
+
+impl Setup {
+    /// A worker's arguments ([`run_args`]) on the servers of the map.
+    fn on_servers<'a>(&'a self, out: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
+        run_args(&self.input, out, &[&["-s", s(&self.map)], extra].concat())
+    }
+
+    /// Server `i`, persistent (its snapshot and journal in the test's folder),
+    /// with the fault point `fault` armed if given.
+    fn server(&self, i: usize, fault: Option<&str>) -> Server {
+        let (d, port) = (self.dir.path(), self.ports[i]);
+        match fault {
+            Some(f) => Server::persistent_with_fault(d, &self.map, port, f),
+            None => Server::persistent(d, &self.map, port, &[]),
+        }
     }
 }
 
@@ -162,31 +168,15 @@ fn finish(child: Child) -> Output {
 fn a_server_killed_mid_run_and_restarted_from_its_journal_changes_no_decision() {
     let s = setup();
     let d = s.dir.path();
-    let mut servers = [
-        Server::persistent(d, &s.map, s.ports[0], &[]),
-        Server::start_env(
-            d,
-            &s.map,
-            s.ports[1],
-            &[
-                "-i",
-                snap_path(d, s.ports[1]).to_str().unwrap(),
-                "-o",
-                snap_path(d, s.ports[1]).to_str().unwrap(),
-            ],
-            &[("WEBDEDUP_FAULT", "journal-record:6")],
-        ),
-    ];
+    let mut servers = [s.server(0, None), s.server(1, Some("journal-record:6"))];
     let out = d.join("out");
     let json_path = d.join("figures.json");
-    let mut args = run_args(&s.input, &out, &["-s", s.map.to_str().unwrap()]);
-    args.extend(["--json", json_path.to_str().unwrap()]);
-    let worker = spawn_worker(&args);
+    let worker = spawn_worker(&s.on_servers(&out, &["--json", json_path.to_str().unwrap()]));
     assert!(!servers[1].wait_end(), "the server was to abort");
     assert!(read(&servers[1].log).contains("fault injection: abort at journal-record"));
-    servers[1] = Server::persistent(d, &s.map, s.ports[1], &[]);
+    servers[1] = s.server(1, None);
     let o = finish(worker);
-    assert!(o.status.success(), "{}", stderr(&o));
+    ok(&o);
     assert!(
         read(&servers[1].log).contains("replayed the journal"),
         "{}",
@@ -202,28 +192,17 @@ fn a_server_killed_mid_run_and_restarted_from_its_journal_changes_no_decision() 
 fn a_server_stopped_mid_run_and_restarted_from_its_snapshot_changes_no_decision() {
     let s = setup();
     let d = s.dir.path();
-    let snap = snap_path(d, s.ports[1]);
-    let snap = snap.to_str().unwrap();
-    let mut servers = [
-        Server::persistent(d, &s.map, s.ports[0], &[]),
-        Server::start_env(
-            d,
-            &s.map,
-            s.ports[1],
-            &["-i", snap, "-o", snap],
-            &[("WEBDEDUP_FAULT", "server-stop:8")],
-        ),
-    ];
+    let mut servers = [s.server(0, None), s.server(1, Some("server-stop:8"))];
     let out = d.join("out");
-    let worker = spawn_worker(&run_args(&s.input, &out, &["-s", s.map.to_str().unwrap()]));
+    let worker = spawn_worker(&s.on_servers(&out, &[]));
     assert!(servers[1].wait_end(), "{}", read(&servers[1].log));
     assert!(
-        Path::new(&format!("{snap}.locations")).exists(),
+        Path::new(&format!("{}.locations", snap_path(d, s.ports[1]).display())).exists(),
         "the locations are saved beside the snapshot"
     );
-    servers[1] = Server::persistent(d, &s.map, s.ports[1], &[]);
+    servers[1] = s.server(1, None);
     let o = finish(worker);
-    assert!(o.status.success(), "{}", stderr(&o));
+    ok(&o);
     assert!(!read(&servers[1].log).contains("replayed the journal"));
     assert_same("server stopped and restarted", &out, &s.reference);
 }
@@ -236,29 +215,16 @@ fn a_server_stopped_mid_run_and_restarted_from_its_snapshot_changes_no_decision(
 fn a_server_killed_and_not_restarted_then_restore_changes_no_decision() {
     let s = setup();
     let d = s.dir.path();
-    let snap = snap_path(d, s.ports[0]);
-    let snap = snap.to_str().unwrap();
-    let mut servers = [
-        Server::start_env(
-            d,
-            &s.map,
-            s.ports[0],
-            &["-i", snap, "-o", snap],
-            &[("WEBDEDUP_FAULT", "journal-record:10")],
-        ),
-        Server::persistent(d, &s.map, s.ports[1], &[]),
-    ];
+    let mut servers = [s.server(0, Some("journal-record:10")), s.server(1, None)];
     let out = d.join("out");
-    let mut args = run_args(&s.input, &out, &["-s", s.map.to_str().unwrap()]);
-    args.extend(["--server-timeout", "2"]);
+    let mut args = s.on_servers(&out, &["--server-timeout", "2"]);
     let o = finish(spawn_worker(&args));
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("webdedup: error:"), "{}", stderr(&o));
+    assert_fails_saying(&o, 2, "webdedup: error:");
     assert!(!servers[0].wait_end());
-    servers[0] = Server::persistent(d, &s.map, s.ports[0], &[]);
+    servers[0] = s.server(0, None);
     args.push("-r");
     let o = webdedup(&args);
-    assert!(o.status.success(), "{}", stderr(&o));
+    ok(&o);
     assert_same("server down, then -r", &out, &s.reference);
 }
 
@@ -281,26 +247,15 @@ fn a_server_back_without_its_keys_stops_the_worker() {
         ),
     ];
     let out = d.join("out");
-    let worker = spawn_worker(&run_args(&s.input, &out, &["-s", s.map.to_str().unwrap()]));
+    let worker = spawn_worker(&s.on_servers(&out, &[]));
     assert!(servers[1].wait_end());
     servers[1] = Server::start(d, &s.map, s.ports[1], &[]);
     let o = finish(worker);
-    let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains("came back without the keys it had acknowledged") && err.contains("--restore"),
-        "{err}"
-    );
+    assert_fails_saying(&o, 2, "came back without the keys it had acknowledged");
+    assert_says(&o, "--restore");
     // A restore is refused too: the run id file names the key sets it began on.
-    let mut args = run_args(&s.input, &out, &["-s", s.map.to_str().unwrap()]);
-    args.push("-r");
-    let o = webdedup(&args);
-    let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains("serves another key set than when the run began"),
-        "{err}"
-    );
+    let o = webdedup(&s.on_servers(&out, &["-r"]));
+    assert_fails_saying(&o, 2, "serves another key set than when the run began");
 }
 
 /// Two workers on one set of servers, one after the other over two halves of
@@ -321,38 +276,23 @@ fn two_workers_decide_as_one_without_verification_and_count_unverified_drops() {
             std::fs::rename(input.join(&name), input.join(half).join(&name)).unwrap();
         }
     }
-    let map = d.join("map");
-    let ports = [free_port(), free_port()];
-    write_map(&map, &ports, |b| b % 2);
     for (verify, tag) in [("0", "lsh"), ("0.8", "verified")] {
-        let mut servers: Vec<Server> = ports
-            .iter()
-            .map(|&p| Server::start(d, &map, p, &[]))
-            .collect();
+        let mut cluster = Cluster::start(d, 2);
         let one = d.join(format!("one-{tag}"));
         let o = webdedup(&run_args(&input, &one, &["--verify", verify]));
-        assert!(o.status.success(), "{}", stderr(&o));
+        ok(&o);
         let mut figures = Vec::new();
         for half in ["a", "b"] {
             let out = d.join(format!("{half}-{tag}"));
             let o = webdedup(&run_args(
                 &input.join(half),
                 &out,
-                &[
-                    "--verify",
-                    verify,
-                    "-s",
-                    map.to_str().unwrap(),
-                    "--json",
-                    "-",
-                ],
+                &["--verify", verify, "-s", cluster.map_arg(), "--json", "-"],
             ));
-            assert!(o.status.success(), "{}", stderr(&o));
+            ok(&o);
             figures.push(serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap());
         }
-        for s in &mut servers {
-            s.stop();
-        }
+        cluster.stop();
         let file = |dir: &str, rel: &str| std::fs::read(d.join(dir).join(rel)).unwrap();
         let mut differ = 0;
         for (half, f) in [("a", 0), ("a", 1), ("b", 2), ("b", 3)] {

@@ -2,42 +2,26 @@
 //! the real binary.
 
 mod common;
+#[path = "../../dedup/src/tests/verticals.rs"]
+mod verticals;
 use common::*;
-use std::path::Path;
-
-fn para(words: &str) -> String {
-    format!(
-        "<p>\n{}\n</p>\n",
-        words.split(' ').collect::<Vec<_>>().join("\n")
-    )
-}
-
-fn doc(url: &str, body: &[String]) -> String {
-    format!("<doc url=\"{url}\" title=\"t\">\n{}</doc>\n", body.concat())
-}
+use verticals::{doc, para};
 
 const P1: &str = "the quick brown fox jumps over the lazy dog near the river bank today";
 const P2: &str = "a completely different sentence about databases tables indexes and queries";
 const P3: &str = "yet another paragraph which talks about compilers parsers and the lexers";
 
-fn write(dir: &Path, rel: &str, text: &str) {
-    let p = dir.join(rel);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, text).unwrap();
-}
-
 #[test]
 fn feedback_mode_writes_dropped_paragraphs_with_references_that_check_confirms() {
     let tmp = tempfile::tempdir().unwrap();
     let (input, output) = (tmp.path().join("in"), tmp.path().join("out"));
-    write(&input, "a.vert", &doc("a", &[para(P1), para(P2)]));
-    write(
-        &input,
-        "b.vert",
-        &(doc("b", &[para(P3), para(P2)]) + &doc("a", &[para(P1), para(P2)])),
+    write_file(&input.join("a.vert"), doc("a", &[para(P1), para(P2)]));
+    write_file(
+        &input.join("b.vert"),
+        doc("b", &[para(P3), para(P2)]) + &doc("a", &[para(P1), para(P2)]),
     );
     let o = dedup(&input, &output, &["-f", "--dd", "--min-para-chars", "10"]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    ok(&o);
 
     let idx = read(output.join("files.idx"));
     let id = |rel: &str| format!("{:016x}", xxhash_rust::xxh3::xxh3_64(rel.as_bytes()));
@@ -66,17 +50,7 @@ fn feedback_mode_writes_dropped_paragraphs_with_references_that_check_confirms()
         1
     );
 
-    let c = webdedup(&[
-        "check",
-        "-i",
-        input.to_str().unwrap(),
-        "-o",
-        output.to_str().unwrap(),
-        "--json",
-        "-",
-    ]);
-    assert!(c.status.success(), "{}", stderr(&c));
-    let report: serde_json::Value = serde_json::from_slice(&c.stdout).unwrap();
+    let report = check_report(&input, &output, false);
     assert_eq!(report["references"], 3);
     assert_eq!(report["confirmed"], 3);
     assert_eq!(report["mismatches"].as_array().unwrap().len(), 0);
@@ -84,13 +58,7 @@ fn feedback_mode_writes_dropped_paragraphs_with_references_that_check_confirms()
     // A planted wrong reference is a mismatch naming both places; exit status 1.
     let forged = dropped.replacen(&format!("{b}:2\t{a}:2"), &format!("{b}:2\t{a}:1"), 1);
     std::fs::write(output.join("b.vert.dedup.dropped"), forged).unwrap();
-    let c = webdedup(&[
-        "check",
-        "-i",
-        input.to_str().unwrap(),
-        "-o",
-        output.to_str().unwrap(),
-    ]);
+    let c = check(&input, &output, &[]);
     assert_eq!(c.status.code(), Some(1), "{}", stderr(&c));
     let err = stderr(&c);
     assert!(
@@ -108,23 +76,8 @@ fn check_over_a_feedback_run_of_the_sample_finds_no_mismatch() {
         let mut args = vec!["-f", "-t", "2"];
         args.extend_from_slice(extra);
         let o = dedup(&sample_dir(), &out, &args);
-        assert!(o.status.success(), "{}", stderr(&o));
-        let sample = sample_dir();
-        let mut check = vec![
-            "check",
-            "-i",
-            sample.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-            "--json",
-            "-",
-        ];
-        if mode == "near" {
-            check.push("--near");
-        }
-        let c = webdedup(&check);
-        assert!(c.status.success(), "{mode}: {}", stderr(&c));
-        let r: serde_json::Value = serde_json::from_slice(&c.stdout).unwrap();
+        ok(&o);
+        let r = check_report(&sample_dir(), &out, mode == "near");
         assert!(r["references"].as_u64().unwrap() > 10_000, "{mode}: {r}");
         assert_eq!(r["mismatches"].as_array().unwrap().len(), 0, "{mode}: {r}");
         assert_eq!(r["unknown_original"], 0, "{mode}: {r}");
@@ -155,7 +108,7 @@ fn near_mode_output_is_the_same_for_any_thread_count_and_chunk_size() {
                 chunk,
             ],
         );
-        assert!(o.status.success(), "{}", stderr(&o));
+        ok(&o);
         let t = tree(&out);
         match &first {
             None => first = Some(t),
@@ -176,7 +129,7 @@ fn near_mode_keeps_fewer_paragraphs_than_exact_mode_on_the_sample() {
         let mut args = vec!["--json", json.to_str().unwrap()];
         args.extend_from_slice(extra);
         let o = dedup(&sample_dir(), &out, &args);
-        assert!(o.status.success(), "{}", stderr(&o));
+        ok(&o);
         let v: serde_json::Value = serde_json::from_str(&read(&json)).unwrap();
         v["paragraphs_retained"].as_u64().unwrap()
     };
@@ -191,12 +144,11 @@ fn near_mode_keeps_fewer_paragraphs_than_exact_mode_on_the_sample() {
 fn url_filter_rules_give_status_u_and_bad_rules_are_reported() {
     let tmp = tempfile::tempdir().unwrap();
     let (input, output) = (tmp.path().join("in"), tmp.path().join("out"));
-    write(
-        &input,
-        "x.vert",
-        &(doc("http://spam.example/1", &[para(P1)])
+    write_file(
+        &input.join("x.vert"),
+        doc("http://spam.example/1", &[para(P1)])
             + &doc("https://www.example.org/docs/a", &[para(P2)])
-            + &doc("https://keep.example/", &[para(P3)])),
+            + &doc("https://keep.example/", &[para(P3)]),
     );
     let rules = tmp.path().join("rules.txt");
     std::fs::write(
@@ -217,11 +169,10 @@ fn url_filter_rules_give_status_u_and_bad_rules_are_reported() {
         ],
     );
     // The bad rule is an input problem (exit 1) named by file and line; the rest applies.
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains(&format!("{}:4: bad regular expression", rules.display())),
-        "{}",
-        stderr(&o)
+    assert_fails_saying(
+        &o,
+        1,
+        &format!("{}:4: bad regular expression", rules.display()),
     );
     let dd = read(output.join("x.vert.dedup.dd"));
     let statuses: Vec<&str> = dd
@@ -245,8 +196,7 @@ fn near_options_are_checked() {
         &tmp.path().join("o"),
         &["-n", "--threshold", "1.5"],
     );
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("--threshold"), "{}", stderr(&o));
+    assert_fails_saying(&o, 2, "--threshold");
     let o = dedup(&sample_dir(), &tmp.path().join("o"), &["--smooth"]);
     assert_eq!(o.status.code(), Some(2), "--smooth needs -n");
 }
@@ -275,10 +225,9 @@ fn wikilinks_rows_exact_and_near_rules() {
         &ctx_r.replace("hand", "last"),
     );
     let short = "only\tthree\tcolumns\n".to_string();
-    write(
-        &input,
-        "links.tsv",
-        &[r1.clone(), r2, short.clone(), r3.clone(), r4.clone()].concat(),
+    write_file(
+        &input.join("links.tsv"),
+        [r1.clone(), r2, short.clone(), r3.clone(), r4.clone()].concat(),
     );
 
     let exact_out = tmp.path().join("exact");
@@ -289,13 +238,9 @@ fn wikilinks_rows_exact_and_near_rules() {
         "the short row is an input problem: {}",
         stderr(&o)
     );
-    assert!(
-        stderr(&o).contains(&format!(
-            "{}:3: row has 3 columns",
-            input.join("links.tsv").display()
-        )),
-        "{}",
-        stderr(&o)
+    assert_says(
+        &o,
+        &format!("{}:3: row has 3 columns", input.join("links.tsv").display()),
     );
     assert_eq!(
         read(exact_out.join("links.tsv.dedup")),

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{gzip, stderr, tree};
+use common::*;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
@@ -88,6 +88,14 @@ impl Run {
         self.command(restore, fault).output().unwrap()
     }
 
+    /// Restores the run (no fault) and asserts it ends with `want`'s outputs and
+    /// store.
+    fn restores_to(&self, what: &str, want: &State) {
+        let o = self.run(true, None);
+        assert!(o.status.success(), "{what}: restore failed: {}", stderr(&o));
+        assert_same(what, &self.state(), want);
+    }
+
     fn state(&self) -> State {
         (
             tree(&self.out),
@@ -104,16 +112,12 @@ fn reference(root: &Path, store: bool) -> State {
     let _ = std::fs::remove_dir_all(&r.out);
     let _ = std::fs::remove_dir_all(&r.store);
     let o = r.run(false, None);
-    assert!(o.status.success(), "{}", stderr(&o));
+    ok(&o);
     r.state()
 }
 
 fn assert_same(what: &str, got: &State, want: &State) {
-    let names = |t: &Vec<(String, Vec<u8>)>| t.iter().map(|f| f.0.clone()).collect::<Vec<_>>();
-    assert_eq!(names(&got.0), names(&want.0), "{what}: output files");
-    for (g, w) in got.0.iter().zip(&want.0) {
-        assert!(g.1 == w.1, "{what}: {} differs", g.0);
-    }
+    assert_same_files(what, &got.0, &want.0);
     assert!(got.1 == want.1, "{what}: saved store differs");
 }
 
@@ -136,9 +140,7 @@ fn crash_and_restore(root: &Path, name: &str, extra: &[&str], store: bool, fault
         );
         restore = true;
     }
-    let o = r.run(true, None);
-    assert!(o.status.success(), "{name}: restore failed: {}", stderr(&o));
-    assert_same(name, &r.state(), &want);
+    r.restores_to(name, &want);
 }
 
 #[test]
@@ -238,7 +240,7 @@ fn feedback_references_survive_a_kill_or_a_stop_and_a_restore() {
         };
         let reference = new(&format!("fb-ref-{store}-{near}"));
         let o = reference.run(false, None);
-        assert!(o.status.success(), "{}", stderr(&o));
+        ok(&o);
         let want = reference.state();
         assert!(
             named_originals(&want) > 50,
@@ -271,9 +273,7 @@ fn feedback_references_survive_a_kill_or_a_stop_and_a_restore() {
                     stderr(&o)
                 );
             }
-            let o = r.run(true, None);
-            assert!(o.status.success(), "{what}: restore failed: {}", stderr(&o));
-            assert_same(&what, &r.state(), &want);
+            r.restores_to(&what, &want);
             let mut check = Command::new(bin());
             check.args(["check", "-i", corpus().to_str().unwrap(), "-o"]);
             check.arg(&r.out);
@@ -333,9 +333,7 @@ fn crashes_during_restores_still_converge() {
         "{}",
         stderr(&o)
     );
-    let o = r.run(true, None);
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_same("stop-then-crash", &r.state(), &want);
+    r.restores_to("stop-then-crash", &want);
 }
 
 #[test]
@@ -350,9 +348,7 @@ fn clean_stops_at_many_points_then_restore() {
             "{}",
             stderr(&o)
         );
-        let o = r.run(true, None);
-        assert!(o.status.success(), "{}", stderr(&o));
-        assert_same(&format!("stop:{n}"), &r.state(), &want);
+        r.restores_to(&format!("stop:{n}"), &want);
     }
 }
 
@@ -431,9 +427,7 @@ fn sigkill_and_sigterm_from_outside_at_random_times() {
             );
         }
         // Restore until done (a run that had already finished restores as a no-op).
-        let o = r.run(true, None);
-        assert!(o.status.success(), "kill{i} after {ms} ms: {}", stderr(&o));
-        assert_same(&format!("signal {signal} after {ms} ms"), &r.state(), &want);
+        r.restores_to(&format!("signal {signal} after {ms} ms"), &want);
     }
     assert!(
         interrupted >= 3,
@@ -452,57 +446,35 @@ fn crawl_by_crawl_equals_one_run_over_all() {
     let all = dir.path().join("all");
     let store_all = dir.path().join("store-all");
     let store_inc = dir.path().join("store-inc");
-    let o = Command::new(bin())
-        .args([
-            "dedup",
-            "-q",
-            "--dd",
-            "-i",
-            corpus().to_str().unwrap(),
-            "-o",
-            all.to_str().unwrap(),
-        ])
-        .args(["--store", store_all.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    ok(&dedup(corpus(), &all, &["--dd", "--store", s(&store_all)]));
     for crawl in ["cc-2023-14", "cc-2023-50", "cc-2024-33"] {
         let out = dir.path().join("inc").join(crawl);
-        let o = Command::new(bin())
-            .args(["dedup", "-q", "--dd", "-t", "1", "-i"])
-            .arg(corpus().join(crawl))
-            .arg("-o")
-            .arg(&out)
-            .args(["--store", store_inc.to_str().unwrap()])
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", stderr(&o));
+        let o = dedup(
+            &corpus().join(crawl),
+            &out,
+            &["--dd", "-t", "1", "--store", s(&store_inc)],
+        );
+        ok(&o);
     }
     let a = tree(&all);
     let b = tree(&dir.path().join("inc"));
     assert_eq!(a, b, "file for file, the same outputs");
     assert!(a.iter().any(|f| f.1.is_empty() || f.0.ends_with(".dd")));
-    assert_eq!(
-        std::fs::read(store_all.join("store.snap")).unwrap(),
-        std::fs::read(store_inc.join("store.snap")).unwrap(),
-        "the same saved store"
-    );
+    assert_same_store(&store_inc, &store_all, "crawl by crawl");
     // A second pass over a crawl already seen keeps nothing of it.
     let again = dir.path().join("again");
-    let o = Command::new(bin())
-        .args(["dedup", "--dd", "-i"])
-        .arg(corpus().join("cc-2023-14"))
-        .arg("-o")
-        .arg(&again)
-        .args(["--store", store_inc.to_str().unwrap()])
-        .output()
-        .unwrap();
+    let crawl = corpus().join("cc-2023-14");
+    let o = webdedup(&[
+        "dedup",
+        "--dd",
+        s(&crawl),
+        "-o",
+        s(&again),
+        "--store",
+        s(&store_inc),
+    ]);
     assert!(o.status.success());
-    assert!(
-        stderr(&o).contains("documents read, 0 kept"),
-        "{}",
-        stderr(&o)
-    );
+    assert_says(&o, "documents read, 0 kept");
 }
 
 #[test]
@@ -536,9 +508,8 @@ fn damaged_state_gives_clear_errors_never_a_smaller_store() {
     let mut other = Run::new(dir.path(), "d", &["-t", "1", "--normalize", "none"]).with_store();
     other.out = r.out.clone();
     let o = other.run(false, None);
-    let e = stderr(&o);
-    assert_eq!(o.status.code(), Some(2), "{e}");
-    assert!(e.contains("'loose'") && e.contains("'none'"), "{e}");
+    assert_fails_saying(&o, 2, "'loose'");
+    assert_says(&o, "'none'");
 
     // A damaged decision log (left by a clean stop): an error naming the offset.
     let g = Run::new(dir.path(), "g", &["-t", "1"]).with_store();
@@ -552,9 +523,8 @@ fn damaged_state_gives_clear_errors_never_a_smaller_store() {
     b[mid] ^= 1;
     std::fs::write(g.out.join(&log.0), &b).unwrap();
     let o = g.run(true, None);
-    let e = stderr(&o);
-    assert_eq!(o.status.code(), Some(2), "{e}");
-    assert!(e.contains(".dedup.log") && e.contains("byte offset"), "{e}");
+    assert_fails_saying(&o, 2, ".dedup.log");
+    assert_says(&o, "byte offset");
 
     // A journal damaged before its last record: an error naming the offset.
     let j = Run::new(dir.path(), "j", &["-t", "1"]).with_store();
@@ -566,10 +536,9 @@ fn damaged_state_gives_clear_errors_never_a_smaller_store() {
     b[at] ^= 0x20;
     std::fs::write(&jp, &b).unwrap();
     let o = j.run(true, None);
-    let e = stderr(&o);
-    assert_eq!(o.status.code(), Some(2), "{e}");
-    assert!(e.contains("journal") && e.contains("byte offset"), "{e}");
-    assert!(!e.contains("panicked"), "{e}");
+    assert_fails_saying(&o, 2, "journal");
+    assert_says(&o, "byte offset");
+    assert_no_panic(&o);
 }
 
 #[test]
@@ -578,28 +547,17 @@ fn leftover_state_needs_restore_and_the_same_settings() {
     let r = Run::new(dir.path(), "l", &["-t", "1"]).with_store();
     assert!(!r.run(false, Some("journal-record:10")).status.success());
     let o = r.run(false, None);
-    let e = stderr(&o);
-    assert_eq!(o.status.code(), Some(2), "{e}");
-    assert!(e.contains("--restore"), "{e}");
+    assert_fails_saying(&o, 2, "--restore");
     let mut changed =
         Run::new(dir.path(), "l", &["-t", "1", "--min-para-chars", "80"]).with_store();
     changed.out = r.out.clone();
     let o = changed.run(true, None);
-    let e = stderr(&o);
-    assert_eq!(o.status.code(), Some(2), "{e}");
-    assert!(
-        e.contains("min-para-chars '50'") && e.contains("'80' now"),
-        "{e}"
-    );
+    assert_fails_saying(&o, 2, "min-para-chars '50'");
+    assert_says(&o, "'80' now");
     // One process at a time per store directory.
     let held = webdedup_store::DirLock::acquire(&r.store.join("lock")).unwrap();
     let o = r.run(true, None);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("another webdedup process"),
-        "{}",
-        stderr(&o)
-    );
+    assert_fails_saying(&o, 2, "another webdedup process");
     drop(held);
     assert!(r.run(true, None).status.success());
     // The torn tail of a journal is reported, and the restore completes.
@@ -621,7 +579,7 @@ fn near_mode_kill_then_restore_is_byte_identical() {
     let want = {
         let r = Run::new(dir.path(), "near-ref", &["-t", "2", "-n", "--smooth"]).with_store();
         let o = r.run(false, None);
-        assert!(o.status.success(), "{}", stderr(&o));
+        ok(&o);
         r.state()
     };
     for (i, (fault, threads)) in [
@@ -645,24 +603,8 @@ fn near_mode_kill_then_restore_is_byte_identical() {
             "fault {fault} not reached: {}",
             stderr(&o)
         );
-        let o = r.run(true, None);
-        assert!(o.status.success(), "restore after {fault}: {}", stderr(&o));
-        assert_same(&format!("near mode, {fault}"), &r.state(), &want);
+        r.restores_to(&format!("near mode, {fault}"), &want);
     }
-}
-
-/// Byte ranges of the records of a journal file (after its header).
-fn journal_records(b: &[u8]) -> Vec<std::ops::Range<usize>> {
-    let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap()) as usize;
-    let mut at = 16 + u32_at(12) + 4;
-    let mut records = Vec::new();
-    while at + 12 <= b.len() {
-        let end = at + 12 + u32_at(at);
-        assert!(end <= b.len(), "a whole journal expected");
-        records.push(at..end);
-        at = end;
-    }
-    records
 }
 
 /// Issue 16 F3: a run killed right after finishing outputs, then the journal's last
@@ -685,7 +627,7 @@ fn damaged_last_record_after_finished_outputs_never_shrinks_the_store() {
         std::fs::write(&jp, &b).unwrap();
         let o = r.run(true, None);
         assert!(o.status.success(), "{fault}: {}", stderr(&o));
-        assert!(stderr(&o).contains("torn"), "{}", stderr(&o));
+        assert_says(&o, "torn");
         assert_same(&format!("{fault}, last record flipped"), &r.state(), &want);
     }
 
@@ -699,7 +641,7 @@ fn damaged_last_record_after_finished_outputs_never_shrinks_the_store() {
     b[last] ^= 0x40;
     std::fs::write(&jp, &b).unwrap();
     let o = r.run(true, None);
-    assert!(o.status.success(), "{}", stderr(&o));
+    ok(&o);
     assert_same("no store, last record flipped", &r.state(), &want_nostore);
 
     // The record of the finished output's last chunk damaged (it is no longer the
@@ -708,19 +650,15 @@ fn damaged_last_record_after_finished_outputs_never_shrinks_the_store() {
     assert!(!r.run(false, Some("renamed:2")).status.success());
     let jp = r.store.join("journal");
     let mut b = std::fs::read(&jp).unwrap();
-    let recs = journal_records(&b);
+    let (_, recs) = journal_records(&b);
     let chunk = recs[recs.len() - 2].clone();
     b[chunk.end - 1] ^= 0x40;
     std::fs::write(&jp, &b).unwrap();
     let o = r.run(true, None);
-    let e = stderr(&o);
-    assert_eq!(o.status.code(), Some(2), "{e}");
-    assert!(
-        e.contains("journal") && e.contains(&format!("byte offset {}", chunk.start)),
-        "{e}"
-    );
-    assert!(e.contains("without --restore"), "what to do: {e}");
-    assert!(!e.contains("panicked"), "{e}");
+    assert_fails_saying(&o, 2, "journal");
+    assert_says(&o, &format!("byte offset {}", chunk.start));
+    assert_says(&o, "without --restore");
+    assert_no_panic(&o);
 
     // The journal cut short after a finished output's records (a truncated copy):
     // the finished output's last records may be gone, so the restore refuses. The
@@ -730,7 +668,7 @@ fn damaged_last_record_after_finished_outputs_never_shrinks_the_store() {
     assert!(!r.run(false, Some("renamed:2")).status.success());
     let jp = r.store.join("journal");
     let b = std::fs::read(&jp).unwrap();
-    let recs = journal_records(&b);
+    let (_, recs) = journal_records(&b);
     // payload = u32 tag_len, then the tag, whose first byte is its kind.
     let kind = |rec: &std::ops::Range<usize>| b[rec.start + 16];
     const FINISH_MARK: u8 = 2;
@@ -742,10 +680,9 @@ fn damaged_last_record_after_finished_outputs_never_shrinks_the_store() {
     );
     std::fs::write(&jp, &b[..recs[mark].start]).unwrap();
     let o = r.run(true, None);
-    let e = stderr(&o);
-    assert_eq!(o.status.code(), Some(2), "{e}");
-    assert!(e.contains("journal") && e.contains("finished"), "{e}");
-    assert!(e.contains("without --restore"), "what to do: {e}");
+    assert_fails_saying(&o, 2, "journal");
+    assert_says(&o, "finished");
+    assert_says(&o, "without --restore");
 }
 
 /// The modes of `--store DIR` runs: `dedup` exact, near and feedback, and `minhash`
@@ -805,10 +742,10 @@ fn journal_cut_at_every_record_boundary_restores_exactly_or_refuses() {
         let want = saved_state(&reference);
         let r = mode_run(dir.path(), &format!("{mode}-cut"), command, extra);
         let o = r.run(false, Some("renamed:3"));
-        assert!(stderr(&o).contains("fault injection"), "{}", stderr(&o));
+        assert_says(&o, "fault injection");
         let (out, store) = (tree(&r.out), tree(&r.store));
         let journal = std::fs::read(r.store.join("journal")).unwrap();
-        let records = journal_records(&journal);
+        let (_, records) = journal_records(&journal);
         let cuts = std::iter::once(records[0].start).chain(records.iter().map(|r| r.end));
         let (mut exact, mut refused) = (0, 0);
         for cut in cuts {
@@ -912,7 +849,7 @@ fn outputs_of_an_earlier_run_are_written_again_by_a_restore() {
         }
         assert!(tree(&r.out) != want.0, "{mode}: the earlier outputs differ");
         let o = r.run(false, Some("renamed:2"));
-        assert!(stderr(&o).contains("fault injection"), "{}", stderr(&o));
+        assert_says(&o, "fault injection");
         let o = r.run(true, None);
         assert!(o.status.success(), "{mode}: {}", stderr(&o));
         let got = saved_state(&r);
@@ -933,7 +870,7 @@ fn a_torn_finish_mark_is_put_back_for_later_restores() {
     assert!(!r.run(false, Some("renamed:2")).status.success());
     let jp = r.store.join("journal");
     let mut b = std::fs::read(&jp).unwrap();
-    let last = journal_records(&b).pop().unwrap();
+    let last = journal_records(&b).1.pop().unwrap();
     const FINISH_MARK: u8 = 2;
     assert_eq!(
         b[last.start + 16],
@@ -943,10 +880,8 @@ fn a_torn_finish_mark_is_put_back_for_later_restores() {
     b[last.end - 1] ^= 0x40;
     std::fs::write(&jp, &b).unwrap();
     let o = r.run(true, Some("renamed:1"));
-    assert!(stderr(&o).contains("fault injection"), "{}", stderr(&o));
-    let o = r.run(true, None);
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_same("torn mark, crash in the restore", &r.state(), &want);
+    assert_says(&o, "fault injection");
+    r.restores_to("torn mark, crash in the restore", &want);
 }
 
 /// The same with a clean stop (a signal) instead of a kill: the stop keeps the
@@ -966,11 +901,5 @@ fn outputs_of_an_earlier_run_are_written_again_after_a_clean_stop() {
     }
     let o = r.run(false, Some("stop:5"));
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    let o = r.run(true, None);
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_same(
-        "clean stop over an earlier run's outputs",
-        &r.state(),
-        &want,
-    );
+    r.restores_to("clean stop over an earlier run's outputs", &want);
 }

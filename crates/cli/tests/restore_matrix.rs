@@ -14,8 +14,8 @@
 mod common;
 mod server_procs;
 
-use common::{free_port, read, tree};
-use server_procs::{snap_path, write_map, Server};
+use common::{free_port, journal_records, read, tree};
+use server_procs::Cluster;
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -391,53 +391,12 @@ impl Drop for Redis {
     }
 }
 
-/// Two hash servers that journal and save (`-i/-o s-PORT.snap`), blocks split
-/// between them.
-struct Servers {
-    dir: PathBuf,
-    map: PathBuf,
-    ports: [u16; 2],
-    procs: Vec<Server>,
-}
-
-impl Servers {
-    fn start(dir: &Path) -> Servers {
-        let dir = dir.join("servers");
-        std::fs::create_dir_all(&dir).unwrap();
-        let ports = [free_port(), free_port()];
-        let map = dir.join("map");
-        write_map(&map, &ports, |b| b % 2);
-        let procs = ports
-            .iter()
-            .map(|&p| Server::persistent(&dir, &map, p, &[]))
-            .collect();
-        Servers {
-            dir,
-            map,
-            ports,
-            procs,
-        }
-    }
-
-    fn restart(&mut self, i: usize) {
-        self.procs[i] = Server::persistent(&self.dir, &self.map, self.ports[i], &[]);
-    }
-
-    /// Stops every server (SIGTERM: save) and reads the keys of their snapshots.
-    fn dump(&mut self) -> Vec<u8> {
-        for s in &mut self.procs {
-            s.stop();
-        }
-        let mut keys: Vec<u64> = Vec::new();
-        for &p in &self.ports {
-            let path = snap_path(&self.dir, p);
-            let meta = webdedup_store::snapshot::read_meta(&path).unwrap();
-            let (store, _) = webdedup_store::MemStore::load(&path, &meta, 0).unwrap();
-            keys.extend((0..meta.blocks).flat_map(|b| store.block_keys(b)));
-        }
-        keys.sort_unstable();
-        keys.iter().flat_map(|k| k.to_le_bytes()).collect()
-    }
+/// Two hash servers that journal and save (`-i/-o s-PORT.snap`) under
+/// `dir/servers`, blocks split between them.
+fn servers(dir: &Path) -> Cluster {
+    let dir = dir.join("servers");
+    std::fs::create_dir_all(&dir).unwrap();
+    Cluster::persistent(&dir, 2)
 }
 
 /// Where a cell's store lives.
@@ -445,14 +404,14 @@ enum Store {
     Embedded,
     Dir(PathBuf),
     Redis(Redis),
-    Servers(Servers),
+    Servers(Cluster),
 }
 
 impl Store {
     fn kill9(&mut self) {
         match self {
             Store::Redis(r) => r.kill9(),
-            Store::Servers(s) => s.procs[0].kill9(),
+            Store::Servers(s) => s.servers[0].kill9(),
             _ => unreachable!("no store process"),
         }
     }
@@ -460,7 +419,9 @@ impl Store {
     fn restart(&mut self) {
         match self {
             Store::Redis(r) => r.spawn(),
-            Store::Servers(s) => s.restart(0),
+            Store::Servers(s) => {
+                s.restart(0);
+            }
             _ => unreachable!("no store process"),
         }
     }
@@ -503,7 +464,7 @@ impl Ctx {
             StoreKind::Embedded => Store::Embedded,
             StoreKind::Dir => Store::Dir(dir.path().join("store")),
             StoreKind::Redis => Store::Redis(Redis::start()),
-            StoreKind::Servers => Store::Servers(Servers::start(dir.path())),
+            StoreKind::Servers => Store::Servers(servers(dir.path())),
         };
         let out = dir.path().join("out");
         Ctx {
@@ -676,7 +637,13 @@ impl Ctx {
                 }
                 s
             }
-            Store::Servers(s) => vec![("servers".to_string(), s.dump())],
+            Store::Servers(s) => {
+                let keys = s.saved_keys();
+                vec![(
+                    "servers".to_string(),
+                    keys.iter().flat_map(|k| k.to_le_bytes()).collect(),
+                )]
+            }
         };
         State { outputs, store }
     }
@@ -1187,21 +1154,6 @@ fn disk_full(cmd: Cmd, kind: StoreKind, reference: &Reference, rng: &mut Rng) {
         refused += usize::from(end != Some(Ending::Identical));
     }
     assert!(refused > 0, "no disk-full fault was reached");
-}
-
-/// Byte ranges of the records of a journal file (after its header).
-fn journal_records(b: &[u8]) -> (usize, Vec<std::ops::Range<usize>>) {
-    let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap()) as usize;
-    let header = 16 + u32_at(12) + 4;
-    let mut at = header;
-    let mut records = Vec::new();
-    while at + 12 <= b.len() {
-        let end = at + 12 + u32_at(at);
-        assert!(end <= b.len(), "a whole journal expected");
-        records.push(at..end);
-        at = end;
-    }
-    (header, records)
 }
 
 fn copy_dir(from: &Path, to: &Path) {

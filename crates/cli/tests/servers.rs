@@ -15,49 +15,20 @@ use std::time::{Duration, Instant};
 use webdedup_net::wire::Msg;
 use webdedup_store::server_map::ServerMap;
 
-fn outputs(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    tree(dir)
-        .into_iter()
-        .filter(|(n, _)| !n.ends_with(".webdedup.run-id"))
-        .collect()
-}
-
 /// Finished `.dedup` outputs under `dir` (read while a worker writes there).
 fn finished_outputs(dir: &Path) -> usize {
     let mut n = 0;
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "dedup") {
-                n += 1;
-            }
-        }
-    }
+    walk(dir, |p| {
+        n += usize::from(p.extension().is_some_and(|x| x == "dedup") && !p.is_dir());
+        true
+    });
     n
-}
-
-/// The keys of a saved server snapshot.
-fn snapshot_keys(path: &Path) -> Vec<u64> {
-    let meta = webdedup_store::snapshot::read_meta(path).unwrap();
-    let (store, _) = webdedup_store::MemStore::load(path, &meta, 0).unwrap();
-    let mut keys: Vec<u64> = (0..meta.blocks).flat_map(|b| store.block_keys(b)).collect();
-    keys.sort_unstable();
-    keys
 }
 
 #[test]
 fn three_servers_answer_one_worker_exactly_as_the_embedded_store() {
     let tmp = tempfile::tempdir().unwrap();
-    let ports = [free_port(), free_port(), free_port()];
-    let map = tmp.path().join("map");
-    write_map(&map, &ports, |b| b % 3);
-    let _servers: Vec<Server> = ports
-        .iter()
-        .map(|&p| Server::start(tmp.path(), &map, p, &[]))
-        .collect();
+    let cluster = Cluster::start(tmp.path(), 3);
     for near in [false, true] {
         let extra: &[&str] = if near {
             &["-t", "1", "--near"]
@@ -65,16 +36,14 @@ fn three_servers_answer_one_worker_exactly_as_the_embedded_store() {
             &["-t", "1"]
         };
         let want = tmp.path().join(format!("embedded-{near}"));
-        let o = dedup(&sample_dir(), &want, &[&["--dd"], extra].concat());
-        assert!(o.status.success(), "{}", stderr(&o));
+        ok(&dedup(&sample_dir(), &want, &[&["--dd"], extra].concat()));
         // Fresh servers per mode would be cleaner; a second key kind is refused,
         // so the near run uses its own servers below.
         if near {
             break;
         }
         let out = tmp.path().join("remote");
-        let o = worker(&sample_dir(), &out, &map, extra).output().unwrap();
-        assert!(o.status.success(), "{}", stderr(&o));
+        ok(&cluster.run_worker(&sample_dir(), &out, extra));
         assert!(
             outputs(&out) == outputs(&want),
             "remote outputs differ from the embedded store's"
@@ -85,33 +54,16 @@ fn three_servers_answer_one_worker_exactly_as_the_embedded_store() {
 #[test]
 fn near_mode_on_servers_equals_the_embedded_store() {
     let tmp = tempfile::tempdir().unwrap();
-    let ports = [free_port(), free_port()];
-    let map = tmp.path().join("map");
-    write_map(&map, &ports, |b| b % 2);
-    let _servers: Vec<Server> = ports
-        .iter()
-        .map(|&p| Server::start(tmp.path(), &map, p, &[]))
-        .collect();
+    let cluster = Cluster::start(tmp.path(), 2);
     let want = tmp.path().join("embedded");
-    let o = dedup(&sample_dir(), &want, &["--dd", "-t", "1", "--near"]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    ok(&dedup(&sample_dir(), &want, &["--dd", "-t", "1", "--near"]));
     let out = tmp.path().join("remote");
-    let o = worker(&sample_dir(), &out, &map, &["-t", "1", "--near"])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    ok(&cluster.run_worker(&sample_dir(), &out, &["-t", "1", "--near"]));
     assert!(outputs(&out) == outputs(&want));
     // Other settings than the servers' keys are refused, naming the difference.
-    let o = worker(
-        &sample_dir(),
-        &tmp.path().join("other"),
-        &map,
-        &["--normalize", "none"],
-    )
-    .output()
-    .unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("normalization"), "{}", stderr(&o));
+    let other = tmp.path().join("other");
+    let o = cluster.run_worker(&sample_dir(), &other, &["--normalize", "none"]);
+    assert_fails_saying(&o, 2, "normalization");
 }
 
 #[test]
@@ -133,19 +85,16 @@ fn a_server_killed_mid_run_restarts_from_its_journal_and_the_outputs_are_unchang
 /// once its journal has grown, brings it back from the journal, and waits for the
 /// worker (which must succeed).
 fn worker_through_a_server_crash(dir: &Path, input: &Path, out: &Path, extra: &[&str]) {
-    let ports = [free_port(), free_port(), free_port()];
-    let map = dir.join("map");
-    write_map(&map, &ports, |b| b % 3);
-    let mut servers: Vec<Server> = ports
-        .iter()
-        .map(|&p| Server::persistent(dir, &map, p, &[]))
-        .collect();
-    let child = worker(input, out, &map, extra)
+    let mut cluster = Cluster::persistent(dir, 3);
+    let child = worker(input, out, &cluster.map, extra)
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     // Let it get going, then kill -9 a server and bring it back from its journal.
-    let journal = PathBuf::from(format!("{}.journal", snap_path(dir, ports[1]).display()));
+    let journal = PathBuf::from(format!(
+        "{}.journal",
+        snap_path(dir, cluster.ports[1]).display()
+    ));
     let started = Instant::now();
     while std::fs::metadata(&journal).map_or(0, |m| m.len()) < 20_000 {
         assert!(
@@ -154,9 +103,9 @@ fn worker_through_a_server_crash(dir: &Path, input: &Path, out: &Path, extra: &[
         );
         std::thread::sleep(Duration::from_millis(5));
     }
-    servers[1].kill9();
+    cluster.servers[1].kill9();
     std::thread::sleep(Duration::from_millis(300));
-    servers[1] = Server::persistent(dir, &map, ports[1], &[]);
+    cluster.restart(1);
     let o = child.wait_with_output().unwrap();
     assert!(
         o.status.success(),
@@ -164,9 +113,9 @@ fn worker_through_a_server_crash(dir: &Path, input: &Path, out: &Path, extra: &[
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(
-        read(&servers[1].log).contains("replayed the journal"),
+        read(&cluster.servers[1].log).contains("replayed the journal"),
         "{}",
-        read(&servers[1].log)
+        read(&cluster.servers[1].log)
     );
 }
 
@@ -177,15 +126,11 @@ fn a_worker_killed_mid_run_finishes_with_restore_and_the_outputs_are_unchanged()
     let want = tmp.path().join("want");
     let o = dedup(&input, &want, &["--dd", "-t", "1"]);
     assert!(o.status.success());
-    let ports = [free_port(), free_port(), free_port()];
-    let map = tmp.path().join("map");
-    write_map(&map, &ports, |b| b % 3);
-    let _servers: Vec<Server> = ports
-        .iter()
-        .map(|&p| Server::persistent(tmp.path(), &map, p, &[]))
-        .collect();
+    let cluster = Cluster::persistent(tmp.path(), 3);
     let out = tmp.path().join("out");
-    let mut child = worker(&input, &out, &map, &["-t", "1"]).spawn().unwrap();
+    let mut child = worker(&input, &out, &cluster.map, &["-t", "1"])
+        .spawn()
+        .unwrap();
     // Kill it once a few outputs are done (some finished, one under way).
     let started = Instant::now();
     while finished_outputs(&out) < 4 {
@@ -194,10 +139,7 @@ fn a_worker_killed_mid_run_finishes_with_restore_and_the_outputs_are_unchanged()
     }
     child.kill().unwrap();
     child.wait().unwrap();
-    let o = worker(&input, &out, &map, &["-t", "1", "--restore"])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    ok(&cluster.run_worker(&input, &out, &["-t", "1", "--restore"]));
     assert!(
         outputs(&out) == outputs(&want),
         "restored outputs differ from an uninterrupted run's"
@@ -208,13 +150,7 @@ fn a_worker_killed_mid_run_finishes_with_restore_and_the_outputs_are_unchanged()
 fn two_workers_on_three_servers_keep_every_paragraph_once_even_with_a_server_crash() {
     let tmp = tempfile::tempdir().unwrap();
     let input = big_input(tmp.path(), 6);
-    let ports = [free_port(), free_port(), free_port()];
-    let map = tmp.path().join("map");
-    write_map(&map, &ports, |b| b % 3);
-    let mut servers: Vec<Server> = ports
-        .iter()
-        .map(|&p| Server::persistent(tmp.path(), &map, p, &[]))
-        .collect();
+    let mut cluster = Cluster::persistent(tmp.path(), 3);
     // Two workers over disjoint halves of the input, at once.
     let halves = [tmp.path().join("h0"), tmp.path().join("h1")];
     for (i, h) in halves.iter().enumerate() {
@@ -236,15 +172,15 @@ fn two_workers_on_three_servers_keep_every_paragraph_once_even_with_a_server_cra
     let outs = [tmp.path().join("o0"), tmp.path().join("o1")];
     let children: Vec<Child> = (0..2)
         .map(|i| {
-            worker(&halves[i], &outs[i], &map, &["-t", "2"])
+            worker(&halves[i], &outs[i], &cluster.map, &["-t", "2"])
                 .stderr(Stdio::piped())
                 .spawn()
                 .unwrap()
         })
         .collect();
     std::thread::sleep(Duration::from_millis(200));
-    servers[2].kill9();
-    servers[2] = Server::persistent(tmp.path(), &map, ports[2], &[]);
+    cluster.servers[2].kill9();
+    cluster.restart(2);
     for c in children {
         let o = c.wait_with_output().unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -337,7 +273,7 @@ fn migration_two_three_two_servers_loses_and_doubles_no_key() {
     let o = worker(&only("cc-2023-14"), &d.join("o1"), &map_a, &[])
         .output()
         .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    ok(&o);
     s.iter_mut().for_each(Server::stop);
     let union = |ports: &[u16], map: &ServerMap| -> Vec<u64> {
         let mut all = Vec::new();
@@ -375,7 +311,7 @@ fn migration_two_three_two_servers_loses_and_doubles_no_key() {
     let o = worker(&only("cc-2023-50"), &d.join("o2"), &map_b, &[])
         .output()
         .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    ok(&o);
     assert!(status_ok(&map_b));
     s.iter_mut().for_each(Server::stop);
     let u2 = union(&p, &b);
@@ -430,10 +366,7 @@ fn migration_two_three_two_servers_loses_and_doubles_no_key() {
 #[test]
 fn knot_one_hash_protocol_answers_ascii_digits_on_both_ports() {
     let tmp = tempfile::tempdir().unwrap();
-    let (port, knot) = (free_port(), free_port());
-    let map = tmp.path().join("map");
-    write_map(&map, &[port], |_| 0);
-    let _s = Server::start(tmp.path(), &map, port, &["--knot-port", &knot.to_string()]);
+    let (_s, port, knot, _) = knot_server(tmp.path());
     for p in [port, knot] {
         let mut c = TcpStream::connect(("127.0.0.1", p)).unwrap();
         let hash: u64 = 0x0123_4567_89ab_cdef ^ p as u64;
@@ -559,18 +492,16 @@ fn a_retried_test_gets_its_first_verdicts_after_its_keys_were_inserted() {
 #[test]
 fn hostile_clients_are_dropped_and_everyone_else_is_served() {
     let tmp = tempfile::tempdir().unwrap();
-    let (port, metrics) = (free_port(), free_port());
-    let map = tmp.path().join("map");
-    write_map(&map, &[port], |_| 0);
-    let token = tmp.path().join("token");
-    std::fs::write(&token, "correct-horse-battery-staple-42\n").unwrap();
+    let (port, map) = one_server_map(tmp.path());
+    let metrics = free_port();
+    let token = token_file(tmp.path());
     let s = Server::start(
         tmp.path(),
         &map,
         port,
         &[
             "--auth-token-file",
-            token.to_str().unwrap(),
+            s(&token),
             "--max-frame",
             "4096",
             "--metrics",
@@ -606,12 +537,7 @@ fn hostile_clients_are_dropped_and_everyone_else_is_served() {
     let o = worker(&sample_dir(), &tmp.path().join("a"), &map, &[])
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("requires authentication"),
-        "{}",
-        stderr(&o)
-    );
+    assert_fails_saying(&o, 2, "requires authentication");
     let wrong = tmp.path().join("wrong");
     std::fs::write(&wrong, "not-the-right-token-at-all\n").unwrap();
     let o = worker(
@@ -622,12 +548,7 @@ fn hostile_clients_are_dropped_and_everyone_else_is_served() {
     )
     .output()
     .unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("authentication failed"),
-        "{}",
-        stderr(&o)
-    );
+    assert_fails_saying(&o, 2, "authentication failed");
     // The right token: served, as if nothing had happened.
     let o = worker(
         &sample_dir(),
@@ -637,7 +558,7 @@ fn hostile_clients_are_dropped_and_everyone_else_is_served() {
     )
     .output()
     .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    ok(&o);
     let log = read(&s.log);
     assert!(log.contains("disconnected"), "{log}");
     // Prometheus metrics count what happened.
@@ -673,8 +594,7 @@ fn listening_beyond_loopback_needs_a_token_and_status_reports_a_dead_server() {
         "--listen",
         &format!("0.0.0.0:{port}"),
     ]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("--auth-token-file"), "{}", stderr(&o));
+    assert_fails_saying(&o, 2, "--auth-token-file");
     // Nobody listening: status says stopped and exits non-zero.
     let o = webdedup(&["status", "-m", map.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
@@ -689,12 +609,7 @@ fn listening_beyond_loopback_needs_a_token_and_status_reports_a_dead_server() {
     )
     .output()
     .unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains(&format!("127.0.0.1:{port}")),
-        "{}",
-        stderr(&o)
-    );
+    assert_fails_saying(&o, 2, &format!("127.0.0.1:{port}"));
     // Unfinished and missing outputs are reported with the run's directories.
     let o = webdedup(&[
         "status",
@@ -726,7 +641,7 @@ fn distribute_writes_maps_servers_use_and_prints_the_seeds_report() {
     std::fs::write(d.join("ten"), list(10)).unwrap();
     let p = |f: &str| d.join(f).to_str().unwrap().to_owned();
     let o = webdedup(&["distribute", "-s", &p("two"), "-o", &p("m2")]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    ok(&o);
     let o = webdedup(&[
         "distribute",
         "-f",
@@ -745,7 +660,7 @@ fn distribute_writes_maps_servers_use_and_prints_the_seeds_report() {
     let hosts: String = (1..=10).map(|i| format!("127.0.0.{i}:1234\n")).collect();
     std::fs::write(d.join("hosts"), hosts).unwrap();
     let o = webdedup(&["distribute", "-s", &p("hosts"), "-o", &p("h10")]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    ok(&o);
     let o = webdedup(&[
         "distribute",
         "-i",
@@ -754,7 +669,7 @@ fn distribute_writes_maps_servers_use_and_prints_the_seeds_report() {
         "-o",
         &p("h10.knot"),
     ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    ok(&o);
     let knot = ServerMap::read(&d.join("h10.knot")).unwrap();
     assert_eq!(knot.owner, ServerMap::read(&d.join("h10")).unwrap().owner);
     // The block count is fixed once used.
@@ -769,26 +684,7 @@ fn distribute_writes_maps_servers_use_and_prints_the_seeds_report() {
     let o = worker(&sample_dir(), &d.join("out"), &d.join("m2"), &[])
         .output()
         .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
-}
-
-/// `webdedup check` on a feedback run: its JSON report.
-fn check(input: &Path, out: &Path, near: bool) -> serde_json::Value {
-    let mut args = vec![
-        "check",
-        "--json",
-        "-",
-        "-i",
-        input.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ];
-    if near {
-        args.push("--near");
-    }
-    let o = webdedup(&args);
-    assert!(o.status.success(), "check failed: {}", stderr(&o));
-    serde_json::from_slice(&o.stdout).unwrap()
+    ok(&o);
 }
 
 #[test]
@@ -797,24 +693,16 @@ fn feedback_on_servers_equals_the_embedded_stores_and_check_confirms_it() {
     // with no option: `dedup -f -s` gives the embedded store's `.dropped` files.
     for near in [false, true] {
         let tmp = tempfile::tempdir().unwrap();
-        let ports = [free_port(), free_port(), free_port()];
-        let map = tmp.path().join("map");
-        write_map(&map, &ports, |b| b % 3);
-        let _servers: Vec<Server> = ports
-            .iter()
-            .map(|&p| Server::start(tmp.path(), &map, p, &[]))
-            .collect();
+        let cluster = Cluster::start(tmp.path(), 3);
         let extra: &[&str] = if near {
             &["-t", "1", "-f", "--near"]
         } else {
             &["-t", "1", "-f"]
         };
         let want = tmp.path().join("embedded");
-        let o = dedup(&sample_dir(), &want, &[&["--dd"], extra].concat());
-        assert!(o.status.success(), "{}", stderr(&o));
+        ok(&dedup(&sample_dir(), &want, &[&["--dd"], extra].concat()));
         let out = tmp.path().join("remote");
-        let o = worker(&sample_dir(), &out, &map, extra).output().unwrap();
-        assert!(o.status.success(), "{}", stderr(&o));
+        ok(&cluster.run_worker(&sample_dir(), &out, extra));
         let got = outputs(&out);
         assert!(
             got.iter()
@@ -825,7 +713,7 @@ fn feedback_on_servers_equals_the_embedded_stores_and_check_confirms_it() {
             got == outputs(&want),
             "near={near}: remote feedback outputs differ from the embedded store's"
         );
-        let report = check(&sample_dir(), &out, near);
+        let report = check_report(&sample_dir(), &out, near);
         assert_eq!(
             report["mismatches"].as_array().unwrap().len(),
             0,
@@ -852,7 +740,7 @@ fn feedback_survives_a_server_killed_mid_run() {
         outputs(&out) == outputs(&want),
         "outputs differ from an uninterrupted run's"
     );
-    let report = check(&input, &out, false);
+    let report = check_report(&input, &out, false);
     assert_eq!(report["unknown_original"], 0, "{report}");
     assert_eq!(
         report["mismatches"].as_array().unwrap().len(),

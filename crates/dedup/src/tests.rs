@@ -6,10 +6,13 @@ use crate::render::{render, DdOut};
 use crate::report::ChunkStats;
 use crate::{DocCheck, Options};
 use std::sync::Arc;
+use verticals::{doc, para};
 use webdedup_formats::chunk::Chunk;
 use webdedup_formats::fields::JsonlOptions;
 use webdedup_formats::read::DocFormat;
 use webdedup_store::MemStore;
+
+mod verticals;
 
 /// A long paragraph (>= 50 characters) made of `word` repeated.
 fn long(word: &str) -> String {
@@ -17,15 +20,20 @@ fn long(word: &str) -> String {
     format!("<p>\n{}\n</p>\n", words.join("\n"))
 }
 
-fn short(text: &str) -> String {
-    format!(
-        "<p>\n{}\n</p>\n",
-        text.split(' ').collect::<Vec<_>>().join("\n")
-    )
+/// The default options with the document check `doc_check`.
+fn checking(doc_check: DocCheck) -> Options {
+    Options {
+        doc_check,
+        ..Options::default()
+    }
 }
 
-fn doc(url: &str, body: &[String]) -> String {
-    format!("<doc url=\"{url}\" title=\"t\">\n{}</doc>\n", body.concat())
+/// The default options without normalization: texts must match exactly.
+fn unnormalized() -> Options {
+    Options {
+        normalization: webdedup_text::Normalization::None,
+        ..Options::default()
+    }
 }
 
 /// Runs the policy over `inputs` in order against one store; returns each input's
@@ -108,8 +116,8 @@ fn first_instance_of_a_long_paragraph_wins() {
 
 #[test]
 fn duplicate_documents_are_dropped_whole() {
-    let a = doc("a", &[long("alpha"), short("Note")]);
-    let again = doc("other-url", &[long("alpha"), short("Note")]);
+    let a = doc("a", &[long("alpha"), para("Note")]);
+    let again = doc("other-url", &[long("alpha"), para("Note")]);
     let (out, st) = run1(a.clone() + &again);
     assert_eq!(st, ["K", "D"]);
     assert_eq!(out, a);
@@ -122,28 +130,23 @@ fn short_paragraphs_share_the_fate_of_the_next_long_one() {
     // a new one: kept with it.
     let second = doc(
         "b",
-        &[
-            short("Title"),
-            long("seen"),
-            short("See also"),
-            long("fresh"),
-        ],
+        &[para("Title"), long("seen"), para("See also"), long("fresh")],
     );
     let (out, st) = run(&[first, second], &Options::default()).pop().unwrap();
     assert_eq!(st, ["2/4"]);
-    assert_eq!(out, doc("b", &[short("See also"), long("fresh")]));
+    assert_eq!(out, doc("b", &[para("See also"), long("fresh")]));
 }
 
 #[test]
 fn trailing_short_paragraphs_follow_whether_any_long_one_was_kept() {
     let first = doc("a", &[long("one"), long("two")]);
-    let kept_some = doc("b", &[long("one"), long("three"), short("Footer")]);
-    let kept_none = doc("c", &[long("two"), short("Footer")]);
+    let kept_some = doc("b", &[long("one"), long("three"), para("Footer")]);
+    let kept_none = doc("c", &[long("two"), para("Footer")]);
     let res = run(&[first, kept_some, kept_none], &Options::default());
     assert_eq!(
         res[1],
         (
-            doc("b", &[long("three"), short("Footer")]),
+            doc("b", &[long("three"), para("Footer")]),
             vec!["2/3".to_string()]
         )
     );
@@ -153,9 +156,9 @@ fn trailing_short_paragraphs_follow_whether_any_long_one_was_kept() {
 
 #[test]
 fn documents_without_long_paragraphs_are_kept_unless_repeated() {
-    let a = doc("a", &[short("Gallery"), short("Home")]);
-    let b = doc("b", &[short("Gallery"), short("Contact")]);
-    let (out, st) = run1(a.clone() + &b + &doc("c", &[short("Gallery"), short("Home")]));
+    let a = doc("a", &[para("Gallery"), para("Home")]);
+    let b = doc("b", &[para("Gallery"), para("Contact")]);
+    let (out, st) = run1(a.clone() + &b + &doc("c", &[para("Gallery"), para("Home")]));
     assert_eq!(st, ["K", "K", "D"]);
     assert_eq!(out, a + &b);
 }
@@ -175,36 +178,21 @@ fn min_para_chars_decides_long_and_short() {
 
 #[test]
 fn normalization_makes_variants_collide_or_not() {
-    let upper = doc(
-        "a",
-        &[
-            short("x"),
-            format!(
-                "<p>\nThe Python 3.9 Docs ,\n{}\n</p>\n",
-                "word ".repeat(10).trim().replace(' ', "\n")
-            ),
-        ],
-    );
-    let lower = doc(
-        "b",
-        &[
-            short("y"),
-            format!(
-                "<p>\nthe python 4.2 docs\n{}\n</p>\n",
-                "word ".repeat(10).trim().replace(' ', "\n")
-            ),
-        ],
-    );
+    // A short paragraph, then a long one that starts with `heading`.
+    let variant = |url: &str, short_text: &str, heading: &str| {
+        let words = "word ".repeat(10).trim().replace(' ', "\n");
+        let long = format!("<p>\n{heading}\n{words}\n</p>\n");
+        doc(url, &[para(short_text), long])
+    };
+    let upper = variant("a", "x", "The Python 3.9 Docs ,");
+    let lower = variant("b", "y", "the python 4.2 docs");
     let loose = run(&[upper.clone(), lower.clone()], &Options::default());
     assert_eq!(
         loose[1].1,
         ["E"],
         "loose: case, digits and punctuation do not matter"
     );
-    let none = Options {
-        normalization: webdedup_text::Normalization::None,
-        ..Options::default()
-    };
+    let none = unnormalized();
     let exact = run(&[upper, lower], &none);
     assert_eq!(exact[1].1, ["K"], "none: the text must match exactly");
 }
@@ -214,10 +202,7 @@ fn url_title_doc_check_tests_documents_only_when_url_and_title_repeat() {
     let a = doc("same", &[long("alpha")]);
     let moved = doc("moved", &[long("alpha")]);
     let repeated = doc("same", &[long("alpha")]);
-    let opts = Options {
-        doc_check: DocCheck::UrlTitle,
-        ..Options::default()
-    };
+    let opts = checking(DocCheck::UrlTitle);
     let res = run(&[a.clone() + &moved + &repeated + &repeated], &opts);
     // "moved" has a new URL: its document key is not tested, its paragraph is seen (E).
     // The first "same" repeat stores the document key; the second is a duplicate (D).
@@ -230,11 +215,8 @@ fn url_title_doc_check_tests_documents_only_when_url_and_title_repeat() {
 fn doc_check_none_decides_paragraphs_only() {
     let a = doc("same", &[long("alpha"), long("beta")]);
     let copy = doc("same", &[long("alpha"), long("beta")]);
-    let shorts = doc("x", &[short("see also")]);
-    let opts = Options {
-        doc_check: DocCheck::None,
-        ..Options::default()
-    };
+    let shorts = doc("x", &[para("see also")]);
+    let opts = checking(DocCheck::None);
     let res = run(&[a.clone() + &copy + &shorts + &shorts], &opts);
     // The copy loses its paragraphs one by one (E, never D); a repeated document of
     // short paragraphs asks no key at all and is kept.
@@ -275,10 +257,7 @@ fn glue_changes_the_text() {
             "pad\n".repeat(15).trim_end()
         )],
     );
-    let none = Options {
-        normalization: webdedup_text::Normalization::None,
-        ..Options::default()
-    };
+    let none = unnormalized();
     assert_eq!(run(&[glued.clone(), spaced.clone()], &none)[1].1, ["K"]);
     // Under `loose` punctuation goes and spaces collapse: "e g pad ..." vs "eg pad ...".
     assert_eq!(run(&[glued, spaced], &Options::default())[1].1, ["K"]);
@@ -294,14 +273,6 @@ fn status_codes() {
 }
 
 // ---- Near mode (-n): onion's rules on hand-made documents -------------------------
-
-/// A paragraph of the given words (one token per line).
-fn para(words: &str) -> String {
-    format!(
-        "<p>\n{}\n</p>\n",
-        words.split(' ').collect::<Vec<_>>().join("\n")
-    )
-}
 
 fn near(ngram: usize, smooth: bool) -> Options {
     Options {
@@ -421,11 +392,11 @@ fn smoothing_drops_short_kept_runs_between_dropped_paragraphs() {
 #[test]
 fn near_mode_short_paragraphs_ride_along_as_in_exact_mode() {
     let a = doc("a", &[para(P1)]);
-    let b = doc("b", &[short("hi"), para(P1), short("bye"), para(P2)]);
+    let b = doc("b", &[para("hi"), para(P1), para("bye"), para(P2)]);
     let (out, st) = run(&[a, b], &near(3, false)).pop().unwrap();
     // "hi" shares the fate of the dropped P1; "bye" that of the kept P2.
     assert_eq!(st, ["2/4"]);
-    assert_eq!(out, doc("b", &[short("bye"), para(P2)]));
+    assert_eq!(out, doc("b", &[para("bye"), para(P2)]));
 }
 
 #[test]
@@ -503,7 +474,7 @@ fn a_kept_plan_is_used_only_for_the_same_bytes_and_within_its_budget() {
         planner.plan(&chunk, &mut plan);
         plan
     };
-    let a = doc("a", &[long("alpha"), short("x")]);
+    let a = doc("a", &[long("alpha"), para("x")]);
     let b = doc("b", &[long("beta")]);
     let cache = PlanCache::new(1 << 20);
     assert!(cache.put(b"f", 0, a.as_bytes(), plan_of(&mut planner, &a)));
@@ -635,10 +606,7 @@ fn jsonl_bad_records_pass_through_unless_dropped_and_ask_nothing() {
 fn jsonl_without_url_and_title_always_tests_the_document_key() {
     let a = long_line("alpha");
     let doc = |id: &str| format!("{{\"id\":\"{id}\",\"text\":\"{a}\"}}\n");
-    let opts = Options {
-        doc_check: DocCheck::UrlTitle,
-        ..Options::default()
-    };
+    let opts = checking(DocCheck::UrlTitle);
     // No URL+title: the shortcut does not apply, so the copy is a duplicate
     // document (D), not a document emptied paragraph by paragraph (E).
     let (_, st, dd) = run_as(&jsonl(), &[doc("x") + &doc("y")], &opts)

@@ -140,9 +140,15 @@ impl Server {
     pub fn persistent(dir: &Path, map: &Path, port: u16, extra: &[&str]) -> Server {
         let snap = snap_path(dir, port);
         let snap = snap.to_str().unwrap();
-        let mut args = vec!["-i", snap, "-o", snap];
-        args.extend_from_slice(extra);
-        Server::start(dir, map, port, &args)
+        Server::start(dir, map, port, &[&["-i", snap, "-o", snap], extra].concat())
+    }
+
+    /// [`Server::persistent`] with the fault point `fault` armed.
+    pub fn persistent_with_fault(dir: &Path, map: &Path, port: u16, fault: &str) -> Server {
+        let snap = snap_path(dir, port);
+        let snap = snap.to_str().unwrap();
+        let env = [("WEBDEDUP_FAULT", fault)];
+        Server::start_env(dir, map, port, &["-i", snap, "-o", snap], &env)
     }
 
     /// Waits for the server to end by itself (a fault injected into it); returns
@@ -205,6 +211,15 @@ pub fn unsafe_kill(pid: u32, sig: &str) {
         .status()
         .unwrap();
     assert!(ok.success());
+}
+
+/// The keys of a saved server snapshot, sorted.
+pub fn snapshot_keys(path: &Path) -> Vec<u64> {
+    let meta = webdedup_store::snapshot::read_meta(path).unwrap();
+    let (store, _) = webdedup_store::MemStore::load(path, &meta, 0).unwrap();
+    let mut keys: Vec<u64> = (0..meta.blocks).flat_map(|b| store.block_keys(b)).collect();
+    keys.sort_unstable();
+    keys
 }
 
 pub fn snap_path(dir: &Path, port: u16) -> PathBuf {
@@ -271,4 +286,96 @@ pub fn recv(s: &mut TcpStream) -> Msg {
     let mut body = vec![0u8; u32::from_le_bytes(head) as usize];
     s.read_exact(&mut body).unwrap();
     webdedup_net::wire::decode(&body).unwrap()
+}
+
+/// `n` fresh loopback ports and the map `dir/map` that gives block b to the
+/// server on port b % n.
+pub fn spread_map(dir: &Path, n: usize) -> (Vec<u16>, PathBuf) {
+    let ports: Vec<u16> = (0..n).map(|_| free_port()).collect();
+    let map = dir.join("map");
+    write_map(&map, &ports, |b| b % n as u32);
+    (ports, map)
+}
+
+/// `n` servers on a [`spread_map`], running until dropped (each [`Server`] is
+/// killed on drop) or stopped.
+pub struct Cluster {
+    dir: PathBuf,
+    pub ports: Vec<u16>,
+    pub map: PathBuf,
+    pub servers: Vec<Server>,
+}
+
+impl Cluster {
+    /// `n` servers that keep their keys in memory only.
+    pub fn start(dir: &Path, n: usize) -> Cluster {
+        Cluster::with(dir, n, |map, port| Server::start(dir, map, port, &[]))
+    }
+
+    /// `n` servers that save to `snap_path(dir, port)` and load it if present.
+    pub fn persistent(dir: &Path, n: usize) -> Cluster {
+        Cluster::with(dir, n, |map, port| Server::persistent(dir, map, port, &[]))
+    }
+
+    fn with(dir: &Path, n: usize, start: impl Fn(&Path, u16) -> Server) -> Cluster {
+        let (ports, map) = spread_map(dir, n);
+        let servers = ports.iter().map(|&p| start(&map, p)).collect();
+        Cluster {
+            dir: dir.to_path_buf(),
+            ports,
+            map,
+            servers,
+        }
+    }
+
+    /// Starts server `i` again (killed or stopped before) from its snapshot and
+    /// journal, as [`Server::persistent`].
+    pub fn restart(&mut self, i: usize) -> &Server {
+        self.servers[i] = Server::persistent(&self.dir, &self.map, self.ports[i], &[]);
+        &self.servers[i]
+    }
+
+    /// Stops every server (SIGTERM: save) and returns the keys of their
+    /// snapshots, sorted.
+    pub fn saved_keys(&mut self) -> Vec<u64> {
+        self.stop();
+        let mut keys: Vec<u64> = (self.ports.iter())
+            .flat_map(|&p| snapshot_keys(&snap_path(&self.dir, p)))
+            .collect();
+        keys.sort_unstable();
+        keys
+    }
+
+    /// A worker ([`worker`]) on these servers, run to its end.
+    pub fn run_worker(&self, input: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+        worker(input, out, &self.map, extra).output().unwrap()
+    }
+
+    /// The map as a command-line argument.
+    pub fn map_arg(&self) -> &str {
+        self.map.to_str().unwrap()
+    }
+
+    /// SIGTERM to every server (each saves and stops); waits for them.
+    pub fn stop(&mut self) {
+        for s in &mut self.servers {
+            s.stop();
+        }
+    }
+}
+
+/// The token file `dir/token` (one token, as an operator writes it).
+pub fn token_file(dir: &Path) -> PathBuf {
+    let token = dir.join("token");
+    std::fs::write(&token, "correct-horse-battery-staple-42\n").unwrap();
+    token
+}
+
+/// A server on [`one_server_map`] that also answers the KNOT protocol on a
+/// port of its own: the server, its port, the KNOT port and the map.
+pub fn knot_server(dir: &Path) -> (Server, u16, u16, PathBuf) {
+    let (port, map) = one_server_map(dir);
+    let knot = free_port();
+    let server = Server::start(dir, &map, port, &["--knot-port", &knot.to_string()]);
+    (server, port, knot, map)
 }
