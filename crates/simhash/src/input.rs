@@ -403,19 +403,25 @@ mod tests {
         (docs, raw_all, msgs)
     }
 
+    /// Reading with these text and id fields (JSON Lines, Parquet).
+    fn with_fields(text: &str, id: &str) -> ReadOptions {
+        let fields = JsonlOptions {
+            text: FieldPath::parse(text),
+            id: vec![FieldPath::parse(id)],
+            ..Default::default()
+        };
+        ReadOptions {
+            fields: Arc::new(fields),
+            ..Default::default()
+        }
+    }
+
     /// Bad records are reported as `webdedup dedup` reports them (one reader) and
     /// passed through; a record without its id is named `FILE:LINE`.
     #[test]
     fn bad_json_lines_are_reported_with_line_numbers_and_skipped() {
         let input = b"{\"id\":\"a\",\"text\":\"one\"}\n{bad json\n{\"id\":\"c\"}\n\n{\"text\":\"no id\"}\n[1,2]\n{\"id\":\"f\",\"text\":\"caf\xff\"}\n{\"id\":\"g\",\"text\":\"two\"}";
-        let opts = ReadOptions {
-            fields: Arc::new(JsonlOptions {
-                id: vec![FieldPath::parse("id")],
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
-        let (docs, raw, msgs) = read_all(input, &opts);
+        let (docs, raw, msgs) = read_all(input, &with_fields("text", "id"));
         // Invalid UTF-8 is replaced and the record kept, as the README says.
         assert_eq!(
             docs,
@@ -446,15 +452,7 @@ mod tests {
     #[test]
     fn json_lines_texts_and_nested_fields() {
         let input = br#"{"m":{"k":7},"d":{"b":"\n one\r\n\n \t\ntwo \u00e9\n"}}"#;
-        let opts = ReadOptions {
-            fields: Arc::new(JsonlOptions {
-                text: FieldPath::parse("d.b"),
-                id: vec![FieldPath::parse("m.k")],
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
-        let (docs, _, msgs) = read_all(input, &opts);
+        let (docs, _, msgs) = read_all(input, &with_fields("d.b", "m.k"));
         assert_eq!(docs, vec![("7".into(), " one\ntwo \u{e9}".into(), 1)]);
         assert!(msgs.is_empty(), "{msgs:?}");
     }
