@@ -365,7 +365,15 @@ mod tests {
             .contains("lines, file"));
     }
 
+    /// Documents (or fingerprints) read: id, text (or hex), line; the bytes of all
+    /// items; the problems reported.
     type Read = (Vec<(String, String, u64)>, Vec<u8>, Vec<String>);
+
+    fn owned(docs: &[(&str, &str, u64)]) -> Vec<(String, String, u64)> {
+        docs.iter()
+            .map(|&(id, text, line)| (id.into(), text.into(), line))
+            .collect()
+    }
 
     fn read_all(content: &[u8], opts: &ReadOptions) -> Read {
         let dir = tempfile::tempdir().unwrap();
@@ -423,15 +431,13 @@ mod tests {
         let input = b"{\"id\":\"a\",\"text\":\"one\"}\n{bad json\n{\"id\":\"c\"}\n\n{\"text\":\"no id\"}\n[1,2]\n{\"id\":\"f\",\"text\":\"caf\xff\"}\n{\"id\":\"g\",\"text\":\"two\"}";
         let (docs, raw, msgs) = read_all(input, &with_fields("text", "id"));
         // Invalid UTF-8 is replaced and the record kept, as the README says.
-        assert_eq!(
-            docs,
-            vec![
-                ("a".into(), "one".into(), 1),
-                ("in:5".into(), "no id".into(), 5),
-                ("f".into(), "caf\u{fffd}".into(), 7),
-                ("g".into(), "two".into(), 8)
-            ]
-        );
+        let want = [
+            ("a", "one", 1),
+            ("in:5", "no id", 5),
+            ("f", "caf\u{fffd}", 7),
+            ("g", "two", 8),
+        ];
+        assert_eq!(docs, owned(&want));
         assert_eq!(raw, input.to_vec(), "items cover the input byte for byte");
         assert_eq!(msgs.len(), 4, "{msgs:?}");
         assert!(msgs[0].starts_with("in:2: not JSON ("), "{msgs:?}");
@@ -453,7 +459,7 @@ mod tests {
     fn json_lines_texts_and_nested_fields() {
         let input = br#"{"m":{"k":7},"d":{"b":"\n one\r\n\n \t\ntwo \u00e9\n"}}"#;
         let (docs, _, msgs) = read_all(input, &with_fields("d.b", "m.k"));
-        assert_eq!(docs, vec![("7".into(), " one\ntwo \u{e9}".into(), 1)]);
+        assert_eq!(docs, owned(&[("7", " one\ntwo \u{e9}", 1)]));
         assert!(msgs.is_empty(), "{msgs:?}");
     }
 
@@ -463,15 +469,8 @@ mod tests {
         let (docs, raw, msgs) = read_all(input.as_bytes(), &ReadOptions::default());
         // Unclosed documents are closed at the next <doc> or the end and kept, as
         // `webdedup dedup` does (the one vertical reader of the project).
-        assert_eq!(
-            docs,
-            vec![
-                ("1".into(), "a".into(), 1),
-                ("2".into(), "b".into(), 4),
-                ("3".into(), "c".into(), 6),
-                ("5".into(), "e".into(), 13)
-            ]
-        );
+        let want = [("1", "a", 1), ("2", "b", 4), ("3", "c", 6), ("5", "e", 13)];
+        assert_eq!(docs, owned(&want));
         assert_eq!(raw, input.as_bytes(), "items cover the input byte for byte");
         assert_eq!(
             msgs,
@@ -483,7 +482,7 @@ mod tests {
             ]
         );
         let (docs, _, msgs) = read_all(b"<doc id=\"1\">\nw\xff\n</doc>\n", &ReadOptions::default());
-        assert_eq!(docs, vec![("1".into(), "w\u{fffd}".into(), 1)]);
+        assert_eq!(docs, owned(&[("1", "w\u{fffd}", 1)]));
         assert_eq!(
             msgs,
             vec!["in:1: invalid UTF-8 in document (replaced by U+FFFD)"]
@@ -494,10 +493,7 @@ mod tests {
     fn fingerprint_files_and_lines() {
         let input = b"# webdedup-simhash v1 tokenizer=chars:3 shingle=2 weights=count hash=xxh3-64\na\t00000000000000ff\t255\nb\tzz\nc\t0000000000000001\n";
         let (docs, raw, msgs) = read_all(input, &ReadOptions::default());
-        assert_eq!(
-            docs,
-            vec![("a".into(), "ff".into(), 2), ("c".into(), "1".into(), 4)]
-        );
+        assert_eq!(docs, owned(&[("a", "ff", 2), ("c", "1", 4)]));
         assert_eq!(raw, input.to_vec());
         assert_eq!(
             msgs,
