@@ -332,7 +332,7 @@ fn main() -> ExitCode {
             threads,
             report,
         } => {
-            let a = args.options(threads.count());
+            let a = args.options(threads.count())?;
             report.run(
                 "fingerprinting",
                 &args.files,
@@ -346,7 +346,7 @@ fn main() -> ExitCode {
             threads,
             report,
         } => {
-            let a = args.options(threads.count());
+            let a = args.options(threads.count())?;
             // --dedup reads every input again to write it back.
             let passes = if args.dedup { 2 } else { 1 };
             let on_stdout = !args.dedup && args.output.is_none();

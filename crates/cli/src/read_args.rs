@@ -1,6 +1,8 @@
 //! How documents are read (`--input-format` and the fields of JSON Lines), shared
-//! by `dedup`, `batch` and `check`.
+//! by `dedup`, `batch` and `check` (`simhash` and `similar` take the format and
+//! field flags, [`DocFormatFlags`], alone).
 
+use crate::flags::defs::DocFormatFlags;
 use anyhow::Result;
 use clap::Args;
 use webdedup_formats::output::OutputCompression;
@@ -8,22 +10,8 @@ use webdedup_formats::read::{ReadChoices, ReadSettings};
 
 #[derive(Args, Debug, Clone)]
 pub struct ReadArgs {
-    /// Input format: `auto` (sniffed from each file's first bytes: `PAR1`
-    /// Parquet, `WARC/` WET, `{` JSON Lines, else vertical), `vertical`, `jsonl`,
-    /// `parquet` (the JSON Lines options name its columns), `wet` (Common Crawl
-    /// WET: a document a `conversion` record), or `wikilinks` (never sniffed;
-    /// `dedup` only).
-    #[arg(long = "input-format", alias = "format", default_value = "auto", value_name = "FORMAT",
-          value_parser = ["auto", "vertical", "vert", "jsonl", "json", "parquet", "wet", "wikilinks"])]
-    pub input_format: String,
-    /// JSON Lines: the field holding the text (default `text`; a dotted path
-    /// reaches nested fields).
-    #[arg(long, value_name = "FIELD")]
-    pub text_field: Option<String>,
-    /// JSON Lines: the field holding the document id (default `id`; documents
-    /// without one are named FILE:LINE).
-    #[arg(long, value_name = "FIELD")]
-    pub id_field: Option<String>,
+    #[command(flatten)]
+    pub doc: DocFormatFlags,
     /// JSON Lines: the field holding the URL (default `url`, else `metadata.url`).
     #[arg(long, value_name = "FIELD")]
     pub url_field: Option<String>,
@@ -42,23 +30,22 @@ pub struct ReadArgs {
 
 impl ReadArgs {
     pub fn wikilinks(&self) -> bool {
-        self.input_format == "wikilinks"
+        self.doc.input_format == "wikilinks"
     }
 
     /// The read settings, checked and completed by the library function the
     /// Python module calls too ([`ReadChoices::settings`]).
     pub fn settings(&self) -> Result<ReadSettings> {
-        let format = match self.input_format.as_str() {
+        let format = match self.doc.input_format.as_str() {
             "wikilinks" => "vertical", // not read by document readers
             f => f,
         };
         ReadChoices {
             input_format: Some(format.to_owned()),
-            text_field: self.text_field.clone(),
-            id_field: self.id_field.clone(),
             url_field: self.url_field.clone(),
             title_field: self.title_field.clone(),
             drop_bad_records: self.drop_bad_records,
+            ..self.doc.fields()
         }
         .settings()
         .map_err(anyhow::Error::msg)

@@ -640,6 +640,7 @@ fn a_bad_field_path_is_refused_alike_everywhere() {
     let out = dir.path().join("out");
     std::fs::create_dir_all(&out).unwrap();
     let work = dir.path().join("work");
+    let fps = dir.path().join("fps.tsv");
     let cases: Vec<Vec<&str>> = vec![
         vec!["dedup", "-i", s(&input), "-o", s(&out)],
         vec!["check", "-i", s(&input), "-o", s(&out)],
@@ -653,6 +654,7 @@ fn a_bad_field_path_is_refused_alike_everywhere() {
             "-w",
             s(&work),
         ],
+        vec!["simhash", "-i", s(&input), "-o", s(&fps)],
     ];
     for mut args in cases {
         args.extend(["--text-field", "body..text"]);

@@ -384,21 +384,29 @@ impl ReadSettings {
     }
 }
 
-/// The format a decompressed stream's first bytes suggest: `PAR1` Parquet,
-/// `WARC/` followed by a digit WET, `{` JSON Lines, anything else (`<doc`, or
-/// nothing) vertical, the historical default. Leading whitespace and a UTF-8 byte
-/// order mark are skipped (not before the binary magics).
+/// The format a decompressed stream's first bytes suggest: [`sniff_known`]'s,
+/// else vertical, the historical default.
 pub fn sniff(head: &[u8]) -> FormatChoice {
+    sniff_known(head).unwrap_or(FormatChoice::Vertical)
+}
+
+/// The format a decompressed stream's first bytes name: `PAR1` Parquet, `WARC/`
+/// followed by a digit WET, `{` JSON Lines, `<` vertical; `None` for anything else
+/// (`simhash` then looks for its fingerprint files and plain lines). Leading
+/// whitespace and a UTF-8 byte order mark are skipped (not before the binary
+/// magics).
+pub fn sniff_known(head: &[u8]) -> Option<FormatChoice> {
     if head.starts_with(parquet::MAGIC) {
-        return FormatChoice::Parquet;
+        return Some(FormatChoice::Parquet);
     }
     if head.starts_with(b"WARC/") && head.get(5).is_some_and(u8::is_ascii_digit) {
-        return FormatChoice::Wet;
+        return Some(FormatChoice::Wet);
     }
     let head = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(head);
     match head.iter().find(|b| !b.is_ascii_whitespace()) {
-        Some(b'{') => FormatChoice::Jsonl,
-        _ => FormatChoice::Vertical,
+        Some(b'{') => Some(FormatChoice::Jsonl),
+        Some(b'<') => Some(FormatChoice::Vertical),
+        _ => None,
     }
 }
 
@@ -416,6 +424,12 @@ mod tests {
         assert_eq!(sniff(b"PAR1\x15\x04"), FormatChoice::Parquet);
         assert_eq!(sniff(b"WARC/1.0\r\n"), FormatChoice::Wet);
         assert_eq!(sniff(b"WARC/x"), FormatChoice::Vertical);
+        assert_eq!(
+            sniff_known(b"\xef\xbb\xbf <doc>"),
+            Some(FormatChoice::Vertical)
+        );
+        assert_eq!(sniff_known(b"word\n"), None);
+        assert_eq!(sniff_known(b""), None);
         let s = ReadSettings::default();
         assert_eq!(s.resolve(b"{"), DocFormat::Jsonl(s.jsonl.clone()));
         let v = ReadSettings {

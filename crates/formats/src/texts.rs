@@ -19,8 +19,8 @@ use crate::chunk::{Issue, DEFAULT_CHUNK_BYTES};
 use crate::doc::{DocMeta, DocSink};
 use crate::input::{Compression, InputFile};
 use crate::problems::Problems;
-use crate::read::DocFormat;
-use std::io::{self, Read};
+use crate::read::{DocFormat, ReadSettings};
+use std::io::{self, BufRead, BufReader, Read};
 use std::ops::Range;
 use std::path::Path;
 
@@ -82,6 +82,35 @@ pub fn read_texts<R: Read>(
         }
     }
     Ok(())
+}
+
+/// Reads the documents of the file at `path` (`-`: standard input) as whole
+/// texts ([`read_texts`]): opened through the input layer, in the format `read`
+/// names or its first decompressed bytes suggest. A file that cannot be opened or
+/// read is reported to `problems`, and what could not be read skipped.
+pub fn read_file_texts(
+    path: &Path,
+    read: &ReadSettings,
+    max_line_bytes: usize,
+    problems: &Problems,
+    f: &mut impl FnMut(Text<'_>),
+) {
+    let res = crate::open_input(path).and_then(|(stream, compression)| {
+        let mut stream = BufReader::with_capacity(1 << 18, stream);
+        let format = read.resolve(stream.fill_buf()?);
+        read_texts(
+            path,
+            &format,
+            stream,
+            compression,
+            max_line_bytes,
+            problems,
+            f,
+        )
+    });
+    if let Err(e) = res {
+        problems.report(path, None, format_args!("cannot read: {e}"));
+    }
 }
 
 /// The document open in a [`WholeTexts`].

@@ -2,20 +2,24 @@
 //!
 //! `cargo run --release -p webdedup-minhash --example minhash_bench -- [--params 'SETTINGS'] FILES...`
 //!
-//! Reads the documents of FILES (verticals, JSONL; SimHash's reader), then on ONE
-//! thread: shingles only (normalization + shingle hashes), signatures, signatures +
-//! band keys, and classic k-permutation MinHash for comparison. Prints MB/s of
+//! Reads the documents of FILES (verticals, JSON Lines, Parquet, WET: the project's
+//! one reader, as whole texts), then on ONE thread: shingles only (normalization +
+//! shingle hashes), signatures, signatures + band keys, and classic k-permutation
+//! MinHash for comparison. Prints MB/s of
 //! document text (UTF-8 bytes) by wall clock and by the thread's CPU time (the
 //! machine is shared: CPU time is what one core gives). Last, "in-memory
 //! pipeline": read the files again (decompress, parse), sign, band and decide
 //! every document against a hash map of the kept documents' band keys, on one
 //! thread: a per-core figure to set beside datatrove's CPU time.
-use std::path::PathBuf;
+use std::path::Path;
 use std::time::Instant;
+use webdedup_formats::chunk::DEFAULT_MAX_LINE_BYTES;
 use webdedup_formats::problems::Problems;
+use webdedup_formats::read::ReadSettings;
+use webdedup_formats::texts::{read_file_texts, Text};
 use webdedup_minhash::reference::Classic;
 use webdedup_minhash::{MinHasher, Params, Shingler};
-use webdedup_simhash::input::{read_items, Item, ReadOptions};
+use webdedup_study::load_docs;
 
 fn cpu_seconds() -> f64 {
     let mut ts = libc::timespec {
@@ -58,20 +62,7 @@ fn main() {
         }
     }
     let t = Instant::now();
-    let mut texts: Vec<String> = Vec::new();
-    let problems = Problems::new(false);
-    for f in &args {
-        read_items(
-            &PathBuf::from(f),
-            &ReadOptions::default(),
-            &problems,
-            |it| {
-                if let Item::Doc { text, .. } = it {
-                    texts.push(text.to_string());
-                }
-            },
-        );
-    }
+    let texts: Vec<String> = load_docs(&args).into_iter().map(|d| d.text).collect();
     let bytes: usize = texts.iter().map(|t| t.len()).sum();
     let mb = bytes as f64 / 1e6;
     println!(
@@ -116,13 +107,15 @@ fn main() {
         let mut owner: std::collections::HashMap<u64, u32> = std::collections::HashMap::new();
         let (mut docs, mut dropped) = (0u32, 0u32);
         let mut keys = Vec::new();
+        let (read, problems) = (ReadSettings::default(), Problems::new(false));
         for f in &args {
-            read_items(
-                &PathBuf::from(f),
-                &ReadOptions::default(),
+            read_file_texts(
+                Path::new(f),
+                &read,
+                DEFAULT_MAX_LINE_BYTES,
                 &problems,
-                |it| {
-                    if let Item::Doc { text, .. } = it {
+                &mut |t| {
+                    if let Text::Doc { text, .. } = t {
                         keys.clear();
                         m.signature_and_keys(text.as_bytes(), &mut keys);
                         if keys.iter().any(|k| owner.contains_key(k)) {

@@ -5,11 +5,9 @@
 //! Reads the documents of FILES (verticals, JSONL...), then fingerprints all their
 //! texts on ONE thread with each tokenizer and prints MB/s of document text (UTF-8
 //! bytes, words joined by spaces). Reading/decompression is timed separately.
-use std::path::PathBuf;
 use std::time::Instant;
-use webdedup_formats::problems::Problems;
-use webdedup_simhash::input::{read_items, Item, ReadOptions};
 use webdedup_simhash::tokenize::{Fingerprinter, Settings, Tokenizer, Weights};
+use webdedup_study::load_docs;
 
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
@@ -18,20 +16,7 @@ fn main() {
         args.remove(0);
     }
     let t = Instant::now();
-    let mut texts: Vec<String> = Vec::new();
-    let problems = Problems::new(false);
-    for f in &args {
-        read_items(
-            &PathBuf::from(f),
-            &ReadOptions::default(),
-            &problems,
-            |it| {
-                if let Item::Doc { text, .. } = it {
-                    texts.push(text.to_string());
-                }
-            },
-        );
-    }
+    let texts: Vec<String> = load_docs(&args).into_iter().map(|d| d.text).collect();
     let bytes: usize = texts.iter().map(|t| t.len()).sum();
     let read = t.elapsed().as_secs_f64();
     println!(

@@ -5,25 +5,14 @@ use std::time::Instant;
 use webdedup_simhash::index::FpIndex;
 use webdedup_simhash::tokenize::Settings;
 
-fn splitmix(s: &mut u64) -> u64 {
-    *s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *s;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
+mod synthetic;
+use synthetic::{sizes, splitmix};
 
 fn main() {
     let a: Vec<String> = std::env::args().collect();
-    let n: usize = a.get(1).map_or(10_000_000, |s| s.parse().unwrap());
-    let k: u32 = a.get(2).map_or(3, |s| s.parse().unwrap());
-    let threads: usize = a.get(3).map_or(2, |s| s.parse().unwrap());
+    let (n, k, threads) = sizes(&a);
     let dir =
         std::path::PathBuf::from(a.get(4).map_or("/tmp/webdedup-index-bench", |s| s.as_str()));
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build_global()
-        .unwrap();
     let _ = std::fs::remove_dir_all(&dir);
     let mut s = 7u64;
     let mut fps: Vec<u64> = (0..n).map(|_| splitmix(&mut s)).collect();

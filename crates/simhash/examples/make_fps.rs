@@ -11,28 +11,14 @@ use webdedup_simhash::core::{parts, to_signed};
 use webdedup_simhash::fingerprints::FP_HEADER_PREFIX;
 use webdedup_simhash::tokenize::Settings;
 
-fn splitmix(s: &mut u64) -> u64 {
-    *s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *s;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
+mod synthetic;
 
 fn main() -> std::io::Result<()> {
     let a: Vec<String> = std::env::args().collect();
     let n: usize = a.get(1).map_or(10_000_000, |s| s.parse().expect("N"));
     let path = a.get(2).expect("usage: make_fps N FILE [K]");
     let k: u64 = a.get(3).map_or(3, |s| s.parse().expect("K"));
-    let mut s = 42u64;
-    let mut v: Vec<u64> = (0..n).map(|_| splitmix(&mut s)).collect();
-    for i in 0..n / 100 {
-        let mut x = v[i];
-        for _ in 0..1 + splitmix(&mut s) % k.max(1) {
-            x ^= 1 << (splitmix(&mut s) % 64);
-        }
-        v[n - 1 - i] = x;
-    }
+    let v = synthetic::planted(&mut 42, n, k);
     let mut w = BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
     writeln!(w, "{FP_HEADER_PREFIX}{}", Settings::default().describe())?;
     for (i, &fp) in v.iter().enumerate() {

@@ -3,7 +3,7 @@
 //! blocks and handed on in order as [`Item`]s.
 
 use crate::core::parse_hex;
-use crate::item::{line_content, Item};
+use crate::item::{line_content, lines_of, Item};
 use crate::tokenize::Settings;
 use std::io::{self, BufRead};
 use std::path::Path;
@@ -58,6 +58,19 @@ impl FpHeader {
             _ => unknown("no format version".into()),
         })
     }
+}
+
+/// Whether a file whose decompressed content starts with `head` is a fingerprint
+/// file: its first line (after blank space) a `# webdedup-simhash` header of any
+/// version, or `ID TAB 16-hex-digits`.
+pub fn sniff_fingerprints(head: &[u8]) -> bool {
+    let start = head.iter().position(|b| !b.is_ascii_whitespace());
+    let head = &head[start.unwrap_or(head.len())..];
+    let first = head.split(|&b| b == b'\n').next().unwrap_or(b"");
+    matches!(
+        FpLine::parse(line_content(first)),
+        FpLine::Header(_) | FpLine::Fingerprint { .. }
+    )
 }
 
 /// One line of a fingerprint file, parsed.
@@ -170,13 +183,13 @@ pub(crate) fn read_fingerprints(
         let parsed: Vec<Vec<FpLine>> = blocks
             .par_iter()
             .map(|b| {
-                fp_lines(b)
+                lines_of(b)
                     .map(|(_, content)| FpLine::parse(content))
                     .collect()
             })
             .collect();
         for (b, parsed) in blocks.iter().zip(parsed) {
-            for ((line, _), p) in fp_lines(b).zip(parsed) {
+            for ((line, _), p) in lines_of(b).zip(parsed) {
                 lineno += 1;
                 match p {
                     FpLine::Other => f(Item::Other { raw: line }),
@@ -207,19 +220,4 @@ pub(crate) fn read_fingerprints(
         }
     }
     error.map_or(Ok(()), Err)
-}
-
-/// The lines of a block (each with its `\n`, the last maybe without) and their
-/// contents (without `\n` or `\r\n`).
-fn fp_lines(b: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
-    let mut at = 0;
-    std::iter::from_fn(move || {
-        if at == b.len() {
-            return None;
-        }
-        let end = memchr::memchr(b'\n', &b[at..]).map_or(b.len(), |i| at + i + 1);
-        let line = &b[at..end];
-        at = end;
-        Some((line, line_content(line)))
-    })
 }

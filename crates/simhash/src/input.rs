@@ -1,63 +1,59 @@
-//! Reading documents (verticals, JSON Lines, Parquet, WET, plain text) and
-//! fingerprint files, with bad input reported as `FILE:LINE: reason` and skipped.
-//! Verticals, Parquet and WET are read by the project's one reader of each format
-//! (`webdedup_formats`), under the same rules as `webdedup dedup`.
+//! What `webdedup simhash` and `similar` read: documents through the project's one
+//! document reader (`webdedup_formats::read`: verticals, JSON Lines, Parquet and
+//! WET under the same rules and messages as `webdedup dedup`), and the inputs only
+//! they take: plain lines (a document a line), whole files (a document a file) and
+//! fingerprint files ([`crate::fingerprints`]). Bad input is reported as
+//! `FILE:LINE: reason` and skipped.
 
-use crate::core::parse_hex;
-use crate::fingerprints::{read_fingerprints, FpHeader};
-use crate::item::line_content;
+use crate::fingerprints::{read_fingerprints, sniff_fingerprints, FpHeader};
+use crate::item::lines_of;
 /// What [`read_items`] hands on.
 pub use crate::item::Item;
 use std::borrow::Cow;
 use std::fmt;
-use std::io::{self, BufRead, BufReader};
+use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
 use std::str::FromStr;
-use webdedup_formats::chunk;
-use webdedup_formats::fields::{FieldPath, JsonlOptions};
+use std::sync::Arc;
+use webdedup_formats::chunk::{self, Boundary, ChunkReader};
+use webdedup_formats::fields::JsonlOptions;
 use webdedup_formats::problems::Problems;
-use webdedup_formats::read::{DocFormat, FormatChoice};
-use webdedup_formats::texts::{read_texts, Text};
+use webdedup_formats::read::{sniff_known, FormatChoice, ReadSettings};
+use webdedup_formats::texts::read_texts;
 pub use webdedup_formats::Compression;
 
 /// How input files are read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum InputFormat {
-    /// Sniffed from the first bytes: `PAR1` Parquet, `WARC/1.x` WET, `<` vertical,
-    /// `{` JSON Lines, a `# webdedup-simhash` header or `ID TAB 16-hex-digits`
-    /// fingerprints, else lines.
-    Auto,
-    Vertical,
-    Jsonl,
-    /// Parquet (FineWeb layout): a row a document, the text column's lines.
-    Parquet,
-    /// Common Crawl WET: a `conversion` record a document.
-    Wet,
-    /// One document per line.
+    /// Documents, in a format of the one reader. `Auto` sniffs each file: the
+    /// document format its first bytes name (`PAR1` Parquet, `WARC/1.x` WET, `<`
+    /// vertical, `{` JSON Lines), else fingerprints if it starts as a fingerprint
+    /// file does, else lines.
+    Documents(FormatChoice),
+    /// One document per line, named `FILE:LINE`.
     Lines,
-    /// One document per file.
+    /// One document per file, named by its path.
     File,
     /// What `webdedup simhash` writes in TSV (`ID TAB HEX ...`).
     Fingerprints,
+}
+
+impl Default for InputFormat {
+    fn default() -> Self {
+        InputFormat::Documents(FormatChoice::Auto)
+    }
 }
 
 impl FromStr for InputFormat {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         Ok(match s {
-            "auto" => InputFormat::Auto,
-            "vertical" | "vert" => InputFormat::Vertical,
-            "jsonl" | "json" => InputFormat::Jsonl,
-            "parquet" => InputFormat::Parquet,
-            "wet" | "warc" => InputFormat::Wet,
             "lines" | "line" => InputFormat::Lines,
             "file" => InputFormat::File,
             "fingerprints" | "tsv" => InputFormat::Fingerprints,
-            o => {
-                return Err(format!(
-                    "unknown input format '{o}' (auto, vertical, jsonl, parquet, wet, lines, file, fingerprints)"
-                ))
-            }
+            o => InputFormat::Documents(o.parse().map_err(|_| {
+                format!("unknown input format '{o}' (auto, vertical, jsonl, parquet, wet, lines, file, fingerprints)")
+            })?),
         })
     }
 }
@@ -65,11 +61,7 @@ impl FromStr for InputFormat {
 impl fmt::Display for InputFormat {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            InputFormat::Auto => "auto",
-            InputFormat::Vertical => "vertical",
-            InputFormat::Jsonl => "jsonl",
-            InputFormat::Parquet => "parquet",
-            InputFormat::Wet => "wet",
+            InputFormat::Documents(c) => c.name(),
             InputFormat::Lines => "lines",
             InputFormat::File => "file",
             InputFormat::Fingerprints => "fingerprints",
@@ -77,15 +69,29 @@ impl fmt::Display for InputFormat {
     }
 }
 
-/// Options of the document readers.
+impl InputFormat {
+    /// How a file whose decompressed content starts with `head` is read: this
+    /// format, or for `auto` the one `head` suggests.
+    pub fn resolve(self, head: &[u8]) -> InputFormat {
+        match self {
+            InputFormat::Documents(FormatChoice::Auto) => match sniff_known(head) {
+                Some(c) => InputFormat::Documents(c),
+                None if sniff_fingerprints(head) => InputFormat::Fingerprints,
+                None => InputFormat::Lines,
+            },
+            f => f,
+        }
+    }
+}
+
+/// Options of the readers.
 #[derive(Clone, Debug)]
 pub struct ReadOptions {
     pub format: InputFormat,
-    /// JSON Lines: the field holding the text.
-    pub text_field: String,
-    /// JSON Lines and Parquet: the field holding the id (default: `id` where a
-    /// record has one; else the id is `FILE:LINE`).
-    pub id_field: Option<String>,
+    /// The fields (JSON Lines) or columns (Parquet) holding the text and the id,
+    /// as the one reader takes them (`ReadChoices::settings` checks a command
+    /// line's). A document without an id is named `FILE:LINE` (`FILE:ROW`).
+    pub fields: Arc<JsonlOptions>,
     /// Lines longer than this are dropped and reported (`--max-line-bytes`, as
     /// `webdedup dedup`'s); a WET record's block too.
     pub max_line_bytes: usize,
@@ -94,160 +100,17 @@ pub struct ReadOptions {
 impl Default for ReadOptions {
     fn default() -> Self {
         ReadOptions {
-            format: InputFormat::Auto,
-            text_field: "text".into(),
-            id_field: None,
+            format: InputFormat::default(),
+            fields: Arc::default(),
             max_line_bytes: chunk::DEFAULT_MAX_LINE_BYTES,
         }
     }
 }
 
-/// A line of [`Lines`].
-enum Line<'a> {
-    /// The line, with its `\n` (the last may lack it).
-    Whole(&'a [u8]),
-    /// A line longer than the limit, dropped without being held in memory.
-    TooLong,
-}
-
-/// Lines (with their `\n`) from large reads: one memchr per line, no per-line read
-/// call. The last line may lack its `\n`. A line longer than `max` bytes (without
-/// its line end, as `webdedup dedup` counts) is skipped, never held whole.
-struct Lines<R> {
-    r: R,
-    buf: Vec<u8>,
-    pos: usize,
-    end: usize,
-    eof: bool,
-    max: usize,
-}
-
-impl<R: io::Read> Lines<R> {
-    fn new(r: R, max: usize) -> Self {
-        Lines {
-            r,
-            buf: vec![0; (1 << 20).min(max.saturating_add(2)).max(2)],
-            pos: 0,
-            end: 0,
-            eof: false,
-            max: max.max(1),
-        }
-    }
-
-    /// Whether `line` (with its `\n`, if any) is longer than the limit.
-    fn too_long(&self, line: &[u8]) -> bool {
-        line_content(line).len() > self.max
-    }
-
-    fn read_more(&mut self) -> io::Result<usize> {
-        loop {
-            match self.r.read(&mut self.buf[self.end..]) {
-                Ok(n) => {
-                    if n == 0 {
-                        self.eof = true;
-                    }
-                    self.end += n;
-                    return Ok(n);
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            }
-        }
-    }
-
-    fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
-        let mut scan_from = self.pos;
-        loop {
-            if let Some(i) = memchr::memchr(b'\n', &self.buf[scan_from..self.end]) {
-                let a = self.pos;
-                self.pos = scan_from + i + 1;
-                if self.too_long(&self.buf[a..self.pos]) {
-                    return Ok(Some(Line::TooLong));
-                }
-                return Ok(Some(Line::Whole(&self.buf[a..self.pos])));
-            }
-            if self.eof {
-                if self.pos < self.end {
-                    let a = self.pos;
-                    self.pos = self.end;
-                    if self.too_long(&self.buf[a..self.end]) {
-                        return Ok(Some(Line::TooLong));
-                    }
-                    return Ok(Some(Line::Whole(&self.buf[a..self.end])));
-                }
-                return Ok(None);
-            }
-            // Move the partial line to the front, grow if it fills the buffer, read more.
-            let partial = self.end - self.pos;
-            self.buf.copy_within(self.pos..self.end, 0);
-            self.pos = 0;
-            self.end = partial;
-            scan_from = partial;
-            // Past the limit even without its line end (`\r\n` is two bytes):
-            // the rest of the line is read and forgotten.
-            if partial > self.max.saturating_add(1) {
-                return self.skip_line().map(|()| Some(Line::TooLong));
-            }
-            if self.end == self.buf.len() {
-                let len = self.buf.len();
-                self.buf.resize(len.saturating_mul(2), 0);
-            }
-            self.read_more()?;
-        }
-    }
-
-    /// Drops the bytes up to and including the next `\n` (or to the end).
-    fn skip_line(&mut self) -> io::Result<()> {
-        loop {
-            if let Some(i) = memchr::memchr(b'\n', &self.buf[self.pos..self.end]) {
-                self.pos += i + 1;
-                return Ok(());
-            }
-            self.pos = 0;
-            self.end = 0;
-            if self.eof || self.read_more()? == 0 {
-                return Ok(());
-            }
-        }
-    }
-}
-
-/// Decides the format from the first bytes of the decompressed stream.
-pub fn sniff(head: &[u8]) -> InputFormat {
-    // The binary and record formats first, by the rule `webdedup dedup` uses.
-    match webdedup_formats::read::sniff(head) {
-        FormatChoice::Parquet => return InputFormat::Parquet,
-        FormatChoice::Wet => return InputFormat::Wet,
-        _ => {}
-    }
-    let start = head
-        .iter()
-        .position(|b| !b.is_ascii_whitespace())
-        .unwrap_or(head.len());
-    let h = &head[start..];
-    if h.starts_with(b"<") {
-        return InputFormat::Vertical;
-    }
-    if h.starts_with(b"{") {
-        return InputFormat::Jsonl;
-    }
-    let line = line_content(h.split(|&b| b == b'\n').next().unwrap_or(b""));
-    if FpHeader::parse(line).is_some() {
-        return InputFormat::Fingerprints;
-    }
-    let mut cols = line.split(|&b| b == b'\t');
-    cols.next();
-    if let Some(c) = cols.next() {
-        if std::str::from_utf8(c).ok().and_then(parse_hex).is_some() {
-            return InputFormat::Fingerprints;
-        }
-    }
-    InputFormat::Lines
-}
-
 /// What reading a file found out.
 #[derive(Clone, Debug)]
 pub struct FileInfo {
+    /// How it was read (never `auto`).
     pub format: InputFormat,
     /// The `# webdedup-simhash` headers of a fingerprint file with their line
     /// numbers (usually one, on line 1; more when files were concatenated).
@@ -281,27 +144,30 @@ pub fn read_items(
     info.opened = true;
     info.compression = compression;
     let mut r = BufReader::with_capacity(1 << 18, reader);
-    let mut format = opts.format;
-    if format == InputFormat::Auto {
-        format = match r.fill_buf() {
-            Ok(head) => sniff(head),
-            Err(e) => {
-                problems.report(path, None, format_args!("read error: {e}"));
-                return info;
-            }
-        };
-    }
-    info.format = format;
-    let mut headers = Vec::new();
-    let res = match format {
+    info.format = match r.fill_buf() {
+        Ok(head) => opts.format.resolve(head),
+        Err(e) => {
+            problems.report(path, None, format_args!("read error: {e}"));
+            return info;
+        }
+    };
+    let res = match info.format {
+        InputFormat::Documents(choice) => {
+            let read = ReadSettings {
+                choice,
+                jsonl: opts.fields.clone(),
+            };
+            let format = read.resolve(b""); // named: no bytes to look at
+            let max = opts.max_line_bytes;
+            read_texts(path, &format, r, compression, max, problems, &mut |t| {
+                f(t.into())
+            })
+        }
+        InputFormat::Lines => read_lines(path, opts.max_line_bytes, r, problems, &mut f),
         InputFormat::File => read_whole(path, &mut r, problems, &mut f),
-        InputFormat::Vertical | InputFormat::Parquet | InputFormat::Wet => {
-            read_documents(path, format, opts, r, compression, problems, &mut f)
-        }
         InputFormat::Fingerprints => {
-            read_fingerprints(path, &mut r, problems, &mut headers, &mut f)
+            read_fingerprints(path, &mut r, problems, &mut info.headers, &mut f)
         }
-        _ => read_lines(path, format, opts, &mut r, problems, &mut f),
     };
     if let Err(e) = res {
         problems.report(
@@ -310,7 +176,6 @@ pub fn read_items(
             format_args!("read error (rest of file skipped): {e}"),
         );
     }
-    info.headers = headers;
     info
 }
 
@@ -354,224 +219,116 @@ fn line_of(buf: &[u8], offset: usize) -> u64 {
     1 + memchr::memchr_iter(b'\n', &buf[..offset]).count() as u64
 }
 
-/// Verticals, Parquet and WET documents as the formats crate reads whole texts
-/// ([`read_texts`]). JSON Lines are read by [`read_lines`]: a document's text is
-/// its whole text value, as fingerprints have always been made.
-fn read_documents(
-    path: &Path,
-    format: InputFormat,
-    opts: &ReadOptions,
-    stream: impl io::Read,
-    compression: Compression,
-    problems: &Problems,
-    f: &mut impl FnMut(Item<'_>),
-) -> io::Result<()> {
-    let doc_format = match format {
-        InputFormat::Vertical => DocFormat::Vertical,
-        InputFormat::Parquet => DocFormat::Parquet(std::sync::Arc::new(JsonlOptions {
-            text: FieldPath::parse(&opts.text_field),
-            id: opts
-                .id_field
-                .as_deref()
-                .map_or_else(|| JsonlOptions::default().id, |f| vec![FieldPath::parse(f)]),
-            ..JsonlOptions::default()
-        })),
-        _ => DocFormat::Wet { drop_bad: false },
-    };
-    read_texts(
-        path,
-        &doc_format,
-        stream,
-        compression,
-        opts.max_line_bytes,
-        problems,
-        &mut |t| {
-            f(match t {
-                Text::Doc {
-                    id,
-                    text,
-                    line,
-                    raw,
-                } => Item::Doc {
-                    id,
-                    text,
-                    line,
-                    raw,
-                },
-                Text::Other { raw } => Item::Other { raw },
-            })
-        },
-    )
-}
-
+/// One document a line, named `FILE:LINE`. The lines are cut by the one reader of
+/// lines (`webdedup_formats::chunk`): a line longer than `max_line_bytes` is
+/// reported and dropped without being held whole, as in every format.
 fn read_lines(
     path: &Path,
-    format: InputFormat,
-    opts: &ReadOptions,
-    r: &mut impl BufRead,
+    max_line_bytes: usize,
+    stream: impl Read,
     problems: &Problems,
     f: &mut impl FnMut(Item<'_>),
 ) -> io::Result<()> {
-    let mut lineno = 0u64;
     let file = path.display().to_string();
-    let mut lines = Lines::new(r, opts.max_line_bytes);
-    while let Some(line) = lines.next_line()? {
-        lineno += 1;
-        let line = match line {
-            Line::Whole(line) => line,
-            Line::TooLong => {
-                let limit = opts.max_line_bytes;
-                problems.report(path, Some(lineno), chunk::IssueKind::LineTooLong { limit });
-                continue;
+    let mut chunks = ChunkReader::with_sizes(stream, chunk::DEFAULT_CHUNK_BYTES, max_line_bytes)
+        .with_boundary(Boundary::Line);
+    while let Some(chunk) = chunks.next_chunk() {
+        for issue in &chunk.issues {
+            problems.report(path, Some(issue.line), &issue.kind);
+        }
+        // Lines dropped as too long keep their numbers.
+        let mut skipped = chunk.skipped_lines.iter().peekable();
+        let mut line = chunk.first_line;
+        for (raw, content) in lines_of(&chunk.data) {
+            while skipped.next_if(|&&s| s == line).is_some() {
+                line += 1;
             }
-        };
-        let content = line_content(line);
-        match format {
-            InputFormat::Jsonl => {
-                if content.iter().all(|b| b.is_ascii_whitespace()) {
-                    f(Item::Other { raw: line });
-                    continue;
-                }
-                // Invalid UTF-8 is replaced by U+FFFD (reported) and the record
-                // kept; serde_json would refuse the whole line.
-                let content = utf8_or_replaced(content, path, |_| lineno, problems);
-                match json_doc(content.as_bytes(), opts) {
-                    Ok((id, text)) => {
-                        let id = id.unwrap_or_else(|| format!("{file}:{lineno}"));
-                        f(Item::Doc {
-                            id,
-                            text: &text,
-                            line: lineno,
-                            raw: line,
-                        });
-                    }
-                    Err(reason) => {
-                        problems.report(path, Some(lineno), format_args!("{reason} (skipped)"));
-                        f(Item::Other { raw: line });
-                    }
-                }
-            }
-            _ => {
-                let text = utf8_or_replaced(content, path, |_| lineno, problems);
-                f(Item::Doc {
-                    id: format!("{file}:{lineno}"),
-                    text: &text,
-                    line: lineno,
-                    raw: line,
-                });
-            }
+            let text = utf8_or_replaced(content, path, |_| line, problems);
+            f(Item::Doc {
+                id: format!("{file}:{line}"),
+                text: &text,
+                line,
+                raw,
+            });
+            line += 1;
         }
     }
     Ok(())
-}
-
-/// (id, text) of one JSON line, or why not.
-fn json_doc(line: &[u8], opts: &ReadOptions) -> Result<(Option<String>, String), String> {
-    let v: serde_json::Value =
-        serde_json::from_slice(line).map_err(|e| format!("bad JSON: {e}"))?;
-    if !v.is_object() {
-        return Err("JSON line is not an object".into());
-    }
-    // Dotted paths reach into nested objects, as every reader of the project
-    // reads fields.
-    let field = |name: &str| FieldPath::parse(name).find(&v);
-    let text = match field(&opts.text_field) {
-        Some(serde_json::Value::String(s)) => s.clone(),
-        Some(_) => return Err(format!("field '{}' is not a string", opts.text_field)),
-        None => return Err(format!("missing field '{}'", opts.text_field)),
-    };
-    let id = match &opts.id_field {
-        // As every reader of the project: the `id` field when there is one.
-        None => match v.get("id") {
-            Some(serde_json::Value::String(s)) => Some(s.clone()),
-            Some(serde_json::Value::Number(n)) => Some(n.to_string()),
-            _ => None,
-        },
-        Some(name) => Some(match field(name) {
-            Some(serde_json::Value::String(s)) => s.clone(),
-            Some(serde_json::Value::Number(n)) => n.to_string(),
-            Some(_) => return Err(format!("field '{name}' is not a string or number")),
-            None => return Err(format!("missing field '{name}'")),
-        }),
-    };
-    Ok((id, text))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::fingerprints::FP_BLOCK;
+    use webdedup_formats::fields::FieldPath;
 
     #[test]
-    fn lines_reader_handles_long_lines_and_missing_final_newline() {
-        // Reads in odd-sized pieces to exercise the refill path.
-        struct Trickle<'a>(&'a [u8]);
-        impl io::Read for Trickle<'_> {
-            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-                let n = buf.len().min(self.0.len()).min(777_777);
-                buf[..n].copy_from_slice(&self.0[..n]);
-                self.0 = &self.0[n..];
-                Ok(n)
-            }
-        }
-        let long = vec![b'x'; 3 << 20];
-        let mut input = b"a\n\n".to_vec();
-        input.extend_from_slice(&long);
-        input.extend_from_slice(b"\nlast");
-        let mut l = Lines::new(Trickle(&input), 8 << 20);
-        let mut got = Vec::new();
-        while let Some(x) = l.next_line().unwrap() {
-            let Line::Whole(x) = x else {
-                panic!("too long")
-            };
-            got.push(x.to_vec());
-        }
-        assert_eq!(got.len(), 4);
-        assert_eq!(got[0], b"a\n");
-        assert_eq!(got[1], b"\n");
-        assert_eq!(got[2].len(), (3 << 20) + 1);
-        assert_eq!(got[3], b"last");
-        assert_eq!(got.concat(), input);
+    fn lines_mode_reads_long_lines_and_a_missing_final_newline() {
+        let long = "x".repeat(3 << 20);
+        let input = format!("a\n\n{long}\nlast");
+        let opts = ReadOptions {
+            format: InputFormat::Lines,
+            ..Default::default()
+        };
+        let (docs, raw, msgs) = read_all(input.as_bytes(), &opts);
+        let got: Vec<(&str, usize, u64)> = docs
+            .iter()
+            .map(|d| (d.0.as_str(), d.1.len(), d.2))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("in:1", 1, 1),
+                ("in:2", 0, 2),
+                ("in:3", 3 << 20, 3),
+                ("in:4", 4, 4)
+            ]
+        );
+        assert_eq!(raw, input.as_bytes(), "items cover the input byte for byte");
+        assert!(msgs.is_empty(), "{msgs:?}");
     }
 
     /// D8: a line longer than `--max-line-bytes` is reported and skipped, never
-    /// held whole (one 200 MB JSON line took 2.77 GB); a line at the limit is read.
+    /// held whole (one 200 MB JSON line took 2.77 GB), and the lines after it keep
+    /// their numbers; a line at the limit is read. JSON Lines and plain lines alike:
+    /// one reader of lines.
     #[test]
     fn over_long_lines_are_reported_and_skipped() {
         let at_limit = format!("{{\"id\":\"c\",\"text\":\"{}\"}}", "w ".repeat(40));
         let max = at_limit.len();
         let long = format!("{{\"id\":\"b\",\"text\":\"{}\"}}", "x".repeat(3 << 20));
-        let input = format!("{{\"id\":\"a\",\"text\":\"one\"}}\n{long}\r\n{at_limit}\r\n{{\"id\":\"d\",\"text\":\"four\"}}\n{long}");
-        let opts = ReadOptions {
-            max_line_bytes: max,
-            ..Default::default()
-        };
-        let (docs, _, msgs) = read_all(input.as_bytes(), &opts);
-        let ids: Vec<(&str, u64)> = docs.iter().map(|d| (d.0.as_str(), d.2)).collect();
-        assert_eq!(ids, [("a", 1), ("c", 3), ("d", 4)]);
-        assert_eq!(msgs.len(), 2, "{msgs:?}");
-        for (m, line) in msgs.iter().zip([2, 5]) {
-            assert!(
-                m.ends_with(&format!("in:{line}: line longer than {max} bytes: dropped")),
-                "{m}"
-            );
+        let input = format!("{{\"id\":\"a\",\"text\":\"one\"}}\n{long}\r\n{at_limit}\n{{\"id\":\"d\",\"text\":\"four\"}}\n{long}");
+        for (format, ids) in [
+            (InputFormat::default(), ["a", "c", "d"]),
+            (InputFormat::Lines, ["in:1", "in:3", "in:4"]),
+        ] {
+            let opts = ReadOptions {
+                format,
+                max_line_bytes: max,
+                ..Default::default()
+            };
+            let (docs, _, msgs) = read_all(input.as_bytes(), &opts);
+            let got: Vec<(&str, u64)> = docs.iter().map(|d| (d.0.as_str(), d.2)).collect();
+            assert_eq!(got, ids.into_iter().zip([1, 3, 4]).collect::<Vec<_>>());
+            let want: Vec<String> = [2, 5]
+                .iter()
+                .map(|l| format!("in:{l}: line longer than {max} bytes: dropped"))
+                .collect();
+            assert_eq!(msgs, want, "{format}");
         }
-        // The reader never holds the long line.
-        let mut l = Lines::new(input.as_bytes(), max);
-        let mut kinds = Vec::new();
-        while let Some(x) = l.next_line().unwrap() {
-            kinds.push(matches!(x, Line::Whole(_)));
-        }
-        assert_eq!(kinds, [true, false, true, true, false]);
-        assert!(l.buf.len() <= 4 * max, "{} bytes of buffer", l.buf.len());
     }
 
     #[test]
     fn sniffing() {
-        assert_eq!(sniff(b"\n<doc id=\"1\">"), InputFormat::Vertical);
-        assert_eq!(sniff(b"{\"text\":1}"), InputFormat::Jsonl);
-        assert_eq!(sniff(b"PAR1\x15\x04"), InputFormat::Parquet);
-        assert_eq!(sniff(b"WARC/1.0\r\nWARC-Type: warcinfo"), InputFormat::Wet);
+        let sniff = |head: &[u8]| InputFormat::default().resolve(head);
+        let docs = InputFormat::Documents;
+        assert_eq!(sniff(b"\n<doc id=\"1\">"), docs(FormatChoice::Vertical));
+        assert_eq!(sniff(b"{\"text\":1}"), docs(FormatChoice::Jsonl));
+        assert_eq!(sniff(b"PAR1\x15\x04"), docs(FormatChoice::Parquet));
+        assert_eq!(
+            sniff(b"WARC/1.0\r\nWARC-Type: warcinfo"),
+            docs(FormatChoice::Wet)
+        );
         assert_eq!(sniff(b"WARC/x"), InputFormat::Lines);
         assert_eq!(
             sniff(b"# webdedup-simhash v1 tokenizer=unicode"),
@@ -588,10 +345,35 @@ mod tests {
         );
         assert_eq!(sniff(b"# webdedup-simhashes\n"), InputFormat::Lines);
         assert_eq!(sniff(b"doc1\t0123456789abcdeg\n"), InputFormat::Lines);
+        assert_eq!(sniff(b"caf\xe9\tword\n"), InputFormat::Lines);
         assert_eq!(sniff(b"just text"), InputFormat::Lines);
+        assert_eq!(InputFormat::Lines.resolve(b"{}"), InputFormat::Lines);
+        for (name, format) in [
+            ("auto", InputFormat::default()),
+            ("json", docs(FormatChoice::Jsonl)),
+            ("warc", docs(FormatChoice::Wet)),
+            ("line", InputFormat::Lines),
+            ("tsv", InputFormat::Fingerprints),
+            ("file", InputFormat::File),
+        ] {
+            assert_eq!(name.parse::<InputFormat>(), Ok(format));
+            assert_eq!(format.to_string().parse::<InputFormat>(), Ok(format));
+        }
+        assert!("csv"
+            .parse::<InputFormat>()
+            .unwrap_err()
+            .contains("lines, file"));
     }
 
+    /// Documents (or fingerprints) read: id, text (or hex), line; the bytes of all
+    /// items; the problems reported.
     type Read = (Vec<(String, String, u64)>, Vec<u8>, Vec<String>);
+
+    fn owned(docs: &[(&str, &str, u64)]) -> Vec<(String, String, u64)> {
+        docs.iter()
+            .map(|&(id, text, line)| (id.into(), text.into(), line))
+            .collect()
+    }
 
     fn read_all(content: &[u8], opts: &ReadOptions) -> Read {
         let dir = tempfile::tempdir().unwrap();
@@ -629,30 +411,56 @@ mod tests {
         (docs, raw_all, msgs)
     }
 
+    /// Reading with these text and id fields (JSON Lines, Parquet).
+    fn with_fields(text: &str, id: &str) -> ReadOptions {
+        let fields = JsonlOptions {
+            text: FieldPath::parse(text),
+            id: vec![FieldPath::parse(id)],
+            ..Default::default()
+        };
+        ReadOptions {
+            fields: Arc::new(fields),
+            ..Default::default()
+        }
+    }
+
+    /// Bad records are reported as `webdedup dedup` reports them (one reader) and
+    /// passed through; a record without its id is named `FILE:LINE`.
     #[test]
     fn bad_json_lines_are_reported_with_line_numbers_and_skipped() {
         let input = b"{\"id\":\"a\",\"text\":\"one\"}\n{bad json\n{\"id\":\"c\"}\n\n{\"text\":\"no id\"}\n[1,2]\n{\"id\":\"f\",\"text\":\"caf\xff\"}\n{\"id\":\"g\",\"text\":\"two\"}";
-        let opts = ReadOptions {
-            id_field: Some("id".into()),
-            ..Default::default()
-        };
-        let (docs, raw, msgs) = read_all(input, &opts);
+        let (docs, raw, msgs) = read_all(input, &with_fields("text", "id"));
         // Invalid UTF-8 is replaced and the record kept, as the README says.
-        assert_eq!(
-            docs,
-            vec![
-                ("a".into(), "one".into(), 1),
-                ("f".into(), "caf\u{fffd}".into(), 7),
-                ("g".into(), "two".into(), 8)
-            ]
-        );
+        let want = [
+            ("a", "one", 1),
+            ("in:5", "no id", 5),
+            ("f", "caf\u{fffd}", 7),
+            ("g", "two", 8),
+        ];
+        assert_eq!(docs, owned(&want));
         assert_eq!(raw, input.to_vec(), "items cover the input byte for byte");
-        assert_eq!(msgs.len(), 5, "{msgs:?}");
-        assert!(msgs[0].starts_with("in:2: bad JSON"), "{msgs:?}");
-        assert_eq!(msgs[1], "in:3: missing field 'text' (skipped)");
-        assert_eq!(msgs[2], "in:5: missing field 'id' (skipped)");
-        assert_eq!(msgs[3], "in:6: JSON line is not an object (skipped)");
-        assert_eq!(msgs[4], "in:7: invalid UTF-8 (replaced by U+FFFD)");
+        assert_eq!(msgs.len(), 4, "{msgs:?}");
+        assert!(msgs[0].starts_with("in:2: not JSON ("), "{msgs:?}");
+        assert!(msgs[0].ends_with("): record passed through unchanged"));
+        assert_eq!(
+            msgs[1],
+            "in:3: no field 'text': record passed through unchanged"
+        );
+        assert_eq!(
+            msgs[2],
+            "in:6: not a JSON object: record passed through unchanged"
+        );
+        assert_eq!(msgs[3], "in:7: invalid UTF-8: kept, read lossily for keys");
+    }
+
+    /// A JSON Lines text is its non-blank lines joined by `\n` (as the one reader
+    /// reads its paragraphs), dotted paths reach nested fields.
+    #[test]
+    fn json_lines_texts_and_nested_fields() {
+        let input = br#"{"m":{"k":7},"d":{"b":"\n one\r\n\n \t\ntwo \u00e9\n"}}"#;
+        let (docs, _, msgs) = read_all(input, &with_fields("d.b", "m.k"));
+        assert_eq!(docs, owned(&[("7", " one\ntwo \u{e9}", 1)]));
+        assert!(msgs.is_empty(), "{msgs:?}");
     }
 
     #[test]
@@ -661,15 +469,8 @@ mod tests {
         let (docs, raw, msgs) = read_all(input.as_bytes(), &ReadOptions::default());
         // Unclosed documents are closed at the next <doc> or the end and kept, as
         // `webdedup dedup` does (the one vertical reader of the project).
-        assert_eq!(
-            docs,
-            vec![
-                ("1".into(), "a".into(), 1),
-                ("2".into(), "b".into(), 4),
-                ("3".into(), "c".into(), 6),
-                ("5".into(), "e".into(), 13)
-            ]
-        );
+        let want = [("1", "a", 1), ("2", "b", 4), ("3", "c", 6), ("5", "e", 13)];
+        assert_eq!(docs, owned(&want));
         assert_eq!(raw, input.as_bytes(), "items cover the input byte for byte");
         assert_eq!(
             msgs,
@@ -681,7 +482,7 @@ mod tests {
             ]
         );
         let (docs, _, msgs) = read_all(b"<doc id=\"1\">\nw\xff\n</doc>\n", &ReadOptions::default());
-        assert_eq!(docs, vec![("1".into(), "w\u{fffd}".into(), 1)]);
+        assert_eq!(docs, owned(&[("1", "w\u{fffd}", 1)]));
         assert_eq!(
             msgs,
             vec!["in:1: invalid UTF-8 in document (replaced by U+FFFD)"]
@@ -692,10 +493,7 @@ mod tests {
     fn fingerprint_files_and_lines() {
         let input = b"# webdedup-simhash v1 tokenizer=chars:3 shingle=2 weights=count hash=xxh3-64\na\t00000000000000ff\t255\nb\tzz\nc\t0000000000000001\n";
         let (docs, raw, msgs) = read_all(input, &ReadOptions::default());
-        assert_eq!(
-            docs,
-            vec![("a".into(), "ff".into(), 2), ("c".into(), "1".into(), 4)]
-        );
+        assert_eq!(docs, owned(&[("a", "ff", 2), ("c", "1", 4)]));
         assert_eq!(raw, input.to_vec());
         assert_eq!(
             msgs,
@@ -822,40 +620,5 @@ mod tests {
         }
         let line = b"# webdedup-simhash v1 tokenizer=unicode shingle=64 weights=count hash=xxh3-64";
         assert!(matches!(FpHeader::parse(line), Some(FpHeader::Known(_))));
-    }
-
-    #[test]
-    fn json_fields() {
-        let o = ReadOptions {
-            id_field: Some("url".into()),
-            ..Default::default()
-        };
-        assert_eq!(
-            json_doc(br#"{"url":"u","text":"t"}"#, &o).unwrap(),
-            (Some("u".into()), "t".into())
-        );
-        assert_eq!(
-            json_doc(br#"{"url":7,"text":"t"}"#, &o).unwrap().0,
-            Some("7".into())
-        );
-        assert_eq!(
-            json_doc(br#"{"text":"t"}"#, &o).unwrap_err(),
-            "missing field 'url'"
-        );
-        assert_eq!(
-            json_doc(br#"{"url":"u"}"#, &o).unwrap_err(),
-            "missing field 'text'"
-        );
-        assert_eq!(
-            json_doc(br#"{"url":"u","text":[1]}"#, &o).unwrap_err(),
-            "field 'text' is not a string"
-        );
-        assert!(json_doc(br#"{"url":"u","#, &o)
-            .unwrap_err()
-            .starts_with("bad JSON"));
-        assert_eq!(
-            json_doc(b"[1]", &o).unwrap_err(),
-            "JSON line is not an object"
-        );
     }
 }

@@ -10,7 +10,7 @@ use crate::fingerprints::{FpHeader, FP_HEADER_PREFIX};
 use crate::index::FpIndex;
 use crate::input::{read_items, Compression, FileInfo, InputFormat, ReadOptions};
 use crate::item::Item;
-use crate::tokenize::{Fingerprinter, Settings, Tokenizer, Weights};
+use crate::tokenize::{Fingerprinter, Settings};
 use anyhow::{bail, Context, Result};
 use rayon::prelude::*;
 use std::io::{self, BufWriter, Write};
@@ -18,29 +18,21 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 use webdedup_formats::output::{AtomicOutput, OutputCompression};
 use webdedup_formats::problems::Problems;
+use webdedup_formats::read::FormatChoice;
 use webdedup_formats::summary::{count, thousands, Outcome};
 
 /// Options shared by both commands: how documents are read and fingerprinted.
 /// The command line's flags (in the binary) become these; [`Default`] gives the
 /// command line's defaults.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct DocOptions {
-    /// Input format (`auto`: sniffed from content).
-    pub input_format: InputFormat,
-    /// JSON Lines: field holding the document text.
-    pub text_field: String,
-    /// JSON Lines: field holding the document id (None: FILE:LINE).
-    pub id_field: Option<String>,
-    /// How text is cut into tokens.
-    pub tokenizer: Tokenizer,
-    /// Features are shingles of this many consecutive tokens (1 to 64, see
-    /// [`parse_shingle`]).
-    pub shingle: usize,
-    /// How often a feature counts.
-    pub weights: Weights,
-    /// Lines (and WET blocks) longer than this are dropped and reported, as
-    /// `webdedup dedup --max-line-bytes` does.
-    pub max_line_bytes: usize,
+    /// How files are read: the format (`auto`: sniffed from content), the fields
+    /// of JSON Lines and Parquet, the line length limit (`--max-line-bytes`, as
+    /// `webdedup dedup`'s).
+    pub read: ReadOptions,
+    /// How a text becomes a fingerprint: tokenizer, shingle size (1 to 64, see
+    /// [`parse_shingle`]) and weights.
+    pub settings: Settings,
     /// Worker threads (None: all cores).
     pub threads: Option<usize>,
     /// Do not print the per-line problem messages (they are still counted), nor
@@ -49,44 +41,10 @@ pub struct DocOptions {
     pub quiet: bool,
 }
 
-impl Default for DocOptions {
-    fn default() -> Self {
-        // The readers' defaults are the command line's: one place says them.
-        let settings = Settings::default();
-        let read = ReadOptions::default();
-        Self {
-            input_format: read.format,
-            text_field: read.text_field,
-            id_field: read.id_field,
-            tokenizer: settings.tokenizer,
-            shingle: settings.shingle,
-            weights: settings.weights,
-            max_line_bytes: read.max_line_bytes,
-            threads: None,
-            quiet: false,
-        }
-    }
-}
-
 /// A shingle size as given on a command line (the same check as every header's).
 pub use crate::tokenize::parse_shingle;
 
 impl DocOptions {
-    fn settings(&self) -> Settings {
-        Settings {
-            tokenizer: self.tokenizer,
-            shingle: self.shingle,
-            weights: self.weights,
-        }
-    }
-    fn read_options(&self) -> ReadOptions {
-        ReadOptions {
-            format: self.input_format,
-            text_field: self.text_field.clone(),
-            id_field: self.id_field.clone(),
-            max_line_bytes: self.max_line_bytes.max(1),
-        }
-    }
     fn pool(&self) -> Result<rayon::ThreadPool> {
         let mut b = rayon::ThreadPoolBuilder::new();
         if let Some(n) = self.threads {
@@ -521,7 +479,7 @@ fn show_summary(o: Outcome, quiet: bool) -> i32 {
 
 /// Runs `webdedup simhash`; what it did is in the [`Outcome`].
 pub fn simhash_outcome(args: &SimhashOptions) -> Result<Outcome> {
-    let settings = args.doc.settings();
+    let settings = args.doc.settings;
     let pool = args.doc.pool()?;
     let problems = Problems::new(args.doc.quiet);
     let files = expand_inputs(&args.files, true, &problems)?;
@@ -539,7 +497,7 @@ pub fn simhash_outcome(args: &SimhashOptions) -> Result<Outcome> {
     let infos = fingerprint_files(
         false,
         &files,
-        &args.doc.read_options(),
+        &args.doc.read,
         settings,
         &problems,
         &pool,
@@ -626,12 +584,12 @@ pub fn similar_outcome(args: &SimilarOptions) -> Result<Outcome> {
             bail!("--output-dir would overwrite the input {}", path.display());
         }
     }
-    let settings_cli = args.doc.settings();
+    let settings_cli = args.doc.settings;
     let mut docs: Vec<DocRec> = Vec::new();
     let infos = fingerprint_files(
         true,
         &files,
-        &args.doc.read_options(),
+        &args.doc.read,
         settings_cli,
         &problems,
         &pool,
@@ -680,7 +638,7 @@ pub fn similar_outcome(args: &SimilarOptions) -> Result<Outcome> {
         if let Some((path, _)) = files
             .iter()
             .zip(&infos)
-            .find(|(_, i)| i.format == InputFormat::Parquet)
+            .find(|(_, i)| i.format == InputFormat::Documents(FormatChoice::Parquet))
         {
             // A Parquet row has no bytes of its own to copy: writing the file again
             // without some rows is `webdedup dedup`'s and `minhash`'s writer's job.
@@ -709,14 +667,7 @@ pub fn similar_outcome(args: &SimilarOptions) -> Result<Outcome> {
             }
         }
         report.finish()?;
-        write_dedup(
-            &files,
-            &out_paths,
-            &args.doc.read_options(),
-            &docs,
-            &assign,
-            &infos,
-        )?;
+        write_dedup(&files, &out_paths, &args.doc.read, &docs, &assign, &infos)?;
     } else {
         let mut out = Out::open(args.output.as_deref())?;
         if args.clusters {

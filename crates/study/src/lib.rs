@@ -19,13 +19,11 @@
 
 use rayon::prelude::*;
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use webdedup_formats::chunk::DEFAULT_MAX_LINE_BYTES;
-use webdedup_formats::open_input;
 use webdedup_formats::problems::Problems;
 use webdedup_formats::read::ReadSettings;
-use webdedup_formats::texts::{read_texts, Text};
+use webdedup_formats::texts::{read_file_texts, Text};
 use webdedup_formats::vertical::{attr, parse_tag, Tag};
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -64,22 +62,14 @@ pub fn load_docs(files: &[String]) -> Vec<Doc> {
                 index += 1;
             }
         };
-        let res = open_input(&path).and_then(|(stream, compression)| {
-            let mut stream = BufReader::with_capacity(1 << 18, stream);
-            let format = ReadSettings::default().resolve(stream.fill_buf()?);
-            read_texts(
-                &path,
-                &format,
-                stream,
-                compression,
-                DEFAULT_MAX_LINE_BYTES,
-                &problems,
-                &mut read,
-            )
-        });
-        if let Err(e) = res {
-            problems.report(&path, None, format_args!("cannot read: {e}"));
-        }
+        let settings = ReadSettings::default();
+        read_file_texts(
+            &path,
+            &settings,
+            DEFAULT_MAX_LINE_BYTES,
+            &problems,
+            &mut read,
+        );
     }
     docs
 }

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use webdedup_dedup::options::{DEFAULT_MIN_PARA_CHARS, DEFAULT_NGRAM, DEFAULT_THRESHOLD};
 use webdedup_dedup::DocCheck;
 use webdedup_formats::chunk::{DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES};
+use webdedup_formats::read::ReadChoices;
 use webdedup_store::DEFAULT_BLOCKS;
 use webdedup_text::Normalization;
 
@@ -24,7 +25,42 @@ pub struct NormalizeFlag {
     pub normalization: Normalization,
 }
 
-/// `--max-line-bytes` (`dedup`, `minhash`, `batch`, `check`).
+/// `--input-format`, `--text-field` and `--id-field` (`dedup`, `minhash`, `batch`,
+/// `check`, `simhash`, `similar`): how a file is read and which fields hold a
+/// document's text and id. `simhash` and `similar` name their own formats.
+#[derive(Args, Debug, Clone)]
+pub struct DocFormatFlags {
+    /// Input format: `auto` (sniffed from each file's first bytes: `PAR1`
+    /// Parquet, `WARC/` WET, `{` JSON Lines, else vertical), `vertical`, `jsonl`,
+    /// `parquet` (the JSON Lines options name its columns), `wet` (Common Crawl
+    /// WET: a document a `conversion` record), or `wikilinks` (never sniffed;
+    /// `dedup` only).
+    #[arg(long = "input-format", alias = "format", default_value = "auto", value_name = "FORMAT",
+          value_parser = ["auto", "vertical", "vert", "jsonl", "json", "parquet", "wet", "wikilinks"])]
+    pub input_format: String,
+    /// JSON Lines: the field holding the text (default `text`; a dotted path
+    /// reaches nested fields).
+    #[arg(long, value_name = "FIELD")]
+    pub text_field: Option<String>,
+    /// JSON Lines: the field holding the document id (default `id`; documents
+    /// without one are named FILE:LINE).
+    #[arg(long, value_name = "FIELD")]
+    pub id_field: Option<String>,
+}
+
+impl DocFormatFlags {
+    /// The text and id fields, as the one reader takes them
+    /// ([`ReadChoices::settings`] checks them); the format is each command's.
+    pub fn fields(&self) -> ReadChoices {
+        ReadChoices {
+            text_field: self.text_field.clone(),
+            id_field: self.id_field.clone(),
+            ..Default::default()
+        }
+    }
+}
+
+/// `--max-line-bytes` (`dedup`, `minhash`, `batch`, `check`, `simhash`, `similar`).
 #[derive(Args, Debug, Clone)]
 pub struct MaxLineBytesFlag {
     /// Lines longer than this are dropped and reported; `check` takes the checked

@@ -1,31 +1,34 @@
 //! Flags of `webdedup simhash` and `webdedup similar`, turned into the options of
 //! `webdedup_simhash`.
 
+use crate::flags::defs::{DocFormatFlags, MaxLineBytesFlag};
 use crate::flags::inputs::{Inputs, INPUTS};
+use anyhow::Result;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
-use webdedup_simhash::input::InputFormat;
+use webdedup_simhash::input::{InputFormat, ReadOptions};
 use webdedup_simhash::run::{parse_shingle, DocOptions, FpFormat, DEFAULT_MAX_DISTANCE};
 use webdedup_simhash::search::MAX_K;
-use webdedup_simhash::tokenize::{Tokenizer, Weights, DEFAULT_SHINGLE};
+use webdedup_simhash::tokenize::{Settings, Tokenizer, Weights, DEFAULT_SHINGLE};
 use webdedup_simhash::{SimhashOptions, SimilarOptions};
+
+/// `--input-format` of `simhash` and `similar`: the formats of the one document
+/// reader, and the inputs only they read.
+const INPUT_FORMAT_HELP: &str = "Input format: auto (sniffed from each file's first \
+    bytes: `PAR1` Parquet, `WARC/` WET, `<` vertical, `{` JSON Lines, a fingerprint file, \
+    else lines), vertical, jsonl, parquet, wet, lines (one document per line), file (one \
+    document per file), fingerprints (TSV written by `simhash`)";
 
 /// Options shared by both commands: how documents are read and fingerprinted.
 #[derive(Args, Debug, Clone)]
+#[command(mut_arg("input_format", |a| a
+    .help(INPUT_FORMAT_HELP)
+    // `--format` is `simhash`'s output layout.
+    .alias(None::<&'static str>)
+    .value_parser(|s: &str| s.parse::<InputFormat>().map(|_| s.to_owned()))))]
 pub struct DocFlags {
-    /// Input format: auto (sniffed from content), vertical, jsonl, parquet, wet, lines
-    /// (one document per line), file (one document per file), fingerprints (TSV written
-    /// by `simhash`).
-    #[arg(long = "input-format", default_value = "auto", value_name = "FORMAT")]
-    pub input_format: InputFormat,
-    /// JSON Lines and Parquet: field (column) holding the document text; a dotted
-    /// path (`doc.body`) reaches into nested objects.
-    #[arg(long, default_value = "text", value_name = "FIELD")]
-    pub text_field: String,
-    /// JSON Lines and Parquet: field (column) holding the document id (default: `id`
-    /// where present, else FILE:LINE; FILE:ROW in Parquet).
-    #[arg(long, value_name = "FIELD")]
-    pub id_field: Option<String>,
+    #[command(flatten)]
+    pub read: DocFormatFlags,
     /// Tokenizer: unicode (UAX #29 words), charabia (offline features: Chinese via
     /// jieba, no Japanese/Korean dictionaries), chars:N (character N-grams).
     #[arg(long, default_value = "unicode", value_name = "TOKENIZER")]
@@ -36,26 +39,26 @@ pub struct DocFlags {
     /// Feature weights: count (occurrences) or distinct (each distinct feature once).
     #[arg(long, default_value = "distinct", value_name = "WEIGHTS")]
     pub weights: Weights,
-    /// Lines longer than this are dropped and reported (as `dedup --max-line-bytes`).
-    #[arg(long, default_value_t = webdedup_formats::chunk::DEFAULT_MAX_LINE_BYTES, value_name = "BYTES")]
-    pub max_line_bytes: usize,
+    #[command(flatten)]
+    pub max_line_bytes: MaxLineBytesFlag,
 }
 
 impl DocFlags {
-    /// The options, on `threads` workers.
-    fn options(&self, threads: usize) -> DocOptions {
-        DocOptions {
-            input_format: self.input_format,
-            text_field: self.text_field.clone(),
-            id_field: self.id_field.clone(),
-            tokenizer: self.tokenizer,
-            shingle: self.shingle,
-            weights: self.weights,
-            max_line_bytes: self.max_line_bytes,
+    /// The options, on `threads` workers; field names are checked as every
+    /// command's are.
+    fn options(&self, threads: usize) -> Result<DocOptions> {
+        let fields = self.read.fields().settings().map_err(anyhow::Error::msg)?;
+        Ok(DocOptions {
+            read: ReadOptions {
+                format: self.read.input_format.parse().map_err(anyhow::Error::msg)?,
+                fields: fields.jsonl,
+                max_line_bytes: self.max_line_bytes.get(),
+            },
+            settings: Settings::new(self.tokenizer, self.shingle, self.weights),
             threads: Some(threads),
             // The command line reports problems always; the summary is its own.
             quiet: false,
-        }
+        })
     }
 }
 
@@ -98,14 +101,14 @@ pub struct SimhashFlags {
 }
 
 impl SimhashFlags {
-    pub fn options(&self, threads: usize) -> SimhashOptions {
-        SimhashOptions {
+    pub fn options(&self, threads: usize) -> Result<SimhashOptions> {
+        Ok(SimhashOptions {
             files: self.files.paths.clone(),
-            doc: self.doc.options(threads),
+            doc: self.doc.options(threads)?,
             format: self.format.into(),
             output: self.output.clone(),
             no_header: self.no_header,
-        }
+        })
     }
 }
 
@@ -149,11 +152,11 @@ pub struct SimilarFlags {
 }
 
 impl SimilarFlags {
-    pub fn options(&self, threads: usize) -> SimilarOptions {
-        SimilarOptions {
+    pub fn options(&self, threads: usize) -> Result<SimilarOptions> {
+        Ok(SimilarOptions {
             files: self.files.paths.clone(),
             k: self.k,
-            doc: self.doc.options(threads),
+            doc: self.doc.options(threads)?,
             clusters: self.clusters,
             dedup: self.dedup,
             output_dir: self.output_dir.clone(),
@@ -161,6 +164,6 @@ impl SimilarFlags {
             index: self.index.clone(),
             no_update: self.no_update,
             output: self.output.clone(),
-        }
+        })
     }
 }
