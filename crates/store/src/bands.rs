@@ -27,7 +27,7 @@
 
 use crate::table::{mix, tail_for, GROWTH_DIV, MAX_LOAD_NUM, MIN_CAPACITY};
 use crate::zeroed::Zeroed;
-use crate::{BlockMap, Location, Store, StoreError};
+use crate::{BlockMap, Location, Op, Request, Store, StoreError};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -210,19 +210,9 @@ fn not_ordinal(loc: Location) -> StoreError {
     ))
 }
 
-impl Store for BandStore {
-    fn test_and_insert(&self, _keys: &[u64], _seen: &mut Vec<bool>) -> Result<(), StoreError> {
-        Err(StoreError::Unsupported(
-            "band keys without the documents that own them".into(),
-        ))
-    }
-
-    fn test(&self, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError> {
-        let mut originals = Vec::new();
-        self.test_located(keys, seen, &mut originals)
-    }
-
-    fn test_located(
+impl BandStore {
+    /// Each key's presence and first inserter, inserting nothing.
+    fn test_located_all(
         &self,
         keys: &[u64],
         seen: &mut Vec<bool>,
@@ -239,14 +229,15 @@ impl Store for BandStore {
         Ok(())
     }
 
-    fn test_and_insert_located(
+    /// Tests and inserts each key at its ordinal location (one a key, checked by
+    /// [`crate::Request::new`]).
+    fn insert_located_all(
         &self,
         keys: &[u64],
         locs: &[Location],
         seen: &mut Vec<bool>,
         originals: &mut Vec<Location>,
     ) -> Result<(), StoreError> {
-        crate::check_locations(keys, locs)?;
         seen.clear();
         originals.clear();
         // A document of this batch may be partly inserted when its next key is
@@ -284,6 +275,26 @@ impl Store for BandStore {
             }
         }
         Ok(())
+    }
+}
+
+impl Store for BandStore {
+    fn ask(
+        &self,
+        req: Request<'_>,
+        seen: &mut Vec<bool>,
+        originals: &mut Vec<Location>,
+    ) -> Result<(), StoreError> {
+        match req.op() {
+            Op::TestAndInsert => Err(StoreError::Unsupported(
+                "band keys without the documents that own them".into(),
+            )),
+            Op::Test => self.test_located_all(req.keys(), seen, &mut Vec::new()),
+            Op::TestLocated => self.test_located_all(req.keys(), seen, originals),
+            Op::TestAndInsertLocated(locs) => {
+                self.insert_located_all(req.keys(), locs, seen, originals)
+            }
+        }
     }
 
     fn len(&self) -> u64 {

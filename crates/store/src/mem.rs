@@ -5,7 +5,7 @@
 //! connections) work on different blocks at once.
 
 use crate::table::Table;
-use crate::{BlockMap, Location, Store, StoreError, DEFAULT_BLOCKS};
+use crate::{BlockMap, Location, Op, Request, Store, StoreError, DEFAULT_BLOCKS};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
@@ -230,25 +230,9 @@ impl MemStore {
     }
 }
 
-impl Store for MemStore {
-    fn test_and_insert(&self, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError> {
-        self.each_prefetched(keys, seen, |key| {
-            self.shards[self.map.block(key) as usize].test_and_insert(key)
-        });
-        Ok(())
-    }
-
-    fn test(&self, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError> {
-        self.each_prefetched(keys, seen, |key| self.contains(key));
-        Ok(())
-    }
-
-    fn test_located(
-        &self,
-        keys: &[u64],
-        seen: &mut Vec<bool>,
-        originals: &mut Vec<Location>,
-    ) -> Result<(), StoreError> {
+impl MemStore {
+    /// Each key's presence and first-seen location, inserting nothing.
+    fn test_located_all(&self, keys: &[u64], seen: &mut Vec<bool>, originals: &mut Vec<Location>) {
         seen.clear();
         originals.clear();
         let files = self.files.lock();
@@ -260,17 +244,17 @@ impl Store for MemStore {
             seen.push(p.is_some());
             originals.push(files.unpack(p.unwrap_or(0)));
         }
-        Ok(())
     }
 
-    fn test_and_insert_located(
+    /// Tests and inserts each key with its location (one a key, checked by
+    /// [`crate::Request::new`]).
+    fn insert_located_all(
         &self,
         keys: &[u64],
         locs: &[Location],
         seen: &mut Vec<bool>,
         originals: &mut Vec<Location>,
-    ) -> Result<(), StoreError> {
-        crate::check_locations(keys, locs)?;
+    ) {
         seen.clear();
         originals.clear();
         // One lock for the file table per batch; block locks are taken inside it,
@@ -287,6 +271,28 @@ impl Store for MemStore {
             shard.capacity.store(capacity, Ordering::Relaxed);
             seen.push(r.is_some());
             originals.push(files.unpack(r.unwrap_or(0)));
+        }
+    }
+}
+
+impl Store for MemStore {
+    /// Exact mode's inner loop: [`Op::TestAndInsert`] goes straight to the
+    /// prefetching loop (one match a request, nothing more a key).
+    #[inline]
+    fn ask(
+        &self,
+        req: Request<'_>,
+        seen: &mut Vec<bool>,
+        originals: &mut Vec<Location>,
+    ) -> Result<(), StoreError> {
+        let keys = req.keys();
+        match req.op() {
+            Op::TestAndInsert => self.each_prefetched(keys, seen, |key| {
+                self.shards[self.map.block(key) as usize].test_and_insert(key)
+            }),
+            Op::Test => self.each_prefetched(keys, seen, |key| self.contains(key)),
+            Op::TestLocated => self.test_located_all(keys, seen, originals),
+            Op::TestAndInsertLocated(locs) => self.insert_located_all(keys, locs, seen, originals),
         }
         Ok(())
     }
