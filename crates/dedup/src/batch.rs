@@ -46,7 +46,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use webdedup_formats::input::{ListOptions, Listing};
 use webdedup_formats::read::ReadSettings;
-use webdedup_store::{fault, Location, MemStore, Op, Request, Store, StoreError};
+use webdedup_store::{fault, Answer, MemStore, Op, Request, Store, StoreError};
 use webdedup_store_spec::files::SNAPSHOT_FILE;
 use webdedup_store_spec::{KeySet, OpenOptions, StoreSpec};
 
@@ -611,18 +611,13 @@ struct Replay {
 }
 
 impl Store for Replay {
-    fn ask(
-        &self,
-        req: Request<'_>,
-        seen: &mut Vec<bool>,
-        _originals: &mut Vec<Location>,
-    ) -> Result<(), StoreError> {
+    fn ask(&self, req: Request<'_>, out: &mut Answer<'_>) -> Result<(), StoreError> {
         match (req.op(), req.id()) {
             (Op::TestAndInsert, Some(id)) => {
-                seen.clear();
+                out.seen.clear();
                 let mut map = self.new.lock();
                 let set = map.entry(id.stream).or_default();
-                seen.extend(req.keys().iter().map(|k| !set.remove(k)));
+                out.seen.extend(req.keys().iter().map(|k| !set.remove(k)));
                 Ok(())
             }
             (Op::TestAndInsert, None) => Err(StoreError::Unsupported(format!(

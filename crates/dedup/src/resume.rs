@@ -53,7 +53,7 @@
 
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use webdedup_store::{Location, MemStore, Op, Request, Store, StoreError};
+use webdedup_store::{Answer, Location, MemStore, Op, Request, Store, StoreError};
 
 const TAG_VERSION: u8 = 1;
 /// A decision record whose keys are followed by their first-seen locations.
@@ -358,17 +358,12 @@ pub struct Recorder<'a> {
 }
 
 impl Store for Recorder<'_> {
-    fn ask(
-        &self,
-        req: Request<'_>,
-        seen: &mut Vec<bool>,
-        originals: &mut Vec<Location>,
-    ) -> Result<(), StoreError> {
-        self.inner.ask(req, seen, originals)?;
+    fn ask(&self, req: Request<'_>, out: &mut Answer<'_>) -> Result<(), StoreError> {
+        self.inner.ask(req, out)?;
         let (keys, op) = (req.keys(), req.op());
         let mut log = self.log.lock();
         log.0.extend_from_slice(keys);
-        log.1.extend_from_slice(seen);
+        log.1.extend_from_slice(out.seen);
         let n = log.2.len() + keys.len();
         log.2.resize(n, !op.inserts());
         match op {
@@ -448,29 +443,24 @@ impl Store for Replayer<'_> {
     /// Every request, test-only ones too, was recorded in one sequence: each is
     /// answered by the next verdicts. A located one names a seen key's original
     /// as the store holds it (see [`Replayer::with_store`]); a new key has none.
-    fn ask(
-        &self,
-        req: Request<'_>,
-        seen: &mut Vec<bool>,
-        originals: &mut Vec<Location>,
-    ) -> Result<(), StoreError> {
+    fn ask(&self, req: Request<'_>, out: &mut Answer<'_>) -> Result<(), StoreError> {
         let keys = req.keys();
-        self.replay(keys, seen)?;
+        self.replay(keys, out.seen)?;
         if !req.op().located() {
             return Ok(());
         }
-        originals.clear();
+        out.originals.clear();
         match self.store {
             Some(store) => {
                 let mut present = Vec::new();
-                store.test_located(keys, &mut present, originals)?;
-                for (o, &s) in originals.iter_mut().zip(seen.iter()) {
+                store.test_located(keys, &mut present, out.originals)?;
+                for (o, &s) in out.originals.iter_mut().zip(out.seen.iter()) {
                     if !s {
                         *o = Location::UNKNOWN;
                     }
                 }
             }
-            None => originals.resize(keys.len(), Location::UNKNOWN),
+            None => out.originals.resize(keys.len(), Location::UNKNOWN),
         }
         Ok(())
     }

@@ -21,7 +21,9 @@ use std::io::{BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 use webdedup_store::server_map::{ServerAddr, ServerMap};
-use webdedup_store::{BatchId, BlockMap, Location, Op, Request, Store, StoreError, StoreMeta};
+use webdedup_store::{
+    Answer, BatchId, BlockMap, Location, Op, Request, Store, StoreError, StoreMeta,
+};
 use webdedup_text::shown::escape_controls;
 
 /// How a client connects and how long it keeps trying.
@@ -511,8 +513,7 @@ impl RemoteStore {
         share: &Share,
         frames: usize,
         op: Op,
-        seen: &mut [bool],
-        originals: &mut [Location],
+        out: &mut Answer,
     ) -> Result<(), ConnError> {
         let addr = self.addr(share.server);
         let fk = self.frame_keys(conn, op);
@@ -536,9 +537,9 @@ impl RemoteStore {
             let mut found = found.into_iter();
             for (j, &pos) in share.positions[start..end].iter().enumerate() {
                 let s = wire::bit(&bitmap, j);
-                seen[pos as usize] = s;
+                out.seen[pos as usize] = s;
                 if s && op.located() {
-                    originals[pos as usize] = found.next().ok_or_else(misfit)?;
+                    out.originals[pos as usize] = found.next().ok_or_else(misfit)?;
                 }
             }
             if found.next().is_some() {
@@ -569,18 +570,13 @@ impl RemoteStore {
 }
 
 impl Store for RemoteStore {
-    fn ask(
-        &self,
-        req: Request<'_>,
-        seen: &mut Vec<bool>,
-        originals: &mut Vec<Location>,
-    ) -> Result<(), StoreError> {
+    fn ask(&self, req: Request<'_>, out: &mut Answer<'_>) -> Result<(), StoreError> {
         let (id, keys, op) = (req.id(), req.keys(), req.op());
-        seen.clear();
-        seen.resize(keys.len(), false);
+        out.seen.clear();
+        out.seen.resize(keys.len(), false);
         if op.located() {
-            originals.clear();
-            originals.resize(keys.len(), Location::UNKNOWN);
+            out.originals.clear();
+            out.originals.resize(keys.len(), Location::UNKNOWN);
         }
         if keys.is_empty() {
             return Ok(());
@@ -606,7 +602,7 @@ impl Store for RemoteStore {
             }
             let mut migrating = false;
             for (share, mut conn, frames) in sent {
-                match self.read_share(&mut conn, &share, frames, op, seen, originals) {
+                match self.read_share(&mut conn, &share, frames, op, out) {
                     Ok(()) => self.pools[share.server].lock().push(conn),
                     Err(ConnError::Refused {
                         code: ErrorCode::Migrating,

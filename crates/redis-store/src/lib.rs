@@ -60,7 +60,7 @@ use redis::cluster::{ClusterClient, ClusterConnection};
 use redis::{Client, Connection, ConnectionLike, Script, Value};
 use std::collections::HashMap;
 use std::time::Duration;
-use webdedup_store::{BatchId, Location, Request, Store, StoreError, StoreMeta};
+use webdedup_store::{Answer, BatchId, Request, Store, StoreError, StoreMeta};
 
 /// Hash tags: buckets with the same tag share a Cluster slot (and a script call
 /// in Cluster mode, where a script may touch one slot only). Few tags keep the
@@ -663,17 +663,12 @@ impl RedisStore {
 }
 
 impl Store for RedisStore {
-    fn ask(
-        &self,
-        req: Request<'_>,
-        seen: &mut Vec<bool>,
-        _originals: &mut Vec<Location>,
-    ) -> Result<(), StoreError> {
+    fn ask(&self, req: Request<'_>, out: &mut Answer<'_>) -> Result<(), StoreError> {
         let op = req.op();
         if op.located() {
             return Err(op.unsupported());
         }
-        self.retrying(|s| s.request(req.keys(), seen, op.inserts(), req.id()))
+        self.retrying(|s| s.request(req.keys(), out.seen, op.inserts(), req.id()))
     }
 
     fn len(&self) -> u64 {

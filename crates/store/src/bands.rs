@@ -27,7 +27,7 @@
 
 use crate::table::{mix, tail_for, GROWTH_DIV, MAX_LOAD_NUM, MIN_CAPACITY};
 use crate::zeroed::Zeroed;
-use crate::{BlockMap, Location, Op, Request, Store, StoreError};
+use crate::{Answer, BlockMap, Location, Op, Request, Store, StoreError};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -212,19 +212,15 @@ fn not_ordinal(loc: Location) -> StoreError {
 
 impl BandStore {
     /// Each key's presence and first inserter, inserting nothing.
-    fn test_located_all(
-        &self,
-        keys: &[u64],
-        seen: &mut Vec<bool>,
-        originals: &mut Vec<Location>,
-    ) -> Result<(), StoreError> {
-        seen.clear();
-        originals.clear();
+    fn test_located_all(&self, keys: &[u64], out: &mut Answer) -> Result<(), StoreError> {
+        out.clear();
         for &key in keys {
             let t = self.shards[self.map.block(key) as usize].lock();
             let found = self.owner(&t, key)?;
-            seen.push(found.is_some());
-            originals.push(found.map_or(Location::UNKNOWN, ordinal_location));
+            out.push(
+                found.is_some(),
+                found.map_or(Location::UNKNOWN, ordinal_location),
+            );
         }
         Ok(())
     }
@@ -235,11 +231,9 @@ impl BandStore {
         &self,
         keys: &[u64],
         locs: &[Location],
-        seen: &mut Vec<bool>,
-        originals: &mut Vec<Location>,
+        out: &mut Answer,
     ) -> Result<(), StoreError> {
-        seen.clear();
-        originals.clear();
+        out.clear();
         // A document of this batch may be partly inserted when its next key is
         // asked about: its record already holds every band key, so for its slots
         // "owns" means "inserted in this batch" (every ordinal's keys come in one
@@ -262,15 +256,11 @@ impl BandStore {
                 }
             })?;
             match first {
-                Some(first) => {
-                    seen.push(true);
-                    originals.push(ordinal_location(first));
-                }
+                Some(first) => out.push(true, ordinal_location(first)),
                 None => {
                     t.insert(fp_of(key), ord);
                     inserted.insert(key, ord);
-                    seen.push(false);
-                    originals.push(Location::UNKNOWN);
+                    out.push(false, Location::UNKNOWN);
                 }
             }
         }
@@ -279,21 +269,18 @@ impl BandStore {
 }
 
 impl Store for BandStore {
-    fn ask(
-        &self,
-        req: Request<'_>,
-        seen: &mut Vec<bool>,
-        originals: &mut Vec<Location>,
-    ) -> Result<(), StoreError> {
+    fn ask(&self, req: Request<'_>, out: &mut Answer<'_>) -> Result<(), StoreError> {
+        let keys = req.keys();
         match req.op() {
             Op::TestAndInsert => Err(StoreError::Unsupported(
                 "band keys without the documents that own them".into(),
             )),
-            Op::Test => self.test_located_all(req.keys(), seen, &mut Vec::new()),
-            Op::TestLocated => self.test_located_all(req.keys(), seen, originals),
-            Op::TestAndInsertLocated(locs) => {
-                self.insert_located_all(req.keys(), locs, seen, originals)
+            Op::Test => {
+                let (seen, originals) = (&mut *out.seen, &mut Vec::new());
+                self.test_located_all(keys, &mut Answer { seen, originals })
             }
+            Op::TestLocated => self.test_located_all(keys, out),
+            Op::TestAndInsertLocated(locs) => self.insert_located_all(keys, locs, out),
         }
     }
 

@@ -223,6 +223,41 @@ impl<'a> Request<'a> {
     }
 }
 
+/// Where a request's answer goes: the caller's vectors, reused from request to
+/// request.
+pub struct Answer<'a> {
+    /// Whether each key was present, in order.
+    pub seen: &'a mut Vec<bool>,
+    /// A located operation's first-seen location of each key, in order.
+    pub originals: &'a mut Vec<Location>,
+}
+
+impl Answer<'_> {
+    /// Empties both vectors: how a located answer starts.
+    pub fn clear(&mut self) {
+        self.seen.clear();
+        self.originals.clear();
+    }
+
+    /// The answer for the next key of a located request.
+    #[inline]
+    pub fn push(&mut self, seen: bool, original: Location) {
+        self.seen.push(seen);
+        self.originals.push(original);
+    }
+}
+
+/// Asks `req` of `store` for its verdicts only (the named requests without
+/// feedback locations).
+fn ask_verdicts<S: Store + ?Sized>(
+    store: &S,
+    req: Result<Request<'_>, StoreError>,
+    seen: &mut Vec<bool>,
+) -> Result<(), StoreError> {
+    let originals = &mut Vec::new();
+    store.ask(req?, &mut Answer { seen, originals })
+}
+
 /// A set of 64-bit keys with batched test-and-insert.
 ///
 /// Contract: the batch behaves exactly as if its keys were tested (and inserted)
@@ -232,12 +267,13 @@ impl<'a> Request<'a> {
 /// A store implements [`Store::ask`]; the named requests below build a
 /// [`Request`] and ask it.
 pub trait Store: Send + Sync {
-    /// Answers `req`: for each key in order, pushes onto `seen` (cleared first)
-    /// whether it was already present, inserting it if the operation inserts. A
-    /// located operation also pushes onto `originals` (cleared first) the location
-    /// of each present key's first sighting ([`Location::UNKNOWN`] for a new key,
-    /// or where the store no longer knows, e.g. after loading a snapshot); other
-    /// operations leave `originals` alone.
+    /// Answers `req`: for each key in order, pushes onto `out.seen` (cleared
+    /// first) whether it was already present, inserting it if the operation
+    /// inserts. A located operation also pushes onto `out.originals` (cleared
+    /// first) the location of each present key's first sighting
+    /// ([`Location::UNKNOWN`] for a new key, or where the store no longer knows,
+    /// e.g. after loading a snapshot); other operations leave `out.originals`
+    /// alone.
     ///
     /// A request with an identity is answered, by a store that keeps answers (the
     /// hash server, Redis), as its first attempt was: a retried request
@@ -246,17 +282,11 @@ pub trait Store: Send + Sync {
     /// test (near mode's insert round). Stores in this process ignore the
     /// identity. An operation a store cannot do is [`StoreError::Unsupported`]
     /// ([`Op::unsupported`] says it in the common words).
-    fn ask(
-        &self,
-        req: Request<'_>,
-        seen: &mut Vec<bool>,
-        originals: &mut Vec<Location>,
-    ) -> Result<(), StoreError>;
+    fn ask(&self, req: Request<'_>, out: &mut Answer<'_>) -> Result<(), StoreError>;
 
     /// Asks [`Op::TestAndInsert`] of `keys`.
     fn test_and_insert(&self, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError> {
-        let req = Request::new(None, keys, Op::TestAndInsert)?;
-        self.ask(req, seen, &mut Vec::new())
+        ask_verdicts(self, Request::new(None, keys, Op::TestAndInsert), seen)
     }
 
     /// Asks [`Op::TestAndInsert`] of `keys`, as request `id`.
@@ -266,13 +296,12 @@ pub trait Store: Send + Sync {
         keys: &[u64],
         seen: &mut Vec<bool>,
     ) -> Result<(), StoreError> {
-        let req = Request::new(Some(id), keys, Op::TestAndInsert)?;
-        self.ask(req, seen, &mut Vec::new())
+        ask_verdicts(self, Request::new(Some(id), keys, Op::TestAndInsert), seen)
     }
 
     /// Asks [`Op::Test`] of `keys`.
     fn test(&self, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError> {
-        self.ask(Request::new(None, keys, Op::Test)?, seen, &mut Vec::new())
+        ask_verdicts(self, Request::new(None, keys, Op::Test), seen)
     }
 
     /// Asks [`Op::Test`] of `keys`, as request `id`.
@@ -282,11 +311,7 @@ pub trait Store: Send + Sync {
         keys: &[u64],
         seen: &mut Vec<bool>,
     ) -> Result<(), StoreError> {
-        self.ask(
-            Request::new(Some(id), keys, Op::Test)?,
-            seen,
-            &mut Vec::new(),
-        )
+        ask_verdicts(self, Request::new(Some(id), keys, Op::Test), seen)
     }
 
     /// Asks [`Op::TestLocated`] of `keys`.
@@ -296,7 +321,8 @@ pub trait Store: Send + Sync {
         seen: &mut Vec<bool>,
         originals: &mut Vec<Location>,
     ) -> Result<(), StoreError> {
-        self.ask(Request::new(None, keys, Op::TestLocated)?, seen, originals)
+        let req = Request::new(None, keys, Op::TestLocated)?;
+        self.ask(req, &mut Answer { seen, originals })
     }
 
     /// Asks [`Op::TestLocated`] of `keys`, as request `id`.
@@ -307,11 +333,8 @@ pub trait Store: Send + Sync {
         seen: &mut Vec<bool>,
         originals: &mut Vec<Location>,
     ) -> Result<(), StoreError> {
-        self.ask(
-            Request::new(Some(id), keys, Op::TestLocated)?,
-            seen,
-            originals,
-        )
+        let req = Request::new(Some(id), keys, Op::TestLocated)?;
+        self.ask(req, &mut Answer { seen, originals })
     }
 
     /// Asks [`Op::TestAndInsertLocated`] of `keys` at `locs`.
@@ -323,7 +346,7 @@ pub trait Store: Send + Sync {
         originals: &mut Vec<Location>,
     ) -> Result<(), StoreError> {
         let req = Request::new(None, keys, Op::TestAndInsertLocated(locs))?;
-        self.ask(req, seen, originals)
+        self.ask(req, &mut Answer { seen, originals })
     }
 
     /// Asks [`Op::TestAndInsertLocated`] of `keys` at `locs`, as request `id`.
@@ -336,7 +359,7 @@ pub trait Store: Send + Sync {
         originals: &mut Vec<Location>,
     ) -> Result<(), StoreError> {
         let req = Request::new(Some(id), keys, Op::TestAndInsertLocated(locs))?;
-        self.ask(req, seen, originals)
+        self.ask(req, &mut Answer { seen, originals })
     }
 
     /// Number of distinct keys stored (0 where [`Store::counts_keys`] is false).
@@ -381,6 +404,27 @@ mod tests {
         fn fast_block_equals_modulo(key: u64, blocks in 1u32..) {
             proptest::prop_assert_eq!(BlockMap::new(blocks).block(key), block_of(key, blocks));
         }
+    }
+
+    #[test]
+    fn a_located_insert_needs_one_location_a_key() {
+        let loc = Location { file: 1, record: 1 };
+        let one = [loc];
+        let short = Request::new(None, &[1, 2], Op::TestAndInsertLocated(&one));
+        assert!(matches!(short, Err(StoreError::Mismatch(_))));
+        let store = MemStore::new(3);
+        let (mut seen, mut originals) = (Vec::new(), Vec::new());
+        assert!(store
+            .test_and_insert_located(&[1, 2], &[loc], &mut seen, &mut originals)
+            .is_err());
+        assert!(store.is_empty(), "a refused request inserts nothing");
+        store
+            .test_and_insert_located(&[1, 1], &[loc, loc], &mut seen, &mut originals)
+            .unwrap();
+        assert_eq!(
+            (seen, originals),
+            (vec![false, true], vec![Location::UNKNOWN, loc])
+        );
     }
 
     #[test]
