@@ -46,7 +46,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use webdedup_formats::input::{ListOptions, Listing};
 use webdedup_formats::read::ReadSettings;
-use webdedup_store::{fault, BatchId, MemStore, Store, StoreError};
+use webdedup_store::{fault, Answer, MemStore, Op, Request, Store, StoreError};
 use webdedup_store_spec::files::SNAPSHOT_FILE;
 use webdedup_store_spec::{KeySet, OpenOptions, StoreSpec};
 
@@ -611,23 +611,21 @@ struct Replay {
 }
 
 impl Store for Replay {
-    fn test_and_insert(&self, keys: &[u64], _seen: &mut Vec<bool>) -> Result<(), StoreError> {
-        Err(StoreError::Unsupported(format!(
-            "batch filter: a request of {} keys without a chunk identity",
-            keys.len()
-        )))
-    }
-    fn test_and_insert_batch(
-        &self,
-        id: BatchId,
-        keys: &[u64],
-        seen: &mut Vec<bool>,
-    ) -> Result<(), StoreError> {
-        seen.clear();
-        let mut map = self.new.lock();
-        let set = map.entry(id.stream).or_default();
-        seen.extend(keys.iter().map(|k| !set.remove(k)));
-        Ok(())
+    fn ask(&self, req: Request<'_>, out: &mut Answer<'_>) -> Result<(), StoreError> {
+        match (req.op(), req.id()) {
+            (Op::TestAndInsert, Some(id)) => {
+                out.seen.clear();
+                let mut map = self.new.lock();
+                let set = map.entry(id.stream).or_default();
+                out.seen.extend(req.keys().iter().map(|k| !set.remove(k)));
+                Ok(())
+            }
+            (Op::TestAndInsert, None) => Err(StoreError::Unsupported(format!(
+                "batch filter: a request of {} keys without a chunk identity",
+                req.keys().len()
+            ))),
+            (op, _) => Err(op.unsupported()),
+        }
     }
     fn len(&self) -> u64 {
         0

@@ -53,7 +53,7 @@
 
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use webdedup_store::{BatchId, Location, MemStore, Store, StoreError};
+use webdedup_store::{Answer, Location, MemStore, Op, Request, Store, StoreError};
 
 const TAG_VERSION: u8 = 1;
 /// A decision record whose keys are followed by their first-seen locations.
@@ -357,98 +357,19 @@ pub struct Recorder<'a> {
     pub log: Mutex<RecorderLog>,
 }
 
-impl Recorder<'_> {
-    fn log(&self, keys: &[u64], seen: &[bool]) {
-        self.log_as(keys, seen, false, None);
-    }
-    fn log_as(&self, keys: &[u64], seen: &[bool], test_only: bool, locs: Option<&[Location]>) {
+impl Store for Recorder<'_> {
+    fn ask(&self, req: Request<'_>, out: &mut Answer<'_>) -> Result<(), StoreError> {
+        self.inner.ask(req, out)?;
+        let (keys, op) = (req.keys(), req.op());
         let mut log = self.log.lock();
         log.0.extend_from_slice(keys);
-        log.1.extend_from_slice(seen);
+        log.1.extend_from_slice(out.seen);
         let n = log.2.len() + keys.len();
-        log.2.resize(n, test_only);
-        match locs {
-            Some(l) => log.3.extend_from_slice(l),
-            None => log.3.resize(n, Location::UNKNOWN),
+        log.2.resize(n, !op.inserts());
+        match op {
+            Op::TestAndInsertLocated(locs) => log.3.extend_from_slice(locs),
+            _ => log.3.resize(n, Location::UNKNOWN),
         }
-    }
-}
-
-impl Store for Recorder<'_> {
-    fn test_and_insert(&self, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError> {
-        self.inner.test_and_insert(keys, seen)?;
-        self.log(keys, seen);
-        Ok(())
-    }
-    fn test_and_insert_batch(
-        &self,
-        id: BatchId,
-        keys: &[u64],
-        seen: &mut Vec<bool>,
-    ) -> Result<(), StoreError> {
-        self.inner.test_and_insert_batch(id, keys, seen)?;
-        self.log(keys, seen);
-        Ok(())
-    }
-    fn test(&self, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError> {
-        self.inner.test(keys, seen)?;
-        self.log_as(keys, seen, true, None);
-        Ok(())
-    }
-    fn test_located(
-        &self,
-        keys: &[u64],
-        seen: &mut Vec<bool>,
-        originals: &mut Vec<Location>,
-    ) -> Result<(), StoreError> {
-        self.inner.test_located(keys, seen, originals)?;
-        self.log_as(keys, seen, true, None);
-        Ok(())
-    }
-    fn test_batch(
-        &self,
-        id: BatchId,
-        keys: &[u64],
-        seen: &mut Vec<bool>,
-    ) -> Result<(), StoreError> {
-        self.inner.test_batch(id, keys, seen)?;
-        self.log_as(keys, seen, true, None);
-        Ok(())
-    }
-    fn test_located_batch(
-        &self,
-        id: BatchId,
-        keys: &[u64],
-        seen: &mut Vec<bool>,
-        originals: &mut Vec<Location>,
-    ) -> Result<(), StoreError> {
-        self.inner.test_located_batch(id, keys, seen, originals)?;
-        self.log_as(keys, seen, true, None);
-        Ok(())
-    }
-    fn test_and_insert_located(
-        &self,
-        keys: &[u64],
-        locs: &[Location],
-        seen: &mut Vec<bool>,
-        originals: &mut Vec<Location>,
-    ) -> Result<(), StoreError> {
-        self.inner
-            .test_and_insert_located(keys, locs, seen, originals)?;
-        self.log_as(keys, seen, false, Some(locs));
-        Ok(())
-    }
-    fn test_and_insert_located_batch(
-        &self,
-        id: BatchId,
-        keys: &[u64],
-        locs: &[Location],
-        seen: &mut Vec<bool>,
-        originals: &mut Vec<Location>,
-    ) -> Result<(), StoreError> {
-        self.inner
-            .test_and_insert_located_batch(id, keys, locs, seen, originals)?;
-        self.log_as(keys, seen, false, Some(locs));
         Ok(())
     }
     fn len(&self) -> u64 {
@@ -498,8 +419,9 @@ impl<'a> Replayer<'a> {
     }
 }
 
-impl Store for Replayer<'_> {
-    fn test_and_insert(&self, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError> {
+impl Replayer<'_> {
+    /// The next recorded verdicts, one a key, into `seen` (cleared first).
+    fn replay(&self, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError> {
         let mut st = self.state.lock();
         seen.clear();
         if st.0 + keys.len() > self.verdicts.asked as usize {
@@ -515,42 +437,32 @@ impl Store for Replayer<'_> {
         st.0 += keys.len();
         Ok(())
     }
-    /// Test-only requests were recorded in the same sequence as the others.
-    fn test(&self, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError> {
-        self.test_and_insert(keys, seen)
-    }
-    /// A seen key's original comes from the store (see [`Replayer::with_store`]);
-    /// a new key has none.
-    fn test_located(
-        &self,
-        keys: &[u64],
-        seen: &mut Vec<bool>,
-        originals: &mut Vec<Location>,
-    ) -> Result<(), StoreError> {
-        self.test_and_insert(keys, seen)?;
-        originals.clear();
+}
+
+impl Store for Replayer<'_> {
+    /// Every request, test-only ones too, was recorded in one sequence: each is
+    /// answered by the next verdicts. A located one names a seen key's original
+    /// as the store holds it (see [`Replayer::with_store`]); a new key has none.
+    fn ask(&self, req: Request<'_>, out: &mut Answer<'_>) -> Result<(), StoreError> {
+        let keys = req.keys();
+        self.replay(keys, out.seen)?;
+        if !req.op().located() {
+            return Ok(());
+        }
+        out.originals.clear();
         match self.store {
             Some(store) => {
                 let mut present = Vec::new();
-                store.test_located(keys, &mut present, originals)?;
-                for (o, &s) in originals.iter_mut().zip(seen.iter()) {
+                store.test_located(keys, &mut present, out.originals)?;
+                for (o, &s) in out.originals.iter_mut().zip(out.seen.iter()) {
                     if !s {
                         *o = Location::UNKNOWN;
                     }
                 }
             }
-            None => originals.resize(keys.len(), Location::UNKNOWN),
+            None => out.originals.resize(keys.len(), Location::UNKNOWN),
         }
         Ok(())
-    }
-    fn test_and_insert_located(
-        &self,
-        keys: &[u64],
-        _locs: &[Location],
-        seen: &mut Vec<bool>,
-        originals: &mut Vec<Location>,
-    ) -> Result<(), StoreError> {
-        self.test_located(keys, seen, originals)
     }
     fn len(&self) -> u64 {
         0

@@ -21,7 +21,9 @@ use std::io::{BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 use webdedup_store::server_map::{ServerAddr, ServerMap};
-use webdedup_store::{BatchId, BlockMap, Location, Store, StoreError, StoreMeta};
+use webdedup_store::{
+    Answer, BatchId, BlockMap, Location, Op, Request, Store, StoreError, StoreMeta,
+};
 use webdedup_text::shown::escape_controls;
 
 /// How a client connects and how long it keeps trying.
@@ -330,15 +332,6 @@ struct Share {
     locs: Vec<Location>,
 }
 
-/// What a request asks of the servers.
-#[derive(Clone, Copy)]
-struct Ask<'a> {
-    insert: bool,
-    /// Feedback mode: answers carry first-seen locations; inserts carry `locs`.
-    located: bool,
-    locs: &'a [Location],
-}
-
 impl RemoteStore {
     /// Connects to every server of `map` once (settings and map are checked
     /// then: a mismatch is an error now, not at the first request).
@@ -461,9 +454,9 @@ impl RemoteStore {
         conn: &mut Conn,
         share: &Share,
         id: Option<BatchId>,
-        ask: Ask,
+        op: Op,
     ) -> std::io::Result<usize> {
-        let fk = self.frame_keys(conn, ask);
+        let fk = self.frame_keys(conn, op);
         let mut out = Vec::with_capacity(share.keys.len() * 8 + 64);
         let parts = share.keys.chunks(fk);
         let n = parts.len();
@@ -476,7 +469,7 @@ impl RemoteStore {
                 )
             });
             let req = part as u32;
-            match (ask.located, ask.insert) {
+            match (op.located(), op.inserts()) {
                 (false, insert) => wire::encode_keys_request(req, wire_id, insert, chunk, &mut out),
                 (true, false) => wire::encode(
                     &Msg::TestLocated {
@@ -506,8 +499,8 @@ impl RemoteStore {
 
     /// Keys per frame: ours, or fewer if the server takes smaller frames (a
     /// located insert sends 24 bytes a key).
-    fn frame_keys(&self, conn: &Conn, ask: Ask) -> usize {
-        let per_key = if ask.located && ask.insert { 24 } else { 8 };
+    fn frame_keys(&self, conn: &Conn, op: Op) -> usize {
+        let per_key = if op.located() && op.inserts() { 24 } else { 8 };
         let fits = (conn.server_max_frame as usize).saturating_sub(64) / per_key;
         self.opts.frame_keys.min(fits).max(1)
     }
@@ -519,22 +512,21 @@ impl RemoteStore {
         conn: &mut Conn,
         share: &Share,
         frames: usize,
-        ask: Ask,
-        seen: &mut [bool],
-        originals: &mut [Location],
+        op: Op,
+        out: &mut Answer,
     ) -> Result<(), ConnError> {
         let addr = self.addr(share.server);
-        let fk = self.frame_keys(conn, ask);
+        let fk = self.frame_keys(conn, op);
         let misfit = || ConnError::Io(format!("{addr}: an answer that does not fit the request"));
         for _ in 0..frames {
             let (req, n, bitmap, found) = match conn.recv(addr)? {
-                Msg::Verdicts { req, n, bitmap } if !ask.located => (req, n, bitmap, Vec::new()),
+                Msg::Verdicts { req, n, bitmap } if !op.located() => (req, n, bitmap, Vec::new()),
                 Msg::LocatedVerdicts {
                     req,
                     n,
                     bitmap,
                     originals,
-                } if ask.located => (req, n, bitmap, originals),
+                } if op.located() => (req, n, bitmap, originals),
                 other => return Err(ConnError::Io(format!("{addr}: unexpected {other:?}"))),
             };
             let start = req as usize * fk;
@@ -545,9 +537,9 @@ impl RemoteStore {
             let mut found = found.into_iter();
             for (j, &pos) in share.positions[start..end].iter().enumerate() {
                 let s = wire::bit(&bitmap, j);
-                seen[pos as usize] = s;
-                if s && ask.located {
-                    originals[pos as usize] = found.next().ok_or_else(misfit)?;
+                out.seen[pos as usize] = s;
+                if s && op.located() {
+                    out.originals[pos as usize] = found.next().ok_or_else(misfit)?;
                 }
             }
             if found.next().is_some() {
@@ -557,57 +549,39 @@ impl RemoteStore {
         Ok(())
     }
 
-    fn request(
-        &self,
-        id: Option<BatchId>,
-        insert: bool,
-        keys: &[u64],
-        seen: &mut Vec<bool>,
-    ) -> Result<(), StoreError> {
-        let ask = Ask {
-            insert,
-            located: false,
-            locs: &[],
-        };
-        self.request_as(id, ask, keys, seen, &mut Vec::new())
+    /// Each server's status (`Err` text for the unreachable ones).
+    pub fn statuses(&self) -> Vec<Result<serde_json::Value, String>> {
+        (0..self.map.servers.len())
+            .map(|s| {
+                let addr = self.addr(s);
+                let mut c = Conn::connect(addr, Role::Status, None, &self.opts)
+                    .map_err(|e| e.to_string())?;
+                c.status(addr).map_err(|e| e.to_string())
+            })
+            .collect()
     }
 
-    fn test_located_as(
-        &self,
-        id: Option<BatchId>,
-        keys: &[u64],
-        seen: &mut Vec<bool>,
-        originals: &mut Vec<Location>,
-    ) -> Result<(), StoreError> {
-        let ask = Ask {
-            insert: false,
-            located: true,
-            locs: &[],
-        };
-        self.request_as(id, ask, keys, seen, originals)
+    fn sum_status(&self, field: &str) -> u64 {
+        self.statuses()
+            .iter()
+            .filter_map(|s| s.as_ref().ok().and_then(|v| v[field].as_u64()))
+            .sum()
     }
+}
 
-    fn request_as(
-        &self,
-        id: Option<BatchId>,
-        ask: Ask,
-        keys: &[u64],
-        seen: &mut Vec<bool>,
-        originals: &mut Vec<Location>,
-    ) -> Result<(), StoreError> {
-        seen.clear();
-        seen.resize(keys.len(), false);
-        originals.clear();
-        if ask.located {
-            originals.resize(keys.len(), Location::UNKNOWN);
-        }
-        if ask.located && ask.insert {
-            webdedup_store::check_locations(keys, ask.locs)?;
+impl Store for RemoteStore {
+    fn ask(&self, req: Request<'_>, out: &mut Answer<'_>) -> Result<(), StoreError> {
+        let (id, keys, op) = (req.id(), req.keys(), req.op());
+        out.seen.clear();
+        out.seen.resize(keys.len(), false);
+        if op.located() {
+            out.originals.clear();
+            out.originals.resize(keys.len(), Location::UNKNOWN);
         }
         if keys.is_empty() {
             return Ok(());
         }
-        let mut pending = self.split(keys, ask.locs);
+        let mut pending = self.split(keys, op.locs());
         let started = Instant::now();
         let mut last_said = Instant::now();
         let mut delay = Duration::from_millis(20);
@@ -618,7 +592,7 @@ impl RemoteStore {
             let mut last_error = String::new();
             for share in pending {
                 let mut conn = self.take(share.server)?;
-                match self.send_share(&mut conn, &share, id, ask) {
+                match self.send_share(&mut conn, &share, id, op) {
                     Ok(frames) => sent.push((share, conn, frames)),
                     Err(e) => {
                         last_error = format!("{}: {e}", self.addr(share.server));
@@ -628,7 +602,7 @@ impl RemoteStore {
             }
             let mut migrating = false;
             for (share, mut conn, frames) in sent {
-                match self.read_share(&mut conn, &share, frames, ask, seen, originals) {
+                match self.read_share(&mut conn, &share, frames, op, out) {
                     Ok(()) => self.pools[share.server].lock().push(conn),
                     Err(ConnError::Refused {
                         code: ErrorCode::Migrating,
@@ -671,113 +645,6 @@ impl RemoteStore {
             delay = (delay * 2).min(Duration::from_millis(500));
             pending = failed;
         }
-    }
-
-    /// Each server's status (`Err` text for the unreachable ones).
-    pub fn statuses(&self) -> Vec<Result<serde_json::Value, String>> {
-        (0..self.map.servers.len())
-            .map(|s| {
-                let addr = self.addr(s);
-                let mut c = Conn::connect(addr, Role::Status, None, &self.opts)
-                    .map_err(|e| e.to_string())?;
-                c.status(addr).map_err(|e| e.to_string())
-            })
-            .collect()
-    }
-
-    fn sum_status(&self, field: &str) -> u64 {
-        self.statuses()
-            .iter()
-            .filter_map(|s| s.as_ref().ok().and_then(|v| v[field].as_u64()))
-            .sum()
-    }
-}
-
-impl Store for RemoteStore {
-    fn test_and_insert(&self, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError> {
-        self.request(None, true, keys, seen)
-    }
-
-    fn test_and_insert_batch(
-        &self,
-        id: BatchId,
-        keys: &[u64],
-        seen: &mut Vec<bool>,
-    ) -> Result<(), StoreError> {
-        self.request(Some(id), true, keys, seen)
-    }
-
-    fn test(&self, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError> {
-        self.request(None, false, keys, seen)
-    }
-
-    fn test_batch(
-        &self,
-        id: BatchId,
-        keys: &[u64],
-        seen: &mut Vec<bool>,
-    ) -> Result<(), StoreError> {
-        self.request(Some(id), false, keys, seen)
-    }
-
-    fn test_located(
-        &self,
-        keys: &[u64],
-        seen: &mut Vec<bool>,
-        originals: &mut Vec<Location>,
-    ) -> Result<(), StoreError> {
-        self.test_located_as(None, keys, seen, originals)
-    }
-
-    fn test_located_batch(
-        &self,
-        id: BatchId,
-        keys: &[u64],
-        seen: &mut Vec<bool>,
-        originals: &mut Vec<Location>,
-    ) -> Result<(), StoreError> {
-        self.test_located_as(Some(id), keys, seen, originals)
-    }
-
-    fn test_and_insert_located(
-        &self,
-        keys: &[u64],
-        locs: &[Location],
-        seen: &mut Vec<bool>,
-        originals: &mut Vec<Location>,
-    ) -> Result<(), StoreError> {
-        self.request_as(
-            None,
-            Ask {
-                insert: true,
-                located: true,
-                locs,
-            },
-            keys,
-            seen,
-            originals,
-        )
-    }
-
-    fn test_and_insert_located_batch(
-        &self,
-        id: BatchId,
-        keys: &[u64],
-        locs: &[Location],
-        seen: &mut Vec<bool>,
-        originals: &mut Vec<Location>,
-    ) -> Result<(), StoreError> {
-        self.request_as(
-            Some(id),
-            Ask {
-                insert: true,
-                located: true,
-                locs,
-            },
-            keys,
-            seen,
-            originals,
-        )
     }
 
     fn len(&self) -> u64 {

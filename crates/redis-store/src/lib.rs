@@ -60,7 +60,7 @@ use redis::cluster::{ClusterClient, ClusterConnection};
 use redis::{Client, Connection, ConnectionLike, Script, Value};
 use std::collections::HashMap;
 use std::time::Duration;
-use webdedup_store::{BatchId, Store, StoreError, StoreMeta};
+use webdedup_store::{Answer, BatchId, Request, Store, StoreError, StoreMeta};
 
 /// Hash tags: buckets with the same tag share a Cluster slot (and a script call
 /// in Cluster mode, where a script may touch one slot only). Few tags keep the
@@ -505,7 +505,7 @@ impl RedisStore {
     }
 
     /// Asks the keys (each distinct) and pushes their verdicts in order.
-    fn ask(
+    fn run_scripts(
         &self,
         keys: &[u64],
         insert: bool,
@@ -627,7 +627,7 @@ impl RedisStore {
             }
         }
         let mut answers = vec![false; distinct.len()];
-        self.ask(&distinct, insert, id, &mut answers)?;
+        self.run_scripts(&distinct, insert, id, &mut answers)?;
         let mut next = 0;
         for (i, repeat) in slot {
             seen[i] = match repeat {
@@ -663,30 +663,12 @@ impl RedisStore {
 }
 
 impl Store for RedisStore {
-    fn test_and_insert(&self, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError> {
-        self.retrying(|s| s.request(keys, seen, true, None))
-    }
-
-    fn test_and_insert_batch(
-        &self,
-        id: BatchId,
-        keys: &[u64],
-        seen: &mut Vec<bool>,
-    ) -> Result<(), StoreError> {
-        self.retrying(|s| s.request(keys, seen, true, Some(id)))
-    }
-
-    fn test(&self, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError> {
-        self.retrying(|s| s.request(keys, seen, false, None))
-    }
-
-    fn test_batch(
-        &self,
-        id: BatchId,
-        keys: &[u64],
-        seen: &mut Vec<bool>,
-    ) -> Result<(), StoreError> {
-        self.retrying(|s| s.request(keys, seen, false, Some(id)))
+    fn ask(&self, req: Request<'_>, out: &mut Answer<'_>) -> Result<(), StoreError> {
+        let op = req.op();
+        if op.located() {
+            return Err(op.unsupported());
+        }
+        self.retrying(|s| s.request(req.keys(), out.seen, op.inserts(), req.id()))
     }
 
     fn len(&self) -> u64 {

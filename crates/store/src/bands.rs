@@ -27,7 +27,7 @@
 
 use crate::table::{mix, tail_for, GROWTH_DIV, MAX_LOAD_NUM, MIN_CAPACITY};
 use crate::zeroed::Zeroed;
-use crate::{BlockMap, Location, Store, StoreError};
+use crate::{Answer, BlockMap, Location, Op, Request, Store, StoreError};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -210,45 +210,30 @@ fn not_ordinal(loc: Location) -> StoreError {
     ))
 }
 
-impl Store for BandStore {
-    fn test_and_insert(&self, _keys: &[u64], _seen: &mut Vec<bool>) -> Result<(), StoreError> {
-        Err(StoreError::Unsupported(
-            "band keys without the documents that own them".into(),
-        ))
-    }
-
-    fn test(&self, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError> {
-        let mut originals = Vec::new();
-        self.test_located(keys, seen, &mut originals)
-    }
-
-    fn test_located(
-        &self,
-        keys: &[u64],
-        seen: &mut Vec<bool>,
-        originals: &mut Vec<Location>,
-    ) -> Result<(), StoreError> {
-        seen.clear();
-        originals.clear();
+impl BandStore {
+    /// Each key's presence and first inserter, inserting nothing.
+    fn test_located_all(&self, keys: &[u64], out: &mut Answer) -> Result<(), StoreError> {
+        out.clear();
         for &key in keys {
             let t = self.shards[self.map.block(key) as usize].lock();
             let found = self.owner(&t, key)?;
-            seen.push(found.is_some());
-            originals.push(found.map_or(Location::UNKNOWN, ordinal_location));
+            out.push(
+                found.is_some(),
+                found.map_or(Location::UNKNOWN, ordinal_location),
+            );
         }
         Ok(())
     }
 
-    fn test_and_insert_located(
+    /// Tests and inserts each key at its ordinal location (one a key, checked by
+    /// [`crate::Request::new`]).
+    fn insert_located_all(
         &self,
         keys: &[u64],
         locs: &[Location],
-        seen: &mut Vec<bool>,
-        originals: &mut Vec<Location>,
+        out: &mut Answer,
     ) -> Result<(), StoreError> {
-        crate::check_locations(keys, locs)?;
-        seen.clear();
-        originals.clear();
+        out.clear();
         // A document of this batch may be partly inserted when its next key is
         // asked about: its record already holds every band key, so for its slots
         // "owns" means "inserted in this batch" (every ordinal's keys come in one
@@ -271,19 +256,32 @@ impl Store for BandStore {
                 }
             })?;
             match first {
-                Some(first) => {
-                    seen.push(true);
-                    originals.push(ordinal_location(first));
-                }
+                Some(first) => out.push(true, ordinal_location(first)),
                 None => {
                     t.insert(fp_of(key), ord);
                     inserted.insert(key, ord);
-                    seen.push(false);
-                    originals.push(Location::UNKNOWN);
+                    out.push(false, Location::UNKNOWN);
                 }
             }
         }
         Ok(())
+    }
+}
+
+impl Store for BandStore {
+    fn ask(&self, req: Request<'_>, out: &mut Answer<'_>) -> Result<(), StoreError> {
+        let keys = req.keys();
+        match req.op() {
+            Op::TestAndInsert => Err(StoreError::Unsupported(
+                "band keys without the documents that own them".into(),
+            )),
+            Op::Test => {
+                let (seen, originals) = (&mut *out.seen, &mut Vec::new());
+                self.test_located_all(keys, &mut Answer { seen, originals })
+            }
+            Op::TestLocated => self.test_located_all(keys, out),
+            Op::TestAndInsertLocated(locs) => self.insert_located_all(keys, locs, out),
+        }
     }
 
     fn len(&self) -> u64 {

@@ -144,64 +144,188 @@ pub fn check_locations(keys: &[u64], locs: &[Location]) -> Result<(), StoreError
     )))
 }
 
+/// What a request does with its keys. Feedback mode's operations (`*Located`)
+/// also answer each key's first-seen location; its insert records where each new
+/// key was seen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op<'a> {
+    /// Tests each key and inserts it.
+    TestAndInsert,
+    /// Tests each key, inserting nothing (near mode tests a paragraph's n-grams
+    /// before deciding to insert them).
+    Test,
+    /// [`Op::Test`], answering each key's first-seen location too.
+    TestLocated,
+    /// [`Op::TestAndInsert`] that records `locs[i]` as where `keys[i]` was seen
+    /// (when new) and answers each key's first-seen location.
+    TestAndInsertLocated(&'a [Location]),
+}
+
+impl<'a> Op<'a> {
+    pub fn inserts(self) -> bool {
+        matches!(self, Op::TestAndInsert | Op::TestAndInsertLocated(_))
+    }
+
+    /// Whether the answer carries first-seen locations.
+    pub fn located(self) -> bool {
+        matches!(self, Op::TestLocated | Op::TestAndInsertLocated(_))
+    }
+
+    /// The locations a located insert records (none for the other operations).
+    pub fn locs(self) -> &'a [Location] {
+        match self {
+            Op::TestAndInsertLocated(locs) => locs,
+            _ => &[],
+        }
+    }
+
+    /// What a store that cannot do this operation answers.
+    pub fn unsupported(self) -> StoreError {
+        StoreError::Unsupported(
+            match self {
+                Op::TestAndInsert => "testing and inserting",
+                Op::Test => "testing without inserting",
+                Op::TestLocated | Op::TestAndInsertLocated(_) => "feedback locations",
+            }
+            .into(),
+        )
+    }
+}
+
+/// One request to a [`Store`]: its identity (see [`BatchId`]; `None` for a
+/// request that is never retried), its keys and what to do with them. Built only
+/// by [`Request::new`], so a located insert always has one location a key.
+#[derive(Clone, Copy, Debug)]
+pub struct Request<'a> {
+    id: Option<BatchId>,
+    keys: &'a [u64],
+    op: Op<'a>,
+}
+
+impl<'a> Request<'a> {
+    pub fn new(id: Option<BatchId>, keys: &'a [u64], op: Op<'a>) -> Result<Self, StoreError> {
+        if let Op::TestAndInsertLocated(locs) = op {
+            check_locations(keys, locs)?;
+        }
+        Ok(Request { id, keys, op })
+    }
+
+    pub fn id(&self) -> Option<BatchId> {
+        self.id
+    }
+
+    pub fn keys(&self) -> &'a [u64] {
+        self.keys
+    }
+
+    pub fn op(&self) -> Op<'a> {
+        self.op
+    }
+}
+
+/// Where a request's answer goes: the caller's vectors, reused from request to
+/// request.
+pub struct Answer<'a> {
+    /// Whether each key was present, in order.
+    pub seen: &'a mut Vec<bool>,
+    /// A located operation's first-seen location of each key, in order.
+    pub originals: &'a mut Vec<Location>,
+}
+
+impl Answer<'_> {
+    /// Empties both vectors: how a located answer starts.
+    pub fn clear(&mut self) {
+        self.seen.clear();
+        self.originals.clear();
+    }
+
+    /// The answer for the next key of a located request.
+    #[inline]
+    pub fn push(&mut self, seen: bool, original: Location) {
+        self.seen.push(seen);
+        self.originals.push(original);
+    }
+}
+
+/// Asks `req` of `store` for its verdicts only (the named requests without
+/// feedback locations).
+fn ask_verdicts<S: Store + ?Sized>(
+    store: &S,
+    req: Result<Request<'_>, StoreError>,
+    seen: &mut Vec<bool>,
+) -> Result<(), StoreError> {
+    let originals = &mut Vec::new();
+    store.ask(req?, &mut Answer { seen, originals })
+}
+
 /// A set of 64-bit keys with batched test-and-insert.
 ///
-/// Contract: the batch behaves exactly as if its keys were tested and inserted one
-/// by one in order, so a key repeated inside one batch is new the first time and
-/// seen the second time.
+/// Contract: the batch behaves exactly as if its keys were tested (and inserted)
+/// one by one in order, so a key repeated inside one inserting batch is new the
+/// first time and seen the second time.
+///
+/// A store implements [`Store::ask`]; the named requests below build a
+/// [`Request`] and ask it.
 pub trait Store: Send + Sync {
-    /// For each key in order, pushes onto `seen` whether it was already present, and
-    /// inserts it. `seen` is cleared first.
-    fn test_and_insert(&self, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError>;
+    /// Answers `req`: for each key in order, pushes onto `out.seen` (cleared
+    /// first) whether it was already present, inserting it if the operation
+    /// inserts. A located operation also pushes onto `out.originals` (cleared
+    /// first) the location of each present key's first sighting
+    /// ([`Location::UNKNOWN`] for a new key, or where the store no longer knows,
+    /// e.g. after loading a snapshot); other operations leave `out.originals`
+    /// alone.
+    ///
+    /// A request with an identity is answered, by a store that keeps answers (the
+    /// hash server, Redis), as its first attempt was: a retried request
+    /// (reconnect, worker restart with `--restore`) never finds its own keys
+    /// "seen", nor the keys a retried chunk's first attempt inserted after its
+    /// test (near mode's insert round). Stores in this process ignore the
+    /// identity. An operation a store cannot do is [`StoreError::Unsupported`]
+    /// ([`Op::unsupported`] says it in the common words).
+    fn ask(&self, req: Request<'_>, out: &mut Answer<'_>) -> Result<(), StoreError>;
 
-    /// [`Store::test_and_insert`] for a request with an identity (see [`BatchId`]).
-    /// Stores that keep no per-request answers simply forward.
+    /// Asks [`Op::TestAndInsert`] of `keys`.
+    fn test_and_insert(&self, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError> {
+        ask_verdicts(self, Request::new(None, keys, Op::TestAndInsert), seen)
+    }
+
+    /// Asks [`Op::TestAndInsert`] of `keys`, as request `id`.
     fn test_and_insert_batch(
         &self,
         id: BatchId,
         keys: &[u64],
         seen: &mut Vec<bool>,
     ) -> Result<(), StoreError> {
-        let _ = id;
-        self.test_and_insert(keys, seen)
+        ask_verdicts(self, Request::new(Some(id), keys, Op::TestAndInsert), seen)
     }
 
-    /// For each key in order, pushes whether it is present, inserting nothing
-    /// (near mode tests a paragraph's n-grams before deciding to insert them).
+    /// Asks [`Op::Test`] of `keys`.
     fn test(&self, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError> {
-        let _ = (keys, seen);
-        Err(StoreError::Unsupported("testing without inserting".into()))
+        ask_verdicts(self, Request::new(None, keys, Op::Test), seen)
     }
 
-    /// [`Store::test`] for a request with an identity (see [`BatchId`]): a store
-    /// that keeps answers answers a retried test as its first attempt was, so the
-    /// keys a retried chunk's first attempt inserted after its test (near mode's
-    /// insert round) are not found "seen". Stores that keep none simply forward.
+    /// Asks [`Op::Test`] of `keys`, as request `id`.
     fn test_batch(
         &self,
         id: BatchId,
         keys: &[u64],
         seen: &mut Vec<bool>,
     ) -> Result<(), StoreError> {
-        let _ = id;
-        self.test(keys, seen)
+        ask_verdicts(self, Request::new(Some(id), keys, Op::Test), seen)
     }
 
-    /// [`Store::test`] that also pushes, for each key, the location of its first
-    /// sighting ([`Location::UNKNOWN`] if absent or not known).
+    /// Asks [`Op::TestLocated`] of `keys`.
     fn test_located(
         &self,
         keys: &[u64],
         seen: &mut Vec<bool>,
         originals: &mut Vec<Location>,
     ) -> Result<(), StoreError> {
-        let _ = (keys, seen, originals);
-        Err(StoreError::Unsupported("feedback locations".into()))
+        let req = Request::new(None, keys, Op::TestLocated)?;
+        self.ask(req, &mut Answer { seen, originals })
     }
 
-    /// [`Store::test_located`] for a request with an identity, answered as
-    /// [`Store::test_batch`] is (the verdicts of the first attempt; the locations
-    /// the store holds now). Stores that keep no answers simply forward.
+    /// Asks [`Op::TestLocated`] of `keys`, as request `id`.
     fn test_located_batch(
         &self,
         id: BatchId,
@@ -209,15 +333,11 @@ pub trait Store: Send + Sync {
         seen: &mut Vec<bool>,
         originals: &mut Vec<Location>,
     ) -> Result<(), StoreError> {
-        let _ = id;
-        self.test_located(keys, seen, originals)
+        let req = Request::new(Some(id), keys, Op::TestLocated)?;
+        self.ask(req, &mut Answer { seen, originals })
     }
 
-    /// [`Store::test_and_insert`] that also remembers where each new key was seen
-    /// (`locs[i]` for `keys[i]`) and, for each key already present, pushes onto
-    /// `originals` the location of its first sighting ([`Location::UNKNOWN`] if
-    /// the store no longer knows, e.g. after loading a snapshot); for new keys it
-    /// pushes [`Location::UNKNOWN`]. `seen` and `originals` are cleared first.
+    /// Asks [`Op::TestAndInsertLocated`] of `keys` at `locs`.
     fn test_and_insert_located(
         &self,
         keys: &[u64],
@@ -225,14 +345,11 @@ pub trait Store: Send + Sync {
         seen: &mut Vec<bool>,
         originals: &mut Vec<Location>,
     ) -> Result<(), StoreError> {
-        let _ = (keys, locs, seen, originals);
-        Err(StoreError::Unsupported("feedback locations".into()))
+        let req = Request::new(None, keys, Op::TestAndInsertLocated(locs))?;
+        self.ask(req, &mut Answer { seen, originals })
     }
 
-    /// [`Store::test_and_insert_located`] for a request with an identity (see
-    /// [`BatchId`]): a store reached over a network answers a retried request from
-    /// its records, so the retry never finds the request's own keys "seen".
-    /// Stores in this process simply forward.
+    /// Asks [`Op::TestAndInsertLocated`] of `keys` at `locs`, as request `id`.
     fn test_and_insert_located_batch(
         &self,
         id: BatchId,
@@ -241,8 +358,8 @@ pub trait Store: Send + Sync {
         seen: &mut Vec<bool>,
         originals: &mut Vec<Location>,
     ) -> Result<(), StoreError> {
-        let _ = id;
-        self.test_and_insert_located(keys, locs, seen, originals)
+        let req = Request::new(Some(id), keys, Op::TestAndInsertLocated(locs))?;
+        self.ask(req, &mut Answer { seen, originals })
     }
 
     /// Number of distinct keys stored (0 where [`Store::counts_keys`] is false).
@@ -287,6 +404,27 @@ mod tests {
         fn fast_block_equals_modulo(key: u64, blocks in 1u32..) {
             proptest::prop_assert_eq!(BlockMap::new(blocks).block(key), block_of(key, blocks));
         }
+    }
+
+    #[test]
+    fn a_located_insert_needs_one_location_a_key() {
+        let loc = Location { file: 1, record: 1 };
+        let one = [loc];
+        let short = Request::new(None, &[1, 2], Op::TestAndInsertLocated(&one));
+        assert!(matches!(short, Err(StoreError::Mismatch(_))));
+        let store = MemStore::new(3);
+        let (mut seen, mut originals) = (Vec::new(), Vec::new());
+        assert!(store
+            .test_and_insert_located(&[1, 2], &[loc], &mut seen, &mut originals)
+            .is_err());
+        assert!(store.is_empty(), "a refused request inserts nothing");
+        store
+            .test_and_insert_located(&[1, 1], &[loc, loc], &mut seen, &mut originals)
+            .unwrap();
+        assert_eq!(
+            (seen, originals),
+            (vec![false, true], vec![Location::UNKNOWN, loc])
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! connections) work on different blocks at once.
 
 use crate::table::Table;
-use crate::{BlockMap, Location, Store, StoreError, DEFAULT_BLOCKS};
+use crate::{Answer, BlockMap, Location, Op, Request, Store, StoreError, DEFAULT_BLOCKS};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
@@ -228,51 +228,24 @@ impl MemStore {
             seen.push(verdict(key));
         }
     }
-}
 
-impl Store for MemStore {
-    fn test_and_insert(&self, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError> {
-        self.each_prefetched(keys, seen, |key| {
-            self.shards[self.map.block(key) as usize].test_and_insert(key)
-        });
-        Ok(())
-    }
-
-    fn test(&self, keys: &[u64], seen: &mut Vec<bool>) -> Result<(), StoreError> {
-        self.each_prefetched(keys, seen, |key| self.contains(key));
-        Ok(())
-    }
-
-    fn test_located(
-        &self,
-        keys: &[u64],
-        seen: &mut Vec<bool>,
-        originals: &mut Vec<Location>,
-    ) -> Result<(), StoreError> {
-        seen.clear();
-        originals.clear();
+    /// Each key's presence and first-seen location, inserting nothing.
+    fn test_located_all(&self, keys: &[u64], out: &mut Answer) {
+        out.clear();
         let files = self.files.lock();
         for &k in keys {
             let p = self.shards[self.map.block(k) as usize]
                 .table
                 .lock()
                 .get_payload(k);
-            seen.push(p.is_some());
-            originals.push(files.unpack(p.unwrap_or(0)));
+            out.push(p.is_some(), files.unpack(p.unwrap_or(0)));
         }
-        Ok(())
     }
 
-    fn test_and_insert_located(
-        &self,
-        keys: &[u64],
-        locs: &[Location],
-        seen: &mut Vec<bool>,
-        originals: &mut Vec<Location>,
-    ) -> Result<(), StoreError> {
-        crate::check_locations(keys, locs)?;
-        seen.clear();
-        originals.clear();
+    /// Tests and inserts each key with its location (one a key, checked by
+    /// [`crate::Request::new`]).
+    fn insert_located_all(&self, keys: &[u64], locs: &[Location], out: &mut Answer) {
+        out.clear();
         // One lock for the file table per batch; block locks are taken inside it,
         // always in this order, so no two batches can wait on each other.
         let mut files = self.files.lock();
@@ -285,8 +258,24 @@ impl Store for MemStore {
             let (slots, capacity) = t.layout();
             shard.slots.store(slots as *mut u64, Ordering::Relaxed);
             shard.capacity.store(capacity, Ordering::Relaxed);
-            seen.push(r.is_some());
-            originals.push(files.unpack(r.unwrap_or(0)));
+            out.push(r.is_some(), files.unpack(r.unwrap_or(0)));
+        }
+    }
+}
+
+impl Store for MemStore {
+    /// Exact mode's inner loop: [`Op::TestAndInsert`] goes straight to the
+    /// prefetching loop (one match a request, nothing more a key).
+    #[inline]
+    fn ask(&self, req: Request<'_>, out: &mut Answer<'_>) -> Result<(), StoreError> {
+        let keys = req.keys();
+        match req.op() {
+            Op::TestAndInsert => self.each_prefetched(keys, out.seen, |key| {
+                self.shards[self.map.block(key) as usize].test_and_insert(key)
+            }),
+            Op::Test => self.each_prefetched(keys, out.seen, |key| self.contains(key)),
+            Op::TestLocated => self.test_located_all(keys, out),
+            Op::TestAndInsertLocated(locs) => self.insert_located_all(keys, locs, out),
         }
         Ok(())
     }
