@@ -12,3 +12,16 @@ prepare_corpus() { # corpus tmp
   bytes=$(cat $(find "$tmp/in" -type f) | wc -c)
   echo "input: $(find "$tmp/in" -type f | wc -l) files, $bytes bytes, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 }
+
+# The opening of a benchmark on the corpus: builds the release binary (`cargo build`
+# ARGS beyond `-p webdedup`, e.g. examples), makes $tmp (removed on exit) and
+# prepares the corpus in it. Sets $bin, $tmp and $bytes.
+bench_start() { # corpus [cargo build args...]
+  local corpus=$1
+  shift
+  cargo build --release -q -p webdedup "$@"
+  bin=target/release/webdedup
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  prepare_corpus "$corpus" "$tmp"
+}
