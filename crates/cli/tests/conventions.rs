@@ -6,7 +6,8 @@
 mod common;
 
 use common::{
-    assert_fails_saying, assert_says, ok, one_doc_input, owned, s, stderr, warc_response, webdedup,
+    assert_fails_saying, assert_says, batch, batch_run_args, ok, one_doc_input, owned, s, stderr,
+    warc_response, webdedup,
 };
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -201,16 +202,7 @@ fn an_empty_input_directory_is_reported() {
     std::fs::create_dir(&done).unwrap();
     let cases: Vec<Vec<&str>> = vec![
         vec!["dedup", "-i", s(&empty), "-o", s(&out)],
-        vec![
-            "batch",
-            "run",
-            "-i",
-            s(&empty),
-            "-o",
-            s(&out),
-            "-w",
-            s(&work),
-        ],
+        [vec!["batch"], batch_run_args(&empty, &out, &work, &[])].concat(),
         vec!["check", "-i", s(&empty), "-o", s(&done)],
         vec!["status", "-i", s(&empty), "-o", s(&done)],
         vec!["simhash", s(&empty), "-o", s(&out)],
@@ -370,20 +362,10 @@ fn batch_publish_reads_the_task_count_from_the_work_directory() {
         dir.path().join("out"),
         dir.path().join("hashes"),
     );
-    let o = webdedup(&[
-        "batch",
-        "run",
-        "-i",
-        s(&input),
-        "-o",
-        s(&out),
-        "-w",
-        s(&work),
-        "-t",
-        "2",
-        "--store",
-        s(&store),
-    ]);
+    let o = batch(
+        &batch_run_args(&input, &out, &work, &["-t", "2", "--store", s(&store)]),
+        None,
+    );
     ok(&o);
     let snap = std::fs::read(store.join("store.snap")).unwrap();
     for extra in [&[][..], &["--task-count", "4"][..]] {
@@ -609,16 +591,7 @@ fn a_bad_field_path_is_refused_alike_everywhere() {
     let cases: Vec<Vec<&str>> = vec![
         vec!["dedup", "-i", s(&input), "-o", s(&out)],
         vec!["check", "-i", s(&input), "-o", s(&out)],
-        vec![
-            "batch",
-            "run",
-            "-i",
-            s(&input),
-            "-o",
-            s(&out),
-            "-w",
-            s(&work),
-        ],
+        [vec!["batch"], batch_run_args(&input, &out, &work, &[])].concat(),
     ];
     for mut args in cases {
         args.extend(["--text-field", "body..text"]);

@@ -17,7 +17,7 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::basic::Compression;
 use std::collections::HashMap;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 fn json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&read(path)).unwrap()
@@ -608,7 +608,7 @@ fn mark_writes_inputs_unchanged_and_attributes_that_give_the_dedup_output() {
 /// a directory, the first `docs` documents of each sample file. Two crawls' WET
 /// files are gzipped per record, the third is one zstd frame (as some mirrors
 /// recompress them).
-fn small_samples(t: &Path, docs: usize, group: usize) -> (std::path::PathBuf, std::path::PathBuf) {
+fn small_samples(t: &Path, docs: usize, group: usize) -> [(&'static str, PathBuf); 2] {
     let (pq, wet) = (t.join("pq"), t.join("wet"));
     for (name, _) in tree(&jsonl_sample_dir()) {
         let all = jsonl_docs(&jsonl_sample_dir().join(&name));
@@ -628,7 +628,7 @@ fn small_samples(t: &Path, docs: usize, group: usize) -> (std::path::PathBuf, st
         fs::create_dir_all(w.parent().unwrap()).unwrap();
         fs::write(&w, bytes).unwrap();
     }
-    (pq, wet)
+    [("parquet", pq), ("wet", wet)]
 }
 
 fn batch_run(input: &Path, out: &Path, work: &Path, extra: &[&str]) -> std::process::Output {
@@ -659,8 +659,7 @@ fn batch_run(input: &Path, out: &Path, work: &Path, extra: &[&str]) -> std::proc
 fn batch_mode_on_parquet_and_wet_equals_stream_mode_with_and_without_a_store() {
     let tmp = tempfile::tempdir().unwrap();
     let t = tmp.path();
-    let (pq, wet) = small_samples(t, 1000, 30);
-    for (name, input) in [("parquet", &pq), ("wet", &wet)] {
+    for (name, input) in &small_samples(t, 1000, 30) {
         let stream = t.join(format!("{name}-stream"));
         ok(&dedup(input, &stream, &["--dd"]));
         assert!(dd_entries(&stream).iter().any(|(_, st)| st == "D"));
@@ -675,7 +674,7 @@ fn batch_mode_on_parquet_and_wet_equals_stream_mode_with_and_without_a_store() {
             tree(&batch) == tree(&stream),
             "{name}: batch outputs differ"
         );
-        if name == "wet" {
+        if *name == "wet" {
             // The zstd WET file is read (its offsets the decompressed data's) and
             // written zstd-compressed: the bytes the same file uncompressed gives.
             let out = stream.join("cc-2024-33/part-00000.dedup.warc.wet.zst");
@@ -683,7 +682,7 @@ fn batch_mode_on_parquet_and_wet_equals_stream_mode_with_and_without_a_store() {
             assert!(data.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]));
             // The same files with this one decompressed: the same decisions.
             let plain_wet = t.join("plain-wet");
-            for (n, bytes) in tree(&wet) {
+            for (n, bytes) in tree(input) {
                 let (n, bytes) = match n.strip_suffix(".zst") {
                     Some(stem) => (stem.to_string(), zstd::decode_all(&bytes[..]).unwrap()),
                     None => (n, bytes),
@@ -735,8 +734,7 @@ fn batch_mode_on_parquet_and_wet_equals_stream_mode_with_and_without_a_store() {
 fn feedback_on_parquet_and_wet_is_confirmed_by_check_exact_and_near() {
     let tmp = tempfile::tempdir().unwrap();
     let t = tmp.path();
-    let (pq, wet) = small_samples(t, 1000, 30);
-    for (name, input) in [("parquet", &pq), ("wet", &wet)] {
+    for (name, input) in &small_samples(t, 1000, 30) {
         for (mode, extra, check_extra) in [
             ("exact", &[][..], &[][..]),
             ("near", &["-n"][..], &["--near"][..]),
@@ -787,8 +785,7 @@ fn feedback_on_parquet_and_wet_is_confirmed_by_check_exact_and_near() {
 fn a_killed_parquet_or_wet_run_restores_to_the_same_bytes_and_store() {
     let tmp = tempfile::tempdir().unwrap();
     let t = tmp.path();
-    let (pq, wet) = small_samples(t, 28, 5);
-    for (name, input) in [("parquet", &pq), ("wet", &wet)] {
+    for (name, input) in &small_samples(t, 28, 5) {
         assert_restores_after_faults(
             t,
             name,
