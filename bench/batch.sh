@@ -7,12 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 corpus=${1:-../shared/corpus/web3}
 threads=${2:-2}
-cargo build --release -q -p webdedup
-bin=target/release/webdedup
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 source bench/lib.sh
-prepare_corpus "$corpus" "$tmp"
+bench_start "$corpus"
 best() { sort -n | head -1; }
 s=$(for i in 1 2 3; do rm -rf "$tmp/s"; /usr/bin/time -f "%e %M" -o "$tmp/t" $bin dedup -q -t "$threads" -i "$tmp/in" -o "$tmp/s" --json "$tmp/s.json"; cat "$tmp/t"; done | best)
 b=$(for i in 1 2 3; do rm -rf "$tmp/b" "$tmp/w"; /usr/bin/time -f "%e %M" -o "$tmp/t" $bin batch run -t "$threads" -i "$tmp/in" -o "$tmp/b" -w "$tmp/w" 2> "$tmp/b.log"; cat "$tmp/t"; done | best)

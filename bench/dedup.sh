@@ -6,18 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 corpus=${1:-../shared/corpus/web3}
-[ -d "$corpus" ] || { echo "no corpus at $corpus" >&2; exit 1; }
-cargo build --release -q -p webdedup -p webdedup-store --examples --bins
-bin=target/release/webdedup
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-for f in $(cd "$corpus" && find . -name '*.zst' | sort); do
-  mkdir -p "$tmp/in/$(dirname "$f")"
-  zstd -qdc "$corpus/$f" > "$tmp/in/${f%.zst}"
-done
-cat $(find "$tmp/in" -type f) > /dev/null
-bytes=$(cat $(find "$tmp/in" -type f) | wc -c)
-echo "input: $(find "$tmp/in" -type f | wc -l) files, $bytes bytes, $(nproc) cores"
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+bench_start "$corpus" -p webdedup-store --examples --bins
 
 best() { sort -n | head -1; }
 wc_s=$(for i in 1 2 3; do /usr/bin/time -f %e wc -l $(find "$tmp/in" -type f) 2>&1 >/dev/null | tail -1; done | best)

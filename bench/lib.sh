@@ -43,3 +43,16 @@ synth_input() { # n dups work
   [ -s "$input.bytes" ] || zstd -dc "$input/synth.jsonl.zst" | wc -c > "$input.bytes"
   raw_bytes=$(cat "$input.bytes")
 }
+
+# The opening of a benchmark on the corpus: builds the release binary (`cargo build`
+# ARGS beyond `-p webdedup`, e.g. examples), makes $tmp (removed on exit) and
+# prepares the corpus in it. Sets $bin, $tmp and $bytes.
+bench_start() { # corpus [cargo build args...]
+  local corpus=$1
+  shift
+  cargo build --release -q -p webdedup "$@"
+  bin=target/release/webdedup
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  prepare_corpus "$corpus" "$tmp"
+}

@@ -8,12 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 corpus=${1:-../shared/corpus/web3}
-cargo build --release -q -p webdedup
-bin=target/release/webdedup
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 source bench/lib.sh
-prepare_corpus "$corpus" "$tmp"
+bench_start "$corpus"
 run() { # name, args...
   local name=$1; shift
   local best

@@ -19,7 +19,7 @@ use webdedup_dedup::batch::{self, BatchConfig, MinHashStage, Stage};
 use webdedup_dedup::options::MinHashOptions;
 use webdedup_dedup::{DocCheck, PolicyChoices, RunConfig};
 use webdedup_formats::output::OutputCompression;
-use webdedup_formats::read::ReadSettings;
+use webdedup_formats::read::{ReadChoices, ReadSettings};
 use webdedup_text::shown::escape_controls;
 use webdedup_text::Normalization;
 
@@ -33,12 +33,8 @@ struct PhaseOptions {
     normalize: Option<String>,
     min_para_chars: Option<usize>,
     doc_check: Option<String>,
-    input_format: Option<String>,
-    text_field: Option<String>,
-    id_field: Option<String>,
-    url_field: Option<String>,
-    title_field: Option<String>,
-    drop_bad_records: bool,
+    /// `input_format` and the JSON Lines fields.
+    read: ReadChoices,
     minhash: bool,
     shingles: Option<String>,
     hashes: Option<usize>,
@@ -78,12 +74,12 @@ impl PhaseOptions {
                 "normalize" => o.normalize = v.get()?,
                 "min_para_chars" => o.min_para_chars = v.get()?,
                 "doc_check" => o.doc_check = v.get()?,
-                "input_format" => o.input_format = v.get()?,
-                "text_field" => o.text_field = v.get()?,
-                "id_field" => o.id_field = v.get()?,
-                "url_field" => o.url_field = v.get()?,
-                "title_field" => o.title_field = v.get()?,
-                "drop_bad_records" => o.drop_bad_records = v.get()?,
+                "input_format" => o.read.input_format = v.get()?,
+                "text_field" => o.read.text_field = v.get()?,
+                "id_field" => o.read.id_field = v.get()?,
+                "url_field" => o.read.url_field = v.get()?,
+                "title_field" => o.read.title_field = v.get()?,
+                "drop_bad_records" => o.read.drop_bad_records = v.get()?,
                 "minhash" => o.minhash = v.get()?,
                 "shingles" => o.shingles = v.get()?,
                 "hashes" => o.hashes = v.get()?,
@@ -98,14 +94,7 @@ impl PhaseOptions {
 
     /// The read settings (`input_format` and the JSON Lines fields).
     fn read(&self) -> PyResult<ReadSettings> {
-        read_settings(
-            self.input_format.as_deref(),
-            self.text_field.as_deref(),
-            self.id_field.as_deref(),
-            self.url_field.as_deref(),
-            self.title_field.as_deref(),
-            self.drop_bad_records,
-        )
+        read_settings(&self.read)
     }
 
     /// The MinHash options (`minhash=True` and its settings, as the command line's

@@ -2,15 +2,14 @@
 
 use crate::shared::Shared;
 use crate::worker::Worker;
-use crate::{err, feedback, formats, servers, Keys, WebdedupWarning};
-use parking_lot::Mutex;
+use crate::{err, feedback, formats, servers, worker_state, Keys, WebdedupWarning};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
-use webdedup_dedup::engine::CallEngine;
 use webdedup_dedup::{DocCheck, PolicyChoices, RunState, UrlFilter};
+use webdedup_formats::read::ReadChoices;
 use webdedup_store_spec::{OpenOptions, OpenedStore, StoreSpec};
 use webdedup_text::Normalization;
 
@@ -78,21 +77,21 @@ impl Dedup {
         blocks: Option<u32>,
         capacity: Option<usize>,
         server_timeout: f64,
-        input_format: Option<&str>,
-        text_field: Option<&str>,
-        id_field: Option<&str>,
-        url_field: Option<&str>,
-        title_field: Option<&str>,
+        input_format: Option<String>,
+        text_field: Option<String>,
+        id_field: Option<String>,
+        url_field: Option<String>,
+        title_field: Option<String>,
         drop_bad_records: bool,
     ) -> PyResult<Self> {
-        let read = formats::read_settings(
+        let read = formats::read_settings(&ReadChoices {
             input_format,
             text_field,
             id_field,
             url_field,
             title_field,
             drop_bad_records,
-        )?;
+        })?;
         if port.is_some() && map.is_none() {
             return Err(PyValueError::new_err(
                 "port is the hash servers' port: it goes with map=PATH",
@@ -197,10 +196,9 @@ impl Dedup {
 
     /// A new worker (cheap; one per thread is the fastest way to use several).
     fn create_worker(&self) -> Worker {
-        let id = self.shared.workers.fetch_add(1, Ordering::Relaxed);
         Worker {
             shared: self.shared.clone(),
-            state: Mutex::new(Box::new(CallEngine::new(&self.shared.options, id))),
+            state: worker_state(&self.shared.options, &self.shared.workers),
         }
     }
 
@@ -234,18 +232,14 @@ impl Dedup {
     /// Saves the store to `store_dir` (the command line's snapshot format); returns
     /// the number of keys.
     fn save(&self, py: Python<'_>) -> PyResult<u64> {
-        let dir = self
-            .shared
-            .store_dir
-            .clone()
-            .ok_or_else(|| PyValueError::new_err("save() needs Dedup(store_dir=...)"))?;
-        let shared = self.shared.clone();
-        py.allow_threads(move || {
-            shared.store.save_embedded(
-                &dir,
-                &shared.meta,
+        let s = &*self.shared;
+        py.allow_threads(|| {
+            s.store.save_embedded(
+                s.store_dir.as_deref(),
+                "Dedup",
+                &s.meta,
                 "the key set lives in Redis or on the hash servers, which persist it",
-                || Ok(()),
+                |_| Ok(()),
             )
         })
     }

@@ -21,24 +21,8 @@ use webdedup_formats::read::{ReadChoices, ReadSettings};
 /// `drop_bad_records` as the command line reads them (`--input-format` ...): the
 /// library function the command line calls fills the defaults (None) and checks
 /// the values, so both refuse the same ones with the same message.
-pub fn read_settings(
-    input_format: Option<&str>,
-    text_field: Option<&str>,
-    id_field: Option<&str>,
-    url_field: Option<&str>,
-    title_field: Option<&str>,
-    drop_bad_records: bool,
-) -> PyResult<ReadSettings> {
-    ReadChoices {
-        input_format: input_format.map(str::to_owned),
-        text_field: text_field.map(str::to_owned),
-        id_field: id_field.map(str::to_owned),
-        url_field: url_field.map(str::to_owned),
-        title_field: title_field.map(str::to_owned),
-        drop_bad_records,
-    }
-    .settings()
-    .map_err(PyValueError::new_err)
+pub fn read_settings(choices: &ReadChoices) -> PyResult<ReadSettings> {
+    choices.settings().map_err(PyValueError::new_err)
 }
 
 /// The fields of the one-line records `process_records` plans (the JSON Lines

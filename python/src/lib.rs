@@ -20,7 +20,7 @@ mod similar;
 mod worker;
 
 use pyo3::create_exception;
-use pyo3::exceptions::{PyException, PyTypeError, PyUserWarning};
+use pyo3::exceptions::{PyException, PyTypeError, PyUserWarning, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 use webdedup_store::{MemStore, Store};
@@ -60,27 +60,43 @@ impl Keys {
         }
     }
 
-    /// `save()` of `Dedup` and `MinHashDedup`: the embedded store's keys to
-    /// `DIR/store.snap`, after `side_files` wrote what goes beside them (the
-    /// command line's `--store DIR` layout); returns the number of keys. A remote
-    /// key set persists itself: `remote` says where it lives.
+    /// `save()` of `Dedup` and `MinHashDedup` (`owner`): the embedded store's keys
+    /// to `DIR/store.snap`, after `side_files` wrote what goes beside them (the
+    /// command line's `--store DIR` layout); returns the number of keys. Without a
+    /// `store_dir` there is nowhere to save; a remote key set persists itself:
+    /// `remote` says where it lives.
     fn save_embedded(
         &self,
-        dir: &std::path::Path,
+        store_dir: Option<&std::path::Path>,
+        owner: &str,
         meta: &webdedup_store::StoreMeta,
         remote: &str,
-        side_files: impl FnOnce() -> PyResult<()>,
+        side_files: impl FnOnce(&std::path::Path) -> PyResult<()>,
     ) -> PyResult<u64> {
+        let dir = store_dir
+            .ok_or_else(|| PyValueError::new_err(format!("save() needs {owner}(store_dir=...)")))?;
         let Keys::Embedded(mem) = self else {
             return Err(err(format!("save(): {remote}")));
         };
         std::fs::create_dir_all(dir).map_err(err)?;
-        side_files()?;
+        side_files(dir)?;
         let info = mem
             .save(&dir.join(webdedup_store_spec::files::SNAPSHOT_FILE), meta)
             .map_err(err)?;
         Ok(info.keys)
     }
+}
+
+/// The call state of a new worker of a `Dedup` or `MinHashDedup` (its file ids
+/// numbered apart by the count of workers created so far).
+fn worker_state(
+    options: &webdedup_dedup::Options,
+    workers: &std::sync::atomic::AtomicU64,
+) -> parking_lot::Mutex<Box<webdedup_dedup::engine::CallEngine>> {
+    let id = workers.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    parking_lot::Mutex::new(Box::new(webdedup_dedup::engine::CallEngine::new(
+        options, id,
+    )))
 }
 
 fn input_bytes(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {

@@ -7,21 +7,21 @@
 //! document, so inputs fed in the command line's order (files by relative path,
 //! each named by it as `source`) give its bytes, pairs and statuses.
 
-use crate::{err, input_bytes, servers, warn_problems, Keys};
+use crate::{err, input_bytes, servers, warn_problems, worker_state, Keys};
 use parking_lot::Mutex;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::collections::HashSet;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use webdedup_dedup::engine::CallEngine;
 use webdedup_dedup::options::MinHashOptions;
 use webdedup_dedup::policy::file_id;
 use webdedup_dedup::policy::minhash::KeptDocs;
 use webdedup_dedup::{Options, RunState};
-use webdedup_formats::read::ReadSettings;
+use webdedup_formats::read::{ReadChoices, ReadSettings};
 use webdedup_store::{MemStore, StoreMeta};
 use webdedup_store_spec::files::MINHASH_KEPT_FILE;
 use webdedup_store_spec::{KeySet, OpenOptions, StoreSpec};
@@ -83,11 +83,11 @@ impl MinHashDedup {
         store: Option<String>,
         blocks: u32,
         server_timeout: f64,
-        input_format: Option<&str>,
-        text_field: Option<&str>,
-        id_field: Option<&str>,
-        url_field: Option<&str>,
-        title_field: Option<&str>,
+        input_format: Option<String>,
+        text_field: Option<String>,
+        id_field: Option<String>,
+        url_field: Option<String>,
+        title_field: Option<String>,
         drop_bad_records: bool,
     ) -> PyResult<Self> {
         if store.is_some() {
@@ -103,14 +103,14 @@ impl MinHashDedup {
         let options = Options::for_minhash(minhash);
         let state = RunState::new(&options);
         let kept = state.kept.as_deref().expect("MinHash mode");
-        let read = crate::formats::read_settings(
+        let read = crate::formats::read_settings(&ReadChoices {
             input_format,
             text_field,
             id_field,
             url_field,
             title_field,
             drop_bad_records,
-        )?;
+        })?;
         // The store identity of band keys, as the command line records it.
         let keys = KeySet::of(
             &webdedup_store_spec::identity::Keys::MinHash(&params),
@@ -182,10 +182,9 @@ impl MinHashDedup {
     /// A new worker (one per thread). Workers share the store and the side store;
     /// decisions follow the order in which calls reach the store.
     fn create_worker(&self) -> MinHashWorker {
-        let id = self.shared.workers.fetch_add(1, Ordering::Relaxed);
         MinHashWorker {
             shared: self.shared.clone(),
-            state: Mutex::new(Box::new(CallEngine::new(&self.shared.options, id))),
+            state: worker_state(&self.shared.options, &self.shared.workers),
         }
     }
 
@@ -193,26 +192,17 @@ impl MinHashDedup {
     /// (`minhash.kept`, then `store.snap`, as `webdedup minhash --store DIR`
     /// does); returns the number of keys.
     fn save(&self, py: Python<'_>) -> PyResult<u64> {
-        let dir = self
-            .shared
-            .store_dir
-            .clone()
-            .ok_or_else(|| PyValueError::new_err("save() needs MinHashDedup(store_dir=...)"))?;
-        let shared = self.shared.clone();
-        py.allow_threads(move || {
-            shared.store.save_embedded(
-                &dir,
-                &shared.meta,
+        let s = &*self.shared;
+        py.allow_threads(|| {
+            s.store.save_embedded(
+                s.store_dir.as_deref(),
+                "MinHashDedup",
+                &s.meta,
                 "the band keys live on the hash servers, which persist them",
-                || {
-                    shared
-                        .kept()
-                        .save(
-                            &dir.join(MINHASH_KEPT_FILE),
-                            &shared.minhash().params.describe(),
-                        )
-                        .map(drop)
-                        .map_err(err)
+                |dir| {
+                    let kept = dir.join(MINHASH_KEPT_FILE);
+                    let params = s.minhash().params.describe();
+                    s.kept().save(&kept, &params).map(drop).map_err(err)
                 },
             )
         })

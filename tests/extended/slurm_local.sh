@@ -137,22 +137,29 @@ diff -r "$d/ref-all" "$d/out-batch" || fail "batch: outputs differ from webdedup
 say "batch: a failed task cancels the later phases; rerun equals webdedup dedup ($((SECONDS - t)) s)"
 
 
+# Waits (up to 300 s) for a job to leave the queue and returns its exit code; WHAT
+# names it in the failure.
+job_exit() { # WHAT JOB
+  local what=$1 job=$2 end code
+  end=$((SECONDS + 300))
+  while [ -n "$(sl squeue -h -j "$job" 2>/dev/null)" ]; do
+    ((SECONDS < end)) || fail "$what: job $job still running after 300 s"
+    sleep 0.2
+  done
+  code=$(sl scontrol show job -o "$job" | grep -o ' ExitCode=[0-9]*' | cut -d= -f2)
+  return "${code:-99}"
+}
+
 # --- cluster.sbatch -------------------------------------------------------------
 # Submits the script and returns the job's exit status; "$1" names the run, the
 # rest are sbatch options, the script and its arguments; SERVERS, WORKERS, DD come
 # from the caller. (Polls itself: sbatch --wait polls at up to 10 s intervals.)
 cluster() {
-  local name=$1 job end
+  local name=$1 job
   shift
   job=$(sl env PORT="$port" WEBDEDUP="$bin" THREADS=1 START_TIMEOUT="${START_TIMEOUT:-60}" \
     STOP_TIMEOUT=60 SERVER_TIMEOUT=10 sbatch --parsable -o "$d/$name.out" "$@")
-  end=$((SECONDS + 300))
-  while [ -n "$(sl squeue -h -j "$job" 2>/dev/null)" ]; do
-    ((SECONDS < end)) || fail "$name: job $job still running after 300 s"
-    sleep 0.2
-  done
-  code=$(sl scontrol show job -o "$job" | grep -o ' ExitCode=[0-9]*' | cut -d= -f2)
-  return "${code:-99}"
+  job_exit "$name" "$job"
 }
 saved() { # STATE ADDR...: each server (ADDR:port) saved its keys and left no journal
   local s=$1 a snap
@@ -194,16 +201,10 @@ example() { # N: runs the docs' example N, prints its output
   (cd "$D/run" && SLURM_CONF=$slurm_conf PATH=$D/bin:$PATH PORT=$port bash -c "set -e; $cmd")
 }
 job_status() { # the output of sbatch: waits for the job, returns its exit code
-  local job end code
+  local job
   job=$(grep -o 'Submitted batch job [0-9]*' <<< "$1" | cut -d' ' -f4)
   [ -n "$job" ] || fail "docs: no job submitted: $1"
-  end=$((SECONDS + 300))
-  while [ -n "$(sl squeue -h -j "$job" 2>/dev/null)" ]; do
-    ((SECONDS < end)) || fail "docs: job $job still running after 300 s"
-    sleep 0.2
-  done
-  code=$(sl scontrol show job -o "$job" | grep -o ' ExitCode=[0-9]*' | cut -d= -f2)
-  return "${code:-99}"
+  job_exit docs "$job"
 }
 # The cluster.sbatch examples first, on an idle cluster: the first job gets n1-n3
 # (the second names n1 and n2, as the docs do).

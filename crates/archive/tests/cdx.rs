@@ -42,18 +42,22 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     p
 }
 
+/// `cdx dups FILES -o OUT` (with `lines`, the whole CDX lines): its exit status.
+fn dups(files: Vec<PathBuf>, lines: bool, out: &Path) -> i32 {
+    run_cdx(&CdxCommand::Dups(CdxDupsOptions {
+        files,
+        lines,
+        output: Some(out.to_path_buf()),
+    }))
+    .unwrap()
+}
+
 #[test]
 fn dups_prints_all_but_first_occurrence() {
     let dir = tempfile::tempdir().unwrap();
     let input = write(dir.path(), "foo.cdx", &nutchwax_example());
     let out = dir.path().join("foo.dup");
-    let code = run_cdx(&CdxCommand::Dups(CdxDupsOptions {
-        files: vec![input],
-        lines: false,
-        output: Some(out.clone()),
-    }))
-    .unwrap();
-    assert_eq!(code, 0);
+    assert_eq!(dups(vec![input], false, &out), 0);
     assert_eq!(
         fs::read_to_string(&out).unwrap(),
         "org,example)/index.html sha1:ABC123 20071002\n\
@@ -82,13 +86,7 @@ fn dups_across_files_formats_and_digest_spellings() {
          com,x)/ 20200303000000 {\"url\": \"http://x.com/\", \"digest\": \"AAAA\"}\n",
     );
     let out = dir.path().join("out.txt");
-    let code = run_cdx(&CdxCommand::Dups(CdxDupsOptions {
-        files: vec![a, b.clone()],
-        lines: true,
-        output: Some(out.clone()),
-    }))
-    .unwrap();
-    assert_eq!(code, 0);
+    assert_eq!(dups(vec![a, b.clone()], true, &out), 0);
     let text = fs::read_to_string(&out).unwrap();
     let b_lines: Vec<&str> = fs::read_to_string(&b).unwrap().leak().lines().collect();
     // Same URL + same digest (any spelling) is a dup; same digest on another URL is not.
@@ -107,13 +105,7 @@ fn malformed_lines_are_reported_and_skipped() {
     let input = write(dir.path(), "bad.cdx", &text);
     let missing = dir.path().join("missing.cdx");
     let out = dir.path().join("out");
-    let code = run_cdx(&CdxCommand::Dups(CdxDupsOptions {
-        files: vec![missing, input],
-        lines: false,
-        output: Some(out.clone()),
-    }))
-    .unwrap();
-    assert_eq!(code, 1);
+    assert_eq!(dups(vec![missing, input], false, &out), 1);
     assert_eq!(
         fs::read_to_string(&out).unwrap(),
         "a)/ sha1:D1 20200102000000\n"

@@ -387,6 +387,18 @@ fn refuses_to_overwrite_its_input() {
     assert_eq!(fs::read(&c1).unwrap(), before);
 }
 
+/// `warc index` of every record of `files` into `output`: its exit status.
+fn index_all(files: Vec<PathBuf>, format: IndexFormat, threads: usize, output: &Path) -> i32 {
+    run_warc(&WarcCommand::Index(WarcIndexOptions {
+        files,
+        format,
+        records: "all".into(),
+        threads: Some(threads),
+        output: Some(output.to_path_buf()),
+    }))
+    .unwrap()
+}
+
 #[test]
 fn index_output_is_the_same_for_any_thread_count() {
     let dir = tempfile::tempdir().unwrap();
@@ -409,14 +421,7 @@ fn index_output_is_the_same_for_any_thread_count() {
     let mut outputs = Vec::new();
     for threads in [1, 3, 8] {
         let idx = dir.path().join(format!("index-{threads}.cdxj"));
-        let code = run_warc(&WarcCommand::Index(WarcIndexOptions {
-            files: files.clone(),
-            format: IndexFormat::Cdxj,
-            records: "all".into(),
-            threads: Some(threads),
-            output: Some(idx.clone()),
-        }))
-        .unwrap();
+        let code = index_all(files.clone(), IndexFormat::Cdxj, threads, &idx);
         assert_eq!(code, 1, "the missing file is reported");
         outputs.push(fs::read_to_string(&idx).unwrap());
     }
@@ -429,24 +434,28 @@ fn index_output_is_the_same_for_any_thread_count() {
     assert!(outputs[0].starts_with("org,s0)/0 "));
 }
 
+/// `dir/whole.warc.gz`: responses for a.org and b.org with these payloads, the
+/// whole file one gzip member (written from `dir/p.warc`).
+fn whole_file_gzip(dir: &Path, payloads: [&str; 2]) -> PathBuf {
+    let plain = dir.join("p.warc");
+    let recs = [
+        resp(1, "http://a.org/", payloads[0]),
+        resp(3, "http://b.org/", payloads[1]),
+    ];
+    write_warc(&plain, &recs, false);
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(&fs::read(&plain).unwrap()).unwrap();
+    let whole = dir.join("whole.warc.gz");
+    fs::write(&whole, e.finish().unwrap()).unwrap();
+    whole
+}
+
 /// Records sharing one gzip member cannot be replaced: the file is copied unchanged,
 /// the layout reported, and the duplicates counted as kept.
 #[test]
 fn whole_file_gzip_is_copied_unchanged() {
     let dir = tempfile::tempdir().unwrap();
-    let plain = dir.path().join("p.warc");
-    write_warc(
-        &plain,
-        &[
-            resp(1, "http://a.org/", "same"),
-            resp(3, "http://b.org/", "same"),
-        ],
-        false,
-    );
-    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    e.write_all(&fs::read(&plain).unwrap()).unwrap();
-    let whole = dir.path().join("whole.warc.gz");
-    fs::write(&whole, e.finish().unwrap()).unwrap();
+    let whole = whole_file_gzip(dir.path(), ["same", "same"]);
     let out = dir.path().join("out.warc.gz");
     assert_eq!(dedup(vec![whole.clone()], &out, DedupBy::Digest, None), 1);
     assert_eq!(fs::read(&out).unwrap(), fs::read(&whole).unwrap());
@@ -459,31 +468,12 @@ fn whole_file_gzip_is_copied_unchanged() {
 #[test]
 fn index_writes_no_line_for_records_sharing_a_gzip_member() {
     let dir = tempfile::tempdir().unwrap();
-    let plain = dir.path().join("p.warc");
-    write_warc(
-        &plain,
-        &[
-            resp(1, "http://a.org/", "one"),
-            resp(3, "http://b.org/", "two"),
-        ],
-        false,
-    );
-    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    e.write_all(&fs::read(&plain).unwrap()).unwrap();
-    let whole = dir.path().join("whole.warc.gz");
-    fs::write(&whole, e.finish().unwrap()).unwrap();
+    let whole = whole_file_gzip(dir.path(), ["one", "two"]);
     let good = dir.path().join("good.warc.gz");
     write_warc(&good, &[resp(5, "http://c.org/", "three")], true);
     for format in [IndexFormat::Cdxj, IndexFormat::Cdx11] {
         let idx = dir.path().join("index");
-        let code = run_warc(&WarcCommand::Index(WarcIndexOptions {
-            files: vec![whole.clone(), good.clone()],
-            format,
-            records: "all".into(),
-            threads: Some(1),
-            output: Some(idx.clone()),
-        }))
-        .unwrap();
+        let code = index_all(vec![whole.clone(), good.clone()], format, 1, &idx);
         assert_eq!(code, 1, "reported");
         let text = fs::read_to_string(&idx).unwrap();
         assert!(!text.contains("whole.warc.gz"), "{text}");

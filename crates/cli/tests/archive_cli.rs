@@ -130,6 +130,14 @@ fn count(haystack: &str, needle: &str) -> usize {
     haystack.matches(needle).count()
 }
 
+/// A fatal error (exit 2) for a full disk while writing `what`, with the OS error
+/// said once.
+fn assert_disk_full_once(p: &Output, what: &str) {
+    let full = format!("{what}: No space left on device (os error 28)");
+    common::assert_fails_saying(p, 2, &full);
+    assert_eq!(count(&stderr(p), "(os error"), 1, "{}", stderr(p));
+}
+
 /// Issue 16 F5: an output that cannot be created or written names its file (or
 /// stdout), with the OS error once, and leaves no temporary file or directory.
 #[test]
@@ -191,13 +199,7 @@ fn io_errors_name_their_file() {
         .stdout(std::fs::File::create("/dev/full").unwrap())
         .output()
         .unwrap();
-    let err = stderr(&p);
-    assert_eq!(p.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains("stdout: No space left on device (os error 28)"),
-        "{err}"
-    );
-    assert_eq!(count(&err, "(os error"), 1, "{err}");
+    assert_disk_full_once(&p, "stdout");
 }
 
 /// Issue 16 F5: a run that fails removes the output directories it created when they
@@ -206,25 +208,10 @@ fn io_errors_name_their_file() {
 fn a_failed_run_leaves_no_empty_output_directory() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let input = d.join("in");
-    std::fs::create_dir(&input).unwrap();
-    std::fs::write(
-        input.join("a.vert"),
-        "<doc id=\"1\">\n<p>\nword\n</p>\n</doc>\n",
-    )
-    .unwrap();
-    let out = d.join("new/out");
+    let input = common::one_doc_input(d, "in");
     let missing_map = d.join("no-such.map");
-    let p = run(&[
-        os("dedup"),
-        os("-q"),
-        os("-i"),
-        input.as_os_str(),
-        os("-o"),
-        out.as_os_str(),
-        os("-s"),
-        missing_map.as_os_str(),
-    ]);
+    let without_servers = |out: &Path| common::dedup(&input, out, &["-s", common::s(&missing_map)]);
+    let p = without_servers(&d.join("new/out"));
     assert_eq!(p.status.code(), Some(2), "{}", stderr(&p));
     assert!(
         !exists(&d.join("new")),
@@ -232,16 +219,7 @@ fn a_failed_run_leaves_no_empty_output_directory() {
     );
     // An output directory that existed before the run stays, empty or not.
     std::fs::create_dir(d.join("kept")).unwrap();
-    let p = run(&[
-        os("dedup"),
-        os("-q"),
-        os("-i"),
-        input.as_os_str(),
-        os("-o"),
-        d.join("kept").as_os_str(),
-        os("-s"),
-        missing_map.as_os_str(),
-    ]);
+    let p = without_servers(&d.join("kept"));
     assert_eq!(p.status.code(), Some(2));
     assert!(exists(&d.join("kept")));
 }
@@ -272,13 +250,7 @@ fn disk_full_while_saving_the_snapshot() {
         c.output().unwrap()
     };
     let p = dedup("out1", &[], Some("snapshot-mid:1:enospc"));
-    let err = stderr(&p);
-    assert_eq!(p.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains("store.snap.tmp: No space left on device (os error 28)"),
-        "{err}"
-    );
-    assert_eq!(count(&err, "(os error"), 1, "{err}");
+    assert_disk_full_once(&p, "store.snap.tmp");
     assert!(!exists(&store.join("store.snap.tmp")));
     assert!(!exists(&store.join("store.snap")));
     assert!(exists(&store.join("journal")));

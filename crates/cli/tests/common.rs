@@ -478,3 +478,35 @@ pub fn assert_same_store(got: &Path, want: &Path, what: &str) {
 pub fn assert_no_panic(o: &Output) {
     assert!(!stderr(o).contains("panicked"), "{}", stderr(o));
 }
+
+// ---- helpers for redis-server ----
+
+#[path = "common/redis_server.rs"]
+pub mod redis_server;
+
+// ---- helpers for the runs that compare formats ----
+
+/// The `--json` figures of the decisions, which every input format of the same
+/// documents must give alike.
+pub const DECISION_FIGURES: [&str; 8] = [
+    "documents_read",
+    "documents_kept_whole",
+    "documents_kept_partly",
+    "documents_dropped_duplicate",
+    "documents_dropped_all_paragraphs",
+    "paragraphs_read",
+    "paragraphs_retained",
+    "keys_stored",
+];
+
+/// `dedup INPUT -o OUT --dd --json OUT.json EXTRA...`, which must succeed: its
+/// `--json` figures (the `.dd` lists are in OUT).
+pub fn dedup_figures(input: &Path, out: &Path, extra: &[&str]) -> serde_json::Value {
+    let json = out.with_extension("json");
+    ok(&dedup(
+        input,
+        out,
+        &[&["--dd", "--json", s(&json)], extra].concat(),
+    ));
+    serde_json::from_str(&read(&json)).unwrap()
+}

@@ -5,7 +5,10 @@
 
 mod common;
 
-use common::{owned, s, stderr, warc_response, webdedup};
+use common::{
+    assert_fails_saying, assert_says, batch, batch_run_args, ok, one_doc_input, owned, s, stderr,
+    warc_response, webdedup,
+};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -37,7 +40,7 @@ fn warc_dedup_keeps_inputs_with_one_name_apart() {
         "-o",
         s(&out),
     ]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    ok(&o);
     let first = std::fs::read(out.join("ca/crawl.warc")).expect("first output");
     let second = std::fs::read(out.join("cb/crawl.warc")).expect("second output");
     assert_eq!(
@@ -48,26 +51,24 @@ fn warc_dedup_keeps_inputs_with_one_name_apart() {
     assert!(!out.join("crawl.warc").exists());
 }
 
+/// `dir/name`: a WARC of one response, for the checks of refusals.
+fn one_page_warc(dir: &Path, name: &str) -> PathBuf {
+    let warc = dir.join(name);
+    let page = warc_response("http://example.org/", "2024-01-01T00:00:00Z", "x");
+    std::fs::write(&warc, page).unwrap();
+    warc
+}
+
 /// One file given twice would be written twice to one place: refused before
 /// anything is written, naming both inputs and the output.
 #[test]
 fn warc_dedup_refuses_a_file_given_twice() {
     let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("crawl.warc");
-    std::fs::write(
-        &input,
-        warc_response("http://example.org/", "2024-01-01T00:00:00Z", "x"),
-    )
-    .unwrap();
+    let input = one_page_warc(dir.path(), "crawl.warc");
     let out = dir.path().join("out");
     let o = webdedup(&["warc", "dedup", "-i", s(&input), s(&input), "-o", s(&out)]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    let err = stderr(&o);
-    assert!(
-        err.contains(&format!("inputs {} and {}", s(&input), s(&input)))
-            && err.contains(s(&out.join("crawl.warc"))),
-        "{err}"
-    );
+    assert_fails_saying(&o, 2, &format!("inputs {} and {}", s(&input), s(&input)));
+    assert_says(&o, s(&out.join("crawl.warc")));
     assert!(!out.exists(), "nothing may be written");
 }
 
@@ -88,12 +89,7 @@ fn similar_dedup_refuses_a_file_given_twice() {
         s(&input),
         s(&input),
     ]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("would both be written to"),
-        "{}",
-        stderr(&o)
-    );
+    assert_fails_saying(&o, 2, "would both be written to");
 }
 
 /// `webdedup ... | head -1`: the reader went away; exit quietly with status 0, as
@@ -129,7 +125,7 @@ fn a_closed_pipe_ends_the_command_quietly() {
     std::fs::write(&warc, records).unwrap();
     let map = dir.path().join("hashmap.conf");
     let o = webdedup(&["distribute", "-s", s(&servers), "-o", s(&map)]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    ok(&o);
     let cases: Vec<Vec<&str>> = vec![
         vec!["warc", "index", s(&warc)],
         vec!["similar", "--input-format", "lines", s(&big)],
@@ -206,16 +202,7 @@ fn an_empty_input_directory_is_reported() {
     std::fs::create_dir(&done).unwrap();
     let cases: Vec<Vec<&str>> = vec![
         vec!["dedup", "-i", s(&empty), "-o", s(&out)],
-        vec![
-            "batch",
-            "run",
-            "-i",
-            s(&empty),
-            "-o",
-            s(&out),
-            "-w",
-            s(&work),
-        ],
+        [vec!["batch"], batch_run_args(&empty, &out, &work, &[])].concat(),
         vec!["check", "-i", s(&empty), "-o", s(&done)],
         vec!["status", "-i", s(&empty), "-o", s(&done)],
         vec!["simhash", s(&empty), "-o", s(&out)],
@@ -244,12 +231,7 @@ fn an_empty_input_directory_is_reported() {
 #[test]
 fn usage_errors_are_status_2() {
     let dir = tempfile::tempdir().unwrap();
-    let warc = dir.path().join("a.warc");
-    std::fs::write(
-        &warc,
-        warc_response("http://example.org/", "2024-01-01T00:00:00Z", "x"),
-    )
-    .unwrap();
+    let warc = one_page_warc(dir.path(), "a.warc");
     let docs = dir.path().join("docs.txt");
     std::fs::write(&docs, "one document\n").unwrap();
     let cases: Vec<(Vec<&str>, &str)> = vec![
@@ -279,17 +261,13 @@ fn distribute_knot_refuses_servers_on_different_ports() {
     std::fs::write(&servers, "10.0.0.1:1234\n10.0.0.2:1235\n").unwrap();
     let out = dir.path().join("hashmap.knot");
     let o = webdedup(&["distribute", "-s", s(&servers), "--knot", "-o", s(&out)]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("10.0.0.2:1235") && stderr(&o).contains("one port"),
-        "{}",
-        stderr(&o)
-    );
+    assert_fails_saying(&o, 2, "10.0.0.2:1235");
+    assert_says(&o, "one port");
     assert!(!out.exists());
     // One port: fine.
     std::fs::write(&servers, "10.0.0.1:1234\n10.0.0.2:1234\n").unwrap();
     let o = webdedup(&["distribute", "-s", s(&servers), "--knot", "-o", s(&out)]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    ok(&o);
 }
 
 /// `status` tells a server that is not running (`stopped`) from one that runs but
@@ -306,7 +284,7 @@ fn status_tells_stopped_and_auth_required_apart() {
     std::fs::write(&servers, format!("127.0.0.1:{port}\n")).unwrap();
     let map = dir.path().join("hashmap.conf");
     let o = webdedup(&["distribute", "-s", s(&servers), "-o", s(&map)]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    ok(&o);
     let token = dir.path().join("token");
     std::fs::write(&token, "a shared secret of more than 16 bytes\n").unwrap();
     let status = |with_token: bool| {
@@ -384,21 +362,11 @@ fn batch_publish_reads_the_task_count_from_the_work_directory() {
         dir.path().join("out"),
         dir.path().join("hashes"),
     );
-    let o = webdedup(&[
-        "batch",
-        "run",
-        "-i",
-        s(&input),
-        "-o",
-        s(&out),
-        "-w",
-        s(&work),
-        "-t",
-        "2",
-        "--store",
-        s(&store),
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = batch(
+        &batch_run_args(&input, &out, &work, &["-t", "2", "--store", s(&store)]),
+        None,
+    );
+    ok(&o);
     let snap = std::fs::read(store.join("store.snap")).unwrap();
     for extra in [&[][..], &["--task-count", "4"][..]] {
         let mut args = vec![
@@ -441,7 +409,7 @@ fn capture_inputs(d: &Path) -> (PathBuf, PathBuf, PathBuf) {
     std::fs::write(&warc_in, &warc).unwrap();
     std::fs::write(&docs, "one document here\nanother one there\n").unwrap();
     let o = webdedup(&["warc", "index", s(&warc_in), "-o", s(&cdx), "-q"]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    ok(&o);
     (warc_in, docs, cdx)
 }
 
@@ -535,10 +503,9 @@ fn summaries_quiet_and_json_are_one_convention() {
     // --json - where the output goes: refused, nothing written.
     let out = d.join("never.txt");
     let o = webdedup(&["cdx", "dups", s(&cdx), "--json", "-"]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("--json -"), "{}", stderr(&o));
+    assert_fails_saying(&o, 2, "--json -");
     let o = webdedup(&["cdx", "dups", s(&cdx), "-o", s(&out), "--json", "-"]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    ok(&o);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
     assert_eq!(v["command"], "cdx dups");
 }
@@ -548,32 +515,13 @@ fn summaries_quiet_and_json_are_one_convention() {
 #[test]
 fn check_refuses_the_ngram_dedup_refuses() {
     let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("in");
-    std::fs::create_dir_all(&input).unwrap();
-    std::fs::write(
-        input.join("a.vert"),
-        "<doc id=\"1\">\n<p>\nword\n</p>\n</doc>\n",
-    )
-    .unwrap();
+    let input = one_doc_input(dir.path(), "in");
     let out = dir.path().join("out");
     std::fs::create_dir_all(&out).unwrap();
     for cmd in ["dedup", "check"] {
-        let o = webdedup(&[
-            cmd,
-            "-i",
-            s(&input),
-            "-o",
-            s(&out),
-            "--near",
-            "--ngram",
-            "0",
-        ]);
+        let o = webdedup(&[cmd, s(&input), "-o", s(&out), "--near", "--ngram", "0"]);
         assert_eq!(o.status.code(), Some(2), "{cmd}: {}", stderr(&o));
-        assert!(
-            stderr(&o).contains("--ngram must be between 1 and 64"),
-            "{cmd}: {}",
-            stderr(&o)
-        );
+        assert_says(&o, "--ngram must be between 1 and 64");
     }
 }
 
@@ -599,7 +547,7 @@ fn warc_dedup_takes_inputs_as_the_other_archive_commands() {
     // A directory, positional.
     let out = dir.path().join("out-dir");
     let o = webdedup(&["warc", "dedup", s(&crawls), "-o", s(&out)]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    ok(&o);
     assert_eq!(std::fs::read(out.join("2024-01.warc")).unwrap(), first);
     let second = std::fs::read(out.join("2024-02.warc")).unwrap();
     assert!(String::from_utf8_lossy(&second).contains("WARC-Type: revisit"));
@@ -644,16 +592,7 @@ fn a_bad_field_path_is_refused_alike_everywhere() {
     let cases: Vec<Vec<&str>> = vec![
         vec!["dedup", "-i", s(&input), "-o", s(&out)],
         vec!["check", "-i", s(&input), "-o", s(&out)],
-        vec![
-            "batch",
-            "run",
-            "-i",
-            s(&input),
-            "-o",
-            s(&out),
-            "-w",
-            s(&work),
-        ],
+        [vec!["batch"], batch_run_args(&input, &out, &work, &[])].concat(),
         vec!["simhash", "-i", s(&input), "-o", s(&fps)],
     ];
     for mut args in cases {

@@ -17,7 +17,7 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::basic::Compression;
 use std::collections::HashMap;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 fn json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&read(path)).unwrap()
@@ -56,45 +56,18 @@ fn parquet_decides_as_jsonl_and_verticals_and_keeps_schema_and_row_order() {
             t.join(format!("p-{mode}")),
             t.join(format!("v-{mode}")),
         );
-        let (jj, pj, vj) = (
-            t.join(format!("j-{mode}.json")),
-            t.join(format!("p-{mode}.json")),
-            t.join(format!("v-{mode}.json")),
-        );
-        ok(&dedup(
-            &jsonl_sample_dir(),
-            &jo,
-            &[&["--dd", "--json", s(&jj)], extra].concat(),
-        ));
-        ok(&dedup(
-            &pq,
-            &po,
-            &[&["--dd", "--json", s(&pj), "-t", "2"], extra].concat(),
-        ));
-        ok(&dedup(
-            &sample_dir(),
-            &vo,
-            &[&["--dd", "--json", s(&vj)], extra].concat(),
-        ));
+        let jf = dedup_figures(&jsonl_sample_dir(), &jo, extra);
+        let pf = dedup_figures(&pq, &po, &[&["-t", "2"], extra].concat());
+        let vf = dedup_figures(&sample_dir(), &vo, extra);
         // Same documents kept and dropped, same paragraphs kept per document.
         let (j, p) = (dd_entries(&jo), dd_entries(&po));
         assert_eq!(j.len(), 380);
         assert_eq!(j, p, "{mode}");
-        let (j, p, v) = (json(&jj), json(&pj), json(&vj));
-        for field in [
-            "documents_read",
-            "documents_kept_whole",
-            "documents_kept_partly",
-            "documents_dropped_duplicate",
-            "documents_dropped_all_paragraphs",
-            "paragraphs_read",
-            "paragraphs_retained",
-            "keys_stored",
-        ] {
-            assert_eq!(j[field], p[field], "{mode}: {field}");
-            assert_eq!(v[field], p[field], "{mode}: {field} (verticals)");
+        for field in DECISION_FIGURES {
+            assert_eq!(jf[field], pf[field], "{mode}: {field}");
+            assert_eq!(vf[field], pf[field], "{mode}: {field} (verticals)");
         }
-        assert!(p["paragraphs_retained"].as_u64() < p["paragraphs_read"].as_u64());
+        assert!(pf["paragraphs_retained"].as_u64() < pf["paragraphs_read"].as_u64());
     }
 
     // The output: the input's schema, the kept rows in input order, their text
@@ -635,7 +608,7 @@ fn mark_writes_inputs_unchanged_and_attributes_that_give_the_dedup_output() {
 /// a directory, the first `docs` documents of each sample file. Two crawls' WET
 /// files are gzipped per record, the third is one zstd frame (as some mirrors
 /// recompress them).
-fn small_samples(t: &Path, docs: usize, group: usize) -> (std::path::PathBuf, std::path::PathBuf) {
+fn small_samples(t: &Path, docs: usize, group: usize) -> [(&'static str, PathBuf); 2] {
     let (pq, wet) = (t.join("pq"), t.join("wet"));
     for (name, _) in tree(&jsonl_sample_dir()) {
         let all = jsonl_docs(&jsonl_sample_dir().join(&name));
@@ -655,7 +628,7 @@ fn small_samples(t: &Path, docs: usize, group: usize) -> (std::path::PathBuf, st
         fs::create_dir_all(w.parent().unwrap()).unwrap();
         fs::write(&w, bytes).unwrap();
     }
-    (pq, wet)
+    [("parquet", pq), ("wet", wet)]
 }
 
 fn batch_run(input: &Path, out: &Path, work: &Path, extra: &[&str]) -> std::process::Output {
@@ -686,8 +659,7 @@ fn batch_run(input: &Path, out: &Path, work: &Path, extra: &[&str]) -> std::proc
 fn batch_mode_on_parquet_and_wet_equals_stream_mode_with_and_without_a_store() {
     let tmp = tempfile::tempdir().unwrap();
     let t = tmp.path();
-    let (pq, wet) = small_samples(t, 1000, 30);
-    for (name, input) in [("parquet", &pq), ("wet", &wet)] {
+    for (name, input) in &small_samples(t, 1000, 30) {
         let stream = t.join(format!("{name}-stream"));
         ok(&dedup(input, &stream, &["--dd"]));
         assert!(dd_entries(&stream).iter().any(|(_, st)| st == "D"));
@@ -702,7 +674,7 @@ fn batch_mode_on_parquet_and_wet_equals_stream_mode_with_and_without_a_store() {
             tree(&batch) == tree(&stream),
             "{name}: batch outputs differ"
         );
-        if name == "wet" {
+        if *name == "wet" {
             // The zstd WET file is read (its offsets the decompressed data's) and
             // written zstd-compressed: the bytes the same file uncompressed gives.
             let out = stream.join("cc-2024-33/part-00000.dedup.warc.wet.zst");
@@ -710,7 +682,7 @@ fn batch_mode_on_parquet_and_wet_equals_stream_mode_with_and_without_a_store() {
             assert!(data.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]));
             // The same files with this one decompressed: the same decisions.
             let plain_wet = t.join("plain-wet");
-            for (n, bytes) in tree(&wet) {
+            for (n, bytes) in tree(input) {
                 let (n, bytes) = match n.strip_suffix(".zst") {
                     Some(stem) => (stem.to_string(), zstd::decode_all(&bytes[..]).unwrap()),
                     None => (n, bytes),
@@ -762,8 +734,7 @@ fn batch_mode_on_parquet_and_wet_equals_stream_mode_with_and_without_a_store() {
 fn feedback_on_parquet_and_wet_is_confirmed_by_check_exact_and_near() {
     let tmp = tempfile::tempdir().unwrap();
     let t = tmp.path();
-    let (pq, wet) = small_samples(t, 1000, 30);
-    for (name, input) in [("parquet", &pq), ("wet", &wet)] {
+    for (name, input) in &small_samples(t, 1000, 30) {
         for (mode, extra, check_extra) in [
             ("exact", &[][..], &[][..]),
             ("near", &["-n"][..], &["--near"][..]),
@@ -814,8 +785,7 @@ fn feedback_on_parquet_and_wet_is_confirmed_by_check_exact_and_near() {
 fn a_killed_parquet_or_wet_run_restores_to_the_same_bytes_and_store() {
     let tmp = tempfile::tempdir().unwrap();
     let t = tmp.path();
-    let (pq, wet) = small_samples(t, 28, 5);
-    for (name, input) in [("parquet", &pq), ("wet", &wet)] {
+    for (name, input) in &small_samples(t, 28, 5) {
         assert_restores_after_faults(
             t,
             name,
@@ -959,7 +929,7 @@ fn outputs_keep_their_formats_extension() {
         "-q",
         "--dd",
     ]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    ok(&o);
     let dir = out.join("cc-2023-14");
     let mut names: Vec<String> = fs::read_dir(&dir)
         .unwrap()
@@ -978,7 +948,7 @@ fn outputs_keep_their_formats_extension() {
         s(&tmp.path().join("w")),
         "-q",
     ]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    ok(&o);
     assert!(tmp
         .path()
         .join("w/cc-2023-14/part-00000.dedup.warc.wet.gz")
@@ -989,10 +959,5 @@ fn outputs_keep_their_formats_extension() {
     fs::write(two.join("a.jsonl"), "{\"text\":\"one\"}\n").unwrap();
     fs::write(two.join("a.jsonl.gz"), gzip(b"{\"text\":\"two\"}\n")).unwrap();
     let o = webdedup(&["dedup", s(&two), "-o", s(&tmp.path().join("t")), "-q"]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("would both be written to"),
-        "{}",
-        stderr(&o)
-    );
+    assert_fails_saying(&o, 2, "would both be written to");
 }

@@ -4,113 +4,11 @@
 //! skip, when it is missing.)
 
 mod common;
+use common::redis_server::{cli, Node};
 use common::*;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn free_port() -> u16 {
-    // A cluster node also listens on port + 10000: keep both below 65536.
-    loop {
-        let p = common::free_port();
-        if p < 55000 && TcpListener::bind(("127.0.0.1", p + 10000)).is_ok() {
-            return p;
-        }
-    }
-}
-
-fn cli(port: u16, args: &[&str]) -> String {
-    let o = Command::new("redis-cli")
-        .args(["-h", "127.0.0.1", "-p", &port.to_string()])
-        .args(args)
-        .output()
-        .expect("redis-cli (install redis-tools / redis-server: scripts/deps.sh)");
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-/// A redis-server on loopback, killed on drop.
-struct Node {
-    port: u16,
-    child: Child,
-    _dir: tempfile::TempDir,
-}
-
-impl Node {
-    fn start(cluster: bool) -> Node {
-        Node::start_with(cluster, &[], "")
-    }
-
-    /// A node with more `redis-server` options; `password`: its `requirepass`.
-    fn start_with(cluster: bool, extra: &[&str], password: &str) -> Node {
-        let dir = tempfile::tempdir().unwrap();
-        let port = free_port();
-        let mut cmd = Command::new("redis-server");
-        cmd.args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--set-max-intset-entries",
-            "4096",
-            "--dir",
-            dir.path().to_str().unwrap(),
-        ]);
-        if cluster {
-            cmd.args([
-                "--cluster-enabled",
-                "yes",
-                "--cluster-config-file",
-                "nodes.conf",
-            ]);
-        }
-        cmd.args(extra);
-        if !password.is_empty() {
-            cmd.args(["--requirepass", password]);
-        }
-        let child = cmd
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server (scripts/deps.sh installs it)");
-        let node = Node {
-            port,
-            child,
-            _dir: dir,
-        };
-        let start = Instant::now();
-        let ping = |port| {
-            if password.is_empty() {
-                cli(port, &["PING"])
-            } else {
-                cli(port, &["-a", password, "--no-auth-warning", "PING"])
-            }
-        };
-        while ping(port).trim() != "PONG" {
-            assert!(
-                start.elapsed() < Duration::from_secs(10),
-                "redis-server did not start"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        node
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
-    }
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 struct Cluster {
     nodes: Vec<Node>,
@@ -171,7 +69,7 @@ fn embedded(tmp: &Path, extra: &[&str]) -> Vec<(String, Vec<u8>)> {
     let mut args = vec!["--dd", "-t", "1"];
     args.extend_from_slice(extra);
     let o = dedup(&sample_dir(), &out, &args);
-    assert!(o.status.success(), "{}", stderr(&o));
+    ok(&o);
     outputs(&out)
 }
 
@@ -192,7 +90,7 @@ fn single_node_outputs_equal_the_embedded_store_in_exact_and_near_mode() {
         cli(node.port, &["FLUSHALL"]);
         let out = tmp.path().join(format!("redis{i}"));
         let o = on_store(&node.url(), &out, extra);
-        assert!(o.status.success(), "{}", stderr(&o));
+        ok(&o);
         let want_extra: Vec<&str> = extra.iter().filter(|a| **a == "-n").copied().collect();
         assert!(
             outputs(&out) == embedded(tmp.path(), &want_extra),
@@ -219,7 +117,7 @@ fn cluster_outputs_equal_the_embedded_store() {
     let cluster = Cluster::start();
     let out = tmp.path().join("cluster");
     let o = on_store(&cluster.url(), &out, &["-t", "2"]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    ok(&o);
     assert!(outputs(&out) == embedded(tmp.path(), &[]), "outputs differ");
     // Every master holds some buckets.
     for n in &cluster.nodes {
@@ -234,19 +132,19 @@ fn a_restored_run_is_answered_from_its_retry_records_not_its_own_keys() {
     let node = Node::start(false);
     let out = tmp.path().join("out");
     let o = on_store(&node.url(), &out, &["-t", "1"]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    ok(&o);
     let want = outputs(&out);
     // As if the run died before finishing its last output: the keys of that file
     // are in Redis already. --restore redoes it with the same salt.
     let last = out.join("cc-2024-33/part-00000.vert.dedup");
     std::fs::remove_file(&last).unwrap();
     let o = on_store(&node.url(), &out, &["-t", "1", "--restore"]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    ok(&o);
     assert!(outputs(&out) == want, "the restored output differs");
     // A fresh run (new salt) into another directory sees everything as seen.
     let again = tmp.path().join("again");
     let o = on_store(&node.url(), &again, &["-t", "1"]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    ok(&o);
     assert!(read(again.join("cc-2024-33/part-00000.vert.dedup")).is_empty());
 }
 
@@ -256,7 +154,7 @@ fn a_restored_near_run_is_answered_from_its_retry_records_not_its_own_ngrams() {
     let node = Node::start(false);
     let out = tmp.path().join("out");
     let o = on_store(&node.url(), &out, &["-t", "1", "-n"]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    ok(&o);
     let want = outputs(&out);
     // As if the run died after the insert round of its last file: that file's
     // n-grams are in Redis. Its test round, redone, must not find them.
@@ -264,7 +162,7 @@ fn a_restored_near_run_is_answered_from_its_retry_records_not_its_own_ngrams() {
     assert!(!read(&last).is_empty(), "the last output keeps text");
     std::fs::remove_file(&last).unwrap();
     let o = on_store(&node.url(), &out, &["-t", "1", "-n", "--restore"]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    ok(&o);
     assert!(outputs(&out) == want, "the restored output differs");
 }
 
@@ -273,20 +171,16 @@ fn other_settings_are_refused_and_a_dead_node_is_a_clear_error() {
     let tmp = tempfile::tempdir().unwrap();
     let node = Node::start(false);
     let o = on_store(&node.url(), &tmp.path().join("a"), &[]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    ok(&o);
     let o = on_store(&node.url(), &tmp.path().join("b"), &["--normalize", "none"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("normalization 'loose' in the store, 'none' in this run"),
-        "{}",
-        stderr(&o)
-    );
+    assert_says(&o, "normalization 'loose' in the store, 'none' in this run");
 
     let url = node.url();
     drop(node);
     let o = on_store(&url, &tmp.path().join("c"), &[]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains(&url), "{}", stderr(&o));
+    assert_says(&o, &url);
     assert!(!tmp
         .path()
         .join("c/cc-2023-14/part-00000.vert.dedup")
@@ -373,7 +267,7 @@ fn dedup_cdx_and_warc_share_one_database_without_clashing() {
     let node = Node::start(false);
     let url = node.url();
     let o = dedup(&sample_dir(), &tmp.path().join("out"), &["--store", &url]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    ok(&o);
 
     let mut cdx = String::new();
     for (d, k) in [
@@ -389,7 +283,7 @@ fn dedup_cdx_and_warc_share_one_database_without_clashing() {
     std::fs::write(&f, cdx).unwrap();
     let mem = webdedup(&["cdx", "dups", f.to_str().unwrap()]);
     let red = webdedup(&["cdx", "dups", "--store", &url, f.to_str().unwrap()]);
-    assert_eq!(red.status.code(), Some(0), "{}", stderr(&red));
+    ok(&red);
     assert_eq!(red.stdout, mem.stdout, "the dedup keys must not leak in");
 
     let body = "a page long enough that its revisit record is smaller ".repeat(20);
@@ -413,12 +307,12 @@ fn dedup_cdx_and_warc_share_one_database_without_clashing() {
         "--locations",
         tmp.path().join("firsts.tsv").to_str().unwrap(),
     ]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    ok(&o);
     assert!(read(tmp.path().join("wout/in.warc")).contains("WARC-Type: revisit"));
 
     // The dedup key set is untouched: a second crawl run finds the first one's keys.
     let o = dedup(&sample_dir(), &tmp.path().join("again"), &["--store", &url]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    ok(&o);
     assert!(read(tmp.path().join("again/cc-2024-33/part-00000.vert.dedup")).is_empty());
     // Two namespaces, each with its settings.
     assert!(cli(node.port, &["HGET", "wd:settings", "key_kind"]).starts_with("vertical"));
@@ -439,15 +333,15 @@ fn a_layout_is_adopted_unless_another_is_named() {
         dedup(&sample_dir(), &tmp.path().join(name), &args)
     };
     let o = run("a", &["--capacity", "100000"]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    ok(&o);
     let layout = cli(node.port, &["HGET", "wd:settings", "layout"]);
     let o = run("b", &[]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    ok(&o);
     let o = run("c", &["--capacity", "100000"]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    ok(&o);
     let o = run("d", &["--capacity", "500000000"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("--capacity"), "{}", stderr(&o));
+    assert_says(&o, "--capacity");
     assert_eq!(cli(node.port, &["HGET", "wd:settings", "layout"]), layout);
 }
 
@@ -464,12 +358,8 @@ fn a_small_run_without_capacity_costs_few_bytes_a_key() {
         &tmp.path().join("out"),
         &["--store", &node.url()],
     );
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("laid out for about 1,048,576 keys"),
-        "{}",
-        stderr(&o)
-    );
+    ok(&o);
+    assert_says(&o, "laid out for about 1,048,576 keys");
     let json = tmp.path().join("stats.json");
     let o = dedup(
         &sample_dir(),
@@ -506,31 +396,14 @@ fn the_redis_summary_does_not_claim_zero_keys() {
     let sample = sample_dir().join("cc-2023-14");
     let out = tmp.path().join("out");
     let url = node.url();
-    let args = [
-        "dedup",
-        "-i",
-        sample.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ];
-    let o = webdedup(&[&args[..], &["--store", &url]].concat());
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let err = stderr(&o);
-    assert!(
-        err.contains("keys stored not counted by this store"),
-        "{err}"
-    );
-    assert!(!err.contains(" 0 keys stored"), "{err}");
+    // Not quiet: the summary line is what is checked.
+    let o = webdedup(&["dedup", s(&sample), "-o", s(&out), "--store", &url]);
+    ok(&o);
+    assert_says(&o, "keys stored not counted by this store");
+    assert!(!stderr(&o).contains(" 0 keys stored"), "{}", stderr(&o));
     let out2 = tmp.path().join("out2");
-    let embedded = [
-        "dedup",
-        "-i",
-        sample.to_str().unwrap(),
-        "-o",
-        out2.to_str().unwrap(),
-    ];
-    let o = webdedup(&embedded);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = webdedup(&["dedup", s(&sample), "-o", s(&out2)]);
+    ok(&o);
     let err = stderr(&o);
     let line = err
         .lines()
@@ -587,28 +460,23 @@ fn warc_dedup_after_a_failed_run_gives_the_outputs_of_an_uninterrupted_one() {
 
     // Uninterrupted: crawl one, then crawl two.
     let o = run(&one, "a1", "a.tsv", None);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    ok(&o);
     assert_eq!(revisits(&o), 15);
     let o = run(&two, "a2", "a.tsv", None);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    ok(&o);
     assert_eq!(revisits(&o), 10);
 
     // The same on an empty database, the first attempt at crawl one failing on a
     // full disk after the store was asked.
     cli(node.port, &["FLUSHALL"]);
     let o = run(&one, "b1", "b.tsv", Some("output-bytes:3000:enospc"));
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("No space left on device"),
-        "{}",
-        stderr(&o)
-    );
+    assert_fails_saying(&o, 2, "No space left on device");
     assert!(!tmp.path().join("b.tsv").exists());
     let o = run(&one, "b1", "b.tsv", None);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    ok(&o);
     assert_eq!(revisits(&o), 15, "{}", stderr(&o));
     let o = run(&two, "b2", "b.tsv", None);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    ok(&o);
     assert_eq!(revisits(&o), 10, "{}", stderr(&o));
     assert!(tree(&tmp.path().join("a1")) == tree(&tmp.path().join("b1")));
     assert!(tree(&tmp.path().join("a2")) == tree(&tmp.path().join("b2")));
@@ -629,20 +497,14 @@ fn a_password_in_the_store_url_is_never_shown() {
     let url = format!("redis://:{secret}@127.0.0.1:{}", node.port);
     let mut shown = Vec::new();
     // A new key set (the note), and a finished run's figures naming the store.
-    let one = tmp.path().join("one");
-    std::fs::create_dir_all(&one).unwrap();
-    std::fs::write(
-        one.join("a.vert"),
-        "<doc id=\"1\">\n<p>\nword\n</p>\n</doc>\n",
-    )
-    .unwrap();
+    let one = one_doc_input(tmp.path(), "one");
     let o = dedup(
         &one,
         &tmp.path().join("a"),
         &["--store", &url, "--json", "-"],
     );
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert!(stderr(&o).contains("a new key set"), "{}", stderr(&o));
+    ok(&o);
+    assert_says(&o, "a new key set");
     assert!(String::from_utf8_lossy(&o.stdout).contains("***"));
     shown.push(o);
     // The database is full: out of memory.
@@ -659,8 +521,7 @@ fn a_password_in_the_store_url_is_never_shown() {
         ],
     );
     let o = dedup(&sample_dir(), &tmp.path().join("b"), &["--store", &url]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("OOM"), "{}", stderr(&o));
+    assert_fails_saying(&o, 2, "OOM");
     shown.push(o);
     // The wrong password; a node that is not there; a URL with no host.
     let wrong = format!("redis://:{secret}x@127.0.0.1:{}", node.port);

@@ -11,7 +11,9 @@ mod common;
 use common::corpus_formats::{gzip_members, jsonl_docs, parquet_rows, wet_file, write_parquet};
 use common::*;
 use parquet::basic::{Compression, ZstdLevel};
+use serde_json::Value;
 use std::fs;
+use std::path::{Path, PathBuf};
 
 /// Row groups of the shipped Parquet files: small enough that a file has several.
 const ROW_GROUP: usize = 64;
@@ -32,16 +34,34 @@ fn jsonl_files() -> Vec<String> {
     names
 }
 
-#[test]
-fn the_parquet_sample_holds_the_jsonl_sample_row_for_row() {
+/// For each file of the JSON Lines sample: its documents and the path of its
+/// conversion in `dir` (the name ending in `ext`), which `write` writes first
+/// when the samples are being rewritten.
+fn conversions(
+    dir: PathBuf,
+    ext: &str,
+    write: impl Fn(&[Value], &Path),
+) -> Vec<(Vec<Value>, PathBuf)> {
+    let mut all = Vec::new();
     for name in jsonl_files() {
         let docs = jsonl_docs(&jsonl_sample_dir().join(&name));
-        let path = parquet_sample_dir().join(name.replace(".jsonl.gz", ".parquet"));
+        let path = dir.join(name.replace(".jsonl.gz", ext));
         if writing() {
             fs::create_dir_all(path.parent().unwrap()).unwrap();
-            let codec = Compression::ZSTD(ZstdLevel::try_new(9).unwrap());
-            write_parquet(&docs, &path, ROW_GROUP, codec);
+            write(&docs, &path);
         }
+        all.push((docs, path));
+    }
+    all
+}
+
+#[test]
+fn the_parquet_sample_holds_the_jsonl_sample_row_for_row() {
+    let write = |docs: &[Value], path: &Path| {
+        let codec = Compression::ZSTD(ZstdLevel::try_new(9).unwrap());
+        write_parquet(docs, path, ROW_GROUP, codec);
+    };
+    for (docs, path) in conversions(parquet_sample_dir(), ".parquet", write) {
         let (schema, rows) = parquet_rows(&path);
         let columns: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
         assert_eq!(columns, ["text", "id", "url", "title", "language", "n"]);
@@ -63,13 +83,8 @@ fn the_parquet_sample_holds_the_jsonl_sample_row_for_row() {
 
 #[test]
 fn the_wet_sample_holds_the_jsonl_sample_record_for_record() {
-    for name in jsonl_files() {
-        let docs = jsonl_docs(&jsonl_sample_dir().join(&name));
-        let path = wet_sample_dir().join(name.replace(".jsonl.gz", ".warc.wet.gz"));
-        if writing() {
-            fs::create_dir_all(path.parent().unwrap()).unwrap();
-            fs::write(&path, wet_file(&docs, true)).unwrap();
-        }
+    let write = |docs: &[Value], path: &Path| fs::write(path, wet_file(docs, true)).unwrap();
+    for (docs, path) in conversions(wet_sample_dir(), ".warc.wet.gz", write) {
         let shipped = fs::read(&path).unwrap();
         // One gzip member a record, as Common Crawl writes WET files.
         assert_eq!(
@@ -90,7 +105,7 @@ fn the_wet_sample_holds_the_jsonl_sample_record_for_record() {
 #[test]
 fn the_three_samples_give_the_same_decisions() {
     let dir = tempfile::tempdir().unwrap();
-    let figures = |input: &std::path::Path, name: &str, extra: &[&str]| {
+    let figures = |input: &Path, name: &str, extra: &[&str]| {
         let out = dir.path().join(name);
         let o = dedup(input, &out, &[&["--json", "-"], extra].concat());
         assert!(o.status.success(), "{name}: {}", stderr(&o));
@@ -124,7 +139,7 @@ fn the_three_samples_give_the_same_decisions() {
 /// row has no bytes of its own to copy) and says who rewrites it.
 #[test]
 fn simhash_fingerprints_the_three_samples_alike() {
-    let fingerprints = |input: &std::path::Path| {
+    let fingerprints = |input: &Path| {
         let o = webdedup(&["simhash", "-q", input.to_str().unwrap()]);
         assert!(o.status.success(), "{}: {}", input.display(), stderr(&o));
         assert!(stderr(&o).is_empty(), "no problems: {}", stderr(&o));
@@ -158,25 +173,22 @@ fn simhash_fingerprints_the_three_samples_alike() {
 
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
+    let parquet = parquet_sample_dir();
     let o = webdedup(&[
         "similar",
         "-k",
         "3",
         "--dedup",
         "--output-dir",
-        out.to_str().unwrap(),
-        parquet_sample_dir().to_str().unwrap(),
+        s(&out),
+        s(&parquet),
     ]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains(".parquet: --dedup writes") && stderr(&o).contains("webdedup minhash"),
-        "{}",
-        stderr(&o)
-    );
+    assert_fails_saying(&o, 2, ".parquet: --dedup writes");
+    assert_says(&o, "webdedup minhash");
     // Pairs are found in Parquet as in JSON Lines.
-    let pairs = |input: &std::path::Path| {
-        let o = webdedup(&["similar", "-k", "3", "-q", input.to_str().unwrap()]);
-        assert!(o.status.success(), "{}", stderr(&o));
+    let pairs = |input: &Path| {
+        let o = webdedup(&["similar", "-k", "3", "-q", s(input)]);
+        ok(&o);
         o.stdout
     };
     assert_eq!(pairs(&parquet_sample_dir()), pairs(&jsonl_sample_dir()));

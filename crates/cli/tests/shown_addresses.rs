@@ -34,28 +34,16 @@ fn assert_escaped(what: &str, text: &str) {
 fn server_addresses_are_escaped_in_retry_lines_and_the_status_table() {
     let tmp = tempfile::tempdir().unwrap();
     let map = hostile_map(tmp.path());
-    let input = tmp.path().join("in");
-    std::fs::create_dir_all(&input).unwrap();
-    std::fs::write(
-        input.join("a.vert"),
-        "<doc id=\"1\">\n<p>\nword\n</p>\n</doc>\n",
-    )
-    .unwrap();
+    let input = common::one_doc_input(tmp.path(), "in");
     // Retrying with growing delays: a line once they reach a second, then the error.
-    let o = Command::new(env!("CARGO_BIN_EXE_webdedup"))
-        .args(["dedup", "-q", "-i"])
-        .arg(&input)
-        .arg("-o")
-        .arg(tmp.path().join("out"))
-        .arg("-s")
-        .arg(&map)
-        .args(["--server-timeout", "6"])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    let err = common::stderr(&o);
-    assert!(err.contains("; retrying"), "{err}");
-    assert_escaped("worker", &err);
+    let out = tmp.path().join("out");
+    let o = common::dedup(
+        &input,
+        &out,
+        &["-s", common::s(&map), "--server-timeout", "6"],
+    );
+    common::assert_fails_saying(&o, 2, "; retrying");
+    assert_escaped("worker", &common::stderr(&o));
 
     let o = Command::new(env!("CARGO_BIN_EXE_webdedup"))
         .args(["status", "-m"])

@@ -77,6 +77,14 @@ fn write_vertical(path: &Path, docs: &[(String, String)]) -> String {
     v
 }
 
+/// The corpus written as the vertical `dir/name`.
+fn corpus_vertical(dir: &Path, name: &str) -> (Vec<(String, String)>, PathBuf) {
+    let docs = corpus();
+    let vert = dir.join(name);
+    write_vertical(&vert, &docs);
+    (docs, vert)
+}
+
 fn read_tsv(path: &Path) -> Vec<Vec<String>> {
     fs::read_to_string(path)
         .unwrap()
@@ -93,9 +101,7 @@ fn fp(settings: Settings, text: &str) -> u64 {
 #[test]
 fn simhash_then_similar_pairs_match_brute_force() {
     let dir = tempfile::tempdir().unwrap();
-    let docs = corpus();
-    let vert = dir.path().join("a.vert");
-    write_vertical(&vert, &docs);
+    let (docs, vert) = corpus_vertical(dir.path(), "a.vert");
     let fps_path = dir.path().join("fps.tsv");
     assert_eq!(run(&["simhash", s(&vert), "-o", s(&fps_path)]).unwrap(), 0);
     let text = fs::read_to_string(&fps_path).unwrap();
@@ -164,9 +170,7 @@ fn simhash_then_similar_pairs_match_brute_force() {
 #[test]
 fn clusters_and_dedup_are_byte_faithful() {
     let dir = tempfile::tempdir().unwrap();
-    let docs = corpus();
-    let vert = dir.path().join("in.vert");
-    write_vertical(&vert, &docs);
+    let (docs, vert) = corpus_vertical(dir.path(), "in.vert");
     // zstd input: the output keeps the compression and the name.
     let zst = dir.path().join("in2.vert.zst");
     let vert2_docs = vec![

@@ -9,11 +9,11 @@
 mod common;
 mod server_procs;
 
+use common::redis_server::{cli, Node};
 use common::*;
 use server_procs::*;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 /// A small vertical input: a few documents with long paragraphs (made here, so
 /// the test does not depend on the samples' contents).
@@ -94,14 +94,7 @@ fn run(
     store: &[&str],
     flags: &[&str],
 ) -> std::process::Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_webdedup"));
-    c.args([cmd, "-q", "-i"])
-        .arg(input)
-        .arg("-o")
-        .arg(out)
-        .args(store)
-        .args(flags);
-    c.output().unwrap()
+    webdedup(&command_args(cmd, input, out, &[store, flags].concat()))
 }
 
 /// Runs every pair on fresh stores of one kind (`store(i)` gives the store flags
@@ -158,77 +151,25 @@ fn a_store_directory_refuses_other_settings() {
     });
 }
 
-/// A redis-server on loopback, killed on drop.
-struct Redis {
-    port: u16,
-    child: Child,
-    _dir: tempfile::TempDir,
-}
-
-impl Redis {
-    fn start() -> Redis {
-        let dir = tempfile::tempdir().unwrap();
-        let port = free_port();
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no", "--dir"])
-            .arg(dir.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server (scripts/deps.sh installs it)");
-        let r = Redis {
-            port,
-            child,
-            _dir: dir,
-        };
-        let start = Instant::now();
-        while !redis_cli(port, &["PING"]).starts_with("PONG") {
-            assert!(
-                start.elapsed() < Duration::from_secs(10),
-                "redis-server did not start"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        r
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn redis_cli(port: u16, args: &[&str]) -> String {
-    let o = Command::new("redis-cli")
-        .args(["-h", "127.0.0.1", "-p", &port.to_string()])
-        .args(args)
-        .output()
-        .expect("redis-cli (scripts/deps.sh installs it)");
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
 #[test]
 fn a_redis_key_set_refuses_other_settings() {
     let tmp = tempfile::tempdir().unwrap();
-    let redis = Redis::start();
+    let redis = Node::start(false);
     // Each pair starts on an empty database. MinHash is not run on Redis at all
     // (it needs first-seen locations, which Redis does not keep).
-    let url = format!("redis://127.0.0.1:{}", redis.port);
+    let url = redis.url();
     refusals(
         tmp.path(),
         "redis",
         &["exact keys, then MinHash bands"],
         |_| {
-            redis_cli(redis.port, &["FLUSHALL"]);
+            cli(redis.port, &["FLUSHALL"]);
             vec!["--store".into(), url.clone()]
         },
     );
     // What the key set records is the run's identity: onion's rules and the
     // n-gram size too, not only the normalization flag.
-    redis_cli(redis.port, &["FLUSHALL"]);
+    cli(redis.port, &["FLUSHALL"]);
     let o = run(
         "dedup",
         &input(tmp.path()),
@@ -236,8 +177,8 @@ fn a_redis_key_set_refuses_other_settings() {
         &["--store", &url],
         &["-n", "--near-rules", "onion", "--ngram", "5"],
     );
-    assert!(o.status.success(), "{}", stderr(&o));
-    let settings = redis_cli(redis.port, &["HGETALL", "wd:settings"]);
+    ok(&o);
+    let settings = cli(redis.port, &["HGETALL", "wd:settings"]);
     assert!(
         settings.contains("onion") && settings.contains("n-gram size=5"),
         "{settings}"
@@ -299,14 +240,10 @@ fn a_batch_work_folder_refuses_other_settings() {
                 .unwrap()
         };
         let o = hash(first);
-        assert!(o.status.success(), "{}", stderr(&o));
+        ok(&o);
         let o = hash(second);
-        let err = stderr(&o);
-        assert_eq!(o.status.code(), Some(2), "{err}");
-        assert!(
-            err.contains("holds keys made with other settings: ") && err.contains(says),
-            "{err}"
-        );
+        assert_fails_saying(&o, 2, "holds keys made with other settings: ");
+        assert_says(&o, says);
     }
 }
 
@@ -316,13 +253,13 @@ fn a_batch_work_folder_refuses_other_settings() {
 #[test]
 fn a_redis_key_set_without_a_recorded_block_count_adopts_the_runs() {
     let tmp = tempfile::tempdir().unwrap();
-    let redis = Redis::start();
-    let url = format!("redis://127.0.0.1:{}", redis.port);
+    let redis = Node::start(false);
+    let url = redis.url();
     let input = input(tmp.path());
     let store = ["--store", url.as_str()];
     let o = run("dedup", &input, &tmp.path().join("a"), &store, &[]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    redis_cli(redis.port, &["HDEL", "wd:settings", "blocks"]);
+    ok(&o);
+    cli(redis.port, &["HDEL", "wd:settings", "blocks"]);
     let o = run(
         "dedup",
         &input,
@@ -330,16 +267,11 @@ fn a_redis_key_set_without_a_recorded_block_count_adopts_the_runs() {
         &store,
         &["--blocks", "101"],
     );
-    assert!(o.status.success(), "{}", stderr(&o));
+    ok(&o);
     assert_eq!(
-        redis_cli(redis.port, &["HGET", "wd:settings", "blocks"]).trim(),
+        cli(redis.port, &["HGET", "wd:settings", "blocks"]).trim(),
         "101"
     );
     let o = run("dedup", &input, &tmp.path().join("c"), &store, &[]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("block count '101' in the store, '1999' in this run"),
-        "{}",
-        stderr(&o)
-    );
+    assert_fails_saying(&o, 2, "block count '101' in the store, '1999' in this run");
 }

@@ -2,7 +2,7 @@
 //! figures per crawl, language and domain, problems by file and line, the page
 //! cap, and drops beside their originals with the changed words marked.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use webdedup_report::{make, Options};
 
 fn write(p: &Path, text: &str) {
@@ -18,31 +18,31 @@ fn options(inputs: &[&Path]) -> Options {
 }
 
 /// A MinHash run over two crawls of JSON Lines: `b` dropped as a copy of `a`.
-fn minhash_run(root: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
-    let run = root.join("out");
-    let src = root.join("in");
-    write(
-        &run.join("c1/p.jsonl.dedup.dd"),
-        "<dd id=\"a\" url=\"https://www.x.org/de/a\" title=\"A\" status=\"K\"/>\n",
-    );
-    write(
-        &run.join("c1/p.jsonl.dedup"),
-        "{\"id\":\"a\",\"text\":\"the quick brown fox\\njumps over the lazy dog\"}\n",
-    );
-    write(
-        &run.join("c2/p.dedup.dd"),
-        "<dd id=\"b\" url=\"https://y.org/b\" title=\"B\" status=\"D\"/>\n<dd id=\"c\" url=\"https://y.org/c\" title=\"C\" status=\"2/3\"/>\n",
-    );
-    write(&run.join("c2/p.dedup.pairs"), "b\ta\t0.750\n");
-    write(
-        &run.join("c2/p.dedup.jsonl"),
-        "{\"id\":\"c\",\"text\":\"other\"}\n",
-    );
-    write(
-        &src.join("c2/p.jsonl"),
-        "{\"id\":\"b\",\"text\":\"the quick red fox\\njumps over the lazy dog today\"}\n{\"id\":\"c\",\"text\":\"other\"}\n",
-    );
-    (run, src)
+fn minhash_run(root: &Path) -> (PathBuf, PathBuf) {
+    let files = [
+        (
+            "out/c1/p.jsonl.dedup.dd",
+            "<dd id=\"a\" url=\"https://www.x.org/de/a\" title=\"A\" status=\"K\"/>\n",
+        ),
+        (
+            "out/c1/p.jsonl.dedup",
+            "{\"id\":\"a\",\"text\":\"the quick brown fox\\njumps over the lazy dog\"}\n",
+        ),
+        (
+            "out/c2/p.dedup.dd",
+            "<dd id=\"b\" url=\"https://y.org/b\" title=\"B\" status=\"D\"/>\n<dd id=\"c\" url=\"https://y.org/c\" title=\"C\" status=\"2/3\"/>\n",
+        ),
+        ("out/c2/p.dedup.pairs", "b\ta\t0.750\n"),
+        ("out/c2/p.dedup.jsonl", "{\"id\":\"c\",\"text\":\"other\"}\n"),
+        (
+            "in/c2/p.jsonl",
+            "{\"id\":\"b\",\"text\":\"the quick red fox\\njumps over the lazy dog today\"}\n{\"id\":\"c\",\"text\":\"other\"}\n",
+        ),
+    ];
+    for (name, text) in files {
+        write(&root.join(name), text);
+    }
+    (root.join("out"), root.join("in"))
 }
 
 #[test]
@@ -80,17 +80,15 @@ fn drops_beside_their_originals_with_words_marked() {
     o.sources = vec![src];
     let made = make(&o).unwrap();
     let html = &made.html;
-    assert!(
-        html.contains("data-doc=\"b\" data-original=\"a\""),
-        "{html}"
-    );
-    assert!(
-        html.contains("data-added=\"2\" data-removed=\"1\""),
-        "{html}"
-    );
-    assert!(html.contains("<del>brown </del>"), "{html}");
-    assert!(html.contains("<ins>red </ins>"), "{html}");
-    assert!(html.contains("<ins>today </ins>"), "{html}");
+    for shown in [
+        "data-doc=\"b\" data-original=\"a\"",
+        "data-added=\"2\" data-removed=\"1\"",
+        "<del>brown </del>",
+        "<ins>red </ins>",
+        "<ins>today </ins>",
+    ] {
+        assert!(html.contains(shown), "{shown} not in {html}");
+    }
     // Without the inputs the original is still shown, the drop's text is not.
     let made = make(&options(&[&run])).unwrap();
     assert!(made.html.contains("the quick brown fox"));
