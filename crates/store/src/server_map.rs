@@ -115,30 +115,51 @@ pub struct MapError {
     pub reason: String,
 }
 
-fn read_text(path: &Path) -> Result<String, MapError> {
-    std::fs::read_to_string(path).map_err(|e| MapError {
-        origin: path.display().to_string(),
-        line: 0,
-        reason: e.to_string(),
-    })
+impl MapError {
+    fn new(origin: &str, line: usize, reason: impl Into<String>) -> MapError {
+        MapError {
+            origin: origin.into(),
+            line,
+            reason: reason.into(),
+        }
+    }
 }
 
-/// A servers file: one `host[:port]` a line, optionally followed by a weight.
-pub fn parse_servers(text: &str, origin: &str) -> Result<Vec<ServerEntry>, MapError> {
-    let mut out: Vec<ServerEntry> = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let err = |reason: String| MapError {
-            origin: origin.into(),
-            line: i + 1,
-            reason,
-        };
-        let t: Vec<&str> = line
+fn read_text(path: &Path) -> Result<String, MapError> {
+    std::fs::read_to_string(path)
+        .map_err(|e| MapError::new(&path.display().to_string(), 0, e.to_string()))
+}
+
+/// A map or servers file's lines as (line number, line, its words with the `#`
+/// comment dropped).
+fn lines_and_words(text: &str) -> impl Iterator<Item = (usize, &str, Vec<&str>)> {
+    text.lines().enumerate().map(|(i, line)| {
+        let words = line
             .split('#')
             .next()
             .unwrap_or("")
             .split_whitespace()
             .collect();
-        let (addr, weight) = match t.as_slice() {
+        (i + 1, line, words)
+    })
+}
+
+/// Adds the server at `addr`, refusing one already listed.
+fn push_server(servers: &mut Vec<ServerEntry>, addr: &str, weight: f64) -> Result<(), String> {
+    let addr = ServerAddr::parse(addr)?;
+    if servers.iter().any(|e| e.addr == addr) {
+        return Err(format!("server {addr} listed twice"));
+    }
+    servers.push(ServerEntry { addr, weight });
+    Ok(())
+}
+
+/// A servers file: one `host[:port]` a line, optionally followed by a weight.
+pub fn parse_servers(text: &str, origin: &str) -> Result<Vec<ServerEntry>, MapError> {
+    let mut out: Vec<ServerEntry> = Vec::new();
+    for (n, line, words) in lines_and_words(text) {
+        let err = |reason: String| MapError::new(origin, n, reason);
+        let (addr, weight) = match words.as_slice() {
             [] => continue,
             [a] => (a, 1.0),
             [a, w] => (
@@ -153,11 +174,7 @@ pub fn parse_servers(text: &str, origin: &str) -> Result<Vec<ServerEntry>, MapEr
                 )))
             }
         };
-        let addr = ServerAddr::parse(addr).map_err(err)?;
-        if out.iter().any(|e| e.addr == addr) {
-            return Err(err(format!("server {addr} listed twice")));
-        }
-        out.push(ServerEntry { addr, weight });
+        push_server(&mut out, addr, weight).map_err(err)?;
     }
     Ok(out)
 }
@@ -187,20 +204,9 @@ impl ServerMap {
         let mut servers: Vec<ServerEntry> = Vec::new();
         let mut owner: Vec<Option<u32>> = Vec::new();
         let mut ranges = Vec::new();
-        for (i, line) in text.lines().enumerate() {
-            let n = i + 1;
-            let err = |reason: String| MapError {
-                origin: origin.into(),
-                line: n,
-                reason,
-            };
-            let t: Vec<&str> = line
-                .split('#')
-                .next()
-                .unwrap_or("")
-                .split_whitespace()
-                .collect();
-            match t.as_slice() {
+        for (n, line, words) in lines_and_words(text) {
+            let err = |reason: String| MapError::new(origin, n, reason);
+            match words.as_slice() {
                 [] => {}
                 ["blocks", b] => {
                     if blocks.is_some() {
@@ -233,11 +239,7 @@ impl ServerMap {
                             )))
                         }
                     };
-                    let addr = ServerAddr::parse(a).map_err(err)?;
-                    if servers.iter().any(|e| e.addr == addr) {
-                        return Err(err(format!("server {addr} listed twice")));
-                    }
-                    servers.push(ServerEntry { addr, weight });
+                    push_server(&mut servers, a, weight).map_err(err)?;
                 }
                 [range, s] => {
                     let (a, b) = range.split_once('-').unwrap_or((range, range));
@@ -254,24 +256,12 @@ impl ServerMap {
                 _ => return Err(err(format!("cannot read '{}'", line.trim()))),
             }
         }
-        let blocks = blocks.ok_or_else(|| MapError {
-            origin: origin.into(),
-            line: 0,
-            reason: "no 'blocks N' line".into(),
-        })?;
+        let blocks = blocks.ok_or_else(|| MapError::new(origin, 0, "no 'blocks N' line"))?;
         if servers.is_empty() {
-            return Err(MapError {
-                origin: origin.into(),
-                line: 0,
-                reason: "no servers".into(),
-            });
+            return Err(MapError::new(origin, 0, "no servers"));
         }
         for (n, a, b, s) in ranges {
-            let err = |reason: String| MapError {
-                origin: origin.into(),
-                line: n,
-                reason,
-            };
+            let err = |reason: String| MapError::new(origin, n, reason);
             if s as usize >= servers.len() {
                 return Err(err(format!(
                     "server index {s}, but only {} servers",
@@ -303,11 +293,7 @@ impl ServerMap {
             .into_iter()
             .enumerate()
             .map(|(b, o)| {
-                o.ok_or_else(|| MapError {
-                    origin: origin.into(),
-                    line: 0,
-                    reason: format!("block {b} has no owner"),
-                })
+                o.ok_or_else(|| MapError::new(origin, 0, format!("block {b} has no owner")))
             })
             .collect::<Result<_, _>>()?;
         Ok(ServerMap {
@@ -323,11 +309,7 @@ impl ServerMap {
             .enumerate()
             .filter(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with('#'));
         let (hn, head) = lines.next().unwrap();
-        let err = |n: usize, reason: String| MapError {
-            origin: origin.into(),
-            line: n + 1,
-            reason,
-        };
+        let err = |n: usize, reason: String| MapError::new(origin, n + 1, reason);
         let h: Vec<&str> = head.split_whitespace().collect();
         let num = |s: &str| {
             s.parse::<u32>()
@@ -381,11 +363,7 @@ impl ServerMap {
             .into_iter()
             .enumerate()
             .map(|(i, s)| {
-                s.ok_or_else(|| MapError {
-                    origin: origin.into(),
-                    line: 0,
-                    reason: format!("server {i} owns no block"),
-                })
+                s.ok_or_else(|| MapError::new(origin, 0, format!("server {i} owns no block")))
             })
             .collect::<Result<_, _>>()?;
         Self::complete(blocks, servers, owner, origin)
@@ -426,12 +404,7 @@ impl ServerMap {
     pub fn to_knot_text(&self) -> Result<String, String> {
         use fmt::Write;
         let port = self.servers.first().map_or(DEFAULT_PORT, |s| s.addr.port);
-        let other: Vec<String> = self
-            .servers
-            .iter()
-            .filter(|s| s.addr.port != port)
-            .map(|s| s.addr.to_string())
-            .collect();
+        let other = self.servers_off_port(port);
         if !other.is_empty() {
             return Err(format!(
                 "the KNOT layout has one port for all servers, but {} do not listen on port {port} as {} does; give every server one port",
@@ -448,6 +421,15 @@ impl ServerMap {
             let _ = writeln!(s, "{b} {o} {}", self.servers[o as usize].addr.host);
         }
         Ok(s)
+    }
+
+    /// The addresses of the servers that do not listen on `port`, in server order.
+    pub fn servers_off_port(&self, port: u16) -> Vec<String> {
+        self.servers
+            .iter()
+            .filter(|s| s.addr.port != port)
+            .map(|s| s.addr.to_string())
+            .collect()
     }
 
     pub fn owner_of_key(&self, key: u64) -> usize {
