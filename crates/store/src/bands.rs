@@ -26,7 +26,7 @@
 //! a run's band keys are rebuilt from).
 
 use crate::table::{
-    capacity_for, has_room, mix, rebuild, shift_in, tail_for, GROWTH_DIV, MIN_CAPACITY,
+    capacity_for, empty_slots, has_room, mix, rebuild, shift_in, GROWTH_DIV, MIN_CAPACITY,
 };
 use crate::zeroed::Zeroed;
 use crate::{BlockMap, Location, Store, StoreError};
@@ -86,7 +86,7 @@ impl FpTable {
     pub(crate) fn with_capacity(keys: usize) -> Self {
         let capacity = capacity_for(keys);
         FpTable {
-            slots: Zeroed::new(capacity + tail_for(capacity)),
+            slots: empty_slots(capacity),
             capacity,
             len: 0,
         }

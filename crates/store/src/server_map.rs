@@ -469,19 +469,17 @@ impl ServerMap {
 mod tests {
     use super::*;
 
+    fn entry(addr: &str, weight: f64) -> ServerEntry {
+        ServerEntry {
+            addr: ServerAddr::parse(addr).unwrap(),
+            weight,
+        }
+    }
+
     fn sample() -> ServerMap {
         ServerMap {
             blocks: 10,
-            servers: vec![
-                ServerEntry {
-                    addr: ServerAddr::parse("10.0.0.1").unwrap(),
-                    weight: 1.0,
-                },
-                ServerEntry {
-                    addr: ServerAddr::parse("node-b:4000").unwrap(),
-                    weight: 2.5,
-                },
-            ],
+            servers: vec![entry("10.0.0.1", 1.0), entry("node-b:4000", 2.5)],
             owner: vec![0, 0, 0, 1, 1, 0, 1, 1, 1, 0],
         }
     }
@@ -496,16 +494,7 @@ mod tests {
             m.to_text()
         );
         let knot = ServerMap {
-            servers: vec![
-                ServerEntry {
-                    addr: ServerAddr::parse("a").unwrap(),
-                    weight: 1.0,
-                },
-                ServerEntry {
-                    addr: ServerAddr::parse("b").unwrap(),
-                    weight: 1.0,
-                },
-            ],
+            servers: vec![entry("a", 1.0), entry("b", 1.0)],
             ..m
         };
         let text = knot.to_knot_text().unwrap();
@@ -541,26 +530,25 @@ mod tests {
 
     #[test]
     fn bad_maps_name_the_line_and_reason() {
-        let e = ServerMap::parse("blocks 3\nserver 0 a:1\n0-1 0\n1 0\n2 0\n", "m")
-            .unwrap_err()
-            .to_string();
-        assert_eq!(e, "m:4: block 1 assigned twice");
-        let e = ServerMap::parse("blocks 3\nserver 0 a:1\n0-1 0\n", "m")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("block 2 has no owner"), "{e}");
-        let e = ServerMap::parse("blocks 3\nserver 0 a:1\n0-2 1\n", "m")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("m:3: server index 1"), "{e}");
-        let e = ServerMap::parse("blocks 3\nserver 0 a:1\nserver 1 a:1\n", "m")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("m:3: server a:1 listed twice"), "{e}");
-        let e = ServerMap::parse("nonsense here now\n", "m")
-            .unwrap_err()
-            .to_string();
-        assert!(e.starts_with("m:1:"), "{e}");
+        for (map, says) in [
+            (
+                "blocks 3\nserver 0 a:1\n0-1 0\n1 0\n2 0\n",
+                "m:4: block 1 assigned twice",
+            ),
+            (
+                "blocks 3\nserver 0 a:1\n0-1 0\n",
+                "m:0: block 2 has no owner",
+            ),
+            ("blocks 3\nserver 0 a:1\n0-2 1\n", "m:3: server index 1"),
+            (
+                "blocks 3\nserver 0 a:1\nserver 1 a:1\n",
+                "m:3: server a:1 listed twice",
+            ),
+            ("nonsense here now\n", "m:1: cannot read"),
+        ] {
+            let e = ServerMap::parse(map, "m").unwrap_err().to_string();
+            assert!(e.starts_with(says), "{map:?}: {e}");
+        }
     }
 
     #[test]

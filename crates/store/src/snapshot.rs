@@ -886,7 +886,7 @@ pub(crate) fn read_header_meta(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_damage::{damage, damage_file, loaded};
+    use crate::test_damage::{damage, reload_damaged};
 
     fn meta(blocks: u32) -> StoreMeta {
         StoreMeta {
@@ -1072,12 +1072,12 @@ mod tests {
         /// and never a different key set.
         #[test]
         fn random_damage_is_refused(d in damage()) {
-            let dir = tempfile::tempdir().unwrap();
-            let p = dir.path().join("s.snap");
             let s = store_with(3, &random_keys(200, 11));
-            s.save(&p, &meta(3)).unwrap();
-            damage_file(&p, &d);
-            if let Some((t, _)) = loaded(MemStore::load(&p, &meta(3), 0))? {
+            let write = |p: &Path| {
+                s.save(p, &meta(3)).unwrap();
+            };
+            let load = |p: &Path| MemStore::load(p, &meta(3), 0);
+            if let Some((t, _)) = reload_damaged(&d, write, load)? {
                 // Two edits of one byte can cancel out.
                 same_keys(&s, &t);
             }

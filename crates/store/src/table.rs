@@ -81,8 +81,10 @@ pub(crate) fn home(h: u64, capacity: usize) -> usize {
     ((h as u128 * capacity as u128) >> 64) as usize
 }
 
-pub(crate) fn tail_for(capacity: usize) -> usize {
-    16 + capacity / 64
+/// Empty slots for `capacity` homes plus the spare tail that absorbs the last
+/// cluster.
+pub(crate) fn empty_slots(capacity: usize) -> Zeroed {
+    Zeroed::new(capacity + 16 + capacity / 64)
 }
 
 /// The homes a table needs to hold `keys` keys before its first growth.
@@ -118,7 +120,7 @@ pub(crate) fn rebuild(
     home: impl Fn(u64, usize) -> usize,
 ) -> (Zeroed, Zeroed, usize) {
     'capacity: loop {
-        let mut slots = Zeroed::new(capacity + tail_for(capacity));
+        let mut slots = empty_slots(capacity);
         let mut payload = match old_payload.is_empty() {
             true => Zeroed::empty(),
             false => Zeroed::new(slots.len()),
@@ -145,7 +147,7 @@ impl Table {
     pub(crate) fn with_capacity(keys: usize) -> Self {
         let capacity = capacity_for(keys);
         Table {
-            slots: Zeroed::new(capacity + tail_for(capacity)),
+            slots: empty_slots(capacity),
             capacity,
             len: 0,
             has_zero: false,

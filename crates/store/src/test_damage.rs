@@ -23,9 +23,19 @@ pub fn damage() -> impl Strategy<Value = Damage> {
         .prop_map(|(edits, cut)| Damage { edits, cut })
 }
 
-/// Applies `damage` to the file at `path`.
-pub fn damage_file(path: &Path, damage: &Damage) {
-    let mut b = fs::read(path).unwrap();
+/// Writes a file with `write` (into a fresh folder), applies `damage` to it and
+/// loads it back with `load`: `None` where the load refused it as damaged or
+/// mismatched, the loaded value where the damage went unseen (the caller checks
+/// it); any other error fails the test.
+pub fn reload_damaged<T>(
+    damage: &Damage,
+    write: impl FnOnce(&Path),
+    load: impl FnOnce(&Path) -> Result<T, StoreError>,
+) -> Result<Option<T>, TestCaseError> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("damaged");
+    write(&path);
+    let mut b = fs::read(&path).unwrap();
     for (at, x) in &damage.edits {
         let i = at % b.len();
         b[i] ^= x;
@@ -33,14 +43,8 @@ pub fn damage_file(path: &Path, damage: &Damage) {
     if let Some(c) = damage.cut {
         b.truncate(c % b.len());
     }
-    fs::write(path, &b).unwrap();
-}
-
-/// The load of a damaged file: `None` where it was refused as damaged or
-/// mismatched, the loaded value where the damage went unseen (the caller checks
-/// it); any other error fails the test.
-pub fn loaded<T>(r: Result<T, StoreError>) -> Result<Option<T>, TestCaseError> {
-    match r {
+    fs::write(&path, &b).unwrap();
+    match load(&path) {
         Ok(v) => Ok(Some(v)),
         Err(StoreError::Corrupt { .. }) | Err(StoreError::Mismatch(_)) => Ok(None),
         Err(e) => Err(TestCaseError::fail(format!("unexpected error {e}"))),
