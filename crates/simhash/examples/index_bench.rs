@@ -1,25 +1,18 @@
 //! The persisted index at scale: add N documents, save, load, prepare for k, query.
 //!
 //! `cargo run --release -p webdedup-simhash --example index_bench -- N K THREADS DIR`
+mod common;
+
+use common::{arg, splitmix};
 use std::time::Instant;
 use webdedup_simhash::index::FpIndex;
 use webdedup_simhash::tokenize::Settings;
 
-fn splitmix(s: &mut u64) -> u64 {
-    *s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *s;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
 fn main() {
-    let a: Vec<String> = std::env::args().collect();
-    let n: usize = a.get(1).map_or(10_000_000, |s| s.parse().unwrap());
-    let k: u32 = a.get(2).map_or(3, |s| s.parse().unwrap());
-    let threads: usize = a.get(3).map_or(2, |s| s.parse().unwrap());
-    let dir =
-        std::path::PathBuf::from(a.get(4).map_or("/tmp/webdedup-index-bench", |s| s.as_str()));
+    let n: usize = arg(1, 10_000_000);
+    let k: u32 = arg(2, 3);
+    let threads: usize = arg(3, 2);
+    let dir = arg(4, std::path::PathBuf::from("/tmp/webdedup-index-bench"));
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build_global()

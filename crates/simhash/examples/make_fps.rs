@@ -6,18 +6,13 @@
 //! `ID HEX SIGNED P1 P2 P3 P4`), ids `https://example.org/doc/I`: random 64-bit
 //! fingerprints, of which the last 1% are planted near neighbours (1..=K bits, default
 //! 3, away from one of the first 1%), as `search_bench` makes them. Same N, same file.
+mod common;
+
+use common::planted_fingerprints;
 use std::io::{BufWriter, Write};
 use webdedup_simhash::core::{parts, to_signed};
 use webdedup_simhash::fingerprints::FP_HEADER_PREFIX;
 use webdedup_simhash::tokenize::Settings;
-
-fn splitmix(s: &mut u64) -> u64 {
-    *s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *s;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
 
 fn main() -> std::io::Result<()> {
     let a: Vec<String> = std::env::args().collect();
@@ -25,14 +20,7 @@ fn main() -> std::io::Result<()> {
     let path = a.get(2).expect("usage: make_fps N FILE [K]");
     let k: u64 = a.get(3).map_or(3, |s| s.parse().expect("K"));
     let mut s = 42u64;
-    let mut v: Vec<u64> = (0..n).map(|_| splitmix(&mut s)).collect();
-    for i in 0..n / 100 {
-        let mut x = v[i];
-        for _ in 0..1 + splitmix(&mut s) % k.max(1) {
-            x ^= 1 << (splitmix(&mut s) % 64);
-        }
-        v[n - 1 - i] = x;
-    }
+    let v = planted_fingerprints(n, k, &mut s);
     let mut w = BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
     writeln!(w, "{FP_HEADER_PREFIX}{}", Settings::default().describe())?;
     for (i, &fp) in v.iter().enumerate() {

@@ -6,40 +6,27 @@
 //! N random 64-bit fingerprints plus 1% planted near neighbours (1..=K bits away from a
 //! random member), distinct. Prints the plan, wall time of `all_pairs`, pairs found,
 //! and the mean time of one `TableSet::query` against the N fingerprints.
+mod common;
+
+use common::{arg, planted_fingerprints, splitmix};
 use std::time::Instant;
 use webdedup_simhash::search::{Plan, TableSet};
 
-fn splitmix(s: &mut u64) -> u64 {
-    *s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *s;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
 fn main() {
-    let a: Vec<String> = std::env::args().collect();
-    let n: usize = a.get(1).map_or(10_000_000, |s| s.parse().unwrap());
-    let k: u32 = a.get(2).map_or(3, |s| s.parse().unwrap());
-    let threads: usize = a.get(3).map_or(2, |s| s.parse().unwrap());
-    let queries: usize = a.get(4).map_or(100_000, |s| s.parse().unwrap());
+    let n: usize = arg(1, 10_000_000);
+    let k: u32 = arg(2, 3);
+    let threads: usize = arg(3, 2);
+    let queries: usize = arg(4, 100_000);
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build_global()
         .unwrap();
     let mut s = 42u64;
-    let mut v: Vec<u64> = (0..n).map(|_| splitmix(&mut s)).collect();
-    for i in 0..n / 100 {
-        let mut x = v[i];
-        for _ in 0..1 + (splitmix(&mut s) % k.max(1) as u64) {
-            x ^= 1 << (splitmix(&mut s) % 64);
-        }
-        v[n - 1 - i] = x;
-    }
+    let mut v = planted_fingerprints(n, k as u64, &mut s);
     v.sort_unstable();
     v.dedup();
     let t = Instant::now();
-    let plan = match a.get(5).and_then(|b| b.parse::<u32>().ok()) {
+    let plan = match std::env::args().nth(5).and_then(|b| b.parse().ok()) {
         Some(b) => Plan::new(k, b),
         None => Plan::choose(v.len(), k),
     };
