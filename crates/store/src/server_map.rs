@@ -144,6 +144,20 @@ fn lines_and_words(text: &str) -> impl Iterator<Item = (usize, &str, Vec<&str>)>
     })
 }
 
+/// Every entry of `given`, or an error for the first one missing (`missing` says
+/// which, by its index).
+fn all_given<T>(
+    given: Vec<Option<T>>,
+    origin: &str,
+    missing: impl Fn(usize) -> String,
+) -> Result<Vec<T>, MapError> {
+    given
+        .into_iter()
+        .enumerate()
+        .map(|(i, g)| g.ok_or_else(|| MapError::new(origin, 0, missing(i))))
+        .collect()
+}
+
 /// Adds the server at `addr`, refusing one already listed.
 fn push_server(servers: &mut Vec<ServerEntry>, addr: &str, weight: f64) -> Result<(), String> {
     let addr = ServerAddr::parse(addr)?;
@@ -289,13 +303,7 @@ impl ServerMap {
         owner: Vec<Option<u32>>,
         origin: &str,
     ) -> Result<ServerMap, MapError> {
-        let owner = owner
-            .into_iter()
-            .enumerate()
-            .map(|(b, o)| {
-                o.ok_or_else(|| MapError::new(origin, 0, format!("block {b} has no owner")))
-            })
-            .collect::<Result<_, _>>()?;
+        let owner = all_given(owner, origin, |b| format!("block {b} has no owner"))?;
         Ok(ServerMap {
             blocks,
             servers,
@@ -359,13 +367,7 @@ impl ServerMap {
                 return Err(err(n, format!("block {b} assigned twice")));
             }
         }
-        let servers = servers
-            .into_iter()
-            .enumerate()
-            .map(|(i, s)| {
-                s.ok_or_else(|| MapError::new(origin, 0, format!("server {i} owns no block")))
-            })
-            .collect::<Result<_, _>>()?;
+        let servers = all_given(servers, origin, |i| format!("server {i} owns no block"))?;
         Self::complete(blocks, servers, owner, origin)
     }
 
