@@ -61,12 +61,7 @@ impl Servers {
     ) -> Result<Servers, String> {
         let map = ServerMap::read(&path).map_err(|e| e.to_string())?;
         if let Some(port) = port {
-            let other: Vec<String> = map
-                .servers
-                .iter()
-                .filter(|s| s.addr.port != port)
-                .map(|s| s.addr.to_string())
-                .collect();
+            let other = map.servers_off_port(port);
             if !other.is_empty() {
                 return Err(format!(
                     "{}: port={port}, but the map puts servers on other ports: {}",

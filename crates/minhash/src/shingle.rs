@@ -178,66 +178,61 @@ impl Shingler {
 /// space at either end).
 #[inline]
 fn word_shingles(t: &[u8], n: usize, f: &mut dyn FnMut(&[u8])) -> usize {
-    if t.is_empty() {
-        return 0;
-    }
-    // Start offsets of the last n words, in a ring.
-    let mut starts = [0usize; MAX_SHINGLE];
-    let mut slot = 0;
-    let mut words = 0;
     let mut start = 0;
-    let mut emitted = 0;
-    let mut word_end = |end: usize, start: usize| {
-        starts[slot] = start;
-        slot = if slot + 1 == n { 0 } else { slot + 1 };
-        words += 1;
-        if words >= n {
-            // The ring's next slot holds the start of the word n - 1 back.
-            f(&t[starts[slot]..end]);
-            emitted += 1;
-        }
-    };
-    for sp in memchr::memchr_iter(b' ', t) {
-        word_end(sp, start);
-        start = sp + 1;
-    }
-    word_end(t.len(), start);
-    if emitted == 0 {
-        f(t);
-        emitted = 1;
-    }
-    emitted
+    let words = memchr::memchr_iter(b' ', t).chain([t.len()]).map(|end| {
+        let word = (start, end);
+        start = end + 1;
+        word
+    });
+    window_shingles(t, n, words, f)
 }
 
 /// The `n`-character shingles of `s` (UTF-8).
 #[inline]
 fn char_shingles(s: &[u8], n: usize, f: &mut dyn FnMut(&[u8])) -> usize {
-    if s.is_empty() {
-        return 0;
-    }
-    // Start offsets of the last n characters, in a ring; each character start (a
-    // byte that is not a UTF-8 continuation byte), and the end, closes the window of
-    // the n characters before it.
-    let mut starts = [0usize; MAX_SHINGLE];
-    let mut slot = 0;
-    let mut emitted = 0;
-    let boundaries = s
+    // A character starts at each byte that is not a UTF-8 continuation byte and
+    // ends where the next one starts.
+    let mut starts = s
         .iter()
         .enumerate()
         .filter(|&(_, &b)| b & 0xc0 != 0x80)
         .map(|(i, _)| i)
-        .chain([s.len()]);
-    // `chars`: characters before boundary p.
-    for (chars, p) in boundaries.enumerate() {
-        if chars >= n {
-            f(&s[starts[slot]..p]);
+        .peekable();
+    let chars = std::iter::from_fn(move || {
+        let start = starts.next()?;
+        Some((start, starts.peek().copied().unwrap_or(s.len())))
+    });
+    window_shingles(s, n, chars, f)
+}
+
+/// The shingles of `n` consecutive units (words or characters: their start and
+/// end offsets in `t`, in order), each from its first unit's start to its last
+/// unit's end; all of `t` as one shingle if it has fewer than `n` units.
+#[inline]
+fn window_shingles(
+    t: &[u8],
+    n: usize,
+    units: impl Iterator<Item = (usize, usize)>,
+    f: &mut dyn FnMut(&[u8]),
+) -> usize {
+    if t.is_empty() {
+        return 0;
+    }
+    // Start offsets of the last n units, in a ring.
+    let mut starts = [0usize; MAX_SHINGLE];
+    let mut slot = 0;
+    let mut emitted = 0;
+    for (i, (start, end)) in units.enumerate() {
+        starts[slot] = start;
+        slot = if slot + 1 == n { 0 } else { slot + 1 };
+        if i + 1 >= n {
+            // The ring's next slot holds the start of the unit n - 1 back.
+            f(&t[starts[slot]..end]);
             emitted += 1;
         }
-        starts[slot] = p;
-        slot = if slot + 1 == n { 0 } else { slot + 1 };
     }
     if emitted == 0 {
-        f(s);
+        f(t);
         emitted = 1;
     }
     emitted

@@ -62,6 +62,18 @@ fn run(n: usize, target: f64, banding: Banding, k: usize, trials: usize) -> (f64
     (hits as f64 / trials as f64, err / trials as f64, s)
 }
 
+/// Checks the share of `trials` pairs that share a band against the formula's
+/// probability `p`: within 4.5 standard errors (at least that of one pair).
+fn assert_share_near(share: f64, p: f64, trials: usize, what: &str) {
+    let se = (p * (1.0 - p) / trials as f64)
+        .sqrt()
+        .max(1.0 / trials as f64);
+    assert!(
+        (share - p).abs() <= 4.5 * se,
+        "{what}: {share:.4} of pairs share a band, formula {p:.4} (se {se:.4})"
+    );
+}
+
 #[test]
 fn band_collisions_follow_the_s_curve() {
     let trials = 2000;
@@ -73,13 +85,7 @@ fn band_collisions_follow_the_s_curve() {
             for target in [0.5, 0.65, 0.75, 0.8, 0.9] {
                 let (share, _, s) = run(n, target, banding, 112, trials);
                 let p = banding.probability(s);
-                let se = (p * (1.0 - p) / trials as f64)
-                    .sqrt()
-                    .max(1.0 / trials as f64);
-                assert!(
-                    (share - p).abs() <= 4.5 * se,
-                    "{banding:?} n {n} s {s:.3}: {share:.4} of pairs share a band, formula {p:.4} (se {se:.4})"
-                );
+                assert_share_near(share, p, trials, &format!("{banding:?} n {n} s {s:.3}"));
             }
         }
     }
@@ -131,13 +137,7 @@ fn documents_of_known_jaccard_collide_as_the_formula_says() {
         }
         let share = hits as f64 / trials as f64;
         let p = params.banding().probability(s);
-        let se = (p * (1.0 - p) / trials as f64)
-            .sqrt()
-            .max(1.0 / trials as f64);
-        assert!(
-            (share - p).abs() <= 4.5 * se,
-            "J {s:.3}: {share:.3} share a band, formula {p:.3}"
-        );
+        assert_share_near(share, p, trials, &format!("J {s:.3}"));
     }
     assert_eq!(params.shingling, Shingling::Words(5));
 }

@@ -155,27 +155,34 @@ fn normalization_and_entry_points_agree() {
 
 #[test]
 fn settings_are_checked() {
-    let bad = |p: Params| MinHasher::new(p).unwrap_err();
     let d = Params::default();
-    assert!(bad(Params { hashes: 0, ..d }).contains("hashes"));
-    assert!(bad(Params { bands: 15, ..d }).contains("bands x rows"));
-    assert!(bad(Params {
+    let too_many_rows = Params {
         rows: 65,
         bands: 1,
         hashes: 100,
         ..d
-    })
-    .contains("rows"));
-    assert!(
-        Params::parse("minhash=oph-v9 shingles=words:5 hashes=112 bands=14 rows=8 norm=loose")
-            .unwrap_err()
-            .contains("oph-v9")
-    );
-    assert!(
-        Params::parse("minhash=fss-v1 shingles=words:5 hashes=112 rows=8 norm=loose")
-            .unwrap_err()
-            .contains("incomplete")
-    );
+    };
+    for (p, says) in [
+        (Params { hashes: 0, ..d }, "hashes"),
+        (Params { bands: 15, ..d }, "bands x rows"),
+        (too_many_rows, "rows"),
+    ] {
+        let e = MinHasher::new(p).unwrap_err();
+        assert!(e.contains(says), "{p:?}: {e}");
+    }
+    for (text, says) in [
+        (
+            "minhash=oph-v9 shingles=words:5 hashes=112 bands=14 rows=8 norm=loose",
+            "oph-v9",
+        ),
+        (
+            "minhash=fss-v1 shingles=words:5 hashes=112 rows=8 norm=loose",
+            "incomplete",
+        ),
+    ] {
+        let e = Params::parse(text).unwrap_err();
+        assert!(e.contains(says), "{text}: {e}");
+    }
     assert!("chars:0".parse::<Shingling>().is_err());
     assert!("bytes:3".parse::<Shingling>().is_err());
     assert_eq!("7".parse::<Shingling>(), Ok(Shingling::Words(7)));

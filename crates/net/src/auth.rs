@@ -40,41 +40,50 @@ impl Secret {
         Secret(b.to_vec())
     }
 
-    fn mac(&self, label: &[u8], a: &[u8], b: &[u8]) -> [u8; 32] {
+    /// The keyed MAC one side proves itself with: each side has its own label and
+    /// order, so a client's answer never passes as a server's proof.
+    fn side_mac(&self, side: Side, challenge: &[u8; 32], nonce: &[u8; 16]) -> Hmac<Sha256> {
+        let (label, first, second): (&[u8], &[u8], &[u8]) = match side {
+            Side::Client => (b"webdedup-v1 client", challenge, nonce),
+            Side::Server => (b"webdedup-v1 server", nonce, challenge),
+        };
         let mut m = Hmac::<Sha256>::new_from_slice(&self.0).expect("HMAC takes keys of any length");
         m.update(label);
-        m.update(a);
-        m.update(b);
-        m.finalize().into_bytes().into()
+        m.update(first);
+        m.update(second);
+        m
     }
 
     /// The client's answer to a challenge.
     pub fn client_proof(&self, challenge: &[u8; 32], nonce: &[u8; 16]) -> [u8; 32] {
-        self.mac(b"webdedup-v1 client", challenge, nonce)
+        let m = self.side_mac(Side::Client, challenge, nonce);
+        m.finalize().into_bytes().into()
     }
 
     /// The server's proof back to the client.
     pub fn server_proof(&self, challenge: &[u8; 32], nonce: &[u8; 16]) -> [u8; 32] {
-        self.mac(b"webdedup-v1 server", nonce, challenge)
+        let m = self.side_mac(Side::Server, challenge, nonce);
+        m.finalize().into_bytes().into()
     }
 
     /// Constant-time check of a client's answer.
     pub fn verify_client(&self, challenge: &[u8; 32], nonce: &[u8; 16], mac: &[u8; 32]) -> bool {
-        let mut m = Hmac::<Sha256>::new_from_slice(&self.0).expect("HMAC takes keys of any length");
-        m.update(b"webdedup-v1 client");
-        m.update(challenge);
-        m.update(nonce);
+        let m = self.side_mac(Side::Client, challenge, nonce);
         m.verify_slice(mac).is_ok()
     }
 
     /// Constant-time check of a server's proof.
     pub fn verify_server(&self, challenge: &[u8; 32], nonce: &[u8; 16], mac: &[u8; 32]) -> bool {
-        let mut m = Hmac::<Sha256>::new_from_slice(&self.0).expect("HMAC takes keys of any length");
-        m.update(b"webdedup-v1 server");
-        m.update(nonce);
-        m.update(challenge);
+        let m = self.side_mac(Side::Server, challenge, nonce);
         m.verify_slice(mac).is_ok()
     }
+}
+
+/// Who proves knowing the secret in the handshake.
+#[derive(Clone, Copy)]
+enum Side {
+    Client,
+    Server,
 }
 
 /// Random bytes from the operating system.

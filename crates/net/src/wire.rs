@@ -774,14 +774,6 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn roundtrip(m: Msg) {
-        let mut out = Vec::new();
-        encode(&m, &mut out);
-        let len = frame_len(out[..4].try_into().unwrap(), DEFAULT_MAX_FRAME).unwrap();
-        assert_eq!(len, out.len() - 4);
-        assert_eq!(decode(&out[4..]).unwrap(), m);
-    }
-
     #[test]
     fn every_message_round_trips() {
         let meta = StoreMeta {
@@ -790,107 +782,108 @@ mod tests {
             blocks: 1999,
             key_kind: "k".into(),
         };
-        roundtrip(Msg::Hello {
-            version: 1,
-            nonce: [7; 16],
-        });
-        roundtrip(Msg::Challenge {
-            version: 1,
-            auth_required: true,
-            challenge: [3; 32],
-        });
-        roundtrip(Msg::Auth {
-            mac: [1; 32],
-            role: Role::Worker,
-            settings: Some(Settings { meta, map: 42 }),
-        });
-        roundtrip(Msg::Auth {
-            mac: [0; 32],
-            role: Role::Status,
-            settings: None,
-        });
-        roundtrip(Msg::Ready {
-            state: ServerState::Migrating,
-            index: 2,
-            max_frame: 4096,
-            mac: [9; 32],
-            store_id: 77,
-        });
-        roundtrip(Msg::TestAndInsert {
-            req: 5,
-            id: Some((1, 2)),
-            keys: vec![1, u64::MAX, 3],
-        });
-        roundtrip(Msg::TestAndInsert {
-            req: 5,
-            id: None,
-            keys: vec![],
-        });
-        roundtrip(Msg::Test {
-            req: 6,
-            id: None,
-            keys: vec![4, 5],
-        });
-        roundtrip(Msg::Test {
-            req: 6,
-            id: Some((7, 8)),
-            keys: vec![4, 5],
-        });
-        roundtrip(Msg::Verdicts {
-            req: 7,
-            n: 10,
-            bitmap: vec![0xff, 0x03],
-        });
-        roundtrip(Msg::Error {
-            req: 8,
-            code: ErrorCode::WrongOwner,
-            message: "block 3".into(),
-        });
-        roundtrip(Msg::StatusRequest { req: 9 });
-        roundtrip(Msg::Status {
-            req: 9,
-            json: "{}".into(),
-        });
-        roundtrip(Msg::FetchBlock {
-            req: 1,
-            block: 1998,
-        });
-        roundtrip(Msg::BlockKeys {
-            req: 1,
-            block: 3,
-            last: true,
-            keys: vec![9, 8],
-        });
-        roundtrip(Msg::ReleaseBlock { req: 1, block: 3 });
         let loc = |file, record| Location { file, record };
-        roundtrip(Msg::TestLocated {
-            req: 2,
-            id: None,
-            keys: vec![3, 4],
-        });
-        roundtrip(Msg::TestLocated {
-            req: 2,
-            id: Some((3, 9)),
-            keys: vec![3, 4],
-        });
-        roundtrip(Msg::TestAndInsertLocated {
-            req: 2,
-            id: Some((5, 6)),
-            keys: vec![3, 4],
-            locs: vec![loc(7, 1), loc(u64::MAX, 2)],
-        });
-        roundtrip(Msg::TestAndInsertLocated {
-            req: 2,
-            id: None,
-            keys: vec![],
-            locs: vec![],
-        });
-        roundtrip(Msg::LocatedVerdicts {
-            req: 3,
-            n: 9,
-            bitmap: vec![0b101, 1],
-            originals: vec![loc(1, 2), loc(3, 4), loc(0, 0)],
-        });
+        let mut messages = vec![
+            Msg::Hello {
+                version: 1,
+                nonce: [7; 16],
+            },
+            Msg::Challenge {
+                version: 1,
+                auth_required: true,
+                challenge: [3; 32],
+            },
+            Msg::Auth {
+                mac: [1; 32],
+                role: Role::Worker,
+                settings: Some(Settings { meta, map: 42 }),
+            },
+            Msg::Auth {
+                mac: [0; 32],
+                role: Role::Status,
+                settings: None,
+            },
+            Msg::Ready {
+                state: ServerState::Migrating,
+                index: 2,
+                max_frame: 4096,
+                mac: [9; 32],
+                store_id: 77,
+            },
+            Msg::Verdicts {
+                req: 7,
+                n: 10,
+                bitmap: vec![0xff, 0x03],
+            },
+            Msg::Error {
+                req: 8,
+                code: ErrorCode::WrongOwner,
+                message: "block 3".into(),
+            },
+            Msg::StatusRequest { req: 9 },
+            Msg::Status {
+                req: 9,
+                json: "{}".into(),
+            },
+            Msg::FetchBlock {
+                req: 1,
+                block: 1998,
+            },
+            Msg::BlockKeys {
+                req: 1,
+                block: 3,
+                last: true,
+                keys: vec![9, 8],
+            },
+            Msg::ReleaseBlock { req: 1, block: 3 },
+            Msg::LocatedVerdicts {
+                req: 3,
+                n: 9,
+                bitmap: vec![0b101, 1],
+                originals: vec![loc(1, 2), loc(3, 4), loc(0, 0)],
+            },
+        ];
+        // Every key request with and without a worker's request id, and with no keys.
+        for (id, keys, locs) in [
+            (
+                Some((1, 2)),
+                vec![1, u64::MAX, 3],
+                vec![loc(7, 1), loc(u64::MAX, 2), loc(0, 0)],
+            ),
+            (None, vec![4, 5], vec![loc(1, 1), loc(2, 2)]),
+            (Some((3, 9)), vec![], vec![]),
+        ] {
+            messages.extend([
+                Msg::Test {
+                    req: 6,
+                    id,
+                    keys: keys.clone(),
+                },
+                Msg::TestAndInsert {
+                    req: 5,
+                    id,
+                    keys: keys.clone(),
+                },
+                Msg::TestLocated {
+                    req: 2,
+                    id,
+                    keys: keys.clone(),
+                },
+                Msg::TestAndInsertLocated {
+                    req: 2,
+                    id,
+                    keys,
+                    locs,
+                },
+            ]);
+        }
+        for m in messages {
+            let mut out = Vec::new();
+            encode(&m, &mut out);
+            let len = frame_len(out[..4].try_into().unwrap(), DEFAULT_MAX_FRAME).unwrap();
+            assert_eq!(len, out.len() - 4);
+            assert_eq!(decode(&out[4..]).unwrap(), m);
+        }
     }
 
     #[test]

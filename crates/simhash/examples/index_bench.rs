@@ -1,18 +1,22 @@
 //! The persisted index at scale: add N documents, save, load, prepare for k, query.
 //!
 //! `cargo run --release -p webdedup-simhash --example index_bench -- N K THREADS DIR`
+mod common;
+
+use common::{arg, splitmix};
 use std::time::Instant;
 use webdedup_simhash::index::FpIndex;
 use webdedup_simhash::tokenize::Settings;
 
-mod synthetic;
-use synthetic::{sizes, splitmix};
-
 fn main() {
-    let a: Vec<String> = std::env::args().collect();
-    let (n, k, threads) = sizes(&a);
-    let dir =
-        std::path::PathBuf::from(a.get(4).map_or("/tmp/webdedup-index-bench", |s| s.as_str()));
+    let n: usize = arg(1, 10_000_000);
+    let k: u32 = arg(2, 3);
+    let threads: usize = arg(3, 2);
+    let dir = arg(4, std::path::PathBuf::from("/tmp/webdedup-index-bench"));
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build_global()
+        .unwrap();
     let _ = std::fs::remove_dir_all(&dir);
     let mut s = 7u64;
     let mut fps: Vec<u64> = (0..n).map(|_| splitmix(&mut s)).collect();

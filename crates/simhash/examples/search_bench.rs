@@ -6,22 +6,27 @@
 //! N random 64-bit fingerprints plus 1% planted near neighbours (1..=K bits away from a
 //! random member), distinct. Prints the plan, wall time of `all_pairs`, pairs found,
 //! and the mean time of one `TableSet::query` against the N fingerprints.
+mod common;
+
+use common::{arg, planted_fingerprints, splitmix};
 use std::time::Instant;
 use webdedup_simhash::search::{Plan, TableSet};
 
-mod synthetic;
-use synthetic::{planted, sizes, splitmix};
-
 fn main() {
-    let a: Vec<String> = std::env::args().collect();
-    let (n, k, threads) = sizes(&a);
-    let queries: usize = a.get(4).map_or(100_000, |s| s.parse().unwrap());
+    let n: usize = arg(1, 10_000_000);
+    let k: u32 = arg(2, 3);
+    let threads: usize = arg(3, 2);
+    let queries: usize = arg(4, 100_000);
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build_global()
+        .unwrap();
     let mut s = 42u64;
-    let mut v = planted(&mut s, n, k.into());
+    let mut v = planted_fingerprints(n, k as u64, &mut s);
     v.sort_unstable();
     v.dedup();
     let t = Instant::now();
-    let plan = match a.get(5).and_then(|b| b.parse::<u32>().ok()) {
+    let plan = match std::env::args().nth(5).and_then(|b| b.parse().ok()) {
         Some(b) => Plan::new(k, b),
         None => Plan::choose(v.len(), k),
     };

@@ -254,6 +254,7 @@ impl Neighbours {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_rng::XorShift;
 
     fn b(i: usize) -> Option<(Leader, u32)> {
         Some((Leader::Batch(i), 0))
@@ -338,13 +339,8 @@ mod tests {
 
     #[test]
     fn clusters_match_a_quadratic_reference() {
-        let mut s = 1u64;
-        let mut next = || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s
-        };
+        let mut rng = XorShift(1);
+        let mut next = || rng.next_u64();
         let bases: Vec<u64> = (0..30).map(|_| next()).collect();
         let fps: Vec<u64> = (0..600)
             .map(|_| {

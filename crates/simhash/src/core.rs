@@ -99,6 +99,19 @@ impl Accumulator {
             let u = a ^ b;
             ((a & b) | (u & c), u ^ c)
         }
+        /// Adds the eight bit vectors `d` to the digits (ones, twos, fours): the
+        /// carry out of the fours (eights), then the new digits.
+        #[inline(always)]
+        fn csa8(ones: u64, twos: u64, fours: u64, d: &[u64]) -> (u64, u64, u64, u64) {
+            let (twos_a, o) = csa(ones, d[0], d[1]);
+            let (twos_b, o) = csa(o, d[2], d[3]);
+            let (fours_a, t) = csa(twos, twos_a, twos_b);
+            let (twos_a, o) = csa(o, d[4], d[5]);
+            let (twos_b, o) = csa(o, d[6], d[7]);
+            let (fours_b, t) = csa(t, twos_a, twos_b);
+            let (eights, f) = csa(fours, fours_a, fours_b);
+            (eights, o, t, f)
+        }
         let mut blocks = hashes.chunks_exact(16);
         // Bit i of `ones`, `twos`, `fours`, `eights` are the binary digits of the
         // count at position i not yet in the counters; each carry out of `eights`
@@ -107,20 +120,8 @@ impl Accumulator {
         let mut sixteens_small = [0u64; 8];
         let mut sixteens_pending = 0u32;
         for d in &mut blocks {
-            let (twos_a, o) = csa(ones, d[0], d[1]);
-            let (twos_b, o) = csa(o, d[2], d[3]);
-            let (fours_a, t) = csa(twos, twos_a, twos_b);
-            let (twos_a, o) = csa(o, d[4], d[5]);
-            let (twos_b, o) = csa(o, d[6], d[7]);
-            let (fours_b, t) = csa(t, twos_a, twos_b);
-            let (eights_a, f) = csa(fours, fours_a, fours_b);
-            let (twos_a, o) = csa(o, d[8], d[9]);
-            let (twos_b, o) = csa(o, d[10], d[11]);
-            let (fours_a, t) = csa(t, twos_a, twos_b);
-            let (twos_a, o) = csa(o, d[12], d[13]);
-            let (twos_b, o) = csa(o, d[14], d[15]);
-            let (fours_b, t) = csa(t, twos_a, twos_b);
-            let (eights_b, f) = csa(f, fours_a, fours_b);
+            let (eights_a, o, t, f) = csa8(ones, twos, fours, &d[..8]);
+            let (eights_b, o, t, f) = csa8(o, t, f, &d[8..]);
             let (sixteens, e) = csa(eights, eights_a, eights_b);
             (ones, twos, fours, eights) = (o, t, f, e);
             for (i, s) in sixteens_small.iter_mut().enumerate() {
@@ -251,6 +252,7 @@ pub fn to_hex(h: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_rng::XorShift;
 
     #[test]
     fn seomoz_vector() {
@@ -288,16 +290,9 @@ mod tests {
     #[test]
     fn matches_naive_definition() {
         // Independent +1/-1 counter implementation, on pseudo-random data.
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
         for n in (0..50).chain([255, 256, 511, 1000]) {
-            let feats: Vec<u64> = (0..n)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    x
-                })
-                .collect();
+            let feats: Vec<u64> = (0..n).map(|_| rng.next_u64()).collect();
             let mut v = [0i64; 64];
             for &f in &feats {
                 for (i, c) in v.iter_mut().enumerate() {
@@ -314,13 +309,8 @@ mod tests {
 
     #[test]
     fn push_all_equals_pushes() {
-        let mut x = 0x1234_5678_9abc_def0u64;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rng = XorShift(0x1234_5678_9abc_def0);
+        let mut next = || rng.next_u64();
         // Lengths around the block size and the counters' flush points, dense and
         // sparse bits, repeats.
         for n in [

@@ -21,6 +21,8 @@ pub mod input;
 pub mod item;
 pub mod run;
 pub mod search;
+#[cfg(test)]
+mod test_rng;
 pub mod tokenize;
 
 pub use run::{

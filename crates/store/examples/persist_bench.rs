@@ -4,6 +4,9 @@
 //! the alternative to the Rice code that was measured against.
 //! Usage: cargo run --release -p webdedup-store --example persist_bench -- [KEYS] [DIR]
 
+mod common;
+
+use common::{arg, Keys};
 use std::time::Instant;
 use webdedup_store::{MemStore, Store, StoreMeta, DEFAULT_BLOCKS};
 
@@ -17,15 +20,8 @@ fn cpu_seconds() -> f64 {
 }
 
 fn main() {
-    let mut args = std::env::args().skip(1);
-    let n: usize = args
-        .next()
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(10_000_000);
-    let dir = args
-        .next()
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(std::env::temp_dir);
+    let n: usize = arg(0, 10_000_000);
+    let dir = arg(1, std::env::temp_dir());
     let meta = StoreMeta {
         hash: "xxh3-64".into(),
         normalization: "loose".into(),
@@ -33,19 +29,13 @@ fn main() {
         key_kind: "bench".into(),
     };
     let store = MemStore::with_capacity(DEFAULT_BLOCKS, n);
-    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let mut random = Keys::new();
     let mut keys = vec![0u64; 1 << 16];
     let mut seen = Vec::new();
     let mut done = 0;
     while done < n {
         let m = keys.len().min(n - done);
-        for k in keys[..m].iter_mut() {
-            x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = x;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            *k = z ^ (z >> 31);
-        }
+        random.fill(&mut keys[..m]);
         store.test_and_insert(&keys[..m], &mut seen).unwrap();
         done += m;
     }

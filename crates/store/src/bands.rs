@@ -25,7 +25,9 @@
 //! `test_and_insert` is refused), nor listed (no snapshot: the side store is what
 //! a run's band keys are rebuilt from).
 
-use crate::table::{mix, tail_for, GROWTH_DIV, MAX_LOAD_NUM, MIN_CAPACITY};
+use crate::table::{
+    capacity_for, empty_slots, has_room, mix, rebuild, shift_in, GROWTH_DIV, MIN_CAPACITY,
+};
 use crate::zeroed::Zeroed;
 use crate::{Answer, BlockMap, Location, Op, Request, Store, StoreError};
 use parking_lot::Mutex;
@@ -82,9 +84,9 @@ pub(crate) struct FpTable {
 
 impl FpTable {
     pub(crate) fn with_capacity(keys: usize) -> Self {
-        let capacity = (keys * 100 / MAX_LOAD_NUM + 1).max(MIN_CAPACITY);
+        let capacity = capacity_for(keys);
         FpTable {
-            slots: Zeroed::new(capacity + tail_for(capacity)),
+            slots: empty_slots(capacity),
             capacity,
             len: 0,
         }
@@ -124,45 +126,17 @@ impl FpTable {
             while i < n && self.slots[i] != 0 && self.slots[i] < v {
                 i += 1;
             }
-            if (self.len + 1) * 100 <= self.capacity * MAX_LOAD_NUM && i < n {
-                if let Some(empty) = self.slots[i..].iter().position(|&s| s == 0) {
-                    let j = i + empty;
-                    self.slots.copy_within(i..j, i + 1);
-                    self.slots[i] = v;
-                    self.len += 1;
-                    return;
-                }
+            if has_room(self.len, self.capacity) && shift_in(&mut self.slots, i, v).is_some() {
+                self.len += 1;
+                return;
             }
             self.grow();
         }
     }
 
     fn grow(&mut self) {
-        let mut capacity = (self.capacity + self.capacity / GROWTH_DIV).max(MIN_CAPACITY);
-        loop {
-            if let Some(slots) = Self::rebuild(&self.slots, capacity) {
-                self.slots = slots;
-                self.capacity = capacity;
-                return;
-            }
-            capacity += capacity / GROWTH_DIV;
-        }
-    }
-
-    /// The sorted slots of `old` placed into `capacity` homes; None if the tail
-    /// overflows.
-    fn rebuild(old: &[u64], capacity: usize) -> Option<Zeroed> {
-        let mut slots = Zeroed::new(capacity + tail_for(capacity));
-        let mut next = 0usize;
-        for &v in old.iter().filter(|&&v| v != 0) {
-            let pos = home(v, capacity).max(next);
-            if pos >= slots.len() {
-                return None;
-            }
-            slots[pos] = v;
-            next = pos + 1;
-        }
-        Some(slots)
+        let capacity = (self.capacity + self.capacity / GROWTH_DIV).max(MIN_CAPACITY);
+        (self.slots, _, self.capacity) = rebuild(&self.slots, &[], capacity, home);
     }
 
     pub(crate) fn len(&self) -> usize {

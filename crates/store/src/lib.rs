@@ -26,6 +26,8 @@ mod mem;
 pub mod server_map;
 pub mod snapshot;
 mod table;
+#[cfg(test)]
+mod test_damage;
 mod zeroed;
 
 pub use bands::{BandOwners, BandStore};

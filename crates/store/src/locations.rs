@@ -204,21 +204,26 @@ mod tests {
     use super::*;
     use crate::Store;
 
+    /// Keys spread from `ids`, key `id` located at record `id + 1` of one of
+    /// `files` files.
+    fn located_keys(ids: std::ops::Range<u64>, files: u64) -> (Vec<u64>, Vec<Location>) {
+        ids.map(|i| {
+            let loc = Location {
+                file: i % files + 1,
+                record: i + 1,
+            };
+            (i.wrapping_mul(0x9e37_79b9_7f4a_7c15), loc)
+        })
+        .unzip()
+    }
+
     #[test]
     fn locations_come_back_with_their_store_id_and_damage_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.locations");
         let store = MemStore::new(7);
         let n = 3 * BATCH as u64 / 2;
-        let keys: Vec<u64> = (0..n)
-            .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15))
-            .collect();
-        let locs: Vec<Location> = (0..n)
-            .map(|i| Location {
-                file: i % 5 + 1,
-                record: i + 1,
-            })
-            .collect();
+        let (keys, locs) = located_keys(0..n, 5);
         let (mut seen, mut orig) = (Vec::new(), Vec::new());
         store
             .test_and_insert_located(&keys, &locs, &mut seen, &mut orig)
@@ -251,15 +256,7 @@ mod tests {
     #[test]
     fn the_canonical_file_depends_on_the_located_keys_only() {
         let dir = tempfile::tempdir().unwrap();
-        let keys: Vec<u64> = (1..5000u64)
-            .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15))
-            .collect();
-        let locs: Vec<Location> = (1..5000u64)
-            .map(|i| Location {
-                file: i % 3 + 1,
-                record: i,
-            })
-            .collect();
+        let (keys, locs) = located_keys(1..5000, 3);
         let (mut seen, mut orig) = (Vec::new(), Vec::new());
         // The same located keys, inserted in two orders into tables of two sizes.
         let a = MemStore::new(7);

@@ -115,30 +115,65 @@ pub struct MapError {
     pub reason: String,
 }
 
-fn read_text(path: &Path) -> Result<String, MapError> {
-    std::fs::read_to_string(path).map_err(|e| MapError {
-        origin: path.display().to_string(),
-        line: 0,
-        reason: e.to_string(),
-    })
+impl MapError {
+    fn new(origin: &str, line: usize, reason: impl Into<String>) -> MapError {
+        MapError {
+            origin: origin.into(),
+            line,
+            reason: reason.into(),
+        }
+    }
 }
 
-/// A servers file: one `host[:port]` a line, optionally followed by a weight.
-pub fn parse_servers(text: &str, origin: &str) -> Result<Vec<ServerEntry>, MapError> {
-    let mut out: Vec<ServerEntry> = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let err = |reason: String| MapError {
-            origin: origin.into(),
-            line: i + 1,
-            reason,
-        };
-        let t: Vec<&str> = line
+fn read_text(path: &Path) -> Result<String, MapError> {
+    std::fs::read_to_string(path)
+        .map_err(|e| MapError::new(&path.display().to_string(), 0, e.to_string()))
+}
+
+/// A map or servers file's lines as (line number, line, its words with the `#`
+/// comment dropped).
+fn lines_and_words(text: &str) -> impl Iterator<Item = (usize, &str, Vec<&str>)> {
+    text.lines().enumerate().map(|(i, line)| {
+        let words = line
             .split('#')
             .next()
             .unwrap_or("")
             .split_whitespace()
             .collect();
-        let (addr, weight) = match t.as_slice() {
+        (i + 1, line, words)
+    })
+}
+
+/// Every entry of `given`, or an error for the first one missing (`missing` says
+/// which, by its index).
+fn all_given<T>(
+    given: Vec<Option<T>>,
+    origin: &str,
+    missing: impl Fn(usize) -> String,
+) -> Result<Vec<T>, MapError> {
+    given
+        .into_iter()
+        .enumerate()
+        .map(|(i, g)| g.ok_or_else(|| MapError::new(origin, 0, missing(i))))
+        .collect()
+}
+
+/// Adds the server at `addr`, refusing one already listed.
+fn push_server(servers: &mut Vec<ServerEntry>, addr: &str, weight: f64) -> Result<(), String> {
+    let addr = ServerAddr::parse(addr)?;
+    if servers.iter().any(|e| e.addr == addr) {
+        return Err(format!("server {addr} listed twice"));
+    }
+    servers.push(ServerEntry { addr, weight });
+    Ok(())
+}
+
+/// A servers file: one `host[:port]` a line, optionally followed by a weight.
+pub fn parse_servers(text: &str, origin: &str) -> Result<Vec<ServerEntry>, MapError> {
+    let mut out: Vec<ServerEntry> = Vec::new();
+    for (n, line, words) in lines_and_words(text) {
+        let err = |reason: String| MapError::new(origin, n, reason);
+        let (addr, weight) = match words.as_slice() {
             [] => continue,
             [a] => (a, 1.0),
             [a, w] => (
@@ -153,11 +188,7 @@ pub fn parse_servers(text: &str, origin: &str) -> Result<Vec<ServerEntry>, MapEr
                 )))
             }
         };
-        let addr = ServerAddr::parse(addr).map_err(err)?;
-        if out.iter().any(|e| e.addr == addr) {
-            return Err(err(format!("server {addr} listed twice")));
-        }
-        out.push(ServerEntry { addr, weight });
+        push_server(&mut out, addr, weight).map_err(err)?;
     }
     Ok(out)
 }
@@ -187,20 +218,9 @@ impl ServerMap {
         let mut servers: Vec<ServerEntry> = Vec::new();
         let mut owner: Vec<Option<u32>> = Vec::new();
         let mut ranges = Vec::new();
-        for (i, line) in text.lines().enumerate() {
-            let n = i + 1;
-            let err = |reason: String| MapError {
-                origin: origin.into(),
-                line: n,
-                reason,
-            };
-            let t: Vec<&str> = line
-                .split('#')
-                .next()
-                .unwrap_or("")
-                .split_whitespace()
-                .collect();
-            match t.as_slice() {
+        for (n, line, words) in lines_and_words(text) {
+            let err = |reason: String| MapError::new(origin, n, reason);
+            match words.as_slice() {
                 [] => {}
                 ["blocks", b] => {
                     if blocks.is_some() {
@@ -233,11 +253,7 @@ impl ServerMap {
                             )))
                         }
                     };
-                    let addr = ServerAddr::parse(a).map_err(err)?;
-                    if servers.iter().any(|e| e.addr == addr) {
-                        return Err(err(format!("server {addr} listed twice")));
-                    }
-                    servers.push(ServerEntry { addr, weight });
+                    push_server(&mut servers, a, weight).map_err(err)?;
                 }
                 [range, s] => {
                     let (a, b) = range.split_once('-').unwrap_or((range, range));
@@ -254,24 +270,12 @@ impl ServerMap {
                 _ => return Err(err(format!("cannot read '{}'", line.trim()))),
             }
         }
-        let blocks = blocks.ok_or_else(|| MapError {
-            origin: origin.into(),
-            line: 0,
-            reason: "no 'blocks N' line".into(),
-        })?;
+        let blocks = blocks.ok_or_else(|| MapError::new(origin, 0, "no 'blocks N' line"))?;
         if servers.is_empty() {
-            return Err(MapError {
-                origin: origin.into(),
-                line: 0,
-                reason: "no servers".into(),
-            });
+            return Err(MapError::new(origin, 0, "no servers"));
         }
         for (n, a, b, s) in ranges {
-            let err = |reason: String| MapError {
-                origin: origin.into(),
-                line: n,
-                reason,
-            };
+            let err = |reason: String| MapError::new(origin, n, reason);
             if s as usize >= servers.len() {
                 return Err(err(format!(
                     "server index {s}, but only {} servers",
@@ -299,17 +303,7 @@ impl ServerMap {
         owner: Vec<Option<u32>>,
         origin: &str,
     ) -> Result<ServerMap, MapError> {
-        let owner = owner
-            .into_iter()
-            .enumerate()
-            .map(|(b, o)| {
-                o.ok_or_else(|| MapError {
-                    origin: origin.into(),
-                    line: 0,
-                    reason: format!("block {b} has no owner"),
-                })
-            })
-            .collect::<Result<_, _>>()?;
+        let owner = all_given(owner, origin, |b| format!("block {b} has no owner"))?;
         Ok(ServerMap {
             blocks,
             servers,
@@ -323,11 +317,7 @@ impl ServerMap {
             .enumerate()
             .filter(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with('#'));
         let (hn, head) = lines.next().unwrap();
-        let err = |n: usize, reason: String| MapError {
-            origin: origin.into(),
-            line: n + 1,
-            reason,
-        };
+        let err = |n: usize, reason: String| MapError::new(origin, n + 1, reason);
         let h: Vec<&str> = head.split_whitespace().collect();
         let num = |s: &str| {
             s.parse::<u32>()
@@ -377,17 +367,7 @@ impl ServerMap {
                 return Err(err(n, format!("block {b} assigned twice")));
             }
         }
-        let servers = servers
-            .into_iter()
-            .enumerate()
-            .map(|(i, s)| {
-                s.ok_or_else(|| MapError {
-                    origin: origin.into(),
-                    line: 0,
-                    reason: format!("server {i} owns no block"),
-                })
-            })
-            .collect::<Result<_, _>>()?;
+        let servers = all_given(servers, origin, |i| format!("server {i} owns no block"))?;
         Self::complete(blocks, servers, owner, origin)
     }
 
@@ -426,12 +406,7 @@ impl ServerMap {
     pub fn to_knot_text(&self) -> Result<String, String> {
         use fmt::Write;
         let port = self.servers.first().map_or(DEFAULT_PORT, |s| s.addr.port);
-        let other: Vec<String> = self
-            .servers
-            .iter()
-            .filter(|s| s.addr.port != port)
-            .map(|s| s.addr.to_string())
-            .collect();
+        let other = self.servers_off_port(port);
         if !other.is_empty() {
             return Err(format!(
                 "the KNOT layout has one port for all servers, but {} do not listen on port {port} as {} does; give every server one port",
@@ -448,6 +423,15 @@ impl ServerMap {
             let _ = writeln!(s, "{b} {o} {}", self.servers[o as usize].addr.host);
         }
         Ok(s)
+    }
+
+    /// The addresses of the servers that do not listen on `port`, in server order.
+    pub fn servers_off_port(&self, port: u16) -> Vec<String> {
+        self.servers
+            .iter()
+            .filter(|s| s.addr.port != port)
+            .map(|s| s.addr.to_string())
+            .collect()
     }
 
     pub fn owner_of_key(&self, key: u64) -> usize {
@@ -487,19 +471,17 @@ impl ServerMap {
 mod tests {
     use super::*;
 
+    fn entry(addr: &str, weight: f64) -> ServerEntry {
+        ServerEntry {
+            addr: ServerAddr::parse(addr).unwrap(),
+            weight,
+        }
+    }
+
     fn sample() -> ServerMap {
         ServerMap {
             blocks: 10,
-            servers: vec![
-                ServerEntry {
-                    addr: ServerAddr::parse("10.0.0.1").unwrap(),
-                    weight: 1.0,
-                },
-                ServerEntry {
-                    addr: ServerAddr::parse("node-b:4000").unwrap(),
-                    weight: 2.5,
-                },
-            ],
+            servers: vec![entry("10.0.0.1", 1.0), entry("node-b:4000", 2.5)],
             owner: vec![0, 0, 0, 1, 1, 0, 1, 1, 1, 0],
         }
     }
@@ -514,16 +496,7 @@ mod tests {
             m.to_text()
         );
         let knot = ServerMap {
-            servers: vec![
-                ServerEntry {
-                    addr: ServerAddr::parse("a").unwrap(),
-                    weight: 1.0,
-                },
-                ServerEntry {
-                    addr: ServerAddr::parse("b").unwrap(),
-                    weight: 1.0,
-                },
-            ],
+            servers: vec![entry("a", 1.0), entry("b", 1.0)],
             ..m
         };
         let text = knot.to_knot_text().unwrap();
@@ -559,26 +532,25 @@ mod tests {
 
     #[test]
     fn bad_maps_name_the_line_and_reason() {
-        let e = ServerMap::parse("blocks 3\nserver 0 a:1\n0-1 0\n1 0\n2 0\n", "m")
-            .unwrap_err()
-            .to_string();
-        assert_eq!(e, "m:4: block 1 assigned twice");
-        let e = ServerMap::parse("blocks 3\nserver 0 a:1\n0-1 0\n", "m")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("block 2 has no owner"), "{e}");
-        let e = ServerMap::parse("blocks 3\nserver 0 a:1\n0-2 1\n", "m")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("m:3: server index 1"), "{e}");
-        let e = ServerMap::parse("blocks 3\nserver 0 a:1\nserver 1 a:1\n", "m")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("m:3: server a:1 listed twice"), "{e}");
-        let e = ServerMap::parse("nonsense here now\n", "m")
-            .unwrap_err()
-            .to_string();
-        assert!(e.starts_with("m:1:"), "{e}");
+        for (map, says) in [
+            (
+                "blocks 3\nserver 0 a:1\n0-1 0\n1 0\n2 0\n",
+                "m:4: block 1 assigned twice",
+            ),
+            (
+                "blocks 3\nserver 0 a:1\n0-1 0\n",
+                "m:0: block 2 has no owner",
+            ),
+            ("blocks 3\nserver 0 a:1\n0-2 1\n", "m:3: server index 1"),
+            (
+                "blocks 3\nserver 0 a:1\nserver 1 a:1\n",
+                "m:3: server a:1 listed twice",
+            ),
+            ("nonsense here now\n", "m:1: cannot read"),
+        ] {
+            let e = ServerMap::parse(map, "m").unwrap_err().to_string();
+            assert!(e.starts_with(says), "{map:?}: {e}");
+        }
     }
 
     #[test]

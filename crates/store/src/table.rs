@@ -81,16 +81,73 @@ pub(crate) fn home(h: u64, capacity: usize) -> usize {
     ((h as u128 * capacity as u128) >> 64) as usize
 }
 
-pub(crate) fn tail_for(capacity: usize) -> usize {
-    16 + capacity / 64
+/// Empty slots for `capacity` homes plus the spare tail that absorbs the last
+/// cluster.
+pub(crate) fn empty_slots(capacity: usize) -> Zeroed {
+    Zeroed::new(capacity + 16 + capacity / 64)
+}
+
+/// The homes a table needs to hold `keys` keys before its first growth.
+pub(crate) fn capacity_for(keys: usize) -> usize {
+    (keys * 100 / MAX_LOAD_NUM + 1).max(MIN_CAPACITY)
+}
+
+/// Whether a table of `capacity` homes holding `len` values may take one more.
+#[inline]
+pub(crate) fn has_room(len: usize, capacity: usize) -> bool {
+    (len + 1) * 100 <= capacity * MAX_LOAD_NUM
+}
+
+/// Puts `v` at slot `i`, shifting the values from `i` on one slot right into the
+/// first empty slot: that slot's index, or None if none follows (grow first).
+#[inline]
+pub(crate) fn shift_in(slots: &mut [u64], i: usize, v: u64) -> Option<usize> {
+    let j = i + slots.get(i..)?.iter().position(|&s| s == 0)?;
+    slots.copy_within(i..j, i + 1);
+    slots[i] = v;
+    Some(j)
+}
+
+/// The sorted values of `old` (0: empty, skipped) and their payloads (none if
+/// `old_payload` is empty) in fresh arrays, each value at its `home` or right after
+/// the one before, at the first capacity from `capacity` up (by steps of
+/// 1/GROWTH_DIV) whose tail holds the last cluster: the slots, payloads and that
+/// capacity. One linear pass a capacity tried: growing, or a snapshot's bulk load.
+pub(crate) fn rebuild(
+    old: &[u64],
+    old_payload: &[u64],
+    mut capacity: usize,
+    home: impl Fn(u64, usize) -> usize,
+) -> (Zeroed, Zeroed, usize) {
+    'capacity: loop {
+        let mut slots = empty_slots(capacity);
+        let mut payload = match old_payload.is_empty() {
+            true => Zeroed::empty(),
+            false => Zeroed::new(slots.len()),
+        };
+        let mut next = 0usize;
+        for (i, &h) in old.iter().enumerate().filter(|(_, &h)| h != 0) {
+            let pos = home(h, capacity).max(next);
+            if pos >= slots.len() {
+                capacity += capacity / GROWTH_DIV;
+                continue 'capacity;
+            }
+            slots[pos] = h;
+            if !old_payload.is_empty() {
+                payload[pos] = old_payload[i];
+            }
+            next = pos + 1;
+        }
+        return (slots, payload, capacity);
+    }
 }
 
 impl Table {
     /// A table that holds `keys` keys before its first growth.
     pub(crate) fn with_capacity(keys: usize) -> Self {
-        let capacity = (keys * 100 / MAX_LOAD_NUM + 1).max(MIN_CAPACITY);
+        let capacity = capacity_for(keys);
         Table {
-            slots: Zeroed::new(capacity + tail_for(capacity)),
+            slots: empty_slots(capacity),
             capacity,
             len: 0,
             has_zero: false,
@@ -119,31 +176,49 @@ impl Table {
         }
         let h = mix(key);
         loop {
-            let mut i = home(h, self.capacity);
-            let n = self.slots.len();
-            while i < n {
-                let s = self.slots[i];
-                if s == h {
-                    return Some(self.payload[i]);
-                }
-                if s == 0 || s > h {
-                    break;
-                }
-                i += 1;
+            match self.probe(h) {
+                Ok(i) => return Some(self.payload[i]),
+                Err(i) if self.place(i, h, payload) => return None,
+                Err(_) => self.grow(),
             }
-            if (self.len + 1) * 100 <= self.capacity * MAX_LOAD_NUM {
-                if let Some(empty) = self.slots[i..].iter().position(|&s| s == 0) {
-                    let j = i + empty;
-                    self.slots.copy_within(i..j, i + 1);
-                    self.payload.copy_within(i..j, i + 1);
-                    self.slots[i] = h;
-                    self.payload[i] = payload;
-                    self.len += 1;
-                    return None;
-                }
-            }
-            self.grow();
         }
+    }
+
+    /// Where the probe for mixed value `h` ends: Ok(its slot), or Err(the slot it
+    /// would take: the first empty or larger one, or the array's end).
+    #[inline]
+    fn probe(&self, h: u64) -> Result<usize, usize> {
+        let mut i = home(h, self.capacity);
+        while i < self.slots.len() {
+            let s = self.slots[i];
+            if s == h {
+                return Ok(i);
+            }
+            if s == 0 || s > h {
+                return Err(i);
+            }
+            i += 1;
+        }
+        Err(i)
+    }
+
+    /// Inserts `h` (absent) with `payload` at slot `i`, where its probe ended;
+    /// false if the table must grow first (too full, or the last cluster reached
+    /// the end of the array).
+    #[inline]
+    fn place(&mut self, i: usize, h: u64, payload: u64) -> bool {
+        if !has_room(self.len, self.capacity) {
+            return false;
+        }
+        let Some(j) = shift_in(&mut self.slots, i, h) else {
+            return false;
+        };
+        if !self.payload.is_empty() {
+            self.payload.copy_within(i..j, i + 1);
+            self.payload[i] = payload;
+        }
+        self.len += 1;
+        true
     }
 
     /// Gives `key` the payload `payload` where it has none (0), inserting the key
@@ -157,16 +232,10 @@ impl Table {
             }
             return;
         }
-        if self.test_and_insert_payload(key, payload).is_none() {
-            return;
-        }
-        let h = mix(key);
-        let mut i = home(h, self.capacity);
-        while self.slots[i] != h {
-            i += 1;
-        }
-        if self.payload[i] == 0 {
-            self.payload[i] = payload;
+        if self.test_and_insert_payload(key, payload) == Some(0) {
+            if let Ok(i) = self.probe(mix(key)) {
+                self.payload[i] = payload;
+            }
         }
     }
 
@@ -190,19 +259,8 @@ impl Table {
         if key == 0 {
             return self.has_zero.then_some(self.zero_payload);
         }
-        let h = mix(key);
-        let mut i = home(h, self.capacity);
-        while i < self.slots.len() {
-            let s = self.slots[i];
-            if s == h {
-                return Some(self.payload.get(i).copied().unwrap_or(0));
-            }
-            if s == 0 || s > h {
-                return None;
-            }
-            i += 1;
-        }
-        None
+        let i = self.probe(mix(key)).ok()?;
+        Some(self.payload.get(i).copied().unwrap_or(0))
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -231,34 +289,12 @@ impl Table {
     pub(crate) fn test_and_insert_mixed(&mut self, h: u64) -> bool {
         debug_assert_ne!(h, 0);
         loop {
-            let mut i = home(h, self.capacity);
-            let n = self.slots.len();
-            while i < n {
-                let s = self.slots[i];
-                if s == h {
-                    return true;
-                }
-                if s == 0 || s > h {
-                    break;
-                }
-                i += 1;
+            match self.probe(h) {
+                Ok(_) => return true,
+                // A key inserted without a location: payload 0 (unknown).
+                Err(i) if self.place(i, h, 0) => return false,
+                Err(_) => self.grow(),
             }
-            if (self.len + 1) * 100 <= self.capacity * MAX_LOAD_NUM {
-                if let Some(empty) = self.slots[i..].iter().position(|&s| s == 0) {
-                    let j = i + empty;
-                    self.slots.copy_within(i..j, i + 1);
-                    self.slots[i] = h;
-                    if !self.payload.is_empty() {
-                        // A key inserted without a location: payload 0 (unknown).
-                        self.payload.copy_within(i..j, i + 1);
-                        self.payload[i] = 0;
-                    }
-                    self.len += 1;
-                    return false;
-                }
-            }
-            // Too full, or the last cluster reached the end of the array.
-            self.grow();
         }
     }
 
@@ -266,77 +302,13 @@ impl Table {
         if key == 0 {
             return self.has_zero;
         }
-        let h = mix(key);
-        let mut i = home(h, self.capacity);
-        while i < self.slots.len() {
-            let s = self.slots[i];
-            if s == h {
-                return true;
-            }
-            if s == 0 || s > h {
-                return false;
-            }
-            i += 1;
-        }
-        false
+        self.probe(mix(key)).is_ok()
     }
 
     fn grow(&mut self) {
-        let mut capacity = (self.capacity + self.capacity / GROWTH_DIV).max(MIN_CAPACITY);
-        loop {
-            if self.payload.is_empty() {
-                if let Some(slots) = Self::rebuild(&self.slots, capacity) {
-                    self.slots = slots;
-                    self.capacity = capacity;
-                    return;
-                }
-            } else if let Some((slots, payload)) =
-                Self::rebuild_with_payload(&self.slots, &self.payload, capacity)
-            {
-                self.slots = slots;
-                self.payload = payload;
-                self.capacity = capacity;
-                return;
-            }
-            capacity += capacity / GROWTH_DIV;
-        }
-    }
-
-    /// [`rebuild`](Self::rebuild), moving each slot's payload with it.
-    fn rebuild_with_payload(
-        old: &[u64],
-        old_payload: &[u64],
-        capacity: usize,
-    ) -> Option<(Zeroed, Zeroed)> {
-        let mut slots = Zeroed::new(capacity + tail_for(capacity));
-        let mut payload = Zeroed::new(slots.len());
-        let mut next = 0usize;
-        for (&h, &p) in old.iter().zip(old_payload).filter(|(&h, _)| h != 0) {
-            let pos = home(h, capacity).max(next);
-            if pos >= slots.len() {
-                return None;
-            }
-            slots[pos] = h;
-            payload[pos] = p;
-            next = pos + 1;
-        }
-        Some((slots, payload))
-    }
-
-    /// Places the sorted values of `old` into a fresh array of `capacity` homes; None
-    /// if the tail overflows (then a larger capacity is tried).
-    fn rebuild(old: &[u64], capacity: usize) -> Option<Zeroed> {
-        let mut slots = Zeroed::new(capacity + tail_for(capacity));
-        let mut next = 0usize;
-        for &h in old.iter().filter(|&&h| h != 0) {
-            let pos = home(h, capacity).max(next);
-            if pos >= slots.len() {
-                return None;
-            }
-            slots[pos] = h;
-            next = pos + 1;
-        }
-        Some(slots)
+        let capacity = (self.capacity + self.capacity / GROWTH_DIV).max(MIN_CAPACITY);
+        (self.slots, self.payload, self.capacity) =
+            rebuild(&self.slots, &self.payload, capacity, home);
     }
 
     /// A table holding the mixed values `sorted` (ascending, no zero) plus key 0 if
@@ -344,19 +316,15 @@ impl Table {
     /// One linear placement pass: the sorted bulk load of a snapshot.
     pub(crate) fn from_sorted_mixed(sorted: &[u64], has_zero: bool, spare: usize) -> Self {
         debug_assert!(sorted.windows(2).all(|w| w[0] < w[1]));
-        let mut capacity = ((sorted.len() + spare) * 100 / MAX_LOAD_NUM + 1).max(MIN_CAPACITY);
-        loop {
-            if let Some(slots) = Self::rebuild(sorted, capacity) {
-                return Table {
-                    slots,
-                    capacity,
-                    len: sorted.len(),
-                    has_zero,
-                    payload: Zeroed::empty(),
-                    zero_payload: 0,
-                };
-            }
-            capacity += capacity / GROWTH_DIV;
+        let (slots, payload, capacity) =
+            rebuild(sorted, &[], capacity_for(sorted.len() + spare), home);
+        Table {
+            slots,
+            capacity,
+            len: sorted.len(),
+            has_zero,
+            payload,
+            zero_payload: 0,
         }
     }
 

@@ -106,7 +106,7 @@ pub fn grams(text: &str) -> Vec<u64> {
 }
 
 /// The size of the intersection of two sorted sets.
-pub fn inter(a: &[u64], b: &[u64]) -> usize {
+pub fn inter<T: Ord>(a: &[T], b: &[T]) -> usize {
     let (mut i, mut j, mut n) = (0, 0, 0);
     while i < a.len() && j < b.len() {
         match a[i].cmp(&b[j]) {
@@ -242,18 +242,7 @@ pub fn score(
 ) -> Score {
     let t: Vec<&(u32, u32)> = truth.iter().filter(|p| keep(p)).collect();
     let p: Vec<&(u32, u32)> = pred.iter().filter(|p| keep(p)).collect();
-    let (mut i, mut j, mut tp) = (0, 0, 0);
-    while i < t.len() && j < p.len() {
-        match t[i].cmp(p[j]) {
-            std::cmp::Ordering::Less => i += 1,
-            std::cmp::Ordering::Greater => j += 1,
-            std::cmp::Ordering::Equal => {
-                tp += 1;
-                i += 1;
-                j += 1;
-            }
-        }
-    }
+    let tp = inter(&t, &p);
     Score {
         tp,
         fp: p.len() - tp,

@@ -2,7 +2,7 @@
 //! probabilities on synthetic pairs, b-bit verification and examples.
 
 use crate::signatures::{candidates, est, signatures, Densified, Method, Sigs};
-use crate::stream::{prf, score_dropped, Shown, Truth};
+use crate::stream::{prf, score_dropped, stream_verified, Shown, Truth};
 use rayon::prelude::*;
 use std::collections::{HashMap, HashSet};
 use webdedup_minhash::reference::{Classic, SplitMix64};
@@ -279,13 +279,7 @@ pub(crate) fn shares_band(a: &[u32], b: &[u32], banding: Banding) -> bool {
 /// Verification from the low b bits of each signature value (what a side store of
 /// signatures would keep): the share of equal b-bit values, corrected for chance
 /// agreement, `(f - 2^-b) / (1 - 2^-b)`.
-pub(crate) fn bbit_verification(
-    docs: &[Doc],
-    truth: &Truth,
-    sigs: &Sigs,
-    keys: &[Vec<u64>],
-    verify: f64,
-) {
+pub(crate) fn bbit_verification(truth: &Truth, sigs: &Sigs, keys: &[Vec<u64>], verify: f64) {
     println!("### Verification from b-bit signatures (the side store of `--verify`)\n");
     println!("Candidates verified with the low b bits of each of the signature's values (estimate corrected for chance agreement, (f - 2^-b)/(1 - 2^-b)); default settings, J >= {verify}.\n");
     println!("| bits per value | side store per kept document | pairs: verified P/R/F1 | dropped: verified P/R/F1 |\n|---|---|---|---|");
@@ -319,29 +313,7 @@ pub(crate) fn bbit_verification(
             .collect();
         let s = score(&truth.pairs, &v, |_| true);
         // The stream with b-bit verification.
-        let mut owner: HashMap<u64, u32> = HashMap::new();
-        let mut dec = Vec::with_capacity(docs.len());
-        for (d, ks) in keys.iter().enumerate() {
-            let mut original = None;
-            let mut tried = Vec::new();
-            for key in ks {
-                if let Some(&o) = owner.get(key) {
-                    if !tried.contains(&o) {
-                        tried.push(o);
-                        if corrected(d as u32, o) >= verify {
-                            original = Some(o);
-                            break;
-                        }
-                    }
-                }
-            }
-            if original.is_none() {
-                for &key in ks {
-                    owner.entry(key).or_insert(d as u32);
-                }
-            }
-            dec.push(original);
-        }
+        let dec = stream_verified(keys, |d, o| corrected(d, o) >= verify);
         let (ds, _) = score_dropped(truth, &dec, |_| true);
         println!(
             "| {bits} | {} bytes | {} | {} |",

@@ -301,7 +301,7 @@ fn main() {
     synthetic_bands();
 
     if let Some(shown) = shown {
-        bbit_verification(&docs, &truth, &shown.sigs, &shown.keys, verify);
+        bbit_verification(&truth, &shown.sigs, &shown.keys, verify);
         examples(&shingle_sets, &docs, &truth, &shown, show, verify);
     }
     eprintln!("total {:.1} s", t0.elapsed().as_secs_f64());

@@ -5,11 +5,23 @@ use crate::signatures::{est, Sigs};
 use std::collections::HashMap;
 use webdedup_study::Score;
 
-/// Stream-mode decisions: for each document, None (kept) or Some(original).
+/// Stream-mode decisions: for each document, None (kept) or Some(original), the
+/// first earlier kept document sharing a band key whose estimate reaches `verify`
+/// (without `verify`, the first one).
 pub(crate) fn stream_minhash(
     keys: &[Vec<u64>],
     sigs: &Sigs,
     verify: Option<f64>,
+) -> Vec<Option<u32>> {
+    stream_verified(keys, |d, o| verify.is_none_or(|j| est(sigs, d, o) >= j))
+}
+
+/// Stream-mode decisions with any check: the original of document `d` is the
+/// first earlier kept document `o` sharing a band key with `verified(d, o)`
+/// (each candidate checked once).
+pub(crate) fn stream_verified(
+    keys: &[Vec<u64>],
+    mut verified: impl FnMut(u32, u32) -> bool,
 ) -> Vec<Option<u32>> {
     let mut owner: HashMap<u64, u32> = HashMap::new();
     let mut out = Vec::with_capacity(keys.len());
@@ -18,19 +30,11 @@ pub(crate) fn stream_minhash(
         let mut tried = Vec::new();
         for key in k {
             if let Some(&o) = owner.get(key) {
-                match verify {
-                    None => {
+                if !tried.contains(&o) {
+                    tried.push(o);
+                    if verified(d as u32, o) {
                         original = Some(o);
                         break;
-                    }
-                    Some(j) => {
-                        if !tried.contains(&o) {
-                            tried.push(o);
-                            if est(sigs, d as u32, o) >= j {
-                                original = Some(o);
-                                break;
-                            }
-                        }
                     }
                 }
             }

@@ -490,46 +490,8 @@ fn answer_other(shared: &Shared, msg: Msg, out: &mut Vec<u8>) -> Next {
             out,
         ),
         Msg::FetchBlock { req, block } => {
-            if block >= shared.map.blocks {
-                error_frame(out, req, ErrorCode::BadFrame, format!("no block {block}"));
-                return Next::Go;
-            }
-            if shared.migration.lock().released.contains(&block) {
-                error_frame(
-                    out,
-                    req,
-                    ErrorCode::Released,
-                    format!("block {block} was handed over already"),
-                );
-                return Next::Go;
-            }
-            let keys = {
-                let _gate = shared.gate.read();
-                shared.store.block_keys(block)
-            };
-            let mut chunks = keys.chunks(FETCH_CHUNK).peekable();
-            if chunks.peek().is_none() {
-                wire::encode(
-                    &Msg::BlockKeys {
-                        req,
-                        block,
-                        last: true,
-                        keys: Vec::new(),
-                    },
-                    out,
-                );
-            }
-            while let Some(c) = chunks.next() {
-                let last = chunks.peek().is_none();
-                wire::encode(
-                    &Msg::BlockKeys {
-                        req,
-                        block,
-                        last,
-                        keys: c.to_vec(),
-                    },
-                    out,
-                );
+            if let Err((code, why)) = fetch_block(shared, req, block, out) {
+                error_frame(out, req, code, why);
             }
         }
         Msg::ReleaseBlock { req, block } => {
@@ -587,6 +549,45 @@ fn answer_other(shared: &Shared, msg: Msg, out: &mut Vec<u8>) -> Next {
         }
     }
     Next::Go
+}
+
+/// Answers a fetch of block `block` with its keys in chunks, the last one marked
+/// (an empty block: one empty chunk), or says why not.
+fn fetch_block(
+    shared: &Shared,
+    req: u32,
+    block: u32,
+    out: &mut Vec<u8>,
+) -> Result<(), (ErrorCode, String)> {
+    if block >= shared.map.blocks {
+        return Err((ErrorCode::BadFrame, format!("no block {block}")));
+    }
+    if shared.migration.lock().released.contains(&block) {
+        let why = format!("block {block} was handed over already");
+        return Err((ErrorCode::Released, why));
+    }
+    let keys = {
+        let _gate = shared.gate.read();
+        shared.store.block_keys(block)
+    };
+    let chunks: Vec<&[u64]> = match keys.is_empty() {
+        true => vec![&[]],
+        false => keys.chunks(FETCH_CHUNK).collect(),
+    };
+    for (i, c) in chunks.iter().enumerate() {
+        let last = i + 1 == chunks.len();
+        let keys = c.to_vec();
+        wire::encode(
+            &Msg::BlockKeys {
+                req,
+                block,
+                last,
+                keys,
+            },
+            out,
+        );
+    }
+    Ok(())
 }
 
 /// The KNOT one-hash protocol: 8 bytes in (a big-endian 64-bit hash), one ASCII
