@@ -29,17 +29,11 @@ impl OutputCompression {
     }
 }
 
-impl std::str::FromStr for OutputCompression {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "none" => Ok(OutputCompression::None),
-            "gz" | "gzip" => Ok(OutputCompression::Gzip),
-            "zst" | "zstd" => Ok(OutputCompression::Zstd),
-            other => Err(format!(
-                "unknown compression '{other}' (expected zst, gz or none)"
-            )),
-        }
+webdedup_text::named_choices! {
+    OutputCompression, "compression", quote "", {
+        Zstd => "zst" | "zstd",
+        Gzip => "gz" | "gzip",
+        None => "none",
     }
 }
 

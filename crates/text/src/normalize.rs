@@ -10,8 +10,6 @@
 //! Invalid UTF-8 is replaced by U+FFFD (and flagged, so the reader can report the
 //! line); U+FFFD is a symbol (So), so `loose` then drops it.
 
-use std::fmt;
-use std::str::FromStr;
 use unicode_general_category::{get_general_category, GeneralCategory as Gc};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -21,31 +19,10 @@ pub enum Normalization {
     None,
 }
 
-impl Normalization {
-    pub fn name(self) -> &'static str {
-        match self {
-            Normalization::Loose => "loose",
-            Normalization::None => "none",
-        }
-    }
-}
-
-impl fmt::Display for Normalization {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Normalization {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "loose" => Ok(Normalization::Loose),
-            "none" => Ok(Normalization::None),
-            other => Err(format!(
-                "unknown normalization '{other}' (expected 'loose' or 'none')"
-            )),
-        }
+crate::named_choices! {
+    Normalization, "normalization", quote "'", {
+        Loose => "loose",
+        None => "none",
     }
 }
 
