@@ -350,24 +350,29 @@ impl ArchiveReader {
             })
     }
 
-    fn step_plain(&mut self) {
+    /// Fills the input's buffer: the offset of its first byte, or `None` (the
+    /// reader done) at the end of the input or after reporting a read error.
+    fn filled(&mut self) -> Option<u64> {
         let Some(src) = self.src.as_mut() else {
             self.done = true;
-            return;
+            return None;
         };
         let start = src.pos;
-        let head = match src.fill_buf() {
-            Ok(b) => b,
+        match src.fill_buf() {
+            Ok([]) => self.done = true,
+            Ok(_) => return Some(start),
             Err(e) => {
                 self.problem(start, format!("read error: {e}"));
                 self.done = true;
-                return;
             }
-        };
-        if head.is_empty() {
-            self.done = true;
-            return;
         }
+        None
+    }
+
+    fn step_plain(&mut self) {
+        let Some(start) = self.filled() else { return };
+        let src = self.src.as_mut().expect("filled");
+        let head = src.inner.buffer();
         let blanks = head
             .iter()
             .take_while(|b| **b == b'\r' || **b == b'\n')
@@ -484,24 +489,9 @@ impl ArchiveReader {
 
     fn step_gzip(&mut self) {
         if self.member.is_none() {
-            let Some(src) = self.src.as_mut() else {
-                self.done = true;
-                return;
-            };
-            let start = src.pos;
-            let head = match src.fill_buf() {
-                Ok(b) => b,
-                Err(e) => {
-                    self.problem(start, format!("read error: {e}"));
-                    self.done = true;
-                    return;
-                }
-            };
-            if head.is_empty() {
-                self.done = true;
-                return;
-            }
-            if !head.starts_with(&[0x1f, 0x8b]) {
+            let Some(start) = self.filled() else { return };
+            let src = self.src.as_ref().expect("filled");
+            if !src.inner.buffer().starts_with(&[0x1f, 0x8b]) {
                 let fmt = self.format.unwrap_or(Format::Warc);
                 let next = self.resync(start + 1, fmt);
                 let tail = match next {
