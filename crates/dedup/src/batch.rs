@@ -55,9 +55,9 @@ mod minhash;
 mod records;
 
 pub use hash::{hash, hash_keeping_plans};
-use hash::{hash_dir, plan_owned, run_name, HashTask};
+use hash::{hash_dir, run_name, HashTask};
 pub use minhash::MinHashStage;
-use records::{decode, encode, get_varint, put_varint, Rec};
+use records::{decode, encode, get_varint, put_varint, read_checked, Rec};
 
 /// The key kinds, in stage order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,24 +67,11 @@ pub enum Stage {
     Paras = 2,
 }
 
-impl Stage {
-    pub const ALL: [Stage; 3] = [Stage::UrlTitle, Stage::Docs, Stage::Paras];
-    pub fn name(self) -> &'static str {
-        match self {
-            Stage::UrlTitle => "url-title",
-            Stage::Docs => "docs",
-            Stage::Paras => "paras",
-        }
-    }
-}
-
-impl std::str::FromStr for Stage {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Stage::ALL
-            .into_iter()
-            .find(|k| k.name() == s)
-            .ok_or_else(|| format!("unknown stage '{s}' (expected url-title, docs or paras)"))
+webdedup_text::named_choices! {
+    Stage, "stage", quote "", {
+        UrlTitle => "url-title",
+        Docs => "docs",
+        Paras => "paras",
     }
 }
 
@@ -395,6 +382,48 @@ fn marker(dir: &Path, name: &str) -> PathBuf {
     dir.join(format!("{name}.done"))
 }
 
+/// A task's place in its phase's folder: `DIR/task-N`, built in a staging folder
+/// and published whole, then marked done (`DIR/task-N.done`).
+struct TaskDir {
+    dir: PathBuf,
+    name: String,
+}
+
+impl TaskDir {
+    /// None when the task already finished (its marker is there): tasks are
+    /// idempotent, so a rerun after a crash skips the done ones.
+    fn start(dir: PathBuf, task: usize) -> Result<Option<TaskDir>> {
+        std::fs::create_dir_all(&dir)?;
+        let name = format!("task-{task}");
+        if marker(&dir, &name).exists() {
+            return Ok(None);
+        }
+        Ok(Some(TaskDir { dir, name }))
+    }
+
+    /// The task's folder.
+    fn path(&self) -> PathBuf {
+        self.dir.join(&self.name)
+    }
+
+    fn staging(&self) -> Result<Staging> {
+        Staging::create(&self.path())
+    }
+
+    /// Puts what was built in `staging` in place and marks the task done;
+    /// `published` names the fault point between the two.
+    fn publish(&self, staging: &Staging, published: &str) -> Result<bool> {
+        publish_dir(staging.path(), &self.path())?;
+        fault::hit(published);
+        self.mark_done()?;
+        Ok(true)
+    }
+
+    fn mark_done(&self) -> Result<()> {
+        write_atomic(&marker(&self.dir, &self.name), b"")
+    }
+}
+
 // ---- Resolve ---------------------------------------------------------------------
 
 fn verdict_dir(work: &Path, stage: Stage) -> PathBuf {
@@ -521,12 +550,9 @@ pub fn resolve(cfg: &BatchConfig, stage: Stage, task: usize, store: Option<&Path
         );
     }
     require_markers(&hash_dir(&cfg.work), cfg.task_count, "hash")?;
-    let dir = verdict_dir(&cfg.work, stage);
-    std::fs::create_dir_all(&dir)?;
-    let name = format!("task-{task}");
-    if marker(&dir, &name).exists() {
+    let Some(out) = TaskDir::start(verdict_dir(&cfg.work, stage), task)? else {
         return Ok(false);
-    }
+    };
     // Which records of this stage are asked at all, from the previous stages.
     let asked: Box<dyn Fn(&Rec) -> bool> = match stage {
         Stage::UrlTitle => Box::new(|_| true),
@@ -557,7 +583,7 @@ pub fn resolve(cfg: &BatchConfig, stage: Stage, task: usize, store: Option<&Path
         }
     };
     let old = load_store(cfg, store)?;
-    let staging = Staging::create(&dir.join(&name))?;
+    let staging = out.staging()?;
     let tmp = staging.path();
     let mut recs = Vec::new();
     for p in (0..cfg.partitions).filter(|p| cfg.owner(*p as usize) == task) {
@@ -595,10 +621,7 @@ pub fn resolve(cfg: &BatchConfig, stage: Stage, task: usize, store: Option<&Path
         write_atomic(&tmp.join(format!("new-{p}")), &encode(&new))?;
         fault::hit("batch-resolve-partition");
     }
-    publish_dir(tmp, &dir.join(&name))?;
-    fault::hit("batch-resolve-published");
-    write_atomic(&marker(&dir, &name), b"")?;
-    Ok(true)
+    out.publish(&staging, "batch-resolve-published")
 }
 
 // ---- Filter ----------------------------------------------------------------------
@@ -661,12 +684,9 @@ pub fn filter_with_plans(
     plans: Option<&PlanCache>,
 ) -> Result<Option<RunStats>> {
     cfg.prepare()?;
-    let dir = cfg.work.join("filter");
-    std::fs::create_dir_all(&dir)?;
-    let name = format!("task-{task}");
-    if marker(&dir, &name).exists() {
+    let Some(done) = TaskDir::start(cfg.work.join("filter"), task)? else {
         return Ok(None);
-    }
+    };
     let listing = cfg.listing()?;
     report_skipped(&listing, report);
     let files = listing.files.clone();
@@ -718,7 +738,7 @@ pub fn filter_with_plans(
     };
     // Outputs are made in a staging directory of this attempt, then moved into
     // place file by file: two copies of one task may run at once.
-    let staging = Staging::named(&dir.join(&name));
+    let staging = Staging::named(&done.path());
     let staging = staging.path();
     staged.output = staging.to_owned();
     let mut stats = crate::runner::run_files(&staged, selected, &store, &state, &dur, report)?;
@@ -732,7 +752,7 @@ pub fn filter_with_plans(
         crate::runner::write_files_index(staging, &listing.files)?;
     }
     move_tree(staging, &run.output)?;
-    write_atomic(&marker(&dir, &name), b"")?;
+    done.mark_done()?;
     Ok(Some(stats))
 }
 
