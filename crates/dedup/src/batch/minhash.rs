@@ -28,7 +28,7 @@
 //!    pick's list (`policy::minhash::Decided`), rendered by stream mode's code.
 
 use super::*;
-use crate::policy::minhash::Decided;
+use crate::policy::minhash::{pick_original, Decided};
 use std::io::BufWriter;
 use webdedup_minhash::estimate_jaccard_low8;
 
@@ -309,27 +309,7 @@ pub(super) fn resolve_pick(cfg: &BatchConfig) -> Result<bool> {
             Ok((theirs.len() == sig.len() && !sig.is_empty())
                 .then(|| estimate_jaccard_low8(sig, theirs)))
         };
-        let mut verdict = None;
-        match verify {
-            _ if owners.is_empty() => {}
-            None => verdict = Some((owners[0], estimate(&owners[0])?)),
-            Some(threshold) => {
-                let mut unverifiable = None;
-                for o in &owners {
-                    match estimate(o)? {
-                        Some(j) if j >= threshold => {
-                            verdict = Some((*o, Some(j)));
-                            break;
-                        }
-                        Some(_) => {}
-                        None => {
-                            unverifiable.get_or_insert((*o, None));
-                        }
-                    }
-                }
-                verdict = verdict.or(unverifiable);
-            }
-        }
+        let verdict = pick_original(&owners, verify, estimate)?;
         match verdict {
             Some((o, jaccard)) => {
                 out.varint(here.0 as u64)?;
