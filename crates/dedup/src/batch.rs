@@ -840,6 +840,69 @@ mod tests {
         out
     }
 
+    /// A stream-mode run and the batch setup of the same input, for the
+    /// proptests that compare the two.
+    struct Both {
+        tmp: tempfile::TempDir,
+        stream: RunConfig,
+        batch: BatchConfig,
+        /// The order the tasks run in.
+        order: Vec<usize>,
+    }
+
+    impl Both {
+        /// Writes `texts` as vertical files, runs stream mode over them, and sets
+        /// up batch mode in `tasks` tasks, run in an order rotated by `rotate`.
+        fn new(
+            texts: impl Iterator<Item = String>,
+            options: Options,
+            tasks: usize,
+            rotate: usize,
+            chunk: usize,
+        ) -> Both {
+            let tmp = tempfile::tempdir().unwrap();
+            let input = tmp.path().join("in");
+            std::fs::create_dir_all(&input).unwrap();
+            for (i, text) in texts.enumerate() {
+                std::fs::write(input.join(format!("f{i}.vert")), text).unwrap();
+            }
+            let mut stream = RunConfig::new(&input, tmp.path().join("stream"));
+            stream.options = options.clone();
+            stream.dd = true;
+            stream.chunk_bytes = chunk;
+            run(&stream, &MemStore::new(13), &|_| {}).unwrap();
+            let batch = BatchConfig {
+                inputs: vec![input],
+                work: tmp.path().join("work"),
+                task_count: tasks,
+                partitions: 3,
+                blocks: 13,
+                options,
+                read: Default::default(),
+                chunk_bytes: chunk,
+                max_line_bytes: 1 << 20,
+            };
+            let order = (0..tasks).map(|t| (t + rotate) % tasks).collect();
+            Both {
+                tmp,
+                stream,
+                batch,
+                order,
+            }
+        }
+
+        /// Runs every task's filter phase: whether batch mode wrote what stream
+        /// mode wrote.
+        fn filtered_as_stream(&self) -> bool {
+            let mut run = self.stream.clone();
+            run.output = self.tmp.path().join("batch");
+            for &t in &self.order {
+                filter(&self.batch, &run, t, &|_| {}).unwrap();
+            }
+            tree(&self.stream.output) == tree(&run.output)
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(300))]
         /// Sorted runs round-trip (repeated keys, documents apart from positions,
@@ -890,10 +953,7 @@ mod tests {
             chunk in prop_oneof![Just(1usize), Just(1 << 20)],
         ) {
             let words = ["alpha", "beta", "gamma", "delta", "epsilon"];
-            let tmp = tempfile::tempdir().unwrap();
-            let input = tmp.path().join("in");
-            std::fs::create_dir_all(&input).unwrap();
-            for (i, docs) in files.iter().enumerate() {
+            let texts = files.iter().map(|docs| {
                 let mut text = String::new();
                 for (url, paras) in docs {
                     text += &format!("<doc url=\"u{url}\" title=\"t\">\n");
@@ -907,45 +967,23 @@ mod tests {
                     }
                     text += "</doc>\n";
                 }
-                std::fs::write(input.join(format!("f{i}.vert")), text).unwrap();
-            }
+                text
+            });
             let options = Options {
                 min_para_chars: 20,
                 doc_check,
                 ..Options::default()
             };
-            let mut rc = RunConfig::new(&input, tmp.path().join("stream"));
-            rc.options = options.clone();
-            rc.dd = true;
-            rc.chunk_bytes = chunk;
-            run(&rc, &MemStore::new(13), &|_| {}).unwrap();
-
-            let cfg = BatchConfig {
-                inputs: vec![input.clone()],
-                work: tmp.path().join("work"),
-                task_count: tasks,
-                partitions: 3,
-                blocks: 13,
-                options,
-                read: Default::default(),
-                chunk_bytes: chunk,
-                max_line_bytes: 1 << 20,
-            };
-            let order: Vec<usize> = (0..tasks).map(|t| (t + rotate) % tasks).collect();
-            for &t in &order {
-                hash(&cfg, t, &|_| {}).unwrap();
+            let both = Both::new(texts, options, tasks, rotate, chunk);
+            for &t in &both.order {
+                hash(&both.batch, t, &|_| {}).unwrap();
             }
             for stage in Stage::ALL {
-                for &t in order.iter().rev() {
-                    resolve(&cfg, stage, t, None).unwrap();
+                for &t in both.order.iter().rev() {
+                    resolve(&both.batch, stage, t, None).unwrap();
                 }
             }
-            let mut brc = rc.clone();
-            brc.output = tmp.path().join("batch");
-            for &t in &order {
-                filter(&cfg, &brc, t, &|_| {}).unwrap();
-            }
-            prop_assert!(tree(&rc.output) == tree(&brc.output));
+            prop_assert!(both.filtered_as_stream());
         }
     }
 
@@ -969,10 +1007,7 @@ mod tests {
             let bases: Vec<Vec<String>> = (0..3)
                 .map(|b| (0..30).map(|i| format!("w{}", (i * 7 + b * 3) % 23)).collect())
                 .collect();
-            let tmp = tempfile::tempdir().unwrap();
-            let input = tmp.path().join("in");
-            std::fs::create_dir_all(&input).unwrap();
-            for (i, docs) in files.iter().enumerate() {
+            let texts = files.iter().map(|docs| {
                 let mut text = String::new();
                 for (base, edits) in docs {
                     let mut words = bases[*base].clone();
@@ -986,47 +1021,24 @@ mod tests {
                     }
                     text += "</p>\n</doc>\n";
                 }
-                std::fs::write(input.join(format!("f{i}.vert")), text).unwrap();
-            }
+                text
+            });
             let params = webdedup_minhash::Params {
                 shingling: "words:2".parse().unwrap(),
                 hashes: 16,
                 bands: 8,
                 rows: 2,
             };
-            let options = || Options::for_minhash(crate::options::MinHashOptions { params, verify });
-            let mut rc = RunConfig::new(&input, tmp.path().join("stream"));
-            rc.options = options();
-            rc.dd = true;
-            rc.chunk_bytes = chunk;
-            run(&rc, &MemStore::new(13), &|_| {}).unwrap();
-
-            let cfg = BatchConfig {
-                inputs: vec![input.clone()],
-                work: tmp.path().join("work"),
-                task_count: tasks,
-                partitions: 3,
-                blocks: 13,
-                options: options(),
-                read: Default::default(),
-                chunk_bytes: chunk,
-                max_line_bytes: 1 << 20,
-            };
-            let order: Vec<usize> = (0..tasks).map(|t| (t + rotate) % tasks).collect();
-            for &t in &order {
-                hash(&cfg, t, &|_| {}).unwrap();
+            let options = Options::for_minhash(crate::options::MinHashOptions { params, verify });
+            let both = Both::new(texts, options, tasks, rotate, chunk);
+            for &t in &both.order {
+                hash(&both.batch, t, &|_| {}).unwrap();
             }
-            for &t in order.iter().rev() {
-                resolve_minhash(&cfg, MinHashStage::Bands, t, None).unwrap();
+            for &t in both.order.iter().rev() {
+                resolve_minhash(&both.batch, MinHashStage::Bands, t, None).unwrap();
             }
-            resolve_minhash(&cfg, MinHashStage::Pick, 0, None).unwrap();
-            let mut brc = rc.clone();
-            brc.options = options();
-            brc.output = tmp.path().join("batch");
-            for &t in &order {
-                filter(&cfg, &brc, t, &|_| {}).unwrap();
-            }
-            prop_assert!(tree(&rc.output) == tree(&brc.output));
+            resolve_minhash(&both.batch, MinHashStage::Pick, 0, None).unwrap();
+            prop_assert!(both.filtered_as_stream());
         }
     }
 
