@@ -182,6 +182,22 @@ pub enum Item {
     },
 }
 
+/// How many line breaks come first in `head` (the blank lines between records).
+fn leading_blanks(head: &[u8]) -> usize {
+    head.iter()
+        .take_while(|b| **b == b'\r' || **b == b'\n')
+        .count()
+}
+
+/// The format a file's first record says: ARC files start with `filedesc://`.
+fn format_of(head: &[u8]) -> Format {
+    if head.starts_with(b"filedesc://") {
+        Format::Arc
+    } else {
+        Format::Warc
+    }
+}
+
 /// A byte stream that counts what it hands out.
 struct Counted {
     inner: BufReader<File>,
@@ -340,16 +356,6 @@ impl ArchiveReader {
         self.pending.push_back(Item::Problem { offset, reason });
     }
 
-    fn decide_format(&mut self, head: &[u8]) -> Format {
-        *self
-            .format
-            .get_or_insert(if head.starts_with(b"filedesc://") {
-                Format::Arc
-            } else {
-                Format::Warc
-            })
-    }
-
     /// Fills the input's buffer: the offset of its first byte, or `None` (the
     /// reader done) at the end of the input or after reporting a read error.
     fn filled(&mut self) -> Option<u64> {
@@ -373,16 +379,12 @@ impl ArchiveReader {
         let Some(start) = self.filled() else { return };
         let src = self.src.as_mut().expect("filled");
         let head = src.inner.buffer();
-        let blanks = head
-            .iter()
-            .take_while(|b| **b == b'\r' || **b == b'\n')
-            .count();
+        let blanks = leading_blanks(head);
         if blanks > 0 {
             src.consume(blanks);
             return;
         }
-        let head = head[..head.len().min(16)].to_vec();
-        let fmt = self.decide_format(&head);
+        let fmt = *self.format.get_or_insert(format_of(head));
         let opts = self.opts;
         let src = self.src.as_mut().expect("checked");
         let mut body_start = 0;
@@ -519,16 +521,12 @@ impl ArchiveReader {
         if head.is_empty() {
             return self.finish_member();
         }
-        let blanks = head
-            .iter()
-            .take_while(|b| **b == b'\r' || **b == b'\n')
-            .count();
+        let blanks = leading_blanks(head);
         if blanks > 0 {
             dec.consume(blanks);
             return;
         }
-        let head = head[..head.len().min(16)].to_vec();
-        let fmt = self.decide_format(&head);
+        let fmt = *self.format.get_or_insert(format_of(head));
         let (opts, prefix_max) = (self.opts, self.prefix_max);
         let dec = self.member.as_mut().expect("set above");
         let mut body_start = 0;

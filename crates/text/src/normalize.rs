@@ -330,22 +330,10 @@ impl TextBuilder {
             self.pending_space = true;
             return;
         }
-        let emit_digit = match get_general_category(c) {
-            Gc::DecimalNumber => true,
-            Gc::ConnectorPunctuation
-            | Gc::DashPunctuation
-            | Gc::OpenPunctuation
-            | Gc::ClosePunctuation
-            | Gc::InitialPunctuation
-            | Gc::FinalPunctuation
-            | Gc::OtherPunctuation
-            | Gc::MathSymbol
-            | Gc::CurrencySymbol
-            | Gc::ModifierSymbol
-            | Gc::OtherSymbol
-            | Gc::Control
-            | Gc::Format => return,
-            _ => false,
+        let emit_digit = match loose_class(c) {
+            LooseClass::Digit => true,
+            LooseClass::Dropped => return,
+            LooseClass::Kept => false,
         };
         if self.pending_space {
             if !self.out.is_empty() {
@@ -362,6 +350,37 @@ impl TextBuilder {
                     .extend_from_slice(l.encode_utf8(&mut buf).as_bytes());
             }
         }
+    }
+}
+
+/// What `loose` does with a character that is not whitespace, by its Unicode
+/// category.
+enum LooseClass {
+    /// A decimal digit (Nd): written `0`.
+    Digit,
+    /// Punctuation (P*), a symbol (S*), a control (Cc) or a format character (Cf).
+    Dropped,
+    /// Anything else: lowercased.
+    Kept,
+}
+
+fn loose_class(c: char) -> LooseClass {
+    match get_general_category(c) {
+        Gc::DecimalNumber => LooseClass::Digit,
+        Gc::ConnectorPunctuation
+        | Gc::DashPunctuation
+        | Gc::OpenPunctuation
+        | Gc::ClosePunctuation
+        | Gc::InitialPunctuation
+        | Gc::FinalPunctuation
+        | Gc::OtherPunctuation
+        | Gc::MathSymbol
+        | Gc::CurrencySymbol
+        | Gc::ModifierSymbol
+        | Gc::OtherSymbol
+        | Gc::Control
+        | Gc::Format => LooseClass::Dropped,
+        _ => LooseClass::Kept,
     }
 }
 
@@ -510,22 +529,10 @@ mod tests {
                 mapped.push(' ');
                 continue;
             }
-            match get_general_category(c) {
-                Gc::DecimalNumber => mapped.push('0'),
-                Gc::ConnectorPunctuation
-                | Gc::DashPunctuation
-                | Gc::OpenPunctuation
-                | Gc::ClosePunctuation
-                | Gc::InitialPunctuation
-                | Gc::FinalPunctuation
-                | Gc::OtherPunctuation
-                | Gc::MathSymbol
-                | Gc::CurrencySymbol
-                | Gc::ModifierSymbol
-                | Gc::OtherSymbol
-                | Gc::Control
-                | Gc::Format => {}
-                _ => mapped.extend(c.to_lowercase()),
+            match loose_class(c) {
+                LooseClass::Digit => mapped.push('0'),
+                LooseClass::Dropped => {}
+                LooseClass::Kept => mapped.extend(c.to_lowercase()),
             }
         }
         mapped
