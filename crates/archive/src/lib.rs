@@ -149,9 +149,9 @@ pub fn cdx_outcome(cmd: &CdxCommand, store: Option<&dyn Store>) -> anyhow::Resul
                         keys,
                     ))
                 });
-                let mut out = Out::create(a.output.as_deref())?;
-                let s = cdx_cmd::dups(&files, a.lines, store, &mut out, report)?;
-                out.finish()?;
+                let s = Out::written(a.output.as_deref(), |out| {
+                    cdx_cmd::dups(&files, a.lines, store, out, report)
+                })?;
                 let mut o = Outcome::new("cdx dups");
                 o.count("lines", s.lines, "line", "lines")
                     .count("duplicates", s.printed, "duplicate", "duplicates")
@@ -166,9 +166,9 @@ pub fn cdx_outcome(cmd: &CdxCommand, store: Option<&dyn Store>) -> anyhow::Resul
             }
             CdxCommand::Revisits(a) => {
                 let files = inputs::expand(&a.files, true, true, report)?;
-                let mut out = Out::create(a.output.as_deref())?;
-                let s = cdx_cmd::revisits(&files, a.lines, a.filename_dash, &mut out, report)?;
-                out.finish()?;
+                let s = Out::written(a.output.as_deref(), |out| {
+                    cdx_cmd::revisits(&files, a.lines, a.filename_dash, out, report)
+                })?;
                 let mut o = Outcome::new("cdx revisits");
                 o.count("lines", s.lines, "line", "lines")
                     .count("revisits", s.printed, "revisit", "revisits")
@@ -182,9 +182,9 @@ pub fn cdx_outcome(cmd: &CdxCommand, store: Option<&dyn Store>) -> anyhow::Resul
                     tmp_dir: a.tmp_dir.clone(),
                     ..Default::default()
                 };
-                let mut out = Out::create(a.output.as_deref())?;
-                let s = dates::dates(&files, &a.merge, &opts, &mut out, report)?;
-                out.finish()?;
+                let s = Out::written(a.output.as_deref(), |out| {
+                    dates::dates(&files, &a.merge, &opts, out, report)
+                })?;
                 let mut o = Outcome::new("cdx dates");
                 o.count("lines", s.lines, "line", "lines")
                     .count("versions", s.versions, "version", "versions")
@@ -273,26 +273,20 @@ pub fn warc_outcome(cmd: &WarcCommand, store: Option<&dyn Store>) -> anyhow::Res
                 // Records are read by offset: files, not standard input.
                 let files = inputs::expand(&a.files, true, false, report)?;
                 let types = index::record_filter(&a.records);
-                let mut out = Out::create(a.output.as_deref())?;
+                let threads = a.threads.unwrap_or_else(|| {
+                    std::thread::available_parallelism()
+                        .map(|n| n.get())
+                        .unwrap_or(1)
+                });
                 let start = std::time::Instant::now();
-                let s = index::index(
-                    &files,
-                    a.format,
-                    types.as_deref(),
-                    a.threads.unwrap_or_else(|| {
-                        std::thread::available_parallelism()
-                            .map(|n| n.get())
-                            .unwrap_or(1)
-                    }),
-                    &mut out,
-                    report,
-                )?;
-                out.finish()?;
+                let s = Out::written(a.output.as_deref(), |out| {
+                    index::index(&files, a.format, types.as_deref(), threads, out, report)
+                })?;
                 let secs = start.elapsed().as_secs_f64().max(1e-9);
                 let mut o = Outcome::new("warc index");
                 o.count("files", s.files, "file", "files")
                     .count("records", s.records, "record", "records")
-                    .note(format!("{} indexed", thousands(s.indexed)))
+                    .number(s.indexed, "indexed")
                     .figure("indexed", s.indexed);
                 if s.shared_member > 0 {
                     o.note(format!(
@@ -357,7 +351,7 @@ pub fn warc_outcome(cmd: &WarcCommand, store: Option<&dyn Store>) -> anyhow::Res
                         count(s.revisits_retargeted, "revisit", "revisits")
                     ))
                     .figure("revisits_retargeted", s.revisits_retargeted)
-                    .note(format!("{} unresolved", thousands(s.revisits_unresolved)))
+                    .number(s.revisits_unresolved, "unresolved")
                     .figure("revisits_unresolved", s.revisits_unresolved)
                     .count(
                         "payload_digest_mismatches",

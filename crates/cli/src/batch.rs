@@ -454,7 +454,7 @@ fn run_all(a: &RunArgs, report: &(dyn Fn(&str) + Sync)) -> Result<u8> {
             "document read",
             "documents read",
         )
-        .note(format!("{} kept", thousands(sum(|s| s.documents_kept))))
+        .number(sum(|s| s.documents_kept), "kept")
         .figure("documents_kept", sum(|s| s.documents_kept))
         .note(format!(
             "{} dropped",
