@@ -153,15 +153,13 @@ pub fn cdx_outcome(cmd: &CdxCommand, store: Option<&dyn Store>) -> anyhow::Resul
                     cdx_cmd::dups(&files, a.lines, store, out, report)
                 })?;
                 let mut o = Outcome::new("cdx dups");
-                o.count("lines", s.lines, "line", "lines")
-                    .count("duplicates", s.printed, "duplicate", "duplicates")
-                    .count(
-                        "without_digest",
-                        s.no_digest,
-                        "without digest",
-                        "without digest",
-                    )
-                    .count("bad_lines", s.bad, "bad line", "bad lines");
+                o.count("lines", s.lines, "line", "lines").count(
+                    "duplicates",
+                    s.printed,
+                    "duplicate",
+                    "duplicates",
+                );
+                unread_lines(&mut o, s.no_digest, s.bad);
                 o
             }
             CdxCommand::Revisits(a) => {
@@ -187,19 +185,28 @@ pub fn cdx_outcome(cmd: &CdxCommand, store: Option<&dyn Store>) -> anyhow::Resul
                 })?;
                 let mut o = Outcome::new("cdx dates");
                 o.count("lines", s.lines, "line", "lines")
-                    .count("versions", s.versions, "version", "versions")
-                    .count(
-                        "without_digest",
-                        s.no_digest,
-                        "without digest",
-                        "without digest",
-                    )
-                    .count("bad_lines", s.bad, "bad line", "bad lines")
-                    .count("sort_runs", s.runs, "sort run", "sort runs");
+                    .count("versions", s.versions, "version", "versions");
+                unread_lines(&mut o, s.no_digest, s.bad).count(
+                    "sort_runs",
+                    s.runs,
+                    "sort run",
+                    "sort runs",
+                );
                 o
             }
         })
     })
+}
+
+/// The CDX lines a command passed over: those without a digest, and bad ones.
+fn unread_lines(o: &mut Outcome, no_digest: u64, bad: u64) -> &mut Outcome {
+    o.count(
+        "without_digest",
+        no_digest,
+        "without digest",
+        "without digest",
+    )
+    .count("bad_lines", bad, "bad line", "bad lines")
 }
 
 /// A `webdedup warc ...` command with its options.

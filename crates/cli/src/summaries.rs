@@ -169,10 +169,10 @@ pub fn wikilinks_outcome(s: &RunStats) -> Result<Outcome> {
     o.count("rows_read", s.paragraphs_read, "row read", "rows read")
         .number(s.paragraphs_retained, "kept")
         .number(s.paragraphs_thrown_away, "dropped")
-        .note(format!(
-            "{} passed through (short)",
-            thousands(s.issues.get("short-row").copied().unwrap_or(0))
-        ));
+        .number(
+            s.issues.get("short-row").copied().unwrap_or(0),
+            "passed through (short)",
+        );
     o.status = i32::from(s.had_input_problems());
     Ok(o)
 }

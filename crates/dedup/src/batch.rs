@@ -840,6 +840,20 @@ mod tests {
         out
     }
 
+    /// A vertical document titled `t` at `url`: its paragraphs one word a line.
+    fn vertical_doc(url: &str, paras: &[Vec<impl AsRef<str>>]) -> String {
+        let mut text = format!("<doc url=\"{url}\" title=\"t\">\n");
+        for words in paras {
+            text += "<p>\n";
+            for w in words {
+                text += w.as_ref();
+                text += "\n";
+            }
+            text += "</p>\n";
+        }
+        text + "</doc>\n"
+    }
+
     /// A stream-mode run and the batch setup of the same input, for the
     /// proptests that compare the two.
     struct Both {
@@ -954,20 +968,13 @@ mod tests {
         ) {
             let words = ["alpha", "beta", "gamma", "delta", "epsilon"];
             let texts = files.iter().map(|docs| {
-                let mut text = String::new();
-                for (url, paras) in docs {
-                    text += &format!("<doc url=\"u{url}\" title=\"t\">\n");
-                    for (w, n) in paras {
-                        text += "<p>\n";
-                        for _ in 0..*n * 4 {
-                            text += words[*w as usize];
-                            text += "\n";
-                        }
-                        text += "</p>\n";
-                    }
-                    text += "</doc>\n";
-                }
-                text
+                docs.iter()
+                    .map(|(url, paras)| {
+                        let paras: Vec<Vec<&str>> =
+                            paras.iter().map(|&(w, n)| vec![words[w as usize]; n * 4]).collect();
+                        vertical_doc(&format!("u{url}"), &paras)
+                    })
+                    .collect::<String>()
             });
             let options = Options {
                 min_para_chars: 20,
@@ -1008,20 +1015,15 @@ mod tests {
                 .map(|b| (0..30).map(|i| format!("w{}", (i * 7 + b * 3) % 23)).collect())
                 .collect();
             let texts = files.iter().map(|docs| {
-                let mut text = String::new();
-                for (base, edits) in docs {
-                    let mut words = bases[*base].clone();
-                    for &(at, w) in edits {
-                        words[at] = format!("e{w}");
-                    }
-                    text += "<doc url=\"u\" title=\"t\">\n<p>\n";
-                    for w in &words {
-                        text += w;
-                        text += "\n";
-                    }
-                    text += "</p>\n</doc>\n";
-                }
-                text
+                docs.iter()
+                    .map(|(base, edits)| {
+                        let mut words = bases[*base].clone();
+                        for &(at, w) in edits {
+                            words[at] = format!("e{w}");
+                        }
+                        vertical_doc("u", &[words])
+                    })
+                    .collect::<String>()
             });
             let params = webdedup_minhash::Params {
                 shingling: "words:2".parse().unwrap(),

@@ -494,17 +494,8 @@ impl ArchiveReader {
             let Some(start) = self.filled() else { return };
             let src = self.src.as_ref().expect("filled");
             if !src.inner.buffer().starts_with(&[0x1f, 0x8b]) {
-                let fmt = self.format.unwrap_or(Format::Warc);
-                let next = self.resync(start + 1, fmt);
-                let tail = match next {
-                    Some(n) => format!("skipped to the next record at offset {n}"),
-                    None => "no further record found".into(),
-                };
-                self.problem(
-                    start,
-                    format!("not a gzip member (garbage between members?); {tail}"),
-                );
-                self.seek_plain(next);
+                let why = "not a gzip member (garbage between members?)";
+                self.skip_damage(start, why, "skipped to");
                 return;
             }
             self.member_start = start;
@@ -593,16 +584,19 @@ impl ArchiveReader {
     fn corrupt_member(&mut self, e: io::Error) {
         let start = self.member_start;
         self.finish_member();
-        let fmt = self.format.unwrap_or(Format::Warc);
-        let next = self.resync(start + 1, fmt);
+        let why = format!("corrupt or truncated gzip member ({e})");
+        self.skip_damage(start, &why, "resuming at");
+    }
+
+    /// Reports the damage `why` at `start` and reads on from the next record after
+    /// it (`going_on` says how, in the message), if there is one.
+    fn skip_damage(&mut self, start: u64, why: &str, going_on: &str) {
+        let next = self.resync(start + 1, self.format.unwrap_or(Format::Warc));
         let tail = match next {
-            Some(n) => format!("resuming at the next record at offset {n}"),
+            Some(n) => format!("{going_on} the next record at offset {n}"),
             None => "no further record found".into(),
         };
-        self.problem(
-            start,
-            format!("corrupt or truncated gzip member ({e}); {tail}"),
-        );
+        self.problem(start, format!("{why}; {tail}"));
         self.seek_plain(next);
     }
 }
