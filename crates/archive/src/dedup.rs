@@ -40,7 +40,7 @@ use webdedup_store::{fault, Store};
 use crate::cdx_cmd::url_digest_key;
 pub use crate::locations::{capture_names, Location, Locations, Names};
 pub use crate::revisit::revisit_record;
-use crate::revisit::{gzip_member, retargeted_revisit};
+use crate::revisit::{as_stored, retargeted_revisit};
 use crate::surt::url_key;
 use crate::util::{base_name, Report};
 
@@ -215,8 +215,10 @@ impl FileJob<'_> {
         Ok(())
     }
 
-    fn place(&self, offset: u64) -> String {
-        format!("{}: offset {offset}", self.input_path.display())
+    /// Reports a problem with the record at `offset` of the input.
+    fn bad_at(&mut self, offset: u64, reason: impl std::fmt::Display) {
+        let place = format!("{}: offset {offset}", self.input_path.display());
+        self.report.bad(place, reason);
     }
 
     fn flush(&mut self, batch: &mut Vec<Pending>) -> anyhow::Result<()> {
@@ -281,9 +283,8 @@ impl FileJob<'_> {
             // Two copies of the same record (the same file twice, compressed and
             // not): a revisit would name itself.
             self.keep(|s| &mut s.kept_same_id);
-            let place = self.place(r.offset);
-            self.report.bad(
-                place,
+            self.bad_at(
+                r.offset,
                 format_args!(
                     "record {} has the ID of the first capture of its payload ({} offset {}): a revisit would refer to itself; kept as it is",
                     r.loc.record_id, first.file, first.offset
@@ -291,12 +292,7 @@ impl FileJob<'_> {
             );
             return Ok(());
         }
-        let revisit = revisit_record(&r.rec, &first);
-        let bytes = if r.rec.gzip {
-            gzip_member(&revisit)?
-        } else {
-            revisit
-        };
+        let bytes = as_stored(&r.rec, revisit_record(&r.rec, &first))?;
         if bytes.len() as u64 >= r.end - r.offset {
             // A small payload under large headers: nothing to gain.
             self.keep(|s| &mut s.kept_not_smaller);
@@ -357,9 +353,8 @@ impl FileJob<'_> {
         };
         if !r.rewritable || first.record_id == r.id {
             self.stats.revisits_unresolved += 1;
-            let place = self.place(r.offset);
-            self.report.bad(
-                place,
+            self.bad_at(
+                r.offset,
                 format_args!(
                     "revisit {} names a record replaced by a revisit of {} ({} offset {}), and cannot be rewritten to name that one (its record is not alone in its gzip member, mis-sized, or has that ID)",
                     r.id, first.record_id, first.file, first.offset
@@ -367,12 +362,7 @@ impl FileJob<'_> {
             );
             return Ok(());
         }
-        let rewritten = retargeted_revisit(&r.rec, &first);
-        let bytes = if r.rec.gzip {
-            gzip_member(&rewritten)?
-        } else {
-            rewritten
-        };
+        let bytes = as_stored(&r.rec, retargeted_revisit(&r.rec, &first))?;
         self.replace(r.offset, r.end, &bytes)?;
         self.stats.revisits_retargeted += 1;
         Ok(())

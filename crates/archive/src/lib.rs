@@ -107,90 +107,106 @@ impl Default for CdxDatesOptions {
 /// Returns the exit code: 0 ok, 1 some input was reported bad (the rest was
 /// processed). Fatal errors (output not writable...) are `Err` (exit code 2).
 pub fn run_cdx(cmd: &CdxCommand) -> anyhow::Result<i32> {
-    run_cdx_with_store(cmd, None)
+    printed(cdx_outcome(cmd, None))
 }
 
-/// [`run_cdx`] with the "seen" set in `store` (a persisted store, the server
-/// cluster...) instead of a fresh in-memory one. Only `cdx dups` uses a store.
-pub fn run_cdx_with_store(cmd: &CdxCommand, store: Option<&dyn Store>) -> anyhow::Result<i32> {
-    let o = cdx_outcome(cmd, store)?;
+/// Prints the summary of a command's outcome; its exit code.
+fn printed(outcome: anyhow::Result<Outcome>) -> anyhow::Result<i32> {
+    let o = outcome?;
     eprintln!("{}", o.summary());
     Ok(o.status)
 }
 
-/// Runs a `cdx` subcommand; what it did is in the [`Outcome`] (the command line
-/// shows its summary and figures as the conventions say).
-pub fn cdx_outcome(cmd: &CdxCommand, store: Option<&dyn Store>) -> anyhow::Result<Outcome> {
+/// The outcome of `run`, with the status its reported problems give.
+fn reported(run: impl FnOnce(&mut Report) -> anyhow::Result<Outcome>) -> anyhow::Result<Outcome> {
     let mut report = Report::default();
-    let mut o;
-    match cmd {
-        CdxCommand::Dups(a) => {
-            let files = inputs::expand(&a.files, true, true, &mut report)?;
-            // Presized for about one key per 100 bytes of (uncompressed) input, so the
-            // table rarely grows; 9 bytes per key.
-            let mem;
-            let store = match store {
-                Some(s) => s,
-                None => {
+    let mut o = run(&mut report)?;
+    o.status = report.exit_code();
+    Ok(o)
+}
+
+/// Runs a `cdx` subcommand; what it did is in the [`Outcome`] (the command line
+/// shows its summary and figures as the conventions say). The "seen" set of `cdx
+/// dups` is in `store` (a persisted store, the server cluster...) when given,
+/// else in a fresh in-memory one.
+pub fn cdx_outcome(cmd: &CdxCommand, store: Option<&dyn Store>) -> anyhow::Result<Outcome> {
+    reported(|report| {
+        Ok(match cmd {
+            CdxCommand::Dups(a) => {
+                let files = inputs::expand(&a.files, true, true, report)?;
+                // Presized for about one key per 100 bytes of (uncompressed) input, so the
+                // table rarely grows; 9 bytes per key.
+                let mut mem = None;
+                let store = store.unwrap_or_else(|| {
                     let bytes: u64 = files
                         .iter()
                         .filter_map(|f| std::fs::metadata(f).ok())
                         .map(|m| m.len())
                         .sum();
                     let keys = (bytes / 100).min(1 << 31) as usize;
-                    mem = MemStore::with_capacity(webdedup_store::DEFAULT_BLOCKS, keys);
-                    &mem as &dyn Store
-                }
-            };
-            let mut out = Out::create(a.output.as_deref())?;
-            let s = cdx_cmd::dups(&files, a.lines, store, &mut out, &mut report)?;
-            out.finish()?;
-            o = Outcome::new("cdx dups");
-            o.count("lines", s.lines, "line", "lines")
-                .count("duplicates", s.printed, "duplicate", "duplicates")
-                .count(
-                    "without_digest",
-                    s.no_digest,
-                    "without digest",
-                    "without digest",
-                )
-                .count("bad_lines", s.bad, "bad line", "bad lines");
-        }
-        CdxCommand::Revisits(a) => {
-            let files = inputs::expand(&a.files, true, true, &mut report)?;
-            let mut out = Out::create(a.output.as_deref())?;
-            let s = cdx_cmd::revisits(&files, a.lines, a.filename_dash, &mut out, &mut report)?;
-            out.finish()?;
-            o = Outcome::new("cdx revisits");
-            o.count("lines", s.lines, "line", "lines")
-                .count("revisits", s.printed, "revisit", "revisits")
-                .count("bad_lines", s.bad, "bad line", "bad lines");
-        }
-        CdxCommand::Dates(a) => {
-            let files = inputs::expand(&a.files, true, true, &mut report)?;
-            let opts = dates::DatesOptions {
-                memory: a.memory,
-                tmp_dir: a.tmp_dir.clone(),
-                ..Default::default()
-            };
-            let mut out = Out::create(a.output.as_deref())?;
-            let s = dates::dates(&files, &a.merge, &opts, &mut out, &mut report)?;
-            out.finish()?;
-            o = Outcome::new("cdx dates");
-            o.count("lines", s.lines, "line", "lines")
-                .count("versions", s.versions, "version", "versions")
-                .count(
-                    "without_digest",
-                    s.no_digest,
-                    "without digest",
-                    "without digest",
-                )
-                .count("bad_lines", s.bad, "bad line", "bad lines")
-                .count("sort_runs", s.runs, "sort run", "sort runs");
-        }
-    }
-    o.status = report.exit_code();
-    Ok(o)
+                    mem.insert(MemStore::with_capacity(
+                        webdedup_store::DEFAULT_BLOCKS,
+                        keys,
+                    ))
+                });
+                let s = Out::written(a.output.as_deref(), |out| {
+                    cdx_cmd::dups(&files, a.lines, store, out, report)
+                })?;
+                let mut o = Outcome::new("cdx dups");
+                o.count("lines", s.lines, "line", "lines").count(
+                    "duplicates",
+                    s.printed,
+                    "duplicate",
+                    "duplicates",
+                );
+                unread_lines(&mut o, s.no_digest, s.bad);
+                o
+            }
+            CdxCommand::Revisits(a) => {
+                let files = inputs::expand(&a.files, true, true, report)?;
+                let s = Out::written(a.output.as_deref(), |out| {
+                    cdx_cmd::revisits(&files, a.lines, a.filename_dash, out, report)
+                })?;
+                let mut o = Outcome::new("cdx revisits");
+                o.count("lines", s.lines, "line", "lines")
+                    .count("revisits", s.printed, "revisit", "revisits")
+                    .count("bad_lines", s.bad, "bad line", "bad lines");
+                o
+            }
+            CdxCommand::Dates(a) => {
+                let files = inputs::expand(&a.files, true, true, report)?;
+                let opts = dates::DatesOptions {
+                    memory: a.memory,
+                    tmp_dir: a.tmp_dir.clone(),
+                    ..Default::default()
+                };
+                let s = Out::written(a.output.as_deref(), |out| {
+                    dates::dates(&files, &a.merge, &opts, out, report)
+                })?;
+                let mut o = Outcome::new("cdx dates");
+                o.count("lines", s.lines, "line", "lines")
+                    .count("versions", s.versions, "version", "versions");
+                unread_lines(&mut o, s.no_digest, s.bad).count(
+                    "sort_runs",
+                    s.runs,
+                    "sort run",
+                    "sort runs",
+                );
+                o
+            }
+        })
+    })
+}
+
+/// The CDX lines a command passed over: those without a digest, and bad ones.
+fn unread_lines(o: &mut Outcome, no_digest: u64, bad: u64) -> &mut Outcome {
+    o.count(
+        "without_digest",
+        no_digest,
+        "without digest",
+        "without digest",
+    )
+    .count("bad_lines", bad, "bad line", "bad lines")
 }
 
 /// A `webdedup warc ...` command with its options.
@@ -249,85 +265,67 @@ pub struct WarcDedupOptions {
 /// Runs a `warc` subcommand with the embedded in-memory store, printing its
 /// summary. Exit codes as [`run_cdx`].
 pub fn run_warc(cmd: &WarcCommand) -> anyhow::Result<i32> {
-    run_warc_with_store(cmd, None)
+    printed(warc_outcome(cmd, None))
 }
 
-/// [`run_warc`] with the "seen" set in `store` instead of a fresh in-memory one.
-/// Only `warc dedup` uses a store. With a shared store, keep `--locations` too: a
-/// version the store has seen whose first capture is not in the locations is
-/// first captured again (kept as it is), never replaced by a revisit.
-pub fn run_warc_with_store(cmd: &WarcCommand, store: Option<&dyn Store>) -> anyhow::Result<i32> {
-    let o = warc_outcome(cmd, store)?;
-    eprintln!("{}", o.summary());
-    Ok(o.status)
-}
-
-/// Runs a `warc` subcommand; what it did is in the [`Outcome`].
+/// Runs a `warc` subcommand; what it did is in the [`Outcome`]. The "seen" set of
+/// `warc dedup` is in `store` when given, else in a fresh in-memory one. With a
+/// shared store, keep `--locations` too: a version the store has seen whose first
+/// capture is not in the locations is first captured again (kept as it is), never
+/// replaced by a revisit.
 pub fn warc_outcome(cmd: &WarcCommand, store: Option<&dyn Store>) -> anyhow::Result<Outcome> {
-    let mut report = Report::default();
-    let mut o;
-    match cmd {
-        WarcCommand::Index(a) => {
-            // Records are read by offset: files, not standard input.
-            let files = inputs::expand(&a.files, true, false, &mut report)?;
-            let types = index::record_filter(&a.records);
-            let mut out = Out::create(a.output.as_deref())?;
-            let start = std::time::Instant::now();
-            let s = index::index(
-                &files,
-                a.format,
-                types.as_deref(),
-                a.threads.unwrap_or_else(|| {
+    reported(|report| {
+        Ok(match cmd {
+            WarcCommand::Index(a) => {
+                // Records are read by offset: files, not standard input.
+                let files = inputs::expand(&a.files, true, false, report)?;
+                let types = index::record_filter(&a.records);
+                let threads = a.threads.unwrap_or_else(|| {
                     std::thread::available_parallelism()
                         .map(|n| n.get())
                         .unwrap_or(1)
-                }),
-                &mut out,
-                &mut report,
-            )?;
-            out.finish()?;
-            let secs = start.elapsed().as_secs_f64().max(1e-9);
-            o = Outcome::new("warc index");
-            o.count("files", s.files, "file", "files")
-                .count("records", s.records, "record", "records")
-                .note(format!("{} indexed", thousands(s.indexed)))
-                .figure("indexed", s.indexed);
-            if s.shared_member > 0 {
-                o.note(format!(
-                    "{} not indexable (in shared gzip members)",
-                    thousands(s.shared_member)
-                ));
-            }
-            o.figure("not_indexable_shared_member", s.shared_member)
-                .figure("bytes", s.bytes)
-                .figure("seconds", secs)
-                .note(format!("{:.1} MB/s", s.bytes as f64 / 1e6 / secs));
-        }
-        WarcCommand::Dedup(a) => {
-            // Directories are searched; outputs keep the files' names (paths below
-            // the inputs' common directory when names repeat). Not standard input:
-            // records are read by offset.
-            let files = inputs::expand(&a.inputs, true, false, &mut report)?;
-            let mem;
-            let store = match store {
-                Some(s) => s,
-                None => {
-                    mem = MemStore::default();
-                    &mem as &dyn Store
+                });
+                let start = std::time::Instant::now();
+                let s = Out::written(a.output.as_deref(), |out| {
+                    index::index(&files, a.format, types.as_deref(), threads, out, report)
+                })?;
+                let secs = start.elapsed().as_secs_f64().max(1e-9);
+                let mut o = Outcome::new("warc index");
+                o.count("files", s.files, "file", "files")
+                    .count("records", s.records, "record", "records")
+                    .number(s.indexed, "indexed")
+                    .figure("indexed", s.indexed);
+                if s.shared_member > 0 {
+                    o.note(format!(
+                        "{} not indexable (in shared gzip members)",
+                        thousands(s.shared_member)
+                    ));
                 }
-            };
-            let mut locations = match &a.locations {
-                Some(p) if p.exists() => dedup::Locations::load(p, store, &mut report)?,
-                _ => dedup::Locations::default(),
-            };
-            let start = std::time::Instant::now();
-            let s = dedup::dedup(&files, &a.output, a.by, store, &mut locations, &mut report)?;
-            if let Some(p) = &a.locations {
-                locations.save(p)?;
+                o.figure("not_indexable_shared_member", s.shared_member)
+                    .figure("bytes", s.bytes)
+                    .figure("seconds", secs)
+                    .note(format!("{:.1} MB/s", s.bytes as f64 / 1e6 / secs));
+                o
             }
-            let secs = start.elapsed().as_secs_f64().max(1e-9);
-            o = Outcome::new("warc dedup");
-            o.count("files", s.files, "file", "files")
+            WarcCommand::Dedup(a) => {
+                // Directories are searched; outputs keep the files' names (paths below
+                // the inputs' common directory when names repeat). Not standard input:
+                // records are read by offset.
+                let files = inputs::expand(&a.inputs, true, false, report)?;
+                let mut mem = None;
+                let store = store.unwrap_or_else(|| mem.insert(MemStore::default()));
+                let mut locations = match &a.locations {
+                    Some(p) if p.exists() => dedup::Locations::load(p, store, report)?,
+                    _ => dedup::Locations::default(),
+                };
+                let start = std::time::Instant::now();
+                let s = dedup::dedup(&files, &a.output, a.by, store, &mut locations, report)?;
+                if let Some(p) = &a.locations {
+                    locations.save(p)?;
+                }
+                let secs = start.elapsed().as_secs_f64().max(1e-9);
+                let mut o = Outcome::new("warc dedup");
+                o.count("files", s.files, "file", "files")
                 .count("records", s.records, "record", "records")
                 .count("responses", s.responses, "response", "responses")
                 .note(format!(
@@ -348,40 +346,40 @@ pub fn warc_outcome(cmd: &WarcCommand, store: Option<&dyn Store>) -> anyhow::Res
                 .figure("kept_not_smaller", s.kept_not_smaller)
                 .figure("kept_same_record_id", s.kept_same_id)
                 .figure("kept_not_replaceable", s.kept_not_replaceable);
-            if s.first_captures_adopted > 0 {
-                o.note(format!(
+                if s.first_captures_adopted > 0 {
+                    o.note(format!(
                     "{} seen in the store without a known first capture (an earlier run that failed, or another process): first captured here",
                     count(s.first_captures_adopted, "version", "versions")
                 ));
+                }
+                o.figure("first_captures_adopted", s.first_captures_adopted)
+                    .note(format!(
+                        "{} retargeted",
+                        count(s.revisits_retargeted, "revisit", "revisits")
+                    ))
+                    .figure("revisits_retargeted", s.revisits_retargeted)
+                    .number(s.revisits_unresolved, "unresolved")
+                    .figure("revisits_unresolved", s.revisits_unresolved)
+                    .count(
+                        "payload_digest_mismatches",
+                        s.digest_mismatch,
+                        "payload digest mismatch",
+                        "payload digest mismatches",
+                    )
+                    .note(format!(
+                        "{} -> {} bytes ({})",
+                        thousands(s.bytes_in),
+                        thousands(s.bytes_out),
+                        saved(s.bytes_in, s.bytes_out)
+                    ))
+                    .figure("bytes_in", s.bytes_in)
+                    .figure("bytes_out", s.bytes_out)
+                    .figure("seconds", secs)
+                    .note(format!("{:.1} MB/s", s.bytes_in as f64 / 1e6 / secs));
+                o
             }
-            o.figure("first_captures_adopted", s.first_captures_adopted)
-                .note(format!(
-                    "{} retargeted",
-                    count(s.revisits_retargeted, "revisit", "revisits")
-                ))
-                .figure("revisits_retargeted", s.revisits_retargeted)
-                .note(format!("{} unresolved", thousands(s.revisits_unresolved)))
-                .figure("revisits_unresolved", s.revisits_unresolved)
-                .count(
-                    "payload_digest_mismatches",
-                    s.digest_mismatch,
-                    "payload digest mismatch",
-                    "payload digest mismatches",
-                )
-                .note(format!(
-                    "{} -> {} bytes ({})",
-                    thousands(s.bytes_in),
-                    thousands(s.bytes_out),
-                    saved(s.bytes_in, s.bytes_out)
-                ))
-                .figure("bytes_in", s.bytes_in)
-                .figure("bytes_out", s.bytes_out)
-                .figure("seconds", secs)
-                .note(format!("{:.1} MB/s", s.bytes_in as f64 / 1e6 / secs));
-        }
-    }
-    o.status = report.exit_code();
-    Ok(o)
+        })
+    })
 }
 
 /// `123,030 saved, 15.1%`, or `2,388 more, 0.3%` when the output grew.

@@ -109,8 +109,18 @@ fn refers_to(first: &Location) -> Vec<(&'static str, String)> {
     f
 }
 
+/// `record`, which replaces `rec`, as it is written in `rec`'s place: one gzip
+/// member when `rec` was one (a record of a `.warc.gz`).
+pub fn as_stored(rec: &Record, record: Vec<u8>) -> io::Result<Vec<u8>> {
+    if rec.gzip {
+        gzip_member(&record)
+    } else {
+        Ok(record)
+    }
+}
+
 /// `bytes` as one gzip member (a record of a `.warc.gz`).
-pub fn gzip_member(bytes: &[u8]) -> io::Result<Vec<u8>> {
+fn gzip_member(bytes: &[u8]) -> io::Result<Vec<u8>> {
     let mut e = flate2::write::GzEncoder::new(
         Vec::with_capacity(bytes.len() / 2),
         flate2::Compression::default(),

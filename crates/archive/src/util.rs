@@ -90,6 +90,18 @@ impl Out {
         }
     }
 
+    /// Writes `path` (standard output when `None` or `-`) with `write`, and
+    /// finishes it: what `write` returns.
+    pub fn written<S>(
+        path: Option<&Path>,
+        write: impl FnOnce(&mut Out) -> anyhow::Result<S>,
+    ) -> anyhow::Result<S> {
+        let mut out = Out::create(path)?;
+        let s = write(&mut out)?;
+        out.finish()?;
+        Ok(s)
+    }
+
     pub fn finish(self) -> io::Result<()> {
         match self {
             Out::Stdout(mut w) => w.flush().map_err(stdout_error),

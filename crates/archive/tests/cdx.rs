@@ -248,7 +248,9 @@ fn dups_with_a_shared_store_spans_runs() {
             output: Some(out.clone()),
         });
         assert_eq!(
-            webdedup_archive::run_cdx_with_store(&cmd, Some(&store)).unwrap(),
+            webdedup_archive::cdx_outcome(&cmd, Some(&store))
+                .unwrap()
+                .status,
             0
         );
         assert_eq!(fs::read_to_string(&out).unwrap(), want);

@@ -151,13 +151,12 @@ pub enum StageName {
 impl std::str::FromStr for StageName {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "bands" => Ok(StageName::MinHash(MinHashStage::Bands)),
-            "pick" => Ok(StageName::MinHash(MinHashStage::Pick)),
-            _ => s.parse().map(StageName::Exact).map_err(|_| {
+        s.parse()
+            .map(StageName::Exact)
+            .or_else(|_| s.parse().map(StageName::MinHash))
+            .map_err(|_| {
                 format!("unknown stage '{s}' (expected url-title, docs or paras; with --minhash: bands or pick)")
-            }),
-        }
+            })
     }
 }
 
@@ -455,7 +454,7 @@ fn run_all(a: &RunArgs, report: &(dyn Fn(&str) + Sync)) -> Result<u8> {
             "document read",
             "documents read",
         )
-        .note(format!("{} kept", thousands(sum(|s| s.documents_kept))))
+        .number(sum(|s| s.documents_kept), "kept")
         .figure("documents_kept", sum(|s| s.documents_kept))
         .note(format!(
             "{} dropped",

@@ -429,6 +429,52 @@ mod tests {
         );
     }
 
+    /// What the conventions give a command besides its inputs.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Gives {
+        /// Inputs only.
+        Inputs,
+        /// `-q/--quiet`, `--progress` and `--json` too.
+        Reporting,
+        /// Those and `-t/--threads`.
+        Threads,
+    }
+
+    /// Every command that reads inputs, with what else it has.
+    const COMMANDS: [(&[&str], Gives); 18] = [
+        (&["dedup"], Gives::Threads),
+        (&["minhash"], Gives::Inputs),
+        (&["check"], Gives::Reporting),
+        (&["status"], Gives::Inputs),
+        (&["batch", "hash"], Gives::Inputs),
+        (&["batch", "resolve"], Gives::Inputs),
+        (&["batch", "filter"], Gives::Inputs),
+        (&["batch", "publish"], Gives::Inputs),
+        (&["batch", "run"], Gives::Threads),
+        (&["cdx", "dups"], Gives::Reporting),
+        (&["cdx", "revisits"], Gives::Reporting),
+        (&["cdx", "dates"], Gives::Reporting),
+        (&["warc", "index"], Gives::Threads),
+        (&["warc", "dedup"], Gives::Reporting),
+        (&["to-jsonl"], Gives::Inputs),
+        (&["simhash"], Gives::Threads),
+        (&["similar"], Gives::Threads),
+        (&["report"], Gives::Reporting),
+    ];
+
+    /// The command at `path` (`["batch", "run"]`).
+    fn command(cli: &clap::Command, path: &[&str]) -> clap::Command {
+        let mut c = cli;
+        for p in path {
+            c = c.find_subcommand(p).unwrap_or_else(|| panic!("no {p}"));
+        }
+        c.clone()
+    }
+
+    fn arg(c: &clap::Command, id: &str) -> Option<clap::Arg> {
+        c.get_arguments().find(|a| a.get_id() == id).cloned()
+    }
+
     /// The shared options mean one thing everywhere (docs/cli.md): every command
     /// that runs over inputs has `-q/--quiet`, `--progress` and `--json`, every one
     /// that works on threads `-t/--threads`, all from the conventions' groups; no
@@ -436,46 +482,16 @@ mod tests {
     #[test]
     fn every_command_follows_the_conventions() {
         let cli = Cli::command();
-        let find = |path: &[&str]| {
-            let mut c = &cli;
-            for p in path {
-                c = c.find_subcommand(p).unwrap_or_else(|| panic!("no {p}"));
-            }
-            c.clone()
-        };
-        let reporting = [
-            vec!["dedup"],
-            vec!["check"],
-            vec!["batch", "run"],
-            vec!["simhash"],
-            vec!["similar"],
-            vec!["cdx", "dups"],
-            vec!["cdx", "revisits"],
-            vec!["cdx", "dates"],
-            vec!["warc", "index"],
-            vec!["warc", "dedup"],
-            vec!["report"],
-        ];
-        let threads = [
-            vec!["dedup"],
-            vec!["batch", "run"],
-            vec!["simhash"],
-            vec!["similar"],
-            vec!["warc", "index"],
-        ];
-        let arg =
-            |c: &clap::Command, id: &str| c.get_arguments().find(|a| a.get_id() == id).cloned();
-        for path in &reporting {
-            let c = find(path);
+        for (path, gives) in COMMANDS.iter().filter(|(_, g)| *g != Gives::Inputs) {
+            let c = command(&cli, path);
             let q = arg(&c, "quiet").unwrap_or_else(|| panic!("{path:?} has no --quiet"));
             assert_eq!(q.get_short(), Some('q'), "{path:?}");
             assert!(arg(&c, "progress").is_some(), "{path:?} has no --progress");
             assert!(arg(&c, "json").is_some(), "{path:?} has no --json");
-        }
-        for path in &threads {
-            let c = find(path);
-            let t = arg(&c, "threads").unwrap_or_else(|| panic!("{path:?} has no --threads"));
-            assert_eq!(t.get_short(), Some('t'), "{path:?}");
+            if *gives == Gives::Threads {
+                let t = arg(&c, "threads").unwrap_or_else(|| panic!("{path:?} has no --threads"));
+                assert_eq!(t.get_short(), Some('t'), "{path:?}");
+            }
         }
         // Everywhere: a short flag means one thing (the old meanings of server's
         // -i/-o/-s, distribute's -q/-f/-d and check's -n are hidden aliases), and
@@ -514,35 +530,11 @@ mod tests {
     fn every_command_takes_its_inputs_one_way() {
         use crate::flags::inputs::{INPUTS, INPUT_ALIAS};
         let cli = Cli::command();
-        let commands = [
-            vec!["dedup"],
-            vec!["minhash"],
-            vec!["check"],
-            vec!["status"],
-            vec!["batch", "hash"],
-            vec!["batch", "resolve"],
-            vec!["batch", "filter"],
-            vec!["batch", "publish"],
-            vec!["batch", "run"],
-            vec!["cdx", "dups"],
-            vec!["cdx", "revisits"],
-            vec!["cdx", "dates"],
-            vec!["warc", "index"],
-            vec!["warc", "dedup"],
-            vec!["to-jsonl"],
-            vec!["simhash"],
-            vec!["similar"],
-            vec!["report"],
-        ];
-        for path in &commands {
-            let mut c = &cli;
-            for p in path {
-                c = c.find_subcommand(p).unwrap_or_else(|| panic!("no {p}"));
-            }
-            let arg = |id: &str| c.get_arguments().find(|a| a.get_id() == id).cloned();
-            let pos = arg(INPUTS).unwrap_or_else(|| panic!("{path:?}: no positional inputs"));
+        for (path, _) in &COMMANDS {
+            let c = command(&cli, path);
+            let pos = arg(&c, INPUTS).unwrap_or_else(|| panic!("{path:?}: no positional inputs"));
             assert!(pos.is_positional(), "{path:?}");
-            let alias = arg(INPUT_ALIAS).unwrap_or_else(|| panic!("{path:?}: no -i"));
+            let alias = arg(&c, INPUT_ALIAS).unwrap_or_else(|| panic!("{path:?}: no -i"));
             assert_eq!(alias.get_short(), Some('i'), "{path:?}");
         }
     }

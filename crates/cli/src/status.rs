@@ -8,6 +8,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use webdedup_dedup::runner::{list_inputs, log_path, output_path};
 use webdedup_formats::output::OutputCompression;
+use webdedup_formats::summary::Outcome;
 use webdedup_text::shown::escape_controls;
 
 #[derive(Args, Debug)]
@@ -101,10 +102,16 @@ pub fn run(args: &StatusArgs) -> Result<u8> {
         }
         _ => None,
     };
+    // The findings as every command gives its figures: with the command and status.
+    let mut outcome = Outcome::new("status");
+    outcome
+        .figure("servers", serde_json::to_value(&servers)?)
+        .figure("files", serde_json::to_value(&counts)?)
+        .figure("ok", !wrong);
+    outcome.status = i32::from(wrong);
+    args.json.write(&outcome.figures())?;
     // Written as a whole, so a closed pipe is one error (never a panic).
     let mut text = String::new();
-    args.json
-        .write(&serde_json::json!({ "servers": servers, "files": counts, "ok": !wrong }))?;
     if !args.json.to_stdout() {
         if !servers.is_empty() {
             text += &format!(
@@ -142,9 +149,5 @@ pub fn run(args: &StatusArgs) -> Result<u8> {
         .lock()
         .write_all(text.as_bytes())
         .context("cannot write to stdout")?;
-    Ok(if wrong {
-        crate::EXIT_INPUT_PROBLEMS
-    } else {
-        crate::EXIT_OK
-    })
+    Ok(crate::conventions::exit_status(outcome.status))
 }

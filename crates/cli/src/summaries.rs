@@ -204,12 +204,12 @@ fn shell_word(p: &Path) -> String {
 pub fn wikilinks_outcome(s: &RunStats) -> Result<Outcome> {
     let mut o = with_figures("dedup", s)?;
     o.count("rows_read", s.paragraphs_read, "row read", "rows read")
-        .note(format!("{} kept", thousands(s.paragraphs_retained)))
-        .note(format!("{} dropped", thousands(s.paragraphs_thrown_away)))
-        .note(format!(
-            "{} passed through (short)",
-            thousands(s.issues.get("short-row").copied().unwrap_or(0))
-        ));
+        .number(s.paragraphs_retained, "kept")
+        .number(s.paragraphs_thrown_away, "dropped")
+        .number(
+            s.issues.get("short-row").copied().unwrap_or(0),
+            "passed through (short)",
+        );
     o.status = i32::from(s.had_input_problems());
     Ok(o)
 }
@@ -218,8 +218,8 @@ pub fn wikilinks_outcome(s: &RunStats) -> Result<Outcome> {
 pub fn check_outcome(r: &CheckReport) -> Result<Outcome> {
     let mut o = with_figures("check", r)?;
     o.count("references", r.references, "reference", "references")
-        .note(format!("{} checked", thousands(r.checked)))
-        .note(format!("{} confirmed", thousands(r.confirmed)));
+        .number(r.checked, "checked")
+        .number(r.confirmed, "confirmed");
     if r.partial > 0 || r.unconfirmed > 0 {
         o.note(format!(
             "{} partial, {} unconfirmed (near mode)",

@@ -55,9 +55,9 @@ mod minhash;
 mod records;
 
 pub use hash::{hash, hash_keeping_plans};
-use hash::{hash_dir, plan_owned, run_name, HashTask};
+use hash::{hash_dir, run_name, HashTask};
 pub use minhash::MinHashStage;
-use records::{decode, encode, get_varint, put_varint, Rec};
+use records::{decode, encode, get_varint, put_varint, read_checked, Rec};
 
 /// The key kinds, in stage order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,24 +67,11 @@ pub enum Stage {
     Paras = 2,
 }
 
-impl Stage {
-    pub const ALL: [Stage; 3] = [Stage::UrlTitle, Stage::Docs, Stage::Paras];
-    pub fn name(self) -> &'static str {
-        match self {
-            Stage::UrlTitle => "url-title",
-            Stage::Docs => "docs",
-            Stage::Paras => "paras",
-        }
-    }
-}
-
-impl std::str::FromStr for Stage {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Stage::ALL
-            .into_iter()
-            .find(|k| k.name() == s)
-            .ok_or_else(|| format!("unknown stage '{s}' (expected url-title, docs or paras)"))
+webdedup_text::named_choices! {
+    Stage, "stage", quote "", {
+        UrlTitle => "url-title",
+        Docs => "docs",
+        Paras => "paras",
     }
 }
 
@@ -395,6 +382,48 @@ fn marker(dir: &Path, name: &str) -> PathBuf {
     dir.join(format!("{name}.done"))
 }
 
+/// A task's place in its phase's folder: `DIR/task-N`, built in a staging folder
+/// and published whole, then marked done (`DIR/task-N.done`).
+struct TaskDir {
+    dir: PathBuf,
+    name: String,
+}
+
+impl TaskDir {
+    /// None when the task already finished (its marker is there): tasks are
+    /// idempotent, so a rerun after a crash skips the done ones.
+    fn start(dir: PathBuf, task: usize) -> Result<Option<TaskDir>> {
+        std::fs::create_dir_all(&dir)?;
+        let name = format!("task-{task}");
+        if marker(&dir, &name).exists() {
+            return Ok(None);
+        }
+        Ok(Some(TaskDir { dir, name }))
+    }
+
+    /// The task's folder.
+    fn path(&self) -> PathBuf {
+        self.dir.join(&self.name)
+    }
+
+    fn staging(&self) -> Result<Staging> {
+        Staging::create(&self.path())
+    }
+
+    /// Puts what was built in `staging` in place and marks the task done;
+    /// `published` names the fault point between the two.
+    fn publish(&self, staging: &Staging, published: &str) -> Result<bool> {
+        publish_dir(staging.path(), &self.path())?;
+        fault::hit(published);
+        self.mark_done()?;
+        Ok(true)
+    }
+
+    fn mark_done(&self) -> Result<()> {
+        write_atomic(&marker(&self.dir, &self.name), b"")
+    }
+}
+
 // ---- Resolve ---------------------------------------------------------------------
 
 fn verdict_dir(work: &Path, stage: Stage) -> PathBuf {
@@ -521,12 +550,9 @@ pub fn resolve(cfg: &BatchConfig, stage: Stage, task: usize, store: Option<&Path
         );
     }
     require_markers(&hash_dir(&cfg.work), cfg.task_count, "hash")?;
-    let dir = verdict_dir(&cfg.work, stage);
-    std::fs::create_dir_all(&dir)?;
-    let name = format!("task-{task}");
-    if marker(&dir, &name).exists() {
+    let Some(out) = TaskDir::start(verdict_dir(&cfg.work, stage), task)? else {
         return Ok(false);
-    }
+    };
     // Which records of this stage are asked at all, from the previous stages.
     let asked: Box<dyn Fn(&Rec) -> bool> = match stage {
         Stage::UrlTitle => Box::new(|_| true),
@@ -557,7 +583,7 @@ pub fn resolve(cfg: &BatchConfig, stage: Stage, task: usize, store: Option<&Path
         }
     };
     let old = load_store(cfg, store)?;
-    let staging = Staging::create(&dir.join(&name))?;
+    let staging = out.staging()?;
     let tmp = staging.path();
     let mut recs = Vec::new();
     for p in (0..cfg.partitions).filter(|p| cfg.owner(*p as usize) == task) {
@@ -595,10 +621,7 @@ pub fn resolve(cfg: &BatchConfig, stage: Stage, task: usize, store: Option<&Path
         write_atomic(&tmp.join(format!("new-{p}")), &encode(&new))?;
         fault::hit("batch-resolve-partition");
     }
-    publish_dir(tmp, &dir.join(&name))?;
-    fault::hit("batch-resolve-published");
-    write_atomic(&marker(&dir, &name), b"")?;
-    Ok(true)
+    out.publish(&staging, "batch-resolve-published")
 }
 
 // ---- Filter ----------------------------------------------------------------------
@@ -659,12 +682,9 @@ pub fn filter_with_plans(
     plans: Option<&PlanCache>,
 ) -> Result<Option<RunStats>> {
     cfg.prepare()?;
-    let dir = cfg.work.join("filter");
-    std::fs::create_dir_all(&dir)?;
-    let name = format!("task-{task}");
-    if marker(&dir, &name).exists() {
+    let Some(done) = TaskDir::start(cfg.work.join("filter"), task)? else {
         return Ok(None);
-    }
+    };
     let listing = cfg.listing()?;
     report_skipped(&listing, report);
     let files = listing.files.clone();
@@ -716,7 +736,7 @@ pub fn filter_with_plans(
     };
     // Outputs are made in a staging directory of this attempt, then moved into
     // place file by file: two copies of one task may run at once.
-    let staging = Staging::named(&dir.join(&name));
+    let staging = Staging::named(&done.path());
     let staging = staging.path();
     staged.output = staging.to_owned();
     let mut stats = crate::runner::run_files(&staged, selected, &store, &state, &dur, report)?;
@@ -730,7 +750,7 @@ pub fn filter_with_plans(
         crate::runner::write_files_index(staging, &listing.files)?;
     }
     move_tree(staging, &run.output)?;
-    write_atomic(&marker(&dir, &name), b"")?;
+    done.mark_done()?;
     Ok(Some(stats))
 }
 
@@ -818,6 +838,83 @@ mod tests {
         out
     }
 
+    /// A vertical document titled `t` at `url`: its paragraphs one word a line.
+    fn vertical_doc(url: &str, paras: &[Vec<impl AsRef<str>>]) -> String {
+        let mut text = format!("<doc url=\"{url}\" title=\"t\">\n");
+        for words in paras {
+            text += "<p>\n";
+            for w in words {
+                text += w.as_ref();
+                text += "\n";
+            }
+            text += "</p>\n";
+        }
+        text + "</doc>\n"
+    }
+
+    /// A stream-mode run and the batch setup of the same input, for the
+    /// proptests that compare the two.
+    struct Both {
+        tmp: tempfile::TempDir,
+        stream: RunConfig,
+        batch: BatchConfig,
+        /// The order the tasks run in.
+        order: Vec<usize>,
+    }
+
+    impl Both {
+        /// Writes `texts` as vertical files, runs stream mode over them, and sets
+        /// up batch mode in `tasks` tasks, run in an order rotated by `rotate`.
+        fn new(
+            texts: impl Iterator<Item = String>,
+            options: Options,
+            tasks: usize,
+            rotate: usize,
+            chunk: usize,
+        ) -> Both {
+            let tmp = tempfile::tempdir().unwrap();
+            let input = tmp.path().join("in");
+            std::fs::create_dir_all(&input).unwrap();
+            for (i, text) in texts.enumerate() {
+                std::fs::write(input.join(format!("f{i}.vert")), text).unwrap();
+            }
+            let mut stream = RunConfig::new(&input, tmp.path().join("stream"));
+            stream.options = options.clone();
+            stream.dd = true;
+            stream.chunk_bytes = chunk;
+            run(&stream, &MemStore::new(13), &|_| {}).unwrap();
+            let batch = BatchConfig {
+                inputs: vec![input],
+                work: tmp.path().join("work"),
+                task_count: tasks,
+                partitions: 3,
+                blocks: 13,
+                options,
+                read: Default::default(),
+                chunk_bytes: chunk,
+                max_line_bytes: 1 << 20,
+            };
+            let order = (0..tasks).map(|t| (t + rotate) % tasks).collect();
+            Both {
+                tmp,
+                stream,
+                batch,
+                order,
+            }
+        }
+
+        /// Runs every task's filter phase: whether batch mode wrote what stream
+        /// mode wrote.
+        fn filtered_as_stream(&self) -> bool {
+            let mut run = self.stream.clone();
+            run.output = self.tmp.path().join("batch");
+            for &t in &self.order {
+                filter(&self.batch, &run, t, &|_| {}).unwrap();
+            }
+            tree(&self.stream.output) == tree(&run.output)
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(300))]
         /// Sorted runs round-trip (repeated keys, documents apart from positions,
@@ -868,62 +965,30 @@ mod tests {
             chunk in prop_oneof![Just(1usize), Just(1 << 20)],
         ) {
             let words = ["alpha", "beta", "gamma", "delta", "epsilon"];
-            let tmp = tempfile::tempdir().unwrap();
-            let input = tmp.path().join("in");
-            std::fs::create_dir_all(&input).unwrap();
-            for (i, docs) in files.iter().enumerate() {
-                let mut text = String::new();
-                for (url, paras) in docs {
-                    text += &format!("<doc url=\"u{url}\" title=\"t\">\n");
-                    for (w, n) in paras {
-                        text += "<p>\n";
-                        for _ in 0..*n * 4 {
-                            text += words[*w as usize];
-                            text += "\n";
-                        }
-                        text += "</p>\n";
-                    }
-                    text += "</doc>\n";
-                }
-                std::fs::write(input.join(format!("f{i}.vert")), text).unwrap();
-            }
+            let texts = files.iter().map(|docs| {
+                docs.iter()
+                    .map(|(url, paras)| {
+                        let paras: Vec<Vec<&str>> =
+                            paras.iter().map(|&(w, n)| vec![words[w as usize]; n * 4]).collect();
+                        vertical_doc(&format!("u{url}"), &paras)
+                    })
+                    .collect::<String>()
+            });
             let options = Options {
                 min_para_chars: 20,
                 doc_check,
                 ..Options::default()
             };
-            let mut rc = RunConfig::new(&input, tmp.path().join("stream"));
-            rc.options = options.clone();
-            rc.dd = true;
-            rc.chunk_bytes = chunk;
-            run(&rc, &MemStore::new(13), &|_| {}).unwrap();
-
-            let cfg = BatchConfig {
-                inputs: vec![input.clone()],
-                work: tmp.path().join("work"),
-                task_count: tasks,
-                partitions: 3,
-                blocks: 13,
-                options,
-                read: Default::default(),
-                chunk_bytes: chunk,
-                max_line_bytes: 1 << 20,
-            };
-            let order: Vec<usize> = (0..tasks).map(|t| (t + rotate) % tasks).collect();
-            for &t in &order {
-                hash(&cfg, t, &|_| {}).unwrap();
+            let both = Both::new(texts, options, tasks, rotate, chunk);
+            for &t in &both.order {
+                hash(&both.batch, t, &|_| {}).unwrap();
             }
             for stage in Stage::ALL {
-                for &t in order.iter().rev() {
-                    resolve(&cfg, stage, t, None).unwrap();
+                for &t in both.order.iter().rev() {
+                    resolve(&both.batch, stage, t, None).unwrap();
                 }
             }
-            let mut brc = rc.clone();
-            brc.output = tmp.path().join("batch");
-            for &t in &order {
-                filter(&cfg, &brc, t, &|_| {}).unwrap();
-            }
-            prop_assert!(tree(&rc.output) == tree(&brc.output));
+            prop_assert!(both.filtered_as_stream());
         }
     }
 
@@ -947,64 +1012,33 @@ mod tests {
             let bases: Vec<Vec<String>> = (0..3)
                 .map(|b| (0..30).map(|i| format!("w{}", (i * 7 + b * 3) % 23)).collect())
                 .collect();
-            let tmp = tempfile::tempdir().unwrap();
-            let input = tmp.path().join("in");
-            std::fs::create_dir_all(&input).unwrap();
-            for (i, docs) in files.iter().enumerate() {
-                let mut text = String::new();
-                for (base, edits) in docs {
-                    let mut words = bases[*base].clone();
-                    for &(at, w) in edits {
-                        words[at] = format!("e{w}");
-                    }
-                    text += "<doc url=\"u\" title=\"t\">\n<p>\n";
-                    for w in &words {
-                        text += w;
-                        text += "\n";
-                    }
-                    text += "</p>\n</doc>\n";
-                }
-                std::fs::write(input.join(format!("f{i}.vert")), text).unwrap();
-            }
+            let texts = files.iter().map(|docs| {
+                docs.iter()
+                    .map(|(base, edits)| {
+                        let mut words = bases[*base].clone();
+                        for &(at, w) in edits {
+                            words[at] = format!("e{w}");
+                        }
+                        vertical_doc("u", &[words])
+                    })
+                    .collect::<String>()
+            });
             let params = webdedup_minhash::Params {
                 shingling: "words:2".parse().unwrap(),
                 hashes: 16,
                 bands: 8,
                 rows: 2,
             };
-            let options = || Options::for_minhash(crate::options::MinHashOptions { params, verify });
-            let mut rc = RunConfig::new(&input, tmp.path().join("stream"));
-            rc.options = options();
-            rc.dd = true;
-            rc.chunk_bytes = chunk;
-            run(&rc, &MemStore::new(13), &|_| {}).unwrap();
-
-            let cfg = BatchConfig {
-                inputs: vec![input.clone()],
-                work: tmp.path().join("work"),
-                task_count: tasks,
-                partitions: 3,
-                blocks: 13,
-                options: options(),
-                read: Default::default(),
-                chunk_bytes: chunk,
-                max_line_bytes: 1 << 20,
-            };
-            let order: Vec<usize> = (0..tasks).map(|t| (t + rotate) % tasks).collect();
-            for &t in &order {
-                hash(&cfg, t, &|_| {}).unwrap();
+            let options = Options::for_minhash(crate::options::MinHashOptions { params, verify });
+            let both = Both::new(texts, options, tasks, rotate, chunk);
+            for &t in &both.order {
+                hash(&both.batch, t, &|_| {}).unwrap();
             }
-            for &t in order.iter().rev() {
-                resolve_minhash(&cfg, MinHashStage::Bands, t, None).unwrap();
+            for &t in both.order.iter().rev() {
+                resolve_minhash(&both.batch, MinHashStage::Bands, t, None).unwrap();
             }
-            resolve_minhash(&cfg, MinHashStage::Pick, 0, None).unwrap();
-            let mut brc = rc.clone();
-            brc.options = options();
-            brc.output = tmp.path().join("batch");
-            for &t in &order {
-                filter(&cfg, &brc, t, &|_| {}).unwrap();
-            }
-            prop_assert!(tree(&rc.output) == tree(&brc.output));
+            resolve_minhash(&both.batch, MinHashStage::Pick, 0, None).unwrap();
+            prop_assert!(both.filtered_as_stream());
         }
     }
 

@@ -22,34 +22,11 @@ pub enum DocCheck {
     None,
 }
 
-impl DocCheck {
-    /// The name `--doc-check` takes.
-    pub fn name(self) -> &'static str {
-        match self {
-            DocCheck::All => "all",
-            DocCheck::UrlTitle => "url-title",
-            DocCheck::None => "none",
-        }
-    }
-}
-
-impl std::fmt::Display for DocCheck {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl std::str::FromStr for DocCheck {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "all" => Ok(DocCheck::All),
-            "url-title" => Ok(DocCheck::UrlTitle),
-            "none" => Ok(DocCheck::None),
-            other => Err(format!(
-                "unknown document check '{other}' (expected 'all', 'url-title' or 'none')"
-            )),
-        }
+webdedup_text::named_choices! {
+    DocCheck, "document check", quote "'", {
+        All => "all",
+        UrlTitle => "url-title",
+        None => "none",
     }
 }
 
@@ -70,31 +47,10 @@ pub enum NearRules {
     Onion,
 }
 
-impl NearRules {
-    pub fn name(self) -> &'static str {
-        match self {
-            NearRules::Webdedup => "webdedup",
-            NearRules::Onion => "onion",
-        }
-    }
-}
-
-impl std::fmt::Display for NearRules {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl std::str::FromStr for NearRules {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "webdedup" => Ok(NearRules::Webdedup),
-            "onion" => Ok(NearRules::Onion),
-            other => Err(format!(
-                "unknown near rules '{other}' (expected 'webdedup' or 'onion')"
-            )),
-        }
+webdedup_text::named_choices! {
+    NearRules, "near rules", quote "'", {
+        Webdedup => "webdedup",
+        Onion => "onion",
     }
 }
 

@@ -161,6 +161,23 @@ pub fn file_id(rel: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(rel)
 }
 
+/// Asks `store` about `keys` as request `id` (answers in `seen`); with `feedback`,
+/// the keys' locations go along and their originals come back.
+fn test_and_insert(
+    store: &dyn Store,
+    id: BatchId,
+    keys: &[u64],
+    feedback: Option<(&[Location], &mut Vec<Location>)>,
+    seen: &mut Vec<bool>,
+) -> Result<(), StoreError> {
+    match feedback {
+        Some((locs, originals)) => {
+            store.test_and_insert_located_batch(id, keys, locs, seen, originals)
+        }
+        None => store.test_and_insert_batch(id, keys, seen),
+    }
+}
+
 /// Reusable buffers for [`decide`].
 #[derive(Default)]
 pub struct Scratch {
@@ -246,17 +263,8 @@ pub fn decide(
             s.locs.push(record_of(d.paras.start));
         }
     }
-    if located {
-        store.test_and_insert_located_batch(
-            round(1),
-            &s.keys,
-            &s.locs,
-            &mut s.seen,
-            &mut s.originals,
-        )?;
-    } else {
-        store.test_and_insert_batch(round(1), &s.keys, &mut s.seen)?;
-    }
+    let feedback = located.then_some((&s.locs[..], &mut s.originals));
+    test_and_insert(store, round(1), &s.keys, feedback, &mut s.seen)?;
     s.doc_seen.clear();
     s.doc_original.clear();
     let mut answers = s.seen.iter().zip(
@@ -288,17 +296,8 @@ pub fn decide(
             }
         }
     }
-    if located {
-        store.test_and_insert_located_batch(
-            round(2),
-            &s.keys,
-            &s.locs,
-            &mut s.seen,
-            &mut s.originals,
-        )?;
-    } else {
-        store.test_and_insert_batch(round(2), &s.keys, &mut s.seen)?;
-    }
+    let feedback = located.then_some((&s.locs[..], &mut s.originals));
+    test_and_insert(store, round(2), &s.keys, feedback, &mut s.seen)?;
 
     // Exact verdicts per paragraph (long ones: seen before; the rest: false).
     let mut para_dup = std::mem::take(&mut s.near.para_dup);

@@ -26,7 +26,7 @@ use std::io;
 use std::ops::Range;
 use webdedup_formats::chunk::Chunk;
 use webdedup_formats::parquet::RowSlice;
-use webdedup_formats::parquet_out::{encode_slice, RowGroupOut};
+use webdedup_formats::parquet_out::{encode_slice, KeptRows, RowGroupOut};
 use webdedup_formats::wet::{write_record, RecordInfo};
 
 /// Name of the attribute listing duplicate paragraph spans.
@@ -97,7 +97,12 @@ pub fn parquet_rows(
     };
     let n = slice.rows;
     if mark {
-        return encode_slice(slice, &vec![true; n], &[], &vec![None; n]);
+        let as_read = KeptRows {
+            keep: &vec![true; n],
+            text: &[],
+            new: &vec![None; n],
+        };
+        return encode_slice(slice, as_read);
     }
     if plan.docs.len() != n && n > 0 {
         // A slice whose rows were lost (reported) has no entries: nothing to write.
@@ -113,7 +118,12 @@ pub fn parquet_rows(
         .zip(spans)
         .map(|(s, span)| matches!(s, DocStatus::Partial { .. }).then(|| span.clone()))
         .collect();
-    encode_slice(slice, &keep, rendered, &new)
+    let kept = KeptRows {
+        keep: &keep,
+        text: rendered,
+        new: &new,
+    };
+    encode_slice(slice, kept)
 }
 
 /// The records of a WET chunk as they go to the output, appended to `out`: the

@@ -29,17 +29,11 @@ impl OutputCompression {
     }
 }
 
-impl std::str::FromStr for OutputCompression {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "none" => Ok(OutputCompression::None),
-            "gz" | "gzip" => Ok(OutputCompression::Gzip),
-            "zst" | "zstd" => Ok(OutputCompression::Zstd),
-            other => Err(format!(
-                "unknown compression '{other}' (expected zst, gz or none)"
-            )),
-        }
+webdedup_text::named_choices! {
+    OutputCompression, "compression", quote "", {
+        Zstd => "zst" | "zstd",
+        Gzip => "gz" | "gzip",
+        None => "none",
     }
 }
 
@@ -368,12 +362,18 @@ impl NewDirs {
 mod tests {
     use super::*;
 
+    /// An output at `path` with `bytes` written, not finished.
+    fn written(path: &Path, compression: OutputCompression, bytes: &[u8]) -> AtomicOutput {
+        let mut o = AtomicOutput::create(path, compression).unwrap();
+        o.write_all(bytes).unwrap();
+        o
+    }
+
     #[test]
     fn visible_only_when_finished() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("a/b/out.dedup");
-        let mut o = AtomicOutput::create(&p, OutputCompression::None).unwrap();
-        o.write_all(b"hello\n").unwrap();
+        let o = written(&p, OutputCompression::None, b"hello\n");
         assert!(!p.exists());
         o.finish(false).unwrap();
         assert_eq!(fs::read(&p).unwrap(), b"hello\n");
@@ -383,8 +383,7 @@ mod tests {
     fn dropped_unfinished_leaves_no_tmp_and_errors_name_the_file() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("out.txt");
-        let mut o = AtomicOutput::create(&p, OutputCompression::Gzip).unwrap();
-        o.write_all(b"half").unwrap();
+        let o = written(&p, OutputCompression::Gzip, b"half");
         assert!(dir.path().join("out.txt.tmp").exists());
         drop(o);
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
@@ -432,8 +431,7 @@ mod tests {
             let fifo = fifo.clone();
             std::thread::spawn(move || fs::read(&fifo).unwrap())
         };
-        let mut o = AtomicOutput::create(&fifo, OutputCompression::None).unwrap();
-        o.write_all(b"through the pipe\n").unwrap();
+        let o = written(&fifo, OutputCompression::None, b"through the pipe\n");
         o.finish(true).unwrap();
         assert_eq!(reader.join().unwrap(), b"through the pipe\n");
         assert!(fs::metadata(&fifo).unwrap().file_type().is_fifo());
@@ -454,13 +452,9 @@ mod tests {
         }
         let is_device = || fs::metadata(&null).unwrap().file_type().is_char_device();
         for c in [OutputCompression::None, OutputCompression::Gzip] {
-            let mut o = AtomicOutput::create(&null, c).unwrap();
-            o.write_all(b"gone\n").unwrap();
-            o.finish(true).unwrap();
+            written(&null, c, b"gone\n").finish(true).unwrap();
             assert!(is_device());
-            let mut o = AtomicOutput::create(&null, c).unwrap();
-            o.write_all(b"gone\n").unwrap();
-            drop(o);
+            drop(written(&null, c, b"gone\n"));
             assert!(is_device());
             AtomicOutput::create(&null, c).unwrap().discard();
             assert!(is_device());
@@ -525,9 +519,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         for c in [OutputCompression::Gzip, OutputCompression::Zstd] {
             let p = dir.path().join(format!("out{}", c.suffix()));
-            let mut o = AtomicOutput::create(&p, c).unwrap();
-            o.write_all(b"line\n").unwrap();
-            o.finish(true).unwrap();
+            written(&p, c, b"line\n").finish(true).unwrap();
             let (mut r, _) = crate::open_input(&p).unwrap();
             let mut s = String::new();
             std::io::Read::read_to_string(&mut r, &mut s).unwrap();

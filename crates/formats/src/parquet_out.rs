@@ -47,29 +47,37 @@ fn err(e: impl fmt::Display) -> io::Error {
     io::Error::other(e.to_string())
 }
 
-/// Rebuilds a text column: kept rows (`keep`), each with its new text
-/// (`new[i]`: a range of `text`) or, where `None`, its value as read. The
-/// result has the column's type as read.
-fn rebuild_texts(
-    col: &ArrayRef,
-    keep: &[bool],
-    text: &[u8],
-    new: &[Option<Range<usize>>],
-) -> Option<ArrayRef> {
-    fn generic<O: OffsetSizeTrait>(
-        col: &ArrayRef,
-        keep: &[bool],
-        text: &[u8],
-        new: &[Option<Range<usize>>],
-    ) -> Option<ArrayRef> {
+/// Which rows of a slice go out, and with which texts: `keep` has one flag a
+/// row; `new[i]` is row `i`'s new text (a range of `text`), or `None` for its
+/// value as read.
+#[derive(Clone, Copy, Debug)]
+pub struct KeptRows<'a> {
+    pub keep: &'a [bool],
+    pub text: &'a [u8],
+    pub new: &'a [Option<Range<usize>>],
+}
+
+impl KeptRows<'_> {
+    /// The rows that go out, in order.
+    fn rows(&self) -> impl Iterator<Item = usize> + Clone + '_ {
+        (0..self.keep.len()).filter(|&i| self.keep[i])
+    }
+}
+
+/// Rebuilds a text column from its kept rows, each with its new text or its
+/// value as read. The result has the column's type as read.
+fn rebuild_texts(col: &ArrayRef, kept: KeptRows) -> Option<ArrayRef> {
+    fn generic<O: OffsetSizeTrait>(col: &ArrayRef, kept: KeptRows) -> Option<ArrayRef> {
         let a = col.as_any().downcast_ref::<GenericStringArray<O>>()?;
-        let mut b = GenericStringBuilder::<O>::with_capacity(a.len(), text.len());
-        for i in (0..a.len()).filter(|&i| keep[i]) {
-            match &new[i] {
+        let mut b = GenericStringBuilder::<O>::with_capacity(a.len(), kept.text.len());
+        for i in kept.rows() {
+            match &kept.new[i] {
                 // The kept pieces of a valid UTF-8 text, cut at line breaks:
                 // checked all the same, the SIMD way (a few percent of the run
                 // with the standard library's check).
-                Some(r) => b.append_value(simdutf8::basic::from_utf8(text.get(r.clone())?).ok()?),
+                Some(r) => {
+                    b.append_value(simdutf8::basic::from_utf8(kept.text.get(r.clone())?).ok()?)
+                }
                 None if a.is_null(i) => b.append_null(),
                 None => b.append_value(a.value(i)),
             }
@@ -77,9 +85,9 @@ fn rebuild_texts(
         Some(Arc::new(b.finish()))
     }
     match col.data_type() {
-        DataType::Utf8 => generic::<i32>(col, keep, text, new),
-        DataType::LargeUtf8 => generic::<i64>(col, keep, text, new),
-        DataType::Utf8View => rebuild_views(col.as_any().downcast_ref()?, keep, text, new),
+        DataType::Utf8 => generic::<i32>(col, kept),
+        DataType::LargeUtf8 => generic::<i64>(col, kept),
+        DataType::Utf8View => rebuild_views(col.as_any().downcast_ref()?, kept),
         _ => None,
     }
 }
@@ -88,26 +96,20 @@ fn rebuild_texts(
 /// [`view_text_column`]): a text kept as read keeps its view into the pages
 /// read (no copy); the new texts are copied once, together, into one more
 /// data buffer. The writer encodes views as it encodes offsets: the same bytes.
-fn rebuild_views(
-    a: &StringViewArray,
-    keep: &[bool],
-    text: &[u8],
-    new: &[Option<Range<usize>>],
-) -> Option<ArrayRef> {
-    let rows = (0..a.len()).filter(|&i| keep[i]);
-    let fresh: usize = rows
-        .clone()
-        .filter_map(|i| new[i].as_ref())
+fn rebuild_views(a: &StringViewArray, kept: KeptRows) -> Option<ArrayRef> {
+    let fresh: usize = kept
+        .rows()
+        .filter_map(|i| kept.new[i].as_ref())
         .map(|r| r.len())
         .sum();
     let block = u32::try_from(a.data_buffers().len()).ok()?;
     let mut added = BufferBuilder::<u8>::new(fresh);
     let mut views = Vec::with_capacity(a.len());
     let mut nulls = NullBufferBuilder::new(a.len());
-    for i in rows {
-        match &new[i] {
+    for i in kept.rows() {
+        match &kept.new[i] {
             Some(r) => {
-                let piece = text.get(r.clone())?;
+                let piece = kept.text.get(r.clone())?;
                 // Checked as `generic` above does: the view must be UTF-8.
                 simdutf8::basic::from_utf8(piece).ok()?;
                 let offset = u32::try_from(added.len()).ok()?;
@@ -132,17 +134,12 @@ fn rebuild_views(
     Some(Arc::new(out))
 }
 
-/// Encodes the rows of `slice` that `keep` says (one flag a row), the text column
-/// rebuilt where `new[i]` gives row `i` a new text (a range of `text`), as one row
-/// group of the output. A damaged slice is copied as stored unless none of it is
-/// kept, and so is a whole row group kept whole with its texts as read. Runs in
-/// the worker threads.
-pub fn encode_slice(
-    slice: &RowSlice,
-    keep: &[bool],
-    text: &[u8],
-    new: &[Option<Range<usize>>],
-) -> io::Result<RowGroupOut> {
+/// Encodes the kept rows of `slice`, the text column rebuilt where a row has a
+/// new text, as one row group of the output. A damaged slice is copied as stored
+/// unless none of it is kept, and so is a whole row group kept whole with its
+/// texts as read. Runs in the worker threads.
+pub fn encode_slice(slice: &RowSlice, kept: KeptRows) -> io::Result<RowGroupOut> {
+    let KeptRows { keep, new, .. } = kept;
     let batch = match &slice.body {
         SliceBody::Lost => return Ok(RowGroupOut::Empty),
         SliceBody::Damaged => {
@@ -157,8 +154,8 @@ pub fn encode_slice(
         }
         SliceBody::Rows { batch, .. } => batch,
     };
-    let kept = keep.iter().filter(|&&k| k).count();
-    if kept == 0 {
+    let count = keep.iter().filter(|&&k| k).count();
+    if count == 0 {
         return Ok(RowGroupOut::Empty);
     }
     // The text column, when some text changed, is built anew from the kept rows:
@@ -177,13 +174,13 @@ pub fn encode_slice(
             .metadata()
             .row_group(slice.row_group)
             .num_rows();
-    if whole_group && kept == batch.num_rows() && rebuilt.is_none() {
+    if whole_group && count == batch.num_rows() && rebuilt.is_none() {
         return Ok(RowGroupOut::Raw {
             source: slice.source.clone(),
             row_group: slice.row_group,
         });
     }
-    let filter = (kept < batch.num_rows()).then(|| {
+    let filter = (count < batch.num_rows()).then(|| {
         FilterBuilder::new(&BooleanArray::from(keep.to_vec()))
             .optimize()
             .build()
@@ -191,7 +188,7 @@ pub fn encode_slice(
     let mut cols = Vec::with_capacity(batch.num_columns());
     for (i, col) in batch.columns().iter().enumerate() {
         cols.push(match &filter {
-            _ if rebuilt == Some(i) => rebuild_texts(col, keep, text, new)
+            _ if rebuilt == Some(i) => rebuild_texts(col, kept)
                 .ok_or_else(|| err("internal: the text column could not be rebuilt"))?,
             Some(f) => f.filter(col).map_err(err)?,
             None => col.clone(),
@@ -200,7 +197,7 @@ pub fn encode_slice(
     let out = RecordBatch::try_new_with_options(
         batch.schema(),
         cols,
-        &RecordBatchOptions::new().with_row_count(Some(kept)),
+        &RecordBatchOptions::new().with_row_count(Some(count)),
     )
     .map_err(err)?;
     let mut writers = slice

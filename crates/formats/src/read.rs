@@ -26,7 +26,6 @@ use crate::fields::{FieldPath, JsonlOptions};
 use crate::input::{Compression, InputFile};
 use crate::vertical::FromVertical;
 use crate::{jsonl, parquet, vertical, wet};
-use std::fmt;
 use std::io::{self, Read};
 use std::sync::Arc;
 
@@ -247,37 +246,13 @@ pub enum FormatChoice {
     Wet,
 }
 
-impl FormatChoice {
-    pub fn name(self) -> &'static str {
-        match self {
-            FormatChoice::Auto => "auto",
-            FormatChoice::Vertical => "vertical",
-            FormatChoice::Jsonl => "jsonl",
-            FormatChoice::Parquet => "parquet",
-            FormatChoice::Wet => "wet",
-        }
-    }
-}
-
-impl fmt::Display for FormatChoice {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl std::str::FromStr for FormatChoice {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "auto" => Ok(FormatChoice::Auto),
-            "vertical" | "vert" => Ok(FormatChoice::Vertical),
-            "jsonl" | "json" => Ok(FormatChoice::Jsonl),
-            "parquet" => Ok(FormatChoice::Parquet),
-            "wet" | "warc" => Ok(FormatChoice::Wet),
-            other => Err(format!(
-                "unknown input format '{other}' (expected auto, vertical, jsonl, parquet or wet)"
-            )),
-        }
+webdedup_text::named_choices! {
+    FormatChoice, "input format", quote "", {
+        Auto => "auto",
+        Vertical => "vertical" | "vert",
+        Jsonl => "jsonl" | "json",
+        Parquet => "parquet",
+        Wet => "wet" | "warc",
     }
 }
 

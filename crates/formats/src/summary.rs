@@ -66,6 +66,11 @@ impl Outcome {
         self
     }
 
+    /// A number with what happened to it (`1,234 kept`), in the summary only.
+    pub fn number(&mut self, n: u64, what: &str) -> &mut Self {
+        self.note(format!("{} {what}", thousands(n)))
+    }
+
     /// A part of the summary line that is not a count (`12.5 MB/s`).
     pub fn note(&mut self, text: impl Into<String>) -> &mut Self {
         self.parts.push(text.into());

@@ -182,6 +182,22 @@ pub enum Item {
     },
 }
 
+/// How many line breaks come first in `head` (the blank lines between records).
+fn leading_blanks(head: &[u8]) -> usize {
+    head.iter()
+        .take_while(|b| **b == b'\r' || **b == b'\n')
+        .count()
+}
+
+/// The format a file's first record says: ARC files start with `filedesc://`.
+fn format_of(head: &[u8]) -> Format {
+    if head.starts_with(b"filedesc://") {
+        Format::Arc
+    } else {
+        Format::Warc
+    }
+}
+
 /// A byte stream that counts what it hands out.
 struct Counted {
     inner: BufReader<File>,
@@ -340,44 +356,35 @@ impl ArchiveReader {
         self.pending.push_back(Item::Problem { offset, reason });
     }
 
-    fn decide_format(&mut self, head: &[u8]) -> Format {
-        *self
-            .format
-            .get_or_insert(if head.starts_with(b"filedesc://") {
-                Format::Arc
-            } else {
-                Format::Warc
-            })
-    }
-
-    fn step_plain(&mut self) {
+    /// Fills the input's buffer: the offset of its first byte, or `None` (the
+    /// reader done) at the end of the input or after reporting a read error.
+    fn filled(&mut self) -> Option<u64> {
         let Some(src) = self.src.as_mut() else {
             self.done = true;
-            return;
+            return None;
         };
         let start = src.pos;
-        let head = match src.fill_buf() {
-            Ok(b) => b,
+        match src.fill_buf() {
+            Ok([]) => self.done = true,
+            Ok(_) => return Some(start),
             Err(e) => {
                 self.problem(start, format!("read error: {e}"));
                 self.done = true;
-                return;
             }
-        };
-        if head.is_empty() {
-            self.done = true;
-            return;
         }
-        let blanks = head
-            .iter()
-            .take_while(|b| **b == b'\r' || **b == b'\n')
-            .count();
+        None
+    }
+
+    fn step_plain(&mut self) {
+        let Some(start) = self.filled() else { return };
+        let src = self.src.as_mut().expect("filled");
+        let head = src.inner.buffer();
+        let blanks = leading_blanks(head);
         if blanks > 0 {
             src.consume(blanks);
             return;
         }
-        let head = head[..head.len().min(16)].to_vec();
-        let fmt = self.decide_format(&head);
+        let fmt = *self.format.get_or_insert(format_of(head));
         let opts = self.opts;
         let src = self.src.as_mut().expect("checked");
         let mut body_start = 0;
@@ -484,35 +491,11 @@ impl ArchiveReader {
 
     fn step_gzip(&mut self) {
         if self.member.is_none() {
-            let Some(src) = self.src.as_mut() else {
-                self.done = true;
-                return;
-            };
-            let start = src.pos;
-            let head = match src.fill_buf() {
-                Ok(b) => b,
-                Err(e) => {
-                    self.problem(start, format!("read error: {e}"));
-                    self.done = true;
-                    return;
-                }
-            };
-            if head.is_empty() {
-                self.done = true;
-                return;
-            }
-            if !head.starts_with(&[0x1f, 0x8b]) {
-                let fmt = self.format.unwrap_or(Format::Warc);
-                let next = self.resync(start + 1, fmt);
-                let tail = match next {
-                    Some(n) => format!("skipped to the next record at offset {n}"),
-                    None => "no further record found".into(),
-                };
-                self.problem(
-                    start,
-                    format!("not a gzip member (garbage between members?); {tail}"),
-                );
-                self.seek_plain(next);
+            let Some(start) = self.filled() else { return };
+            let src = self.src.as_ref().expect("filled");
+            if !src.inner.buffer().starts_with(&[0x1f, 0x8b]) {
+                let why = "not a gzip member (garbage between members?)";
+                self.skip_damage(start, why, "skipped to");
                 return;
             }
             self.member_start = start;
@@ -529,16 +512,12 @@ impl ArchiveReader {
         if head.is_empty() {
             return self.finish_member();
         }
-        let blanks = head
-            .iter()
-            .take_while(|b| **b == b'\r' || **b == b'\n')
-            .count();
+        let blanks = leading_blanks(head);
         if blanks > 0 {
             dec.consume(blanks);
             return;
         }
-        let head = head[..head.len().min(16)].to_vec();
-        let fmt = self.decide_format(&head);
+        let fmt = *self.format.get_or_insert(format_of(head));
         let (opts, prefix_max) = (self.opts, self.prefix_max);
         let dec = self.member.as_mut().expect("set above");
         let mut body_start = 0;
@@ -605,16 +584,19 @@ impl ArchiveReader {
     fn corrupt_member(&mut self, e: io::Error) {
         let start = self.member_start;
         self.finish_member();
-        let fmt = self.format.unwrap_or(Format::Warc);
-        let next = self.resync(start + 1, fmt);
+        let why = format!("corrupt or truncated gzip member ({e})");
+        self.skip_damage(start, &why, "resuming at");
+    }
+
+    /// Reports the damage `why` at `start` and reads on from the next record after
+    /// it (`going_on` says how, in the message), if there is one.
+    fn skip_damage(&mut self, start: u64, why: &str, going_on: &str) {
+        let next = self.resync(start + 1, self.format.unwrap_or(Format::Warc));
         let tail = match next {
-            Some(n) => format!("resuming at the next record at offset {n}"),
+            Some(n) => format!("{going_on} the next record at offset {n}"),
             None => "no further record found".into(),
         };
-        self.problem(
-            start,
-            format!("corrupt or truncated gzip member ({e}); {tail}"),
-        );
+        self.problem(start, format!("{why}; {tail}"));
         self.seek_plain(next);
     }
 }

@@ -74,25 +74,10 @@ pub enum Weights {
     Distinct,
 }
 
-impl fmt::Display for Weights {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Weights::Count => "count",
-            Weights::Distinct => "distinct",
-        })
-    }
-}
-
-impl FromStr for Weights {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "count" => Ok(Weights::Count),
-            "distinct" => Ok(Weights::Distinct),
-            o => Err(format!(
-                "unknown weights '{o}' (expected count or distinct)"
-            )),
-        }
+webdedup_text::named_choices! {
+    Weights, "weights", quote "", {
+        Count => "count",
+        Distinct => "distinct",
     }
 }
 

@@ -2,6 +2,8 @@
 //!
 //! * [`normalize`]: the `loose` / `none` normalizations, applied word by word as a
 //!   paragraph is read, so no intermediate string of the raw text is ever built.
+//! * [`choices`]: settings chosen by name ([`named_choices!`]: one table gives an
+//!   enum its names, aliases, parsing and the message listing the choices).
 //! * [`shown`]: text quoted in messages (input, addresses), control characters
 //!   escaped so a terminal shows them instead of obeying them.
 //! * [`keys`]: the key kinds (paragraph, document, URL+title, ...) and their hashes.
@@ -19,6 +21,7 @@
 //! assert_ne!(key(KeyKind::Paragraph, a.as_bytes()), key(KeyKind::Document, a.as_bytes()));
 //! ```
 
+pub mod choices;
 pub mod keys;
 pub mod normalize;
 pub mod shown;

@@ -13,20 +13,32 @@ use std::borrow::Cow;
 /// including non-ASCII text, is kept, so ordinary messages are unchanged (and not
 /// copied).
 pub fn escape_controls(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(char::is_control) {
+    escape(text, char::is_control)
+}
+
+/// `text` as a field of a tab-separated line: tabs, line breaks and backslashes
+/// escaped (`\t`, `\n`, `\r`, `\\`), so a line is always one record with its
+/// fields, and the escapes can be undone.
+pub fn escape_tsv(text: &str) -> Cow<'_, str> {
+    escape(text, |c| matches!(c, '\t' | '\n' | '\r' | '\\'))
+}
+
+/// `text` with the characters `needs` picks written as Rust-style escapes; not
+/// copied when there is none.
+fn escape(text: &str, needs: impl Fn(char) -> bool) -> Cow<'_, str> {
+    if !text.chars().any(&needs) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 8);
     for c in text.chars() {
         match c {
+            c if !needs(c) => out.push(c),
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x80 && c.is_control() => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
-            c => out.push(c),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x80 => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
         }
     }
     Cow::Owned(out)
@@ -57,5 +69,11 @@ mod tests {
             "WARC/\\x1b[2J\u{fffd}"
         );
         assert_eq!(quote_bytes(b"abcdef", 3), "abc");
+    }
+
+    #[test]
+    fn tsv_fields_escape_separators_and_backslashes_only() {
+        assert!(matches!(escape_tsv("a b\x1b"), Cow::Borrowed(_)));
+        assert_eq!(escape_tsv("a\tb\r\nc\\d"), "a\\tb\\r\\nc\\\\d");
     }
 }

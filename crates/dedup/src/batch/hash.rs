@@ -3,26 +3,29 @@
 
 use super::*;
 
-/// A hash-phase task about to run, in exact and MinHash mode alike: its folder,
-/// its name there, and the input files.
+/// A hash-phase task about to run, in exact and MinHash mode alike: its folder
+/// and the input files.
 pub(super) struct HashTask {
-    pub dir: PathBuf,
-    pub name: String,
+    pub out: TaskDir,
     pub files: Vec<InputFile>,
+    /// The task's number: it owns the files [`BatchConfig::owner`] gives it.
+    pub task: usize,
 }
 
 impl HashTask {
-    /// None when the task already finished (its marker is there): tasks are
-    /// idempotent, so a rerun after a crash skips the done ones.
+    /// None when the task already finished.
     pub fn start(cfg: &BatchConfig, task: usize) -> Result<Option<HashTask>> {
-        let dir = hash_dir(&cfg.work);
-        std::fs::create_dir_all(&dir)?;
-        let name = format!("task-{task}");
-        if marker(&dir, &name).exists() {
+        let Some(out) = TaskDir::start(hash_dir(&cfg.work), task)? else {
             return Ok(None);
-        }
+        };
         let files = cfg.files()?;
-        Ok(Some(HashTask { dir, name, files }))
+        Ok(Some(HashTask { out, files, task }))
+    }
+
+    /// Publishes the task's files, written in `staging`.
+    pub fn publish(&self, staging: &Staging) -> Result<bool> {
+        fault::hit("batch-hash-written");
+        self.out.publish(staging, "batch-hash-published")
     }
 }
 
@@ -34,50 +37,52 @@ pub(super) fn run_name(stage: Stage, part: u32) -> String {
     format!("{}-{part}.run", stage.name())
 }
 
-/// Plans every chunk of the input files task `task` owns, in input order, and
-/// hands each plan to `visit` with its file's rank and the chunk's index in the
-/// file; the plans are then kept in `plans` (as far as its budget goes) for a
-/// filter phase in the same process. A file that cannot be read is reported and
-/// skipped (its filter task writes nothing for it).
-pub(super) fn plan_owned(
-    cfg: &BatchConfig,
-    files: &[InputFile],
-    task: usize,
-    report: &(dyn Fn(&str) + Sync),
-    plans: Option<&PlanCache>,
-    mut visit: impl FnMut(u32, u64, &ChunkPlan) -> Result<()>,
-) -> Result<()> {
-    let mut planner = Planner::new(&cfg.options);
-    let mut plan = ChunkPlan::default();
-    for (rank, f) in files
-        .iter()
-        .enumerate()
-        .filter(|(r, _)| cfg.owner(*r) == task)
-    {
-        let (format, mut chunks) =
-            match open_doc_reader(f, &cfg.read, None, cfg.chunk_bytes, cfg.max_line_bytes) {
-                Ok(r) => r,
-                Err(e) => {
-                    report(&format!("{}: cannot read: {e}", f.path.display()));
-                    continue;
+impl HashTask {
+    /// Plans every chunk of the input files the task owns, in input order, and
+    /// hands each plan to `visit` with its file's rank and the chunk's index in
+    /// the file; the plans are then kept in `plans` (as far as its budget goes)
+    /// for a filter phase in the same process. A file that cannot be read is
+    /// reported and skipped (its filter task writes nothing for it).
+    pub fn plan_owned(
+        &self,
+        cfg: &BatchConfig,
+        report: &(dyn Fn(&str) + Sync),
+        plans: Option<&PlanCache>,
+        mut visit: impl FnMut(u32, u64, &ChunkPlan) -> Result<()>,
+    ) -> Result<()> {
+        let mut planner = Planner::new(&cfg.options);
+        let mut plan = ChunkPlan::default();
+        for (rank, f) in self
+            .files
+            .iter()
+            .enumerate()
+            .filter(|(r, _)| cfg.owner(*r) == self.task)
+        {
+            let (format, mut chunks) =
+                match open_doc_reader(f, &cfg.read, None, cfg.chunk_bytes, cfg.max_line_bytes) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        report(&format!("{}: cannot read: {e}", f.path.display()));
+                        continue;
+                    }
+                };
+            let mut chunk_index = 0u64;
+            while let Some(chunk) = chunks.next_chunk() {
+                planner.plan_as(&format, &chunk, &mut plan);
+                visit(rank as u32, chunk_index, &plan)?;
+                if let Some(cache) = plans {
+                    cache.put(
+                        rel_bytes(&f.rel),
+                        chunk_index,
+                        &chunk.data,
+                        std::mem::take(&mut plan),
+                    );
                 }
-            };
-        let mut chunk_index = 0u64;
-        while let Some(chunk) = chunks.next_chunk() {
-            planner.plan_as(&format, &chunk, &mut plan);
-            visit(rank as u32, chunk_index, &plan)?;
-            if let Some(cache) = plans {
-                cache.put(
-                    rel_bytes(&f.rel),
-                    chunk_index,
-                    &chunk.data,
-                    std::mem::take(&mut plan),
-                );
+                chunk_index += 1;
             }
-            chunk_index += 1;
         }
+        Ok(())
     }
-    Ok(())
 }
 
 /// The hash phase for one task; returns false if it had already finished.
@@ -97,59 +102,50 @@ pub fn hash_keeping_plans(
     if cfg.options.minhash().is_some() {
         return minhash::hash(cfg, task, report, plans);
     }
-    let Some(HashTask { dir, name, files }) = HashTask::start(cfg, task)? else {
+    let Some(job) = HashTask::start(cfg, task)? else {
         return Ok(false);
     };
     let mut runs: Vec<Vec<Vec<Rec>>> = vec![vec![Vec::new(); cfg.partitions as usize]; 3];
     let (mut doc_index, mut long_index) = (0u32, 0u32);
-    plan_owned(
-        cfg,
-        &files,
-        task,
-        report,
-        plans,
-        |rank, chunk_index, plan| {
-            if chunk_index == 0 {
-                (doc_index, long_index) = (0, 0);
-            }
-            // Bad records ask no key (they are not documents).
-            for d in plan.docs.iter().filter(|d| d.kind == DocKind::Document) {
-                let mut push = |stage: Stage, key: u64, seq: u32| {
-                    runs[stage as usize][cfg.partition(key) as usize].push(Rec {
-                        key,
-                        file: rank,
-                        seq,
-                        doc: doc_index,
-                    })
-                };
-                // Documents without URL or title ask no URL+title key; with
-                // `--doc-check none` no document asks either kind.
-                if cfg.options.doc_check != DocCheck::None {
-                    if d.has_url_title {
-                        push(Stage::UrlTitle, d.url_title_key, doc_index);
-                    }
-                    push(Stage::Docs, d.doc_key, doc_index);
+    job.plan_owned(cfg, report, plans, |rank, chunk_index, plan| {
+        if chunk_index == 0 {
+            (doc_index, long_index) = (0, 0);
+        }
+        // Bad records ask no key (they are not documents).
+        for d in plan.docs.iter().filter(|d| d.kind == DocKind::Document) {
+            let mut push = |stage: Stage, key: u64, seq: u32| {
+                runs[stage as usize][cfg.partition(key) as usize].push(Rec {
+                    key,
+                    file: rank,
+                    seq,
+                    doc: doc_index,
+                })
+            };
+            // Documents without URL or title ask no URL+title key; with
+            // `--doc-check none` no document asks either kind.
+            if cfg.options.doc_check != DocCheck::None {
+                if d.has_url_title {
+                    push(Stage::UrlTitle, d.url_title_key, doc_index);
                 }
-                for p in plan.paras[d.paras.clone()].iter().filter(|p| p.long) {
-                    push(Stage::Paras, p.key, long_index);
-                    long_index += 1;
-                }
-                doc_index += 1;
+                push(Stage::Docs, d.doc_key, doc_index);
             }
-            Ok(())
-        },
-    )?;
-    let staging = Staging::create(&dir.join(&name))?;
-    let tmp = staging.path();
+            for p in plan.paras[d.paras.clone()].iter().filter(|p| p.long) {
+                push(Stage::Paras, p.key, long_index);
+                long_index += 1;
+            }
+            doc_index += 1;
+        }
+        Ok(())
+    })?;
+    let staging = job.out.staging()?;
     for stage in Stage::ALL {
         for (p, recs) in runs[stage as usize].iter_mut().enumerate() {
             recs.sort_unstable();
-            write_atomic(&tmp.join(run_name(stage, p as u32)), &encode(recs))?;
+            write_atomic(
+                &staging.path().join(run_name(stage, p as u32)),
+                &encode(recs),
+            )?;
         }
     }
-    fault::hit("batch-hash-written");
-    publish_dir(tmp, &dir.join(&name))?;
-    fault::hit("batch-hash-published");
-    write_atomic(&marker(&dir, &name), b"")?;
-    Ok(true)
+    job.publish(&staging)
 }

@@ -28,7 +28,7 @@
 //!    pick's list (`policy::minhash::Decided`), rendered by stream mode's code.
 
 use super::*;
-use crate::policy::minhash::Decided;
+use crate::policy::minhash::{pick_original, Decided};
 use std::io::BufWriter;
 use webdedup_minhash::estimate_jaccard_low8;
 
@@ -41,12 +41,10 @@ pub enum MinHashStage {
     Pick,
 }
 
-impl MinHashStage {
-    pub fn name(self) -> &'static str {
-        match self {
-            MinHashStage::Bands => "bands",
-            MinHashStage::Pick => "pick",
-        }
+webdedup_text::named_choices! {
+    MinHashStage, "MinHash stage", quote "", {
+        Bands => "bands",
+        Pick => "pick",
     }
 }
 
@@ -102,10 +100,10 @@ pub(super) fn hash(
     report: &(dyn Fn(&str) + Sync),
     plans: Option<&PlanCache>,
 ) -> Result<bool> {
-    let Some(HashTask { dir, name, files }) = HashTask::start(cfg, task)? else {
+    let Some(job) = HashTask::start(cfg, task)? else {
         return Ok(false);
     };
-    let staging = Staging::create(&dir.join(&name))?;
+    let staging = job.out.staging()?;
     let tmp = staging.path();
     let table = tmp.join(DOCS_TABLE);
     let file = std::fs::File::create(&table)
@@ -117,49 +115,42 @@ pub(super) fn hash(
     docs.put(DOCS_MAGIC)?;
     let mut runs: Vec<Vec<Rec>> = vec![Vec::new(); cfg.partitions as usize];
     let mut doc_index = 0u32;
-    super::plan_owned(
-        cfg,
-        &files,
-        task,
-        report,
-        plans,
-        |rank, chunk_index, plan| {
-            if chunk_index == 0 {
-                doc_index = 0;
+    job.plan_owned(cfg, report, plans, |rank, chunk_index, plan| {
+        if chunk_index == 0 {
+            doc_index = 0;
+        }
+        for d in plan.docs.iter().filter(|d| d.live()) {
+            let bands = &plan.bands[d.bands.start as usize..d.bands.end as usize];
+            for (b, &key) in bands.iter().enumerate() {
+                runs[cfg.partition(key) as usize].push(Rec {
+                    key,
+                    file: rank,
+                    seq: doc_index,
+                    doc: b as u32,
+                });
             }
-            for d in plan.docs.iter().filter(|d| d.live()) {
-                let bands = &plan.bands[d.bands.start as usize..d.bands.end as usize];
-                for (b, &key) in bands.iter().enumerate() {
-                    runs[cfg.partition(key) as usize].push(Rec {
-                        key,
-                        file: rank,
-                        seq: doc_index,
-                        doc: b as u32,
-                    });
+            docs.varint(rank as u64)?;
+            docs.varint(doc_index as u64)?;
+            docs.varint(d.line)?;
+            match &d.id {
+                Some(id) => {
+                    let id = plan.meta_of(id).as_bytes();
+                    docs.varint(id.len() as u64 + 1)?;
+                    docs.put(id)?;
                 }
-                docs.varint(rank as u64)?;
-                docs.varint(doc_index as u64)?;
-                docs.varint(d.line)?;
-                match &d.id {
-                    Some(id) => {
-                        let id = plan.meta_of(id).as_bytes();
-                        docs.varint(id.len() as u64 + 1)?;
-                        docs.put(id)?;
-                    }
-                    None => docs.varint(0)?,
-                }
-                // The signature is only compared with `--verify`.
-                let sig = match cfg.options.minhash().and_then(|m| m.verify) {
-                    Some(_) => &plan.sigs[d.sig.start as usize..d.sig.end as usize],
-                    None => &[],
-                };
-                docs.varint(sig.len() as u64)?;
-                docs.put(sig)?;
-                doc_index += 1;
+                None => docs.varint(0)?,
             }
-            Ok(())
-        },
-    )?;
+            // The signature is only compared with `--verify`.
+            let sig = match cfg.options.minhash().and_then(|m| m.verify) {
+                Some(_) => &plan.sigs[d.sig.start as usize..d.sig.end as usize],
+                None => &[],
+            };
+            docs.varint(sig.len() as u64)?;
+            docs.put(sig)?;
+            doc_index += 1;
+        }
+        Ok(())
+    })?;
     docs.finish()?
         .into_inner()
         .map_err(|e| e.into_error())
@@ -169,11 +160,7 @@ pub(super) fn hash(
         recs.sort_unstable();
         write_atomic(&tmp.join(bands_run(p as u32)), &encode(recs))?;
     }
-    fault::hit("batch-hash-written");
-    publish_dir(tmp, &dir.join(&name))?;
-    fault::hit("batch-hash-published");
-    write_atomic(&marker(&dir, &name), b"")?;
-    Ok(true)
+    job.publish(&staging)
 }
 
 /// Reads a hash task's document table, keeping the documents `want` names.
@@ -182,20 +169,8 @@ fn read_docs(
     want: &HashSet<(u32, u32)>,
     out: &mut HashMap<(u32, u32), DocEntry>,
 ) -> Result<()> {
-    let data = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let body = &read_checked(path, DOCS_MAGIC, "MinHash document table")?[..];
     let bad = |why: &str| anyhow!("{}: {why}", path.display());
-    if data.len() < 16 {
-        return Err(bad("truncated"));
-    }
-    let (body, sum) = data.split_at(data.len() - 8);
-    if xxhash_rust::xxh3::xxh3_64(body) != u64::from_le_bytes(sum.try_into().unwrap()) {
-        return Err(bad(
-            "checksum mismatch (damaged file; rerun the task that wrote it)",
-        ));
-    }
-    if &body[..8] != DOCS_MAGIC {
-        return Err(bad("not a MinHash document table"));
-    }
     let mut pos = 8;
     let field = |pos: &mut usize| get_varint(body, pos).map_err(|e| bad(&e.to_string()));
     while pos < body.len() {
@@ -233,13 +208,10 @@ fn read_docs(
 /// band keys that occur more than once.
 pub(super) fn resolve_bands(cfg: &BatchConfig, task: usize) -> Result<bool> {
     require_markers(&hash_dir(&cfg.work), cfg.task_count, "hash")?;
-    let dir = stage_dir(&cfg.work, MinHashStage::Bands);
-    std::fs::create_dir_all(&dir)?;
-    let name = format!("task-{task}");
-    if marker(&dir, &name).exists() {
+    let Some(out) = TaskDir::start(stage_dir(&cfg.work, MinHashStage::Bands), task)? else {
         return Ok(false);
-    }
-    let staging = Staging::create(&dir.join(&name))?;
+    };
+    let staging = out.staging()?;
     let tmp = staging.path();
     let mut recs = Vec::new();
     let mut shared = Vec::new();
@@ -261,10 +233,7 @@ pub(super) fn resolve_bands(cfg: &BatchConfig, task: usize) -> Result<bool> {
         write_atomic(&tmp.join(format!("shared-{p}")), &encode(&shared))?;
         fault::hit("batch-resolve-partition");
     }
-    publish_dir(tmp, &dir.join(&name))?;
-    fault::hit("batch-resolve-published");
-    write_atomic(&marker(&dir, &name), b"")?;
-    Ok(true)
+    out.publish(&staging, "batch-resolve-published")
 }
 
 /// `resolve --stage pick` (one task): stream mode's sequential rule over the
@@ -273,12 +242,9 @@ pub(super) fn resolve_bands(cfg: &BatchConfig, task: usize) -> Result<bool> {
 pub(super) fn resolve_pick(cfg: &BatchConfig) -> Result<bool> {
     let bands_dir = stage_dir(&cfg.work, MinHashStage::Bands);
     require_markers(&bands_dir, cfg.task_count, "resolve --stage bands")?;
-    let dir = stage_dir(&cfg.work, MinHashStage::Pick);
-    std::fs::create_dir_all(&dir)?;
-    let name = "task-0";
-    if marker(&dir, name).exists() {
+    let Some(pick) = TaskDir::start(stage_dir(&cfg.work, MinHashStage::Pick), 0)? else {
         return Ok(false);
-    }
+    };
     let verify = cfg.options.minhash().and_then(|m| m.verify);
     let mut recs = Vec::new();
     for p in 0..cfg.partitions {
@@ -343,27 +309,7 @@ pub(super) fn resolve_pick(cfg: &BatchConfig) -> Result<bool> {
             Ok((theirs.len() == sig.len() && !sig.is_empty())
                 .then(|| estimate_jaccard_low8(sig, theirs)))
         };
-        let mut verdict = None;
-        match verify {
-            _ if owners.is_empty() => {}
-            None => verdict = Some((owners[0], estimate(&owners[0])?)),
-            Some(threshold) => {
-                let mut unverifiable = None;
-                for o in &owners {
-                    match estimate(o)? {
-                        Some(j) if j >= threshold => {
-                            verdict = Some((*o, Some(j)));
-                            break;
-                        }
-                        Some(_) => {}
-                        None => {
-                            unverifiable.get_or_insert((*o, None));
-                        }
-                    }
-                }
-                verdict = verdict.or(unverifiable);
-            }
-        }
+        let verdict = pick_original(&owners, verify, estimate)?;
         match verdict {
             Some((o, jaccard)) => {
                 out.varint(here.0 as u64)?;
@@ -387,14 +333,10 @@ pub(super) fn resolve_pick(cfg: &BatchConfig) -> Result<bool> {
         }
     }
     let bytes = out.finish()?;
-    let staging = Staging::create(&dir.join(name))?;
-    let tmp = staging.path();
-    write_atomic(&tmp.join("drops"), &bytes)?;
+    let staging = pick.staging()?;
+    write_atomic(&staging.path().join("drops"), &bytes)?;
     fault::hit("batch-resolve-partition");
-    publish_dir(tmp, &dir.join(name))?;
-    fault::hit("batch-resolve-published");
-    write_atomic(&marker(&dir, name), b"")?;
-    Ok(true)
+    pick.publish(&staging, "batch-resolve-published")
 }
 
 /// The pick's dropped documents of the files `mine` (file ranks), keyed as the
@@ -407,20 +349,8 @@ pub(super) fn decided(
     let dir = stage_dir(&cfg.work, MinHashStage::Pick);
     require_markers(&dir, 1, "resolve --stage pick")?;
     let path = dir.join("task-0").join("drops");
-    let data = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let body = &read_checked(&path, DROPS_MAGIC, "MinHash drop list")?[..];
     let bad = |why: &str| anyhow!("{}: {why}", path.display());
-    if data.len() < 16 {
-        return Err(bad("truncated"));
-    }
-    let (body, sum) = data.split_at(data.len() - 8);
-    if xxhash_rust::xxh3::xxh3_64(body) != u64::from_le_bytes(sum.try_into().unwrap()) {
-        return Err(bad(
-            "checksum mismatch (damaged file; rerun the task that wrote it)",
-        ));
-    }
-    if &body[..8] != DROPS_MAGIC {
-        return Err(bad("not a MinHash drop list"));
-    }
     let mut pos = 8;
     let field = |pos: &mut usize| get_varint(body, pos).map_err(|e| bad(&e.to_string()));
     let mut out = Decided::default();

@@ -87,10 +87,14 @@ pub(super) fn encode(recs: &[Rec]) -> Vec<u8> {
     out
 }
 
-pub(super) fn decode(path: &Path, out: &mut Vec<Rec>) -> Result<()> {
-    let data = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+/// The body of a file the batch phases write: `magic` (8 bytes naming the kind of
+/// file, a `what`, or none), the content, and the xxh3-64 of both at the end,
+/// checked. The body keeps its magic.
+pub(super) fn read_checked(path: &Path, magic: &[u8], what: &str) -> Result<Vec<u8>> {
+    let mut data =
+        std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     let bad = |why: &str| anyhow!("{}: {why}", path.display());
-    if data.len() < 8 {
+    if data.len() < magic.len() + 8 {
         return Err(bad("truncated"));
     }
     let (body, sum) = data.split_at(data.len() - 8);
@@ -99,6 +103,16 @@ pub(super) fn decode(path: &Path, out: &mut Vec<Rec>) -> Result<()> {
             "checksum mismatch (damaged file; rerun the task that wrote it)",
         ));
     }
+    if !body.starts_with(magic) {
+        return Err(bad(&format!("not a {what}")));
+    }
+    data.truncate(data.len() - 8);
+    Ok(data)
+}
+
+pub(super) fn decode(path: &Path, out: &mut Vec<Rec>) -> Result<()> {
+    let body = &read_checked(path, b"", "run")?[..];
+    let bad = |why: &str| anyhow!("{}: {why}", path.display());
     let mut pos = 0;
     let n = get_varint(body, &mut pos).map_err(|e| bad(&e.to_string()))?;
     if n == 0 {

@@ -40,6 +40,7 @@ use std::sync::Arc;
 use webdedup_minhash::estimate_jaccard_low8;
 use webdedup_store::bands::{location_ordinal, ordinal_location};
 use webdedup_store::{BandOwners, BatchId, Location, Store, StoreError};
+use webdedup_text::shown::escape_tsv;
 use xxhash_rust::xxh3::Xxh3Default;
 
 struct KeptInner {
@@ -702,7 +703,6 @@ pub fn decide(
         // Owners of the matching bands, in band order, each once. A key in the store
         // was inserted before any key of this chunk: the store's owner comes first.
         mh.owners.clear();
-        let mut matched = false;
         let here = Location {
             file: ctx.file ^ kept.mix(),
             record: doc.line,
@@ -718,40 +718,15 @@ pub fn decide(
             }
             let owner = stored.or_else(|| mh.local.get(key).copied());
             if let Some(o) = owner {
-                matched = true;
                 if !mh.owners.contains(&o) {
                     mh.owners.push(o);
                 }
             }
         }
         asked += bands.len();
-        let verdict: Option<(Location, Option<f64>)> = if !matched {
-            None
-        } else {
-            match m.verify {
-                None => {
-                    let o = mh.owners[0];
-                    Some((o, kept.known_sig(o, sig).map_err(io_error)?))
-                }
-                Some(threshold) => {
-                    let mut found = None;
-                    let mut unverifiable = None;
-                    for o in &mh.owners {
-                        match kept.known_sig(*o, sig).map_err(io_error)? {
-                            Some(j) if j >= threshold => {
-                                found = Some((*o, Some(j)));
-                                break;
-                            }
-                            Some(_) => {}
-                            None => {
-                                unverifiable.get_or_insert((*o, None));
-                            }
-                        }
-                    }
-                    found.or(unverifiable)
-                }
-            }
-        };
+        let verdict = pick_original(&mh.owners, m.verify, |o| {
+            kept.known_sig(*o, sig).map_err(io_error)
+        })?;
         match verdict {
             Some((o, jaccard)) => {
                 out.docs.push(DocStatus::Duplicate);
@@ -789,6 +764,35 @@ pub fn decide(
     Ok(())
 }
 
+/// The original of a document among the `owners` of its matching bands (in the
+/// order they were found), with the Jaccard estimate: without `verify`, the first
+/// owner; with it, the first whose estimate reaches the threshold, else the first
+/// whose estimate cannot be made (its signature is not known here). `None`: no
+/// owner, or none similar enough. Stream and batch mode decide by this one rule.
+pub(crate) fn pick_original<O: Copy, E>(
+    owners: &[O],
+    verify: Option<f64>,
+    mut estimate: impl FnMut(&O) -> Result<Option<f64>, E>,
+) -> Result<Option<(O, Option<f64>)>, E> {
+    let Some(first) = owners.first() else {
+        return Ok(None);
+    };
+    let Some(threshold) = verify else {
+        return Ok(Some((*first, estimate(first)?)));
+    };
+    let mut unverifiable = None;
+    for o in owners {
+        match estimate(o)? {
+            Some(j) if j >= threshold => return Ok(Some((*o, Some(j)))),
+            Some(_) => {}
+            None => {
+                unverifiable.get_or_insert((*o, None));
+            }
+        }
+    }
+    Ok(unverifiable)
+}
+
 /// Appends the pairs report lines of a chunk: `DOC TAB ORIGINAL TAB JACCARD`, a
 /// document named by its id, or `NAME:LINE` when it has none; the Jaccard estimate
 /// with 3 decimals, `-` when not known.
@@ -798,13 +802,13 @@ pub fn pairs_lines(plan: &ChunkPlan, dec: &Decisions, name: &str, out: &mut Vec<
         line.clear();
         let doc = &plan.docs[p.doc];
         match &doc.id {
-            Some(id) => line.push_str(&tsv_field(plan.meta_of(id))),
+            Some(id) => line.push_str(&escape_tsv(plan.meta_of(id))),
             None => {
-                let _ = write!(line, "{}:{}", tsv_field(name), doc.line);
+                let _ = write!(line, "{}:{}", escape_tsv(name), doc.line);
             }
         }
         line.push('\t');
-        line.push_str(&tsv_field(&p.original));
+        line.push_str(&escape_tsv(&p.original));
         match p.jaccard {
             Some(j) => {
                 let _ = writeln!(line, "\t{j:.3}");
@@ -813,25 +817,6 @@ pub fn pairs_lines(plan: &ChunkPlan, dec: &Decisions, name: &str, out: &mut Vec<
         }
         out.extend_from_slice(line.as_bytes());
     }
-}
-
-/// A name as a TSV field: tabs, line breaks and backslashes escaped (`\t`, `\n`,
-/// `\r`, `\\`), so a line is always one record of three fields.
-fn tsv_field(s: &str) -> std::borrow::Cow<'_, str> {
-    if !s.contains(['\t', '\n', '\r', '\\']) {
-        return s.into();
-    }
-    let mut o = String::with_capacity(s.len() + 4);
-    for c in s.chars() {
-        match c {
-            '\t' => o.push_str("\\t"),
-            '\n' => o.push_str("\\n"),
-            '\r' => o.push_str("\\r"),
-            '\\' => o.push_str("\\\\"),
-            c => o.push(c),
-        }
-    }
-    o.into()
 }
 
 #[cfg(test)]

@@ -129,15 +129,10 @@ impl NearScratch {
         self.covered.resize(t.len(), false);
         for j in doc.paras.clone() {
             let p = &plan.paras[j];
-            let (pa, pb) = (
-                p.tokens.start as usize - t.start,
-                p.tokens.end as usize - t.start,
-            );
-            // The n-grams whose last token lies in this paragraph.
-            let first = (pa + 1).saturating_sub(n);
-            let last = (pb + 1).saturating_sub(n);
+            let (tokens, grams) = para_ngrams(plan, j, t.start, n, ngrams.len());
+            let (pa, pb) = (tokens.start, tokens.end);
             self.votes.clear();
-            for g in first..last.min(ngrams.len()) {
+            for g in grams {
                 let k = self.keys[ngrams.start + g];
                 let from_store = self.seen[ngrams.start + g];
                 let earlier = self
@@ -195,14 +190,7 @@ impl NearScratch {
             if !keep[i] {
                 continue;
             }
-            let p = &plan.paras[j];
-            let (pa, pb) = (
-                p.tokens.start as usize - t.start,
-                p.tokens.end as usize - t.start,
-            );
-            let first = (pa + 1).saturating_sub(n);
-            let last = (pb + 1).saturating_sub(n);
-            for g in first..last.min(ngrams.len()) {
+            for g in para_ngrams(plan, j, t.start, n, ngrams.len()).1 {
                 let k = self.keys[ngrams.start + g];
                 let loc = record_of(j);
                 self.insert.push(k);
@@ -219,18 +207,26 @@ impl NearScratch {
         id: BatchId,
         located: bool,
     ) -> Result<(), StoreError> {
-        if located {
-            store.test_and_insert_located_batch(
-                id,
-                &self.insert,
-                &self.insert_locs,
-                &mut self.ignored,
-                &mut self.ignored_locs,
-            )
-        } else {
-            store.test_and_insert_batch(id, &self.insert, &mut self.ignored)
-        }
+        let feedback = located.then_some((&self.insert_locs[..], &mut self.ignored_locs));
+        super::test_and_insert(store, id, &self.insert, feedback, &mut self.ignored)
     }
+}
+
+/// Paragraph `j`'s tokens, counted from its document's first token `doc_start`,
+/// and the n-grams (of `n` tokens; the document has `count`) whose last token
+/// lies in it.
+fn para_ngrams(
+    plan: &ChunkPlan,
+    j: usize,
+    doc_start: usize,
+    n: usize,
+    count: usize,
+) -> (Range<usize>, Range<usize>) {
+    let p = &plan.paras[j];
+    let tokens = p.tokens.start as usize - doc_start..p.tokens.end as usize - doc_start;
+    let first = (tokens.start + 1).saturating_sub(n);
+    let last = (tokens.end + 1).saturating_sub(n);
+    (tokens, first..last.min(count))
 }
 
 /// The location most n-grams point to (ties: the earliest in the paragraph);

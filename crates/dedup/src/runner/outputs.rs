@@ -17,9 +17,14 @@ use webdedup_store::{fault, Journal};
 /// not the output: the output's compression may depend on the format read
 /// (`--compress auto`), which a stopped run need not know for every file.
 pub fn log_path(out_dir: &Path, rel: &Path) -> PathBuf {
-    let mut s = output_stem(out_dir, rel).into_os_string();
-    s.push(".log");
-    PathBuf::from(s)
+    beside_output(out_dir, rel, ".log")
+}
+
+/// A file that goes with an output: `OUT/STEM.dedup` and `suffix`.
+fn beside_output(out_dir: &Path, rel: &Path, suffix: &str) -> PathBuf {
+    let mut name = output_stem(out_dir, rel).into_os_string();
+    name.push(suffix);
+    PathBuf::from(name)
 }
 
 /// The bytes that name an input file in decision records.
@@ -69,31 +74,23 @@ pub fn output_path(out_dir: &Path, rel: &Path, compress: OutputCompression) -> P
 
 /// The `.dd` list that goes with an output: `OUT/STEM.dedup.dd`, never compressed.
 pub fn dd_path(out_dir: &Path, rel: &Path) -> PathBuf {
-    let mut name = output_stem(out_dir, rel).into_os_string();
-    name.push(".dd");
-    PathBuf::from(name)
+    beside_output(out_dir, rel, ".dd")
 }
 
 /// `--mark`'s attributes file: `OUT/STEM.dedup.attributes.jsonl`, never compressed.
 pub fn attributes_path(out_dir: &Path, rel: &Path) -> PathBuf {
-    let mut name = output_stem(out_dir, rel).into_os_string();
-    name.push(".attributes.jsonl");
-    PathBuf::from(name)
+    beside_output(out_dir, rel, ".attributes.jsonl")
 }
 
 /// Feedback mode's dropped paragraphs: `OUT/STEM.dedup.dropped`, never compressed.
 pub fn dropped_path(out_dir: &Path, rel: &Path) -> PathBuf {
-    let mut name = output_stem(out_dir, rel).into_os_string();
-    name.push(".dropped");
-    PathBuf::from(name)
+    beside_output(out_dir, rel, ".dropped")
 }
 
 /// MinHash mode's pairs report: `OUT/STEM.dedup.pairs` (`DOC TAB ORIGINAL TAB
 /// JACCARD` per dropped document), never compressed.
 pub fn pairs_path(out_dir: &Path, rel: &Path) -> PathBuf {
-    let mut name = output_stem(out_dir, rel).into_os_string();
-    name.push(".pairs");
-    PathBuf::from(name)
+    beside_output(out_dir, rel, ".pairs")
 }
 
 /// Feedback mode's index of input file ids: `OUT/files.idx`, one `ID TAB REL` a line.

@@ -61,13 +61,8 @@ fn first_slice(groups: &mut RowGroups) -> (Vec<u8>, Box<RowSlice>) {
     (chunk.data, slice)
 }
 
-fn encode_to_bytes(
-    slice: &RowSlice,
-    keep: &[bool],
-    text: &[u8],
-    new: &[Option<Range<usize>>],
-) -> Vec<u8> {
-    let rg = encode_slice(slice, keep, text, new).unwrap();
+fn encode_to_bytes(slice: &RowSlice, kept: KeptRows) -> Vec<u8> {
+    let rg = encode_slice(slice, kept).unwrap();
     assert!(matches!(rg, RowGroupOut::Encoded(_)), "{rg:?}");
     let mut out = ParquetOut::create(Vec::new(), &slice.source).unwrap();
     out.append(rg).unwrap();
@@ -166,7 +161,12 @@ fn texts_are_read_as_views_and_written_back_with_the_bytes_of_the_files_own_type
         let rendered = b"first line\nupel ody";
         let keep = [true, false, false, true, true];
         let new = [Some(0..10), None, None, Some(11..19), None];
-        let out = encode_to_bytes(&slice, &keep, rendered, &new);
+        let kept = KeptRows {
+            keep: &keep,
+            text: rendered,
+            new: &new,
+        };
+        let out = encode_to_bytes(&slice, kept);
         let (out_type, text, ids) = read_back(out.clone());
         assert_eq!(out_type, file_type);
         assert_eq!(
@@ -181,17 +181,17 @@ fn texts_are_read_as_views_and_written_back_with_the_bytes_of_the_files_own_type
         // The same bytes as when the column was read (and rebuilt) in the file's own type.
         if file_type != DataType::Utf8View {
             let reference = with_text_as(&slice, &file_type);
-            assert_eq!(
-                out,
-                encode_to_bytes(&reference, &keep, rendered, &new),
-                "{file_type}"
-            );
+            assert_eq!(out, encode_to_bytes(&reference, kept), "{file_type}");
             // Rows dropped, texts as read (the view column filtered, not rebuilt).
             let none = vec![None; 5];
-            let (keep, new) = ([true, true, false, true, true], &none[..]);
+            let as_read = KeptRows {
+                keep: &[true, true, false, true, true],
+                text: &[],
+                new: &none,
+            };
             assert_eq!(
-                encode_to_bytes(&slice, &keep, &[], new),
-                encode_to_bytes(&reference, &keep, &[], new),
+                encode_to_bytes(&slice, as_read),
+                encode_to_bytes(&reference, as_read),
                 "{file_type}"
             );
         }
@@ -206,7 +206,12 @@ fn a_text_that_is_not_utf8_is_refused_not_written() {
     let (_, slice) = first_slice(&mut groups);
     let keep = [true; 5];
     let new = [Some(0..2), None, None, None, None];
-    assert!(encode_slice(&slice, &keep, b"\xff\xfe", &new).is_err());
+    let kept = KeptRows {
+        keep: &keep,
+        text: b"\xff\xfe",
+        new: &new,
+    };
+    assert!(encode_slice(&slice, kept).is_err());
 }
 
 #[test]
