@@ -784,7 +784,10 @@ fn dedup_minhash_and_check_summaries_follow_the_conventions() {
         "{err}"
     );
     // The last part: how to see the run (feedback mode's .dropped files).
-    assert!(err.contains("on 1 thread, see it: webdedup report "), "{err}");
+    assert!(
+        err.contains("on 1 thread, see it: webdedup report "),
+        "{err}"
+    );
     assert_eq!(err.lines().count(), 1, "{err}");
     let o = webdedup(&["minhash", s(&input), "-o", s(&out("m")), "--json", "-"]);
     let err = stderr(&o);
