@@ -10,8 +10,9 @@
 //! stages `bands` (every task), then `pick` (task 0 only); no store yet.
 
 use crate::err;
-use crate::formats::read_settings;
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use crate::formats::{read_settings, take_read_keyword};
+use crate::keywords::{self, unexpected, Keyword};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::path::PathBuf;
@@ -61,9 +62,12 @@ impl PhaseOptions {
         minhash: MinHash,
     ) -> PyResult<Self> {
         let mut o = Self::default();
-        for (key, value) in kwargs.into_iter().flat_map(|d| d.iter()) {
-            let key: String = key.extract()?;
+        for kw in keywords::each(kwargs) {
+            let (key, value) = kw?;
             let v = Keyword(&key, &value);
+            if take_read_keyword(&mut o.read, &v)? {
+                continue;
+            }
             match key.as_str() {
                 "minhash" | "shingles" | "hashes" | "bands" | "rows" | "verify"
                     if minhash == MinHash::Refused =>
@@ -74,12 +78,6 @@ impl PhaseOptions {
                 "normalize" => o.normalize = v.get()?,
                 "min_para_chars" => o.min_para_chars = v.get()?,
                 "doc_check" => o.doc_check = v.get()?,
-                "input_format" => o.read.input_format = v.get()?,
-                "text_field" => o.read.text_field = v.get()?,
-                "id_field" => o.read.id_field = v.get()?,
-                "url_field" => o.read.url_field = v.get()?,
-                "title_field" => o.read.title_field = v.get()?,
-                "drop_bad_records" => o.read.drop_bad_records = v.get()?,
                 "minhash" => o.minhash = v.get()?,
                 "shingles" => o.shingles = v.get()?,
                 "hashes" => o.hashes = v.get()?,
@@ -186,30 +184,6 @@ impl PhaseOptions {
 }
 
 /// Python's TypeError for a keyword argument the function does not take.
-fn unexpected(function: &str, key: &str) -> PyErr {
-    PyTypeError::new_err(format!(
-        "{function}() got an unexpected keyword argument '{key}'"
-    ))
-}
-
-/// One keyword argument's value, converted to a parameter's type with the error
-/// pyo3 gives for a parameter (a TypeError naming the argument).
-struct Keyword<'a, 'py>(&'a str, &'a Bound<'py, PyAny>);
-
-impl<'py> Keyword<'_, 'py> {
-    fn get<T: FromPyObject<'py>>(&self) -> PyResult<T> {
-        let Keyword(name, value) = self;
-        value.extract().map_err(|e| {
-            if e.is_instance_of::<PyTypeError>(value.py()) {
-                PyTypeError::new_err(format!("argument '{name}': {}", e.value(value.py())))
-            } else {
-                e
-            }
-        })
-    }
-}
-
-/// A phase's failure, with the library error's context.
 fn failed(e: impl std::fmt::Display) -> PyErr {
     err(format!("{e:#}"))
 }
@@ -219,136 +193,125 @@ fn show_problem(line: &str) {
     eprintln!("{}", escape_controls(line))
 }
 
-/// Phase 1 (`webdedup batch hash`) for one task.
-#[pyfunction]
-#[pyo3(signature = (input, work, task_index, task_count, **options))]
-fn batch_hash(
-    py: Python<'_>,
-    input: PathBuf,
-    work: PathBuf,
-    task_index: usize,
-    task_count: usize,
-    options: Option<&Bound<'_, PyDict>>,
-) -> PyResult<bool> {
-    let cfg = PhaseOptions::parse("batch_hash", options, MinHash::Taken)?.config(
-        input,
-        work,
-        Some(task_index),
-        task_count,
-    )?;
-    py.allow_threads(|| batch::hash(&cfg, task_index, &show_problem))
-        .map_err(failed)
-}
-
-/// Phase 2 (`webdedup batch resolve`) for one task and stage (`url-title`, `docs`,
-/// `paras`, in that order; with `minhash`: `bands` for every task, then `pick` for
-/// task 0 only).
-#[pyfunction]
-#[pyo3(signature = (input, work, task_index, task_count, stage, *, store=None, **options))]
-#[allow(clippy::too_many_arguments)]
-fn batch_resolve(
-    py: Python<'_>,
-    input: PathBuf,
-    work: PathBuf,
-    task_index: usize,
-    task_count: usize,
-    stage: &str,
-    store: Option<PathBuf>,
-    options: Option<&Bound<'_, PyDict>>,
-) -> PyResult<bool> {
-    let cfg = PhaseOptions::parse("batch_resolve", options, MinHash::Taken)?.config(
-        input,
-        work,
-        Some(task_index),
-        task_count,
-    )?;
-    if cfg.options.minhash().is_none() {
-        let stage: Stage = stage.parse().map_err(|e: String| {
-            PyValueError::new_err(format!("{e}; with minhash=True: bands or pick"))
-        })?;
-        return py
-            .allow_threads(|| batch::resolve(&cfg, stage, task_index, store.as_deref()))
-            .map_err(failed);
-    }
-    let stage = match stage {
-        "bands" => MinHashStage::Bands,
-        "pick" if task_index == 0 => MinHashStage::Pick,
-        "pick" => {
-            return Err(PyValueError::new_err(format!(
-                "stage pick is one task (task_index 0), not task_index {task_index}"
-            )))
-        }
-        _ => {
-            return Err(PyValueError::new_err(format!(
-                "unknown stage '{stage}' with minhash=True (expected bands, then pick)"
-            )))
+/// Every phase function takes the input and the work folder first, its own
+/// arguments, then the shared keyword options (`**options`, read by
+/// [`PhaseOptions`] for the phase's name and MinHash rule) last: this writes that
+/// convention once. A phase gives its own arguments (typed, then as its Python
+/// signature lists them) and its body, which sees the read options as `$opts`.
+macro_rules! phase_function {
+    (
+        $(#[$doc:meta])*
+        fn $name:ident($py:ident, $input:ident, $work:ident, $($arg:ident: $ty:ty),+)
+        signature($($sig:tt)*), options $opts:ident: $minhash:expr, -> $ret:ty $body:block
+    ) => {
+        $(#[$doc])*
+        #[pyfunction]
+        #[pyo3(signature = ($input, $work, $($sig)* **options))]
+        #[allow(clippy::too_many_arguments)]
+        fn $name(
+            $py: Python<'_>,
+            $input: PathBuf,
+            $work: PathBuf,
+            $($arg: $ty,)+
+            options: Option<&Bound<'_, PyDict>>,
+        ) -> PyResult<$ret> {
+            let $opts = PhaseOptions::parse(stringify!($name), options, $minhash)?;
+            $body
         }
     };
-    py.allow_threads(|| batch::resolve_minhash(&cfg, stage, task_index, store.as_deref()))
-        .map_err(failed)
 }
 
-/// Phase 3 (`webdedup batch filter`) for one task: writes its outputs into
-/// `output`, the bytes `webdedup dedup` writes.
-#[pyfunction]
-#[pyo3(signature = (input, work, output, task_index, task_count, *, dd=false, compress="auto", **options))]
-#[allow(clippy::too_many_arguments)]
-fn batch_filter(
-    py: Python<'_>,
-    input: PathBuf,
-    work: PathBuf,
-    output: PathBuf,
-    task_index: usize,
-    task_count: usize,
-    dd: bool,
-    compress: &str,
-    options: Option<&Bound<'_, PyDict>>,
-) -> PyResult<bool> {
-    let cfg = PhaseOptions::parse("batch_filter", options, MinHash::Taken)?.config(
-        input.clone(),
-        work,
-        Some(task_index),
-        task_count,
-    )?;
-    let mut run = RunConfig::new(input, output);
-    run.options = cfg.options.clone();
-    // The runner reads with the run's settings: the work directory's, as the
-    // command line's filter does.
-    run.read = cfg.read.clone();
-    run.chunk_bytes = cfg.chunk_bytes;
-    run.max_line_bytes = cfg.max_line_bytes;
-    run.dd = dd;
-    // As `webdedup dedup --compress`: `auto` (the default) compresses the
-    // outputs of JSON Lines as their inputs' names say, verticals stay plain.
-    if compress == "auto" {
-        run.compress = OutputCompression::None;
-        run.compress_auto = true;
-    } else {
-        run.compress = compress
-            .parse()
-            .map_err(|e: String| PyValueError::new_err(e.replace("or none", "none or auto")))?;
+phase_function! {
+    /// Phase 1 (`webdedup batch hash`) for one task.
+    fn batch_hash(py, input, work, task_index: usize, task_count: usize)
+    signature(task_index, task_count,), options opts: MinHash::Taken, -> bool {
+        let cfg = opts.config(input, work, Some(task_index), task_count)?;
+        py.allow_threads(|| batch::hash(&cfg, task_index, &show_problem))
+            .map_err(failed)
     }
-    run.sync = true;
-    py.allow_threads(|| batch::filter(&cfg, &run, task_index, &show_problem))
-        .map(|s| s.is_some())
-        .map_err(failed)
 }
 
-/// Folds the run's new keys into the store directory; returns its key count.
-#[pyfunction]
-#[pyo3(signature = (input, work, task_count, store, **options))]
-fn batch_publish(
-    py: Python<'_>,
-    input: PathBuf,
-    work: PathBuf,
-    task_count: usize,
-    store: PathBuf,
-    options: Option<&Bound<'_, PyDict>>,
-) -> PyResult<u64> {
-    let cfg = PhaseOptions::parse("batch_publish", options, MinHash::Refused)?
-        .config(input, work, None, task_count)?;
-    py.allow_threads(|| batch::publish(&cfg, &store))
-        .map_err(failed)
+phase_function! {
+    /// Phase 2 (`webdedup batch resolve`) for one task and stage (`url-title`, `docs`,
+    /// `paras`, in that order; with `minhash`: `bands` for every task, then `pick` for
+    /// task 0 only).
+    fn batch_resolve(
+        py, input, work,
+        task_index: usize, task_count: usize, stage: &str, store: Option<PathBuf>
+    )
+    signature(task_index, task_count, stage, *, store=None,),
+    options opts: MinHash::Taken, -> bool {
+        let cfg = opts.config(input, work, Some(task_index), task_count)?;
+        if cfg.options.minhash().is_none() {
+            let stage: Stage = stage.parse().map_err(|e: String| {
+                PyValueError::new_err(format!("{e}; with minhash=True: bands or pick"))
+            })?;
+            return py
+                .allow_threads(|| batch::resolve(&cfg, stage, task_index, store.as_deref()))
+                .map_err(failed);
+        }
+        let stage = match stage {
+            "bands" => MinHashStage::Bands,
+            "pick" if task_index == 0 => MinHashStage::Pick,
+            "pick" => {
+                return Err(PyValueError::new_err(format!(
+                    "stage pick is one task (task_index 0), not task_index {task_index}"
+                )))
+            }
+            _ => {
+                return Err(PyValueError::new_err(format!(
+                    "unknown stage '{stage}' with minhash=True (expected bands, then pick)"
+                )))
+            }
+        };
+        py.allow_threads(|| batch::resolve_minhash(&cfg, stage, task_index, store.as_deref()))
+            .map_err(failed)
+    }
+}
+
+phase_function! {
+    /// Phase 3 (`webdedup batch filter`) for one task: writes its outputs into
+    /// `output`, the bytes `webdedup dedup` writes.
+    fn batch_filter(
+        py, input, work,
+        output: PathBuf, task_index: usize, task_count: usize, dd: bool, compress: &str
+    )
+    signature(output, task_index, task_count, *, dd=false, compress="auto",),
+    options opts: MinHash::Taken, -> bool {
+        let cfg = opts.config(input.clone(), work, Some(task_index), task_count)?;
+        let mut run = RunConfig::new(input, output);
+        run.options = cfg.options.clone();
+        // The runner reads with the run's settings: the work directory's, as the
+        // command line's filter does.
+        run.read = cfg.read.clone();
+        run.chunk_bytes = cfg.chunk_bytes;
+        run.max_line_bytes = cfg.max_line_bytes;
+        run.dd = dd;
+        // As `webdedup dedup --compress`: `auto` (the default) compresses the
+        // outputs of JSON Lines as their inputs' names say, verticals stay plain.
+        if compress == "auto" {
+            run.compress = OutputCompression::None;
+            run.compress_auto = true;
+        } else {
+            run.compress = compress
+                .parse()
+                .map_err(|e: String| PyValueError::new_err(e.replace("or none", "none or auto")))?;
+        }
+        run.sync = true;
+        py.allow_threads(|| batch::filter(&cfg, &run, task_index, &show_problem))
+            .map(|s| s.is_some())
+            .map_err(failed)
+    }
+}
+
+phase_function! {
+    /// Folds the run's new keys into the store directory; returns its key count.
+    fn batch_publish(py, input, work, task_count: usize, store: PathBuf)
+    signature(task_count, store,), options opts: MinHash::Refused, -> u64 {
+        let cfg = opts.config(input, work, None, task_count)?;
+        py.allow_threads(|| batch::publish(&cfg, &store))
+            .map_err(failed)
+    }
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

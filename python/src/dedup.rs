@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use webdedup_dedup::{DocCheck, PolicyChoices, RunState, UrlFilter};
-use webdedup_formats::read::ReadChoices;
+use pyo3::types::PyDict;
 use webdedup_store_spec::{OpenOptions, OpenedStore, StoreSpec};
 use webdedup_text::Normalization;
 
@@ -56,7 +56,7 @@ impl Dedup {
 #[pymethods]
 impl Dedup {
     #[new]
-    #[pyo3(signature = (map=None, port=None, store_dir=None, *, store=None, store_password=None, normalize=None, min_para_chars=None, doc_check=None, near=false, ngram=None, threshold=None, smooth=false, max_stub=None, url_filter=None, feedback=false, blocks=None, capacity=None, server_timeout=webdedup_net::client::DEFAULT_GIVE_UP_AFTER.as_secs_f64(), input_format=None, text_field=None, id_field=None, url_field=None, title_field=None, drop_bad_records=false))]
+    #[pyo3(signature = (map=None, port=None, store_dir=None, *, store=None, store_password=None, normalize=None, min_para_chars=None, doc_check=None, near=false, ngram=None, threshold=None, smooth=false, max_stub=None, url_filter=None, feedback=false, blocks=None, capacity=None, server_timeout=webdedup_net::client::DEFAULT_GIVE_UP_AFTER.as_secs_f64(), **read))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         map: Option<PathBuf>,
@@ -77,21 +77,9 @@ impl Dedup {
         blocks: Option<u32>,
         capacity: Option<usize>,
         server_timeout: f64,
-        input_format: Option<String>,
-        text_field: Option<String>,
-        id_field: Option<String>,
-        url_field: Option<String>,
-        title_field: Option<String>,
-        drop_bad_records: bool,
+        read: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
-        let read = formats::read_settings(&ReadChoices {
-            input_format,
-            text_field,
-            id_field,
-            url_field,
-            title_field,
-            drop_bad_records,
-        })?;
+        let read = formats::read_keywords("Dedup", read)?;
         if port.is_some() && map.is_none() {
             return Err(PyValueError::new_err(
                 "port is the hash servers' port: it goes with map=PATH",

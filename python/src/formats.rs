@@ -16,6 +16,7 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString};
 use std::sync::Arc;
 use webdedup_formats::fields::{FieldPath, JsonlOptions};
 use webdedup_formats::read::{ReadChoices, ReadSettings};
+use crate::keywords::{self, unexpected, Keyword};
 
 /// `input_format`, `text_field`, `id_field`, `url_field`, `title_field` and
 /// `drop_bad_records` as the command line reads them (`--input-format` ...): the
@@ -23,6 +24,35 @@ use webdedup_formats::read::{ReadChoices, ReadSettings};
 /// the values, so both refuse the same ones with the same message.
 pub fn read_settings(choices: &ReadChoices) -> PyResult<ReadSettings> {
     choices.settings().map_err(PyValueError::new_err)
+}
+
+/// Takes `kw` into `choices` if it is one of the format keywords
+/// (`input_format` ... `drop_bad_records`); false for any other keyword.
+pub fn take_read_keyword(choices: &mut ReadChoices, kw: &Keyword) -> PyResult<bool> {
+    match kw.0 {
+        "input_format" => choices.input_format = kw.get()?,
+        "text_field" => choices.text_field = kw.get()?,
+        "id_field" => choices.id_field = kw.get()?,
+        "url_field" => choices.url_field = kw.get()?,
+        "title_field" => choices.title_field = kw.get()?,
+        "drop_bad_records" => choices.drop_bad_records = kw.get()?,
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// The format keywords of a class that takes them as `**read`
+/// (`Dedup(input_format=...)`): settings as [`read_settings`] makes them; any
+/// other keyword is refused as Python refuses it.
+pub fn read_keywords(function: &str, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<ReadSettings> {
+    let mut choices = ReadChoices::default();
+    for kw in keywords::each(kwargs) {
+        let (key, value) = kw?;
+        if !take_read_keyword(&mut choices, &Keyword(&key, &value))? {
+            return Err(unexpected(function, &key));
+        }
+    }
+    read_settings(&choices)
 }
 
 /// The fields of the one-line records `process_records` plans (the JSON Lines

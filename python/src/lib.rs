@@ -11,6 +11,7 @@ mod cdx;
 mod dedup;
 mod feedback;
 mod formats;
+mod keywords;
 mod minhash;
 mod minhash_dedup;
 mod results;

@@ -11,7 +11,7 @@ use crate::{err, input_bytes, servers, warn_problems, worker_state, Keys};
 use parking_lot::Mutex;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyDict};
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
@@ -21,7 +21,7 @@ use webdedup_dedup::options::MinHashOptions;
 use webdedup_dedup::policy::file_id;
 use webdedup_dedup::policy::minhash::KeptDocs;
 use webdedup_dedup::{Options, RunState};
-use webdedup_formats::read::{ReadChoices, ReadSettings};
+use webdedup_formats::read::ReadSettings;
 use webdedup_store::{MemStore, StoreMeta};
 use webdedup_store_spec::files::MINHASH_KEPT_FILE;
 use webdedup_store_spec::{KeySet, OpenOptions, StoreSpec};
@@ -70,7 +70,7 @@ pub struct MinHashDedup {
 #[pymethods]
 impl MinHashDedup {
     #[new]
-    #[pyo3(signature = (map=None, store_dir=None, *, shingles=None, hashes=None, bands=None, rows=None, verify=None, store=None, blocks=webdedup_store::DEFAULT_BLOCKS, server_timeout=webdedup_net::client::DEFAULT_GIVE_UP_AFTER.as_secs_f64(), input_format=None, text_field=None, id_field=None, url_field=None, title_field=None, drop_bad_records=false))]
+    #[pyo3(signature = (map=None, store_dir=None, *, shingles=None, hashes=None, bands=None, rows=None, verify=None, store=None, blocks=webdedup_store::DEFAULT_BLOCKS, server_timeout=webdedup_net::client::DEFAULT_GIVE_UP_AFTER.as_secs_f64(), **read))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         map: Option<PathBuf>,
@@ -83,12 +83,7 @@ impl MinHashDedup {
         store: Option<String>,
         blocks: u32,
         server_timeout: f64,
-        input_format: Option<String>,
-        text_field: Option<String>,
-        id_field: Option<String>,
-        url_field: Option<String>,
-        title_field: Option<String>,
-        drop_bad_records: bool,
+        read: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         if store.is_some() {
             return Err(PyValueError::new_err(
@@ -103,14 +98,7 @@ impl MinHashDedup {
         let options = Options::for_minhash(minhash);
         let state = RunState::new(&options);
         let kept = state.kept.as_deref().expect("MinHash mode");
-        let read = crate::formats::read_settings(&ReadChoices {
-            input_format,
-            text_field,
-            id_field,
-            url_field,
-            title_field,
-            drop_bad_records,
-        })?;
+        let read = crate::formats::read_keywords("MinHashDedup", read)?;
         // The store identity of band keys, as the command line records it.
         let keys = KeySet::of(
             &webdedup_store_spec::identity::Keys::MinHash(&params),
