@@ -5,7 +5,6 @@
 use crate::flags::defs::DocFormatFlags;
 use anyhow::Result;
 use clap::Args;
-use webdedup_formats::output::OutputCompression;
 use webdedup_formats::read::{ReadChoices, ReadSettings};
 
 #[derive(Args, Debug, Clone)]
@@ -49,32 +48,5 @@ impl ReadArgs {
         }
         .settings()
         .map_err(anyhow::Error::msg)
-    }
-}
-
-/// `--compress`: `auto` (the default) compresses the outputs of JSON Lines as
-/// their inputs' names say (`.gz`, `.zst`) and leaves verticals plain (as the
-/// KNOT tools read them); `zst`, `gz` or `none` for every output.
-#[derive(Clone, Copy, Debug)]
-pub struct Compress {
-    pub fixed: OutputCompression,
-    pub auto: bool,
-}
-
-impl std::str::FromStr for Compress {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        if s == "auto" {
-            return Ok(Compress {
-                fixed: OutputCompression::None,
-                auto: true,
-            });
-        }
-        Ok(Compress {
-            fixed: s
-                .parse()
-                .map_err(|e: String| e.replace("or none", "none or auto"))?,
-            auto: false,
-        })
     }
 }

@@ -3,7 +3,7 @@
 //! counted per original ([`crate::feedback`]); `similar` outputs into their histograms; outputs' sizes per crawl.
 //! Memory is bounded by the groups' cap and the examples' sample, not by the run.
 
-use crate::discover::{crawl_of, language_of, RunFile, RunFiles};
+use crate::discover::{crawl_of, for_lines, language_of, RunFile, RunFiles};
 use crate::examples::{SampledPair, Sampler};
 use crate::feedback::Feedback;
 use crate::hist::{parse_pair, PairStats};
@@ -13,7 +13,6 @@ use crate::summary::Summary;
 use crate::tally::{domain_of, parse_dd, Groups, Tally};
 use anyhow::{Context, Result};
 use std::collections::{BTreeMap, HashMap};
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 
 /// Everything the page shows of one run.
@@ -88,26 +87,6 @@ pub fn analyze(run: &RunFiles, examples: usize, problems: &mut Problems) -> Resu
         }
     }
     Ok(d)
-}
-
-/// Calls `each(line_number, line)` for every line of `f` (compression sniffed).
-pub fn for_lines(f: &RunFile, mut each: impl FnMut(u64, &[u8])) -> Result<()> {
-    let (r, _) = webdedup_formats::input::open_input(&f.path)
-        .with_context(|| format!("cannot open {}", f.path.display()))?;
-    let mut r = BufReader::new(r);
-    let mut buf = Vec::new();
-    let mut n = 0u64;
-    loop {
-        buf.clear();
-        let got = r
-            .read_until(b'\n', &mut buf)
-            .with_context(|| format!("cannot read {}", f.path.display()))?;
-        if got == 0 {
-            return Ok(());
-        }
-        n += 1;
-        each(n, &buf);
-    }
 }
 
 fn read_dd(f: &RunFile, d: &mut RunData, problems: &mut Problems) -> Result<()> {

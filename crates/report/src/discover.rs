@@ -5,6 +5,7 @@
 //! (`REL.dedup` for verticals, `STEM.dedup.EXT` for the others), suffixes do not.
 
 use anyhow::{Context, Result};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 /// Feedback mode's index of the inputs' paths, at the top of the run directory.
@@ -209,6 +210,26 @@ fn is_language_tag(s: &str) -> bool {
         Some(_) => false,
     };
     lang_ok && sub_ok
+}
+
+/// Calls `each(line_number, line)` for every line of `f` (compression sniffed).
+pub fn for_lines(f: &RunFile, mut each: impl FnMut(u64, &[u8])) -> Result<()> {
+    let (r, _) = webdedup_formats::input::open_input(&f.path)
+        .with_context(|| format!("cannot open {}", f.path.display()))?;
+    let mut r = BufReader::new(r);
+    let mut buf = Vec::new();
+    let mut n = 0u64;
+    loop {
+        buf.clear();
+        let got = r
+            .read_until(b'\n', &mut buf)
+            .with_context(|| format!("cannot read {}", f.path.display()))?;
+        if got == 0 {
+            return Ok(());
+        }
+        n += 1;
+        each(n, &buf);
+    }
 }
 
 #[cfg(test)]

@@ -7,8 +7,7 @@
 //! then the top paragraphs' and the sampled drops' texts, and (with `--source`)
 //! the originals' texts from the run's inputs.
 
-use crate::analyze::for_lines;
-use crate::discover::RunFile;
+use crate::discover::{for_lines, RunFile};
 use crate::examples::{beside_html, expand, Beside, Sampler, Similarity, NOT_IN_OUTPUTS};
 use crate::paragraphs::{dropped_text, each_paragraph, format_of_output};
 use crate::problems::Problems;

@@ -5,12 +5,12 @@
 //! The argument ids are the fields' names, so a command can still word a help or
 //! hide a flag with `mut_arg` (`minhash` hides the paragraph options).
 
-use crate::read_args::Compress;
 use clap::Args;
 use std::path::PathBuf;
 use webdedup_dedup::options::{DEFAULT_MIN_PARA_CHARS, DEFAULT_NGRAM, DEFAULT_THRESHOLD};
 use webdedup_dedup::DocCheck;
 use webdedup_formats::chunk::{DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES};
+use webdedup_formats::output::OutputCompression;
 use webdedup_formats::read::ReadChoices;
 use webdedup_store::DEFAULT_BLOCKS;
 use webdedup_text::Normalization;
@@ -145,4 +145,31 @@ pub struct OutputFlags {
     /// inputs' names say, verticals plain), `zst`, `gz` or `none`.
     #[arg(long, default_value = "auto", value_name = "KIND")]
     pub compress: Compress,
+}
+
+/// `--compress`: `auto` (the default) compresses the outputs of JSON Lines as
+/// their inputs' names say (`.gz`, `.zst`) and leaves verticals plain (as the
+/// KNOT tools read them); `zst`, `gz` or `none` for every output.
+#[derive(Clone, Copy, Debug)]
+pub struct Compress {
+    pub fixed: OutputCompression,
+    pub auto: bool,
+}
+
+impl std::str::FromStr for Compress {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s == "auto" {
+            return Ok(Compress {
+                fixed: OutputCompression::None,
+                auto: true,
+            });
+        }
+        Ok(Compress {
+            fixed: s
+                .parse()
+                .map_err(|e: String| e.replace("or none", "none or auto"))?,
+            auto: false,
+        })
+    }
 }
