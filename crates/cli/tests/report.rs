@@ -423,3 +423,46 @@ fn inputs_exit_statuses_and_messages() {
     );
     ok(&report(&[&out], &t.path().join("see.html"), &["-q"]));
 }
+
+/// A `warc dedup` run's page gives the archive's totals (records, responses,
+/// revisit records written, bytes before and after) as its `--json` says them.
+#[test]
+fn a_warc_dedup_run_has_the_archive_totals_of_its_summary() {
+    let t = tempfile::tempdir().unwrap();
+    let (out, json_path, page) = (
+        t.path().join("out"),
+        t.path().join("run.json"),
+        t.path().join("r.html"),
+    );
+    let archive = sample_dir().parent().unwrap().join("sqlite-recrawl");
+    ok(&webdedup(&[
+        "warc",
+        "dedup",
+        s(&archive),
+        "-o",
+        s(&out),
+        "--json",
+        s(&json_path),
+    ]));
+    ok(&report(&[&out, &json_path], &page, &[]));
+    let summary = json(&json_path);
+    assert!(
+        summary["revisits_written"].as_u64().unwrap() > 0,
+        "{summary}"
+    );
+    let cells = tags(&read(&page), "td");
+    for figure in [
+        "records",
+        "responses",
+        "revisits_written",
+        "bytes_in",
+        "bytes_out",
+    ] {
+        let cell = cells
+            .iter()
+            .find(|a| a.get("data-figure").map(String::as_str) == Some(figure))
+            .unwrap_or_else(|| panic!("no {figure} on the page"));
+        assert_eq!(cell["data-value"], summary[figure].to_string(), "{figure}");
+        assert_eq!(cell["data-source"], "summary", "{figure}");
+    }
+}

@@ -43,6 +43,12 @@ impl RunData {
     pub fn run_summary(&self) -> Option<&Summary> {
         self.summaries.iter().find(|s| s.is_run_figures())
     }
+
+    /// The `warc dedup` summary among the run's, whose records and bytes are a
+    /// web archive's totals.
+    pub fn warc_summary(&self) -> Option<&Summary> {
+        self.summaries.iter().find(|s| s.command() == "warc dedup")
+    }
 }
 
 /// Reads the files of `run`; lines that cannot be read go to `problems`.

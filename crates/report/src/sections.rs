@@ -130,6 +130,19 @@ pub fn run_sections(d: &RunData, prefix: &str, top: usize, has_sources: bool) ->
     out
 }
 
+/// The figures of a `warc dedup` summary that make a web archive's totals (the
+/// rest are shown with the settings).
+const WARC_DEDUP_FIGURES: [&str; 8] = [
+    "records",
+    "responses",
+    "revisits_written",
+    "duplicates_kept",
+    "revisits_retargeted",
+    "revisits_unresolved",
+    "bytes_in",
+    "bytes_out",
+];
+
 fn totals(d: &RunData) -> String {
     let run = &d.label;
     let summary = d.run_summary();
@@ -175,6 +188,27 @@ fn totals(d: &RunData) -> String {
             "paragraphs removed",
         ));
     }
+    let warc = d.warc_summary();
+    if let Some(w) = warc {
+        let (responses, revisits) = (
+            w.count("responses").unwrap_or(0),
+            w.count("revisits_written").unwrap_or(0),
+        );
+        s.push_str(&card(
+            &thousands(w.count("records").unwrap_or(0)),
+            "WARC records read",
+        ));
+        s.push_str(&card(
+            &format!("{:.1}%", percent(revisits, responses)),
+            "responses replaced by revisit records",
+        ));
+        if let (Some(i), Some(o)) = (w.count("bytes_in"), w.count("bytes_out")) {
+            s.push_str(&card(
+                &format!("{} → {}", mb(i), mb(o)),
+                "archive bytes before → after",
+            ));
+        }
+    }
     s.push_str("</div>\n");
     let mut rows = Vec::new();
     let mut row = |what: &str, name: &str, value: u64, source: &str| {
@@ -212,6 +246,13 @@ fn totals(d: &RunData) -> String {
             }
         }
     }
+    if let Some(w) = warc {
+        for k in WARC_DEDUP_FIGURES {
+            if let Some(v) = w.count(k) {
+                row(&k.replace('_', " "), k, v, "summary");
+            }
+        }
+    }
     if !d.output_bytes.is_empty() {
         row(
             "output bytes on disk",
@@ -237,7 +278,7 @@ fn totals(d: &RunData) -> String {
         );
     }
     if rows.is_empty() {
-        s.push_str("<p class=\"note\">No <code>.dd</code> lists and no <code>--json</code> run summary: run <code>dedup</code> / <code>minhash</code> with <code>-d</code> and <code>--json FILE</code> for these figures.</p>");
+        s.push_str("<p class=\"note\">No <code>.dd</code> lists and no <code>--json</code> run summary: run <code>dedup</code> / <code>minhash</code> with <code>-d</code> and <code>--json FILE</code> (<code>warc dedup</code> with <code>--json FILE</code>) for these figures.</p>");
     } else {
         s.push_str(&table(&["figure", "value", "from"], &rows));
     }
