@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The hot paths of issue 20 in one run, as a Markdown table of figures and ratios
 # measured side by side (so that a loaded machine moves both sides of a ratio):
-# exact dedup against `wc -l` over the same files, one thread against two, near
-# mode, SimHash fingerprints, `similar -k 3` on 10M synthetic fingerprints, the
+# exact dedup against `wc -l` and a naive loop over the same files, one thread
+# against two, near mode, SimHash fingerprints, `similar -k 3` on 10M synthetic fingerprints, the
 # store at 50M keys, batch against stream; JSON Lines, Parquet and MinHash when
 # CORPUS_DIR-jsonl and CORPUS_DIR-parquet exist. Best of $REPS (default 3) per figure.
 #
@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 corpus=${1:-../shared/corpus/web3}
 REPS=${REPS:-3}
 cargo build --release -q --locked -p webdedup
-cargo build --release -q --locked -p webdedup-store -p webdedup-simhash -p webdedup-formats --examples
+cargo build --release -q --locked -p webdedup-store -p webdedup-simhash -p webdedup-formats -p webdedup-dedup --examples
 bin=target/release/webdedup
 ex=target/release/examples
 tmp=$(mktemp -d)
@@ -56,6 +56,11 @@ if ls "$corpus"/*/*.zst > /dev/null 2>&1; then
   t1=$(wall sh -c "rm -rf $tmp/o; $bin dedup -q -t 1 -i $tmp/in -o $tmp/o")
   t2=$(wall sh -c "rm -rf $tmp/o; $bin dedup -q -t 2 -i $tmp/in -o $tmp/o")
   echo "| exact dedup (defaults), 1 thread, $(basename "$corpus") | ${t1} s, $(mbs "$bytes" "$t1") MB/s; \`wc -l\` ${wc_s} s | $(ratio "$t1" "$wc_s")x \`wc -l\` | >= 300 MB/s, <= 15x \`wc -l\` | $(verdict "$(ratio "$t1" "$wc_s")" '<=' 15) |"
+  # The naive loop (crates/dedup/examples/naive_loop.rs): memchr lines, ASCII
+  # lowercase, xxh3 a paragraph, a hash set; none of webdedup's rules.
+  # shellcheck disable=SC2086
+  nl=$(wall "$ex/naive_loop" $files)
+  echo "| exact dedup, 1 thread, against a naive loop (\`naive_loop\` example: memchr lines, ASCII lowercase, xxh3 a paragraph, a hash set) | ${t1} s vs ${nl} s | $(ratio "$t1" "$nl")x the naive loop | <= 0.5x | $(verdict "$(ratio "$t1" "$nl")" '<=' 0.5) |"
   echo "| exact dedup, 2 threads | ${t2} s, $(mbs "$bytes" "$t2") MB/s | $(ratio "$t1" "$t2")x one thread | >= 1.8x | $(verdict "$(ratio "$t1" "$t2")" '>=' 1.8) |"
   n1=$(wall sh -c "rm -rf $tmp/o; $bin dedup -q -n -t 1 -i $tmp/in -o $tmp/o")
   n2=$(wall sh -c "rm -rf $tmp/o; $bin dedup -q -n -t 2 -i $tmp/in -o $tmp/o")
