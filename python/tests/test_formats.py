@@ -279,3 +279,18 @@ def test_process_refuses_parquet_and_wet_bytes_and_says_what_takes_them(tmp_path
     with pytest.raises(ValueError, match="batch functions"):
         webdedup.Dedup(input_format="wet").create_worker().process(gzip.decompress(wet))
     assert len(w.process(b"").statuses) == 0
+
+
+def test_constructors_read_the_format_keywords_as_declared_arguments():
+    # Dedup and MinHashDedup take the six format keywords through one parser
+    # (shared with the batch functions): a keyword they do not take, or a value
+    # of the wrong type, is refused as Python refuses a declared argument.
+    for cls in (webdedup.Dedup, webdedup.MinHashDedup):
+        name = cls.__name__
+        with pytest.raises(TypeError, match=rf"^{name}\(\) got an unexpected keyword argument 'text_feld'$"):
+            cls(text_feld="body")
+        with pytest.raises(TypeError, match=r"^argument 'drop_bad_records': "):
+            cls(drop_bad_records="yes")
+        with pytest.raises(ValueError):
+            cls(input_format="csv")
+        cls(input_format="jsonl", text_field="body", drop_bad_records=True)
