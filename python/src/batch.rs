@@ -179,6 +179,7 @@ impl PhaseOptions {
             read: self.read()?,
             chunk_bytes: webdedup_formats::chunk::DEFAULT_CHUNK_BYTES,
             max_line_bytes: webdedup_formats::chunk::DEFAULT_MAX_LINE_BYTES,
+            keep: Default::default(),
         })
     }
 }

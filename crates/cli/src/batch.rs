@@ -41,7 +41,8 @@ pub enum BatchCommand {
     mut_arg("hashes", |a| a.requires("minhash")),
     mut_arg("bands", |a| a.requires("minhash")),
     mut_arg("rows", |a| a.requires("minhash")),
-    mut_arg("verify", |a| a.requires("minhash"))
+    mut_arg("verify", |a| a.requires("minhash")),
+    mut_arg("keep", |a| a.requires("minhash"))
 )]
 pub struct Common {
     #[command(flatten)]
@@ -220,6 +221,7 @@ fn config(c: &Common, task_count: usize) -> Result<BatchConfig> {
         read: c.read.settings()?,
         chunk_bytes: c.chunk_bytes.get(),
         max_line_bytes: c.max_line_bytes.get(),
+        keep: c.minhash_settings.keep.clone(),
     })
 }
 
@@ -288,11 +290,17 @@ pub fn run(cmd: &BatchCommand) -> Result<u8> {
         BatchCommand::Hash(t) => {
             let cfg = check_task(t)?;
             t.report.check_json_target(false)?;
+            let problems = Counted::new(&report);
             let done = {
                 let _bar = t.report.bytes_progress("batch hash", &cfg.inputs, 1);
-                batch::hash(&cfg, t.task_index, &report)?
+                batch::hash(&cfg, t.task_index, &|l: &str| problems.report(l))?
             };
-            phase_outcome(&t.report, "hash", Some(t.task_index), done, EXIT_OK)
+            // Only `--keep`'s problems are new here (the filter phase reports the rest).
+            let code = match cfg.keep.ranks() {
+                true => problems.status(),
+                false => EXIT_OK,
+            };
+            phase_outcome(&t.report, "hash", Some(t.task_index), done, code)
         }
         BatchCommand::Resolve(r) => {
             let cfg = check_task(&r.task)?;
@@ -419,7 +427,14 @@ fn run_all(a: &RunArgs, report: &(dyn Fn(&str) + Sync)) -> Result<u8> {
         times.push(format!("{name} {:.3} s", lap.elapsed().as_secs_f64()));
         lap = std::time::Instant::now();
     };
-    phase(&|t| batch::hash_keeping_plans(&cfg, t, report, Some(&plans)).map(|_| None))?;
+    // What the hash phase reports are input problems (an unreadable file, a
+    // document without the `--keep` field's value): with `--keep` they set the
+    // exit status (the filter phase reports the others again).
+    let hash_problems = Counted::new(report);
+    phase(&|t| {
+        batch::hash_keeping_plans(&cfg, t, &|l: &str| hash_problems.report(l), Some(&plans))
+            .map(|_| None)
+    })?;
     mark("hash");
     if cfg.options.minhash().is_some() {
         let store = a.store.as_deref();
@@ -474,7 +489,39 @@ fn run_all(a: &RunArgs, report: &(dyn Fn(&str) + Sync)) -> Result<u8> {
         .figure("seconds", secs)
         .note(format!("work directory {} bytes", thousands(work)))
         .figure("work_bytes", work);
-    o.status = i32::from(status(&stats));
+    let code = match cfg.keep.ranks() {
+        true => status(&stats).max(hash_problems.status()),
+        false => status(&stats),
+    };
+    o.status = i32::from(code);
     a.report.finish(&o)?;
-    Ok(status(&stats))
+    Ok(code)
+}
+
+/// A problem reporter that counts what it reports (the exit status).
+struct Counted<'a> {
+    inner: &'a (dyn Fn(&str) + Sync),
+    count: std::sync::atomic::AtomicU64,
+}
+
+impl<'a> Counted<'a> {
+    fn new(inner: &'a (dyn Fn(&str) + Sync)) -> Self {
+        Counted {
+            inner,
+            count: Default::default(),
+        }
+    }
+
+    fn report(&self, line: &str) {
+        self.count
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        (self.inner)(line)
+    }
+
+    fn status(&self) -> u8 {
+        match self.count.load(std::sync::atomic::Ordering::Relaxed) {
+            0 => EXIT_OK,
+            _ => EXIT_INPUT_PROBLEMS,
+        }
+    }
 }

@@ -9,6 +9,7 @@
 use crate::dedup::DedupArgs;
 use anyhow::Result;
 use clap::Args;
+use webdedup_dedup::batch::Keep;
 use webdedup_dedup::options::{MinHashChoices, MinHashOptions};
 use webdedup_minhash::Shingling;
 
@@ -64,6 +65,12 @@ pub struct MinHashSettings {
     /// (a temporary file beside the outputs, not in memory).
     #[arg(long, default_value_t = webdedup_minhash::DEFAULT_VERIFY, value_name = "J")]
     verify: f64,
+    /// Which copy of near-duplicates survives (batch mode): `first` (input order),
+    /// `longest` (most characters of text), `newest:FIELD` (latest ISO 8601 date in
+    /// FIELD), `max:FIELD` (greatest number in FIELD); ties in input order. Stream
+    /// mode keeps the first.
+    #[arg(long, default_value = "first", value_name = "POLICY")]
+    pub keep: Keep,
 }
 
 impl MinHashSettings {
@@ -83,5 +90,13 @@ impl MinHashSettings {
 }
 
 pub fn run(args: &MinhashArgs) -> Result<u8> {
+    let keep = &args.settings.keep;
+    if keep.ranks() {
+        anyhow::bail!(
+            "--keep {keep}: stream mode keeps the first copy in input order (it decides \
+             each document before later ones are read); to choose among copies use \
+             `webdedup batch run --minhash --keep {keep}`"
+        );
+    }
     crate::dedup::run_mode(&args.dedup, Some(args.settings.options()?))
 }

@@ -45,17 +45,19 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use webdedup_formats::input::{ListOptions, Listing};
-use webdedup_formats::read::ReadSettings;
+use webdedup_formats::read::{DocFormat, ReadSettings};
 use webdedup_store::{fault, Answer, MemStore, Op, Request, Store, StoreError};
 use webdedup_store_spec::files::SNAPSHOT_FILE;
 use webdedup_store_spec::{KeySet, OpenOptions, StoreSpec};
 
 mod hash;
+mod keep;
 mod minhash;
 mod records;
 
 pub use hash::{hash, hash_keeping_plans};
 use hash::{hash_dir, run_name, HashTask};
+pub use keep::Keep;
 pub use minhash::MinHashStage;
 use records::{decode, encode, get_varint, put_varint, read_checked, Rec};
 
@@ -92,6 +94,8 @@ pub struct BatchConfig {
     pub read: ReadSettings,
     pub chunk_bytes: usize,
     pub max_line_bytes: usize,
+    /// MinHash mode: which copy of a near-duplicate group survives (`--keep`).
+    pub keep: Keep,
 }
 
 impl BatchConfig {
@@ -99,10 +103,15 @@ impl BatchConfig {
         // The reading settings only when not the defaults, so work directories
         // made before formats existed still match; MinHash mode likewise.
         let minhash = match self.options.minhash() {
+            // `keep=` only when not stream mode's rule (older folders match).
             Some(m) => format!(
-                "{} verify={}\n",
+                "{} verify={}\n{}",
                 m.params.describe(),
-                m.verify.unwrap_or(0.0)
+                m.verify.unwrap_or(0.0),
+                match self.keep.ranks() {
+                    true => format!("keep={}\n", self.keep),
+                    false => String::new(),
+                }
             ),
             None => String::new(),
         };
@@ -134,6 +143,9 @@ impl BatchConfig {
             || self.options.url_filter.is_some()
         {
             bail!("batch mode is exact mode: -n, -f and --url-filter are not supported");
+        }
+        if self.keep.ranks() && self.options.minhash().is_none() {
+            bail!("--keep {} chooses among near-duplicates: it needs --minhash (exact mode keeps the first copy)", self.keep);
         }
         std::fs::create_dir_all(&self.work)
             .with_context(|| format!("cannot create work directory {}", self.work.display()))?;
@@ -893,6 +905,7 @@ mod tests {
                 read: Default::default(),
                 chunk_bytes: chunk,
                 max_line_bytes: 1 << 20,
+                keep: Default::default(),
             };
             let order = (0..tasks).map(|t| (t + rotate) % tasks).collect();
             Both {

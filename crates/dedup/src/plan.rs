@@ -80,6 +80,8 @@ pub struct DocPlan {
     /// signature in [`ChunkPlan::sigs`] (both empty when it has no shingle).
     pub bands: Range<u32>,
     pub sig: Range<u32>,
+    /// MinHash mode: characters of its paragraphs' text as read (`--keep longest`).
+    pub text_chars: u64,
 }
 
 impl DocPlan {
@@ -150,6 +152,8 @@ pub struct Planner {
     minhash: Option<webdedup_minhash::MinHasher>,
     /// MinHash mode: the document's normalized paragraphs, one space between them.
     doc_text: Vec<u8>,
+    /// MinHash mode: characters of the document's paragraphs as read.
+    doc_chars: u64,
     /// `--mark`: record character offsets and vertical ids.
     marks: bool,
     /// Document keys are asked (`--doc-check` is not `none`): with `none` no
@@ -177,6 +181,7 @@ impl Planner {
                     .expect("MinHash settings are checked when they are made")
             }),
             doc_text: Vec::new(),
+            doc_chars: 0,
             marks: false,
             doc_keys: opts.doc_check != DocCheck::None,
         }
@@ -320,6 +325,7 @@ impl DocSink for PlanSink<'_> {
         p.doc_hash.reset();
         p.doc_has_para = false;
         p.doc_text.clear();
+        p.doc_chars = 0;
         let pieces = self.plan.pieces.len();
         self.plan.pieces.push(Piece {
             range: header,
@@ -345,6 +351,7 @@ impl DocSink for PlanSink<'_> {
             filtered,
             bands: 0..0,
             sig: 0..0,
+            text_chars: 0,
         });
     }
 
@@ -448,6 +455,7 @@ impl DocSink for PlanSink<'_> {
         // MinHash mode asks no document or paragraph keys: only the text is kept.
         let minhash = p.minhash.is_some();
         if minhash {
+            p.doc_chars += p.text.raw_chars() as u64;
             if !text.is_empty() {
                 // Joined by one space: still exactly loose-normalized text.
                 if !p.doc_text.is_empty() {
@@ -500,6 +508,7 @@ impl DocSink for PlanSink<'_> {
             doc.pieces.end = pieces;
             doc.bands = bands;
             doc.sig = sig;
+            doc.text_chars = self.planner.doc_chars;
         }
     }
 
@@ -559,6 +568,7 @@ impl PlanSink<'_> {
             filtered: false,
             bands: 0..0,
             sig: 0..0,
+            text_chars: 0,
         });
     }
 }

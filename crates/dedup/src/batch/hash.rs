@@ -39,8 +39,8 @@ pub(super) fn run_name(stage: Stage, part: u32) -> String {
 
 impl HashTask {
     /// Plans every chunk of the input files the task owns, in input order, and
-    /// hands each plan to `visit` with its file's rank and the chunk's index in
-    /// the file; the plans are then kept in `plans` (as far as its budget goes)
+    /// hands each plan to `visit` with its file's rank, the chunk's index in the
+    /// file, and the chunk as read (its bytes and format); the plans are then kept in `plans` (as far as its budget goes)
     /// for a filter phase in the same process. A file that cannot be read is
     /// reported and skipped (its filter task writes nothing for it).
     pub fn plan_owned(
@@ -48,7 +48,7 @@ impl HashTask {
         cfg: &BatchConfig,
         report: &(dyn Fn(&str) + Sync),
         plans: Option<&PlanCache>,
-        mut visit: impl FnMut(u32, u64, &ChunkPlan) -> Result<()>,
+        mut visit: impl FnMut(u32, u64, &ChunkPlan, &[u8], &DocFormat) -> Result<()>,
     ) -> Result<()> {
         let mut planner = Planner::new(&cfg.options);
         let mut plan = ChunkPlan::default();
@@ -69,7 +69,7 @@ impl HashTask {
             let mut chunk_index = 0u64;
             while let Some(chunk) = chunks.next_chunk() {
                 planner.plan_as(&format, &chunk, &mut plan);
-                visit(rank as u32, chunk_index, &plan)?;
+                visit(rank as u32, chunk_index, &plan, &chunk.data, &format)?;
                 if let Some(cache) = plans {
                     cache.put(
                         rel_bytes(&f.rel),
@@ -107,7 +107,7 @@ pub fn hash_keeping_plans(
     };
     let mut runs: Vec<Vec<Vec<Rec>>> = vec![vec![Vec::new(); cfg.partitions as usize]; 3];
     let (mut doc_index, mut long_index) = (0u32, 0u32);
-    job.plan_owned(cfg, report, plans, |rank, chunk_index, plan| {
+    job.plan_owned(cfg, report, plans, |rank, chunk_index, plan, _, _| {
         if chunk_index == 0 {
             (doc_index, long_index) = (0, 0);
         }

@@ -19,14 +19,15 @@
 //!    keys that occur at least twice.
 //! 3. **resolve `--stage pick`** (one task): the shared records of all partitions,
 //!    in (file, document, band) order, and the table entries of the documents they
-//!    name; it walks them in input order with a map (shared key → first kept
-//!    document), which is stream mode's store restricted to the keys that matter,
-//!    and writes every dropped document with its original's name and Jaccard
-//!    estimate. Its memory is proportional to the near-duplicate part of the input
+//!    name; it walks them in input order (or, with `--keep`, in the policy's order:
+//!    [`keep`](super::keep)) with a map (shared key → first kept document), which
+//!    is stream mode's store restricted to the keys that matter, and writes every
+//!    dropped document with its original's name and Jaccard estimate. Its memory is proportional to the near-duplicate part of the input
 //!    (documents sharing a band), not to the input.
 //! 4. **filter** (task J): its files through the stream runner, deciding from the
 //!    pick's list (`policy::minhash::Decided`), rendered by stream mode's code.
 
+use super::keep::{Keep, Rank};
 use super::*;
 use crate::policy::minhash::{pick_original, Decided};
 use std::io::BufWriter;
@@ -86,11 +87,51 @@ impl<W: Write> Hashed<W> {
     }
 }
 
-/// A document of the table: where it starts, its id, the low bytes of its signature.
+/// A document of the table: where it starts, its id, the low bytes of its
+/// signature, and its value under the `--keep` policy (None: it has none).
 struct DocEntry {
     line: u64,
     id: Option<Box<str>>,
     sig: Box<[u8]>,
+    rank: Option<Rank>,
+}
+
+/// Input problems of the `--keep` field, reported as `FILE:LINE: reason`, the
+/// first [`KEEP_PROBLEMS_SHOWN`] of a file, then how many more.
+struct KeepProblems<'a> {
+    report: &'a (dyn Fn(&str) + Sync),
+    file: Option<u32>,
+    in_file: u64,
+}
+
+const KEEP_PROBLEMS_SHOWN: u64 = 20;
+
+impl KeepProblems<'_> {
+    fn add(&mut self, files: &[InputFile], rank: u32, line: u64, keep: &Keep, why: &str) {
+        if self.file != Some(rank) {
+            self.flush(files);
+            (self.file, self.in_file) = (Some(rank), 0);
+        }
+        self.in_file += 1;
+        if self.in_file <= KEEP_PROBLEMS_SHOWN {
+            (self.report)(&format!(
+                "{}:{line}: --keep {keep}: {why}; ranked after every document with a value",
+                files[rank as usize].path.display()
+            ));
+        }
+    }
+
+    fn flush(&mut self, files: &[InputFile]) {
+        if let Some(f) = self.file {
+            let hidden = self.in_file.saturating_sub(KEEP_PROBLEMS_SHOWN);
+            if hidden > 0 {
+                (self.report)(&format!(
+                    "{}: {hidden} more input problems not shown",
+                    files[f as usize].path.display()
+                ));
+            }
+        }
+    }
 }
 
 /// The hash phase of MinHash mode for one task; returns false if already finished.
@@ -115,42 +156,70 @@ pub(super) fn hash(
     docs.put(DOCS_MAGIC)?;
     let mut runs: Vec<Vec<Rec>> = vec![Vec::new(); cfg.partitions as usize];
     let mut doc_index = 0u32;
-    job.plan_owned(cfg, report, plans, |rank, chunk_index, plan| {
-        if chunk_index == 0 {
-            doc_index = 0;
-        }
-        for d in plan.docs.iter().filter(|d| d.live()) {
-            let bands = &plan.bands[d.bands.start as usize..d.bands.end as usize];
-            for (b, &key) in bands.iter().enumerate() {
-                runs[cfg.partition(key) as usize].push(Rec {
-                    key,
-                    file: rank,
-                    seq: doc_index,
-                    doc: b as u32,
-                });
+    let mut problems = KeepProblems {
+        report,
+        file: None,
+        in_file: 0,
+    };
+    job.plan_owned(
+        cfg,
+        report,
+        plans,
+        |rank, chunk_index, plan, data, format| {
+            if chunk_index == 0 {
+                doc_index = 0;
             }
-            docs.varint(rank as u64)?;
-            docs.varint(doc_index as u64)?;
-            docs.varint(d.line)?;
-            match &d.id {
-                Some(id) => {
-                    let id = plan.meta_of(id).as_bytes();
-                    docs.varint(id.len() as u64 + 1)?;
-                    docs.put(id)?;
+            for d in plan.docs.iter().filter(|d| d.live()) {
+                let bands = &plan.bands[d.bands.start as usize..d.bands.end as usize];
+                for (b, &key) in bands.iter().enumerate() {
+                    runs[cfg.partition(key) as usize].push(Rec {
+                        key,
+                        file: rank,
+                        seq: doc_index,
+                        doc: b as u32,
+                    });
                 }
-                None => docs.varint(0)?,
+                docs.varint(rank as u64)?;
+                docs.varint(doc_index as u64)?;
+                docs.varint(d.line)?;
+                match &d.id {
+                    Some(id) => {
+                        let id = plan.meta_of(id).as_bytes();
+                        docs.varint(id.len() as u64 + 1)?;
+                        docs.put(id)?;
+                    }
+                    None => docs.varint(0)?,
+                }
+                // The signature is only compared with `--verify`.
+                let sig = match cfg.options.minhash().and_then(|m| m.verify) {
+                    Some(_) => &plan.sigs[d.sig.start as usize..d.sig.end as usize],
+                    None => &[],
+                };
+                docs.varint(sig.len() as u64)?;
+                docs.put(sig)?;
+                if cfg.keep.ranks() {
+                    let pieces = &plan.pieces[d.pieces.clone()];
+                    let bytes = match (pieces.first(), pieces.last()) {
+                        (Some(a), Some(b)) => &data[a.range.start..b.range.end],
+                        _ => &[],
+                    };
+                    match cfg.keep.rank(format, bytes, d.text_chars) {
+                        Ok(r) => {
+                            docs.put(&[1])?;
+                            docs.put(&r.to_le_bytes())?;
+                        }
+                        Err(why) => {
+                            problems.add(&job.files, rank, d.line, &cfg.keep, &why);
+                            docs.put(&[0])?;
+                        }
+                    }
+                }
+                doc_index += 1;
             }
-            // The signature is only compared with `--verify`.
-            let sig = match cfg.options.minhash().and_then(|m| m.verify) {
-                Some(_) => &plan.sigs[d.sig.start as usize..d.sig.end as usize],
-                None => &[],
-            };
-            docs.varint(sig.len() as u64)?;
-            docs.put(sig)?;
-            doc_index += 1;
-        }
-        Ok(())
-    })?;
+            Ok(())
+        },
+    )?;
+    problems.flush(&job.files);
     docs.finish()?
         .into_inner()
         .map_err(|e| e.into_error())
@@ -166,6 +235,7 @@ pub(super) fn hash(
 /// Reads a hash task's document table, keeping the documents `want` names.
 fn read_docs(
     path: &Path,
+    ranked: bool,
     want: &HashSet<(u32, u32)>,
     out: &mut HashMap<(u32, u32), DocEntry>,
 ) -> Result<()> {
@@ -190,6 +260,24 @@ fn read_docs(
             .get(pos..pos + sig_len)
             .ok_or_else(|| bad("truncated signature"))?;
         pos += sig_len;
+        let rank = match ranked {
+            false => None,
+            true => {
+                let flag = *body.get(pos).ok_or_else(|| bad("truncated --keep value"))?;
+                pos += 1;
+                match flag {
+                    0 => None,
+                    1 => {
+                        let b = body
+                            .get(pos..pos + 16)
+                            .ok_or_else(|| bad("truncated --keep value"))?;
+                        pos += 16;
+                        Some(Rank::from_le_bytes(b.try_into().expect("16 bytes")))
+                    }
+                    _ => return Err(bad("bad --keep value flag")),
+                }
+            }
+        };
         if want.contains(&at) {
             out.insert(
                 at,
@@ -197,6 +285,7 @@ fn read_docs(
                     line,
                     id: id.map(|b| Box::from(String::from_utf8_lossy(b).as_ref())),
                     sig: Box::from(sig),
+                    rank,
                 },
             );
         }
@@ -264,7 +353,7 @@ pub(super) fn resolve_pick(cfg: &BatchConfig) -> Result<bool> {
         let table = hash_dir(&cfg.work)
             .join(format!("task-{t}"))
             .join(DOCS_TABLE);
-        read_docs(&table, &candidates, &mut docs)?;
+        read_docs(&table, cfg.keep.ranks(), &candidates, &mut docs)?;
     }
     drop(candidates);
     let files = cfg.files()?;
@@ -292,7 +381,18 @@ pub(super) fn resolve_pick(cfg: &BatchConfig) -> Result<bool> {
         h: xxhash_rust::xxh3::Xxh3::new(),
     };
     out.put(DROPS_MAGIC)?;
-    for group in recs.chunk_by(|a, b| (a.file, a.seq) == (b.file, b.seq)) {
+    // The walk's order: the policy's preferred document first, ties in input
+    // order (the groups are in input order and the sort is stable).
+    let mut walk: Vec<&[Rec]> = recs
+        .chunk_by(|a, b| (a.file, a.seq) == (b.file, b.seq))
+        .collect();
+    if cfg.keep.ranks() {
+        // (A document missing from the tables is an error at its turn below.)
+        walk.sort_by_key(|g| {
+            std::cmp::Reverse(docs.get(&(g[0].file, g[0].seq)).and_then(|d| d.rank))
+        });
+    }
+    for group in walk {
         let here = (group[0].file, group[0].seq);
         owners.clear();
         for r in group {
