@@ -42,7 +42,8 @@ pub enum BatchCommand {
     mut_arg("bands", |a| a.requires("minhash")),
     mut_arg("rows", |a| a.requires("minhash")),
     mut_arg("verify", |a| a.requires("minhash")),
-    mut_arg("keep", |a| a.requires("minhash"))
+    mut_arg("keep", |a| a.requires("minhash")),
+    mut_arg("clusters", |a| a.requires("minhash"))
 )]
 pub struct Common {
     #[command(flatten)]
@@ -237,6 +238,7 @@ fn run_config(c: &Common, o: &OutputFlags) -> Result<RunConfig> {
     r.chunk_bytes = c.chunk_bytes.get();
     r.max_line_bytes = c.max_line_bytes.get();
     r.sync = true;
+    r.clusters = c.minhash && c.minhash_settings.clusters;
     Ok(r)
 }
 

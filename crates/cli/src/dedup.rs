@@ -129,7 +129,7 @@ pub struct DedupArgs {
 }
 
 pub fn run(args: &DedupArgs) -> Result<u8> {
-    run_mode(args, None)
+    run_mode(args, None, false)
 }
 
 /// `dedup`, or with `minhash` set, `webdedup minhash` (the same inputs, stores,
@@ -137,6 +137,7 @@ pub fn run(args: &DedupArgs) -> Result<u8> {
 pub(crate) fn run_mode(
     args: &DedupArgs,
     minhash: Option<webdedup_dedup::options::MinHashOptions>,
+    clusters: bool,
 ) -> Result<u8> {
     let minhash_mode = minhash.is_some();
     if minhash_mode {
@@ -209,6 +210,7 @@ pub(crate) fn run_mode(
         max_line_bytes: args.max_line_bytes.get(),
         sync: args.fsync != SyncMode::Off,
         mark: args.mark,
+        clusters,
     };
     let persistence = Persistence {
         store_dir: args.store.clone(),

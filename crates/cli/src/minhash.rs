@@ -35,7 +35,7 @@ defaults (14 bands x 8 rows), chosen by the quality study with --verify 0.8
 dedup's (`part.jsonl.gz`: STEM `part`; a vertical `part.vert`: STEM `part.vert`):
 STEM.dedup.EXT (kept documents, byte for byte; a vertical's is STEM.dedup),
 STEM.dedup.pairs (DOC TAB ORIGINAL TAB JACCARD per dropped document), STEM.dedup.dd
-with -d.")]
+with -d, STEM.dedup.clusters (DOC TAB CLUSTER per document) with --clusters.")]
 pub struct MinhashArgs {
     #[command(flatten)]
     pub dedup: DedupArgs,
@@ -71,6 +71,11 @@ pub struct MinHashSettings {
     /// mode keeps the first.
     #[arg(long, default_value = "first", value_name = "POLICY")]
     pub keep: Keep,
+    /// Also write `STEM.dedup.clusters` (`DOC TAB CLUSTER` for every document: the
+    /// name of its cluster's kept document, itself when kept) and, with `--mark`,
+    /// the cluster as an attribute.
+    #[arg(long)]
+    pub clusters: bool,
 }
 
 impl MinHashSettings {
@@ -98,5 +103,9 @@ pub fn run(args: &MinhashArgs) -> Result<u8> {
              `webdedup batch run --minhash --keep {keep}`"
         );
     }
-    crate::dedup::run_mode(&args.dedup, Some(args.settings.options()?))
+    crate::dedup::run_mode(
+        &args.dedup,
+        Some(args.settings.options()?),
+        args.settings.clusters,
+    )
 }

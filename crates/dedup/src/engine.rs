@@ -58,6 +58,8 @@ pub struct Rendered {
     pub side: Vec<u8>,
     /// `--mark`: the attributes lines.
     pub attrs: Vec<u8>,
+    /// MinHash `--clusters`: `DOC TAB CLUSTER` lines.
+    pub clusters: Vec<u8>,
     /// Parquet: the chunk's row group, encoded.
     pub row_group: Option<RowGroupOut>,
     pub stats: ChunkStats,
@@ -76,6 +78,8 @@ pub struct Rendering<'a> {
     pub dd: bool,
     /// `--mark`: decisions as attributes, the input written as read.
     pub mark: bool,
+    /// MinHash: each document's cluster (lines, and an attribute with `mark`).
+    pub clusters: bool,
     /// WET: every record its own gzip member.
     pub gzip: bool,
 }
@@ -139,6 +143,7 @@ impl Engine {
         r.dd.clear();
         r.side.clear();
         r.attrs.clear();
+        r.clusters.clear();
         r.row_group = None;
         r.stats = ChunkStats::default();
     }
@@ -177,11 +182,22 @@ impl Engine {
             &mut r.stats,
             rebuilt.then_some(&mut self.spans),
         );
+        let clusters = (how.clusters && opts.minhash().is_some())
+            .then(|| minhash::cluster_names(&self.plan, &self.decisions, how.name));
         if opts.minhash().is_some() {
             minhash::pairs_lines(&self.plan, &self.decisions, how.name, &mut r.side);
         }
+        if let Some(c) = &clusters {
+            minhash::cluster_lines(&self.plan, c, how.name, &mut r.clusters);
+        }
         if how.mark {
-            crate::write_back::attributes(&self.plan, &self.decisions, how.name, &mut r.attrs);
+            crate::write_back::attributes(
+                &self.plan,
+                &self.decisions,
+                how.name,
+                clusters.as_deref(),
+                &mut r.attrs,
+            );
         }
         match format {
             DocFormat::Parquet(_) => {
@@ -286,6 +302,8 @@ impl CallEngine {
             first_record,
             dd: false,
             mark: false,
+            // Python returns every document's cluster.
+            clusters: true,
             gzip: false,
         };
         e.render(&chunk, format, opts, &how)

@@ -33,6 +33,8 @@ use webdedup_formats::wet::{write_record, RecordInfo};
 pub const PARAGRAPH_ATTRIBUTE: &str = "webdedup_duplicate_paragraphs";
 /// Name of the attribute holding the span of a document dropped whole.
 pub const DOCUMENT_ATTRIBUTE: &str = "webdedup_duplicate_document";
+/// MinHash `--clusters`: the name of the document's cluster (its kept document).
+pub const CLUSTER_ATTRIBUTE: &str = "webdedup_minhash_cluster";
 
 fn internal(what: &str) -> io::Error {
     io::Error::other(format!("internal: {what}"))
@@ -40,7 +42,13 @@ fn internal(what: &str) -> io::Error {
 
 /// Appends the attributes lines of a chunk to `out` (see the module docs); `name`
 /// is the input's relative path, naming records without ids (`NAME:LINE`).
-pub fn attributes(plan: &ChunkPlan, dec: &Decisions, name: &str, out: &mut Vec<u8>) {
+pub fn attributes(
+    plan: &ChunkPlan,
+    dec: &Decisions,
+    name: &str,
+    clusters: Option<&[Option<String>]>,
+    out: &mut Vec<u8>,
+) {
     let chars_known =
         plan.para_chars.len() == plan.paras.len() && plan.doc_chars.len() == plan.docs.len();
     // Numbers go through `itoa` (a line has a few; `write!` costs more than the rest).
@@ -77,7 +85,20 @@ pub fn attributes(plan: &ChunkPlan, dec: &Decisions, name: &str, out: &mut Vec<u
             out.extend_from_slice(num.format(plan.doc_chars[i]).as_bytes());
             out.extend_from_slice(b",1.0]");
         }
-        out.extend_from_slice(b"]}}\n");
+        out.push(b']');
+        if let Some(Some(c)) = clusters.map(|c| &c[i]) {
+            // A span over the whole text, its value the cluster's name.
+            out.extend_from_slice(b",\"");
+            out.extend_from_slice(CLUSTER_ATTRIBUTE.as_bytes());
+            out.extend_from_slice(b"\":[[0,");
+            let chars = if chars_known { plan.doc_chars[i] } else { 0 };
+            out.extend_from_slice(num.format(chars).as_bytes());
+            out.push(b',');
+            let _ = serde_json::to_writer(&mut *out, c);
+            out.push(b']');
+            out.push(b']');
+        }
+        out.extend_from_slice(b"}}\n");
     }
 }
 

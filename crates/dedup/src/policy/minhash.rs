@@ -800,13 +800,7 @@ pub fn pairs_lines(plan: &ChunkPlan, dec: &Decisions, name: &str, out: &mut Vec<
     let mut line = String::new();
     for p in &dec.pairs {
         line.clear();
-        let doc = &plan.docs[p.doc];
-        match &doc.id {
-            Some(id) => line.push_str(&escape_tsv(plan.meta_of(id))),
-            None => {
-                let _ = write!(line, "{}:{}", escape_tsv(name), doc.line);
-            }
-        }
+        push_doc_name(plan, p.doc, name, &mut line);
         line.push('\t');
         line.push_str(&escape_tsv(&p.original));
         match p.jaccard {
@@ -815,6 +809,56 @@ pub fn pairs_lines(plan: &ChunkPlan, dec: &Decisions, name: &str, out: &mut Vec<
             }
             None => line.push_str("\t-\n"),
         }
+        out.extend_from_slice(line.as_bytes());
+    }
+}
+
+/// A document as the reports name it: its id, or `NAME:LINE` (TSV-escaped).
+fn push_doc_name(plan: &ChunkPlan, i: usize, name: &str, line: &mut String) {
+    let doc = &plan.docs[i];
+    match &doc.id {
+        Some(id) => line.push_str(&escape_tsv(plan.meta_of(id))),
+        None => {
+            let _ = write!(line, "{}:{}", escape_tsv(name), doc.line);
+        }
+    }
+}
+
+/// Each entry's cluster (`--clusters`): the name of the kept document the cluster
+/// is made of, the document's own for a kept one, its original's for a dropped
+/// one (an original is always a kept document, so a cluster is one kept document
+/// and the documents dropped as its near-duplicates); None for entries that are
+/// not documents. Names as originals are named (id, else `NAME:LINE`), unescaped.
+pub fn cluster_names(plan: &ChunkPlan, dec: &Decisions, name: &str) -> Vec<Option<String>> {
+    let mut originals = dec.pairs.iter().peekable();
+    (0..plan.docs.len())
+        .map(|i| {
+            // Pairs come in document order, one per dropped document.
+            if let Some(p) = originals.next_if(|p| p.doc == i) {
+                return Some(p.original.clone());
+            }
+            match dec.docs.get(i) {
+                Some(DocStatus::Kept) => Some(match &plan.docs[i].id {
+                    Some(id) => plan.meta_of(id).to_string(),
+                    None => format!("{name}:{}", plan.docs[i].line),
+                }),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// The `.clusters` lines of a chunk: `DOC TAB CLUSTER` for every document, in
+/// input order, both named as in the pairs report.
+pub fn cluster_lines(plan: &ChunkPlan, clusters: &[Option<String>], name: &str, out: &mut Vec<u8>) {
+    let mut line = String::new();
+    for (i, c) in clusters.iter().enumerate() {
+        let Some(c) = c else { continue };
+        line.clear();
+        push_doc_name(plan, i, name, &mut line);
+        line.push('\t');
+        line.push_str(&escape_tsv(c));
+        line.push('\n');
         out.extend_from_slice(line.as_bytes());
     }
 }

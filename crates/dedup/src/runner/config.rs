@@ -59,6 +59,9 @@ pub struct RunConfig {
     /// `--mark`: write every input unchanged and the decisions to an attributes
     /// file beside each output (see [`crate::write_back`]).
     pub mark: bool,
+    /// MinHash `--clusters`: each document's cluster in `*.dedup.clusters` (and,
+    /// with `mark`, as an attribute).
+    pub clusters: bool,
 }
 
 impl RunConfig {
@@ -77,6 +80,7 @@ impl RunConfig {
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
             sync: false,
             mark: false,
+            clusters: false,
         }
     }
 

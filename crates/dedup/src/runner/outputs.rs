@@ -93,6 +93,12 @@ pub fn pairs_path(out_dir: &Path, rel: &Path) -> PathBuf {
     beside_output(out_dir, rel, ".pairs")
 }
 
+/// MinHash `--clusters`: `OUT/STEM.dedup.clusters` (`DOC TAB CLUSTER` per
+/// document), never compressed.
+pub fn clusters_path(out_dir: &Path, rel: &Path) -> PathBuf {
+    beside_output(out_dir, rel, ".clusters")
+}
+
 /// Feedback mode's index of input file ids: `OUT/files.idx`, one `ID TAB REL` a line.
 pub const FILES_INDEX: &str = "files.idx";
 
@@ -193,6 +199,7 @@ pub(crate) struct Finish {
     pub(crate) log: PathBuf,
     pub(crate) dd: Option<AtomicOutput>,
     pub(crate) dropped: Option<AtomicOutput>,
+    pub(crate) clusters: Option<AtomicOutput>,
 }
 
 /// Syncs the journal (the decisions behind the output must be durable before it
@@ -207,6 +214,11 @@ pub(crate) fn finish_file(f: Finish, journal: Option<&Journal>, sync: bool) -> R
     if let Some(d) = f.dropped {
         let path = d.path().to_owned();
         d.finish(sync)
+            .with_context(|| format!("cannot finish {}", path.display()))?;
+    }
+    if let Some(c) = f.clusters {
+        let path = c.path().to_owned();
+        c.finish(sync)
             .with_context(|| format!("cannot finish {}", path.display()))?;
     }
     if let Some(a) = f.attrs {

@@ -189,6 +189,7 @@ impl Worker {
             first_record: self.first_record,
             dd: cfg.dd,
             mark: cfg.mark,
+            clusters: cfg.clusters,
             gzip: cfg.output_compression(&file.rel, &job.format) == OutputCompression::Gzip,
         };
         self.engine

@@ -4,8 +4,8 @@
 use super::config::RunConfig;
 use super::order::{as_read, Job};
 use super::outputs::{
-    attributes_path, dd_path, dropped_path, finish_file, log_path, output_path, pairs_path,
-    rel_bytes, same_compression, write_prefix, Finish,
+    attributes_path, clusters_path, dd_path, dropped_path, finish_file, log_path, output_path,
+    pairs_path, rel_bytes, same_compression, write_prefix, Finish,
 };
 use super::worker::Worker;
 use crate::progress::{Progress, RunProgress};
@@ -35,6 +35,7 @@ pub(crate) struct Outputs {
     dd: Option<AtomicOutput>,
     dropped: Option<AtomicOutput>,
     attrs: Option<AtomicOutput>,
+    clusters: Option<AtomicOutput>,
 }
 
 /// Writes outputs in input order and keeps the run's figures.
@@ -128,6 +129,15 @@ impl Writer<'_> {
             } else {
                 None
             };
+            let clusters = if self.cfg.clusters && self.cfg.options.minhash().is_some() {
+                let p = clusters_path(&self.cfg.output, &file.rel);
+                Some(
+                    AtomicOutput::create(&p, OutputCompression::None)
+                        .with_context(|| format!("cannot create {}", p.display()))?,
+                )
+            } else {
+                None
+            };
             let created = |c| {
                 AtomicOutput::create(&out, c)
                     .with_context(|| format!("cannot create {}", out.display()))
@@ -162,6 +172,7 @@ impl Writer<'_> {
                 dd,
                 dropped,
                 attrs,
+                clusters,
             });
             self.issues_in_file = 0;
         }
@@ -177,6 +188,7 @@ impl Writer<'_> {
             dd,
             dropped,
             attrs,
+            clusters,
         } = self
             .current
             .as_mut()
@@ -225,6 +237,10 @@ impl Writer<'_> {
             d.write_all(&w.engine.rendered.side)
                 .with_context(|| format!("cannot write {}", d.path().display()))?;
         }
+        if let Some(c) = clusters {
+            c.write_all(&w.engine.rendered.clusters)
+                .with_context(|| format!("cannot write {}", c.path().display()))?;
+        }
         // Dropped lines were read too: "MB in" is the input's size.
         self.stats.bytes_in += chunk.data.len() as u64 + chunk.dropped_bytes;
         self.stats.bytes_out += written;
@@ -243,6 +259,7 @@ impl Writer<'_> {
                 dd,
                 dropped,
                 attrs,
+                clusters,
             } = self.current.take().expect("checked above");
             let main = match main {
                 MainOut::Bytes(m) => m,
@@ -256,6 +273,7 @@ impl Writer<'_> {
                 log: log_path(&self.cfg.output, &file.rel),
                 dd,
                 dropped,
+                clusters,
             };
             match &self.finisher {
                 Some(tx) => tx
