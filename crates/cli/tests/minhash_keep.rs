@@ -1,7 +1,8 @@
 //! `webdedup batch run --minhash --keep POLICY` with the real binary: on a corpus
 //! where four near-duplicate copies each win under another policy, every policy
 //! names its survivor as the original of the other three (verification anchored
-//! on it), for any thread and task count; `first` is stream mode's bytes; a
+//! on it) and is the cluster of all four (`--clusters`), for any thread and task
+//! count; `first` is stream mode's bytes; a
 //! document without a usable value is an input problem (file, line, reason) and
 //! ranks last; stream mode refuses other policies.
 
@@ -78,7 +79,12 @@ fn keep_run(
     keep: &str,
     layout: &[&str],
 ) -> std::process::Output {
-    let mut args = batch_run_args(input, out, work, &["--minhash", "--dd", "--keep", keep]);
+    let mut args = batch_run_args(
+        input,
+        out,
+        work,
+        &["--minhash", "--dd", "--clusters", "--keep", keep],
+    );
     args.extend_from_slice(layout);
     batch(&args, None)
 }
@@ -159,6 +165,27 @@ fn each_policy_keeps_its_survivor_for_any_thread_count() {
         kept.push(survivor.to_string());
         kept.sort();
         assert_eq!(kept_ids(&one), kept, "--keep {keep}: the kept documents");
+        // A cluster is the survivor and what was dropped as its near-duplicates.
+        let clusters: Vec<(String, String)> = tree(&one)
+            .iter()
+            .filter(|(n, _)| n.ends_with(".clusters"))
+            .flat_map(|(_, b)| {
+                String::from_utf8_lossy(b)
+                    .lines()
+                    .map(|l| l.split_once('\t').unwrap())
+                    .map(|(d, c)| (d.to_string(), c.to_string()))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        assert_eq!(clusters.len(), 10, "--keep {keep}: every document");
+        for (d, c) in &clusters {
+            let want = if copies.contains(&d.as_str()) {
+                survivor
+            } else {
+                d.as_str()
+            };
+            assert_eq!(c, want, "--keep {keep}: the cluster of {d}");
+        }
         let three = run(
             &format!("{keep}-3"),
             &["-t", "3", "--task-count", "3", "--partitions", "5"],
@@ -174,7 +201,7 @@ fn each_policy_keeps_its_survivor_for_any_thread_count() {
                 "minhash",
                 &input,
                 &stream_out,
-                &["--dd"],
+                &["--dd", "--clusters"],
             )));
             assert_same_files(
                 "--keep first against stream mode",
