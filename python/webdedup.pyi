@@ -255,6 +255,14 @@ class MinHashResult:
     def pairs_text(self) -> bytes:
         """The `.pairs` report lines of these documents."""
     @property
+    def clusters(self) -> List[str]:
+        """Each document's cluster, in input order (bad records have none): the
+        name of its cluster's kept document, its own when kept, its original's
+        when dropped (`webdedup minhash --clusters`)."""
+    @property
+    def clusters_text(self) -> bytes:
+        """The `.clusters` lines of these documents (DOC TAB CLUSTER)."""
+    @property
     def kept(self) -> int: ...
     @property
     def dropped(self) -> int: ...

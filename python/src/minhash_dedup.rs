@@ -19,7 +19,7 @@ use std::sync::Arc;
 use webdedup_dedup::engine::CallEngine;
 use webdedup_dedup::options::MinHashOptions;
 use webdedup_dedup::policy::file_id;
-use webdedup_dedup::policy::minhash::KeptDocs;
+use webdedup_dedup::policy::minhash::{self, KeptDocs};
 use webdedup_dedup::{Options, RunState};
 use webdedup_formats::read::ReadSettings;
 use webdedup_store::{MemStore, StoreMeta};
@@ -248,6 +248,10 @@ impl MinHashWorker {
                     },
                 )?;
                 let e = &mut st.engine;
+                let clusters = minhash::cluster_names(&e.plan, &e.decisions, source)
+                    .into_iter()
+                    .flatten()
+                    .collect();
                 let pairs = e
                     .decisions
                     .pairs
@@ -269,6 +273,8 @@ impl MinHashWorker {
                     statuses,
                     pairs,
                     pairs_text: std::mem::take(&mut e.rendered.side),
+                    clusters,
+                    clusters_text: std::mem::take(&mut e.rendered.clusters),
                     problems: e.problems(),
                 })
             })
@@ -296,6 +302,13 @@ pub struct MinHashResult {
     pairs: Vec<(String, String, Option<f64>)>,
     /// The same as the command line's `.pairs` report lines.
     pairs_text: Vec<u8>,
+    /// Each document's cluster: the name of its kept document (its own when
+    /// kept, its original's when dropped), one per document in input order (bad
+    /// records have none), as `--clusters` writes them.
+    #[pyo3(get)]
+    clusters: Vec<String>,
+    /// The command line's `.clusters` lines (`DOC TAB CLUSTER`).
+    clusters_text: Vec<u8>,
     /// Documents kept and dropped.
     #[pyo3(get)]
     kept: u64,
@@ -321,6 +334,11 @@ impl MinHashResult {
     #[getter]
     fn pairs_text<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
         PyBytes::new(py, &self.pairs_text)
+    }
+
+    #[getter]
+    fn clusters_text<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.clusters_text)
     }
 
     fn __repr__(&self) -> String {

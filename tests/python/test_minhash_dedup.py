@@ -1,7 +1,7 @@
 """`webdedup.MinHashDedup` against `webdedup minhash` (the real binary) on the
-shipped sample: the same kept bytes, `.pairs` lines and statuses, on the embedded
-store, a store directory shared with the command line, and a hash server on
-loopback."""
+shipped sample: the same kept bytes, `.pairs` lines, `.clusters` lines and
+statuses, on the embedded store, a store directory shared with the command line,
+and a hash server on loopback."""
 
 import gzip
 import re
@@ -27,7 +27,7 @@ def inputs(root, crawls=None):
 
 
 def cli_minhash(webdedup, src, out, *extra):
-    webdedup("minhash", "-q", "-t", "2", "-i", src, "-o", out, "--dd", "--compress", "none", *extra)
+    webdedup("minhash", "-q", "-t", "2", "-i", src, "-o", out, "--dd", "--clusters", "--compress", "none", *extra)
     return out
 
 
@@ -68,6 +68,14 @@ def check_equal(results, out):
         assert r.pairs_text == (out / (side(rel) + ".pairs")).read_bytes(), f"{rel}: pairs differ"
         assert r.statuses == statuses(out / (side(rel) + ".dd")), f"{rel}: statuses differ"
         assert len(r.pairs) == r.dropped == r.statuses.count("D")
+        assert r.clusters_text == (out / (side(rel) + ".clusters")).read_bytes(), f"{rel}: clusters differ"
+        # One cluster per document: a dropped one's is its original, a kept one's itself.
+        judged = [s for s in r.statuses if s in ("K", "D")]
+        assert len(r.clusters) == len(judged)
+        originals = iter(p[1] for p in r.pairs)
+        for status, cluster in zip(judged, r.clusters):
+            if status == "D":
+                assert cluster == next(originals)
         dropped += r.dropped
     assert dropped > 50, "the sample has near-duplicates"
 
@@ -106,7 +114,7 @@ def test_store_dir_is_shared_with_the_command_line(webdedup, tmp_path):
     out = cli_minhash(webdedup, later, tmp_path / "out", "--store", store)
     for c in ("cc-2023-50", "cc-2024-33"):
         rel = f"{c}/part-00000.vert"
-        for suffix in (".dedup", ".dedup.pairs", ".dedup.dd"):
+        for suffix in (".dedup", ".dedup.pairs", ".dedup.dd", ".dedup.clusters"):
             assert (out / (rel + suffix)).read_bytes() == (whole / (rel + suffix)).read_bytes(), rel + suffix
     d2 = wd.MinHashDedup(store_dir=tmp_path / "store2")
     w2 = d2.create_worker()
