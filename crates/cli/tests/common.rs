@@ -414,6 +414,21 @@ pub fn outputs(dir: &Path) -> Vec<(String, Vec<u8>)> {
         .collect()
 }
 
+/// Every line of the files under `dir` whose names end in `suffix`, as (file
+/// name, line), files in name order.
+pub fn lines_of(dir: &Path, suffix: &str) -> Vec<(String, String)> {
+    outputs(dir)
+        .into_iter()
+        .filter(|(n, _)| n.ends_with(suffix))
+        .flat_map(|(n, b)| {
+            let text = String::from_utf8_lossy(&b).into_owned();
+            text.lines()
+                .map(|l| (n.clone(), l.to_string()))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
 /// Asserts that two runs wrote the same files (names first, then each file's
 /// bytes), naming the first file that differs.
 pub fn assert_same_files(what: &str, got: &[(String, Vec<u8>)], want: &[(String, Vec<u8>)]) {

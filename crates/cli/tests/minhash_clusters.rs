@@ -18,22 +18,11 @@ fn minhash(input: &Path, out: &Path, extra: &[&str]) {
     ok(&webdedup(&args));
 }
 
-/// The TSV lines of a run's files ending in `suffix`, split in fields, with the
-/// file's name first.
+/// The TSV lines of a run's files ending in `suffix`, split in fields.
 fn tsv(out: &Path, suffix: &str) -> Vec<Vec<String>> {
-    outputs(out)
+    lines_of(out, suffix)
         .iter()
-        .filter(|(n, _)| n.ends_with(suffix))
-        .flat_map(|(n, b)| {
-            String::from_utf8_lossy(b)
-                .lines()
-                .map(|l| {
-                    let mut f = vec![n.clone()];
-                    f.extend(l.split('\t').map(str::to_string));
-                    f
-                })
-                .collect::<Vec<_>>()
-        })
+        .map(|(_, l)| l.split('\t').map(str::to_string).collect())
         .collect()
 }
 
@@ -41,7 +30,7 @@ fn tsv(out: &Path, suffix: &str) -> Vec<Vec<String>> {
 fn clusters(out: &Path) -> BTreeMap<String, String> {
     tsv(out, ".clusters")
         .into_iter()
-        .map(|f| (f[1].clone(), f[2].clone()))
+        .map(|f| (f[0].clone(), f[1].clone()))
         .collect()
 }
 
@@ -55,7 +44,7 @@ fn assert_clusters_follow_the_pairs(out: &Path, what: &str) -> BTreeMap<String, 
     assert_eq!(c.len(), lines, "{what}: documents named once");
     let pairs: BTreeMap<String, String> = tsv(out, ".pairs")
         .into_iter()
-        .map(|f| (f[1].clone(), f[2].clone()))
+        .map(|f| (f[0].clone(), f[1].clone()))
         .collect();
     assert!(pairs.len() > 50, "{what}: the sample has near-duplicates");
     for (doc, cluster) in &c {

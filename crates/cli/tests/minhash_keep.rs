@@ -89,39 +89,32 @@ fn keep_run(
     batch(&args, None)
 }
 
+/// The first two fields of each line of a run's files ending in `suffix`.
+fn two_fields(out: &Path, suffix: &str) -> Vec<(String, String)> {
+    lines_of(out, suffix)
+        .iter()
+        .map(|(_, l)| {
+            let f: Vec<&str> = l.split('\t').collect();
+            (f[0].to_string(), f[1].to_string())
+        })
+        .collect()
+}
+
 /// The (document, original) pairs of a run's `.pairs` reports.
 fn pairs(out: &Path) -> Vec<(String, String)> {
-    let mut p: Vec<(String, String)> = tree(out)
-        .iter()
-        .filter(|(n, _)| n.ends_with(".pairs"))
-        .flat_map(|(_, b)| {
-            String::from_utf8_lossy(b)
-                .lines()
-                .map(|l| {
-                    let f: Vec<&str> = l.split('\t').collect();
-                    (f[0].to_string(), f[1].to_string())
-                })
-                .collect::<Vec<_>>()
-        })
-        .collect();
+    let mut p = two_fields(out, ".pairs");
     p.sort();
     p
 }
 
 fn kept_ids(out: &Path) -> Vec<String> {
-    let mut ids: Vec<String> = tree(out)
+    let mut ids: Vec<String> = lines_of(out, ".dedup.jsonl")
         .iter()
-        .filter(|(n, _)| n.ends_with(".dedup.jsonl"))
-        .flat_map(|(_, b)| {
-            String::from_utf8_lossy(b)
-                .lines()
-                .map(|l| {
-                    serde_json::from_str::<serde_json::Value>(l).unwrap()["id"]
-                        .as_str()
-                        .unwrap()
-                        .to_string()
-                })
-                .collect::<Vec<_>>()
+        .map(|(_, l)| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_string()
         })
         .collect();
     ids.sort();
@@ -166,17 +159,7 @@ fn each_policy_keeps_its_survivor_for_any_thread_count() {
         kept.sort();
         assert_eq!(kept_ids(&one), kept, "--keep {keep}: the kept documents");
         // A cluster is the survivor and what was dropped as its near-duplicates.
-        let clusters: Vec<(String, String)> = tree(&one)
-            .iter()
-            .filter(|(n, _)| n.ends_with(".clusters"))
-            .flat_map(|(_, b)| {
-                String::from_utf8_lossy(b)
-                    .lines()
-                    .map(|l| l.split_once('\t').unwrap())
-                    .map(|(d, c)| (d.to_string(), c.to_string()))
-                    .collect::<Vec<_>>()
-            })
-            .collect();
+        let clusters = two_fields(&one, ".clusters");
         assert_eq!(clusters.len(), 10, "--keep {keep}: every document");
         for (d, c) in &clusters {
             let want = if copies.contains(&d.as_str()) {
