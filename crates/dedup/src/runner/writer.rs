@@ -120,24 +120,17 @@ impl Writer<'_> {
             } else {
                 None
             };
-            let attrs = if self.cfg.mark {
-                let p = attributes_path(&self.cfg.output, &file.rel);
-                Some(
-                    AtomicOutput::create(&p, OutputCompression::None)
-                        .with_context(|| format!("cannot create {}", p.display()))?,
-                )
-            } else {
-                None
+            // Side files are never compressed.
+            let side_file = |p: std::path::PathBuf| {
+                AtomicOutput::create(&p, OutputCompression::None)
+                    .with_context(|| format!("cannot create {}", p.display()))
             };
-            let clusters = if self.cfg.clusters && self.cfg.options.minhash().is_some() {
-                let p = clusters_path(&self.cfg.output, &file.rel);
-                Some(
-                    AtomicOutput::create(&p, OutputCompression::None)
-                        .with_context(|| format!("cannot create {}", p.display()))?,
-                )
-            } else {
-                None
-            };
+            let attrs = (self.cfg.mark)
+                .then(|| side_file(attributes_path(&self.cfg.output, &file.rel)))
+                .transpose()?;
+            let clusters = (self.cfg.clusters && self.cfg.options.minhash().is_some())
+                .then(|| side_file(clusters_path(&self.cfg.output, &file.rel)))
+                .transpose()?;
             let created = |c| {
                 AtomicOutput::create(&out, c)
                     .with_context(|| format!("cannot create {}", out.display()))
