@@ -4,9 +4,15 @@
 //! one `dedup` applies to paragraphs: lowercase, digits to `0`, punctuation and
 //! symbols removed, words separated by one space). Then:
 //!
-//! * `words:N` (the default, `N` = 5): every run of `N` consecutive normalized words,
-//!   written with one space between them; a text of fewer than `N` words gives one
-//!   shingle, all its words.
+//! * `auto:N` (the default, `N` = 5): decided per document by its script
+//!   ([`written_without_spaces`]): `chars:N` when at least a third of its letters are
+//!   in a script written without spaces between words (Han, Hiragana, Katakana,
+//!   Thai, Lao, Khmer, Myanmar, Tibetan), `words:N` otherwise. A document of such a
+//!   script has few "words" (whole sentences or lines), so its word shingles say
+//!   little; character shingles of a spaced script match too easily.
+//! * `words:N`: every run of `N` consecutive normalized words, written with one
+//!   space between them; a text of fewer than `N` words gives one shingle, all its
+//!   words.
 //! * `chars:N`: the normalized text with its spaces removed, then every run of `N`
 //!   consecutive characters (Unicode scalar values); a text of fewer than `N`
 //!   characters gives one shingle, the whole text. These are exactly the tokens of
@@ -36,12 +42,117 @@ pub enum Shingling {
     Words(usize),
     /// `N` consecutive characters of the normalized text without its spaces.
     Chars(usize),
+    /// `Chars(N)` for a document written without spaces, else `Words(N)`
+    /// ([`Shingling::resolve`]).
+    Auto(usize),
 }
 
 impl Default for Shingling {
     fn default() -> Self {
-        Shingling::Words(5)
+        Shingling::Auto(5)
     }
+}
+
+impl Shingling {
+    /// The `N` of `words:N`, `chars:N` or `auto:N`.
+    pub fn size(self) -> usize {
+        let (Shingling::Words(n) | Shingling::Chars(n) | Shingling::Auto(n)) = self;
+        n
+    }
+
+    /// What this shingling is for one document, given its `loose`-normalized text:
+    /// `auto:N` becomes `chars:N` or `words:N` ([`written_without_spaces`]); the
+    /// others stay as they are.
+    pub fn resolve(self, normalized: &[u8]) -> Shingling {
+        match self {
+            Shingling::Auto(n) if written_without_spaces(normalized) => Shingling::Chars(n),
+            Shingling::Auto(n) => Shingling::Words(n),
+            fixed => fixed,
+        }
+    }
+}
+
+/// `auto:N` takes character shingles when at least `AUTO_SHARE_NUM / AUTO_SHARE_DEN`
+/// of a document's letters are in scripts written without spaces. A third, not a
+/// half: Chinese and Japanese documentation quotes Latin names, commands and
+/// untranslated sentences, each of whose letters counts one, while one Han
+/// character carries about a word; spaced-script documents quote such scripts far
+/// less (the script study, docs/minhash.md).
+const AUTO_SHARE_NUM: usize = 1;
+const AUTO_SHARE_DEN: usize = 3;
+
+/// Whether a `loose`-normalized text is written mostly without spaces between words:
+/// at least a third of its letters (characters other than spaces and the digit `0`
+/// that `loose` writes for every digit) are Han, Hiragana, Katakana, Thai, Lao,
+/// Khmer, Myanmar or Tibetan. Invalid UTF-8 counts as letters of no such script.
+pub fn written_without_spaces(normalized: &[u8]) -> bool {
+    let (mut letters, mut unspaced) = (0usize, 0usize);
+    let mut i = 0;
+    while i < normalized.len() {
+        let b = normalized[i];
+        if b < 0x80 {
+            letters += (b != b' ' && b != b'0') as usize;
+            i += 1;
+            continue;
+        }
+        let (c, len) = decode_utf8(&normalized[i..]);
+        letters += 1;
+        unspaced += is_unspaced_script(c) as usize;
+        i += len;
+    }
+    letters > 0 && unspaced * AUTO_SHARE_DEN >= letters * AUTO_SHARE_NUM
+}
+
+/// The code point starting `s` (a non-ASCII lead byte) and its length in bytes;
+/// U+FFFD and one byte for a malformed sequence.
+#[inline]
+fn decode_utf8(s: &[u8]) -> (u32, usize) {
+    let len = match s[0] {
+        0xc0..=0xdf => 2,
+        0xe0..=0xef => 3,
+        0xf0..=0xf7 => 4,
+        _ => return (0xfffd, 1),
+    };
+    if s.len() < len || s[1..len].iter().any(|&b| b & 0xc0 != 0x80) {
+        return (0xfffd, 1);
+    }
+    let lead = (s[0] as u32) & (0x7f >> len);
+    let c = s[1..len]
+        .iter()
+        .fold(lead, |c, &b| (c << 6) | (b as u32 & 0x3f));
+    (c, len)
+}
+
+/// Blocks of the scripts written without spaces between words.
+const UNSPACED_SCRIPTS: &[(u32, u32)] = &[
+    (0x0e00, 0x0eff),   // Thai, Lao
+    (0x0f00, 0x0fff),   // Tibetan
+    (0x1000, 0x109f),   // Myanmar
+    (0x1780, 0x17ff),   // Khmer
+    (0x19e0, 0x19ff),   // Khmer symbols
+    (0x2e80, 0x2fdf),   // CJK radicals, Kangxi radicals
+    (0x3005, 0x3007),   // iteration marks, ideographic zero
+    (0x3021, 0x3029),   // Hangzhou numerals
+    (0x3031, 0x303b),   // kana repeat marks, more iteration marks
+    (0x3040, 0x30ff),   // Hiragana, Katakana
+    (0x3100, 0x312f),   // Bopomofo
+    (0x31a0, 0x31bf),   // Bopomofo extended
+    (0x31f0, 0x31ff),   // Katakana phonetic extensions
+    (0x3400, 0x4dbf),   // CJK extension A
+    (0x4e00, 0x9fff),   // CJK unified ideographs
+    (0xa9e0, 0xa9ff),   // Myanmar extended B
+    (0xaa60, 0xaa7f),   // Myanmar extended A
+    (0xf900, 0xfaff),   // CJK compatibility ideographs
+    (0xff66, 0xff9f),   // halfwidth Katakana
+    (0x1b000, 0x1b16f), // Kana supplement and extensions
+    (0x20000, 0x323af), // CJK extensions B to H, compatibility supplement
+];
+
+#[inline]
+fn is_unspaced_script(c: u32) -> bool {
+    // Latin, Greek, Cyrillic, Arabic, Hebrew and the Indic scripts all come before
+    // Thai: one comparison for most text.
+    c >= 0x0e00 && UNSPACED_SCRIPTS.iter().any(|&(a, b)| (a..=b).contains(&c))
 }
 
 impl fmt::Display for Shingling {
@@ -49,6 +160,7 @@ impl fmt::Display for Shingling {
         match self {
             Shingling::Words(n) => write!(f, "words:{n}"),
             Shingling::Chars(n) => write!(f, "chars:{n}"),
+            Shingling::Auto(n) => write!(f, "auto:{n}"),
         }
     }
 }
@@ -59,21 +171,23 @@ impl FromStr for Shingling {
     fn from_str(s: &str) -> Result<Self, String> {
         let (kind, n) = match s.split_once(':') {
             Some((k, n)) => (k, n),
+            // A bare `N` has always meant word shingles (stores record it so).
             None => ("words", s),
         };
         let n: usize = match n.parse() {
             Ok(n) if (1..=MAX_SHINGLE).contains(&n) => n,
             _ => {
                 return Err(format!(
-                    "bad shingle size in '{s}' (expected N, words:N or chars:N with 1 <= N <= {MAX_SHINGLE})"
+                    "bad shingle size in '{s}' (expected N, words:N, chars:N or auto:N with 1 <= N <= {MAX_SHINGLE})"
                 ))
             }
         };
         match kind {
             "words" => Ok(Shingling::Words(n)),
             "chars" => Ok(Shingling::Chars(n)),
+            "auto" => Ok(Shingling::Auto(n)),
             _ => Err(format!(
-                "unknown shingling '{s}' (expected N, words:N or chars:N)"
+                "unknown shingling '{s}' (expected N, words:N, chars:N or auto:N)"
             )),
         }
     }
@@ -92,7 +206,7 @@ impl Shingler {
     /// # Panics
     /// If the shingle size is not in `1..=MAX_SHINGLE` (parsing never gives one).
     pub fn new(shingling: Shingling) -> Self {
-        let (Shingling::Words(n) | Shingling::Chars(n)) = shingling;
+        let n = shingling.size();
         assert!(
             (1..=MAX_SHINGLE).contains(&n),
             "shingle size {n} out of 1..={MAX_SHINGLE}"
@@ -162,8 +276,8 @@ impl Shingler {
     }
 
     fn shingles_of(&mut self, normalized: &[u8], f: &mut dyn FnMut(&[u8])) -> usize {
-        match self.shingling {
-            Shingling::Words(n) => word_shingles(normalized, n, f),
+        match self.shingling.resolve(normalized) {
+            Shingling::Words(n) | Shingling::Auto(n) => word_shingles(normalized, n, f),
             Shingling::Chars(n) => {
                 self.squeezed.clear();
                 self.squeezed

@@ -1,0 +1,113 @@
+//! `auto:N` shingles: chosen per document by its script, and then exactly the
+//! shingles (so the signatures) of `words:N` or `chars:N`.
+use webdedup_minhash::{written_without_spaces, MinHasher, Params, Shingler, Shingling};
+
+const ENGLISH: &str =
+    "The quick brown fox jumps over the lazy dog. Pack my box with 5 dozen liquor jugs!";
+const CHINESE: &str =
+    "虚拟化是近年来计算领域最重要的进步之一。该术语涵盖模拟虚拟计算机的各种抽象和技术。";
+const JAPANESE: &str = "仮想化は近年のコンピュータ分野における最も重要な進歩の一つです。";
+const THAI: &str = "เลือกคำสั่งนี้เพื่อเปิดหน้าต่างใหม่ที่มีเนื้อหาของเอกสารปัจจุบัน";
+const RUSSIAN: &str =
+    "Виртуализация является одним из самых значительных достижений вычислительной техники";
+
+fn shingles(sh: Shingling, text: &str) -> Vec<String> {
+    Shingler::new(sh).shingles(text.as_bytes())
+}
+
+fn signature(sh: Shingling, text: &str) -> Vec<u32> {
+    let params = Params {
+        shingling: sh,
+        ..Params::default()
+    };
+    MinHasher::new(params)
+        .unwrap()
+        .signature(text.as_bytes())
+        .unwrap()
+        .to_vec()
+}
+
+#[test]
+fn each_document_gets_the_shingles_of_its_script() {
+    for (text, chars) in [
+        (ENGLISH, false),
+        (RUSSIAN, false),
+        (CHINESE, true),
+        (JAPANESE, true),
+        (THAI, true),
+    ] {
+        let want = if chars {
+            Shingling::Chars(5)
+        } else {
+            Shingling::Words(5)
+        };
+        assert_eq!(
+            shingles(Shingling::Auto(5), text),
+            shingles(want, text),
+            "{text}"
+        );
+        assert_eq!(
+            signature(Shingling::Auto(5), text),
+            signature(want, text),
+            "{text}"
+        );
+        assert_ne!(
+            shingles(Shingling::Chars(5), text),
+            shingles(Shingling::Words(5), text),
+            "{text}: the two choices must differ for the test to mean anything"
+        );
+    }
+    assert_eq!(Params::default().shingling, Shingling::Auto(5));
+}
+
+#[test]
+fn a_third_of_the_letters_decides() {
+    // Latin letters count one each: 4 of 12 letters are Han, not 4 of 15; 6 of 18,
+    // not 6 of 19.
+    assert!(written_without_spaces("libreoff 设置选项".as_bytes()));
+    assert!(!written_without_spaces("libreoffice 设置选项".as_bytes()));
+    assert!(written_without_spaces(
+        "abcdefghijkl 设置选项变更".as_bytes()
+    ));
+    assert!(!written_without_spaces(
+        "abcdefghijklm 设置选项变更".as_bytes()
+    ));
+    // Digits (written `0` by the normalization) and spaces are not letters.
+    assert!(written_without_spaces("0000 0000 设".as_bytes()));
+    // Korean is written with spaces; a text of no letter has no script.
+    assert!(!written_without_spaces("가상화는 컴퓨팅 분야의".as_bytes()));
+    assert!(!written_without_spaces(b""));
+    assert!(!written_without_spaces(b"0 00"));
+    // Malformed UTF-8 is counted as letters of no such script, never a panic.
+    assert!(!written_without_spaces(b"\xe8\x99 \xff\xfe abc"));
+    assert_eq!(
+        Shingling::Auto(4).resolve("设置选项".as_bytes()),
+        Shingling::Chars(4)
+    );
+    assert_eq!(
+        Shingling::Auto(4).resolve(b"set options"),
+        Shingling::Words(4)
+    );
+    assert_eq!(
+        Shingling::Words(4).resolve("设置选项".as_bytes()),
+        Shingling::Words(4)
+    );
+}
+
+#[test]
+fn near_copies_in_unspaced_scripts_share_most_auto_shingles() {
+    // One character changed in a Chinese sentence: words:5 sees one "word" per
+    // sentence and so nothing in common; auto:5 sees character 5-grams.
+    let edited = CHINESE.replace("最重要", "最关键");
+    let jaccard = |sh: Shingling| {
+        let a: std::collections::HashSet<String> = shingles(sh, CHINESE).into_iter().collect();
+        let b: std::collections::HashSet<String> = shingles(sh, &edited).into_iter().collect();
+        a.intersection(&b).count() as f64 / a.union(&b).count() as f64
+    };
+    assert_eq!(jaccard(Shingling::Words(5)), 0.0);
+    assert!(
+        jaccard(Shingling::Auto(5)) > 0.7,
+        "{}",
+        jaccard(Shingling::Auto(5))
+    );
+}
