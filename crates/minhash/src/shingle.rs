@@ -4,12 +4,13 @@
 //! one `dedup` applies to paragraphs: lowercase, digits to `0`, punctuation and
 //! symbols removed, words separated by one space). Then:
 //!
-//! * `auto:N` (the default, `N` = 5): decided per document by its script
-//!   ([`written_without_spaces`]): `chars:N` when at least a third of its letters are
-//!   in a script written without spaces between words (Han, Hiragana, Katakana,
-//!   Thai, Lao, Khmer, Myanmar, Tibetan), `words:N` otherwise. A document of such a
-//!   script has few "words" (whole sentences or lines), so its word shingles say
-//!   little; character shingles of a spaced script match too easily.
+//! * `auto:N` (the default, `N` = 5): decided per document ([`written_without_spaces`]):
+//!   `chars:N` when its words are not separated, that is when at least a third of
+//!   its letters are in a script written without spaces (Han, Hiragana, Katakana,
+//!   Thai, Lao, Khmer, Myanmar, Tibetan) or when its "words" average 16 letters or
+//!   more (text whose spaces were lost); `words:N` otherwise. Such a document has
+//!   few "words" (whole sentences or lines), so its word shingles say little, while
+//!   character shingles of a spaced script match too easily.
 //! * `words:N`: every run of `N` consecutive normalized words, written with one
 //!   space between them; a text of fewer than `N` words gives one shingle, all its
 //!   words.
@@ -81,17 +82,26 @@ impl Shingling {
 const AUTO_SHARE_NUM: usize = 1;
 const AUTO_SHARE_DEN: usize = 3;
 
-/// Whether a `loose`-normalized text is written mostly without spaces between words:
+/// ... or when its words average at least this many letters: text whose words are
+/// not separated whatever its script (Latin quoted in Chinese text that lost its
+/// spaces, as in the script study's Debian Handbook pages). Documents of spaced
+/// scripts average 4 to 7 letters a word, 14 at most in the study; Chinese and
+/// Japanese ones 19 and more: 16 is between.
+const AUTO_WORD_LETTERS: usize = 16;
+
+/// Whether a `loose`-normalized text is written without spaces between its words:
 /// at least a third of its letters (characters other than spaces and the digit `0`
 /// that `loose` writes for every digit) are Han, Hiragana, Katakana, Thai, Lao,
-/// Khmer, Myanmar or Tibetan. Invalid UTF-8 counts as letters of no such script.
+/// Khmer, Myanmar or Tibetan, or its space-separated words average at least 16
+/// letters. Invalid UTF-8 counts as letters of no such script.
 pub fn written_without_spaces(normalized: &[u8]) -> bool {
-    let (mut letters, mut unspaced) = (0usize, 0usize);
+    let (mut letters, mut unspaced, mut spaces) = (0usize, 0usize, 0usize);
     let mut i = 0;
     while i < normalized.len() {
         let b = normalized[i];
         if b < 0x80 {
             letters += (b != b' ' && b != b'0') as usize;
+            spaces += (b == b' ') as usize;
             i += 1;
             continue;
         }
@@ -100,7 +110,11 @@ pub fn written_without_spaces(normalized: &[u8]) -> bool {
         unspaced += is_unspaced_script(c) as usize;
         i += len;
     }
-    letters > 0 && unspaced * AUTO_SHARE_DEN >= letters * AUTO_SHARE_NUM
+    // `loose` text has one space between words and none at its ends.
+    let words = spaces + 1;
+    letters > 0
+        && (unspaced * AUTO_SHARE_DEN >= letters * AUTO_SHARE_NUM
+            || letters >= AUTO_WORD_LETTERS * words)
 }
 
 /// The code point starting `s` (a non-ASCII lead byte) and its length in bytes;

@@ -74,6 +74,11 @@ fn a_third_of_the_letters_decides() {
     ));
     // Digits (written `0` by the normalization) and spaces are not letters.
     assert!(written_without_spaces("0000 0000 设".as_bytes()));
+    // Words of 16 letters and more on average are not separated words, whatever
+    // the script (Latin that lost its spaces): 32 letters in 2 words, then 31.
+    assert!(written_without_spaces(b"qemuisasoftwareemulatorforafull x"));
+    assert!(!written_without_spaces(b"qemuisasoftwareemulatorforaful x"));
+    assert!(!written_without_spaces(b"donaudampfschif"));
     // Korean is written with spaces; a text of no letter has no script.
     assert!(!written_without_spaces("가상화는 컴퓨팅 분야의".as_bytes()));
     assert!(!written_without_spaces(b""));
