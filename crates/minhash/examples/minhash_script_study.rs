@@ -136,7 +136,7 @@ fn main() {
 
     println!("## MinHash script study\n");
     println!(
-        "{} documents of {corpus}; truth: exact Jaccard of character 5-grams (zh, ja, th) or word 5-grams (the others), loose-normalized; droppable at >= {DROPPABLE} with an earlier document, justified at >= {JUSTIFIED}.\n",
+        "{} documents of {corpus}; truth: exact Jaccard of character 5-grams (zh, ja, th) or word 5-grams (the others), loose-normalized; droppable at >= {DROPPABLE} with a document the run kept before it, justified at >= {JUSTIFIED}.\n",
         docs.len()
     );
     println!("| language | documents | with an earlier document at >= {DROPPABLE} | `auto:5` chose chars |");
