@@ -93,48 +93,88 @@ const AUTO_WORD_LETTERS: usize = 16;
 /// at least a third of its letters (characters other than spaces and the digit `0`
 /// that `loose` writes for every digit) are Han, Hiragana, Katakana, Thai, Lao,
 /// Khmer, Myanmar or Tibetan, or its space-separated words average at least 16
-/// letters. Invalid UTF-8 counts as letters of no such script.
+/// letters. Invalid UTF-8 is of no such script.
 pub fn written_without_spaces(normalized: &[u8]) -> bool {
-    let (mut letters, mut unspaced, mut spaces) = (0usize, 0usize, 0usize);
-    let mut i = 0;
-    while i < normalized.len() {
-        let b = normalized[i];
-        if b < 0x80 {
-            letters += (b != b' ' && b != b'0') as usize;
-            spaces += (b == b' ') as usize;
-            i += 1;
-            continue;
-        }
-        let (c, len) = decode_utf8(&normalized[i..]);
-        letters += 1;
-        unspaced += is_unspaced_script(c) as usize;
-        i += len;
-    }
+    let t = normalized;
+    let counts = ByteCounts::of(t);
+    let letters = counts.chars - counts.spaces - counts.zeros;
     // `loose` text has one space between words and none at its ends.
-    let words = spaces + 1;
-    letters > 0
-        && (unspaced * AUTO_SHARE_DEN >= letters * AUTO_SHARE_NUM
-            || letters >= AUTO_WORD_LETTERS * words)
+    let words = counts.spaces + 1;
+    if letters == 0 {
+        return false;
+    }
+    if letters >= AUTO_WORD_LETTERS * words {
+        return true;
+    }
+    // Every script without spaces is at U+0E00 or above, in characters of 3 or 4
+    // bytes: too few of those and no character needs decoding (Latin, Cyrillic).
+    if counts.long_chars * AUTO_SHARE_DEN < letters * AUTO_SHARE_NUM {
+        return false;
+    }
+    let unspaced = t
+        .iter()
+        .enumerate()
+        .filter(|&(_, &b)| b >= 0xe0)
+        .filter(|&(i, _)| is_unspaced_script(decode_utf8(&t[i..])))
+        .count();
+    unspaced * AUTO_SHARE_DEN >= letters * AUTO_SHARE_NUM
 }
 
-/// The code point starting `s` (a non-ASCII lead byte) and its length in bytes;
-/// U+FFFD and one byte for a malformed sequence.
+/// What [`written_without_spaces`] counts in one pass over the bytes.
+struct ByteCounts {
+    /// Characters: bytes that are not UTF-8 continuation bytes.
+    chars: usize,
+    /// Characters of 3 or 4 bytes (their lead bytes).
+    long_chars: usize,
+    spaces: usize,
+    zeros: usize,
+}
+
+impl ByteCounts {
+    fn of(t: &[u8]) -> ByteCounts {
+        let mut c = ByteCounts {
+            chars: 0,
+            long_chars: 0,
+            spaces: 0,
+            zeros: 0,
+        };
+        // Branch-free sums in blocks small enough for 16-bit counters, which the
+        // compiler turns into vector instructions: 3-4 ms of CPU for 13 MB of
+        // normalized web3 text, against 40-50 ms for the signatures of its word
+        // shingles, and a quarter of the time of separate passes.
+        for block in t.chunks(1 << 15) {
+            let (mut chars, mut long, mut spaces, mut zeros) = (0u16, 0u16, 0u16, 0u16);
+            for &b in block {
+                chars += (b & 0xc0 != 0x80) as u16;
+                long += (b >= 0xe0) as u16;
+                spaces += (b == b' ') as u16;
+                zeros += (b == b'0') as u16;
+            }
+            c.chars += chars as usize;
+            c.long_chars += long as usize;
+            c.spaces += spaces as usize;
+            c.zeros += zeros as usize;
+        }
+        c
+    }
+}
+
+/// The code point starting `s` (at a lead byte of 3 or 4 bytes); U+FFFD for a
+/// malformed sequence.
 #[inline]
-fn decode_utf8(s: &[u8]) -> (u32, usize) {
+fn decode_utf8(s: &[u8]) -> u32 {
     let len = match s[0] {
-        0xc0..=0xdf => 2,
         0xe0..=0xef => 3,
         0xf0..=0xf7 => 4,
-        _ => return (0xfffd, 1),
+        _ => return 0xfffd,
     };
     if s.len() < len || s[1..len].iter().any(|&b| b & 0xc0 != 0x80) {
-        return (0xfffd, 1);
+        return 0xfffd;
     }
     let lead = (s[0] as u32) & (0x7f >> len);
-    let c = s[1..len]
+    s[1..len]
         .iter()
-        .fold(lead, |c, &b| (c << 6) | (b as u32 & 0x3f));
-    (c, len)
+        .fold(lead, |c, &b| (c << 6) | (b as u32 & 0x3f))
 }
 
 /// Blocks of the scripts written without spaces between words.
