@@ -79,6 +79,16 @@ fn a_third_of_the_letters_decides() {
     assert!(written_without_spaces(b"qemuisasoftwareemulatorforafull x"));
     assert!(!written_without_spaces(b"qemuisasoftwareemulatorforaful x"));
     assert!(!written_without_spaces(b"donaudampfschif"));
+    // Characters are counted, not bytes: 4-byte Han (CJK extension B) and 2-byte
+    // Cyrillic.
+    assert!(written_without_spaces("𠀀𠀁𠀂 abcdef".as_bytes()));
+    assert!(!written_without_spaces("𠀀𠀁𠀂 abcdefg".as_bytes()));
+    assert!(written_without_spaces(
+        "абвгдежзийклмнопабвгдежзийклмноп б".as_bytes()
+    ));
+    assert!(!written_without_spaces(
+        "абвгдежзийклмнопабвгдежзийклмн б".as_bytes()
+    ));
     // Korean is written with spaces; a text of no letter has no script.
     assert!(!written_without_spaces("가상화는 컴퓨팅 분야의".as_bytes()));
     assert!(!written_without_spaces(b""));
