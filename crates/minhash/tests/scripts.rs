@@ -62,39 +62,72 @@ fn each_document_gets_the_shingles_of_its_script() {
 
 #[test]
 fn a_third_of_the_letters_decides() {
-    // Latin letters count one each: 4 of 12 letters are Han, not 4 of 15; 6 of 18,
-    // not 6 of 19.
-    assert!(written_without_spaces("libreoff 设置选项".as_bytes()));
-    assert!(!written_without_spaces("libreoffice 设置选项".as_bytes()));
-    assert!(written_without_spaces(
-        "abcdefghijkl 设置选项变更".as_bytes()
-    ));
-    assert!(!written_without_spaces(
-        "abcdefghijklm 设置选项变更".as_bytes()
-    ));
-    // Digits (written `0` by the normalization) and spaces are not letters.
-    assert!(written_without_spaces("0000 0000 设".as_bytes()));
-    // Words of 16 letters and more on average are not separated words, whatever
-    // the script (Latin that lost its spaces): 32 letters in 2 words, then 31.
-    assert!(written_without_spaces(b"qemuisasoftwareemulatorforafull x"));
-    assert!(!written_without_spaces(b"qemuisasoftwareemulatorforaful x"));
-    assert!(!written_without_spaces(b"donaudampfschif"));
-    // Characters are counted, not bytes: 4-byte Han (CJK extension B) and 2-byte
-    // Cyrillic.
-    assert!(written_without_spaces("𠀀𠀁𠀂 abcdef".as_bytes()));
-    assert!(!written_without_spaces("𠀀𠀁𠀂 abcdefg".as_bytes()));
-    assert!(written_without_spaces(
-        "абвгдежзийклмнопабвгдежзийклмноп б".as_bytes()
-    ));
-    assert!(!written_without_spaces(
-        "абвгдежзийклмнопабвгдежзийклмн б".as_bytes()
-    ));
-    // Korean is written with spaces; a text of no letter has no script.
-    assert!(!written_without_spaces("가상화는 컴퓨팅 분야의".as_bytes()));
-    assert!(!written_without_spaces(b""));
-    assert!(!written_without_spaces(b"0 00"));
-    // Malformed UTF-8 is counted as letters of no such script, never a panic.
-    assert!(!written_without_spaces(b"\xe8\x99 \xff\xfe abc"));
+    let cases: [(&[u8], bool, &str); 17] = [
+        // Latin letters count one each.
+        ("libreoff 设置选项".as_bytes(), true, "4 of 12 letters Han"),
+        (
+            "libreoffice 设置选项".as_bytes(),
+            false,
+            "4 of 15 letters Han",
+        ),
+        (
+            "abcdefghijkl 设置选项变更".as_bytes(),
+            true,
+            "6 of 18 letters Han",
+        ),
+        (
+            "abcdefghijklm 设置选项变更".as_bytes(),
+            false,
+            "6 of 19 letters Han",
+        ),
+        // Digits (written `0` by the normalization) and spaces are not letters.
+        ("0000 0000 设".as_bytes(), true, "digits are no letters"),
+        // Words of 16 letters and more on average are not separated, whatever the
+        // script (Latin that lost its spaces).
+        (
+            b"qemuisasoftwareemulatorforafull x",
+            true,
+            "32 letters in 2 words",
+        ),
+        (
+            b"qemuisasoftwareemulatorforaful x",
+            false,
+            "31 letters in 2 words",
+        ),
+        (b"donaudampfschif", false, "15 letters in 1 word"),
+        // Characters are counted, not bytes.
+        (
+            "𠀀𠀁𠀂 abcdef".as_bytes(),
+            true,
+            "3 of 9 letters 4-byte Han",
+        ),
+        (
+            "𠀀𠀁𠀂 abcdefg".as_bytes(),
+            false,
+            "3 of 10 letters 4-byte Han",
+        ),
+        (
+            "абвгдежзийклмнопабвгдежзийклмноп б".as_bytes(),
+            true,
+            "33 Cyrillic letters in 2 words",
+        ),
+        (
+            "абвгдежзийклмнопабвгдежзийклмн б".as_bytes(),
+            false,
+            "31 Cyrillic letters in 2 words",
+        ),
+        // Korean is written with spaces.
+        ("가상화는 컴퓨팅 분야의".as_bytes(), false, "Hangul"),
+        // No letter, no script.
+        (b"", false, "empty"),
+        (b"0 00", false, "digits only"),
+        // Malformed UTF-8 is of no such script, never a panic.
+        (b"\xe8\x99 \xff\xfe abc", false, "malformed"),
+        (b"\xf0\xa0", false, "cut 4-byte character"),
+    ];
+    for (text, want, why) in cases {
+        assert_eq!(written_without_spaces(text), want, "{why}: {text:?}");
+    }
     assert_eq!(
         Shingling::Auto(4).resolve("设置选项".as_bytes()),
         Shingling::Chars(4)
