@@ -4,7 +4,7 @@
 # `words:5` and with `chars:5`, against exact Jaccard truth of character 5-grams in
 # zh / ja / th and word 5-grams elsewhere (crates/minhash/examples/minhash_script_study.rs).
 #
-#   bench/minhash_scripts.sh
+#   bench/minhash_scripts.sh          (SEED=N: another draw of the corpus)
 #
 # Quality only, no timing: debug builds (the decisions are the same in every profile).
 #

@@ -16,7 +16,8 @@ Documents, all from Debian packages:
 Then, for a share of the documents, a later copy: exact, or edited at a rate drawn
 from RATES (each unit, a character in zh/ja/th and a word elsewhere, replaced,
 deleted or doubled with that probability), so that Jaccard similarities spread on
-both sides of 0.8. The order is shuffled (seeded): the same file on every run.
+both sides of 0.8. The order is shuffled (seeded: SEED in the environment, default
+20261127): the same file on every run.
 Ids are `LANG-NNNNN` for originals and `LANG-NNNNN-cK-RATE` for copies: the study
 takes a document's language from its id.
 """
@@ -24,6 +25,7 @@ import gettext
 import glob
 import gzip
 import json
+import os
 import random
 import subprocess
 import sys
@@ -88,7 +90,7 @@ def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     small = "--slice" in sys.argv
     web3_jsonl, mo_dir, out = args
-    rng = random.Random(20261127)
+    rng = random.Random(int(os.environ.get("SEED", "20261127")))
     sources = web3_docs(web3_jsonl)
     sources["th"] = thai_docs(mo_dir)
     per_lang = 6 if small else 200
