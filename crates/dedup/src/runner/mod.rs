@@ -7,6 +7,7 @@
 //! and the outputs are byte-identical for every `--threads` value.
 
 mod config;
+mod cpu;
 mod order;
 mod outputs;
 mod worker;
@@ -25,6 +26,7 @@ use crate::report::RunStats;
 use crate::resume::Finished;
 use crate::state::RunState;
 use anyhow::{Context, Result};
+use cpu::OrderedClock;
 use order::{read_jobs, Gate, Job, RecordCounter};
 use outputs::{check_output_names, finish_file, Finish};
 use parking_lot::Mutex;
@@ -87,6 +89,8 @@ pub fn run_files(
     report: &(dyn Fn(&str) + Sync),
 ) -> Result<RunStats> {
     let started = Instant::now();
+    let cpu_started = cpu::process_cpu_ns();
+    let ordered = OrderedClock::default();
     check_output_names(&files, &cfg.output)?;
     fs::create_dir_all(&cfg.output)
         .with_context(|| format!("cannot create output directory {}", cfg.output.display()))?;
@@ -160,8 +164,8 @@ pub fn run_files(
             read_jobs(&files, cfg, &pool, &should_stop, dur.stop, |job| {
                 w.plan(&job, &files[job.file], dur);
                 w.first_record = records.next(&job, w.engine.plan.paras.len());
-                let r = w
-                    .decide(&job, &files[job.file], store, &cfg.options, state, dur)
+                let r = ordered
+                    .time(|| w.decide(&job, &files[job.file], store, &cfg.options, state, dur))
                     .and_then(|_| {
                         if !replay[job.file] {
                             w.build_record(&job, &files[job.file]);
@@ -212,19 +216,21 @@ pub fn run_files(
                             // Every job passes both gates, even after a failure, so no
                             // thread waits forever for a turn that never comes.
                             let r = commit_gate.pass(job.seq, |records| {
-                                w.first_record = records.next(&job, w.engine.plan.paras.len());
-                                if failed() {
-                                    Ok(())
-                                } else {
-                                    w.decide(
-                                        &job,
-                                        &files[job.file],
-                                        store,
-                                        &cfg.options,
-                                        state,
-                                        dur,
-                                    )
-                                }
+                                ordered.time(|| {
+                                    w.first_record = records.next(&job, w.engine.plan.paras.len());
+                                    if failed() {
+                                        Ok(())
+                                    } else {
+                                        w.decide(
+                                            &job,
+                                            &files[job.file],
+                                            store,
+                                            &cfg.options,
+                                            state,
+                                            dur,
+                                        )
+                                    }
+                                })
                             });
                             let r = r.and_then(|_| {
                                 if failed() || replay[job.file] {
@@ -274,6 +280,8 @@ pub fn run_files(
         store.memory_bytes(),
     );
     stats.keys_counted = store.counts_keys();
+    let cpu_all = cpu::process_cpu_ns().saturating_sub(cpu_started) as f64 / 1e9;
+    stats.set_cpu(cpu_all, ordered.seconds());
     if cfg.options.minhash().is_some_and(|m| m.verify.is_some()) && state.decided.is_none() {
         stats.documents_dropped_unverified.get_or_insert(0);
     }
