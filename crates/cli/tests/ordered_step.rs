@@ -56,3 +56,23 @@ fn every_mode_reports_its_ordered_share_and_keeps_its_outputs() {
         }
     }
 }
+
+#[test]
+fn many_threads_on_small_chunks_give_the_one_thread_outputs() {
+    // Small chunks: many of them in flight at once, in every lane of the
+    // block-split ordered step (exact mode), located (feedback) or not.
+    let dir = tempfile::tempdir().unwrap();
+    let variants: [&[&str]; 3] = [&[], &["-f"], &["--doc-check", "url-title"]];
+    for (i, extra) in variants.iter().enumerate() {
+        let one = dir.path().join(format!("one{i}"));
+        let many = dir.path().join(format!("many{i}"));
+        let small = ["--dd", "--chunk-bytes", "20000"];
+        for (out, threads) in [(&one, "1"), (&many, "8")] {
+            let args = [&small[..], &["-t", threads], *extra].concat();
+            ok(&dedup(&sample_dir(), out, &args));
+        }
+        let want = outputs(&one);
+        assert!(want.iter().any(|(n, _)| n.ends_with(".dd")), "{extra:?}");
+        assert_same_files(&format!("-t 8 {extra:?}"), &outputs(&many), &want);
+    }
+}

@@ -49,6 +49,12 @@ impl OrderedClock {
         r
     }
 
+    /// Counts `seconds` of serial work measured elsewhere (the block-split
+    /// step's longest chain).
+    pub(crate) fn add_seconds(&self, seconds: f64) {
+        self.ns.fetch_add((seconds * 1e9) as u64, Ordering::Relaxed);
+    }
+
     pub(crate) fn seconds(&self) -> f64 {
         self.ns.load(Ordering::Relaxed) as f64 / 1e9
     }

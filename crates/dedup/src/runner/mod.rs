@@ -8,6 +8,7 @@
 
 mod config;
 mod cpu;
+mod lanes;
 mod order;
 mod outputs;
 mod worker;
@@ -27,6 +28,7 @@ use crate::resume::Finished;
 use crate::state::RunState;
 use anyhow::{Context, Result};
 use cpu::OrderedClock;
+use lanes::{Lanes, EXACT_ROUNDS};
 use order::{read_jobs, Gate, Job, RecordCounter};
 use outputs::{check_output_names, finish_file, Finish};
 use parking_lot::Mutex;
@@ -190,6 +192,8 @@ pub fn run_files(
             writer.finisher = None;
             (std::mem::take(&mut writer.stats), writer.replayed)
         } else {
+            let lanes = split_by_block(cfg, dur).then(|| Lanes::new(store, EXACT_ROUNDS));
+            let lanes = &lanes;
             let commit_gate = Gate::new(RecordCounter::default());
             let write_gate = Gate::new(writer);
             let failure: Mutex<Option<anyhow::Error>> = Mutex::new(None);
@@ -218,7 +222,7 @@ pub fn run_files(
                             let r = commit_gate.pass(job.seq, |records| {
                                 ordered.time(|| {
                                     w.first_record = records.next(&job, w.engine.plan.paras.len());
-                                    if failed() {
+                                    if failed() || lanes.is_some() {
                                         Ok(())
                                     } else {
                                         w.decide(
@@ -231,6 +235,19 @@ pub fn run_files(
                                         )
                                     }
                                 })
+                            });
+                            let r = r.and_then(|_| match lanes {
+                                Some(l) => w.decide_in_lanes(
+                                    &job,
+                                    &files[job.file],
+                                    l,
+                                    store,
+                                    &cfg.options,
+                                    state,
+                                    dur,
+                                    failed(),
+                                ),
+                                None => Ok(()),
                             });
                             let r = r.and_then(|_| {
                                 if failed() || replay[job.file] {
@@ -262,6 +279,9 @@ pub fn run_files(
             if let Some(e) = failure.into_inner() {
                 return Err(e);
             }
+            if let Some(l) = lanes {
+                ordered.add_seconds(l.longest_chain_seconds());
+            }
             let writer = write_gate.state.into_inner().1;
             (writer.stats, writer.replayed)
         };
@@ -286,4 +306,13 @@ pub fn run_files(
         stats.documents_dropped_unverified.get_or_insert(0);
     }
     Ok(stats)
+}
+
+/// Whether the ordered step is split by store block ([`lanes`]): exact mode (its
+/// rounds ask keys of separate kinds; near and MinHash rounds depend on each
+/// other's inserts) on this process's own store (the one kept with a journal; a
+/// remote store answers a retried request by its identity, which a split would
+/// reuse).
+fn split_by_block(cfg: &RunConfig, dur: &Durability) -> bool {
+    cfg.options.near().is_none() && cfg.options.minhash().is_none() && dur.journal.is_some()
 }
