@@ -219,34 +219,23 @@ pub fn run_files(
                             }
                             // Every job passes both gates, even after a failure, so no
                             // thread waits forever for a turn that never comes.
+                            let decide = |w: &mut Worker, store: &dyn Store| {
+                                if failed() {
+                                    return Ok(());
+                                }
+                                w.decide(&job, &files[job.file], store, &cfg.options, state, dur)
+                            };
                             let r = commit_gate.pass(job.seq, |records| {
                                 ordered.time(|| {
                                     w.first_record = records.next(&job, w.engine.plan.paras.len());
-                                    if failed() || lanes.is_some() {
-                                        Ok(())
-                                    } else {
-                                        w.decide(
-                                            &job,
-                                            &files[job.file],
-                                            store,
-                                            &cfg.options,
-                                            state,
-                                            dur,
-                                        )
+                                    match lanes {
+                                        Some(_) => Ok(()),
+                                        None => decide(&mut w, store),
                                     }
                                 })
                             });
                             let r = r.and_then(|_| match lanes {
-                                Some(l) => w.decide_in_lanes(
-                                    &job,
-                                    &files[job.file],
-                                    l,
-                                    store,
-                                    &cfg.options,
-                                    state,
-                                    dur,
-                                    failed(),
-                                ),
+                                Some(l) => w.in_lanes(&job, &files[job.file], l, store, decide),
                                 None => Ok(()),
                             });
                             let r = r.and_then(|_| {

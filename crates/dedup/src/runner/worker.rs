@@ -136,20 +136,17 @@ impl Worker {
         Ok(())
     }
 
-    /// [`Worker::decide`] with the ordered step split by store block (see
-    /// [`super::lanes`]): outside the commit gate, each round's keys asked lane by
-    /// lane in their turns. `skip`: take no turn but pass them on (a failed run).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn decide_in_lanes(
+    /// Runs `decide` (a [`Worker::decide`]) with the ordered step split by store
+    /// block (see [`super::lanes`]): outside the commit gate, each round's keys
+    /// asked lane by lane in their turns. Every turn the chunk did not take is
+    /// passed on, whatever `decide` did.
+    pub(crate) fn in_lanes(
         &mut self,
         job: &Job,
         file: &InputFile,
         lanes: &Lanes,
         store: &dyn Store,
-        opts: &Options,
-        state: &RunState,
-        dur: &Durability,
-        skip: bool,
+        decide: impl FnOnce(&mut Worker, &dyn Store) -> Result<()>,
     ) -> Result<()> {
         let lane_store = LaneStore {
             lanes,
@@ -159,11 +156,7 @@ impl Worker {
             passed: parking_lot::Mutex::new(vec![false; lanes.rounds()]),
             scratch: parking_lot::Mutex::new(std::mem::take(&mut self.lane_scratch)),
         };
-        let r = if skip {
-            Ok(())
-        } else {
-            self.decide(job, file, &lane_store, opts, state, dur)
-        };
+        let r = decide(self, &lane_store);
         lane_store.finish();
         self.lane_scratch = lane_store.scratch.into_inner();
         r
