@@ -160,6 +160,14 @@ pub fn run_outcome(
         s.seconds,
         count(s.threads as u64, "thread", "threads")
     ));
+    if s.cpu_seconds > 0.0 {
+        // The part no added thread can take (`RunStats::ordered_share`).
+        o.note(format!(
+            "ordered step {:.1}% of {:.2} s CPU",
+            100.0 * s.ordered_share,
+            s.cpu_seconds
+        ));
+    }
     o.figure(
         "persistence",
         serde_json::json!({

@@ -89,6 +89,14 @@ pub struct RunStats {
     pub store_bytes: u64,
     pub bytes_per_key: f64,
     pub mb_per_second: f64,
+    /// CPU time of the run (every thread of the process), in seconds.
+    pub cpu_seconds: f64,
+    /// CPU time in the ordered step (store requests and decisions, one chunk at a
+    /// time in input order), summed over the threads, in seconds.
+    pub ordered_cpu_seconds: f64,
+    /// `ordered_cpu_seconds / cpu_seconds`: the share of the work no added thread
+    /// can take (by Amdahl's law, n cores give at most 1 / (s + (1 - s) / n)).
+    pub ordered_share: f64,
 }
 
 impl RunStats {
@@ -135,6 +143,18 @@ impl RunStats {
         };
         self.mb_per_second = if seconds > 0.0 {
             self.bytes_in as f64 / 1e6 / seconds
+        } else {
+            0.0
+        };
+    }
+
+    /// Records the run's CPU time and its ordered step's, in seconds.
+    pub fn set_cpu(&mut self, all: f64, ordered: f64) {
+        self.cpu_seconds = all;
+        self.ordered_cpu_seconds = ordered;
+        // The two clocks count in different units (getrusage in microseconds).
+        self.ordered_share = if all > 0.0 {
+            (ordered / all).clamp(0.0, 1.0)
         } else {
             0.0
         };

@@ -7,6 +7,8 @@
 //! and the outputs are byte-identical for every `--threads` value.
 
 mod config;
+mod cpu;
+mod lanes;
 mod order;
 mod outputs;
 mod worker;
@@ -25,6 +27,8 @@ use crate::report::RunStats;
 use crate::resume::Finished;
 use crate::state::RunState;
 use anyhow::{Context, Result};
+use cpu::OrderedClock;
+use lanes::{Lanes, EXACT_ROUNDS};
 use order::{read_jobs, Gate, Job, RecordCounter};
 use outputs::{check_output_names, finish_file, Finish};
 use parking_lot::Mutex;
@@ -87,6 +91,8 @@ pub fn run_files(
     report: &(dyn Fn(&str) + Sync),
 ) -> Result<RunStats> {
     let started = Instant::now();
+    let cpu_started = cpu::process_cpu_ns();
+    let ordered = OrderedClock::default();
     check_output_names(&files, &cfg.output)?;
     fs::create_dir_all(&cfg.output)
         .with_context(|| format!("cannot create output directory {}", cfg.output.display()))?;
@@ -160,8 +166,8 @@ pub fn run_files(
             read_jobs(&files, cfg, &pool, &should_stop, dur.stop, |job| {
                 w.plan(&job, &files[job.file], dur);
                 w.first_record = records.next(&job, w.engine.plan.paras.len());
-                let r = w
-                    .decide(&job, &files[job.file], store, &cfg.options, state, dur)
+                let r = ordered
+                    .time(|| w.decide(&job, &files[job.file], store, &cfg.options, state, dur))
                     .and_then(|_| {
                         if !replay[job.file] {
                             w.build_record(&job, &files[job.file]);
@@ -186,6 +192,8 @@ pub fn run_files(
             writer.finisher = None;
             (std::mem::take(&mut writer.stats), writer.replayed)
         } else {
+            let lanes = split_by_block(cfg, dur).then(|| Lanes::new(store, EXACT_ROUNDS));
+            let lanes = &lanes;
             let commit_gate = Gate::new(RecordCounter::default());
             let write_gate = Gate::new(writer);
             let failure: Mutex<Option<anyhow::Error>> = Mutex::new(None);
@@ -211,20 +219,24 @@ pub fn run_files(
                             }
                             // Every job passes both gates, even after a failure, so no
                             // thread waits forever for a turn that never comes.
-                            let r = commit_gate.pass(job.seq, |records| {
-                                w.first_record = records.next(&job, w.engine.plan.paras.len());
+                            let decide = |w: &mut Worker, store: &dyn Store| {
                                 if failed() {
-                                    Ok(())
-                                } else {
-                                    w.decide(
-                                        &job,
-                                        &files[job.file],
-                                        store,
-                                        &cfg.options,
-                                        state,
-                                        dur,
-                                    )
+                                    return Ok(());
                                 }
+                                w.decide(&job, &files[job.file], store, &cfg.options, state, dur)
+                            };
+                            let r = commit_gate.pass(job.seq, |records| {
+                                ordered.time(|| {
+                                    w.first_record = records.next(&job, w.engine.plan.paras.len());
+                                    match lanes {
+                                        Some(_) => Ok(()),
+                                        None => decide(&mut w, store),
+                                    }
+                                })
+                            });
+                            let r = r.and_then(|_| match lanes {
+                                Some(l) => w.in_lanes(&job, &files[job.file], l, store, decide),
+                                None => Ok(()),
                             });
                             let r = r.and_then(|_| {
                                 if failed() || replay[job.file] {
@@ -256,6 +268,9 @@ pub fn run_files(
             if let Some(e) = failure.into_inner() {
                 return Err(e);
             }
+            if let Some(l) = lanes {
+                ordered.add_seconds(l.longest_chain_seconds());
+            }
             let writer = write_gate.state.into_inner().1;
             (writer.stats, writer.replayed)
         };
@@ -274,8 +289,19 @@ pub fn run_files(
         store.memory_bytes(),
     );
     stats.keys_counted = store.counts_keys();
+    let cpu_all = cpu::process_cpu_ns().saturating_sub(cpu_started) as f64 / 1e9;
+    stats.set_cpu(cpu_all, ordered.seconds());
     if cfg.options.minhash().is_some_and(|m| m.verify.is_some()) && state.decided.is_none() {
         stats.documents_dropped_unverified.get_or_insert(0);
     }
     Ok(stats)
+}
+
+/// Whether the ordered step is split by store block ([`lanes`]): exact mode (its
+/// rounds ask keys of separate kinds; near and MinHash rounds depend on each
+/// other's inserts) on this process's own store (the one kept with a journal; a
+/// remote store answers a retried request by its identity, which a split would
+/// reuse).
+fn split_by_block(cfg: &RunConfig, dur: &Durability) -> bool {
+    cfg.options.near().is_none() && cfg.options.minhash().is_none() && dur.journal.is_some()
 }

@@ -1,6 +1,7 @@
 //! One thread's worker: the engine on a job, and the chunk's journal record.
 
 use super::config::{Durability, RunConfig};
+use super::lanes::{LaneScratch, LaneStore, Lanes};
 use super::order::Job;
 use super::outputs::rel_bytes;
 use crate::engine::{Engine, Rendering};
@@ -33,6 +34,7 @@ pub(crate) struct Worker {
     /// the gates, appended in the write gate before the chunk's output.
     pub(crate) record: Vec<u8>,
     record_due: bool,
+    lane_scratch: LaneScratch,
 }
 
 impl Worker {
@@ -49,6 +51,7 @@ impl Worker {
             tag: Vec::new(),
             record: Vec::new(),
             record_due: false,
+            lane_scratch: Default::default(),
         }
     }
 
@@ -131,6 +134,32 @@ impl Worker {
             }
         }
         Ok(())
+    }
+
+    /// Runs `decide` (a [`Worker::decide`]) with the ordered step split by store
+    /// block (see [`super::lanes`]): outside the commit gate, each round's keys
+    /// asked lane by lane in their turns. Every turn the chunk did not take is
+    /// passed on, whatever `decide` did.
+    pub(crate) fn in_lanes(
+        &mut self,
+        job: &Job,
+        file: &InputFile,
+        lanes: &Lanes,
+        store: &dyn Store,
+        decide: impl FnOnce(&mut Worker, &dyn Store) -> Result<()>,
+    ) -> Result<()> {
+        let lane_store = LaneStore {
+            lanes,
+            inner: store,
+            seq: job.seq,
+            base: chunk_identity(rel_bytes(&file.rel), job.index),
+            passed: parking_lot::Mutex::new(vec![false; lanes.rounds()]),
+            scratch: parking_lot::Mutex::new(std::mem::take(&mut self.lane_scratch)),
+        };
+        let r = decide(self, &lane_store);
+        lane_store.finish();
+        self.lane_scratch = lane_store.scratch.into_inner();
+        r
     }
 
     /// Builds the chunk's journal record (outside the gates: in parallel).

@@ -1,0 +1,78 @@
+//! The ordered step (store requests and decisions, one chunk at a time in input
+//! order) as a real process: its share of the run's CPU time in `--json` and the
+//! summary for every mode, and outputs that do not depend on the thread count.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+
+/// The modes whose ordered step differs: exact, near (`-n`) and MinHash.
+const MODES: [(&str, &[&str]); 3] = [("dedup", &[]), ("dedup", &["-n"]), ("minhash", &[])];
+
+/// A run of `command` over the sample into `out` with `extra`, not quiet: its
+/// `--json` figures and its summary line.
+fn run(command: &str, out: &Path, extra: &[&str]) -> (serde_json::Value, String) {
+    let (input, json) = (sample_dir(), out.with_extension("json"));
+    let fixed = [
+        command,
+        "-i",
+        s(&input),
+        "-o",
+        s(out),
+        "--dd",
+        "--json",
+        s(&json),
+    ];
+    let o = webdedup(&[&fixed[..], extra].concat());
+    ok(&o);
+    (serde_json::from_str(&read(&json)).unwrap(), stderr(&o))
+}
+
+#[test]
+fn every_mode_reports_its_ordered_share_and_keeps_its_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    for (i, (command, mode)) in MODES.iter().enumerate() {
+        let what = format!("{command} {mode:?}");
+        let reference = dir.path().join(format!("ref{i}"));
+        ok(&webdedup(&command_args(
+            command,
+            &sample_dir(),
+            &reference,
+            &[&["--dd", "-t", "1"], *mode].concat(),
+        )));
+        for threads in ["1", "2"] {
+            let out = dir.path().join(format!("out{i}-{threads}"));
+            let (figures, summary) = run(command, &out, &[&["-t", threads], *mode].concat());
+            let share = figures["ordered_share"].as_f64().expect(&what);
+            assert!((0.0..=1.0).contains(&share), "{what}: share {share}");
+            let ordered = figures["ordered_cpu_seconds"].as_f64().expect(&what);
+            let all = figures["cpu_seconds"].as_f64().expect(&what);
+            // Every chunk passes the step: its time is measured, not left at 0.
+            assert!(ordered > 0.0 && all > 0.0, "{what}: {ordered} of {all}");
+            let line = format!("ordered step {:.1}% of {:.2} s CPU", 100.0 * share, all);
+            assert!(summary.contains(&line), "{what}: {line} not in {summary}");
+            assert_same_files(&what, &outputs(&out), &outputs(&reference));
+        }
+    }
+}
+
+#[test]
+fn many_threads_on_small_chunks_give_the_one_thread_outputs() {
+    // Small chunks: many of them in flight at once, in every lane of the
+    // block-split ordered step (exact mode), located (feedback) or not.
+    let dir = tempfile::tempdir().unwrap();
+    let variants: [&[&str]; 3] = [&[], &["-f"], &["--doc-check", "url-title"]];
+    for (i, extra) in variants.iter().enumerate() {
+        let one = dir.path().join(format!("one{i}"));
+        let many = dir.path().join(format!("many{i}"));
+        let small = ["--dd", "--chunk-bytes", "20000"];
+        for (out, threads) in [(&one, "1"), (&many, "8")] {
+            let args = [&small[..], &["-t", threads], *extra].concat();
+            ok(&dedup(&sample_dir(), out, &args));
+        }
+        let want = outputs(&one);
+        assert!(want.iter().any(|(n, _)| n.ends_with(".dd")), "{extra:?}");
+        assert_same_files(&format!("-t 8 {extra:?}"), &outputs(&many), &want);
+    }
+}
