@@ -6,18 +6,9 @@
 
 mod common;
 
-use common::{arg, Keys};
+use common::{arg, cpu_seconds, Keys};
 use std::time::Instant;
 use webdedup_store::{MemStore, Store, StoreMeta, DEFAULT_BLOCKS};
-
-/// CPU seconds (user + system) of this process so far.
-fn cpu_seconds() -> f64 {
-    // SAFETY: getrusage only writes into the struct we pass.
-    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
-    let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 / 1e6;
-    t(u.ru_utime) + t(u.ru_stime)
-}
 
 fn main() {
     let n: usize = arg(0, 10_000_000);

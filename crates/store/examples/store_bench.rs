@@ -1,12 +1,13 @@
 //! Synthetic load of the embedded store: N random keys inserted in batches, then the
-//! same keys again (all seen). Prints inserts/s, table bytes a key and RSS a key.
-//! Usage: cargo run --release -p webdedup-store --example store_bench -- [KEYS] [BATCH]
+//! same keys again (all seen). Prints inserts/s (per wall and per CPU second),
+//! table bytes a key and RSS a key.
+//! Usage: cargo run --release -p webdedup-store --example store_bench -- [KEYS] [BATCH] [BLOCKS]
 
 mod common;
 
-use common::{arg, Keys};
+use common::{arg, cpu_seconds, Keys};
 use std::time::Instant;
-use webdedup_store::{MemStore, Store};
+use webdedup_store::{MemStore, Store, DEFAULT_BLOCKS};
 
 fn rss_bytes() -> u64 {
     let s = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
@@ -22,11 +23,12 @@ fn main() {
     let n: usize = arg(0, 50_000_000);
     let batch: usize = arg(1, 4096);
     let rss0 = rss_bytes();
-    let store = MemStore::default();
+    let blocks: u32 = arg(2, DEFAULT_BLOCKS);
+    let store = MemStore::new(blocks);
     let mut seen = Vec::with_capacity(batch);
     let mut random = Keys::new();
     let mut keys = vec![0u64; batch];
-    let t = Instant::now();
+    let (t, cpu) = (Instant::now(), cpu_seconds());
     let mut done = 0;
     let mut new = 0usize;
     while done < n {
@@ -37,10 +39,12 @@ fn main() {
         done += m;
     }
     let secs = t.elapsed().as_secs_f64();
+    let cpu = cpu_seconds() - cpu;
     let rss = rss_bytes().saturating_sub(rss0);
     println!(
-        "{{\"keys\": {n}, \"new\": {new}, \"batch\": {batch}, \"insert_seconds\": {secs:.3}, \"inserts_per_second\": {:.0}, \"table_bytes_per_key\": {:.2}, \"rss_bytes_per_key\": {:.2}}}",
+        "{{\"keys\": {n}, \"new\": {new}, \"batch\": {batch}, \"blocks\": {blocks}, \"insert_seconds\": {secs:.3}, \"inserts_per_second\": {:.0}, \"insert_cpu_seconds\": {cpu:.3}, \"inserts_per_cpu_second\": {:.0}, \"table_bytes_per_key\": {:.2}, \"rss_bytes_per_key\": {:.2}}}",
         n as f64 / secs,
+        n as f64 / cpu,
         store.memory_bytes() as f64 / store.len() as f64,
         rss as f64 / store.len() as f64
     );

@@ -9,6 +9,16 @@ pub fn arg<T: std::str::FromStr>(i: usize, default: T) -> T {
         .unwrap_or(default)
 }
 
+/// CPU seconds (user + system) of this process so far: on a shared machine, a
+/// rate per CPU second moves less with the load than one per wall second.
+pub fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage only writes into the struct we pass.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 / 1e6;
+    t(u.ru_utime) + t(u.ru_stime)
+}
+
 /// Random keys, like xxh3 outputs: splitmix64 from a fixed seed, so every run
 /// inserts the same keys.
 pub struct Keys(u64);
