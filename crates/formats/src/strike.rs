@@ -91,6 +91,15 @@ pub fn struck_text(text: &str, spans: &[Range<usize>]) -> String {
     out
 }
 
+/// Whether documents of `format` can be written with spans struck: a run
+/// checks its inputs' formats before it writes anything.
+pub fn check_writable(format: &DocFormat) -> Result<(), StrikeError> {
+    match format {
+        DocFormat::Jsonl(_) | DocFormat::Wet { .. } => Ok(()),
+        DocFormat::Vertical | DocFormat::Parquet(_) => Err(StrikeError::Unsupported(format.name())),
+    }
+}
+
 /// Appends to `out` the document whose bytes are `raw` and whose text is `text`
 /// (both as [`crate::texts::Text::Doc`] gives them), in `format`, with the
 /// bytes of `spans` struck from its text. Returns whether anything was struck.
@@ -105,6 +114,7 @@ pub fn write_struck(
         out.extend_from_slice(raw);
         return Ok(false);
     }
+    check_writable(format)?;
     let kept = struck_text(text, spans);
     match format {
         DocFormat::Jsonl(opts) => {
@@ -131,9 +141,8 @@ pub fn write_struck(
             // Writing into a Vec without gzip cannot fail.
             let _ = crate::wet::write_record(&record, header_len, true, false, out);
         }
-        DocFormat::Vertical | DocFormat::Parquet(_) => {
-            return Err(StrikeError::Unsupported(format.name()))
-        }
+        // Refused by `check_writable` above.
+        DocFormat::Vertical | DocFormat::Parquet(_) => {}
     }
     Ok(true)
 }

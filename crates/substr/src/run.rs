@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use webdedup_formats::output::{AtomicOutput, OutputCompression};
 use webdedup_formats::problems::Problems;
 use webdedup_formats::read::{DocFormat, ReadSettings};
-use webdedup_formats::strike::write_struck;
+use webdedup_formats::strike::{check_writable, write_struck};
 use webdedup_formats::texts::{read_texts, Text};
 use webdedup_text::shown::escape_tsv;
 
@@ -126,6 +126,18 @@ pub fn write(
     found: &Found,
     compression: OutputCompression,
 ) -> io::Result<()> {
+    for path in files {
+        let (stream, _) = webdedup_formats::open_input(path)?;
+        let mut stream = BufReader::new(stream);
+        let format = reading.read.resolve(stream.fill_buf()?);
+        check_writable(&format)
+            .map_err(|e| io::Error::other(format!("{}: {e}", path.display())))?;
+    }
+    for dir in outputs.iter().filter_map(|o| o.parent()) {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            io::Error::new(e.kind(), format!("cannot create {}: {e}", dir.display()))
+        })?;
+    }
     let mut docs = found.docs.iter();
     // The first pass reported the input's problems.
     let quiet = Problems::quiet();
