@@ -17,8 +17,7 @@ use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::time::Instant;
 use webdedup_formats::problems::Problems;
-use webdedup_formats::read::ReadSettings;
-use webdedup_substr::run::{find, Reading};
+use webdedup_substr::run::{find, input_files, Reading};
 use webdedup_substr::sarray::BYTES_PER_SHARD_BYTE;
 use webdedup_substr::{Keep, Settings};
 
@@ -45,13 +44,8 @@ fn main() {
             _ => inputs.push(PathBuf::from(a)),
         }
     }
-    let listing = webdedup_formats::list_inputs(&inputs, &Default::default())
-        .unwrap_or_else(|e| fail(&e.to_string()));
-    let files: Vec<PathBuf> = listing.files.iter().map(|f| f.path.clone()).collect();
-    let reading = Reading {
-        read: ReadSettings::default(),
-        max_line_bytes: 1 << 26,
-    };
+    let files = input_files(&inputs).unwrap_or_else(|e| fail(&e.to_string()));
+    let reading = Reading::default();
     let started = Instant::now();
     let found = find(&files, &reading, &settings, &Problems::new(false))
         .unwrap_or_else(|e| fail(&e.to_string()));

@@ -20,9 +20,8 @@ use std::io::BufRead;
 use std::ops::Range;
 use std::path::PathBuf;
 use webdedup_formats::problems::Problems;
-use webdedup_formats::read::ReadSettings;
 use webdedup_formats::texts::{read_file_texts, Text};
-use webdedup_substr::run::{find, Reading};
+use webdedup_substr::run::{find, input_files, Reading};
 use webdedup_substr::{Keep, Settings};
 
 fn fail(why: &str) -> ! {
@@ -87,13 +86,8 @@ fn main() {
             _ => fail(&format!("unknown argument {a} (inputs go after --)")),
         }
     }
-    let listing = webdedup_formats::list_inputs(&inputs, &Default::default())
-        .unwrap_or_else(|e| fail(&e.to_string()));
-    let files: Vec<PathBuf> = listing.files.iter().map(|f| f.path.clone()).collect();
-    let reading = Reading {
-        read: ReadSettings::default(),
-        max_line_bytes: 1 << 26,
-    };
+    let files = input_files(&inputs).unwrap_or_else(|e| fail(&e.to_string()));
+    let reading = Reading::default();
     let exact = find(&files, &reading, &settings, &Problems::new(false))
         .unwrap_or_else(|e| fail(&e.to_string()));
     let marks = read_marks(&marks, &names);

@@ -22,6 +22,23 @@ pub struct Reading {
     pub max_line_bytes: usize,
 }
 
+impl Default for Reading {
+    /// Formats sniffed, default fields, the default line limit.
+    fn default() -> Self {
+        Reading {
+            read: ReadSettings::default(),
+            max_line_bytes: webdedup_formats::chunk::DEFAULT_MAX_LINE_BYTES,
+        }
+    }
+}
+
+/// The files of `inputs` (directories walked in sorted relative-path order),
+/// for the tools that take inputs without the command line's checks.
+pub fn input_files(inputs: &[PathBuf]) -> io::Result<Vec<PathBuf>> {
+    let listing = webdedup_formats::list_inputs(inputs, &Default::default())?;
+    Ok(listing.files.into_iter().map(|f| f.path).collect())
+}
+
 /// One document of the corpus and the spans struck from its text.
 #[derive(Clone, Debug)]
 pub struct DocSpans {
