@@ -21,7 +21,7 @@ fn to_spans(marks: &[bool]) -> Vec<Range<usize>> {
 }
 
 /// Every window of `l` bytes of every text, with its global order.
-fn windows<'a>(texts: &'a [String], l: usize) -> Vec<(usize, usize, &'a [u8])> {
+fn windows(texts: &[String], l: usize) -> Vec<(usize, usize, &[u8])> {
     let mut out = Vec::new();
     for (t, text) in texts.iter().enumerate() {
         let b = text.as_bytes();
