@@ -6,7 +6,7 @@
 #   bench/substr_peer.sh PEER_DIR [CORPUS_DIR...]
 #     PEER_DIR: a clone of their repository with `cargo build --release` done
 #     CORPUS_DIR: timed (e.g. a directory of web3-jsonl); none: samples only
-#   L=100 (default) sets the length threshold of both.
+#   L=100 (default) sets the length threshold of both; SAMPLES=0 skips the samples.
 #
 # Both read the same texts: exact_substr writes them in their layout
 # (`\xff\xff` + document number before each text, as their load_dataset_hf.py)
@@ -24,14 +24,15 @@ dd=$peer/target/release/dedup_dataset
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 load() { cut -d' ' -f1-3 /proc/loadavg; }
-timed() { /usr/bin/time -f "%e %M" -o "$tmp/time" "$@"; cat "$tmp/time"; }
+# Runs a command (its output discarded), then prints "seconds max_kb".
+timed() { /usr/bin/time -f "%e %M" -o "$tmp/time" "$@" >/dev/null 2>&1; cat "$tmp/time"; }
 
 # Their pipeline on $tmp/data.bin; prints "seconds max_kb" of each step.
 peer_run() {
     rm -rf "$tmp/cache" "$tmp/data.bin.table.bin"
     (cd "$peer" &&
-        echo "make $(timed "$dd" make --data-file "$tmp/data.bin" 2>&1 >/dev/null)" &&
-        echo "self-similar $(timed "$dd" self-similar --data-file "$tmp/data.bin" --length-threshold "$L" --cache-dir "$tmp/cache" --num-threads 1 2>&1 >/dev/null)" &&
+        echo "make $(timed "$dd" make --data-file "$tmp/data.bin")" &&
+        echo "self-similar $(timed "$dd" self-similar --data-file "$tmp/data.bin" --length-threshold "$L" --cache-dir "$tmp/cache" --num-threads 1)" &&
         /usr/bin/time -f "%e %M" -o "$tmp/time" "$dd" collect --data-file "$tmp/data.bin" --cache-dir "$tmp/cache" --length-threshold "$L" >"$tmp/peer.out" &&
         echo "collect $(cat "$tmp/time")")
 }
@@ -90,7 +91,7 @@ PY
 }
 
 echo "# load $(load)"
-for s in sample/web3-mini sample/web3-mini-jsonl sample/web3-mini-parquet sample/web3-mini-wet; do
+[ "${SAMPLES:-1}" = 0 ] || for s in sample/web3-mini sample/web3-mini-jsonl sample/web3-mini-parquet sample/web3-mini-wet; do
     "$ex" --length "$L" --peer-data "$tmp/data.bin" "$s" >"$tmp/ours.tsv" 2>"$tmp/ours.err"
     peer_run >/dev/null
     echo "$s (L=$L): $(compare)"
@@ -98,8 +99,10 @@ done
 for c in "$@"; do
     echo "# $c, L=$L, load $(load)"
     "$ex" --length "$L" --peer-data "$tmp/data.bin" "$c" >/dev/null 2>&1
-    echo "webdedup exact_substr (libsais, one shard): $(timed "$ex" --length "$L" "$c" 2>/dev/null >"$tmp/ours.tsv") (s, max KB)"
-    echo "webdedup exact_substr --max-memory 128 (shards merged): $(timed "$ex" --length "$L" --max-memory 128 "$c" 2>/dev/null >"$tmp/ours-sharded.tsv") (s, max KB); same spans: $(cmp -s "$tmp/ours.tsv" "$tmp/ours-sharded.tsv" && echo yes || echo NO)"
+    /usr/bin/time -f "%e %M" -o "$tmp/time" "$ex" --length "$L" "$c" 2>/dev/null >"$tmp/ours.tsv"
+    echo "webdedup exact_substr (libsais, one shard): $(cat "$tmp/time") (s, max KB)"
+    /usr/bin/time -f "%e %M" -o "$tmp/time" "$ex" --length "$L" --max-memory 128 "$c" 2>/dev/null >"$tmp/ours-sharded.tsv"
+    echo "webdedup exact_substr --max-memory 128 (shards merged): $(cat "$tmp/time") (s, max KB); same spans: $(cmp -s "$tmp/ours.tsv" "$tmp/ours-sharded.tsv" && echo yes || echo NO)"
     echo "their data file: $(stat -c %s "$tmp/data.bin") bytes"
     peer_run | sed 's/^/deduplicate-text-datasets /'
     echo "ranges: $(compare)"
