@@ -56,12 +56,7 @@ fn every_copy_or_all_but_the_first() {
     ]));
     assert_eq!(
         texts(&out.join("a.dedup.jsonl")),
-        [
-            "firstone",
-            "nothing repeated here",
-            "thirdthree",
-            ""
-        ]
+        ["firstone", "nothing repeated here", "thirdthree", ""]
     );
     let out = dir.path().join("first");
     let o = webdedup(&[
@@ -78,12 +73,7 @@ fn every_copy_or_all_but_the_first() {
     let want = corpus();
     assert_eq!(
         texts(&out.join("a.dedup.jsonl")),
-        [
-            want[0].as_str(),
-            "nothing repeated here",
-            "thirdthree",
-            ""
-        ]
+        [want[0].as_str(), "nothing repeated here", "thirdthree", ""]
     );
     // The other fields of a changed record are as read (serde_json wrote the
     // input's keys sorted).
