@@ -31,6 +31,10 @@ pub enum BatchCommand {
     Publish(PublishArgs),
     /// Every phase locally, tasks on threads.
     Run(RunArgs),
+    /// ExactSubstr's rule: strike every byte span of at least --length bytes
+    /// that occurs twice or more in the inputs (or all copies but the first),
+    /// found with a suffix array over all the texts (docs/substr.md).
+    Substr(crate::substr::SubstrArgs),
 }
 
 #[derive(Debug, Args, Clone)]
@@ -175,6 +179,7 @@ impl BatchCommand {
     /// The input directory (or file) and the work directory of the task.
     pub fn input_and_work(&self) -> (&[PathBuf], &Path) {
         let c = match self {
+            BatchCommand::Substr(s) => return (&s.input.paths, &s.output),
             BatchCommand::Hash(t) => &t.common,
             BatchCommand::Resolve(r) => &r.task.common,
             BatchCommand::Filter(f) => &f.task.common,
@@ -285,10 +290,14 @@ pub fn run(cmd: &BatchCommand) -> Result<u8> {
     // Problem lines name input files: never raw control bytes.
     let report = |line: &str| eprintln!("{}", escape_controls(line));
     // `batch run` has the work directory to itself; the phase commands share it
-    // (a job array's tasks run at once).
+    // (a job array's tasks run at once). `substr` has no work directory.
     let work = cmd.input_and_work().1;
-    let _lock = batch::lock_work(work, matches!(cmd, BatchCommand::Run(_)))?;
+    let _lock = match cmd {
+        BatchCommand::Substr(_) => None,
+        _ => Some(batch::lock_work(work, matches!(cmd, BatchCommand::Run(_)))?),
+    };
     match cmd {
+        BatchCommand::Substr(s) => crate::substr::run(s),
         BatchCommand::Hash(t) => {
             let cfg = check_task(t)?;
             t.report.check_json_target(false)?;

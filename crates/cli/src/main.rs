@@ -15,6 +15,7 @@ mod remote;
 mod report;
 mod server;
 mod status;
+mod substr;
 mod summaries;
 
 use clap::{Parser, Subcommand};
@@ -441,7 +442,7 @@ mod tests {
     }
 
     /// Every command that reads inputs, with what else it has.
-    const COMMANDS: [(&[&str], Gives); 18] = [
+    const COMMANDS: [(&[&str], Gives); 19] = [
         (&["dedup"], Gives::Threads),
         (&["minhash"], Gives::Inputs),
         (&["check"], Gives::Reporting),
@@ -451,6 +452,7 @@ mod tests {
         (&["batch", "filter"], Gives::Inputs),
         (&["batch", "publish"], Gives::Inputs),
         (&["batch", "run"], Gives::Threads),
+        (&["batch", "substr"], Gives::Reporting),
         (&["cdx", "dups"], Gives::Reporting),
         (&["cdx", "revisits"], Gives::Reporting),
         (&["cdx", "dates"], Gives::Reporting),

@@ -509,6 +509,25 @@ pub fn parse_chunk<S: DocSink>(chunk: &Chunk, opts: &JsonlOptions, sink: &mut S)
     }
 }
 
+/// The span of the text value (with its quotes) in a record `line`, as the
+/// reader finds it; `None` when the line is not a record with a string there.
+/// For writers that replace the text of a record already read
+/// ([`crate::strike`]).
+pub fn text_value_span(line: &str, opts: &JsonlOptions) -> Option<Range<usize>> {
+    let tree = tree(opts);
+    let mut found = Found::default();
+    found.reset(opts);
+    let mut de = serde_json::Deserializer::from_str(line);
+    NodeSeed {
+        node: &tree,
+        found: &mut found,
+        base: line.as_ptr() as usize,
+    }
+    .deserialize(&mut de)
+    .ok()?;
+    found.text?.ok()
+}
+
 /// One line: a document, a bad record, or a blank line (dropped).
 fn record<S: DocSink>(
     data: &[u8],

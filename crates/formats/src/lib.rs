@@ -20,6 +20,8 @@
 //! * [`plain`]: documents whose text is plain lines (Parquet, WET).
 //! * [`convert`]: verticals to JSON Lines (the shared corpus's rules), for samples
 //!   and the equivalence tests.
+//! * [`strike`]: byte spans struck from a text, the document written back in
+//!   its format (the substring modes).
 //! * [`texts`]: whole documents as id and text, for readers that want no
 //!   paragraphs (SimHash, the studies).
 //! * [`problems`]: input problems counted and reported, one `webdedup:` line each.
@@ -51,6 +53,7 @@ pub mod parquet_out;
 pub mod plain;
 pub mod problems;
 pub mod read;
+pub mod strike;
 pub mod summary;
 pub mod texts;
 pub mod vertical;

@@ -1,0 +1,125 @@
+//! `webdedup batch substr`: ExactSubstr's rule over the whole input at once (see
+//! `webdedup_substr` and docs/substr.md).
+
+use crate::conventions::Reporting;
+use crate::flags::defs::MaxLineBytesFlag;
+use crate::flags::inputs::Inputs;
+use crate::read_args::ReadArgs;
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use std::path::PathBuf;
+use webdedup_dedup::runner::{list_inputs, output_path};
+use webdedup_formats::output::OutputCompression;
+use webdedup_formats::problems::Problems;
+use webdedup_formats::summary::Outcome;
+use webdedup_substr::run::{find, spans_tsv, write, Reading};
+use webdedup_substr::sarray::BYTES_PER_SHARD_BYTE;
+use webdedup_substr::{Keep, Settings, DEFAULT_LENGTH};
+
+#[derive(Debug, Args)]
+pub struct SubstrArgs {
+    #[command(flatten)]
+    pub input: Inputs,
+    /// Output directory: each input's documents in its format without the
+    /// struck spans (`OUT/STEM.dedup.EXT`, as `dedup` names them).
+    #[arg(short, long, value_name = "DIR")]
+    pub output: PathBuf,
+    /// The shortest span struck, in bytes of text (ExactSubstr's
+    /// `--length-threshold`).
+    #[arg(long, default_value_t = DEFAULT_LENGTH, value_name = "BYTES")]
+    length: usize,
+    /// Keep the first copy of a repeated span (in input order) and strike the
+    /// later ones; without it every copy is struck, as ExactSubstr does.
+    #[arg(long)]
+    keep_first: bool,
+    /// Memory for the suffix arrays, in MB: the corpus is sorted in shards that
+    /// fit it (about 4 bytes a byte of text each) and the shards merged on disk.
+    /// Without it, one suffix array over the whole corpus.
+    #[arg(long, value_name = "MB")]
+    max_memory: Option<usize>,
+    /// Also write every struck span as `FILE\tID\tSTART\tEND` (byte offsets in
+    /// the document's text) to this file.
+    #[arg(long, value_name = "FILE")]
+    spans: Option<PathBuf>,
+    #[command(flatten)]
+    max_line_bytes: MaxLineBytesFlag,
+    #[command(flatten)]
+    read: ReadArgs,
+    #[command(flatten)]
+    pub report: Reporting,
+}
+
+pub fn run(args: &SubstrArgs) -> Result<u8> {
+    if args.length == 0 {
+        bail!("--length 0: the shortest span struck is at least 1 byte");
+    }
+    let shard_bytes = match args.max_memory {
+        Some(0) => bail!("--max-memory 0: give the suffix arrays at least 1 MB"),
+        Some(mb) => mb.saturating_mul(1 << 20) / BYTES_PER_SHARD_BYTE,
+        None => usize::MAX,
+    };
+    let settings = Settings {
+        length: args.length,
+        keep: if args.keep_first {
+            Keep::First
+        } else {
+            Keep::None
+        },
+        shard_bytes,
+    };
+    let reading = Reading {
+        read: args.read.settings()?,
+        max_line_bytes: args.max_line_bytes.get(),
+    };
+    let listing = list_inputs(&args.input.paths, &args.output)?;
+    for s in &listing.skipped {
+        eprintln!("webdedup: {s}");
+    }
+    let files: Vec<PathBuf> = listing.files.iter().map(|f| f.path.clone()).collect();
+    let outputs: Vec<PathBuf> = listing
+        .files
+        .iter()
+        .map(|f| output_path(&args.output, &f.rel, OutputCompression::None))
+        .collect();
+    args.report
+        .run("batch substr", &args.input.paths, 2, false, || {
+            let problems = Problems::new(false);
+            let found = find(&files, &reading, &settings, &problems)?;
+            write(&files, &outputs, &reading, &found, OutputCompression::None)?;
+            if let Some(path) = &args.spans {
+                let mut out = std::io::BufWriter::new(
+                    std::fs::File::create(path)
+                        .with_context(|| format!("cannot create {}", path.display()))?,
+                );
+                spans_tsv(&files, &found, &mut out)
+                    .and_then(|_| std::io::Write::flush(&mut out))
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+            }
+            let mut o = Outcome::new("batch substr");
+            o.count("files", files.len() as u64, "file", "files")
+                .count(
+                    "documents",
+                    found.docs.len() as u64,
+                    "document",
+                    "documents",
+                )
+                .count(
+                    "documents_changed",
+                    found.docs_changed(),
+                    "document changed",
+                    "documents changed",
+                )
+                .count("spans", found.spans(), "span struck", "spans struck")
+                .count(
+                    "bytes_struck",
+                    found.bytes_struck(),
+                    "byte struck",
+                    "bytes struck",
+                )
+                .figure("text_bytes", found.text_bytes)
+                .figure("length", args.length as u64)
+                .figure("keep_first", args.keep_first);
+            o.status = i32::from(problems.count() > 0 || !listing.skipped.is_empty());
+            Ok(o)
+        })
+}
