@@ -783,11 +783,11 @@ fn dedup_minhash_and_check_summaries_follow_the_conventions() {
         err.contains("(1 duplicate, 0 with every paragraph seen)"),
         "{err}"
     );
-    // The last part: how to see the run (feedback mode's .dropped files).
-    assert!(
-        err.contains("on 1 thread, see it: webdedup report "),
-        "{err}"
-    );
+    // The ordered step's share of the CPU, then the last part: how to see the run
+    // (feedback mode's .dropped files).
+    let ordered = err.find(" thread, ordered step ").expect(&err);
+    let see_it = err.find(", see it: webdedup report ").expect(&err);
+    assert!(ordered < see_it, "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
     let o = webdedup(&["minhash", s(&input), "-o", s(&out("m")), "--json", "-"]);
     let err = stderr(&o);
