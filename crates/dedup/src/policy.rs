@@ -434,3 +434,4 @@ fn doc_status(keep: &[bool]) -> DocStatus {
 }
 
 pub mod near;
+pub mod substr;
