@@ -32,6 +32,9 @@ pub fn decide(
     scratch: &mut Scratch,
     out: &mut Decisions,
 ) -> Result<(), StoreError> {
+    if let Mode::Substr(p) = opts.mode {
+        return policy::substr::decide::decide(plan, ctx, store, p, &mut scratch.substr, out);
+    }
     let Mode::MinHash(m) = &opts.mode else {
         return policy::decide(plan, ctx, store, opts, scratch, out);
     };

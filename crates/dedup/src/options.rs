@@ -275,6 +275,9 @@ pub enum Mode {
     /// Whole documents judged by LSH band keys only (`webdedup minhash`): no
     /// URL+title, document or paragraph keys.
     MinHash(MinHashOptions),
+    /// Repeated spans inside documents, by winnowed windows of tokens
+    /// (`dedup --substr K,W`; `policy::substr`): no other keys.
+    Substr(crate::policy::substr::SubstrParams),
 }
 
 impl Default for Mode {
@@ -325,6 +328,14 @@ impl Options {
     pub fn minhash(&self) -> Option<&MinHashOptions> {
         match &self.mode {
             Mode::MinHash(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// Substring mode's window and winnowing sizes, if on.
+    pub fn substr(&self) -> Option<crate::policy::substr::SubstrParams> {
+        match &self.mode {
+            Mode::Substr(p) => Some(*p),
             _ => None,
         }
     }

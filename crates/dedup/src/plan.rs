@@ -12,6 +12,7 @@ use webdedup_formats::chunk::{Chunk, Issue, IssueKind};
 use webdedup_formats::doc::{DocMeta, DocSink};
 use webdedup_formats::read::DocFormat;
 use webdedup_formats::vertical;
+use crate::policy::substr::units::SubstrUnits;
 use webdedup_text::{key, KeyKind, StreamKey, TextBuilder};
 
 /// Marks a piece that belongs to the document, not to a paragraph.
@@ -95,8 +96,12 @@ pub struct ChunkPlan {
     pub paras: Vec<ParaPlan>,
     pub pieces: Vec<Piece>,
     pub issues: Vec<Issue>,
-    /// Near mode: the hash of every token (normalized word) of the chunk, in order.
+    /// Near mode: the hash of every token (normalized word) of the chunk, in order;
+    /// substring mode: of every unit ([`crate::policy::substr::tokens`]).
     pub tokens: Vec<u64>,
+    /// Substring mode: the input bytes of each of [`Self::tokens`] in the chunk's
+    /// data (a vertical's token: its whole line), what removing it removes.
+    pub token_bytes: Vec<Range<usize>>,
     /// URLs, titles and ids of the documents (see [`DocPlan`]).
     pub meta: String,
     /// MinHash mode: the band keys of every document, in order.
@@ -113,6 +118,7 @@ pub struct ChunkPlan {
 impl ChunkPlan {
     pub fn clear(&mut self) {
         self.tokens.clear();
+        self.token_bytes.clear();
         self.docs.clear();
         self.paras.clear();
         self.pieces.clear();
@@ -155,6 +161,8 @@ pub struct Planner {
     /// Document keys are asked (`--doc-check` is not `none`): with `none` no
     /// decision reads them, and hashing every text twice would be wasted.
     doc_keys: bool,
+    /// Substring mode: the units of every word, with their input bytes.
+    substr: Option<SubstrUnits>,
 }
 
 impl Planner {
@@ -178,7 +186,10 @@ impl Planner {
             }),
             doc_text: Vec::new(),
             marks: false,
-            doc_keys: opts.doc_check != DocCheck::None,
+            doc_keys: opts.doc_check != DocCheck::None && opts.substr().is_none(),
+            substr: opts
+                .substr()
+                .map(|_| SubstrUnits::new(opts.normalization)),
         }
     }
 
@@ -370,11 +381,17 @@ impl DocSink for PlanSink<'_> {
         self.planner.para_start = start;
         self.planner.text.clear();
         self.planner.para_tokens = self.plan.tokens.len() as u32;
+        if let Some(u) = &mut self.planner.substr {
+            u.para_start();
+        }
     }
 
     #[inline]
     fn word(&mut self, word: &[u8], glued: bool, line: u64) {
         let p = &mut *self.planner;
+        if let Some(u) = &mut p.substr {
+            u.word(word, self.data, p.vertical, self.plan);
+        }
         if p.onion {
             // No text to build: onion's tokens are taken at `para_end`, from the
             // lines of a vertical, or here, as written, from other formats' text.
@@ -409,6 +426,9 @@ impl DocSink for PlanSink<'_> {
         if self.planner.onion {
             return self.word(word.as_bytes(), glued, line);
         }
+        if let Some(u) = &mut self.planner.substr {
+            u.word(word.as_bytes(), self.data, self.planner.vertical, self.plan);
+        }
         self.planner.text.push_str_word(word, glued);
     }
 
@@ -432,6 +452,9 @@ impl DocSink for PlanSink<'_> {
                 sep: false,
             });
             return;
+        }
+        if let Some(u) = &mut p.substr {
+            u.para_end(&self.data[p.para_start..end], p.para_start, self.plan);
         }
         let text = p.text.text();
         if p.tokens {
@@ -464,7 +487,7 @@ impl DocSink for PlanSink<'_> {
         }
         let idx = self.plan.paras.len() as u32;
         self.plan.paras.push(ParaPlan {
-            key: if minhash {
+            key: if minhash || p.substr.is_some() {
                 0
             } else {
                 key(KeyKind::Paragraph, text)
@@ -590,6 +613,7 @@ impl ChunkPlan {
             + self.pieces.capacity() * size_of::<Piece>()
             + self.issues.capacity() * size_of::<Issue>()
             + self.tokens.capacity() * size_of::<u64>()
+            + self.token_bytes.capacity() * size_of::<Range<usize>>()
             + self.meta.capacity()
             + self.bands.capacity() * size_of::<u64>()
             + self.sigs.capacity()

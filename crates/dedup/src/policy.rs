@@ -104,6 +104,9 @@ pub struct Decisions {
     pub originals: Vec<Location>,
     /// MinHash mode: the dropped documents and their originals, in order.
     pub pairs: Vec<Pair>,
+    /// Substring mode: byte ranges of the chunk's data left out of the written
+    /// paragraphs, in order, not overlapping.
+    pub cuts: Vec<std::ops::Range<usize>>,
 }
 
 impl Decisions {
@@ -117,6 +120,7 @@ impl Decisions {
         self.url_title_repeat.clear();
         self.url_title_repeat.resize(plan.docs.len(), false);
         self.pairs.clear();
+        self.cuts.clear();
     }
 }
 
@@ -189,6 +193,7 @@ pub struct Scratch {
     doc_original: Vec<Location>,
     near: near::NearScratch,
     minhash: MinHashScratch,
+    pub(crate) substr: substr::decide::SubstrScratch,
 }
 
 /// Asks the store about the chunk's keys and decides what is kept: the paragraph
@@ -204,6 +209,7 @@ pub fn decide(
 ) -> Result<(), StoreError> {
     debug_assert!(opts.minhash().is_none(), "MinHash mode has its own decide");
     out.pairs.clear();
+    out.cuts.clear();
     out.docs.clear();
     out.keep_para.clear();
     out.keep_para.resize(plan.paras.len(), false);

@@ -20,7 +20,9 @@
 //! reach outside the span). Nothing else is removed: every removed token lies in a
 //! window of `k` tokens seen before (up to 64-bit key collisions).
 
+pub mod decide;
 pub mod tokens;
+pub mod units;
 
 use std::ops::Range;
 use tokens::{Token, Tokenizer};
@@ -37,6 +39,8 @@ pub struct SubstrParams {
 }
 
 impl SubstrParams {
+    /// [`Self::DEFAULT`] as the command line writes it (`--substr` alone).
+    pub const DEFAULT_ARG: &'static str = "12,8";
     /// 12 tokens and runs of 8: every repeated span of 19 tokens or more (about
     /// ExactSubstr's 100 bytes of English) is found; 2/9 of the windows stored.
     pub const DEFAULT: SubstrParams = SubstrParams { k: 12, w: 8 };
@@ -56,6 +60,15 @@ impl SubstrParams {
             ));
         }
         Ok(SubstrParams { k, w })
+    }
+
+    /// `K,W` as the command line gives it (`--substr 12,8`), checked as [`Self::new`].
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let bad = || format!("--substr takes K,W (two whole numbers, as 12,8), not '{s}'");
+        let (k, w) = s.split_once(',').ok_or_else(bad)?;
+        let k = k.trim().parse().map_err(|_| bad())?;
+        let w = w.trim().parse().map_err(|_| bad())?;
+        Self::new(k, w)
     }
 
     /// The length in tokens from which a repeated span is always found.

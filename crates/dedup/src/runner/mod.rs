@@ -277,5 +277,9 @@ pub fn run_files(
     if cfg.options.minhash().is_some_and(|m| m.verify.is_some()) && state.decided.is_none() {
         stats.documents_dropped_unverified.get_or_insert(0);
     }
+    if cfg.options.substr().is_some() {
+        stats.spans_removed.get_or_insert(0);
+        stats.span_bytes_removed.get_or_insert(0);
+    }
     Ok(stats)
 }

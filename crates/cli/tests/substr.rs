@@ -1,0 +1,194 @@
+//! `dedup --substr`: repeated spans removed inside documents (docs/substr.md),
+//! through the real binary, on every format, thread count and store directory.
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+
+const NOTICE: &str = "We use \"cookies\" to improve your experience on our café site. \
+                      By continuing to browse you agree to our use of cookies and our privacy policy.";
+const FIRST: &str = "Rain is expected in the north tomorrow.";
+const SECOND: &str = "The council met on Tuesday to vote.";
+const AFTER: &str = "Results follow next week.";
+
+/// The three documents: the notice after a first sentence; the notice between two
+/// sentences of another document (its second on its own line); the notice alone.
+fn texts() -> [(&'static str, String); 3] {
+    [
+        ("a", format!("{FIRST} {NOTICE}")),
+        ("b", format!("{SECOND} {NOTICE}\n{AFTER}")),
+        ("c", NOTICE.to_string()),
+    ]
+}
+
+/// The documents as JSON Lines, non-ASCII escaped as Python's `json.dumps` does.
+fn jsonl_input(dir: &Path) -> PathBuf {
+    let input = dir.join("jsonl");
+    let lines: String = texts()
+        .iter()
+        .map(|(id, text)| {
+            let line = serde_json::json!({"id": id, "text": text}).to_string();
+            line.replace('é', "\\u00e9") + "\n"
+        })
+        .collect();
+    write_file(&input.join("part.jsonl"), lines);
+    input
+}
+
+/// The documents as a vertical: one token a line (whitespace-separated words).
+fn vertical_input(dir: &Path) -> PathBuf {
+    let input = dir.join("vert");
+    let mut v = String::new();
+    for (id, text) in texts() {
+        v += &format!("<doc id=\"{id}\" url=\"http://x/{id}\" title=\"{id}\">\n");
+        for para in text.split('\n') {
+            v += "<p>\n";
+            for w in para.split_whitespace() {
+                v += &format!("{w}\n");
+            }
+            v += "</p>\n";
+        }
+        v += "</doc>\n";
+    }
+    write_file(&input.join("part.vert"), v);
+    input
+}
+
+fn run_json(input: &Path, out: &Path, extra: &[&str]) -> serde_json::Value {
+    let o = dedup(input, out, &[&["--json", "-"], extra].concat());
+    ok(&o);
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+#[test]
+fn a_repeated_passage_is_cut_from_later_json_records_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = jsonl_input(dir.path());
+    let out = dir.path().join("out");
+    // W = 1 stores every window: the whole repeat goes.
+    let figures = run_json(&input, &out, &["--substr=6,1"]);
+    let written = read(out.join("part.dedup.jsonl"));
+    let lines: Vec<&str> = written.lines().collect();
+    let given = read(input.join("part.jsonl"));
+    assert_eq!(lines.len(), 2, "c, nothing but the notice, is emptied: {written}");
+    assert_eq!(lines[0], given.lines().next().unwrap(), "the first copy as read");
+    let b: serde_json::Value = serde_json::from_str(lines[1]).unwrap();
+    assert_eq!(b["id"], "b");
+    assert_eq!(b["text"], format!("{SECOND} \n{AFTER}"));
+    assert_eq!(figures["spans_removed"], 2);
+    assert_eq!(figures["documents_kept_partly"], 1);
+    assert_eq!(figures["documents_dropped_all_paragraphs"], 1);
+    // Its bytes as written in the input: the escaped notice, twice.
+    let escaped = serde_json::to_string(NOTICE).unwrap().replace('é', "\\u00e9");
+    assert_eq!(figures["span_bytes_removed"], 2 * (escaped.len() - 2));
+}
+
+#[test]
+fn a_vertical_loses_the_token_lines_of_the_repeat() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = vertical_input(dir.path());
+    let out = dir.path().join("out");
+    let figures = run_json(&input, &out, &["--substr=6,1"]);
+    let written = read(out.join("part.vert.dedup"));
+    let given = read(input.join("part.vert"));
+    let docs: Vec<&str> = written.split_inclusive("</doc>\n").collect();
+    assert_eq!(docs.len(), 2, "{written}");
+    assert!(given.starts_with(docs[0]), "the first copy as read");
+    let lines = |t: &str| t.split_whitespace().map(|w| format!("{w}\n")).collect::<String>();
+    let b = format!(
+        "<doc id=\"b\" url=\"http://x/b\" title=\"b\">\n<p>\n{}</p>\n<p>\n{}</p>\n</doc>\n",
+        lines(SECOND),
+        lines(AFTER)
+    );
+    assert_eq!(docs[1], b);
+    assert_eq!(figures["spans_removed"], 2);
+}
+
+#[test]
+fn outputs_are_the_same_for_any_thread_count_and_chunk_size() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, input) in [("vert", sample_dir()), ("jsonl", jsonl_sample_dir())] {
+        let one = dir.path().join(format!("{name}-1"));
+        ok(&dedup(&input, &one, &["--substr", "-t", "1"]));
+        let many = dir.path().join(format!("{name}-3"));
+        ok(&dedup(
+            &input,
+            &many,
+            &["--substr", "-t", "3", "--chunk-bytes", "20000"],
+        ));
+        assert_same_files(name, &tree(&many), &tree(&one));
+    }
+}
+
+#[test]
+fn every_format_of_the_same_documents_removes_the_same_spans() {
+    let dir = tempfile::tempdir().unwrap();
+    let figures = |name: &str, input: PathBuf| {
+        let f = run_json(&input, &dir.path().join(name), &["--substr"]);
+        (f["spans_removed"].clone(), f["documents_kept_partly"].clone())
+    };
+    let jsonl = figures("jsonl", jsonl_sample_dir());
+    assert!(jsonl.0.as_u64().unwrap() > 100, "{jsonl:?}");
+    assert_eq!(figures("parquet", parquet_sample_dir()), jsonl);
+    assert_eq!(figures("wet", wet_sample_dir()), jsonl);
+}
+
+#[test]
+fn crawl_after_crawl_on_a_store_equals_one_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = jsonl_sample_dir();
+    let one = dir.path().join("one");
+    ok(&dedup(&sample, &one, &["--substr"]));
+    let store = dir.path().join("store");
+    let crawls = dir.path().join("crawls");
+    for crawl in ["cc-2023-14", "cc-2023-50", "cc-2024-33"] {
+        let o = dedup(
+            &sample.join(crawl),
+            &crawls.join(crawl),
+            &["--substr", "--store", s(&store)],
+        );
+        ok(&o);
+    }
+    assert_same_files("crawl after crawl", &outputs(&crawls), &outputs(&one));
+}
+
+#[test]
+fn a_store_refuses_other_window_sizes_and_modes() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = jsonl_input(dir.path());
+    let store = dir.path().join("store");
+    let run = |out: &str, extra: &[&str]| {
+        dedup(
+            &input,
+            &dir.path().join(out),
+            &[&["--store", s(&store)], extra].concat(),
+        )
+    };
+    ok(&run("first", &["--substr=12,8"]));
+    assert_fails_saying(
+        &run("w", &["--substr=12,4"]),
+        2,
+        "winnowing windows (W) '8' in the store, '4' in this run",
+    );
+    assert_fails_saying(
+        &run("k", &["--substr=10,8"]),
+        2,
+        "window tokens (K) '12' in the store, '10' in this run",
+    );
+    assert_fails_saying(&run("exact", &[]), 2, "key kind");
+    ok(&run("again", &["--substr"]));
+}
+
+#[test]
+fn bad_window_sizes_are_refused_naming_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = jsonl_input(dir.path());
+    let out = dir.path().join("out");
+    let o = dedup(&input, &out, &["--substr=4,8"]);
+    assert_refused(&o, "W must be 1 to K (4), not 8");
+    let o = dedup(&input, &out, &["--substr=twelve"]);
+    assert_refused(&o, "--substr takes K,W");
+    let o = dedup(&input, &out, &["--substr", "-n"]);
+    assert_refused(&o, "cannot be used with");
+}
