@@ -130,7 +130,7 @@ pub struct DedupArgs {
         default_missing_value = SubstrParams::DEFAULT_ARG,
         require_equals = true,
         value_parser = SubstrParams::parse,
-        conflicts_with_all = ["near", "feedback", "mark"]
+        conflicts_with_all = ["near", "feedback"]
     )]
     substr: Option<SubstrParams>,
     /// Remove nothing: write every input unchanged and, beside each output, its

@@ -2,6 +2,7 @@
 //! through the real binary, on every format, thread count and store directory.
 
 mod common;
+mod server_procs;
 
 use common::*;
 use std::path::{Path, PathBuf};
@@ -71,16 +72,29 @@ fn a_repeated_passage_is_cut_from_later_json_records_only() {
     let written = read(out.join("part.dedup.jsonl"));
     let lines: Vec<&str> = written.lines().collect();
     let given = read(input.join("part.jsonl"));
-    assert_eq!(lines.len(), 2, "c, nothing but the notice, is emptied: {written}");
-    assert_eq!(lines[0], given.lines().next().unwrap(), "the first copy as read");
+    assert_eq!(
+        lines.len(),
+        2,
+        "c, nothing but the notice, is emptied: {written}"
+    );
+    assert_eq!(
+        lines[0],
+        given.lines().next().unwrap(),
+        "the first copy as read"
+    );
     let b: serde_json::Value = serde_json::from_str(lines[1]).unwrap();
     assert_eq!(b["id"], "b");
     assert_eq!(b["text"], format!("{SECOND} \n{AFTER}"));
     assert_eq!(figures["spans_removed"], 2);
+    let again = dir.path().join("again");
+    let o = webdedup(&["dedup", s(&input), "-o", s(&again), "--substr=6,1"]);
+    assert_says(&o, "2 repeated spans removed inside documents (");
     assert_eq!(figures["documents_kept_partly"], 1);
     assert_eq!(figures["documents_dropped_all_paragraphs"], 1);
     // Its bytes as written in the input: the escaped notice, twice.
-    let escaped = serde_json::to_string(NOTICE).unwrap().replace('é', "\\u00e9");
+    let escaped = serde_json::to_string(NOTICE)
+        .unwrap()
+        .replace('é', "\\u00e9");
     assert_eq!(figures["span_bytes_removed"], 2 * (escaped.len() - 2));
 }
 
@@ -95,7 +109,11 @@ fn a_vertical_loses_the_token_lines_of_the_repeat() {
     let docs: Vec<&str> = written.split_inclusive("</doc>\n").collect();
     assert_eq!(docs.len(), 2, "{written}");
     assert!(given.starts_with(docs[0]), "the first copy as read");
-    let lines = |t: &str| t.split_whitespace().map(|w| format!("{w}\n")).collect::<String>();
+    let lines = |t: &str| {
+        t.split_whitespace()
+            .map(|w| format!("{w}\n"))
+            .collect::<String>()
+    };
     let b = format!(
         "<doc id=\"b\" url=\"http://x/b\" title=\"b\">\n<p>\n{}</p>\n<p>\n{}</p>\n</doc>\n",
         lines(SECOND),
@@ -126,7 +144,10 @@ fn every_format_of_the_same_documents_removes_the_same_spans() {
     let dir = tempfile::tempdir().unwrap();
     let figures = |name: &str, input: PathBuf| {
         let f = run_json(&input, &dir.path().join(name), &["--substr"]);
-        (f["spans_removed"].clone(), f["documents_kept_partly"].clone())
+        (
+            f["spans_removed"].clone(),
+            f["documents_kept_partly"].clone(),
+        )
     };
     let jsonl = figures("jsonl", jsonl_sample_dir());
     assert!(jsonl.0.as_u64().unwrap() > 100, "{jsonl:?}");
@@ -191,4 +212,94 @@ fn bad_window_sizes_are_refused_naming_the_flag() {
     assert_refused(&o, "--substr takes K,W");
     let o = dedup(&input, &out, &["--substr", "-n"]);
     assert_refused(&o, "cannot be used with");
+}
+
+#[test]
+fn redis_and_hash_servers_remove_what_the_embedded_store_removes() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = jsonl_sample_dir();
+    let embedded = dir.path().join("embedded");
+    ok(&dedup(&input, &embedded, &["--substr", "--dd", "-t", "1"]));
+    let want = outputs(&embedded);
+
+    let node = common::redis_server::Node::start(false);
+    let redis = dir.path().join("redis");
+    let url = node.url();
+    let o = dedup(
+        &input,
+        &redis,
+        &[
+            "--substr",
+            "--dd",
+            "-t",
+            "2",
+            "--store",
+            &url,
+            "--capacity",
+            "100000",
+        ],
+    );
+    ok(&o);
+    assert_same_files("redis", &outputs(&redis), &want);
+    // The key set records the mode: paragraph keys are refused there.
+    let o = dedup(&input, &dir.path().join("exact"), &["--store", &url]);
+    assert_fails_saying(&o, 2, "key kind");
+
+    let mut cluster = server_procs::Cluster::start(dir.path(), 2);
+    let servers = dir.path().join("servers");
+    let o = dedup(
+        &input,
+        &servers,
+        &["--substr", "--dd", "-t", "2", "-s", cluster.map_arg()],
+    );
+    cluster.stop();
+    ok(&o);
+    assert_same_files("-s MAP", &outputs(&servers), &want);
+}
+
+/// The attributes file beside an output.
+fn out_attrs(written: &str) -> String {
+    let stem = written
+        .trim_end_matches(".jsonl")
+        .trim_end_matches(".dedup");
+    format!("{stem}.dedup.attributes.jsonl")
+}
+
+#[test]
+fn mark_names_the_spans_by_their_characters_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let chars = |t: &str| t.chars().count();
+    let b_span = [chars(SECOND) + 1, chars(SECOND) + 1 + chars(NOTICE)];
+    for (name, input, written) in [
+        ("jsonl", jsonl_input(dir.path()), "part.dedup.jsonl"),
+        ("vert", vertical_input(dir.path()), "part.vert.dedup"),
+    ] {
+        let attributes = out_attrs(written);
+        let out = dir.path().join(format!("{name}-out"));
+        let figures = run_json(&input, &out, &["--substr=6,1", "--mark"]);
+        assert_eq!(figures["spans_removed"], 2, "{name}");
+        let given = std::fs::read(input.read_dir().unwrap().next().unwrap().unwrap().path());
+        assert!(
+            std::fs::read(out.join(written)).unwrap() == given.unwrap(),
+            "{name}: input as read"
+        );
+        let attrs = read(out.join(attributes));
+        let spans: Vec<serde_json::Value> = attrs
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["attributes"]
+                    ["webdedup_repeated_spans"]
+                    .clone()
+            })
+            .collect();
+        assert_eq!(
+            spans,
+            [
+                serde_json::json!([]),
+                serde_json::json!([[b_span[0], b_span[1], 1.0]]),
+                serde_json::json!([[0, chars(NOTICE), 1.0]]),
+            ],
+            "{name}: {attrs}"
+        );
+    }
 }

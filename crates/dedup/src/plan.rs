@@ -5,6 +5,7 @@
 //! format.
 
 use crate::options::{DocCheck, Options};
+use crate::policy::substr::units::{Planning, SubstrUnits};
 use crate::url_filter::UrlFilter;
 use std::ops::Range;
 use std::sync::Arc;
@@ -12,7 +13,6 @@ use webdedup_formats::chunk::{Chunk, Issue, IssueKind};
 use webdedup_formats::doc::{DocMeta, DocSink};
 use webdedup_formats::read::DocFormat;
 use webdedup_formats::vertical;
-use crate::policy::substr::units::SubstrUnits;
 use webdedup_text::{key, KeyKind, StreamKey, TextBuilder};
 
 /// Marks a piece that belongs to the document, not to a paragraph.
@@ -102,6 +102,9 @@ pub struct ChunkPlan {
     /// Substring mode: the input bytes of each of [`Self::tokens`] in the chunk's
     /// data (a vertical's token: its whole line), what removing it removes.
     pub token_bytes: Vec<Range<usize>>,
+    /// Substring mode with `--mark`: the characters of each of [`Self::tokens`] in
+    /// its document's text.
+    pub token_chars: Vec<Range<u32>>,
     /// URLs, titles and ids of the documents (see [`DocPlan`]).
     pub meta: String,
     /// MinHash mode: the band keys of every document, in order.
@@ -119,6 +122,7 @@ impl ChunkPlan {
     pub fn clear(&mut self) {
         self.tokens.clear();
         self.token_bytes.clear();
+        self.token_chars.clear();
         self.docs.clear();
         self.paras.clear();
         self.pieces.clear();
@@ -187,9 +191,7 @@ impl Planner {
             doc_text: Vec::new(),
             marks: false,
             doc_keys: opts.doc_check != DocCheck::None && opts.substr().is_none(),
-            substr: opts
-                .substr()
-                .map(|_| SubstrUnits::new(opts.normalization)),
+            substr: opts.substr().map(|_| SubstrUnits::new(opts.normalization)),
         }
     }
 
@@ -390,7 +392,11 @@ impl DocSink for PlanSink<'_> {
     fn word(&mut self, word: &[u8], glued: bool, line: u64) {
         let p = &mut *self.planner;
         if let Some(u) = &mut p.substr {
-            u.word(word, self.data, p.vertical, self.plan);
+            let how = Planning {
+                vertical: p.vertical,
+                marks: p.marks,
+            };
+            u.word(word, glued, self.data, how, self.plan);
         }
         if p.onion {
             // No text to build: onion's tokens are taken at `para_end`, from the
@@ -427,7 +433,11 @@ impl DocSink for PlanSink<'_> {
             return self.word(word.as_bytes(), glued, line);
         }
         if let Some(u) = &mut self.planner.substr {
-            u.word(word.as_bytes(), self.data, self.planner.vertical, self.plan);
+            let how = Planning {
+                vertical: self.planner.vertical,
+                marks: self.planner.marks,
+            };
+            u.word(word.as_bytes(), glued, self.data, how, self.plan);
         }
         self.planner.text.push_str_word(word, glued);
     }
@@ -546,6 +556,9 @@ impl DocSink for PlanSink<'_> {
         self.plan
             .para_chars
             .push(chars.start as u32..chars.end as u32);
+        if self.planner.substr.is_some() {
+            SubstrUnits::para_chars(self.plan, chars.start as u32);
+        }
     }
 
     fn text_chars(&mut self, len: u64) {
@@ -614,6 +627,7 @@ impl ChunkPlan {
             + self.issues.capacity() * size_of::<Issue>()
             + self.tokens.capacity() * size_of::<u64>()
             + self.token_bytes.capacity() * size_of::<Range<usize>>()
+            + self.token_chars.capacity() * size_of::<Range<u32>>()
             + self.meta.capacity()
             + self.bands.capacity() * size_of::<u64>()
             + self.sigs.capacity()

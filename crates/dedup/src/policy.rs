@@ -107,6 +107,9 @@ pub struct Decisions {
     /// Substring mode: byte ranges of the chunk's data left out of the written
     /// paragraphs, in order, not overlapping.
     pub cuts: Vec<std::ops::Range<usize>>,
+    /// Substring mode: the units (indexes into the plan's tokens) of each removed
+    /// stretch, in order (`--mark` names them by their characters).
+    pub cut_units: Vec<std::ops::Range<usize>>,
 }
 
 impl Decisions {
@@ -121,6 +124,7 @@ impl Decisions {
         self.url_title_repeat.resize(plan.docs.len(), false);
         self.pairs.clear();
         self.cuts.clear();
+        self.cut_units.clear();
     }
 }
 

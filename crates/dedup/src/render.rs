@@ -7,8 +7,8 @@
 use crate::plan::{ChunkPlan, DocKind, DOC_LEVEL};
 use crate::policy::{Decisions, DocStatus};
 use crate::report::ChunkStats;
-use webdedup_formats::vertical::escape_attr;
 use std::ops::Range;
+use webdedup_formats::vertical::escape_attr;
 use webdedup_store::Location;
 
 /// Feedback mode: where the `.dropped` text of a chunk goes, and how its
@@ -199,8 +199,16 @@ fn render_entry(
 
 /// Substring mode: the cuts in the document whose pieces are `pieces` (cuts never
 /// cross documents), counted as spans and bytes removed.
-fn count_cuts(plan: &ChunkPlan, pieces: Range<usize>, cuts: &[Range<usize>], stats: &mut ChunkStats) {
-    let (Some(first), Some(last)) = (plan.pieces.get(pieces.start), plan.pieces[..pieces.end].last()) else {
+fn count_cuts(
+    plan: &ChunkPlan,
+    pieces: Range<usize>,
+    cuts: &[Range<usize>],
+    stats: &mut ChunkStats,
+) {
+    let (Some(first), Some(last)) = (
+        plan.pieces.get(pieces.start),
+        plan.pieces[..pieces.end].last(),
+    ) else {
         return;
     };
     let (start, end) = (first.range.start, last.range.end);
@@ -213,12 +221,7 @@ fn count_cuts(plan: &ChunkPlan, pieces: Range<usize>, cuts: &[Range<usize>], sta
 
 /// The bytes `range` of `data` without the parts `cuts` (sorted, not
 /// overlapping) covers: a paragraph of substring mode.
-fn write_cut(
-    data: &[u8],
-    range: Range<usize>,
-    cuts: &[Range<usize>],
-    out: &mut Vec<u8>,
-) {
+fn write_cut(data: &[u8], range: Range<usize>, cuts: &[Range<usize>], out: &mut Vec<u8>) {
     let first = cuts.partition_point(|c| c.end <= range.start);
     let mut at = range.start;
     for c in cuts[first..].iter().take_while(|c| c.start < range.end) {

@@ -106,7 +106,11 @@ pub fn store_identity(keys: &Keys, blocks: u32) -> StoreMeta {
         }
         // Signatures are pinned to the loose normalization (`Params::describe`).
         Keys::MinHash(p) => (Normalization::Loose.name().to_string(), p.key_kind()),
-        Keys::Substr { normalization, k, w } => (
+        Keys::Substr {
+            normalization,
+            k,
+            w,
+        } => (
             normalization.name().to_string(),
             format!("{SUBSTR_KEY_KIND} + {WINDOW_ATTRIBUTE}={k} + {WINNOW_ATTRIBUTE}={w}"),
         ),
@@ -151,7 +155,14 @@ mod tests {
 
     fn substr(k: usize, w: usize) -> StoreMeta {
         let normalization = Normalization::Loose;
-        store_identity(&Keys::Substr { normalization, k, w }, 1999)
+        store_identity(
+            &Keys::Substr {
+                normalization,
+                k,
+                w,
+            },
+            1999,
+        )
     }
 
     #[test]
@@ -161,7 +172,9 @@ mod tests {
             m.as_deref(),
             Some("S holds keys made with other settings: winnowing windows (W) '4' in the store, '8' in this run")
         );
-        let m = substr(12, 8).mismatch(&near(7, NearTokens::Normalized), "S").unwrap();
+        let m = substr(12, 8)
+            .mismatch(&near(7, NearTokens::Normalized), "S")
+            .unwrap();
         assert!(m.contains("key kind"), "{m}");
     }
 

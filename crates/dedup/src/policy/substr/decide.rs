@@ -29,7 +29,7 @@ pub struct SubstrScratch {
 }
 
 /// The units of a document (its paragraphs' units are contiguous).
-fn doc_units(plan: &ChunkPlan, paras: Range<usize>) -> Range<usize> {
+pub fn doc_units(plan: &ChunkPlan, paras: Range<usize>) -> Range<usize> {
     if paras.is_empty() {
         return 0..0;
     }
@@ -57,8 +57,7 @@ pub fn decide(
             winnow(&s.windows, params.w, &mut s.picked);
             s.selected.extend_from_slice(&s.picked);
             let windows = &s.windows;
-            s.keys
-                .extend(s.picked.iter().map(|&p| windows[p as usize]));
+            s.keys.extend(s.picked.iter().map(|&p| windows[p as usize]));
         }
         s.per_doc.push(start..s.keys.len());
     }
@@ -89,6 +88,7 @@ pub fn decide(
         }
         for r in &s.removed {
             let (a, b) = (units.start + r.start, units.start + r.end);
+            out.cut_units.push(a..b);
             let cut = plan.token_bytes[a].start..plan.token_bytes[b - 1].end;
             match out.cuts.last_mut() {
                 // A vertical's units of one line share it.

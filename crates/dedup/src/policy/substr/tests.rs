@@ -61,10 +61,18 @@ fn params_are_checked() {
         .contains("W must be 1 to K (5)"));
     assert!(SubstrParams::new(5, 0).is_err());
     assert_eq!(SubstrParams::DEFAULT.min_span(), 19);
-    assert_eq!(SubstrParams::parse(SubstrParams::DEFAULT_ARG), Ok(SubstrParams::DEFAULT));
-    assert_eq!(SubstrParams::parse(" 20, 4"), Ok(SubstrParams { k: 20, w: 4 }));
+    assert_eq!(
+        SubstrParams::parse(SubstrParams::DEFAULT_ARG),
+        Ok(SubstrParams::DEFAULT)
+    );
+    assert_eq!(
+        SubstrParams::parse(" 20, 4"),
+        Ok(SubstrParams { k: 20, w: 4 })
+    );
     assert!(SubstrParams::parse("20").unwrap_err().contains("K,W"));
-    assert!(SubstrParams::parse("4,20").unwrap_err().contains("W must be"));
+    assert!(SubstrParams::parse("4,20")
+        .unwrap_err()
+        .contains("W must be"));
 }
 
 #[test]

@@ -12,6 +12,15 @@ use crate::plan::ChunkPlan;
 use std::ops::Range;
 use webdedup_text::Normalization;
 
+/// What the planner is doing besides reading units.
+#[derive(Clone, Copy)]
+pub struct Planning {
+    /// The chunk is a vertical (a unit stands for its token line).
+    pub vertical: bool,
+    /// `--mark`: units' characters are recorded too.
+    pub marks: bool,
+}
+
 /// The planner's substring-mode state (one a planner).
 pub struct SubstrUnits {
     tokenizer: Tokenizer,
@@ -22,6 +31,11 @@ pub struct SubstrUnits {
     /// Bytes of unescaped text of this paragraph met so far.
     unescaped: usize,
     offsets: Vec<usize>,
+    /// `--mark`: characters of this paragraph's text met so far (words joined by a
+    /// space, glued ones by none, as the readers count them for `--mark`), and
+    /// whether a word was met.
+    chars: u32,
+    has_word: bool,
 }
 
 impl SubstrUnits {
@@ -32,22 +46,70 @@ impl SubstrUnits {
             pending: None,
             unescaped: 0,
             offsets: Vec::new(),
+            chars: 0,
+            has_word: false,
         }
     }
 
     pub fn para_start(&mut self) {
         self.pending = None;
         self.unescaped = 0;
+        self.chars = 0;
+        self.has_word = false;
+    }
+
+    /// `--mark`: the characters of `word`'s units in its paragraph's text into
+    /// `plan.token_chars` (made absolute by [`Self::para_chars`]).
+    fn unit_chars(&mut self, text: &str, glued: bool, plan: &mut ChunkPlan) {
+        if self.has_word && !glued {
+            self.chars += 1;
+        }
+        self.has_word = true;
+        let base = self.chars;
+        let mut counted = (0usize, 0u32);
+        let mut chars_to = |to: usize| {
+            counted.1 += text[counted.0..to].chars().count() as u32;
+            counted.0 = to;
+            base + counted.1
+        };
+        for t in &self.word_tokens {
+            let start = chars_to(t.bytes.start);
+            let end = chars_to(t.bytes.end);
+            plan.token_chars.push(start..end);
+        }
+        self.chars = chars_to(text.len());
+    }
+
+    /// `--mark`: the paragraph just ended starts at character `start` of its
+    /// document's text: its units' characters become the document's.
+    pub fn para_chars(plan: &mut ChunkPlan, start: u32) {
+        if let Some(p) = plan.paras.last() {
+            let units = p.tokens.start as usize..p.tokens.end as usize;
+            for c in plan.token_chars.get_mut(units).into_iter().flatten() {
+                *c = c.start + start..c.end + start;
+            }
+        }
     }
 
     /// The units of `word` into `plan` (invalid UTF-8 makes none: the planner
     /// reports the line).
-    pub fn word(&mut self, word: &[u8], data: &[u8], vertical: bool, plan: &mut ChunkPlan) {
+    pub fn word(
+        &mut self,
+        word: &[u8],
+        glued: bool,
+        data: &[u8],
+        how: Planning,
+        plan: &mut ChunkPlan,
+    ) {
         let Ok(text) = std::str::from_utf8(word) else {
             return;
         };
         self.tokenizer.tokens(text, &mut self.word_tokens);
         plan.tokens.extend(self.word_tokens.iter().map(|t| t.hash));
+        if how.marks {
+            self.unit_chars(text, glued, plan);
+        }
+        let vertical = how.vertical;
         match offset_in(data, word) {
             Some(at) if vertical => {
                 let line = line_around(data, at);
