@@ -5,7 +5,7 @@
 //! format.
 
 use crate::options::{DocCheck, Options};
-use crate::policy::substr::units::{Planning, SubstrUnits};
+use crate::policy::substr::units::{Planning, SubstrUnits, UnitsOut};
 use crate::url_filter::UrlFilter;
 use std::ops::Range;
 use std::sync::Arc;
@@ -222,11 +222,7 @@ impl Planner {
     }
 }
 
-/// The hash of one normalized token (an n-gram's key is computed from these).
-#[inline]
-pub fn token_hash(token: &[u8]) -> u64 {
-    xxhash_rust::xxh3::xxh3_64(token)
-}
+pub use crate::policy::substr::tokens::token_hash;
 
 /// onion's tokens of a vertical paragraph's bytes: every line that does not start
 /// with `<`, whole and as written (all its columns, a `\r` included; a blank line is
@@ -273,6 +269,15 @@ pub fn url_title_key_of(url: &str, title: &str) -> u64 {
     buf.push(b'\t');
     buf.extend_from_slice(title.as_bytes());
     key(KeyKind::UrlTitle, &buf)
+}
+
+/// Substring mode's view of the plan's unit lists.
+fn units_out(plan: &mut ChunkPlan) -> UnitsOut<'_> {
+    UnitsOut {
+        tokens: &mut plan.tokens,
+        token_bytes: &mut plan.token_bytes,
+        token_chars: &mut plan.token_chars,
+    }
 }
 
 struct PlanSink<'a> {
@@ -396,7 +401,7 @@ impl DocSink for PlanSink<'_> {
                 vertical: p.vertical,
                 marks: p.marks,
             };
-            u.word(word, glued, self.data, how, self.plan);
+            u.word(word, glued, self.data, how, &mut units_out(self.plan));
         }
         if p.onion {
             // No text to build: onion's tokens are taken at `para_end`, from the
@@ -437,7 +442,13 @@ impl DocSink for PlanSink<'_> {
                 vertical: self.planner.vertical,
                 marks: self.planner.marks,
             };
-            u.word(word.as_bytes(), glued, self.data, how, self.plan);
+            u.word(
+                word.as_bytes(),
+                glued,
+                self.data,
+                how,
+                &mut units_out(self.plan),
+            );
         }
         self.planner.text.push_str_word(word, glued);
     }
@@ -464,7 +475,11 @@ impl DocSink for PlanSink<'_> {
             return;
         }
         if let Some(u) = &mut p.substr {
-            u.para_end(&self.data[p.para_start..end], p.para_start, self.plan);
+            u.para_end(
+                &self.data[p.para_start..end],
+                p.para_start,
+                &mut units_out(self.plan),
+            );
         }
         let text = p.text.text();
         if p.tokens {
@@ -556,8 +571,11 @@ impl DocSink for PlanSink<'_> {
         self.plan
             .para_chars
             .push(chars.start as u32..chars.end as u32);
-        if self.planner.substr.is_some() {
-            SubstrUnits::para_chars(self.plan, chars.start as u32);
+        if let (Some(_), Some(p)) = (&self.planner.substr, self.plan.paras.last()) {
+            let units = p.tokens.start as usize..p.tokens.end as usize;
+            if let Some(c) = self.plan.token_chars.get_mut(units) {
+                SubstrUnits::para_chars(c, chars.start as u32);
+            }
         }
     }
 

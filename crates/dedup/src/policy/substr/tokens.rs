@@ -8,9 +8,15 @@
 //! token; there every character is a token of its own, so a window of K tokens is
 //! K characters there and K words elsewhere.
 
-use crate::plan::token_hash;
 use std::ops::Range;
 use webdedup_text::{Normalization, TextBuilder};
+
+/// The hash of one normalized token: near mode's n-gram keys and substring mode's
+/// window keys are computed from these.
+#[inline]
+pub fn token_hash(token: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(token)
+}
 
 /// One unit of a document's text.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -8,9 +8,16 @@
 //! end of the paragraph, so a cut never splits an escape.
 
 use super::tokens::{Token, Tokenizer};
-use crate::plan::ChunkPlan;
 use std::ops::Range;
 use webdedup_text::Normalization;
+
+/// Where units go: the plan's parallel lists (`ChunkPlan::tokens`, `token_bytes`,
+/// `token_chars`).
+pub struct UnitsOut<'a> {
+    pub tokens: &'a mut Vec<u64>,
+    pub token_bytes: &'a mut Vec<Range<usize>>,
+    pub token_chars: &'a mut Vec<Range<u32>>,
+}
 
 /// What the planner is doing besides reading units.
 #[derive(Clone, Copy)]
@@ -60,7 +67,7 @@ impl SubstrUnits {
 
     /// `--mark`: the characters of `word`'s units in its paragraph's text into
     /// `plan.token_chars` (made absolute by [`Self::para_chars`]).
-    fn unit_chars(&mut self, text: &str, glued: bool, plan: &mut ChunkPlan) {
+    fn unit_chars(&mut self, text: &str, glued: bool, plan: &mut UnitsOut) {
         if self.has_word && !glued {
             self.chars += 1;
         }
@@ -80,14 +87,12 @@ impl SubstrUnits {
         self.chars = chars_to(text.len());
     }
 
-    /// `--mark`: the paragraph just ended starts at character `start` of its
-    /// document's text: its units' characters become the document's.
-    pub fn para_chars(plan: &mut ChunkPlan, start: u32) {
-        if let Some(p) = plan.paras.last() {
-            let units = p.tokens.start as usize..p.tokens.end as usize;
-            for c in plan.token_chars.get_mut(units).into_iter().flatten() {
-                *c = c.start + start..c.end + start;
-            }
+    /// `--mark`: the paragraph just ended, whose units' characters are
+    /// `token_chars`, starts at character `start` of its document's text: they
+    /// become the document's.
+    pub fn para_chars(token_chars: &mut [Range<u32>], start: u32) {
+        for c in token_chars {
+            *c = c.start + start..c.end + start;
         }
     }
 
@@ -99,7 +104,7 @@ impl SubstrUnits {
         glued: bool,
         data: &[u8],
         how: Planning,
-        plan: &mut ChunkPlan,
+        plan: &mut UnitsOut,
     ) {
         let Ok(text) = std::str::from_utf8(word) else {
             return;
@@ -136,7 +141,7 @@ impl SubstrUnits {
 
     /// The paragraph whose input bytes are `raw` (from `raw_start` in the chunk)
     /// ends: units given unescaped get their input bytes.
-    pub fn para_end(&mut self, raw: &[u8], raw_start: usize, plan: &mut ChunkPlan) {
+    pub fn para_end(&mut self, raw: &[u8], raw_start: usize, plan: &mut UnitsOut) {
         let Some(from) = self.pending.take() else {
             return;
         };
