@@ -116,7 +116,9 @@ pub struct DedupArgs {
     url_filter: Option<PathBuf>,
     /// Feedback mode: write each dropped paragraph to `STEM.dedup.dropped` after a
     /// `<t>FILE:REC\tFILE:REC</f>` line naming it and its original; `files.idx` maps
-    /// file ids to paths. Check the claims with `webdedup check`.
+    /// file ids to paths. Check the claims with `webdedup check`. With --substr:
+    /// `STEM.dedup.spans` instead, each removed span and its first copy
+    /// (docs/substr.md).
     #[arg(short = 'f', long)]
     feedback: bool,
     /// Substring mode: remove repeated spans inside documents (docs/substr.md).
@@ -130,7 +132,7 @@ pub struct DedupArgs {
         default_missing_value = SubstrParams::DEFAULT_ARG,
         require_equals = true,
         value_parser = SubstrParams::parse,
-        conflicts_with_all = ["near", "feedback"]
+        conflicts_with = "near"
     )]
     substr: Option<SubstrParams>,
     /// Remove nothing: write every input unchanged and, beside each output, its
@@ -214,7 +216,10 @@ pub(crate) fn run_mode(
                 options.mode = webdedup_dedup::options::Mode::MinHash(m);
             }
             if let Some(p) = args.substr {
-                options.mode = webdedup_dedup::options::Mode::Substr(p);
+                options.mode = webdedup_dedup::options::Mode::Substr {
+                    params: p,
+                    feedback: args.feedback,
+                };
             }
             options
         },

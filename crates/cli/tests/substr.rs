@@ -303,3 +303,195 @@ fn mark_names_the_spans_by_their_characters_and_changes_nothing() {
         );
     }
 }
+
+/// `files.idx` of an output: file id (16 hex digits) to the input's relative path.
+fn files_index(out: &Path) -> std::collections::HashMap<String, String> {
+    read(out.join("files.idx"))
+        .lines()
+        .map(|l| {
+            let (id, rel) = l.split_once('\t').expect("ID TAB REL");
+            (id.to_string(), rel.to_string())
+        })
+        .collect()
+}
+
+/// A `.spans` line: the span (`FILE:LINE:START-END`) and its first copy
+/// (`FILE:LINE:START`), each as (file id, line, characters).
+type Place = (String, u64, std::ops::Range<usize>);
+
+fn spans_report(path: &Path) -> Vec<(Place, Option<Place>)> {
+    let place = |p: &str| -> Place {
+        let mut f = p.splitn(3, ':');
+        let (file, line, chars) = (f.next().unwrap(), f.next().unwrap(), f.next().unwrap());
+        let chars = match chars.split_once('-') {
+            Some((a, b)) => a.parse().unwrap()..b.parse().unwrap(),
+            None => chars.parse().unwrap()..chars.parse().unwrap(),
+        };
+        (file.to_string(), line.parse().unwrap(), chars)
+    };
+    read(path)
+        .lines()
+        .map(|l| {
+            let (span, first) = l.split_once('\t').expect("SPAN TAB FIRST COPY");
+            (place(span), (first != "-").then(|| place(first)))
+        })
+        .collect()
+}
+
+#[test]
+fn feedback_names_the_first_copy_of_each_removed_span() {
+    let dir = tempfile::tempdir().unwrap();
+    let chars = |t: &str| t.chars().count();
+    let notice_in_a = chars(FIRST) + 1;
+    let b_span = chars(SECOND) + 1..chars(SECOND) + 1 + chars(NOTICE);
+    for (name, input, spans) in [
+        ("jsonl", jsonl_input(dir.path()), "part.dedup.spans"),
+        ("vert", vertical_input(dir.path()), "part.vert.dedup.spans"),
+    ] {
+        let out = dir.path().join(format!("{name}-out"));
+        run_json(&input, &out, &["--substr=6,1", "-f"]);
+        let given = read(input.read_dir().unwrap().next().unwrap().unwrap().path());
+        // Documents are named by the line they start on.
+        let doc_lines: Vec<u64> = (1..)
+            .zip(given.lines())
+            .filter(|(_, l)| name == "jsonl" || l.starts_with("<doc"))
+            .map(|(n, _)| n)
+            .collect();
+        let report = spans_report(&out.join(spans));
+        let names = files_index(&out);
+        let file = report[0].0 .0.clone();
+        assert_eq!(names[&file], given_name(&input), "{name}");
+        let a = (file.clone(), doc_lines[0], notice_in_a..notice_in_a);
+        assert_eq!(
+            report,
+            [
+                (
+                    (file.clone(), doc_lines[1], b_span.clone()),
+                    Some(a.clone())
+                ),
+                ((file.clone(), doc_lines[2], 0..chars(NOTICE)), Some(a)),
+            ],
+            "{name}"
+        );
+    }
+}
+
+/// The relative path of the one file of `input`.
+fn given_name(input: &Path) -> String {
+    let entry = input.read_dir().unwrap().next().unwrap().unwrap();
+    entry.file_name().to_string_lossy().into_owned()
+}
+
+#[test]
+fn feedback_reports_are_the_same_for_any_thread_count() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, input) in [("vert", sample_dir()), ("jsonl", jsonl_sample_dir())] {
+        let one = dir.path().join(format!("{name}-1"));
+        ok(&dedup(&input, &one, &["--substr", "-f", "-t", "1"]));
+        let many = dir.path().join(format!("{name}-3"));
+        let more = ["--substr", "-f", "-t", "3", "--chunk-bytes", "20000"];
+        ok(&dedup(&input, &many, &more));
+        let one = tree(&one);
+        let reports = one.iter().filter(|(n, _)| n.ends_with(".spans"));
+        assert!(
+            reports.clone().any(|(_, b)| !b.is_empty()),
+            "{name}: spans listed"
+        );
+        assert_same_files(name, &tree(&many), &one);
+        // The outputs themselves are those of a run without the report.
+        let plain = dir.path().join(format!("{name}-plain"));
+        ok(&dedup(&input, &plain, &["--substr"]));
+        let without = |t: Vec<(String, Vec<u8>)>| -> Vec<(String, Vec<u8>)> {
+            t.into_iter()
+                .filter(|(n, _)| !n.ends_with(".spans") && n != "files.idx")
+                .collect()
+        };
+        assert_same_files(name, &without(one), &tree(&plain));
+    }
+}
+
+/// The first characters of `text` from character `at`, roughly as the loose
+/// normalization has them: letters lowercased, digits `0`, no spaces or
+/// punctuation (a window's first tokens, whatever the script).
+fn first_chars(text: &str, at: usize) -> String {
+    text.chars()
+        .skip(at)
+        .filter(|c| c.is_alphanumeric())
+        .map(|c| if c.is_numeric() { '0' } else { c })
+        .flat_map(char::to_lowercase)
+        .take(8)
+        .collect()
+}
+
+/// The text of the record on line `line` (from 1) of a JSON Lines file.
+fn record_text(path: &Path, line: u64) -> String {
+    let bytes = decompress(&std::fs::read(path).unwrap());
+    let text = String::from_utf8(bytes).unwrap();
+    let record = text.lines().nth(line as usize - 1).unwrap();
+    let v: serde_json::Value = serde_json::from_str(record).unwrap();
+    v["text"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn crawl_after_crawl_names_first_copies_in_earlier_crawls() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = jsonl_sample_dir();
+    let store = dir.path().join("store");
+    let crawls = ["cc-2023-14", "cc-2023-50", "cc-2024-33"];
+    // Each crawl's file under its crawl's name, so that file ids tell them apart.
+    let mut written = std::collections::HashMap::new();
+    for crawl in crawls {
+        let input = dir.path().join("in").join(crawl);
+        let part = input.join(crawl).join("part-00000.jsonl.gz");
+        write_file(
+            &part,
+            std::fs::read(sample.join(crawl).join("part-00000.jsonl.gz")).unwrap(),
+        );
+        let out = dir.path().join("out").join(crawl);
+        let args = ["--substr", "-f", "--store", s(&store)];
+        ok(&dedup(&input, &out, &args));
+        for (id, rel) in files_index(&out) {
+            written.insert(id, (part.clone(), rel));
+        }
+        let report = spans_report(&out.join(crawl).join("part-00000.dedup.spans"));
+        if crawl == crawls[0] {
+            continue;
+        }
+        let mut earlier = 0;
+        for ((file, line, chars), first) in &report {
+            let Some((first_file, first_line, at)) = first else {
+                panic!("{crawl}: every first copy is known on a store directory");
+            };
+            let (path, rel) = &written[first_file];
+            if !rel.starts_with(crawl) {
+                earlier += 1;
+            }
+            // The span starts as the first copy does (normalized).
+            let here = record_text(&written[file].0, *line);
+            let there = record_text(path, *first_line);
+            assert_eq!(
+                first_chars(&here, chars.start),
+                first_chars(&there, at.start),
+                "{crawl}: {file}:{line} and {first_file}:{first_line}"
+            );
+        }
+        assert!(
+            earlier > 0,
+            "{crawl}: {} spans, none from an earlier crawl",
+            report.len()
+        );
+    }
+}
+
+#[test]
+fn feedback_is_refused_on_redis_which_keeps_no_locations() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = jsonl_input(dir.path());
+    let node = common::redis_server::Node::start(false);
+    let o = dedup(
+        &input,
+        &dir.path().join("out"),
+        &["--substr", "-f", "--store", &node.url()],
+    );
+    assert_fails_saying(&o, 2, "Redis does not keep");
+}

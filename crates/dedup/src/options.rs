@@ -325,7 +325,12 @@ pub enum Mode {
     MinHash(MinHashOptions),
     /// Repeated spans inside documents, by winnowed windows of tokens
     /// (`dedup --substr K,W`; `policy::substr`): no other keys.
-    Substr(SubstrParams),
+    Substr {
+        params: SubstrParams,
+        /// Feedback mode (`-f`): window keys remember where they were first seen,
+        /// and every removed span is listed with its first copy (`STEM.dedup.spans`).
+        feedback: bool,
+    },
 }
 
 impl Default for Mode {
@@ -368,7 +373,9 @@ impl Options {
     pub fn feedback(&self) -> bool {
         matches!(
             self.mode,
-            Mode::Exact { feedback: true } | Mode::Near { feedback: true, .. }
+            Mode::Exact { feedback: true }
+                | Mode::Near { feedback: true, .. }
+                | Mode::Substr { feedback: true, .. }
         )
     }
 
@@ -383,7 +390,7 @@ impl Options {
     /// Substring mode's window and winnowing sizes, if on.
     pub fn substr(&self) -> Option<SubstrParams> {
         match &self.mode {
-            Mode::Substr(p) => Some(*p),
+            Mode::Substr { params, .. } => Some(*params),
             _ => None,
         }
     }

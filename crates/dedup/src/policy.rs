@@ -110,6 +110,9 @@ pub struct Decisions {
     /// Substring mode: the units (indexes into the plan's tokens) of each removed
     /// stretch, in order (`--mark` names them by their characters).
     pub cut_units: Vec<std::ops::Range<usize>>,
+    /// Substring mode with feedback: the first copy of each of [`Self::cut_units`]
+    /// (`policy::substr::decide::first_copy`; [`Location::UNKNOWN`] if not known).
+    pub cut_originals: Vec<Location>,
 }
 
 impl Decisions {
@@ -125,6 +128,7 @@ impl Decisions {
         self.pairs.clear();
         self.cuts.clear();
         self.cut_units.clear();
+        self.cut_originals.clear();
     }
 }
 

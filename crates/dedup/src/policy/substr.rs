@@ -21,6 +21,7 @@
 //! window of `k` tokens seen before (up to 64-bit key collisions).
 
 pub mod decide;
+pub mod report;
 pub mod tokens;
 pub mod units;
 

@@ -16,7 +16,8 @@ pub use config::{on_finished, Durability, RunConfig};
 pub use order::{open_doc_reader, open_documents, DocStream};
 pub use outputs::{
     attributes_path, count_skipped, dd_path, dropped_path, list_inputs, log_path, output_path,
-    pairs_path, rel_bytes, report_skipped, write_files_index, write_files_index_of, FILES_INDEX,
+    pairs_path, rel_bytes, report_skipped, spans_path, write_files_index, write_files_index_of,
+    FILES_INDEX,
 };
 pub use webdedup_formats::input::{InputFile, Listing, Skipped};
 

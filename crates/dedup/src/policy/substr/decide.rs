@@ -7,12 +7,17 @@
 //! format's separators go with it, as in paragraph mode); in the others the cuts
 //! are left out of its bytes when it is written. A document with cuts is partly
 //! kept (`N/M`, N its paragraphs left); one left with nothing is emptied (`E`).
+//!
+//! In feedback mode (`-f`) each key goes with its window's location, so the store
+//! keeps each key's first copy: [`first_copy`] of the document's line and the
+//! window's first character, and every removed stretch learns the first copy of
+//! its first window ([`Decisions::cut_originals`]).
 
 use super::{removed_tokens, window_keys, winnow, SubstrParams};
 use crate::plan::{ChunkPlan, DocKind};
 use crate::policy::{ChunkContext, Decisions, DocStatus};
 use std::ops::Range;
-use webdedup_store::{Store, StoreError};
+use webdedup_store::{Location, Store, StoreError};
 
 /// Reusable buffers of substring mode.
 #[derive(Default)]
@@ -26,6 +31,24 @@ pub struct SubstrScratch {
     per_doc: Vec<Range<usize>>,
     seen: Vec<bool>,
     removed: Vec<Range<usize>>,
+    /// Feedback mode: each key's window's location, and the store's first copies.
+    locs: Vec<Location>,
+    originals: Vec<Location>,
+}
+
+/// Where a window is, in a store's location: its file, and in the record the
+/// document's line (high 32 bits) and the window's first character in the
+/// document's text (low 32 bits; `--mark`'s offsets).
+pub fn first_copy(file: u64, line: u64, char: u32) -> Location {
+    Location {
+        file,
+        record: line << 32 | u64::from(char),
+    }
+}
+
+/// The line and character [`first_copy`] packed into `loc`'s record.
+pub fn line_and_char(loc: Location) -> (u64, u32) {
+    (loc.record >> 32, loc.record as u32)
 }
 
 /// The units of a document (its paragraphs' units are contiguous).
@@ -42,6 +65,7 @@ pub fn decide(
     ctx: ChunkContext,
     store: &dyn Store,
     params: SubstrParams,
+    feedback: bool,
     s: &mut SubstrScratch,
     out: &mut Decisions,
 ) -> Result<(), StoreError> {
@@ -49,19 +73,37 @@ pub fn decide(
     s.selected.clear();
     s.keys.clear();
     s.per_doc.clear();
+    s.locs.clear();
     for doc in &plan.docs {
         let start = s.keys.len();
         if doc.live() {
             let units = doc_units(plan, doc.paras.clone());
-            window_keys(&plan.tokens[units], params.k, &mut s.windows);
+            window_keys(&plan.tokens[units.clone()], params.k, &mut s.windows);
             winnow(&s.windows, params.w, &mut s.picked);
             s.selected.extend_from_slice(&s.picked);
             let windows = &s.windows;
             s.keys.extend(s.picked.iter().map(|&p| windows[p as usize]));
+            if feedback {
+                let chars = plan.token_chars.get(units).unwrap_or_default();
+                s.locs.extend(s.picked.iter().map(|&p| {
+                    let char = chars.get(p as usize).map_or(0, |c| c.start);
+                    first_copy(ctx.file, doc.line, char)
+                }));
+            }
         }
         s.per_doc.push(start..s.keys.len());
     }
-    store.test_and_insert_batch(ctx.id, &s.keys, &mut s.seen)?;
+    if feedback {
+        store.test_and_insert_located_batch(
+            ctx.id,
+            &s.keys,
+            &s.locs,
+            &mut s.seen,
+            &mut s.originals,
+        )?;
+    } else {
+        store.test_and_insert_batch(ctx.id, &s.keys, &mut s.seen)?;
+    }
 
     for (i, doc) in plan.docs.iter().enumerate() {
         if let DocKind::BadRecord { dropped } = doc.kind {
@@ -75,7 +117,7 @@ pub fn decide(
         let picks = s.per_doc[i].clone();
         removed_tokens(
             &s.selected[picks.clone()],
-            &s.seen[picks],
+            &s.seen[picks.clone()],
             params.k,
             &mut s.removed,
         );
@@ -89,6 +131,16 @@ pub fn decide(
         for r in &s.removed {
             let (a, b) = (units.start + r.start, units.start + r.end);
             out.cut_units.push(a..b);
+            if feedback {
+                // A stretch starts with a seen window's first token: that window's
+                // first copy is the stretch's.
+                let first = s.selected[picks.clone()]
+                    .iter()
+                    .zip(&s.originals[picks.clone()])
+                    .find(|(&p, _)| p as usize == r.start)
+                    .map_or(Location::UNKNOWN, |(_, &o)| o);
+                out.cut_originals.push(first);
+            }
             let cut = plan.token_bytes[a].start..plan.token_bytes[b - 1].end;
             match out.cuts.last_mut() {
                 // A vertical's units of one line share it.
