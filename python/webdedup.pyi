@@ -148,6 +148,10 @@ class Dedup:
     (Vert.feedback, Vert.references, Document.references), numbered within each
     call's `source`.
 
+    substr=True or (K, W): substring mode (`webdedup dedup --substr=K,W`,
+    True is (12, 8)): spans repeated inside documents are removed, the first copy
+    kept; not with near, nor (yet) with feedback.
+
     input_format ("auto", "vertical", "jsonl") and the JSON Lines fields are the
     command line's --input-format, --text-field, --id-field (default id),
     --url-field (default url, else metadata.url), --title-field (default title,
@@ -177,6 +181,7 @@ class Dedup:
         max_stub: Optional[int] = None,
         url_filter: Optional[Union[str, PathLike, Sequence[str]]] = None,
         feedback: bool = False,
+        substr: Union[bool, Tuple[int, int], None] = None,
         blocks: Optional[int] = None,
         capacity: Optional[int] = None,
         server_timeout: float = 120.0,

@@ -5,11 +5,11 @@ use crate::worker::Worker;
 use crate::{err, feedback, formats, servers, worker_state, Keys, WebdedupWarning};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use webdedup_dedup::{DocCheck, PolicyChoices, RunState, UrlFilter};
-use pyo3::types::PyDict;
 use webdedup_store_spec::{OpenOptions, OpenedStore, StoreSpec};
 use webdedup_text::Normalization;
 
@@ -56,7 +56,7 @@ impl Dedup {
 #[pymethods]
 impl Dedup {
     #[new]
-    #[pyo3(signature = (map=None, port=None, store_dir=None, *, store=None, store_password=None, normalize=None, min_para_chars=None, doc_check=None, near=false, ngram=None, threshold=None, smooth=false, max_stub=None, url_filter=None, feedback=false, blocks=None, capacity=None, server_timeout=webdedup_net::client::DEFAULT_GIVE_UP_AFTER.as_secs_f64(), **read))]
+    #[pyo3(signature = (map=None, port=None, store_dir=None, *, store=None, store_password=None, normalize=None, min_para_chars=None, doc_check=None, near=false, ngram=None, threshold=None, smooth=false, max_stub=None, url_filter=None, feedback=false, substr=None, blocks=None, capacity=None, server_timeout=webdedup_net::client::DEFAULT_GIVE_UP_AFTER.as_secs_f64(), **read))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         map: Option<PathBuf>,
@@ -74,6 +74,7 @@ impl Dedup {
         max_stub: Option<usize>,
         url_filter: Option<&Bound<'_, PyAny>>,
         feedback: bool,
+        substr: Option<&Bound<'_, PyAny>>,
         blocks: Option<u32>,
         capacity: Option<usize>,
         server_timeout: f64,
@@ -118,6 +119,19 @@ impl Dedup {
         .options()
         .map_err(PyValueError::new_err)?;
         options.url_filter = url_filter;
+        if let Some(params) = substr.map(substr_params).transpose()?.flatten() {
+            if near {
+                return Err(PyValueError::new_err(
+                    "substr and near are two modes: give one",
+                ));
+            }
+            if feedback {
+                return Err(PyValueError::new_err(
+                    "substr with feedback=True (the .spans report) is the command line's for now: webdedup dedup --substr -f",
+                ));
+            }
+            options.mode = webdedup_dedup::Mode::Substr { params, feedback };
+        }
         // The store is opened as the command line opens it (one function for both:
         // the same namespace, store identity and layout rules).
         let keys = webdedup_dedup::identity::key_set(&options, blocks);
@@ -273,4 +287,24 @@ fn load_url_filter(arg: &Bound<'_, PyAny>) -> PyResult<Arc<UrlFilter>> {
         return Err(PyValueError::new_err(problems.join("; ")));
     }
     Ok(Arc::new(filter))
+}
+
+/// `substr=`: `True` (the command line's `--substr`, 12,8), `(K, W)`, or
+/// `False`/`None` (off); checked as `--substr=K,W` is.
+fn substr_params(
+    v: &Bound<'_, PyAny>,
+) -> PyResult<Option<webdedup_dedup::policy::substr::SubstrParams>> {
+    use webdedup_dedup::policy::substr::SubstrParams;
+    if v.is_none() {
+        return Ok(None);
+    }
+    if let Ok(on) = v.extract::<bool>() {
+        return Ok(on.then_some(SubstrParams::DEFAULT));
+    }
+    let (k, w) = v.extract::<(usize, usize)>().map_err(|_| {
+        PyValueError::new_err("substr takes True or (K, W), two whole numbers as (12, 8)")
+    })?;
+    SubstrParams::new(k, w)
+        .map(Some)
+        .map_err(PyValueError::new_err)
 }

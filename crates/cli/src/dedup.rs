@@ -13,6 +13,7 @@ use clap::Args;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
+use webdedup_dedup::policy::substr::SubstrParams;
 use webdedup_dedup::Persistence;
 use webdedup_dedup::{NearRules, PolicyChoices, RunConfig, RunState};
 use webdedup_store::SyncMode;
@@ -115,9 +116,25 @@ pub struct DedupArgs {
     url_filter: Option<PathBuf>,
     /// Feedback mode: write each dropped paragraph to `STEM.dedup.dropped` after a
     /// `<t>FILE:REC\tFILE:REC</f>` line naming it and its original; `files.idx` maps
-    /// file ids to paths. Check the claims with `webdedup check`.
+    /// file ids to paths. Check the claims with `webdedup check`. With --substr:
+    /// `STEM.dedup.spans` instead, each removed span and its first copy
+    /// (docs/substr.md).
     #[arg(short = 'f', long)]
     feedback: bool,
+    /// Substring mode: remove repeated spans inside documents (docs/substr.md).
+    /// Windows of K tokens, one key stored of each run of W windows: a span of at
+    /// least K+W-1 tokens seen before is removed (the first copy kept), but for at
+    /// most W-1 tokens at each end. `--substr` alone means `--substr=12,8`.
+    #[arg(
+        long,
+        value_name = "K,W",
+        num_args = 0..=1,
+        default_missing_value = SubstrParams::DEFAULT_ARG,
+        require_equals = true,
+        value_parser = SubstrParams::parse,
+        conflicts_with = "near"
+    )]
+    substr: Option<SubstrParams>,
     /// Remove nothing: write every input unchanged and, beside each output, its
     /// decisions in dolma's attributes layout (`STEM.dedup.attributes.jsonl`: one
     /// line a record, character spans of duplicate paragraphs and of documents
@@ -141,8 +158,8 @@ pub(crate) fn run_mode(
 ) -> Result<u8> {
     let minhash_mode = minhash.is_some();
     if minhash_mode {
-        if args.near || args.feedback || args.read.wikilinks() {
-            anyhow::bail!("minhash judges whole documents: -n/--near, -f/--feedback and --format wikilinks do not apply");
+        if args.near || args.feedback || args.substr.is_some() || args.read.wikilinks() {
+            anyhow::bail!("minhash judges whole documents: -n/--near, -f/--feedback, --substr and --format wikilinks do not apply");
         }
         if args.normalize.normalization != Normalization::Loose {
             anyhow::bail!("minhash signatures are pinned to the loose normalization: --normalize does not apply");
@@ -198,6 +215,12 @@ pub(crate) fn run_mode(
             options.url_filter = url_filter;
             if let Some(m) = minhash {
                 options.mode = webdedup_dedup::options::Mode::MinHash(m);
+            }
+            if let Some(p) = args.substr {
+                options.mode = webdedup_dedup::options::Mode::Substr {
+                    params: p,
+                    feedback: args.feedback,
+                };
             }
             options
         },
@@ -345,6 +368,9 @@ fn run_wikilinks(
         anyhow::bail!(
             "--format wikilinks keeps its store in memory: --store and --restore are not supported"
         );
+    }
+    if args.substr.is_some() {
+        anyhow::bail!("--format wikilinks has no documents: --substr does not apply");
     }
     if args.url_filter.is_some() || args.out.dd {
         anyhow::bail!("--format wikilinks has no documents: --url-filter and --dd do not apply");

@@ -100,6 +100,13 @@ pub fn run_outcome(
             thousands(s.documents_dropped_url_filter)
         ));
     }
+    if let (Some(spans), Some(bytes)) = (s.spans_removed, s.span_bytes_removed) {
+        o.note(format!(
+            "{} removed inside documents ({})",
+            count(spans, "repeated span", "repeated spans"),
+            count(bytes, "byte", "bytes")
+        ));
+    }
     if minhash.is_none() {
         o.note(format!(
             "{} of {} retained ({:.2}%)",

@@ -36,6 +36,8 @@ enum Cmd {
     Feedback,
     /// `minhash`.
     Minhash,
+    /// `dedup --substr=8,4`.
+    Substr,
     /// `batch run` (its phases: hash, resolve, filter, publish).
     Batch,
     /// `batch run --minhash`.
@@ -166,6 +168,16 @@ matrix! {
     feedback_servers_store_restart: Feedback Servers StoreRestart => Either;
     feedback_servers_store_killed: Feedback Servers StoreKilled => Refused;
     feedback_servers_disk_full: Feedback Servers DiskFull => Refused;
+
+    // dedup, substring mode
+    substr_embedded_finished: Substr Embedded Finished => Identical;
+    substr_embedded_kill: Substr Embedded Kill => Identical;
+    substr_dir_finished: Substr Dir Finished => Identical;
+    substr_dir_kill: Substr Dir Kill => Identical;
+    substr_redis_finished: Substr Redis Finished => Identical;
+    substr_redis_kill: Substr Redis Kill => Identical;
+    substr_servers_finished: Substr Servers Finished => Identical;
+    substr_servers_kill: Substr Servers Kill => Identical;
 
     // minhash (not on Redis: refused, it keeps no locations)
     minhash_embedded_finished: Minhash Embedded Finished => Identical;
@@ -495,7 +507,7 @@ impl Ctx {
             |a: &mut Vec<OsString>, items: &[&str]| a.extend(items.iter().map(OsString::from));
         let (input, out) = (corpus().as_os_str(), self.out.as_os_str());
         match self.cmd {
-            Cmd::Exact | Cmd::Near | Cmd::Feedback | Cmd::Minhash => {
+            Cmd::Exact | Cmd::Near | Cmd::Feedback | Cmd::Minhash | Cmd::Substr => {
                 let sub = if self.cmd == Cmd::Minhash {
                     "minhash"
                 } else {
@@ -508,6 +520,7 @@ impl Ctx {
                 a.extend(["-i".into(), input.into(), "-o".into(), out.into()]);
                 match self.cmd {
                     Cmd::Near => strs(&mut a, &["-n", "--smooth"]),
+                    Cmd::Substr => strs(&mut a, &["--substr=8,4"]),
                     Cmd::Feedback => strs(&mut a, &["-f"]),
                     _ => {}
                 }
@@ -663,7 +676,10 @@ fn unique() -> u64 {
 
 /// `dedup` and `minhash` finish with `-r`; the others by running again.
 fn has_restore_flag(cmd: Cmd) -> bool {
-    matches!(cmd, Cmd::Exact | Cmd::Near | Cmd::Feedback | Cmd::Minhash)
+    matches!(
+        cmd,
+        Cmd::Exact | Cmd::Near | Cmd::Feedback | Cmd::Minhash | Cmd::Substr
+    )
 }
 
 /// Waits for a run (at most two minutes: a hung run fails its cell).
@@ -902,7 +918,7 @@ fn finished_then_restore(cmd: Cmd, kind: StoreKind, reference: &Reference, want:
 fn kill_points(cmd: Cmd, kind: StoreKind) -> Vec<(&'static str, u64, u64)> {
     let mut p = Vec::new();
     match cmd {
-        Cmd::Exact | Cmd::Near | Cmd::Feedback | Cmd::Minhash => {
+        Cmd::Exact | Cmd::Near | Cmd::Feedback | Cmd::Minhash | Cmd::Substr => {
             p.extend([
                 ("commit", 1, 24),
                 // Up to the reference's output bytes (see `kill_then_restore`).

@@ -32,6 +32,10 @@ pub fn decide(
     scratch: &mut Scratch,
     out: &mut Decisions,
 ) -> Result<(), StoreError> {
+    if let Mode::Substr { params, feedback } = opts.mode {
+        let s = &mut scratch.substr;
+        return policy::substr::decide::decide(plan, ctx, store, params, feedback, s, out);
+    }
     let Mode::MinHash(m) = &opts.mode else {
         return policy::decide(plan, ctx, store, opts, scratch, out);
     };
@@ -102,7 +106,9 @@ impl Engine {
     /// An engine for `opts`; `marks`: plan what `--mark` needs too.
     pub fn new(opts: &Options, marks: bool) -> Self {
         Engine {
-            planner: Planner::new(opts).with_marks(marks),
+            // Substring mode's spans report names spans by `--mark`'s characters.
+            planner: Planner::new(opts)
+                .with_marks(marks || (opts.feedback() && opts.substr().is_some())),
             plan: ChunkPlan::default(),
             scratch: Scratch::default(),
             decisions: Decisions::default(),
@@ -164,7 +170,9 @@ impl Engine {
             out: &mut r.dd,
             name: how.name,
         });
-        let dropped = opts.feedback().then_some(DroppedOut {
+        // Substring mode's feedback is its spans report, not removed paragraphs.
+        let spans_report = opts.feedback() && opts.substr().is_some();
+        let dropped = (opts.feedback() && !spans_report).then_some(DroppedOut {
             out: &mut r.side,
             file: how.file,
             first_record: how.first_record,
@@ -189,6 +197,10 @@ impl Engine {
         }
         if let Some(c) = &clusters {
             minhash::cluster_lines(&self.plan, c, how.name, &mut r.clusters);
+        }
+        if spans_report {
+            let (plan, dec) = (&self.plan, &self.decisions);
+            crate::policy::substr::report::spans_lines(plan, dec, how.file, &mut r.side);
         }
         if how.mark {
             crate::write_back::attributes(

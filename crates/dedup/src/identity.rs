@@ -10,6 +10,13 @@ use webdedup_store_spec::KeySet;
 
 /// The [`Keys`] of a run with `options` (`dedup`, `minhash`, batch mode, Python).
 pub fn keys_of(options: &Options) -> Keys<'_> {
+    if let Some(s) = options.substr() {
+        return Keys::Substr {
+            normalization: options.normalization,
+            k: s.k,
+            w: s.w,
+        };
+    }
     match options.minhash() {
         Some(m) => Keys::MinHash(&m.params),
         None => Keys::Vertical {

@@ -257,7 +257,55 @@ impl MinHashChoices {
     }
 }
 
-/// What a run judges, and by which keys: one mode a run.
+/// Substring mode's window and winnowing sizes, in tokens and windows
+/// (`dedup --substr=K,W`; `policy::substr`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SubstrParams {
+    /// Tokens a window (its key covers them).
+    pub k: usize,
+    /// Windows a winnowing run (one key stored per run, at most).
+    pub w: usize,
+}
+
+impl SubstrParams {
+    /// [`Self::DEFAULT`] as the command line writes it (`--substr` alone).
+    pub const DEFAULT_ARG: &'static str = "12,8";
+    /// 12 tokens and runs of 8: every repeated span of 19 tokens or more (about
+    /// ExactSubstr's 100 bytes of English) is found; 2/9 of the windows stored.
+    pub const DEFAULT: SubstrParams = SubstrParams { k: 12, w: 8 };
+    /// Largest `k` taken (a window's hash costs nothing more, but spans longer than
+    /// this are what paragraph mode is for).
+    pub const MAX_K: usize = 1000;
+
+    /// Checks `1 <= w <= k <= MAX_K`: with `w > k` successive picks could leave
+    /// holes inside a repeated span.
+    pub fn new(k: usize, w: usize) -> Result<Self, String> {
+        if k == 0 || k > Self::MAX_K {
+            return Err(format!("K must be 1 to {}, not {k}", Self::MAX_K));
+        }
+        if w == 0 || w > k {
+            return Err(format!(
+                "W must be 1 to K ({k}), not {w}: with W > K a repeated span could keep holes"
+            ));
+        }
+        Ok(SubstrParams { k, w })
+    }
+
+    /// `K,W` as the command line gives it (`--substr 12,8`), checked as [`Self::new`].
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let bad = || format!("--substr takes K,W (two whole numbers, as 12,8), not '{s}'");
+        let (k, w) = s.split_once(',').ok_or_else(bad)?;
+        let k = k.trim().parse().map_err(|_| bad())?;
+        let w = w.trim().parse().map_err(|_| bad())?;
+        Self::new(k, w)
+    }
+
+    /// The length in tokens from which a repeated span is always found.
+    pub fn min_span(&self) -> usize {
+        self.k + self.w - 1
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Mode {
     /// URL+title, document and paragraph keys, compared exactly (the default).
@@ -275,6 +323,14 @@ pub enum Mode {
     /// Whole documents judged by LSH band keys only (`webdedup minhash`): no
     /// URL+title, document or paragraph keys.
     MinHash(MinHashOptions),
+    /// Repeated spans inside documents, by winnowed windows of tokens
+    /// (`dedup --substr K,W`; `policy::substr`): no other keys.
+    Substr {
+        params: SubstrParams,
+        /// Feedback mode (`-f`): window keys remember where they were first seen,
+        /// and every removed span is listed with its first copy (`STEM.dedup.spans`).
+        feedback: bool,
+    },
 }
 
 impl Default for Mode {
@@ -317,7 +373,9 @@ impl Options {
     pub fn feedback(&self) -> bool {
         matches!(
             self.mode,
-            Mode::Exact { feedback: true } | Mode::Near { feedback: true, .. }
+            Mode::Exact { feedback: true }
+                | Mode::Near { feedback: true, .. }
+                | Mode::Substr { feedback: true, .. }
         )
     }
 
@@ -325,6 +383,14 @@ impl Options {
     pub fn minhash(&self) -> Option<&MinHashOptions> {
         match &self.mode {
             Mode::MinHash(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// Substring mode's window and winnowing sizes, if on.
+    pub fn substr(&self) -> Option<SubstrParams> {
+        match &self.mode {
+            Mode::Substr { params, .. } => Some(*params),
             _ => None,
         }
     }

@@ -180,7 +180,7 @@ fn create_journal(
     info: &str,
     base: u64,
 ) -> Result<Journal> {
-    if let (Some(path), false) = (locations_file(cfg, p), p.restore) {
+    if let (Some(path), false) = (locations_file(cfg, p), p.restore || keeps_locations(cfg)) {
         // An earlier run's: before the journal, so that no restore of this run
         // finds it.
         if path.exists() {
@@ -313,6 +313,13 @@ fn locations_file(cfg: &RunConfig, p: &Persistence) -> Option<PathBuf> {
     (cfg.options.feedback() && cfg.options.minhash().is_none()).then(|| dir.join(LOCATIONS_FILE))
 }
 
+/// Substring mode's feedback keeps the locations file beside the snapshot after
+/// every run (saved when it finishes, loaded when the next starts): its report
+/// names first copies in earlier crawls, which is what it is for.
+fn keeps_locations(cfg: &RunConfig) -> bool {
+    cfg.options.feedback() && cfg.options.substr().is_some()
+}
+
 /// Loads the locations file `path` (if any) into `store`, which holds the
 /// snapshot it was saved with: locations of keys the snapshot lacks mean they do
 /// not belong together.
@@ -422,7 +429,7 @@ pub fn run_persistent(
         }
     };
     let locations = locations_file(cfg, p);
-    if let (Some(path), true) = (&locations, p.restore) {
+    if let (Some(path), true) = (&locations, p.restore || keeps_locations(cfg)) {
         load_locations(&store, path)?;
     }
     // MinHash without a store directory: the compact band table (8 bytes a key,
@@ -664,7 +671,10 @@ pub fn run_persistent(
         if let Some(snap) = &snapshot {
             rep.saved = Some(store.save(snap, &meta)?);
         }
-        if let Some(path) = locations.as_ref().filter(|p| p.exists()) {
+        if let (Some(path), true) = (&locations, keeps_locations(cfg)) {
+            // After the snapshot (its keys): the next run's first copies.
+            webdedup_store::locations::save_canonical(&store, path)?;
+        } else if let Some(path) = locations.as_ref().filter(|p| p.exists()) {
             // The run is finished: no restore needs its locations.
             remove_durably(path)?;
         }

@@ -5,6 +5,7 @@
 //! format.
 
 use crate::options::{DocCheck, Options};
+use crate::policy::substr::units::{Planning, SubstrUnits, UnitsOut};
 use crate::url_filter::UrlFilter;
 use std::ops::Range;
 use std::sync::Arc;
@@ -97,8 +98,15 @@ pub struct ChunkPlan {
     pub paras: Vec<ParaPlan>,
     pub pieces: Vec<Piece>,
     pub issues: Vec<Issue>,
-    /// Near mode: the hash of every token (normalized word) of the chunk, in order.
+    /// Near mode: the hash of every token (normalized word) of the chunk, in order;
+    /// substring mode: of every unit ([`crate::policy::substr::tokens`]).
     pub tokens: Vec<u64>,
+    /// Substring mode: the input bytes of each of [`Self::tokens`] in the chunk's
+    /// data (a vertical's token: its whole line), what removing it removes.
+    pub token_bytes: Vec<Range<usize>>,
+    /// Substring mode with `--mark`: the characters of each of [`Self::tokens`] in
+    /// its document's text.
+    pub token_chars: Vec<Range<u32>>,
     /// URLs, titles and ids of the documents (see [`DocPlan`]).
     pub meta: String,
     /// MinHash mode: the band keys of every document, in order.
@@ -115,6 +123,8 @@ pub struct ChunkPlan {
 impl ChunkPlan {
     pub fn clear(&mut self) {
         self.tokens.clear();
+        self.token_bytes.clear();
+        self.token_chars.clear();
         self.docs.clear();
         self.paras.clear();
         self.pieces.clear();
@@ -159,6 +169,8 @@ pub struct Planner {
     /// Document keys are asked (`--doc-check` is not `none`): with `none` no
     /// decision reads them, and hashing every text twice would be wasted.
     doc_keys: bool,
+    /// Substring mode: the units of every word, with their input bytes.
+    substr: Option<SubstrUnits>,
 }
 
 impl Planner {
@@ -183,7 +195,8 @@ impl Planner {
             doc_text: Vec::new(),
             doc_chars: 0,
             marks: false,
-            doc_keys: opts.doc_check != DocCheck::None,
+            doc_keys: opts.doc_check != DocCheck::None && opts.substr().is_none(),
+            substr: opts.substr().map(|_| SubstrUnits::new(opts.normalization)),
         }
     }
 
@@ -214,11 +227,7 @@ impl Planner {
     }
 }
 
-/// The hash of one normalized token (an n-gram's key is computed from these).
-#[inline]
-pub fn token_hash(token: &[u8]) -> u64 {
-    xxhash_rust::xxh3::xxh3_64(token)
-}
+pub use crate::policy::substr::tokens::token_hash;
 
 /// onion's tokens of a vertical paragraph's bytes: every line that does not start
 /// with `<`, whole and as written (all its columns, a `\r` included; a blank line is
@@ -265,6 +274,15 @@ pub fn url_title_key_of(url: &str, title: &str) -> u64 {
     buf.push(b'\t');
     buf.extend_from_slice(title.as_bytes());
     key(KeyKind::UrlTitle, &buf)
+}
+
+/// Substring mode's view of the plan's unit lists.
+fn units_out(plan: &mut ChunkPlan) -> UnitsOut<'_> {
+    UnitsOut {
+        tokens: &mut plan.tokens,
+        token_bytes: &mut plan.token_bytes,
+        token_chars: &mut plan.token_chars,
+    }
 }
 
 struct PlanSink<'a> {
@@ -377,11 +395,21 @@ impl DocSink for PlanSink<'_> {
         self.planner.para_start = start;
         self.planner.text.clear();
         self.planner.para_tokens = self.plan.tokens.len() as u32;
+        if let Some(u) = &mut self.planner.substr {
+            u.para_start();
+        }
     }
 
     #[inline]
     fn word(&mut self, word: &[u8], glued: bool, line: u64) {
         let p = &mut *self.planner;
+        if let Some(u) = &mut p.substr {
+            let how = Planning {
+                vertical: p.vertical,
+                marks: p.marks,
+            };
+            u.word(word, glued, self.data, how, &mut units_out(self.plan));
+        }
         if p.onion {
             // No text to build: onion's tokens are taken at `para_end`, from the
             // lines of a vertical, or here, as written, from other formats' text.
@@ -416,6 +444,19 @@ impl DocSink for PlanSink<'_> {
         if self.planner.onion {
             return self.word(word.as_bytes(), glued, line);
         }
+        if let Some(u) = &mut self.planner.substr {
+            let how = Planning {
+                vertical: self.planner.vertical,
+                marks: self.planner.marks,
+            };
+            u.word(
+                word.as_bytes(),
+                glued,
+                self.data,
+                how,
+                &mut units_out(self.plan),
+            );
+        }
         self.planner.text.push_str_word(word, glued);
     }
 
@@ -439,6 +480,13 @@ impl DocSink for PlanSink<'_> {
                 sep: false,
             });
             return;
+        }
+        if let Some(u) = &mut p.substr {
+            u.para_end(
+                &self.data[p.para_start..end],
+                p.para_start,
+                &mut units_out(self.plan),
+            );
         }
         let text = p.text.text();
         if p.tokens {
@@ -472,7 +520,7 @@ impl DocSink for PlanSink<'_> {
         }
         let idx = self.plan.paras.len() as u32;
         self.plan.paras.push(ParaPlan {
-            key: if minhash {
+            key: if minhash || p.substr.is_some() {
                 0
             } else {
                 key(KeyKind::Paragraph, text)
@@ -532,6 +580,12 @@ impl DocSink for PlanSink<'_> {
         self.plan
             .para_chars
             .push(chars.start as u32..chars.end as u32);
+        if let (Some(_), Some(p)) = (&self.planner.substr, self.plan.paras.last()) {
+            let units = p.tokens.start as usize..p.tokens.end as usize;
+            if let Some(c) = self.plan.token_chars.get_mut(units) {
+                SubstrUnits::para_chars(c, chars.start as u32);
+            }
+        }
     }
 
     fn text_chars(&mut self, len: u64) {
@@ -600,6 +654,8 @@ impl ChunkPlan {
             + self.pieces.capacity() * size_of::<Piece>()
             + self.issues.capacity() * size_of::<Issue>()
             + self.tokens.capacity() * size_of::<u64>()
+            + self.token_bytes.capacity() * size_of::<Range<usize>>()
+            + self.token_chars.capacity() * size_of::<Range<u32>>()
             + self.meta.capacity()
             + self.bands.capacity() * size_of::<u64>()
             + self.sigs.capacity()

@@ -104,6 +104,15 @@ pub struct Decisions {
     pub originals: Vec<Location>,
     /// MinHash mode: the dropped documents and their originals, in order.
     pub pairs: Vec<Pair>,
+    /// Substring mode: byte ranges of the chunk's data left out of the written
+    /// paragraphs, in order, not overlapping.
+    pub cuts: Vec<std::ops::Range<usize>>,
+    /// Substring mode: the units (indexes into the plan's tokens) of each removed
+    /// stretch, in order (`--mark` names them by their characters).
+    pub cut_units: Vec<std::ops::Range<usize>>,
+    /// Substring mode with feedback: the first copy of each of [`Self::cut_units`]
+    /// (`policy::substr::decide::first_copy`; [`Location::UNKNOWN`] if not known).
+    pub cut_originals: Vec<Location>,
 }
 
 impl Decisions {
@@ -117,6 +126,9 @@ impl Decisions {
         self.url_title_repeat.clear();
         self.url_title_repeat.resize(plan.docs.len(), false);
         self.pairs.clear();
+        self.cuts.clear();
+        self.cut_units.clear();
+        self.cut_originals.clear();
     }
 }
 
@@ -189,6 +201,7 @@ pub struct Scratch {
     doc_original: Vec<Location>,
     near: near::NearScratch,
     minhash: MinHashScratch,
+    pub(crate) substr: substr::decide::SubstrScratch,
 }
 
 /// Asks the store about the chunk's keys and decides what is kept: the paragraph
@@ -204,6 +217,7 @@ pub fn decide(
 ) -> Result<(), StoreError> {
     debug_assert!(opts.minhash().is_none(), "MinHash mode has its own decide");
     out.pairs.clear();
+    out.cuts.clear();
     out.docs.clear();
     out.keep_para.clear();
     out.keep_para.resize(plan.paras.len(), false);
@@ -434,3 +448,4 @@ fn doc_status(keep: &[bool]) -> DocStatus {
 }
 
 pub mod near;
+pub mod substr;

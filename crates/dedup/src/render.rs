@@ -7,6 +7,7 @@
 use crate::plan::{ChunkPlan, DocKind, DOC_LEVEL};
 use crate::policy::{Decisions, DocStatus};
 use crate::report::ChunkStats;
+use std::ops::Range;
 use webdedup_formats::vertical::escape_attr;
 use webdedup_store::Location;
 
@@ -139,6 +140,9 @@ fn render_entry(
         return;
     }
     stats.docs += 1;
+    if !dec.cuts.is_empty() {
+        count_cuts(plan, doc.pieces.clone(), &dec.cuts, stats);
+    }
     stats.url_title_repeats += dec.url_title_repeat[i] as u64;
     let paras = &plan.paras[doc.paras.clone()];
     stats.paras += paras.len() as u64;
@@ -179,8 +183,10 @@ fn render_entry(
                 let j = piece.para as usize;
                 let written = piece.para == DOC_LEVEL
                     || (dec.keep_para[j] && (!piece.sep || last_kept.is_some_and(|l| j < l)));
-                if written {
+                if written && piece.para == DOC_LEVEL {
                     out.extend_from_slice(&data[piece.range.clone()]);
+                } else if written {
+                    write_cut(data, piece.range.clone(), &dec.cuts, out);
                 }
             }
         }
@@ -188,6 +194,44 @@ fn render_entry(
             .iter()
             .filter(|&&k| k)
             .count() as u64;
+    }
+}
+
+/// Substring mode: the cuts in the document whose pieces are `pieces` (cuts never
+/// cross documents), counted as spans and bytes removed.
+fn count_cuts(
+    plan: &ChunkPlan,
+    pieces: Range<usize>,
+    cuts: &[Range<usize>],
+    stats: &mut ChunkStats,
+) {
+    let (Some(first), Some(last)) = (
+        plan.pieces.get(pieces.start),
+        plan.pieces[..pieces.end].last(),
+    ) else {
+        return;
+    };
+    let (start, end) = (first.range.start, last.range.end);
+    let from = cuts.partition_point(|c| c.end <= start);
+    for c in cuts[from..].iter().take_while(|c| c.start < end) {
+        stats.substr_spans += 1;
+        stats.substr_bytes += (c.end - c.start) as u64;
+    }
+}
+
+/// The bytes `range` of `data` without the parts `cuts` (sorted, not
+/// overlapping) covers: a paragraph of substring mode.
+fn write_cut(data: &[u8], range: Range<usize>, cuts: &[Range<usize>], out: &mut Vec<u8>) {
+    let first = cuts.partition_point(|c| c.end <= range.start);
+    let mut at = range.start;
+    for c in cuts[first..].iter().take_while(|c| c.start < range.end) {
+        if c.start > at {
+            out.extend_from_slice(&data[at..c.start]);
+        }
+        at = at.max(c.end);
+    }
+    if at < range.end {
+        out.extend_from_slice(&data[at..range.end]);
     }
 }
 

@@ -24,6 +24,9 @@ pub struct ChunkStats {
     /// MinHash: documents dropped without verification (their original's
     /// signature was not known to this process).
     pub docs_unverified: u64,
+    /// Substring mode: repeated spans removed, and their bytes (of the input).
+    pub substr_spans: u64,
+    pub substr_bytes: u64,
 }
 
 impl ChunkStats {
@@ -40,6 +43,8 @@ impl ChunkStats {
         self.url_title_repeats += o.url_title_repeats;
         self.bad_records += o.bad_records;
         self.docs_unverified += o.docs_unverified;
+        self.substr_spans += o.substr_spans;
+        self.substr_bytes += o.substr_bytes;
     }
 }
 
@@ -73,6 +78,12 @@ pub struct RunStats {
     /// outside MinHash's verified mode.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub documents_dropped_unverified: Option<u64>,
+    /// Substring mode (`--substr`): repeated spans removed inside documents and
+    /// their input bytes. Absent in the other modes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spans_removed: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub span_bytes_removed: Option<u64>,
     pub paragraphs_read: u64,
     pub paragraphs_long: u64,
     pub paragraphs_retained: u64,
@@ -119,6 +130,10 @@ impl RunStats {
         self.bad_records += c.bad_records;
         if c.docs_unverified > 0 {
             *self.documents_dropped_unverified.get_or_insert(0) += c.docs_unverified;
+        }
+        if c.substr_spans > 0 {
+            *self.spans_removed.get_or_insert(0) += c.substr_spans;
+            *self.span_bytes_removed.get_or_insert(0) += c.substr_bytes;
         }
     }
 

@@ -18,9 +18,13 @@
 //! paragraph span covers the paragraph's line without its line break; the
 //! document span is there when the document as a whole is not written
 //! (duplicate, emptied, URL-filtered). Records that are not documents get a line
-//! with empty lists, so the file stays aligned with the documents.
+//! with empty lists, so the file stays aligned with the documents. Substring mode
+//! adds `"webdedup_repeated_spans": [[START, END, 1.0], ...]`, the characters of
+//! each removed stretch (from its first unit's first character to its last
+//! unit's last).
 
 use crate::plan::{ChunkPlan, DocKind};
+use crate::policy::substr::decide::doc_units;
 use crate::policy::{Decisions, DocStatus};
 use std::io;
 use std::ops::Range;
@@ -31,6 +35,8 @@ use webdedup_formats::wet::{write_record, RecordInfo};
 
 /// Name of the attribute listing duplicate paragraph spans.
 pub const PARAGRAPH_ATTRIBUTE: &str = "webdedup_duplicate_paragraphs";
+/// Name of the attribute listing the spans substring mode removes.
+pub const SPANS_ATTRIBUTE: &str = "webdedup_repeated_spans";
 /// Name of the attribute holding the span of a document dropped whole.
 pub const DOCUMENT_ATTRIBUTE: &str = "webdedup_duplicate_document";
 /// MinHash `--clusters`: the name of the document's cluster (its kept document).
@@ -49,6 +55,7 @@ pub fn attributes(
     clusters: Option<&[Option<String>]>,
     out: &mut Vec<u8>,
 ) {
+    let spans = !plan.token_chars.is_empty() || !dec.cut_units.is_empty();
     let chars_known =
         plan.para_chars.len() == plan.paras.len() && plan.doc_chars.len() == plan.docs.len();
     // Numbers go through `itoa` (a line has a few; `write!` costs more than the rest).
@@ -98,8 +105,46 @@ pub fn attributes(
             out.push(b']');
             out.push(b']');
         }
+        if spans {
+            repeated_spans(plan, dec, i, &mut num, out);
+        }
         out.extend_from_slice(b"}}\n");
     }
+}
+
+/// Substring mode: `,"webdedup_repeated_spans":[[START, END, 1.0], ...]`, the
+/// characters of document `i`'s removed stretches.
+fn repeated_spans(
+    plan: &ChunkPlan,
+    dec: &Decisions,
+    i: usize,
+    num: &mut itoa::Buffer,
+    out: &mut Vec<u8>,
+) {
+    out.extend_from_slice(b",\"");
+    out.extend_from_slice(SPANS_ATTRIBUTE.as_bytes());
+    out.extend_from_slice(b"\":[");
+    let units = doc_units(plan, plan.docs[i].paras.clone());
+    let mut first = true;
+    for r in dec
+        .cut_units
+        .iter()
+        .filter(|r| units.start <= r.start && r.end <= units.end && !r.is_empty())
+    {
+        let (Some(a), Some(b)) = (
+            plan.token_chars.get(r.start),
+            plan.token_chars.get(r.end - 1),
+        ) else {
+            continue;
+        };
+        out.extend_from_slice(if first { b"[" } else { b",[" });
+        out.extend_from_slice(num.format(a.start).as_bytes());
+        out.push(b',');
+        out.extend_from_slice(num.format(b.end).as_bytes());
+        out.extend_from_slice(b",1.0]");
+        first = false;
+    }
+    out.push(b']');
 }
 
 /// The rows of a Parquet chunk as they go to the output: the written ones, the

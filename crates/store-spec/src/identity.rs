@@ -37,6 +37,15 @@ pub const ONION_NORMALIZATION: &str = "onion";
 /// The attribute of a near-mode key kind that holds the n-gram size.
 pub const NGRAM_ATTRIBUTE: &str = "n-gram size";
 
+/// The key kind of substring mode's keys: windows of tokens, winnowed.
+pub const SUBSTR_KEY_KIND: &str =
+    "substr-v1 (rolling hash of token windows, winnowed; xxh3 seed substrng)";
+
+/// The attributes of the substring key kind: the window size in tokens and the
+/// winnowing run in windows.
+pub const WINDOW_ATTRIBUTE: &str = "window tokens (K)";
+pub const WINNOW_ATTRIBUTE: &str = "winnowing windows (W)";
+
 /// Which keys a store holds, as plain values.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Keys<'a> {
@@ -48,6 +57,13 @@ pub enum Keys<'a> {
     },
     /// MinHash LSH band keys of these parameters (nothing else).
     MinHash(&'a Params),
+    /// Substring mode's window keys (`dedup --substr K,W`): windows of `k`
+    /// tokens, one kept of each run of `w` (nothing else).
+    Substr {
+        normalization: Normalization,
+        k: usize,
+        w: usize,
+    },
     /// The URL+digest versions of `cdx dups` and `warc dedup`.
     Archive,
 }
@@ -90,6 +106,14 @@ pub fn store_identity(keys: &Keys, blocks: u32) -> StoreMeta {
         }
         // Signatures are pinned to the loose normalization (`Params::describe`).
         Keys::MinHash(p) => (Normalization::Loose.name().to_string(), p.key_kind()),
+        Keys::Substr {
+            normalization,
+            k,
+            w,
+        } => (
+            normalization.name().to_string(),
+            format!("{SUBSTR_KEY_KIND} + {WINDOW_ATTRIBUTE}={k} + {WINNOW_ATTRIBUTE}={w}"),
+        ),
         // URL keys and digests are compared as they are.
         Keys::Archive => (
             Normalization::None.name().to_string(),
@@ -129,6 +153,31 @@ mod tests {
         )
     }
 
+    fn substr(k: usize, w: usize) -> StoreMeta {
+        let normalization = Normalization::Loose;
+        store_identity(
+            &Keys::Substr {
+                normalization,
+                k,
+                w,
+            },
+            1999,
+        )
+    }
+
+    #[test]
+    fn substr_refusals_name_k_and_w() {
+        let m = substr(12, 8).mismatch(&substr(12, 4), "S");
+        assert_eq!(
+            m.as_deref(),
+            Some("S holds keys made with other settings: winnowing windows (W) '4' in the store, '8' in this run")
+        );
+        let m = substr(12, 8)
+            .mismatch(&near(7, NearTokens::Normalized), "S")
+            .unwrap();
+        assert!(m.contains("key kind"), "{m}");
+    }
+
     #[test]
     fn exact_keys_keep_the_identity_stores_have_recorded() {
         assert_eq!(
@@ -153,6 +202,9 @@ mod tests {
             near(7, NearTokens::Onion),
             store_identity(&Keys::MinHash(&Params::default()), 1999),
             store_identity(&Keys::Archive, 1999),
+            substr(12, 8),
+            substr(12, 4),
+            substr(20, 8),
         ];
         for (i, a) in all.iter().enumerate() {
             for b in &all[i + 1..] {

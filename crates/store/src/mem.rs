@@ -45,15 +45,19 @@ impl Shard {
 pub struct MemStore {
     map: BlockMap,
     shards: Box<[Shard]>,
-    /// Feedback mode: the input file ids seen, interned so that a location packs
-    /// into 8 bytes beside its key: `(file index + 1) << 32 | record`.
+    /// Feedback mode: the locations' places seen, interned so that a location packs
+    /// into 8 bytes beside its key: `(place index + 1) << 32 | low half of record`.
     files: Mutex<FileIds>,
 }
 
+/// A place is an input file id and the high half of a record: feedback mode's
+/// records (paragraph numbers) have none, so its places are its files; substring
+/// mode's carry a document's line there (a place per document,
+/// `webdedup_dedup::policy::substr::decide::first_copy`).
 #[derive(Default)]
 struct FileIds {
-    index: HashMap<u64, u32>,
-    ids: Vec<u64>,
+    index: HashMap<(u64, u32), u32>,
+    ids: Vec<(u64, u32)>,
 }
 
 impl FileIds {
@@ -61,22 +65,31 @@ impl FileIds {
         if loc == Location::UNKNOWN {
             return 0;
         }
-        let next = self.ids.len() as u32;
-        let i = *self.index.entry(loc.file).or_insert_with(|| {
-            self.ids.push(loc.file);
-            next
-        });
-        // Records past 2^32 - 1 in one file are not told apart (none is that long).
-        ((i as u64 + 1) << 32) | loc.record.min(u32::MAX as u64)
+        let place = (loc.file, (loc.record >> 32) as u32);
+        let next = self.ids.len();
+        let i = match self.index.get(&place) {
+            Some(&i) => i,
+            // Past 2^32 - 1 places a location is not kept (unknown, never wrong).
+            None if next >= u32::MAX as usize => return 0,
+            None => {
+                self.ids.push(place);
+                self.index.insert(place, next as u32);
+                next as u32
+            }
+        };
+        ((i as u64 + 1) << 32) | (loc.record & u32::MAX as u64)
     }
 
     fn unpack(&self, p: u64) -> Location {
         match (p >> 32) as usize {
             0 => Location::UNKNOWN,
-            i => Location {
-                file: self.ids[i - 1],
-                record: p & u32::MAX as u64,
-            },
+            i => {
+                let (file, high) = self.ids[i - 1];
+                Location {
+                    file,
+                    record: u64::from(high) << 32 | (p & u32::MAX as u64),
+                }
+            }
         }
     }
 }

@@ -23,6 +23,9 @@ pub enum KeyKind {
     /// A MinHash LSH band: the band's index and its signature values
     /// (`webdedup-minhash`). A store holding them holds nothing else.
     MinHashBand,
+    /// A window of K tokens (substring mode): the rolling hash of its token
+    /// hashes, mixed with this kind's seed.
+    SubstrWindow,
 }
 
 impl KeyKind {
@@ -38,6 +41,7 @@ impl KeyKind {
             KeyKind::WikilinksRow => 0x776b_6c6e_6b72_6f77, // "wklnkrow"
             KeyKind::WikilinksTarget => 0x776b_6c6e_6b74_6774, // "wklnktgt"
             KeyKind::MinHashBand => 0x6d68_2d62_616e_6473, // "mh-bands"
+            KeyKind::SubstrWindow => 0x7375_6273_7472_6e67, // "substrng"
         }
     }
 }
@@ -98,6 +102,7 @@ mod tests {
             KeyKind::WikilinksRow,
             KeyKind::WikilinksTarget,
             KeyKind::MinHashBand,
+            KeyKind::SubstrWindow,
         ];
         let keys: std::collections::HashSet<u64> =
             kinds.iter().map(|k| key(*k, b"same text")).collect();

@@ -18,7 +18,8 @@ pub use config::{on_finished, Durability, RunConfig};
 pub use order::{open_doc_reader, open_documents, DocStream};
 pub use outputs::{
     attributes_path, count_skipped, dd_path, dropped_path, list_inputs, log_path, output_path,
-    pairs_path, rel_bytes, report_skipped, write_files_index, write_files_index_of, FILES_INDEX,
+    pairs_path, rel_bytes, report_skipped, spans_path, write_files_index, write_files_index_of,
+    FILES_INDEX,
 };
 pub use webdedup_formats::input::{InputFile, Listing, Skipped};
 
@@ -293,6 +294,10 @@ pub fn run_files(
     stats.set_cpu(cpu_all, ordered.seconds());
     if cfg.options.minhash().is_some_and(|m| m.verify.is_some()) && state.decided.is_none() {
         stats.documents_dropped_unverified.get_or_insert(0);
+    }
+    if cfg.options.substr().is_some() {
+        stats.spans_removed.get_or_insert(0);
+        stats.span_bytes_removed.get_or_insert(0);
     }
     Ok(stats)
 }

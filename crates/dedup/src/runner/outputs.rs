@@ -87,6 +87,12 @@ pub fn dropped_path(out_dir: &Path, rel: &Path) -> PathBuf {
     beside_output(out_dir, rel, ".dropped")
 }
 
+/// Substring mode's report in feedback mode: `OUT/STEM.dedup.spans` (each removed
+/// span and its first copy, `policy::substr::report`), never compressed.
+pub fn spans_path(out_dir: &Path, rel: &Path) -> PathBuf {
+    beside_output(out_dir, rel, ".spans")
+}
+
 /// MinHash mode's pairs report: `OUT/STEM.dedup.pairs` (`DOC TAB ORIGINAL TAB
 /// JACCARD` per dropped document), never compressed.
 pub fn pairs_path(out_dir: &Path, rel: &Path) -> PathBuf {

@@ -5,7 +5,7 @@ use super::config::RunConfig;
 use super::order::{as_read, Job};
 use super::outputs::{
     attributes_path, clusters_path, dd_path, dropped_path, finish_file, log_path, output_path,
-    pairs_path, rel_bytes, same_compression, write_prefix, Finish,
+    pairs_path, rel_bytes, same_compression, spans_path, write_prefix, Finish,
 };
 use super::worker::Worker;
 use crate::progress::{Progress, RunProgress};
@@ -107,6 +107,8 @@ impl Writer<'_> {
             };
             let side = if self.cfg.options.minhash().is_some() {
                 Some(pairs_path(&self.cfg.output, &file.rel))
+            } else if self.cfg.options.feedback() && self.cfg.options.substr().is_some() {
+                Some(spans_path(&self.cfg.output, &file.rel))
             } else if self.cfg.options.feedback() {
                 Some(dropped_path(&self.cfg.output, &file.rel))
             } else {

@@ -1,0 +1,44 @@
+"""pytest for `Dedup(substr=...)`: repeated spans removed inside documents, the
+first copy kept, as `webdedup dedup --substr` does (docs/substr.md)."""
+
+import json
+
+import pytest
+
+import webdedup
+
+NOTICE = ("We use cookies to improve your experience on our site. By continuing to "
+          "browse you agree to our use of cookies and our privacy policy.")
+
+
+def jsonl(*texts):
+    return "".join(json.dumps({"id": str(i), "text": t}) + "\n" for i, t in enumerate(texts)).encode()
+
+
+@pytest.mark.parametrize("substr", [(6, 1), True])
+def test_a_repeated_span_is_removed_and_its_first_copy_kept(substr):
+    w = webdedup.Dedup(substr=substr, input_format="jsonl").create_worker()
+    first = f"Rain is expected in the north tomorrow. {NOTICE}"
+    first_out = w.process(jsonl(first))
+    assert [json.loads(l)["text"] for l in first_out.data.decode().splitlines()] == [first]
+    second = f"The council met on Tuesday to vote. {NOTICE} Results follow next week."
+    got = [json.loads(l)["text"] for l in w.process(jsonl(second)).data.decode().splitlines()]
+    assert len(got) == 1
+    assert got[0].startswith("The council met on Tuesday to vote.")
+    assert got[0].endswith("Results follow next week.")
+    # (6, 1) removes the whole notice; the default (12, 8) all but at most 7 words
+    # at each end.
+    assert len(got[0].split()) < len(second.split()) - (NOTICE.count(" ") + 1) + 2 * 7 + 1
+    if substr == (6, 1):
+        assert got[0] == "The council met on Tuesday to vote.  Results follow next week."
+
+
+def test_bad_window_sizes_and_mode_mixes_are_refused():
+    with pytest.raises(ValueError, match="W must be 1 to K"):
+        webdedup.Dedup(substr=(4, 8))
+    with pytest.raises(ValueError, match=r"substr takes True or \(K, W\)"):
+        webdedup.Dedup(substr="12,8")
+    with pytest.raises(ValueError, match="substr and near"):
+        webdedup.Dedup(substr=True, near=True)
+    with pytest.raises(ValueError, match="webdedup dedup --substr -f"):
+        webdedup.Dedup(substr=True, feedback=True)
