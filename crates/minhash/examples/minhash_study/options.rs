@@ -10,11 +10,11 @@
 //! * **Kept-original rule** (the main table's dropped view): right when an earlier
 //!   document the method itself kept has true Jaccard >= 0.8.
 
-use crate::signatures::{band_keys, est, Sigs};
+use crate::signatures::{band_keys, est, shingle_sets, Sigs};
 use crate::stream::{prf, score_dropped, stream_verified, Truth};
 use rayon::prelude::*;
 use std::collections::HashMap;
-use webdedup_minhash::{Banding, Shingler, Shingling, Sketch};
+use webdedup_minhash::{Banding, Shingling, Sketch};
 use webdedup_study::{jaccard, truth_pairs, Doc, Score};
 
 /// Lower bound of a justified drop in the earlier-document rule.
@@ -124,23 +124,30 @@ fn options() -> Vec<((usize, usize, usize), Vec<Check>)> {
     all
 }
 
-/// Dropped documents of a peer run (`removed.tsv` and `ids.tsv` of its export,
-/// in (file rank, line index) terms), checked against the study's numbering.
-pub(crate) fn peer_removed(dir: &str, docs: &[Doc]) -> Vec<bool> {
-    let read = |name: &str| -> Vec<Vec<String>> {
-        std::fs::read_to_string(format!("{dir}/{name}"))
-            .unwrap_or_else(|e| panic!("{dir}/{name}: {e}"))
-            .lines()
-            .map(|l| l.split('\t').map(str::to_string).collect())
-            .collect()
-    };
+/// The rows of a peer run's export file `dir/name`, split at tabs.
+pub(crate) fn read_tsv(dir: &str, name: &str) -> Vec<Vec<String>> {
+    std::fs::read_to_string(format!("{dir}/{name}"))
+        .unwrap_or_else(|e| panic!("{dir}/{name}: {e}"))
+        .lines()
+        .map(|l| l.split('\t').map(str::to_string).collect())
+        .collect()
+}
+
+/// A document's number from its (file rank, line index) as exports write them.
+pub(crate) fn numbering(docs: &[Doc]) -> impl Fn(&str, &str) -> usize {
     let number: HashMap<(u32, u32), usize> = docs
         .iter()
         .enumerate()
         .map(|(n, d)| ((d.file, d.index), n))
         .collect();
-    let at = |r: &str, i: &str| number[&(r.parse().unwrap(), i.parse().unwrap())];
-    let ids = read("ids.tsv");
+    move |r: &str, i: &str| number[&(r.parse().unwrap(), i.parse().unwrap())]
+}
+
+/// Dropped documents of a peer run (`removed.tsv` and `ids.tsv` of its export,
+/// in (file rank, line index) terms), checked against the study's numbering.
+pub(crate) fn peer_removed(dir: &str, docs: &[Doc]) -> Vec<bool> {
+    let at = numbering(docs);
+    let ids = read_tsv(dir, "ids.tsv");
     assert_eq!(ids.len(), docs.len(), "{dir}: another number of documents");
     for row in &ids {
         assert_eq!(
@@ -150,7 +157,7 @@ pub(crate) fn peer_removed(dir: &str, docs: &[Doc]) -> Vec<bool> {
         );
     }
     let mut removed = vec![false; docs.len()];
-    for r in read("removed.tsv") {
+    for r in read_tsv(dir, "removed.tsv") {
         removed[at(&r[0], &r[1])] = true;
     }
     removed
@@ -171,19 +178,7 @@ pub(crate) fn options_table(
     peers: &[(String, Vec<bool>)],
 ) {
     let earlier = Earlier::new(truth);
-    let shingles: Vec<Vec<u64>> = docs
-        .par_iter()
-        .map_init(
-            || Shingler::new(Shingling::Words(5)),
-            |s, d| {
-                let mut v = Vec::new();
-                s.for_each(d.text.as_bytes(), |h| v.push(h));
-                v.sort_unstable();
-                v.dedup();
-                v
-            },
-        )
-        .collect();
+    let shingles = shingle_sets(docs, Shingling::Words(5));
     let mut verbatim: Option<(usize, Sigs)> = None;
     println!(
         "### Verification and band options, stream mode, beside rensa and datatrove (issue 32)\n"

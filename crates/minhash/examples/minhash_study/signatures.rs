@@ -164,3 +164,19 @@ pub(crate) fn est(sigs: &Sigs, i: u32, j: u32) -> f64 {
         _ => 0.0,
     }
 }
+
+/// The sorted, distinct shingle hashes of every document.
+pub(crate) fn shingle_sets(docs: &[Doc], shingling: Shingling) -> Vec<Vec<u64>> {
+    docs.par_iter()
+        .map_init(
+            || Shingler::new(shingling),
+            |s, d| {
+                let mut v = Vec::new();
+                s.for_each(d.text.as_bytes(), |h| v.push(h));
+                v.sort_unstable();
+                v.dedup();
+                v
+            },
+        )
+        .collect()
+}
