@@ -81,6 +81,13 @@ if [[ $what == study || $what == all ]]; then
     for w in "${rensa_words[@]}"; do
         [[ -f target/rensa-$w/removed.tsv ]] && args+=(--rensa "target/rensa-$w")
     done
+    # The binary's own decisions at the defaults, scored beside its simulation.
+    cargo build --release -q --locked -p webdedup
+    rm -rf target/minhash-study-out target/webdedup-export
+    target/release/webdedup minhash "$CORPUS/web3-jsonl" -o target/minhash-study-out -q -t 1 -d
+    python3 bench/webdedup_export.py target/minhash-study-out target/webdedup-export \
+        "webdedup minhash $(git rev-parse --short HEAD), defaults, -t 1 (the binary)"
+    args+=(--rensa target/webdedup-export)
     target/release/examples/minhash_study "${args[@]}" "$CORPUS"/web3/*/*.zst
     echo "## the options table on web3-jsonl"
     target/release/examples/minhash_study "${args[@]}" --only options "$CORPUS"/web3-jsonl/*/*.zst
