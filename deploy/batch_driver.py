@@ -23,7 +23,7 @@ def add_arguments(p):
     p.add_argument("--dd", action="store_true", help="also write .dd lists")
     g = p.add_argument_group("MinHash mode (the decisions of `webdedup minhash`; defaults as its)")
     g.add_argument("--minhash", action="store_true", help="near-duplicate documents by MinHash LSH")
-    g.add_argument("--shingles", help="words:N or chars:N")
+    g.add_argument("--shingles", help="auto:N (the default), words:N or chars:N")
     g.add_argument("--hashes", type=int, help="signature values")
     g.add_argument("--bands", type=int, help="LSH bands")
     g.add_argument("--rows", type=int, help="signature values per band")

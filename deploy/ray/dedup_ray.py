@@ -11,7 +11,7 @@ the webdedup module (`pip install ./python`) in the interpreter Ray runs.
 
     python deploy/ray/dedup_ray.py --input IN --work WORK --output OUT --tasks 64 \\
         [--partitions 64] [--store STORE_DIR] [--dd] [--address ray://HEAD:10001]
-        [--minhash [--shingles words:5] [--hashes 112] [--bands 14] [--rows 8] [--verify 0.8]]
+        [--minhash [--shingles auto:5] [--hashes 112] [--bands 14] [--rows 8] [--verify 0.8]]
 
 Without --address (or RAY_ADDRESS) it starts a Ray of its own on this machine (no
 dashboard; Ray listens on the machine's address, not only on loopback: Ray's choice).

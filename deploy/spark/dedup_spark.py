@@ -12,7 +12,7 @@ bucket). Every executor needs `pip install webdedup` (the wheel of ./python).
 
     spark-submit deploy/spark/dedup_spark.py --input IN --work WORK --output OUT \\
         --tasks 64 [--partitions 64] [--store STORE_DIR] [--dd]
-        [--minhash [--shingles words:5] [--hashes 112] [--bands 14] [--rows 8] [--verify 0.8]]
+        [--minhash [--shingles auto:5] [--hashes 112] [--bands 14] [--rows 8] [--verify 0.8]]
 
 Run with plain `python` and `--master local[N]`, it binds to 127.0.0.1 (unless
 SPARK_LOCAL_IP says otherwise); under spark-submit, the cluster's settings apply.

@@ -33,7 +33,8 @@ pub(crate) fn minhash_options(
     .map_err(PyValueError::new_err)
 }
 
-/// `ngram`: an int (word n-grams) or a string (`"5"`, `"words:5"`, `"chars:3"`).
+/// `ngram`: an int (word n-grams) or a string (`"5"`, `"words:5"`, `"chars:3"`,
+/// `"auto:5"`); None is the command line's default (`auto:5`).
 fn shingling(ngram: Option<&Bound<'_, PyAny>>) -> PyResult<Shingling> {
     let Some(ngram) = ngram else {
         return Ok(Shingling::default());
@@ -45,7 +46,7 @@ fn shingling(ngram: Option<&Bound<'_, PyAny>>) -> PyResult<Shingling> {
         return s.parse().map_err(PyValueError::new_err);
     }
     Err(PyTypeError::new_err(
-        "ngram must be an int or a string like 'words:5' or 'chars:3'",
+        "ngram must be an int or a string like 'words:5', 'chars:3' or 'auto:5'",
     ))
 }
 

@@ -50,6 +50,16 @@ def test_minhash_defaults_normalization_and_estimate():
     assert webdedup.minhash_band_keys(a) == webdedup.minhash_band_keys(a, 14, 8)
 
 
+def test_minhash_default_shingles_follow_each_texts_script():
+    # auto:5, the command line's default: character 5-grams for Chinese, word
+    # 5-grams for English.
+    zh = CHINESE * 3
+    assert webdedup.minhash_signature(zh) == webdedup.minhash_signature(zh, ngram="chars:5")
+    assert webdedup.minhash_signature(zh) != webdedup.minhash_signature(zh, ngram="words:5")
+    assert webdedup.minhash_signature(FOX) == webdedup.minhash_signature(FOX, ngram="auto:5")
+    assert webdedup.minhash_signature(FOX) != webdedup.minhash_signature(FOX, ngram="chars:5")
+
+
 def test_minhash_bad_arguments_raise():
     with pytest.raises(ValueError, match="shingle size"):
         webdedup.minhash_signature(FOX, ngram=0)

@@ -45,8 +45,10 @@ pub struct MinhashArgs {
 /// The MinHash settings, shared by `webdedup minhash` and `webdedup batch --minhash`.
 #[derive(Args, Debug, Clone)]
 pub struct MinHashSettings {
-    /// Shingles: `words:N` (N normalized words; `N` alone means the same) or
-    /// `chars:N` (for scripts without spaces).
+    /// Shingles: `auto:N` (per document: `chars:N` when at least a third of its
+    /// letters are Han, kana, Thai, Lao, Khmer, Myanmar or Tibetan, else `words:N`),
+    /// `words:N` (N normalized words; `N` alone means the same) or `chars:N` (N
+    /// characters, spaces removed). A store records them and refuses others.
     #[arg(long, default_value_t = webdedup_minhash::DEFAULT_SHINGLING, value_name = "KIND:N")]
     shingles: Shingling,
     /// Signature values (one-permutation MinHash with rehashing rounds, pinned `fss-v1`).

@@ -2,7 +2,8 @@
 //! similarity of their shingle sets, as 64-bit keys for webdedup's stores.
 //!
 //! A document's text is normalized and cut into shingles ([`shingle`]: word
-//! `N`-grams, or character `N`-grams for scripts without spaces); the shingle hashes
+//! `N`-grams, or character `N`-grams for a document in a script without spaces,
+//! chosen per document by default); the shingle hashes
 //! go into a one-permutation sketch densified by rehashing rounds ([`sketch`]),
 //! which gives `hashes` 32-bit values, each equal between two documents with
 //! probability their Jaccard similarity J. The values are cut into `bands` bands of `rows`
@@ -33,15 +34,17 @@ pub mod shingle;
 pub mod sketch;
 
 pub use band::{estimate_jaccard, estimate_jaccard_low8, Banding, MAX_ROWS};
-pub use shingle::{Shingler, Shingling, MAX_SHINGLE, SHINGLE_SEED};
+pub use shingle::{written_without_spaces, Shingler, Shingling, MAX_SHINGLE, SHINGLE_SEED};
 pub use sketch::{mix64, Sketch};
 
 /// The largest signature.
 pub const MAX_HASHES: usize = 4096;
 
-/// Default shingles: word 5-grams (the ground truth of the quality study, and what
-/// the LLM-data pipelines use).
-pub const DEFAULT_SHINGLING: Shingling = Shingling::Words(5);
+/// Default shingles: 5-grams suited to each document's script: word 5-grams (the
+/// ground truth of the quality study, and what the LLM-data pipelines use), or
+/// character 5-grams for a document written without spaces (the script study,
+/// docs/minhash.md).
+pub const DEFAULT_SHINGLING: Shingling = Shingling::Auto(5);
 /// Default signature length, bands and rows: chosen by the quality study
 /// (BENCHMARKS.md, "MinHash").
 pub const DEFAULT_HASHES: usize = 112;
@@ -105,7 +108,7 @@ impl Params {
         }
     }
 
-    /// `minhash=fss-v1 shingles=words:5 hashes=112 bands=14 rows=8 norm=loose`:
+    /// `minhash=fss-v1 shingles=auto:5 hashes=112 bands=14 rows=8 norm=loose`:
     /// the settings as one line (store settings, headers); [`parse`](Self::parse)
     /// reads it back. `fss-v1` names the pinned algorithm (see `sketch`).
     pub fn describe(&self) -> String {

@@ -139,5 +139,5 @@ fn documents_of_known_jaccard_collide_as_the_formula_says() {
         let p = params.banding().probability(s);
         assert_share_near(share, p, trials, &format!("J {s:.3}"));
     }
-    assert_eq!(params.shingling, Shingling::Words(5));
+    assert_eq!(params.shingling, Shingling::Auto(5));
 }

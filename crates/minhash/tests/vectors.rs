@@ -80,7 +80,7 @@ fn defaults_are_the_documented_ones() {
     let d = Params::default();
     assert_eq!(
         d.describe(),
-        "minhash=fss-v1 shingles=words:5 hashes=112 bands=14 rows=8 norm=loose"
+        "minhash=fss-v1 shingles=auto:5 hashes=112 bands=14 rows=8 norm=loose"
     );
     assert_eq!((DEFAULT_HASHES, DEFAULT_BANDS, DEFAULT_ROWS), (112, 14, 8));
     assert_eq!(Params::parse(&d.describe()), Ok(d));
@@ -186,6 +186,8 @@ fn settings_are_checked() {
     assert!("chars:0".parse::<Shingling>().is_err());
     assert!("bytes:3".parse::<Shingling>().is_err());
     assert_eq!("7".parse::<Shingling>(), Ok(Shingling::Words(7)));
+    assert_eq!("auto:3".parse::<Shingling>(), Ok(Shingling::Auto(3)));
+    assert_eq!(Shingling::Auto(3).to_string(), "auto:3");
     assert_eq!(
         MinHasher::new(Params { hashes: 128, ..d })
             .unwrap()
