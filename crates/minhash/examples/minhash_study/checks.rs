@@ -56,7 +56,7 @@ pub(crate) const METHODS: [Method; 3] = [Method::Fss, Method::Od, Method::Classi
 /// against the exact Jaccard of the same shingle sets, over the pairs whose
 /// ground-truth Jaccard is >= 0.5.
 pub(crate) fn estimate_errors(docs: &[Doc], truth: &Truth, show: Params) -> Vec<Vec<u64>> {
-    let shingle_sets = shingle_sets(docs, show.shingling);
+    let shingle_sets = shingle_sets(docs, show.shingling, show.norm);
     let wide = truth_pairs(&truth.sets, 0.5);
     println!(
         "### Jaccard estimates against the exact Jaccard of the same shingle sets ({})\n",
@@ -66,7 +66,7 @@ pub(crate) fn estimate_errors(docs: &[Doc], truth: &Truth, show: Params) -> Vec<
     println!("| exact J | smaller set | pairs | fss bias / RMSE | od bias / RMSE | classic bias / RMSE | binomial |\n|---|---|---|---|---|---|---|");
     let sigs: Vec<Sigs> = METHODS
         .iter()
-        .map(|&m| signatures(docs, m, show.shingling, show.hashes))
+        .map(|&m| signatures(docs, m, show.shingling, show.norm, show.hashes))
         .collect();
     let sizes = [(0usize, 112usize), (112, 500), (500, usize::MAX)];
     // [J bucket][size bucket] -> (exact, estimates per method)

@@ -160,7 +160,7 @@ fn main() {
     options::options_table(
         &docs,
         &truth,
-        |h| signatures(&docs, Method::Fss, Shingling::Words(5), h),
+        |h, norm| signatures(&docs, Method::Fss, Shingling::Words(5), norm, h),
         &peers,
     );
     if only_options {
@@ -211,7 +211,7 @@ fn main() {
             .entry((m, sh, h))
             .or_insert_with(|| {
                 let t = Instant::now();
-                let s = signatures(&docs, m, sh, h);
+                let s = signatures(&docs, m, sh, show.norm, h);
                 sig_secs.insert((m, sh, h), t.elapsed().as_secs_f64());
                 s
             })
@@ -275,6 +275,7 @@ fn main() {
             }
             let p = Params {
                 shingling: sh,
+                norm: show.norm,
                 hashes,
                 bands,
                 rows: rows_per,

@@ -14,7 +14,7 @@ use crate::signatures::{band_keys, est, shingle_sets, Sigs};
 use crate::stream::{prf, score_dropped, stream_verified, Truth};
 use rayon::prelude::*;
 use std::collections::HashMap;
-use webdedup_minhash::{Banding, Shingling, Sketch};
+use webdedup_minhash::{Banding, Normalization, Shingling, Sketch};
 use webdedup_study::{jaccard, truth_pairs, Doc, Score};
 
 /// Lower bound of a justified drop in the earlier-document rule.
@@ -97,8 +97,9 @@ impl std::fmt::Display for Check {
     }
 }
 
-/// The options measured: (hashes, bands, rows) and the checks tried on each.
-fn options() -> Vec<((usize, usize, usize), Vec<Check>)> {
+/// The options measured: (hashes, bands, rows), the shingles' normalization and
+/// the checks tried on each.
+fn options() -> Vec<((usize, usize, usize), Normalization, Vec<Check>)> {
     let bits_at = |j: f64| [8, 16, 32].map(|b| Check::Bits(b, j));
     let mut all = Vec::new();
     for shape in [
@@ -119,7 +120,16 @@ fn options() -> Vec<((usize, usize, usize), Vec<Check>)> {
             Check::Verbatim(0.75),
             Check::Verbatim(0.7),
         ]);
-        all.push((shape, checks));
+        all.push((shape, Normalization::Loose, checks));
+    }
+    // Digits kept in the shingles (`lower`, the default since): band keys and
+    // verification from the same signature.
+    for shape in [(112, 14, 8), (128, 16, 8)] {
+        let mut checks = Vec::new();
+        for j in [0.8, 0.75] {
+            checks.extend([Check::Bits(8, j), Check::Bits(32, j), Check::Exact(j)]);
+        }
+        all.push((shape, Normalization::Lower, checks));
     }
     all
 }
@@ -174,11 +184,11 @@ fn kept_original_rule(truth: &Truth, removed: &[bool]) -> Score {
 pub(crate) fn options_table(
     docs: &[Doc],
     truth: &Truth,
-    mut sigs: impl FnMut(usize) -> Sigs,
+    mut sigs: impl FnMut(usize, Normalization) -> Sigs,
     peers: &[(String, Vec<bool>)],
 ) {
     let earlier = Earlier::new(truth);
-    let shingles = shingle_sets(docs, Shingling::Words(5));
+    let mut shingles: Option<(Normalization, Vec<Vec<u64>>)> = None;
     let mut verbatim: Option<(usize, Sigs)> = None;
     println!(
         "### Verification and band options, stream mode, beside rensa and datatrove (issue 32)\n"
@@ -192,12 +202,16 @@ pub(crate) fn options_table(
             prf(&kept_original_rule(truth, removed))
         );
     }
-    let mut last: Option<(usize, Sigs)> = None;
-    for ((hashes, bands, rows), checks) in options() {
-        if last.as_ref().is_none_or(|l| l.0 != hashes) {
-            last = Some((hashes, sigs(hashes)));
+    let mut last: Option<(usize, Normalization, Sigs)> = None;
+    for ((hashes, bands, rows), norm, checks) in options() {
+        if last.as_ref().is_none_or(|l| (l.0, l.1) != (hashes, norm)) {
+            last = Some((hashes, norm, sigs(hashes, norm)));
         }
-        let s = &last.as_ref().expect("just set").1;
+        if shingles.as_ref().is_none_or(|s| s.0 != norm) {
+            shingles = Some((norm, shingle_sets(docs, Shingling::Words(5), norm)));
+        }
+        let s = &last.as_ref().expect("just set").2;
+        let shingles = &shingles.as_ref().expect("just set").1;
         let keys = band_keys(s, Banding { bands, rows });
         for check in checks {
             let dec = match check {
@@ -230,7 +244,7 @@ pub(crate) fn options_table(
                 Check::Verbatim(_) => format!("{}", hashes * 4),
             };
             println!(
-                "| webdedup fss words:5 | {hashes} = {bands} x {rows} | {check} | {} | {} | {bytes} |",
+                "| webdedup fss words:5 norm={norm} | {hashes} = {bands} x {rows} | {check} | {} | {} | {bytes} |",
                 earlier.score(&dropped),
                 prf(&score_dropped(truth, &dec, |_| true).0)
             );
