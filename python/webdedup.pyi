@@ -278,6 +278,7 @@ class MinHashDedup:
         store_dir: Optional[Union[str, PathLike]] = None,
         *,
         shingles: Optional[str] = None,
+        shingle_norm: Optional[str] = None,
         hashes: Optional[int] = None,
         bands: Optional[int] = None,
         rows: Optional[int] = None,
@@ -315,12 +316,13 @@ class _BatchOptions(TypedDict, total=False):
     drop_bad_records: bool
 
 class _BatchMinHashOptions(_BatchOptions, total=False):
-    """minhash=True (with the settings of `webdedup minhash`: shingles "words:N" or
-    "chars:N", hashes, bands, rows, verify; None: its defaults) is `webdedup batch
-    --minhash`: the outputs of `webdedup minhash`; no store (batch_publish is exact
-    mode's)."""
+    """minhash=True (with the settings of `webdedup minhash`: shingles "auto:N",
+    "words:N" or "chars:N", shingle_norm "lower" or "loose", hashes, bands, rows,
+    verify; None: its defaults) is `webdedup batch --minhash`: the outputs of
+    `webdedup minhash`; no store (batch_publish is exact mode's)."""
     minhash: bool
     shingles: Optional[str]
+    shingle_norm: Optional[str]
     hashes: Optional[int]
     bands: Optional[int]
     rows: Optional[int]

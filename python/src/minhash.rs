@@ -9,11 +9,13 @@ use webdedup_minhash::{
     DEFAULT_ROWS, MAX_ROWS,
 };
 
-/// The options of MinHash mode from the keyword arguments `shingles`, `hashes`,
+/// The options of MinHash mode from the keyword arguments `shingles`,
+/// `shingle_norm`, `hashes`,
 /// `bands`, `rows` and `verify` (None: the command line's default), checked by
 /// the function the command line calls: the same defaults and messages.
 pub(crate) fn minhash_options(
     shingles: Option<&str>,
+    shingle_norm: Option<&str>,
     hashes: Option<usize>,
     bands: Option<usize>,
     rows: Option<usize>,
@@ -21,6 +23,10 @@ pub(crate) fn minhash_options(
 ) -> PyResult<MinHashOptions> {
     MinHashChoices {
         shingles: shingles
+            .map(str::parse)
+            .transpose()
+            .map_err(PyValueError::new_err)?,
+        shingle_norm: shingle_norm
             .map(str::parse)
             .transpose()
             .map_err(PyValueError::new_err)?,
@@ -65,6 +71,7 @@ fn minhash_signature(
         hashes,
         bands: 1,
         rows: 1,
+        ..Params::default()
     };
     let mut m = MinHasher::new(params).map_err(PyValueError::new_err)?;
     let text = text.to_owned();

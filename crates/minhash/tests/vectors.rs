@@ -178,11 +178,13 @@ fn the_default_normalization_keeps_digits() {
     let mut m = MinHasher::new(Params::default()).unwrap();
     let a = m.signature(FOX.as_bytes()).unwrap().to_vec();
     // Case and punctuation do not matter, digits do.
-    let same = "the QUICK brown\tfox — jumps over the lazy dog\n\nPack my box with 5 dozen liquor jugs";
+    let same =
+        "the QUICK brown\tfox — jumps over the lazy dog\n\nPack my box with 5 dozen liquor jugs";
     assert_eq!(m.signature(same.as_bytes()).unwrap(), a);
     let seven = FOX.replace('5', "7");
     assert_ne!(m.signature(seven.as_bytes()).unwrap(), a);
-    let normalized = b"the quick brown fox jumps over the lazy dog pack my box with 5 dozen liquor jugs";
+    let normalized =
+        b"the quick brown fox jumps over the lazy dog pack my box with 5 dozen liquor jugs";
     assert_eq!(m.signature_normalized(normalized).unwrap(), a);
     assert_eq!(m.signature_loose(normalized).unwrap(), a);
 }

@@ -1,0 +1,147 @@
+//! `webdedup minhash` keeps digits in its shingles by default (`--shingle-norm
+//! lower`, issue 32): two release pages that differ only in their numbers are not
+//! copies, while a page with one word changed still is. `--shingle-norm loose`
+//! (the default before: digits folded to 0) drops such a page as before; a store
+//! records the setting and refuses the other; batch mode decides as stream mode.
+
+mod common;
+
+use common::*;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// A release table of `rows` lines; `seed` sets every number in it.
+fn release_table(seed: u32, rows: u32) -> String {
+    (0..rows)
+        .map(|i| {
+            let (major, minor, size) = (seed + i, (seed * 7 + i * 3) % 97, 1000 + seed * 31 + i);
+            format!("package libalpha{i} version {major}.{minor} released on day {size} with build {} of the tree", size * 3)
+        })
+        .collect::<Vec<_>>()
+        .join(". ")
+}
+
+const PROSE: &str = "the committee met on a cold morning to discuss the library budget and \
+    the repair of the old reading room where the roof had leaked all winter long; after \
+    a long debate the members agreed to ask the town council for a grant, to move the \
+    rare books to the basement until the work was done, and to open the reading room \
+    again in the spring with new shelves, new lamps and a small exhibition of maps";
+
+/// The input: a release table, the same table with other numbers only (not a
+/// copy), a prose page and the same page with one word changed (a near copy).
+fn input(dir: &Path) -> PathBuf {
+    let docs = [
+        ("table", release_table(1, 30)),
+        ("table-renumbered", release_table(40, 30)),
+        ("prose", PROSE.to_string()),
+        ("prose-edited", PROSE.replace("maps", "charts")),
+    ];
+    let lines: Vec<String> = docs
+        .iter()
+        .map(|(id, text)| serde_json::json!({"id": id, "text": text}).to_string())
+        .collect();
+    let path = dir.join("in/pages.jsonl");
+    write_file(&path, lines.join("\n") + "\n");
+    path.parent().unwrap().to_path_buf()
+}
+
+/// Dropped document -> its original, from the run's `.pairs` files.
+fn drops(out: &Path) -> BTreeMap<String, String> {
+    let mut m = BTreeMap::new();
+    for (name, bytes) in outputs(out) {
+        if name.ends_with(".pairs") {
+            for line in String::from_utf8(bytes).unwrap().lines() {
+                let f: Vec<&str> = line.split('\t').collect();
+                m.insert(f[0].to_string(), f[1].to_string());
+            }
+        }
+    }
+    m
+}
+
+fn expected(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(d, o)| (d.to_string(), o.to_string()))
+        .collect()
+}
+
+#[test]
+fn pages_differing_only_in_their_numbers_are_kept_by_default_and_dropped_with_loose() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = input(dir.path());
+    let run = |name: &str, extra: &[&str]| {
+        let out = dir.path().join(name);
+        ok(&webdedup(&command_args("minhash", &input, &out, extra)));
+        drops(&out)
+    };
+    assert_eq!(run("default", &[]), expected(&[("prose-edited", "prose")]));
+    assert_eq!(
+        run("lower", &["--shingle-norm", "lower"]),
+        expected(&[("prose-edited", "prose")])
+    );
+    assert_eq!(
+        run("loose", &["--shingle-norm", "loose"]),
+        expected(&[("prose-edited", "prose"), ("table-renumbered", "table")])
+    );
+}
+
+#[test]
+fn batch_mode_keeps_digits_as_stream_mode_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = input(dir.path());
+    for (name, extra) in [
+        ("default", &[][..]),
+        ("loose", &["--shingle-norm", "loose"][..]),
+    ] {
+        let stream = dir.path().join(format!("stream-{name}"));
+        ok(&webdedup(&command_args("minhash", &input, &stream, extra)));
+        let out = dir.path().join(format!("batch-{name}"));
+        let work = dir.path().join(format!("work-{name}"));
+        let args = [&["-q", "--minhash"][..], extra].concat();
+        ok(&batch(&batch_run_args(&input, &out, &work, &args), None));
+        assert_same_files(name, &outputs(&out), &outputs(&stream));
+    }
+}
+
+#[test]
+fn a_store_records_the_shingles_normalization_and_refuses_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = input(dir.path());
+    let store = dir.path().join("store");
+    let with_store = |name: &str, extra: &[&str]| {
+        let args = [&["--store", s(&store)], extra].concat();
+        webdedup(&command_args(
+            "minhash",
+            &input,
+            &dir.path().join(name),
+            &args,
+        ))
+    };
+    // A store made with the old default keeps working with it, and refuses the
+    // new default, naming both settings.
+    ok(&with_store("a", &["--shingle-norm", "loose"]));
+    ok(&with_store("b", &["--shingle-norm", "loose"]));
+    let o = with_store("c", &[]);
+    assert_fails_saying(&o, 2, "norm=loose");
+    assert_says(&o, "norm=lower");
+    // And the other way round.
+    std::fs::remove_dir_all(&store).unwrap();
+    ok(&with_store("d", &[]));
+    let o = with_store("e", &["--shingle-norm", "loose"]);
+    assert_fails_saying(&o, 2, "norm=lower");
+    assert_says(&o, "norm=loose");
+}
+
+#[test]
+fn an_unknown_shingle_norm_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = input(dir.path());
+    let o = webdedup(&command_args(
+        "minhash",
+        &input,
+        &dir.path().join("out"),
+        &["--shingle-norm", "none"],
+    ));
+    assert_fails_saying(&o, 2, "'lower' or 'loose', not 'none'");
+}
