@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use webdedup_dedup::options::{MinHashChoices, MinHashOptions};
 use webdedup_minhash::{
     estimate_jaccard, Banding, MinHasher, Params, Shingling, DEFAULT_BANDS, DEFAULT_HASHES,
-    DEFAULT_ROWS, MAX_ROWS,
+    DEFAULT_NORM, DEFAULT_ROWS, MAX_ROWS,
 };
 
 /// The options of MinHash mode from the keyword arguments `shingles`,
@@ -57,21 +57,27 @@ fn shingling(ngram: Option<&Bound<'_, PyAny>>) -> PyResult<Shingling> {
 }
 
 /// The MinHash signature of `text` (`hashes` 32-bit values), or `None` when the text
-/// has no word after normalization.
+/// has no word after normalization. `shingle_norm`: `"lower"` (None: the command
+/// line's default) or `"loose"`.
 #[pyfunction]
-#[pyo3(signature = (text, ngram=None, hashes=DEFAULT_HASHES))]
+#[pyo3(signature = (text, ngram=None, hashes=DEFAULT_HASHES, shingle_norm=None))]
 fn minhash_signature(
     py: Python<'_>,
     text: &str,
     ngram: Option<&Bound<'_, PyAny>>,
     hashes: usize,
+    shingle_norm: Option<&str>,
 ) -> PyResult<Option<Vec<u32>>> {
     let params = Params {
         shingling: shingling(ngram)?,
+        norm: shingle_norm
+            .map(str::parse)
+            .transpose()
+            .map_err(PyValueError::new_err)?
+            .unwrap_or(DEFAULT_NORM),
         hashes,
         bands: 1,
         rows: 1,
-        ..Params::default()
     };
     let mut m = MinHasher::new(params).map_err(PyValueError::new_err)?;
     let text = text.to_owned();
