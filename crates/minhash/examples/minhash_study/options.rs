@@ -97,9 +97,12 @@ impl std::fmt::Display for Check {
     }
 }
 
-/// The options measured: (hashes, bands, rows), the shingles' normalization and
-/// the checks tried on each.
-fn options() -> Vec<((usize, usize, usize), Normalization, Vec<Check>)> {
+/// One row group of the table: (hashes, bands, rows), the shingles'
+/// normalization and the checks tried on them.
+type Options = ((usize, usize, usize), Normalization, Vec<Check>);
+
+/// The options measured.
+fn options() -> Vec<Options> {
     let bits_at = |j: f64| [8, 16, 32].map(|b| Check::Bits(b, j));
     let mut all = Vec::new();
     for shape in [
