@@ -45,20 +45,6 @@ fn input(dir: &Path) -> PathBuf {
     path.parent().unwrap().to_path_buf()
 }
 
-/// Dropped document -> its original, from the run's `.pairs` files.
-fn drops(out: &Path) -> BTreeMap<String, String> {
-    let mut m = BTreeMap::new();
-    for (name, bytes) in outputs(out) {
-        if name.ends_with(".pairs") {
-            for line in String::from_utf8(bytes).unwrap().lines() {
-                let f: Vec<&str> = line.split('\t').collect();
-                m.insert(f[0].to_string(), f[1].to_string());
-            }
-        }
-    }
-    m
-}
-
 fn expected(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
         .iter()
@@ -108,29 +94,13 @@ fn batch_mode_keeps_digits_as_stream_mode_does() {
 fn a_store_records_the_shingles_normalization_and_refuses_another() {
     let dir = tempfile::tempdir().unwrap();
     let input = input(dir.path());
-    let store = dir.path().join("store");
-    let with_store = |name: &str, extra: &[&str]| {
-        let args = [&["--store", s(&store)], extra].concat();
-        webdedup(&command_args(
-            "minhash",
-            &input,
-            &dir.path().join(name),
-            &args,
-        ))
-    };
-    // A store made with the old default keeps working with it, and refuses the
-    // new default, naming both settings.
-    ok(&with_store("a", &["--shingle-norm", "loose"]));
-    ok(&with_store("b", &["--shingle-norm", "loose"]));
-    let o = with_store("c", &[]);
-    assert_fails_saying(&o, 2, "norm=loose");
-    assert_says(&o, "norm=lower");
-    // And the other way round.
-    std::fs::remove_dir_all(&store).unwrap();
-    ok(&with_store("d", &[]));
-    let o = with_store("e", &["--shingle-norm", "loose"]);
-    assert_fails_saying(&o, 2, "norm=lower");
-    assert_says(&o, "norm=loose");
+    // The old default's store, and the new default's.
+    assert_minhash_store_refuses_other_settings(
+        &input,
+        dir.path(),
+        (&["--shingle-norm", "loose"], "norm=loose"),
+        (&[], "norm=lower"),
+    );
 }
 
 #[test]
