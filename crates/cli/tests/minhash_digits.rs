@@ -3,6 +3,7 @@
 //! copies, while a page with one word changed still is. `--shingle-norm loose`
 //! (the default before: digits folded to 0) drops such a page as before; a store
 //! records the setting and refuses the other; batch mode decides as stream mode.
+//! The same normalization is `dedup`'s `--normalize lower`.
 
 mod common;
 
@@ -114,4 +115,29 @@ fn an_unknown_shingle_norm_is_refused() {
         &["--shingle-norm", "none"],
     ));
     assert_fails_saying(&o, 2, "'lower' or 'loose', not 'none'");
+}
+
+#[test]
+fn dedup_normalize_lower_keeps_paragraphs_that_differ_only_in_their_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let line = |id: &str, v: &str| {
+        let text = format!("Release {v} of the tool fixes the crash on start, speeds up the import of large files and adds a dark theme.");
+        serde_json::json!({"id": id, "text": text}).to_string() + "\n"
+    };
+    let input = dir.path().join("in");
+    write_file(
+        &input.join("pages.jsonl"),
+        line("a", "1.2.3") + &line("b", "4.5.6"),
+    );
+    let kept = |name: &str, extra: &[&str]| {
+        let out = dir.path().join(name);
+        ok(&dedup(&input, &out, extra));
+        let (_, bytes) = outputs(&out)
+            .into_iter()
+            .find(|(n, _)| n.ends_with("pages.dedup.jsonl"))
+            .expect("the kept documents");
+        String::from_utf8(bytes).unwrap()
+    };
+    assert!(kept("lower", &["--normalize", "lower"]).contains("Release 4.5.6"));
+    assert!(!kept("loose", &["--normalize", "loose"]).contains("Release 4.5.6"));
 }
