@@ -4,11 +4,13 @@
 # the same table), and datatrove's MinHash pipeline side by side on the same
 # documents as JSON Lines. Writes markdown / key=value lines to stdout.
 #
-#   bench/minhash.sh [speed|stream|study|datatrove|all]     (default: all)
+#   bench/minhash.sh [speed|stream|study|datatrove|rensa|all]     (default: all)
 #
 # CORPUS (default ../shared/corpus) must hold web3/ (verticals) and web3-jsonl/.
 # The datatrove part makes a throwaway venv under target/ (PyPI: datatrove 0.10.1 and
-# what it needs to read zstd JSONL); it is never a test dependency.
+# what it needs to read zstd JSONL); it is never a test dependency. The rensa part
+# likewise (PyPI: rensa 0.5.0, zstandard): rensa's MinHash LSH, keep-first in input
+# order, whose removed documents the study scores beside webdedup's (issue 32).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CORPUS=${CORPUS:-../shared/corpus}
@@ -56,9 +58,37 @@ if [[ $what == datatrove || $what == all ]]; then
     cat target/datatrove.time
 fi
 
+rensa_words=(alnum split)
+if [[ $what == rensa || $what == all ]]; then
+    venv=target/rensa-venv
+    if [[ ! -x $venv/bin/python ]]; then
+        python3 -m venv "$venv"
+        "$venv/bin/pip" install -q --disable-pip-version-check 'rensa==0.5.0' zstandard
+    fi
+    echo "## rensa 0.5.0 MinHash LSH, keep-first, one process, web3-jsonl (words as the truth's, then all)"
+    for w in "${rensa_words[@]}"; do
+        rm -rf "target/rensa-$w"
+        "$venv/bin/python" bench/rensa_minhash.py "$CORPUS/web3-jsonl" "target/rensa-$w" "$w"
+    done
+fi
+
 if [[ $what == study || $what == all ]]; then
+    # The same documents as verticals (web3) and as JSON Lines (web3-jsonl, where
+    # the peers ran): the options table scores every run by the same truth.
     cargo build --release -q --locked -p webdedup-minhash --example minhash_study
     args=()
-    [[ -f $dt_export/removed.tsv ]] && args=(--datatrove "$dt_export")
+    [[ -f $dt_export/removed.tsv ]] && args+=(--datatrove "$dt_export")
+    for w in "${rensa_words[@]}"; do
+        [[ -f target/rensa-$w/removed.tsv ]] && args+=(--rensa "target/rensa-$w")
+    done
+    # The binary's own decisions at the defaults, scored beside its simulation.
+    cargo build --release -q --locked -p webdedup
+    rm -rf target/minhash-study-out target/webdedup-export
+    target/release/webdedup minhash "$CORPUS/web3-jsonl" -o target/minhash-study-out -q -t 1 -d
+    python3 bench/webdedup_export.py target/minhash-study-out target/webdedup-export \
+        "webdedup minhash $(git rev-parse --short HEAD), defaults, -t 1 (the binary)"
+    args+=(--rensa target/webdedup-export)
     target/release/examples/minhash_study "${args[@]}" "$CORPUS"/web3/*/*.zst
+    echo "## the options table on web3-jsonl"
+    target/release/examples/minhash_study "${args[@]}" --only options "$CORPUS"/web3-jsonl/*/*.zst
 fi

@@ -230,11 +230,13 @@ def cdx_dups(lines: Sequence[str], *, whole_lines: bool = False) -> List[str]:
     whole_lines=True the CDX lines themselves (the CLI's --lines). Lines that are
     not CDX are skipped with a WebdedupWarning naming them (lines[I])."""
 
-def minhash_signature(text: str, ngram: Union[int, str] = "auto:5", hashes: int = 112) -> Optional[List[int]]:
+def minhash_signature(text: str, ngram: Union[int, str] = "auto:5", hashes: int = 112, shingle_norm: str = "lower") -> Optional[List[int]]:
     """The MinHash signature of text: `hashes` 32-bit values (pinned: the same on
     every machine and version). ngram: "auto:N" (the default: "chars:N" for a text
     mostly in a script without spaces, else "words:N"), word n-grams (int, or
-    "words:N") or "chars:N". None when the text has no word after normalization."""
+    "words:N") or "chars:N". shingle_norm: "lower" (digits kept) or "loose" (digits
+    written 0, the default before). None when the text has no word after
+    normalization."""
 
 def minhash_band_keys(signature: Sequence[int], bands: int = 14, rows: int = 8) -> List[int]:
     """The LSH band keys (64-bit) of a signature: two documents sharing one are
@@ -291,6 +293,7 @@ class MinHashDedup:
         store_dir: Optional[Union[str, PathLike]] = None,
         *,
         shingles: Optional[str] = None,
+        shingle_norm: Optional[str] = None,
         hashes: Optional[int] = None,
         bands: Optional[int] = None,
         rows: Optional[int] = None,
@@ -328,12 +331,13 @@ class _BatchOptions(TypedDict, total=False):
     drop_bad_records: bool
 
 class _BatchMinHashOptions(_BatchOptions, total=False):
-    """minhash=True (with the settings of `webdedup minhash`: shingles "words:N" or
-    "chars:N", hashes, bands, rows, verify; None: its defaults) is `webdedup batch
-    --minhash`: the outputs of `webdedup minhash`; no store (batch_publish is exact
-    mode's)."""
+    """minhash=True (with the settings of `webdedup minhash`: shingles "auto:N",
+    "words:N" or "chars:N", shingle_norm "lower" or "loose", hashes, bands, rows,
+    verify; None: its defaults) is `webdedup batch --minhash`: the outputs of
+    `webdedup minhash`; no store (batch_publish is exact mode's)."""
     minhash: bool
     shingles: Optional[str]
+    shingle_norm: Optional[str]
     hashes: Optional[int]
     bands: Optional[int]
     rows: Optional[int]

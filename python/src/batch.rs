@@ -5,7 +5,7 @@
 //! the command line's field options; every phase must be given the same ones (the
 //! work directory records them and refuses others).
 //!
-//! `minhash=True` (with `shingles`, `hashes`, `bands`, `rows`, `verify`) is
+//! `minhash=True` (with `shingles`, `shingle_norm`, `hashes`, `bands`, `rows`, `verify`) is
 //! `webdedup batch --minhash`: the decisions of `webdedup minhash`, its resolve
 //! stages `bands` (every task), then `pick` (task 0 only); no store yet.
 
@@ -38,6 +38,7 @@ struct PhaseOptions {
     read: ReadChoices,
     minhash: bool,
     shingles: Option<String>,
+    shingle_norm: Option<String>,
     hashes: Option<usize>,
     bands: Option<usize>,
     rows: Option<usize>,
@@ -69,7 +70,7 @@ impl PhaseOptions {
                 continue;
             }
             match key.as_str() {
-                "minhash" | "shingles" | "hashes" | "bands" | "rows" | "verify"
+                "minhash" | "shingles" | "shingle_norm" | "hashes" | "bands" | "rows" | "verify"
                     if minhash == MinHash::Refused =>
                 {
                     return Err(unexpected(function, &key))
@@ -80,6 +81,7 @@ impl PhaseOptions {
                 "doc_check" => o.doc_check = v.get()?,
                 "minhash" => o.minhash = v.get()?,
                 "shingles" => o.shingles = v.get()?,
+                "shingle_norm" => o.shingle_norm = v.get()?,
                 "hashes" => o.hashes = v.get()?,
                 "bands" => o.bands = v.get()?,
                 "rows" => o.rows = v.get()?,
@@ -101,19 +103,21 @@ impl PhaseOptions {
     fn minhash(&self) -> PyResult<Option<MinHashOptions>> {
         if !self.minhash {
             if self.shingles.is_some()
+                || self.shingle_norm.is_some()
                 || self.hashes.is_some()
                 || self.bands.is_some()
                 || self.rows.is_some()
                 || self.verify.is_some()
             {
                 return Err(PyValueError::new_err(
-                    "shingles, hashes, bands, rows and verify apply with minhash=True",
+                    "shingles, shingle_norm, hashes, bands, rows and verify apply with minhash=True",
                 ));
             }
             return Ok(None);
         }
         crate::minhash::minhash_options(
             self.shingles.as_deref(),
+            self.shingle_norm.as_deref(),
             self.hashes,
             self.bands,
             self.rows,

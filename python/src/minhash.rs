@@ -6,14 +6,16 @@ use pyo3::prelude::*;
 use webdedup_dedup::options::{MinHashChoices, MinHashOptions};
 use webdedup_minhash::{
     estimate_jaccard, Banding, MinHasher, Params, Shingling, DEFAULT_BANDS, DEFAULT_HASHES,
-    DEFAULT_ROWS, MAX_ROWS,
+    DEFAULT_NORM, DEFAULT_ROWS, MAX_ROWS,
 };
 
-/// The options of MinHash mode from the keyword arguments `shingles`, `hashes`,
+/// The options of MinHash mode from the keyword arguments `shingles`,
+/// `shingle_norm`, `hashes`,
 /// `bands`, `rows` and `verify` (None: the command line's default), checked by
 /// the function the command line calls: the same defaults and messages.
 pub(crate) fn minhash_options(
     shingles: Option<&str>,
+    shingle_norm: Option<&str>,
     hashes: Option<usize>,
     bands: Option<usize>,
     rows: Option<usize>,
@@ -21,6 +23,10 @@ pub(crate) fn minhash_options(
 ) -> PyResult<MinHashOptions> {
     MinHashChoices {
         shingles: shingles
+            .map(str::parse)
+            .transpose()
+            .map_err(PyValueError::new_err)?,
+        shingle_norm: shingle_norm
             .map(str::parse)
             .transpose()
             .map_err(PyValueError::new_err)?,
@@ -51,17 +57,24 @@ fn shingling(ngram: Option<&Bound<'_, PyAny>>) -> PyResult<Shingling> {
 }
 
 /// The MinHash signature of `text` (`hashes` 32-bit values), or `None` when the text
-/// has no word after normalization.
+/// has no word after normalization. `shingle_norm`: `"lower"` (None: the command
+/// line's default) or `"loose"`.
 #[pyfunction]
-#[pyo3(signature = (text, ngram=None, hashes=DEFAULT_HASHES))]
+#[pyo3(signature = (text, ngram=None, hashes=DEFAULT_HASHES, shingle_norm=None))]
 fn minhash_signature(
     py: Python<'_>,
     text: &str,
     ngram: Option<&Bound<'_, PyAny>>,
     hashes: usize,
+    shingle_norm: Option<&str>,
 ) -> PyResult<Option<Vec<u32>>> {
     let params = Params {
         shingling: shingling(ngram)?,
+        norm: shingle_norm
+            .map(str::parse)
+            .transpose()
+            .map_err(PyValueError::new_err)?
+            .unwrap_or(DEFAULT_NORM),
         hashes,
         bands: 1,
         rows: 1,

@@ -70,12 +70,13 @@ pub struct MinHashDedup {
 #[pymethods]
 impl MinHashDedup {
     #[new]
-    #[pyo3(signature = (map=None, store_dir=None, *, shingles=None, hashes=None, bands=None, rows=None, verify=None, store=None, blocks=webdedup_store::DEFAULT_BLOCKS, server_timeout=webdedup_net::client::DEFAULT_GIVE_UP_AFTER.as_secs_f64(), **read))]
+    #[pyo3(signature = (map=None, store_dir=None, *, shingles=None, shingle_norm=None, hashes=None, bands=None, rows=None, verify=None, store=None, blocks=webdedup_store::DEFAULT_BLOCKS, server_timeout=webdedup_net::client::DEFAULT_GIVE_UP_AFTER.as_secs_f64(), **read))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         map: Option<PathBuf>,
         store_dir: Option<PathBuf>,
         shingles: Option<&str>,
+        shingle_norm: Option<&str>,
         hashes: Option<usize>,
         bands: Option<usize>,
         rows: Option<usize>,
@@ -93,7 +94,7 @@ impl MinHashDedup {
         if blocks == 0 {
             return Err(PyValueError::new_err("blocks must be at least 1"));
         }
-        let minhash = crate::minhash::minhash_options(shingles, hashes, bands, rows, verify)?;
+        let minhash = crate::minhash::minhash_options(shingles, shingle_norm, hashes, bands, rows, verify)?;
         let params = minhash.params;
         let options = Options::for_minhash(minhash);
         let state = RunState::new(&options);

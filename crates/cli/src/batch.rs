@@ -42,6 +42,7 @@ pub enum BatchCommand {
 #[command(
     mut_arg(INPUTS, |a| a.help("Inputs: directories (searched recursively) or files, as for `webdedup dedup` (not `-`: every phase reads the input again)")),
     mut_arg("shingles", |a| a.requires("minhash")),
+    mut_arg("shingle_norm", |a| a.requires("minhash")),
     mut_arg("hashes", |a| a.requires("minhash")),
     mut_arg("bands", |a| a.requires("minhash")),
     mut_arg("rows", |a| a.requires("minhash")),

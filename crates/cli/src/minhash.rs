@@ -11,7 +11,7 @@ use anyhow::Result;
 use clap::Args;
 use webdedup_dedup::batch::Keep;
 use webdedup_dedup::options::{MinHashChoices, MinHashOptions};
-use webdedup_minhash::Shingling;
+use webdedup_minhash::{Normalization, Shingling};
 
 #[derive(Args, Debug)]
 // `dedup`'s paragraph options are refused here: hidden from the help.
@@ -52,6 +52,12 @@ pub struct MinHashSettings {
     /// characters, spaces removed). A store records them and refuses others.
     #[arg(long, default_value_t = webdedup_minhash::DEFAULT_SHINGLING, value_name = "KIND:N")]
     shingles: Shingling,
+    /// The text's normalization before shingling: `lower` (lowercase, punctuation
+    /// and symbols dropped, digits kept: pages that differ only in their numbers
+    /// are not copies) or `loose` (the same with every digit written 0, the default
+    /// before). A store records it and refuses the other.
+    #[arg(long, default_value_t = webdedup_minhash::DEFAULT_NORM, value_name = "MODE")]
+    shingle_norm: Normalization,
     /// Signature values (one-permutation MinHash with rehashing rounds, pinned `fss-v1`).
     #[arg(long, default_value_t = webdedup_minhash::DEFAULT_HASHES, value_name = "K")]
     hashes: usize,
@@ -86,6 +92,7 @@ impl MinHashSettings {
         // One check for every front door (the Python module's too).
         MinHashChoices {
             shingles: Some(self.shingles),
+            shingle_norm: Some(self.shingle_norm),
             hashes: Some(self.hashes),
             bands: Some(self.bands),
             rows: Some(self.rows),

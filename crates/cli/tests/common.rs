@@ -173,6 +173,51 @@ fn io_args<'a>(
     [&[command, "-i", s(input), "-o", s(output)], extra].concat()
 }
 
+/// MinHash's dropped documents -> their originals, from every `.pairs` file of a run.
+pub fn drops(out: &Path) -> std::collections::BTreeMap<String, String> {
+    let mut m = std::collections::BTreeMap::new();
+    for (name, bytes) in outputs(out) {
+        if name.ends_with(".pairs") {
+            for line in String::from_utf8(bytes).unwrap().lines() {
+                let f: Vec<&str> = line.split('\t').collect();
+                m.insert(f[0].to_string(), f[1].to_string());
+            }
+        }
+    }
+    m
+}
+
+/// `webdedup minhash` on `input` with `--store STORE` and `extra`.
+pub fn minhash_with_store(input: &Path, output: &Path, store: &Path, extra: &[&str]) -> Output {
+    let args = [&["--store", s(store)], extra].concat();
+    webdedup(&command_args("minhash", input, output, &args))
+}
+
+/// A `webdedup minhash` store (in `dir`) made with the settings `old` keeps
+/// working with them and refuses a run with `new` (exit 2, naming both:
+/// `old_says` and `new_says` as the settings line writes them), and the other way
+/// round.
+pub fn assert_minhash_store_refuses_other_settings(
+    input: &Path,
+    dir: &Path,
+    (old, old_says): (&[&str], &str),
+    (new, new_says): (&[&str], &str),
+) {
+    let store = dir.join("store");
+    let run =
+        |name: &str, extra: &[&str]| minhash_with_store(input, &dir.join(name), &store, extra);
+    ok(&run("old-1", old));
+    ok(&run("old-2", old));
+    let o = run("new-on-old", new);
+    assert_fails_saying(&o, 2, old_says);
+    assert_says(&o, new_says);
+    std::fs::remove_dir_all(&store).unwrap();
+    ok(&run("new", new));
+    let o = run("old-on-new", old);
+    assert_fails_saying(&o, 2, new_says);
+    assert_says(&o, old_says);
+}
+
 pub fn dedup(input: &Path, output: &Path, extra: &[&str]) -> Output {
     webdedup(&command_args("dedup", input, output, extra))
 }

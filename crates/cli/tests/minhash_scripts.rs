@@ -17,20 +17,6 @@ fn scripts_sample() -> PathBuf {
 
 const UNSPACED: [&str; 3] = ["zh", "ja", "th"];
 
-/// Dropped document -> its original, from every `.pairs` file of a run.
-fn drops(out: &Path) -> BTreeMap<String, String> {
-    let mut m = BTreeMap::new();
-    for (name, bytes) in outputs(out) {
-        if name.ends_with(".pairs") {
-            for line in String::from_utf8(bytes).unwrap().lines() {
-                let f: Vec<&str> = line.split('\t').collect();
-                m.insert(f[0].to_string(), f[1].to_string());
-            }
-        }
-    }
-    m
-}
-
 /// The near copies of the slice, with the document each was made from.
 fn copies() -> Vec<(String, String)> {
     let data = decompress(&std::fs::read(scripts_sample().join("scripts.jsonl.gz")).unwrap());
@@ -116,31 +102,20 @@ fn batch_mode_decides_as_stream_mode_with_auto_shingles() {
 #[test]
 fn a_store_records_its_shingling_and_refuses_another() {
     let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("store");
-    let with_store = |name: &str, extra: &[&str]| {
-        let args = [&["--store", s(&store)], extra].concat();
-        webdedup(&command_args(
-            "minhash",
-            &scripts_sample(),
-            &dir.path().join(name),
-            &args,
-        ))
-    };
-    // A store made with words:5 keeps working with words:5, and refuses the new
-    // default, naming both shingle settings.
-    ok(&with_store("a", &["--shingles", "words:5"]));
-    ok(&with_store("b", &["--shingles", "words:5"]));
-    let o = with_store("c", &[]);
-    assert_fails_saying(&o, 2, "shingles=words:5");
-    assert_says(&o, "shingles=auto:5");
-    let o = with_store("d", &["--shingles", "chars:5"]);
-    assert_fails_saying(&o, 2, "shingles=chars:5");
-    // And the other way round.
-    std::fs::remove_dir_all(&store).unwrap();
-    ok(&with_store("e", &[]));
-    assert_fails_saying(
-        &with_store("f", &["--shingles", "words:5"]),
-        2,
-        "shingles=auto:5",
+    // A store made with words:5 keeps working with words:5 and refuses the new
+    // default, naming both shingle settings; and the other way round.
+    assert_minhash_store_refuses_other_settings(
+        &scripts_sample(),
+        dir.path(),
+        (&["--shingles", "words:5"], "shingles=words:5"),
+        (&[], "shingles=auto:5"),
     );
+    // The store left is the default's: chars:5 is refused too.
+    let o = minhash_with_store(
+        &scripts_sample(),
+        &dir.path().join("chars"),
+        &dir.path().join("store"),
+        &["--shingles", "chars:5"],
+    );
+    assert_fails_saying(&o, 2, "shingles=chars:5");
 }

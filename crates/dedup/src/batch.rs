@@ -1041,6 +1041,7 @@ mod tests {
                 hashes: 16,
                 bands: 8,
                 rows: 2,
+                ..Default::default()
             };
             let options = Options::for_minhash(crate::options::MinHashOptions { params, verify });
             let both = Both::new(texts, options, tasks, rotate, chunk);

@@ -214,7 +214,7 @@ pub struct MinHashOptions {
 }
 
 /// The MinHash settings as every front door takes them (the command line's
-/// `--shingles`, `--hashes`, `--bands`, `--rows`, `--verify`; the Python module's
+/// `--shingles`, `--shingle-norm`, `--hashes`, `--bands`, `--rows`, `--verify`; the Python module's
 /// keyword arguments): None is the default, and [`MinHashChoices::options`] checks
 /// them, so all refuse the same values with the same message.
 ///
@@ -228,6 +228,8 @@ pub struct MinHashOptions {
 #[derive(Clone, Debug, Default)]
 pub struct MinHashChoices {
     pub shingles: Option<webdedup_minhash::Shingling>,
+    /// The shingles' normalization: `lower` (digits kept) or `loose`.
+    pub shingle_norm: Option<Normalization>,
     pub hashes: Option<usize>,
     pub bands: Option<usize>,
     pub rows: Option<usize>,
@@ -241,6 +243,7 @@ impl MinHashChoices {
         use webdedup_minhash as m;
         let params = m::Params {
             shingling: self.shingles.unwrap_or(m::DEFAULT_SHINGLING),
+            norm: self.shingle_norm.unwrap_or(m::DEFAULT_NORM),
             hashes: self.hashes.unwrap_or(m::DEFAULT_HASHES),
             bands: self.bands.unwrap_or(m::DEFAULT_BANDS),
             rows: self.rows.unwrap_or(m::DEFAULT_ROWS),

@@ -177,7 +177,8 @@ impl Planner {
     pub fn new(opts: &Options) -> Self {
         Planner {
             min_para_chars: opts.min_para_chars,
-            text: TextBuilder::new(opts.normalization),
+            // MinHash's shingles have their own normalization (its settings').
+            text: TextBuilder::new(opts.minhash().map_or(opts.normalization, |m| m.params.norm)),
             doc_hash: StreamKey::new(KeyKind::Document),
             doc_has_para: false,
             para_start: 0,

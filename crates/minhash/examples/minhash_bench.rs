@@ -72,7 +72,7 @@ fn main() {
         params.describe(),
         params.banding().threshold()
     );
-    let mut shingler = Shingler::new(params.shingling);
+    let mut shingler = Shingler::new(params.shingling, params.norm);
     timed("shingles only", mb, reps, || {
         let mut x = 0u64;
         for s in &texts {

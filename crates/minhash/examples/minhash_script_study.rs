@@ -42,7 +42,7 @@ fn truth_set(lang: &str, text: &str) -> Vec<u64> {
         Shingling::Words(5)
     };
     let mut v = Vec::new();
-    Shingler::new(sh).for_each(text.as_bytes(), |x| v.push(x));
+    Shingler::new(sh, Normalization::Loose).for_each(text.as_bytes(), |x| v.push(x));
     v.sort_unstable();
     v.dedup();
     v

@@ -36,6 +36,7 @@ pub mod sketch;
 pub use band::{estimate_jaccard, estimate_jaccard_low8, Banding, MAX_ROWS};
 pub use shingle::{written_without_spaces, Shingler, Shingling, MAX_SHINGLE, SHINGLE_SEED};
 pub use sketch::{mix64, Sketch};
+pub use webdedup_text::Normalization;
 
 /// The largest signature.
 pub const MAX_HASHES: usize = 4096;
@@ -45,6 +46,12 @@ pub const MAX_HASHES: usize = 4096;
 /// character 5-grams for a document written without spaces (the script study,
 /// docs/minhash.md).
 pub const DEFAULT_SHINGLING: Shingling = Shingling::Auto(5);
+/// Default normalization of the text before shingling: `lower` (lowercase,
+/// punctuation and symbols dropped, digits kept). `loose`, the default before,
+/// folds digits to `0`, which made pages that differ only in their numbers
+/// (version tables, release notes) copies and capped precision at 0.996 in the
+/// quality study (docs/minhash.md).
+pub const DEFAULT_NORM: Normalization = Normalization::Lower;
 /// Default signature length, bands and rows: chosen by the quality study
 /// (BENCHMARKS.md, "MinHash").
 pub const DEFAULT_HASHES: usize = 112;
@@ -58,6 +65,8 @@ pub const DEFAULT_VERIFY: f64 = 0.8;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Params {
     pub shingling: Shingling,
+    /// The text's normalization before shingling: `lower` or `loose`.
+    pub norm: Normalization,
     /// Signature values (`k`).
     pub hashes: usize,
     pub bands: usize,
@@ -68,6 +77,7 @@ impl Default for Params {
     fn default() -> Self {
         Params {
             shingling: DEFAULT_SHINGLING,
+            norm: DEFAULT_NORM,
             hashes: DEFAULT_HASHES,
             bands: DEFAULT_BANDS,
             rows: DEFAULT_ROWS,
@@ -80,6 +90,11 @@ impl Params {
     /// `bands >= 1` and `bands * rows <= hashes` (the bands use the first values;
     /// the others only sharpen [`estimate_jaccard`]).
     pub fn validate(&self) -> Result<(), String> {
+        if self.norm == Normalization::None {
+            return Err(
+                "MinHash shingles are normalized 'lower' or 'loose', not 'none'".to_string(),
+            );
+        }
         if !(1..=MAX_HASHES).contains(&self.hashes) {
             return Err(format!(
                 "hashes must be between 1 and {MAX_HASHES} (got {})",
@@ -108,13 +123,13 @@ impl Params {
         }
     }
 
-    /// `minhash=fss-v1 shingles=auto:5 hashes=112 bands=14 rows=8 norm=loose`:
+    /// `minhash=fss-v1 shingles=auto:5 hashes=112 bands=14 rows=8 norm=lower`:
     /// the settings as one line (store settings, headers); [`parse`](Self::parse)
     /// reads it back. `fss-v1` names the pinned algorithm (see `sketch`).
     pub fn describe(&self) -> String {
         format!(
-            "minhash=fss-v1 shingles={} hashes={} bands={} rows={} norm=loose",
-            self.shingling, self.hashes, self.bands, self.rows
+            "minhash=fss-v1 shingles={} hashes={} bands={} rows={} norm={}",
+            self.shingling, self.hashes, self.bands, self.rows, self.norm
         )
     }
 
@@ -141,27 +156,24 @@ impl Params {
                     "hashes" => hashes = Some(num(v, "hashes")?),
                     "bands" => bands = Some(num(v, "bands")?),
                     "rows" => rows = Some(num(v, "rows")?),
-                    "norm" => norm = Some(v),
+                    "norm" => norm = Some(v.parse::<Normalization>()?),
                     _ => {}
                 }
             }
         }
-        match (algo, norm) {
-            (Some("fss-v1"), Some("loose")) => {}
-            (Some(a), _) if a != "fss-v1" => {
-                return Err(format!("unknown MinHash algorithm '{a}' in '{s}'"))
-            }
-            (_, Some(n)) if n != "loose" => {
-                return Err(format!("unknown normalization '{n}' in '{s}'"))
-            }
-            _ => return Err(format!("incomplete MinHash settings '{s}'")),
+        match algo {
+            Some("fss-v1") => {}
+            Some(a) => return Err(format!("unknown MinHash algorithm '{a}' in '{s}'")),
+            None => return Err(format!("incomplete MinHash settings '{s}'")),
         }
-        let (Some(shingling), Some(hashes), Some(bands), Some(rows)) = (sh, hashes, bands, rows)
+        let (Some(shingling), Some(norm), Some(hashes), Some(bands), Some(rows)) =
+            (sh, norm, hashes, bands, rows)
         else {
             return Err(format!("incomplete MinHash settings '{s}'"));
         };
         let p = Params {
             shingling,
+            norm,
             hashes,
             bands,
             rows,
@@ -186,7 +198,7 @@ impl MinHasher {
         params.validate()?;
         Ok(MinHasher {
             params,
-            shingler: Shingler::new(params.shingling),
+            shingler: Shingler::new(params.shingling, params.norm),
             sketch: Sketch::new(params.hashes),
             signature: Vec::with_capacity(params.hashes),
         })
@@ -206,7 +218,8 @@ impl MinHasher {
         self.finish()
     }
 
-    /// As [`signature`](Self::signature), for text already normalized `loose`.
+    /// As [`signature`](Self::signature), for text already normalized as the
+    /// settings say (`lower` or `loose`).
     pub fn signature_normalized(&mut self, normalized: &[u8]) -> Option<&[u32]> {
         self.sketch.clear();
         let sketch = &mut self.sketch;
@@ -216,7 +229,7 @@ impl MinHasher {
     }
 
     /// As [`signature_normalized`](Self::signature_normalized) for text exactly as
-    /// the `loose` normalization writes it (see [`Shingler::for_each_loose`]):
+    /// the settings' normalization writes it (see [`Shingler::for_each_loose`]):
     /// the same signature, one pass less.
     pub fn signature_loose(&mut self, loose: &[u8]) -> Option<&[u32]> {
         self.sketch.clear();

@@ -1,8 +1,9 @@
 //! From text to shingle hashes: the normalization, the shingles and their hash.
 //!
-//! The text is normalized with webdedup's `loose` normalization (`webdedup-text`, the
-//! one `dedup` applies to paragraphs: lowercase, digits to `0`, punctuation and
-//! symbols removed, words separated by one space). Then:
+//! The text is normalized (`webdedup-text`) with `lower` (the default: lowercase,
+//! punctuation and symbols removed, words separated by one space) or `loose` (the
+//! same with every digit written `0`, the normalization `dedup` applies to
+//! paragraphs). Then:
 //!
 //! * `auto:N` (the default, `N` = 5): decided per document ([`written_without_spaces`]):
 //!   `chars:N` when its words are not separated, that is when at least a third of
@@ -89,15 +90,15 @@ const AUTO_SHARE_DEN: usize = 3;
 /// Japanese ones 19 and more: 16 is between.
 const AUTO_WORD_LETTERS: usize = 16;
 
-/// Whether a `loose`-normalized text is written without spaces between its words:
-/// at least a third of its letters (characters other than spaces and the digit `0`
-/// that `loose` writes for every digit) are Han, Hiragana, Katakana, Thai, Lao,
+/// Whether a `lower`- or `loose`-normalized text is written without spaces between
+/// its words: at least a third of its letters (characters other than spaces and
+/// ASCII digits, all of which `loose` writes `0`) are Han, Hiragana, Katakana, Thai, Lao,
 /// Khmer, Myanmar or Tibetan, or its space-separated words average at least 16
 /// letters. Invalid UTF-8 is of no such script.
 pub fn written_without_spaces(normalized: &[u8]) -> bool {
     let t = normalized;
     let counts = ByteCounts::of(t);
-    let letters = counts.chars - counts.spaces - counts.zeros;
+    let letters = counts.chars - counts.spaces - counts.digits;
     // `loose` text has one space between words and none at its ends.
     let words = counts.spaces + 1;
     if letters == 0 {
@@ -127,7 +128,8 @@ struct ByteCounts {
     /// Characters of 3 or 4 bytes (their lead bytes).
     long_chars: usize,
     spaces: usize,
-    zeros: usize,
+    /// ASCII digits.
+    digits: usize,
 }
 
 impl ByteCounts {
@@ -136,24 +138,24 @@ impl ByteCounts {
             chars: 0,
             long_chars: 0,
             spaces: 0,
-            zeros: 0,
+            digits: 0,
         };
         // Branch-free sums in blocks small enough for 16-bit counters, which the
         // compiler turns into vector instructions: 3-4 ms of CPU for 13 MB of
         // normalized web3 text, against 40-50 ms for the signatures of its word
         // shingles, and a quarter of the time of separate passes.
         for block in t.chunks(1 << 15) {
-            let (mut chars, mut long, mut spaces, mut zeros) = (0u16, 0u16, 0u16, 0u16);
+            let (mut chars, mut long, mut spaces, mut digits) = (0u16, 0u16, 0u16, 0u16);
             for &b in block {
                 chars += (b & 0xc0 != 0x80) as u16;
                 long += (b >= 0xe0) as u16;
                 spaces += (b == b' ') as u16;
-                zeros += (b == b'0') as u16;
+                digits += (b.wrapping_sub(b'0') < 10) as u16;
             }
             c.chars += chars as usize;
             c.long_chars += long as usize;
             c.spaces += spaces as usize;
-            c.zeros += zeros as usize;
+            c.digits += digits as usize;
         }
         c
     }
@@ -257,9 +259,11 @@ pub struct Shingler {
 }
 
 impl Shingler {
+    /// Shingles of text normalized with `norm` (`lower` or `loose`).
+    ///
     /// # Panics
     /// If the shingle size is not in `1..=MAX_SHINGLE` (parsing never gives one).
-    pub fn new(shingling: Shingling) -> Self {
+    pub fn new(shingling: Shingling, norm: Normalization) -> Self {
         let n = shingling.size();
         assert!(
             (1..=MAX_SHINGLE).contains(&n),
@@ -267,7 +271,7 @@ impl Shingler {
         );
         Shingler {
             shingling,
-            norm: TextBuilder::new(Normalization::Loose),
+            norm: TextBuilder::new(norm),
             squeezed: Vec::new(),
         }
     }
@@ -283,14 +287,14 @@ impl Shingler {
         self.for_each_shingle(text, |s| f(xxh3_64_with_seed(s, SHINGLE_SEED)))
     }
 
-    /// As [`for_each`](Self::for_each), for a text already normalized `loose` (for
+    /// As [`for_each`](Self::for_each), for a text already normalized (for
     /// callers that normalize while parsing, e.g. vertical tokens with their glue).
     #[inline]
     pub fn for_each_normalized(&mut self, normalized: &[u8], mut f: impl FnMut(u64)) -> usize {
         let mut norm = std::mem::take(&mut self.norm);
         norm.clear();
-        // Re-normalizing loose text is the identity (a property test in
-        // webdedup-text); going through the builder keeps one code path.
+        // Re-normalizing normalized text is the identity (a property test in
+        // webdedup-text for `loose`); going through the builder keeps one code path.
         norm.push_text(normalized);
         let n = self.shingles_of(norm.text(), &mut |s| f(xxh3_64_with_seed(s, SHINGLE_SEED)));
         self.norm = norm;
@@ -298,7 +302,7 @@ impl Shingler {
     }
 
     /// As [`for_each_normalized`](Self::for_each_normalized) without normalizing
-    /// again: `loose` must be exactly what the `loose` normalization writes (words
+    /// again: `loose` must be exactly what the normalization writes (words
     /// separated by single spaces, none leading or trailing), e.g. `TextBuilder`
     /// outputs joined by one space. Saves a pass over the text for callers that
     /// normalized while parsing (`webdedup minhash`).

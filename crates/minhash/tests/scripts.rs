@@ -12,7 +12,7 @@ const RUSSIAN: &str =
     "Виртуализация является одним из самых значительных достижений вычислительной техники";
 
 fn shingles(sh: Shingling, text: &str) -> Vec<String> {
-    Shingler::new(sh).shingles(text.as_bytes())
+    Shingler::new(sh, Params::default().norm).shingles(text.as_bytes())
 }
 
 fn signature(sh: Shingling, text: &str) -> Vec<u32> {

@@ -3,8 +3,8 @@
 //! A change that moves any of these values changes every stored band key: it needs
 //! a new algorithm name in `Params::describe` (`fss-v2`, ...), never an edit here.
 use webdedup_minhash::{
-    estimate_jaccard, MinHasher, Params, Shingler, Shingling, DEFAULT_BANDS, DEFAULT_HASHES,
-    DEFAULT_ROWS, SHINGLE_SEED,
+    estimate_jaccard, MinHasher, Normalization, Params, Shingler, Shingling, DEFAULT_BANDS,
+    DEFAULT_HASHES, DEFAULT_ROWS, SHINGLE_SEED,
 };
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
@@ -21,8 +21,23 @@ struct Vector {
 }
 
 fn vectors() -> Vec<Vector> {
-    let d = Params::default();
+    // Pinned before `lower` became the default; a vector of the default below.
+    let d = Params {
+        norm: Normalization::Loose,
+        ..Params::default()
+    };
     vec![
+        // The defaults: `lower` keeps the 5 of "5 dozen".
+        Vector {
+            text: FOX,
+            params: Params::default(),
+            first8: [
+                1375557146, 1501579111, 2397801015, 1105189008, 1659780499, 2397113256, 601727505,
+                2238620293,
+            ],
+            sum: 220948243387,
+            keys3: [0x8197af5e5906129d, 0xcec68436f77ebed1, 0xb44028ed99ecbd0e],
+        },
         Vector {
             text: FOX,
             params: d,
@@ -61,6 +76,7 @@ fn vectors() -> Vec<Vector> {
             text: FOX,
             params: Params {
                 shingling: Shingling::Words(3),
+                norm: Normalization::Loose,
                 hashes: 16,
                 bands: 4,
                 rows: 4,
@@ -80,7 +96,7 @@ fn defaults_are_the_documented_ones() {
     let d = Params::default();
     assert_eq!(
         d.describe(),
-        "minhash=fss-v1 shingles=auto:5 hashes=112 bands=14 rows=8 norm=loose"
+        "minhash=fss-v1 shingles=auto:5 hashes=112 bands=14 rows=8 norm=lower"
     );
     assert_eq!((DEFAULT_HASHES, DEFAULT_BANDS, DEFAULT_ROWS), (112, 14, 8));
     assert_eq!(Params::parse(&d.describe()), Ok(d));
@@ -89,7 +105,7 @@ fn defaults_are_the_documented_ones() {
 
 #[test]
 fn shingles_and_their_hash() {
-    let mut s = Shingler::new(Shingling::Words(5));
+    let mut s = Shingler::new(Shingling::Words(5), Normalization::Loose);
     let sh = s.shingles(FOX.as_bytes());
     assert_eq!(sh.len(), 13);
     assert_eq!(sh[0], "the quick brown fox jumps");
@@ -102,7 +118,7 @@ fn shingles_and_their_hash() {
     let mut hashes = Vec::new();
     s.for_each(FOX.as_bytes(), |h| hashes.push(h));
     assert_eq!(hashes[0], 0xf9d2e36696ffd52f);
-    let mut c = Shingler::new(Shingling::Chars(3));
+    let mut c = Shingler::new(Shingling::Chars(3), Normalization::Loose);
     let sh = c.shingles(CHINESE.as_bytes());
     assert_eq!(sh[..3], ["我们的", "们的世", "的世界"]);
     assert_eq!(sh.len(), 13);
@@ -126,7 +142,11 @@ fn signatures_and_band_keys_are_pinned() {
 
 #[test]
 fn normalization_and_entry_points_agree() {
-    let mut m = MinHasher::new(Params::default()).unwrap();
+    let loose = Params {
+        norm: Normalization::Loose,
+        ..Params::default()
+    };
+    let mut m = MinHasher::new(loose).unwrap();
     let a = m.signature(FOX.as_bytes()).unwrap().to_vec();
     // Case, digits and punctuation do not matter; whitespace of any kind separates.
     let b = m
@@ -151,6 +171,22 @@ fn normalization_and_entry_points_agree() {
         .unwrap()
         .to_vec();
     assert_eq!(estimate_jaccard(&a, &cat), 47.0 / 112.0);
+}
+
+#[test]
+fn the_default_normalization_keeps_digits() {
+    let mut m = MinHasher::new(Params::default()).unwrap();
+    let a = m.signature(FOX.as_bytes()).unwrap().to_vec();
+    // Case and punctuation do not matter, digits do.
+    let same =
+        "the QUICK brown\tfox — jumps over the lazy dog\n\nPack my box with 5 dozen liquor jugs";
+    assert_eq!(m.signature(same.as_bytes()).unwrap(), a);
+    let seven = FOX.replace('5', "7");
+    assert_ne!(m.signature(seven.as_bytes()).unwrap(), a);
+    let normalized =
+        b"the quick brown fox jumps over the lazy dog pack my box with 5 dozen liquor jugs";
+    assert_eq!(m.signature_normalized(normalized).unwrap(), a);
+    assert_eq!(m.signature_loose(normalized).unwrap(), a);
 }
 
 #[test]

@@ -104,8 +104,8 @@ pub fn store_identity(keys: &Keys, blocks: u32) -> StoreMeta {
             };
             (normalization.to_string(), kind)
         }
-        // Signatures are pinned to the loose normalization (`Params::describe`).
-        Keys::MinHash(p) => (Normalization::Loose.name().to_string(), p.key_kind()),
+        // Signatures are of text in their settings' normalization (`Params::describe`).
+        Keys::MinHash(p) => (p.norm.name().to_string(), p.key_kind()),
         Keys::Substr {
             normalization,
             k,

@@ -4,8 +4,10 @@
 //! `0`, punctuation (P*), symbols (S*), controls (Cc) and format characters (Cf)
 //! removed, whitespace runs collapsed to one space, no leading or trailing space.
 //! Removing a character does not split a word: `e.g.` becomes `eg`, while a lone `,`
-//! between two words vanishes with its spaces collapsing. `none` keeps the text as
-//! is: words joined by one space, glued words by none.
+//! between two words vanishes with its spaces collapsing. `lower` is `loose` that
+//! keeps digits as they are (MinHash's default: pages that differ only in their
+//! numbers are not copies). `none` keeps the text as is: words joined by one space,
+//! glued words by none.
 //!
 //! Invalid UTF-8 is replaced by U+FFFD (and flagged, so the reader can report the
 //! line); U+FFFD is a symbol (So), so `loose` then drops it.
@@ -16,12 +18,15 @@ use unicode_general_category::{get_general_category, GeneralCategory as Gc};
 pub enum Normalization {
     #[default]
     Loose,
+    /// `loose` without the digit folding.
+    Lower,
     None,
 }
 
 crate::named_choices! {
     Normalization, "normalization", quote "'", {
         Loose => "loose",
+        Lower => "lower",
         None => "none",
     }
 }
@@ -31,7 +36,11 @@ crate::named_choices! {
 const ASCII_DROP: u8 = 0;
 const ASCII_SPACE: u8 = 1;
 const NOT_ASCII: u8 = 2;
-static ASCII_LOOSE: [u8; 256] = {
+static ASCII_LOOSE: [u8; 256] = ascii_table(true);
+/// The same for `lower`: digits are written as they are.
+static ASCII_LOWER: [u8; 256] = ascii_table(false);
+
+const fn ascii_table(fold_digits: bool) -> [u8; 256] {
     let mut t = [NOT_ASCII; 256];
     let mut b = 0;
     while b < 128 {
@@ -41,7 +50,11 @@ static ASCII_LOOSE: [u8; 256] = {
         } else if c.is_ascii_uppercase() {
             c + 32
         } else if c.is_ascii_digit() {
-            b'0'
+            if fold_digits {
+                b'0'
+            } else {
+                c
+            }
         } else if c == b' ' || c == b'\t' || c == b'\n' || c == b'\r' || c == 0x0b || c == 0x0c {
             ASCII_SPACE
         } else {
@@ -50,7 +63,7 @@ static ASCII_LOOSE: [u8; 256] = {
         b += 1;
     }
     t
-};
+}
 
 /// Builds the normalized text of one paragraph (or any run of words) in a reused
 /// buffer, and counts the characters of the raw text (words joined by single spaces,
@@ -101,7 +114,7 @@ impl TextBuilder {
     pub fn raw_chars(&self) -> usize {
         match self.mode {
             Normalization::None => bytecount::num_chars(&self.out),
-            Normalization::Loose => self.raw_chars,
+            Normalization::Loose | Normalization::Lower => self.raw_chars,
         }
     }
 
@@ -128,7 +141,7 @@ impl TextBuilder {
         self.words += 1;
         self.raw_chars += separated as usize;
         let pending_before = self.pending_space;
-        if self.mode == Normalization::Loose {
+        if self.mode != Normalization::None {
             self.pending_space |= separated;
             if self.push_ascii_loose(word) {
                 self.raw_chars += word.len();
@@ -227,6 +240,7 @@ impl TextBuilder {
         // Each byte emits at most itself plus one pending space, and only the first
         // emitted byte can be preceded by a space that no byte of the word made.
         self.out.reserve(word.len() + 1);
+        let table = self.ascii_table();
         let len = self.out.len();
         let lead = (self.pending_space && len > 0) as usize;
         let spare = &mut self.out.spare_capacity_mut()[..word.len() + 1];
@@ -238,7 +252,7 @@ impl TextBuilder {
         spare[0].write(b' ');
         let mut all_emit = !word.is_empty();
         for (dst, &b) in spare[lead..].iter_mut().zip(word) {
-            let c = ASCII_LOOSE[b as usize];
+            let c = table[b as usize];
             all_emit &= c > NOT_ASCII;
             dst.write(c);
         }
@@ -255,18 +269,28 @@ impl TextBuilder {
         true
     }
 
-    /// `loose` of ASCII bytes (any mix of classes), in the buffer's spare capacity.
+    /// What `loose` or `lower` does with each ASCII byte.
+    #[inline]
+    fn ascii_table(&self) -> &'static [u8; 256] {
+        match self.mode {
+            Normalization::Lower => &ASCII_LOWER,
+            _ => &ASCII_LOOSE,
+        }
+    }
+
+    /// `loose` (or `lower`) of ASCII bytes (any mix of classes), in the buffer's spare capacity.
     #[inline]
     fn push_ascii_run(&mut self, word: &[u8]) {
         self.out.reserve(word.len() + 1);
         let len = self.out.len();
         let mut pending = self.pending_space;
+        let table = self.ascii_table();
         let spare = &mut self.out.spare_capacity_mut()[..word.len() + 1];
         let mut j = 0;
         // Branch-free: every byte writes a space and its mapped value; the cursor only
         // moves past what is really emitted.
         for &b in word {
-            let c = ASCII_LOOSE[b as usize];
+            let c = table[b as usize];
             let emit = c > NOT_ASCII;
             let space = pending & emit & (len + j > 0);
             spare[j].write(b' ');
@@ -292,7 +316,7 @@ impl TextBuilder {
                 }
                 self.out.extend_from_slice(s.as_bytes());
             }
-            Normalization::Loose => {
+            Normalization::Loose | Normalization::Lower => {
                 if separated {
                     self.pending_space = true;
                 }
@@ -331,7 +355,7 @@ impl TextBuilder {
             return;
         }
         let emit_digit = match loose_class(c) {
-            LooseClass::Digit => true,
+            LooseClass::Digit => self.mode == Normalization::Loose,
             LooseClass::Dropped => return,
             LooseClass::Kept => false,
         };
@@ -430,6 +454,16 @@ mod tests {
             loose(&["(", "email", "+)", "servers", "+."]),
             "email servers"
         );
+    }
+
+    #[test]
+    fn lower_is_loose_keeping_digits() {
+        let lower = |t: &str| normalize(t, Normalization::Lower);
+        assert_eq!(lower("Python 3.11 is GREAT !"), "python 311 is great");
+        assert_eq!(lower("٣٤ 中文。 x9"), "٣٤ 中文 x9");
+        let mut b = TextBuilder::new(Normalization::Lower);
+        b.push_text("Version 2.4, Größe 10".as_bytes());
+        assert_eq!(b.text(), "version 24 größe 10".as_bytes());
     }
 
     #[test]
@@ -585,6 +619,13 @@ mod tests {
                 proptest::prop_assert_eq!(bytes.raw_chars(), checked.raw_chars());
                 proptest::prop_assert_eq!(bytes.words(), checked.words());
             }
+        }
+
+        #[test]
+        fn lower_differs_from_loose_only_in_digits(text in "([a-zA-Z0-9 .,;!\t-]|\\PC|[\u{a0}\u{3000}]){0,40}") {
+            let (loose, lower) = (normalize(&text, Normalization::Loose), normalize(&text, Normalization::Lower));
+            let folded: String = lower.chars().map(|c| if matches!(loose_class(c), LooseClass::Digit) { '0' } else { c }).collect();
+            proptest::prop_assert_eq!(folded, loose);
         }
 
         #[test]

@@ -19,8 +19,8 @@ use webdedup_text::Normalization;
 #[derive(Args, Debug, Clone)]
 pub struct NormalizeFlag {
     /// Text normalization before hashing: `loose` (lowercase, digits to 0, no
-    /// punctuation or symbols, collapsed whitespace) or `none`; `check` takes the
-    /// checked run's.
+    /// punctuation or symbols, collapsed whitespace), `lower` (`loose` keeping
+    /// digits) or `none`; `check` takes the checked run's.
     #[arg(long = "normalize", default_value_t = Normalization::default(), value_name = "MODE")]
     pub normalization: Normalization,
 }

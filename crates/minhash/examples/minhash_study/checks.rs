@@ -1,12 +1,12 @@
 //! The study's side tables: datatrove's results, estimate errors, band
 //! probabilities on synthetic pairs, b-bit verification and examples.
 
-use crate::signatures::{candidates, est, signatures, Densified, Method, Sigs};
+use crate::options::{numbering, peer_removed, read_tsv};
+use crate::signatures::{candidates, est, shingle_sets, signatures, Densified, Method, Sigs};
 use crate::stream::{prf, score_dropped, stream_verified, Shown, Truth};
-use rayon::prelude::*;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use webdedup_minhash::reference::{Classic, SplitMix64};
-use webdedup_minhash::{estimate_jaccard, Banding, Params, Shingler, Sketch};
+use webdedup_minhash::{estimate_jaccard, Banding, Params, Sketch};
 use webdedup_study::{jaccard, score, truth_pairs, Doc, Score};
 
 /// datatrove's results (exported by bench/datatrove_minhash.py) in the main
@@ -15,45 +15,17 @@ use webdedup_study::{jaccard, score, truth_pairs, Doc, Score};
 /// the input (its clusters have no order), is a true partner, and a kept document
 /// as a miss when an earlier kept one is.
 pub(crate) fn datatrove_row(dir: &str, docs: &[Doc], truth: &Truth) -> String {
-    let read = |name: &str| -> Vec<Vec<String>> {
-        std::fs::read_to_string(format!("{dir}/{name}"))
-            .unwrap_or_else(|e| panic!("{dir}/{name}: {e}"))
-            .lines()
-            .map(|l| l.split('\t').map(str::to_string).collect())
-            .collect()
-    };
-    let number: HashMap<(u32, u32), u32> = docs
-        .iter()
-        .enumerate()
-        .map(|(n, d)| ((d.file, d.index), n as u32))
-        .collect();
-    let at = |r: &str, i: &str| number[&(r.parse().unwrap(), i.parse().unwrap())];
-    let ids = read("ids.tsv");
-    assert_eq!(
-        ids.len(),
-        docs.len(),
-        "datatrove saw another number of documents"
-    );
-    for row in &ids {
-        assert_eq!(
-            docs[at(&row[0], &row[1]) as usize].id,
-            row[2],
-            "document numbering differs at {row:?}"
-        );
-    }
-    let mut cand: Vec<(u32, u32)> = read("candidates.tsv")
+    let removed = peer_removed(dir, docs);
+    let at = numbering(docs);
+    let mut cand: Vec<(u32, u32)> = read_tsv(dir, "candidates.tsv")
         .iter()
         .map(|r| {
-            let (a, b) = (at(&r[0], &r[1]), at(&r[2], &r[3]));
+            let (a, b) = (at(&r[0], &r[1]) as u32, at(&r[2], &r[3]) as u32);
             (a.min(b), a.max(b))
         })
         .collect();
     cand.sort_unstable();
     cand.dedup();
-    let mut removed = vec![false; docs.len()];
-    for r in read("removed.tsv") {
-        removed[at(&r[0], &r[1]) as usize] = true;
-    }
     let s = score(&truth.pairs, &cand, |_| true);
     let mut ds = Score::default();
     for d in 0..docs.len() {
@@ -84,19 +56,7 @@ pub(crate) const METHODS: [Method; 3] = [Method::Fss, Method::Od, Method::Classi
 /// against the exact Jaccard of the same shingle sets, over the pairs whose
 /// ground-truth Jaccard is >= 0.5.
 pub(crate) fn estimate_errors(docs: &[Doc], truth: &Truth, show: Params) -> Vec<Vec<u64>> {
-    let shingle_sets: Vec<Vec<u64>> = docs
-        .par_iter()
-        .map_init(
-            || Shingler::new(show.shingling),
-            |s, d| {
-                let mut v = Vec::new();
-                s.for_each(d.text.as_bytes(), |h| v.push(h));
-                v.sort_unstable();
-                v.dedup();
-                v
-            },
-        )
-        .collect();
+    let shingle_sets = shingle_sets(docs, show.shingling, show.norm);
     let wide = truth_pairs(&truth.sets, 0.5);
     println!(
         "### Jaccard estimates against the exact Jaccard of the same shingle sets ({})\n",
@@ -106,7 +66,7 @@ pub(crate) fn estimate_errors(docs: &[Doc], truth: &Truth, show: Params) -> Vec<
     println!("| exact J | smaller set | pairs | fss bias / RMSE | od bias / RMSE | classic bias / RMSE | binomial |\n|---|---|---|---|---|---|---|");
     let sigs: Vec<Sigs> = METHODS
         .iter()
-        .map(|&m| signatures(docs, m, show.shingling, show.hashes))
+        .map(|&m| signatures(docs, m, show.shingling, show.norm, show.hashes))
         .collect();
     let sizes = [(0usize, 112usize), (112, 500), (500, usize::MAX)];
     // [J bucket][size bucket] -> (exact, estimates per method)

@@ -1,7 +1,7 @@
 //! Quality study: MinHash LSH near-duplicates against exact word 5-gram Jaccard
 //! >= 0.8, beside SimHash at k = 3 and k = 9.
 //!
-//! `cargo run --release -p webdedup-minhash --example minhash_study -- [--threshold 0.8] [--show 'SETTINGS'] [--verify J] FILES...`
+//! `cargo run --release -p webdedup-minhash --example minhash_study -- [--threshold 0.8] [--show 'SETTINGS'] [--verify J] [--rensa DIR]... [--datatrove DIR] [--only options] FILES...`
 //!
 //! Ground truth: `webdedup-study` (shared with SimHash's `quality_study`). Two views:
 //!
@@ -21,6 +21,11 @@
 //!   SimHash is scored the same way (drop when within k of an earlier kept
 //!   document; the original is the first such).
 //!
+//! First, the options table that chose the defaults (`options`): verification and
+//! band settings in stream mode beside rensa's and datatrove's runs on the same
+//! documents (`--rensa DIR`, `--datatrove DIR`: their exports), scored by issue 32's
+//! earlier-document rule too; `--only options` stops after it.
+//!
 //! Also: the chosen fast signature (`fss`: one permutation, densified by rehashing
 //! rounds) against classic k-permutation MinHash (`classic`) and against one
 //! permutation with optimal densification (`od`, Shrivastava 2017, implemented
@@ -32,6 +37,7 @@
 //! verification at `--verify` (default 0.8).
 
 mod checks;
+mod options;
 mod signatures;
 mod stream;
 
@@ -83,6 +89,8 @@ fn main() {
     let mut show = Params::default();
     let mut verify = 0.8;
     let mut datatrove: Option<String> = None;
+    let mut rensa: Vec<String> = Vec::new();
+    let mut only_options = false;
     while args.first().is_some_and(|a| a.starts_with("--")) {
         let a = args.remove(0);
         let v = args.remove(0);
@@ -91,6 +99,8 @@ fn main() {
             "--show" => show = Params::parse(&v).unwrap(),
             "--verify" => verify = v.parse().unwrap(),
             "--datatrove" => datatrove = Some(v),
+            "--rensa" => rensa.push(v),
+            "--only" if v == "options" => only_options = true,
             _ => panic!("unknown option {a}"),
         }
     }
@@ -137,6 +147,26 @@ fn main() {
     }
     println!("{lang_line}\n");
 
+    let mut peers = Vec::new();
+    for dir in &rensa {
+        let name = std::fs::read_to_string(format!("{dir}/name.txt"))
+            .unwrap_or_else(|e| panic!("{dir}/name.txt: {e}"));
+        peers.push((name, options::peer_removed(dir, &docs)));
+    }
+    if let Some(dir) = &datatrove {
+        let name = "datatrove 0.10.1 MinHash (112 = 14 x 8, clusters)";
+        peers.push((name.to_string(), options::peer_removed(dir, &docs)));
+    }
+    options::options_table(
+        &docs,
+        &truth,
+        |h, norm| signatures(&docs, Method::Fss, Shingling::Words(5), norm, h),
+        &peers,
+    );
+    if only_options {
+        return;
+    }
+
     // SimHash at the project's defaults (unicode / distinct / 5), k = 3 and 9.
     let fps: Vec<Option<u64>> = docs
         .par_iter()
@@ -181,7 +211,7 @@ fn main() {
             .entry((m, sh, h))
             .or_insert_with(|| {
                 let t = Instant::now();
-                let s = signatures(&docs, m, sh, h);
+                let s = signatures(&docs, m, sh, show.norm, h);
                 sig_secs.insert((m, sh, h), t.elapsed().as_secs_f64());
                 s
             })
@@ -245,6 +275,7 @@ fn main() {
             }
             let p = Params {
                 shingling: sh,
+                norm: show.norm,
                 hashes,
                 bands,
                 rows: rows_per,

@@ -4,7 +4,9 @@
 use rayon::prelude::*;
 use std::collections::HashMap;
 use webdedup_minhash::reference::Classic;
-use webdedup_minhash::{estimate_jaccard, mix64, Banding, MinHasher, Params, Shingler, Shingling};
+use webdedup_minhash::{
+    estimate_jaccard, mix64, Banding, MinHasher, Normalization, Params, Shingler, Shingling,
+};
 use webdedup_study::Doc;
 
 /// Signatures of every document, in input order (None = no shingle).
@@ -75,10 +77,12 @@ pub(crate) fn signatures(
     docs: &[Doc],
     method: Method,
     shingling: Shingling,
+    norm: Normalization,
     hashes: usize,
 ) -> Sigs {
     let params = Params {
         shingling,
+        norm,
         hashes,
         bands: 1,
         rows: 1,
@@ -86,7 +90,7 @@ pub(crate) fn signatures(
     let from_hashes = |sig: &(dyn Fn(&[u64]) -> Option<Vec<u32>> + Sync)| -> Sigs {
         docs.par_iter()
             .map_init(
-                || (Shingler::new(shingling), Vec::new()),
+                || (Shingler::new(shingling, norm), Vec::new()),
                 |(s, v), d| {
                     v.clear();
                     s.for_each(d.text.as_bytes(), |h| v.push(h));
@@ -163,4 +167,24 @@ pub(crate) fn est(sigs: &Sigs, i: u32, j: u32) -> f64 {
         (Some(a), Some(b)) => estimate_jaccard(a, b),
         _ => 0.0,
     }
+}
+
+/// The sorted, distinct shingle hashes of every document.
+pub(crate) fn shingle_sets(
+    docs: &[Doc],
+    shingling: Shingling,
+    norm: Normalization,
+) -> Vec<Vec<u64>> {
+    docs.par_iter()
+        .map_init(
+            || Shingler::new(shingling, norm),
+            |s, d| {
+                let mut v = Vec::new();
+                s.for_each(d.text.as_bytes(), |h| v.push(h));
+                v.sort_unstable();
+                v.dedup();
+                v
+            },
+        )
+        .collect()
 }
