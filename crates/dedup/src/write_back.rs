@@ -76,12 +76,7 @@ pub fn attributes(
             let mut first = true;
             for j in doc.paras.clone().filter(|&j| !dec.keep_para[j]) {
                 let c = &plan.para_chars[j];
-                out.extend_from_slice(if first { b"[" } else { b",[" });
-                out.extend_from_slice(num.format(c.start).as_bytes());
-                out.push(b',');
-                out.extend_from_slice(num.format(c.end).as_bytes());
-                out.extend_from_slice(b",1.0]");
-                first = false;
+                push_span(out, &mut num, &mut first, c.start, c.end);
             }
         }
         out.extend_from_slice(b"],\"");
@@ -137,14 +132,19 @@ fn repeated_spans(
         ) else {
             continue;
         };
-        out.extend_from_slice(if first { b"[" } else { b",[" });
-        out.extend_from_slice(num.format(a.start).as_bytes());
-        out.push(b',');
-        out.extend_from_slice(num.format(b.end).as_bytes());
-        out.extend_from_slice(b",1.0]");
-        first = false;
+        push_span(out, num, &mut first, a.start, b.end);
     }
     out.push(b']');
+}
+
+/// One `[START,END,1.0]` span of an attribute's list, after a comma unless first.
+fn push_span(out: &mut Vec<u8>, num: &mut itoa::Buffer, first: &mut bool, start: u32, end: u32) {
+    out.extend_from_slice(if *first { b"[" } else { b",[" });
+    out.extend_from_slice(num.format(start).as_bytes());
+    out.push(b',');
+    out.extend_from_slice(num.format(end).as_bytes());
+    out.extend_from_slice(b",1.0]");
+    *first = false;
 }
 
 /// The rows of a Parquet chunk as they go to the output: the written ones, the
