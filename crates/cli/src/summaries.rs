@@ -68,6 +68,7 @@ pub fn run_outcome(
             "minhash",
             serde_json::json!({
                 "shingles": m.params.shingling.to_string(),
+                "shingle_norm": m.params.norm.name(),
                 "hashes": m.params.hashes,
                 "bands": m.params.bands,
                 "rows": m.params.rows,

@@ -141,3 +141,22 @@ fn dedup_normalize_lower_keeps_paragraphs_that_differ_only_in_their_numbers() {
     assert!(kept("lower", &["--normalize", "lower"]).contains("Release 4.5.6"));
     assert!(!kept("loose", &["--normalize", "loose"]).contains("Release 4.5.6"));
 }
+
+/// A run's `--json` names the shingles' normalization beside the other MinHash
+/// settings, so a report (or a user) can tell which rule dropped a document.
+#[test]
+fn the_json_names_the_shingle_normalization() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = input(dir.path());
+    for (name, extra) in [
+        ("lower", &[][..]),
+        ("loose", &["--shingle-norm", "loose"][..]),
+    ] {
+        let out = dir.path().join(name);
+        let json = dir.path().join(format!("{name}.json"));
+        let args = [&["--json", s(&json)][..], extra].concat();
+        ok(&webdedup(&command_args("minhash", &input, &out, &args)));
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        assert_eq!(v["minhash"]["shingle_norm"], name, "{v}");
+    }
+}
