@@ -423,13 +423,27 @@ fn first_chars(text: &str, at: usize) -> String {
         .collect()
 }
 
-/// The text of the record on line `line` (from 1) of a JSON Lines file.
-fn record_text(path: &Path, line: u64) -> String {
-    let bytes = decompress(&std::fs::read(path).unwrap());
-    let text = String::from_utf8(bytes).unwrap();
-    let record = text.lines().nth(line as usize - 1).unwrap();
-    let v: serde_json::Value = serde_json::from_str(record).unwrap();
-    v["text"].as_str().unwrap().to_string()
+/// The texts of a JSON Lines file's records, by line (from 1), each file read once:
+/// a crawl's report names thousands of spans, and a debug build decompressing the
+/// file again for each of them spends minutes.
+#[derive(Default)]
+struct RecordTexts(std::collections::HashMap<PathBuf, Vec<String>>);
+
+impl RecordTexts {
+    fn text(&mut self, path: &Path, line: u64) -> &str {
+        let records = self.0.entry(path.to_path_buf()).or_insert_with(|| {
+            let bytes = decompress(&std::fs::read(path).unwrap());
+            String::from_utf8(bytes)
+                .unwrap()
+                .lines()
+                .map(|record| {
+                    let v: serde_json::Value = serde_json::from_str(record).unwrap();
+                    v["text"].as_str().unwrap().to_string()
+                })
+                .collect()
+        });
+        &records[line as usize - 1]
+    }
 }
 
 #[test]
@@ -440,6 +454,7 @@ fn crawl_after_crawl_names_first_copies_in_earlier_crawls() {
     let crawls = ["cc-2023-14", "cc-2023-50", "cc-2024-33"];
     // Each crawl's file under its crawl's name, so that file ids tell them apart.
     let mut written = std::collections::HashMap::new();
+    let mut texts = RecordTexts::default();
     for crawl in crawls {
         let input = dir.path().join("in").join(crawl);
         let part = input.join(crawl).join("part-00000.jsonl.gz");
@@ -467,11 +482,10 @@ fn crawl_after_crawl_names_first_copies_in_earlier_crawls() {
                 earlier += 1;
             }
             // The span starts as the first copy does (normalized).
-            let here = record_text(&written[file].0, *line);
-            let there = record_text(path, *first_line);
+            let here = first_chars(texts.text(&written[file].0, *line), chars.start);
+            let there = first_chars(texts.text(path, *first_line), at.start);
             assert_eq!(
-                first_chars(&here, chars.start),
-                first_chars(&there, at.start),
+                here, there,
                 "{crawl}: {file}:{line} and {first_file}:{first_line}"
             );
         }
