@@ -50,7 +50,11 @@ impl HashTask {
         plans: Option<&PlanCache>,
         mut visit: impl FnMut(u32, u64, &ChunkPlan, &[u8], &DocFormat) -> Result<()>,
     ) -> Result<()> {
-        let mut planner = Planner::new(&cfg.options);
+        // Planned as the filter phase's engine plans (`--mark`'s characters too
+        // when the plans are kept for a filter with `--mark`).
+        let marks = plans.is_some_and(|c| c.marks());
+        let mut planner =
+            Planner::new(&cfg.options).with_marks(crate::engine::plans_marks(&cfg.options, marks));
         let mut plan = ChunkPlan::default();
         for (rank, f) in self
             .files
@@ -102,6 +106,9 @@ pub fn hash_keeping_plans(
     if cfg.options.minhash().is_some() {
         return minhash::hash(cfg, task, report, plans);
     }
+    if let Some(params) = cfg.options.substr() {
+        return super::substr::hash(cfg, params, task, report, plans);
+    }
     let Some(job) = HashTask::start(cfg, task)? else {
         return Ok(false);
     };
@@ -138,7 +145,7 @@ pub fn hash_keeping_plans(
         Ok(())
     })?;
     let staging = job.out.staging()?;
-    for stage in Stage::ALL {
+    for stage in EXACT_STAGES {
         for (p, recs) in runs[stage as usize].iter_mut().enumerate() {
             recs.sort_unstable();
             write_atomic(
