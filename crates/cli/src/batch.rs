@@ -413,6 +413,9 @@ fn run_all(a: &RunArgs, report: &(dyn Fn(&str) + Sync)) -> Result<u8> {
     let cfg = config(&a.common, tasks)?;
     cfg.prepare()?;
     a.report.check_json_target(false)?;
+    if a.store.is_some() {
+        batch::check_store(&cfg)?;
+    }
     // Under the exclusive lock no other attempt runs: whatever temporaries are
     // there, dead attempts left (they would hold disk space for ever).
     batch::sweep_temporaries(&cfg.work)?;

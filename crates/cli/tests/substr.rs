@@ -155,23 +155,32 @@ fn every_format_of_the_same_documents_removes_the_same_spans() {
     assert_eq!(figures("wet", wet_sample_dir()), jsonl);
 }
 
+/// The crawls of the samples, in order.
+const CRAWLS: [&str; 3] = ["cc-2023-14", "cc-2023-50", "cc-2024-33"];
+
+/// Runs `dedup --substr` over `sample` (crawl folders) in one run, then
+/// `crawl_run(crawl's input, its output, the store)` crawl after crawl on one
+/// store: asserts both write the same outputs.
+fn assert_crawl_after_crawl_equals_one_run(
+    dir: &Path,
+    sample: &Path,
+    crawl_run: impl Fn(&Path, &Path, &Path) -> std::process::Output,
+) {
+    let one = dir.join("one");
+    ok(&dedup(sample, &one, &["--substr"]));
+    let (store, crawls) = (dir.join("store"), dir.join("crawls"));
+    for crawl in CRAWLS {
+        ok(&crawl_run(&sample.join(crawl), &crawls.join(crawl), &store));
+    }
+    assert_same_files("crawl after crawl", &outputs(&crawls), &outputs(&one));
+}
+
 #[test]
 fn crawl_after_crawl_on_a_store_equals_one_run() {
     let dir = tempfile::tempdir().unwrap();
-    let sample = jsonl_sample_dir();
-    let one = dir.path().join("one");
-    ok(&dedup(&sample, &one, &["--substr"]));
-    let store = dir.path().join("store");
-    let crawls = dir.path().join("crawls");
-    for crawl in ["cc-2023-14", "cc-2023-50", "cc-2024-33"] {
-        let o = dedup(
-            &sample.join(crawl),
-            &crawls.join(crawl),
-            &["--substr", "--store", s(&store)],
-        );
-        ok(&o);
-    }
-    assert_same_files("crawl after crawl", &outputs(&crawls), &outputs(&one));
+    assert_crawl_after_crawl_equals_one_run(dir.path(), &jsonl_sample_dir(), |i, o, store| {
+        dedup(i, o, &["--substr", "--store", s(store)])
+    });
 }
 
 #[test]
@@ -498,14 +507,15 @@ fn feedback_is_refused_on_redis_which_keeps_no_locations() {
 
 // ---- batch mode: `webdedup batch ... --substr` ----
 
-/// The first `docs` documents of each crawl of the vertical sample, a file each
-/// (`DIR/slice/CRAWL.vert`): cheap, and the crawls repeat one another's spans.
+/// The first `docs` documents of each crawl of the vertical sample, as the
+/// sample lays them out (`DIR/slice/CRAWL/part.vert`): cheap, and the crawls
+/// repeat one another's spans.
 fn sample_slice(dir: &Path, docs: usize) -> PathBuf {
     let input = dir.join("slice");
-    for crawl in ["cc-2023-14", "cc-2023-50", "cc-2024-33"] {
+    for crawl in CRAWLS {
         let (text, starts) = sample_crawl_docs(crawl);
         let end = starts.get(docs).copied().unwrap_or(text.len());
-        write_file(&input.join(format!("{crawl}.vert")), &text[..end]);
+        write_file(&input.join(crawl).join("part.vert"), &text[..end]);
     }
     input
 }
@@ -592,24 +602,11 @@ fn killed_and_rerun_phases_give_stream_modes_outputs() {
 fn batch_crawl_after_crawl_on_a_store_equals_stream_mode() {
     let dir = tempfile::tempdir().unwrap();
     let input = sample_slice(dir.path(), 20);
-    let stream = dir.path().join("stream");
-    ok(&dedup(&input, &stream, &["--substr"]));
-    let store = dir.path().join("store");
-    let crawls = dir.path().join("crawls");
-    for crawl in ["cc-2023-14", "cc-2023-50", "cc-2024-33"] {
-        let one = dir.path().join(crawl);
-        write_file(
-            &one.join(format!("{crawl}.vert")),
-            std::fs::read(input.join(format!("{crawl}.vert"))).unwrap(),
-        );
-        let work = dir.path().join(format!("work-{crawl}"));
-        let o = batch(
-            &batch_run_args(&one, &crawls, &work, &["--substr", "--store", s(&store)]),
-            None,
-        );
-        ok(&o);
-    }
-    assert_same_files("crawl after crawl", &outputs(&crawls), &outputs(&stream));
+    assert_crawl_after_crawl_equals_one_run(dir.path(), &input, |i, o, store| {
+        let work = dir.path().join("work").join(i.file_name().unwrap());
+        let args = ["--substr", "--store", s(store)];
+        batch(&batch_run_args(i, o, &work, &args), None)
+    });
 }
 
 #[test]

@@ -502,7 +502,7 @@ pub fn resolve_minhash(
         );
     }
     if store.is_some() {
-        bail!("MinHash batch mode does not read a store of earlier runs yet (--store)");
+        check_store(cfg)?;
     }
     match stage {
         MinHashStage::Bands => minhash::resolve_bands(cfg, task),
@@ -535,10 +535,19 @@ fn key_set(cfg: &BatchConfig) -> KeySet {
     crate::identity::key_set(&cfg.options, cfg.blocks)
 }
 
+/// Whether the work directory's mode takes a store of earlier runs (`--store`):
+/// checked by resolve and publish; `batch run` checks it before its first phase.
+pub fn check_store(cfg: &BatchConfig) -> Result<()> {
+    if cfg.options.minhash().is_some() {
+        bail!("MinHash batch mode does not read a store of earlier runs yet (--store)");
+    }
+    substr::refuse_located_store(cfg)
+}
+
 /// The store directory `store` of earlier runs, if it holds a snapshot.
 fn load_store(cfg: &BatchConfig, store: Option<&Path>) -> Result<Option<MemStore>> {
     let Some(dir) = store else { return Ok(None) };
-    substr::refuse_located_store(cfg)?;
+    check_store(cfg)?;
     let opened = StoreSpec::Dir(dir.to_owned()).open(&key_set(cfg), &OpenOptions::default())?;
     match opened.loaded {
         Some(_) => Ok(Some(opened.into_embedded()?)),

@@ -106,12 +106,12 @@ pub fn hash_keeping_plans(
     if cfg.options.minhash().is_some() {
         return minhash::hash(cfg, task, report, plans);
     }
-    if let Some(params) = cfg.options.substr() {
-        return super::substr::hash(cfg, params, task, report, plans);
-    }
     let Some(job) = HashTask::start(cfg, task)? else {
         return Ok(false);
     };
+    if let Some(params) = cfg.options.substr() {
+        return super::substr::hash(cfg, params, &job, report, plans);
+    }
     let mut runs: Vec<Vec<Vec<Rec>>> = vec![vec![Vec::new(); cfg.partitions as usize]; 3];
     let (mut doc_index, mut long_index) = (0u32, 0u32);
     job.plan_owned(cfg, report, plans, |rank, chunk_index, plan, _, _| {

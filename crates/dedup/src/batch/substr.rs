@@ -17,19 +17,16 @@ use crate::options::SubstrParams;
 use crate::policy::file_id;
 use crate::policy::substr::decide::{doc_units, first_copy, pick_windows, window_char};
 
-/// The hash phase of substring mode: every live document's picked windows, as
-/// the engine picks them, with their positions (file rank; the window's number
-/// in its file, or with `-f` its line and character).
+/// The hash phase of substring mode, `job` started: every live document's picked
+/// windows, as the engine picks them, with their positions (file rank; the
+/// window's number in its file, or with `-f` its line and character).
 pub(super) fn hash(
     cfg: &BatchConfig,
     params: SubstrParams,
-    task: usize,
+    job: &HashTask,
     report: &(dyn Fn(&str) + Sync),
     plans: Option<&PlanCache>,
 ) -> Result<bool> {
-    let Some(job) = HashTask::start(cfg, task)? else {
-        return Ok(false);
-    };
     let located = cfg.options.feedback();
     let mut runs: Vec<Vec<Rec>> = vec![Vec::new(); cfg.partitions as usize];
     let (mut windows, mut picked) = (Vec::new(), Vec::new());
