@@ -1074,10 +1074,56 @@ mod tests {
             for &t in &both.order {
                 hash(&both.batch, t, &|_| {}).unwrap();
             }
-            for stage in Stage::ALL {
+            for stage in EXACT_STAGES {
                 for &t in both.order.iter().rev() {
                     resolve(&both.batch, stage, t, None).unwrap();
                 }
+            }
+            prop_assert!(both.filtered_as_stream());
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        /// Random small corpora of few words (spans repeated across files, across
+        /// documents and inside one document): substring mode's batch phases in
+        /// any task count and order write what `dedup --substr` writes, with and
+        /// without `-f` (its `.spans` report naming first copies).
+        #[test]
+        fn substr_batch_phases_equal_stream_mode(
+            files in proptest::collection::vec(
+                proptest::collection::vec(proptest::collection::vec(proptest::collection::vec(0u8..4, 0..12), 0..3), 0..4),
+                1..4,
+            ),
+            tasks in 1usize..5,
+            rotate in 0usize..5,
+            (k, w) in (1usize..5).prop_flat_map(|k| (Just(k), 1..=k)),
+            feedback in any::<bool>(),
+            chunk in prop_oneof![Just(1usize), Just(1 << 20)],
+        ) {
+            let words = ["alpha", "beta", "gamma", "delta"];
+            let texts = files.iter().map(|docs| {
+                docs.iter()
+                    .map(|paras| {
+                        let paras: Vec<Vec<&str>> = paras
+                            .iter()
+                            .map(|p| p.iter().map(|&i| words[i as usize]).collect())
+                            .collect();
+                        vertical_doc("u", &paras)
+                    })
+                    .collect::<String>()
+            });
+            let params = crate::options::SubstrParams::new(k, w).unwrap();
+            let options = Options {
+                mode: crate::options::Mode::Substr { params, feedback },
+                ..Options::default()
+            };
+            let both = Both::new(texts, options, tasks, rotate, chunk);
+            for &t in &both.order {
+                hash(&both.batch, t, &|_| {}).unwrap();
+            }
+            for &t in both.order.iter().rev() {
+                resolve(&both.batch, Stage::Windows, t, None).unwrap();
             }
             prop_assert!(both.filtered_as_stream());
         }
