@@ -2,7 +2,8 @@
 
 use crate::conventions::{Reporting, Threads};
 use crate::flags::defs::{
-    BlocksFlag, ChunkBytesFlag, MaxLineBytesFlag, NormalizeFlag, OutputFlags, PiecesFlags,
+    BlocksFlag, ChunkBytesFlag, FeedbackFlag, MarkFlag, MaxLineBytesFlag, NormalizeFlag,
+    OutputFlags, PiecesFlags, SubstrFlag,
 };
 use crate::flags::inputs::{Inputs, INPUTS};
 use crate::read_args::ReadArgs;
@@ -48,7 +49,9 @@ pub enum BatchCommand {
     mut_arg("rows", |a| a.requires("minhash")),
     mut_arg("verify", |a| a.requires("minhash")),
     mut_arg("keep", |a| a.requires("minhash")),
-    mut_arg("clusters", |a| a.requires("minhash"))
+    mut_arg("clusters", |a| a.requires("minhash")),
+    mut_arg("substr", |a| a.conflicts_with("minhash")),
+    mut_arg("feedback", |a| a.requires("substr"))
 )]
 pub struct Common {
     #[command(flatten)]
@@ -81,6 +84,12 @@ pub struct Common {
     minhash: bool,
     #[command(flatten)]
     minhash_settings: crate::minhash::MinHashSettings,
+    /// Substring mode: the decisions of `webdedup dedup --substr` (repeated spans
+    /// removed inside documents); one resolve stage, `windows`.
+    #[command(flatten)]
+    substr: SubstrFlag,
+    #[command(flatten)]
+    feedback: FeedbackFlag,
 }
 
 #[derive(Debug, Args)]
@@ -99,7 +108,8 @@ pub struct ResolveArgs {
     #[command(flatten)]
     task: TaskArgs,
     /// `url-title`, `docs` or `paras` (each needs the one before finished); with
-    /// `--minhash`: `bands`, then `pick` (one task: task 0).
+    /// `--minhash`: `bands`, then `pick` (one task: task 0); with `--substr`:
+    /// `windows`.
     #[arg(long)]
     stage: StageName,
     /// The store directory of earlier runs: its keys are always seen.
@@ -113,6 +123,8 @@ pub struct FilterArgs {
     task: TaskArgs,
     #[command(flatten)]
     out: OutputFlags,
+    #[command(flatten)]
+    mark: MarkFlag,
 }
 
 #[derive(Debug, Args)]
@@ -133,6 +145,8 @@ pub struct RunArgs {
     common: Common,
     #[command(flatten)]
     out: OutputFlags,
+    #[command(flatten)]
+    mark: MarkFlag,
     /// One task of each phase per thread unless --task-count is given.
     #[command(flatten)]
     threads: Threads,
@@ -162,7 +176,7 @@ impl std::str::FromStr for StageName {
             .map(StageName::Exact)
             .or_else(|_| s.parse().map(StageName::MinHash))
             .map_err(|_| {
-                format!("unknown stage '{s}' (expected url-title, docs or paras; with --minhash: bands or pick)")
+                format!("unknown stage '{s}' (expected url-title, docs or paras; with --minhash: bands or pick; with --substr: windows)")
             })
     }
 }
@@ -211,10 +225,13 @@ fn config(c: &Common, task_count: usize) -> Result<BatchConfig> {
         options: Options {
             // MinHash settings are checked by their own conversion; the rest
             // by the one every command shares.
-            mode: if c.minhash {
-                Mode::MinHash(c.minhash_settings.options()?)
-            } else {
-                Mode::default()
+            mode: match (c.minhash, c.substr.substr) {
+                (true, _) => Mode::MinHash(c.minhash_settings.options()?),
+                (false, Some(params)) => Mode::Substr {
+                    params,
+                    feedback: c.feedback.feedback,
+                },
+                (false, None) => Mode::default(),
             },
             ..PolicyChoices {
                 normalization: Some(c.normalize.normalization),
@@ -232,7 +249,7 @@ fn config(c: &Common, task_count: usize) -> Result<BatchConfig> {
     })
 }
 
-fn run_config(c: &Common, o: &OutputFlags) -> Result<RunConfig> {
+fn run_config(c: &Common, o: &OutputFlags, mark: &MarkFlag) -> Result<RunConfig> {
     let b = config(c, 1)?;
     let mut r = RunConfig::new(PathBuf::new(), &o.output);
     r.inputs = c.input.paths.clone();
@@ -245,6 +262,7 @@ fn run_config(c: &Common, o: &OutputFlags) -> Result<RunConfig> {
     r.max_line_bytes = c.max_line_bytes.get();
     r.sync = true;
     r.clusters = c.minhash && c.minhash_settings.clusters;
+    r.mark = mark.mark;
     Ok(r)
 }
 
@@ -340,7 +358,7 @@ pub fn run(cmd: &BatchCommand) -> Result<u8> {
                 let _bar = f.task.report.bytes_progress("batch filter", &cfg.inputs, 1);
                 batch::filter(
                     &cfg,
-                    &run_config(&f.task.common, &f.out)?,
+                    &run_config(&f.task.common, &f.out, &f.mark)?,
                     f.task.task_index,
                     &report,
                 )?
@@ -395,6 +413,9 @@ fn run_all(a: &RunArgs, report: &(dyn Fn(&str) + Sync)) -> Result<u8> {
     let cfg = config(&a.common, tasks)?;
     cfg.prepare()?;
     a.report.check_json_target(false)?;
+    if a.store.is_some() {
+        batch::check_store(&cfg)?;
+    }
     // Under the exclusive lock no other attempt runs: whatever temporaries are
     // there, dead attempts left (they would hold disk space for ever).
     batch::sweep_temporaries(&cfg.work)?;
@@ -432,7 +453,7 @@ fn run_all(a: &RunArgs, report: &(dyn Fn(&str) + Sync)) -> Result<u8> {
     };
     // The hash phase's plans, kept for the filter phase (it would plan every chunk
     // again): bounded, past the budget chunks are planned twice.
-    let plans = webdedup_dedup::plan::PlanCache::new(a.plan_cache_mib << 20);
+    let plans = webdedup_dedup::plan::PlanCache::new(a.plan_cache_mib << 20).for_marks(a.mark.mark);
     let mut times = Vec::new();
     let mut lap = std::time::Instant::now();
     let mut mark = |name: &'static str| {
@@ -453,12 +474,12 @@ fn run_all(a: &RunArgs, report: &(dyn Fn(&str) + Sync)) -> Result<u8> {
         phase(&|t| batch::resolve_minhash(&cfg, MinHashStage::Bands, t, store).map(|_| None))?;
         batch::resolve_minhash(&cfg, MinHashStage::Pick, 0, store)?;
     } else {
-        for stage in Stage::ALL {
+        for &stage in cfg.stages() {
             phase(&|t| batch::resolve(&cfg, stage, t, a.store.as_deref()).map(|_| None))?;
         }
     }
     mark("resolve");
-    let run = run_config(&a.common, &a.out)?;
+    let run = run_config(&a.common, &a.out, &a.mark)?;
     let stats = phase(&|t| batch::filter_with_plans(&cfg, &run, t, report, Some(&plans)))?;
     mark("filter");
     let (kept, reused) = plans.counts();
@@ -494,8 +515,16 @@ fn run_all(a: &RunArgs, report: &(dyn Fn(&str) + Sync)) -> Result<u8> {
             thousands(sum(|s| s.paragraphs_read))
         ))
         .figure("paragraphs_read", sum(|s| s.paragraphs_read))
-        .figure("paragraphs_retained", sum(|s| s.paragraphs_retained))
-        .figure("bytes_in", sum(|s| s.bytes_in))
+        .figure("paragraphs_retained", sum(|s| s.paragraphs_retained));
+    if cfg.options.substr().is_some() {
+        // `dedup --substr`'s figures, by the same names.
+        let spans = sum(|s| s.spans_removed.unwrap_or(0));
+        let bytes = sum(|s| s.span_bytes_removed.unwrap_or(0));
+        crate::summaries::spans_removed_note(&mut o, spans, bytes);
+        o.figure("spans_removed", spans)
+            .figure("span_bytes_removed", bytes);
+    }
+    o.figure("bytes_in", sum(|s| s.bytes_in))
         .figure("bytes_out", sum(|s| s.bytes_out))
         .note(format!("{secs:.3} s ({})", times.join(", ")))
         .figure("seconds", secs)

@@ -2,8 +2,8 @@
 
 use crate::conventions::{Reporting, Threads};
 use crate::flags::defs::{
-    BlocksFlag, ChunkBytesFlag, MaxLineBytesFlag, NearShapeFlags, NormalizeFlag, OutputFlags,
-    PiecesFlags,
+    BlocksFlag, ChunkBytesFlag, FeedbackFlag, MarkFlag, MaxLineBytesFlag, NearShapeFlags,
+    NormalizeFlag, OutputFlags, PiecesFlags, SubstrFlag,
 };
 use crate::flags::inputs::Inputs;
 use crate::read_args::ReadArgs;
@@ -13,7 +13,6 @@ use clap::Args;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use webdedup_dedup::policy::substr::SubstrParams;
 use webdedup_dedup::Persistence;
 use webdedup_dedup::{NearRules, PolicyChoices, RunConfig, RunState};
 use webdedup_store::SyncMode;
@@ -22,6 +21,7 @@ use webdedup_text::shown::escape_controls;
 use webdedup_text::Normalization;
 
 #[derive(Args, Debug)]
+#[command(mut_arg("substr", |a| a.conflicts_with("near")))]
 pub struct DedupArgs {
     #[command(flatten)]
     pub(crate) input: Inputs,
@@ -114,33 +114,12 @@ pub struct DedupArgs {
     /// store request. One rule a line: URL, `host:H`, `domain:D`, `prefix:P`, `re:REGEX`.
     #[arg(long = "url-filter", value_name = "FILE")]
     url_filter: Option<PathBuf>,
-    /// Feedback mode: write each dropped paragraph to `STEM.dedup.dropped` after a
-    /// `<t>FILE:REC\tFILE:REC</f>` line naming it and its original; `files.idx` maps
-    /// file ids to paths. Check the claims with `webdedup check`. With --substr:
-    /// `STEM.dedup.spans` instead, each removed span and its first copy
-    /// (docs/substr.md).
-    #[arg(short = 'f', long)]
-    feedback: bool,
-    /// Substring mode: remove repeated spans inside documents (docs/substr.md).
-    /// Windows of K tokens, one key stored of each run of W windows: a span of at
-    /// least K+W-1 tokens seen before is removed (the first copy kept), but for at
-    /// most W-1 tokens at each end. `--substr` alone means `--substr=12,8`.
-    #[arg(
-        long,
-        value_name = "K,W",
-        num_args = 0..=1,
-        default_missing_value = SubstrParams::DEFAULT_ARG,
-        require_equals = true,
-        value_parser = SubstrParams::parse,
-        conflicts_with = "near"
-    )]
-    substr: Option<SubstrParams>,
-    /// Remove nothing: write every input unchanged and, beside each output, its
-    /// decisions in dolma's attributes layout (`STEM.dedup.attributes.jsonl`: one
-    /// line a record, character spans of duplicate paragraphs and of documents
-    /// dropped whole).
-    #[arg(long)]
-    mark: bool,
+    #[command(flatten)]
+    feedback_flag: FeedbackFlag,
+    #[command(flatten)]
+    substr_flag: SubstrFlag,
+    #[command(flatten)]
+    mark_flag: MarkFlag,
     #[command(flatten)]
     read: ReadArgs,
 }
@@ -158,7 +137,11 @@ pub(crate) fn run_mode(
 ) -> Result<u8> {
     let minhash_mode = minhash.is_some();
     if minhash_mode {
-        if args.near || args.feedback || args.substr.is_some() || args.read.wikilinks() {
+        if args.near
+            || args.feedback_flag.feedback
+            || args.substr_flag.substr.is_some()
+            || args.read.wikilinks()
+        {
             anyhow::bail!("minhash judges whole documents: -n/--near, -f/--feedback, --substr and --format wikilinks do not apply");
         }
         if args.normalize.normalization != Normalization::Loose {
@@ -189,7 +172,7 @@ pub(crate) fn run_mode(
         max_stub: args.max_stub,
         near_rules: Some(args.near_rules),
         no_smooth: args.no_smooth,
-        feedback: args.feedback,
+        feedback: args.feedback_flag.feedback,
     }
     .options()
     .map_err(anyhow::Error::msg)?;
@@ -216,10 +199,10 @@ pub(crate) fn run_mode(
             if let Some(m) = minhash {
                 options.mode = webdedup_dedup::options::Mode::MinHash(m);
             }
-            if let Some(p) = args.substr {
+            if let Some(p) = args.substr_flag.substr {
                 options.mode = webdedup_dedup::options::Mode::Substr {
                     params: p,
-                    feedback: args.feedback,
+                    feedback: args.feedback_flag.feedback,
                 };
             }
             options
@@ -232,7 +215,7 @@ pub(crate) fn run_mode(
         chunk_bytes: args.chunk_bytes.get(),
         max_line_bytes: args.max_line_bytes.get(),
         sync: args.fsync != SyncMode::Off,
-        mark: args.mark,
+        mark: args.mark_flag.mark,
         clusters,
     };
     let persistence = Persistence {
@@ -303,7 +286,7 @@ pub(crate) fn run_mode(
             Default::default(),
         )
     } else if let Some(url) = engine {
-        if args.feedback {
+        if args.feedback_flag.feedback {
             anyhow::bail!("feedback mode (-f) needs first-seen locations, which Redis does not keep; use the embedded store or the hash servers");
         }
         let spec = StoreSpec::from_store_arg(
@@ -327,7 +310,7 @@ pub(crate) fn run_mode(
     let command = if minhash_mode { "minhash" } else { "dedup" };
     let mut outcome =
         crate::summaries::run_outcome(command, &stats, &persisted, store, cfg.options.minhash())?;
-    let side_files = minhash_mode || args.out.dd || args.feedback;
+    let side_files = minhash_mode || args.out.dd || args.feedback_flag.feedback;
     crate::summaries::see_report(
         &mut outcome,
         &args.out.output,
@@ -369,7 +352,7 @@ fn run_wikilinks(
             "--format wikilinks keeps its store in memory: --store and --restore are not supported"
         );
     }
-    if args.substr.is_some() {
+    if args.substr_flag.substr.is_some() {
         anyhow::bail!("--format wikilinks has no documents: --substr does not apply");
     }
     if args.url_filter.is_some() || args.out.dd {

@@ -102,11 +102,7 @@ pub fn run_outcome(
         ));
     }
     if let (Some(spans), Some(bytes)) = (s.spans_removed, s.span_bytes_removed) {
-        o.note(format!(
-            "{} removed inside documents ({})",
-            count(spans, "repeated span", "repeated spans"),
-            count(bytes, "byte", "bytes")
-        ));
+        spans_removed_note(&mut o, spans, bytes);
     }
     if minhash.is_none() {
         o.note(format!(
@@ -192,6 +188,15 @@ pub fn run_outcome(
     );
     o.status = i32::from(s.had_input_problems());
     Ok(o)
+}
+
+/// Substring mode's part of a summary (`dedup --substr`, `batch run --substr`).
+pub(crate) fn spans_removed_note(o: &mut Outcome, spans: u64, bytes: u64) {
+    o.note(format!(
+        "{} removed inside documents ({})",
+        count(spans, "repeated span", "repeated spans"),
+        count(bytes, "byte", "bytes")
+    ));
 }
 
 /// Ends the summary line of `dedup`, `minhash` and `similar` with the command

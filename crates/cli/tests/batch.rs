@@ -573,3 +573,19 @@ fn phase_commands_take_the_reporting_flags() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(stderr(&o), "", "publish -q shows nothing");
 }
+
+/// `--mark` (attributes beside inputs written as read) in batch mode, as `dedup
+/// --mark` writes it.
+#[test]
+fn batch_run_with_mark_equals_stream_mode() {
+    let tmp = tempfile::tempdir().unwrap();
+    let want = stream(&jsonl_sample_dir(), &tmp.path().join("stream"), &["--mark"]);
+    assert!(want.iter().any(|(n, _)| n.ends_with(".attributes.jsonl")));
+    let (out, work) = (tmp.path().join("out"), tmp.path().join("work"));
+    let args = ["-t", "2", "--task-count", "3", "--dd", "--mark"];
+    ok(&batch(
+        &batch_run_args(&jsonl_sample_dir(), &out, &work, &args),
+        None,
+    ));
+    assert_same_files("--mark", &tree(&out), &want);
+}

@@ -744,6 +744,9 @@ fn a_shared_flag_has_one_help_and_default_everywhere() {
         "compress",
         "dd",
         "output",
+        "substr[=<K,W>]",
+        "feedback",
+        "mark",
     ] {
         assert_eq!(
             help_entry(&dedup, flag),

@@ -155,23 +155,32 @@ fn every_format_of_the_same_documents_removes_the_same_spans() {
     assert_eq!(figures("wet", wet_sample_dir()), jsonl);
 }
 
+/// The crawls of the samples, in order.
+const CRAWLS: [&str; 3] = ["cc-2023-14", "cc-2023-50", "cc-2024-33"];
+
+/// Runs `dedup --substr` over `sample` (crawl folders) in one run, then
+/// `crawl_run(crawl's input, its output, the store)` crawl after crawl on one
+/// store: asserts both write the same outputs.
+fn assert_crawl_after_crawl_equals_one_run(
+    dir: &Path,
+    sample: &Path,
+    crawl_run: impl Fn(&Path, &Path, &Path) -> std::process::Output,
+) {
+    let one = dir.join("one");
+    ok(&dedup(sample, &one, &["--substr"]));
+    let (store, crawls) = (dir.join("store"), dir.join("crawls"));
+    for crawl in CRAWLS {
+        ok(&crawl_run(&sample.join(crawl), &crawls.join(crawl), &store));
+    }
+    assert_same_files("crawl after crawl", &outputs(&crawls), &outputs(&one));
+}
+
 #[test]
 fn crawl_after_crawl_on_a_store_equals_one_run() {
     let dir = tempfile::tempdir().unwrap();
-    let sample = jsonl_sample_dir();
-    let one = dir.path().join("one");
-    ok(&dedup(&sample, &one, &["--substr"]));
-    let store = dir.path().join("store");
-    let crawls = dir.path().join("crawls");
-    for crawl in ["cc-2023-14", "cc-2023-50", "cc-2024-33"] {
-        let o = dedup(
-            &sample.join(crawl),
-            &crawls.join(crawl),
-            &["--substr", "--store", s(&store)],
-        );
-        ok(&o);
-    }
-    assert_same_files("crawl after crawl", &outputs(&crawls), &outputs(&one));
+    assert_crawl_after_crawl_equals_one_run(dir.path(), &jsonl_sample_dir(), |i, o, store| {
+        dedup(i, o, &["--substr", "--store", s(store)])
+    });
 }
 
 #[test]
@@ -508,4 +517,148 @@ fn feedback_is_refused_on_redis_which_keeps_no_locations() {
         &["--substr", "-f", "--store", &node.url()],
     );
     assert_fails_saying(&o, 2, "Redis does not keep");
+}
+
+// ---- batch mode: `webdedup batch ... --substr` ----
+
+/// The first `docs` documents of each crawl of the vertical sample, as the
+/// sample lays them out (`DIR/slice/CRAWL/part.vert`): cheap, and the crawls
+/// repeat one another's spans.
+fn sample_slice(dir: &Path, docs: usize) -> PathBuf {
+    let input = dir.join("slice");
+    for crawl in CRAWLS {
+        let (text, starts) = sample_crawl_docs(crawl);
+        let end = starts.get(docs).copied().unwrap_or(text.len());
+        write_file(&input.join(crawl).join("part.vert"), &text[..end]);
+    }
+    input
+}
+
+/// The figures of a run's `--json` that `dedup --substr` and `batch run --substr`
+/// share.
+fn shared_figures(json: &serde_json::Value) -> Vec<(&'static str, serde_json::Value)> {
+    let names = [
+        "bytes_in",
+        "bytes_out",
+        "documents_read",
+        "documents_kept",
+        "documents_dropped",
+        "paragraphs_read",
+        "paragraphs_retained",
+        "spans_removed",
+        "span_bytes_removed",
+    ];
+    names.iter().map(|&n| (n, json[n].clone())).collect()
+}
+
+#[test]
+fn batch_run_equals_stream_mode_for_any_task_and_thread_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = sample_slice(dir.path(), 30);
+    for (name, extra) in [("feedback", &["-f"][..]), ("mark", &["-f", "--mark"])] {
+        let k_w = ["--substr=10,4", "--dd"];
+        let stream = dir.path().join(format!("stream-{name}"));
+        let want = run_json(&input, &stream, &[&k_w[..], extra, &["-t", "1"]].concat());
+        assert!(want["spans_removed"].as_u64().unwrap() > 20, "{want}");
+        let runs: &[(&str, &str)] = match name {
+            "feedback" => &[("1", "1"), ("2", "3")],
+            _ => &[("2", "3")],
+        };
+        for &(threads, tasks) in runs {
+            let out = dir.path().join(format!("batch-{name}-{threads}-{tasks}"));
+            let work = dir.path().join(format!("work-{name}-{threads}-{tasks}"));
+            let flags = ["-t", threads, "--task-count", tasks, "--partitions", "5"];
+            let args = [&k_w[..], extra, &flags, &["--json", "-"]].concat();
+            let o = batch(&batch_run_args(&input, &out, &work, &args), None);
+            ok(&o);
+            let what = format!("{name}, -t {threads}, {tasks} tasks");
+            assert_same_files(&what, &tree(&out), &tree(&stream));
+            let got: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            assert_eq!(shared_figures(&got), shared_figures(&want), "{what}");
+        }
+    }
+}
+
+/// A Slurm array simulated by a loop: every phase's task killed at a fault point
+/// (before and after its result is in place), run again to its end, then
+/// launched once more (already finished): the outputs are stream mode's.
+#[test]
+fn killed_and_rerun_phases_give_stream_modes_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = sample_slice(dir.path(), 20);
+    let stream = dir.path().join("stream");
+    ok(&dedup(&input, &stream, &["--substr=10,4", "-f", "--dd"]));
+    let (out, work) = (dir.path().join("out"), dir.path().join("work"));
+    let phases = [
+        ("hash", vec!["hash"]),
+        ("windows", vec!["resolve", "--stage", "windows"]),
+        ("filter", vec!["filter", "-o", s(&out), "--dd"]),
+    ];
+    let kills = [
+        ("hash", 0, "batch-hash-written:1"),
+        ("hash", 2, "batch-hash-published:1"),
+        ("windows", 1, "batch-resolve-partition:2"),
+        ("windows", 2, "batch-resolve-published:1"),
+        ("filter", 0, "batch-filter-written:1"),
+    ];
+    let task_args = ["--substr=10,4", "-f", "--partitions", "5"];
+    simulated_slurm_array(
+        &phases,
+        &phase_args(&[], &input, &work, &task_args),
+        &[2, 0, 1],
+        &kills,
+        &[],
+    );
+    assert_same_files("killed and rerun", &tree(&out), &tree(&stream));
+}
+
+#[test]
+fn batch_crawl_after_crawl_on_a_store_equals_stream_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = sample_slice(dir.path(), 20);
+    assert_crawl_after_crawl_equals_one_run(dir.path(), &input, |i, o, store| {
+        let work = dir.path().join("work").join(i.file_name().unwrap());
+        let args = ["--substr", "--store", s(store)];
+        batch(&batch_run_args(i, o, &work, &args), None)
+    });
+}
+
+#[test]
+fn a_batch_work_directory_records_k_and_w_and_refuses_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = jsonl_input(dir.path());
+    let work = dir.path().join("work");
+    let hash = |extra: &[&str]| {
+        let args = [&FIRST_OF_TWO_TASKS[..], extra].concat();
+        batch(&phase_args(&["hash"], &input, &work, &args), None)
+    };
+    ok(&hash(&["--substr=12,8"]));
+    assert!(read(work.join("settings")).contains("substr=12,8\n"));
+    assert_fails_saying(
+        &hash(&["--substr=12,4"]),
+        2,
+        "substr '12,8' in the store, '12,4' in this run",
+    );
+    assert_fails_saying(
+        &hash(&["--substr", "-f"]),
+        2,
+        "locations 'false' in the store",
+    );
+    assert_fails_saying(&hash(&[]), 2, "in the store");
+    // Exact mode's stages are not this directory's.
+    let resolve = ["resolve", "--stage", "paras"];
+    let args = [&FIRST_OF_TWO_TASKS[..], &["--substr"]].concat();
+    let o = batch(&phase_args(&resolve, &input, &work, &args), None);
+    assert_fails_saying(&o, 2, "--stage paras is not a stage of the work directory");
+    // -f names first copies within one run: a store of earlier runs is refused.
+    let o = batch(
+        &batch_run_args(
+            &input,
+            &dir.path().join("out"),
+            &dir.path().join("w2"),
+            &["--substr", "-f", "--store", s(&dir.path().join("store"))],
+        ),
+        None,
+    );
+    assert_fails_saying(&o, 2, "not supported with -f");
 }

@@ -46,7 +46,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use webdedup_formats::input::{ListOptions, Listing};
 use webdedup_formats::read::{DocFormat, ReadSettings};
-use webdedup_store::{fault, Answer, MemStore, Op, Request, Store, StoreError};
+use webdedup_store::{fault, Answer, Location, MemStore, Op, Request, Store, StoreError};
 use webdedup_store_spec::files::SNAPSHOT_FILE;
 use webdedup_store_spec::{KeySet, OpenOptions, StoreSpec};
 
@@ -54,19 +54,24 @@ mod hash;
 mod keep;
 mod minhash;
 mod records;
+mod replay;
+mod substr;
 
 pub use hash::{hash, hash_keeping_plans};
 use hash::{hash_dir, run_name, HashTask};
 pub use keep::Keep;
 pub use minhash::MinHashStage;
 use records::{decode, encode, get_varint, put_varint, read_checked, Rec};
+use replay::Replay;
 
-/// The key kinds, in stage order.
+/// The key kinds, in stage order: exact mode's three ([`EXACT_STAGES`]), or
+/// substring mode's one (`windows`: its picked window keys, [`SUBSTR_STAGES`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stage {
     UrlTitle = 0,
     Docs = 1,
     Paras = 2,
+    Windows = 3,
 }
 
 webdedup_text::named_choices! {
@@ -74,8 +79,14 @@ webdedup_text::named_choices! {
         UrlTitle => "url-title",
         Docs => "docs",
         Paras => "paras",
+        Windows => "windows",
     }
 }
+
+/// Exact mode's resolve stages, in order.
+pub const EXACT_STAGES: [Stage; 3] = [Stage::UrlTitle, Stage::Docs, Stage::Paras];
+/// Substring mode's: every window a document picks is asked, whatever came before.
+pub const SUBSTR_STAGES: [Stage; 1] = [Stage::Windows];
 
 /// Hash partitions (groups of blocks) spread over the resolve tasks, unless told
 /// otherwise (`--partitions`).
@@ -99,6 +110,16 @@ pub struct BatchConfig {
 }
 
 impl BatchConfig {
+    /// The resolve stages of the work directory's mode, in order (none in MinHash
+    /// mode, whose stages are [`MinHashStage`]s).
+    pub fn stages(&self) -> &'static [Stage] {
+        match (self.options.minhash(), self.options.substr()) {
+            (Some(_), _) => &[],
+            (None, Some(_)) => &SUBSTR_STAGES,
+            (None, None) => &EXACT_STAGES,
+        }
+    }
+
     fn settings(&self) -> String {
         // The reading settings only when not the defaults, so work directories
         // made before formats existed still match; MinHash mode likewise.
@@ -112,6 +133,17 @@ impl BatchConfig {
                     true => format!("keep={}\n", self.keep),
                     false => String::new(),
                 }
+            ),
+            None => String::new(),
+        };
+        // Likewise substring mode: K,W decide the keys; with -f the runs carry
+        // each window's location.
+        let substr = match self.options.substr() {
+            Some(p) => format!(
+                "substr={},{}\nlocations={}\n",
+                p.k,
+                p.w,
+                self.options.feedback()
             ),
             None => String::new(),
         };
@@ -130,7 +162,7 @@ impl BatchConfig {
             self.partitions,
             self.task_count,
             self.read.describe()
-        )
+        ) + &substr
     }
 
     /// Writes the work directory's settings, or checks them against an existing one.
@@ -139,10 +171,10 @@ impl BatchConfig {
             bail!("--task-count and --partitions must be at least 1");
         }
         if self.options.near().is_some()
-            || self.options.feedback()
+            || (self.options.feedback() && self.options.substr().is_none())
             || self.options.url_filter.is_some()
         {
-            bail!("batch mode is exact mode: -n, -f and --url-filter are not supported");
+            bail!("batch mode is exact, substring or MinHash mode: -n, --url-filter and -f (but with --substr) are not supported");
         }
         if self.keep.ranks() && self.options.minhash().is_none() {
             bail!("--keep {} chooses among near-duplicates: it needs --minhash (exact mode keeps the first copy)", self.keep);
@@ -472,7 +504,7 @@ pub fn resolve_minhash(
         );
     }
     if store.is_some() {
-        bail!("MinHash batch mode does not read a store of earlier runs yet (--store)");
+        check_store(cfg)?;
     }
     match stage {
         MinHashStage::Bands => minhash::resolve_bands(cfg, task),
@@ -505,9 +537,19 @@ fn key_set(cfg: &BatchConfig) -> KeySet {
     crate::identity::key_set(&cfg.options, cfg.blocks)
 }
 
+/// Whether the work directory's mode takes a store of earlier runs (`--store`):
+/// checked by resolve and publish; `batch run` checks it before its first phase.
+pub fn check_store(cfg: &BatchConfig) -> Result<()> {
+    if cfg.options.minhash().is_some() {
+        bail!("MinHash batch mode does not read a store of earlier runs yet (--store)");
+    }
+    substr::refuse_located_store(cfg)
+}
+
 /// The store directory `store` of earlier runs, if it holds a snapshot.
 fn load_store(cfg: &BatchConfig, store: Option<&Path>) -> Result<Option<MemStore>> {
     let Some(dir) = store else { return Ok(None) };
+    check_store(cfg)?;
     let opened = StoreSpec::Dir(dir.to_owned()).open(&key_set(cfg), &OpenOptions::default())?;
     match opened.loaded {
         Some(_) => Ok(Some(opened.into_embedded()?)),
@@ -561,13 +603,22 @@ pub fn resolve(cfg: &BatchConfig, stage: Stage, task: usize, store: Option<&Path
             cfg.work.display()
         );
     }
+    if !cfg.stages().contains(&stage) {
+        let names: Vec<&str> = cfg.stages().iter().map(|s| s.name()).collect();
+        bail!(
+            "--stage {} is not a stage of the work directory {} (its stages: {})",
+            stage.name(),
+            cfg.work.display(),
+            names.join(", ")
+        );
+    }
     require_markers(&hash_dir(&cfg.work), cfg.task_count, "hash")?;
     let Some(out) = TaskDir::start(verdict_dir(&cfg.work, stage), task)? else {
         return Ok(false);
     };
     // Which records of this stage are asked at all, from the previous stages.
     let asked: Box<dyn Fn(&Rec) -> bool> = match stage {
-        Stage::UrlTitle => Box::new(|_| true),
+        Stage::UrlTitle | Stage::Windows => Box::new(|_| true),
         Stage::Docs if cfg.options.doc_check == DocCheck::All => Box::new(|_| true),
         // Paragraphs only: the hash phase wrote no document records; none is asked.
         Stage::Docs if cfg.options.doc_check == DocCheck::None => Box::new(|_| false),
@@ -611,67 +662,37 @@ pub fn resolve(cfg: &BatchConfig, stage: Stage, task: usize, store: Option<&Path
         recs.retain(|r| asked(r));
         recs.sort_unstable();
         let mut new = Vec::new();
+        let mut firsts = substr::Originals::new(cfg, stage);
         let mut i = 0;
         while i < recs.len() {
             let key = recs[i].key;
+            let end = i + recs[i..].partition_point(|r| r.key == key);
             // Sorted by (key, file, seq): the first of a run of equal keys is the
             // first occurrence in canonical order.
             if !old.as_ref().is_some_and(|s| s.contains(key)) {
                 // Readers of new first occurrences use (file, seq) and the key;
-                // a paragraph's document would only cost bits.
-                let doc = if stage == Stage::Paras {
-                    0
-                } else {
-                    recs[i].doc
+                // a paragraph's (a window's) document would only cost bits.
+                let doc = match stage {
+                    Stage::Paras | Stage::Windows => 0,
+                    _ => recs[i].doc,
                 };
                 new.push(Rec { doc, ..recs[i] });
+                if let Some(f) = &mut firsts {
+                    f.add(cfg, &recs[i..end]);
+                }
             }
-            while i < recs.len() && recs[i].key == key {
-                i += 1;
-            }
+            i = end;
         }
         write_atomic(&tmp.join(format!("new-{p}")), &encode(&new))?;
+        if let Some(f) = &firsts {
+            f.write(tmp, p)?;
+        }
         fault::hit("batch-resolve-partition");
     }
     out.publish(&staging, "batch-resolve-published")
 }
 
 // ---- Filter ----------------------------------------------------------------------
-
-/// Answers the stream runner's requests from the resolved first occurrences: per
-/// input file (by its stream id), the keys that are new in it; an asked key is new
-/// the first time it is asked in that file if listed, seen otherwise.
-struct Replay {
-    new: Mutex<HashMap<u64, HashSet<u64>>>,
-}
-
-impl Store for Replay {
-    fn ask(&self, req: Request<'_>, out: &mut Answer<'_>) -> Result<(), StoreError> {
-        match (req.op(), req.id()) {
-            (Op::TestAndInsert, Some(id)) => {
-                out.seen.clear();
-                let mut map = self.new.lock();
-                let set = map.entry(id.stream).or_default();
-                out.seen.extend(req.keys().iter().map(|k| !set.remove(k)));
-                Ok(())
-            }
-            (Op::TestAndInsert, None) => Err(StoreError::Unsupported(format!(
-                "batch filter: a request of {} keys without a chunk identity",
-                req.keys().len()
-            ))),
-            (op, _) => Err(op.unsupported()),
-        }
-    }
-    fn len(&self) -> u64 {
-        0
-    }
-    fn memory_bytes(&self) -> u64 {
-        0
-    }
-    fn blocks(&self) -> u32 {
-        1
-    }
-}
 
 /// The filter phase for one task: writes the outputs of its files into `output`
 /// (as `webdedup dedup` names them). A finished task is skipped.
@@ -694,6 +715,8 @@ pub fn filter_with_plans(
     plans: Option<&PlanCache>,
 ) -> Result<Option<RunStats>> {
     cfg.prepare()?;
+    // Plans made for another `--mark` lack (or carry needlessly) its characters.
+    let plans = plans.filter(|c| c.marks() == run.mark);
     let Some(done) = TaskDir::start(cfg.work.join("filter"), task)? else {
         return Ok(None);
     };
@@ -719,18 +742,20 @@ pub fn filter_with_plans(
     if staged.options.minhash().is_some() {
         state = state.with_decided(minhash::decided(cfg, &files, &mine)?);
     }
-    for stage in Stage::ALL
-        .into_iter()
-        .filter(|_| cfg.options.minhash().is_none())
-    {
+    for &stage in cfg.stages() {
         for r in read_new(cfg, stage)? {
             if mine.contains(&r.file) {
                 new.entry(stream_of[&r.file]).or_default().insert(r.key);
             }
         }
     }
+    let originals = match cfg.options.feedback() {
+        true => substr::originals(cfg, task, &files)?,
+        false => HashMap::default(),
+    };
     let store = Replay {
         new: Mutex::new(new),
+        originals,
     };
     let selected: Vec<InputFile> = files
         .into_iter()
@@ -754,9 +779,9 @@ pub fn filter_with_plans(
     let mut stats = crate::runner::run_files(&staged, selected, &store, &state, &dur, report)?;
     count_skipped(&listing, &mut stats);
     fault::hit("batch-filter-written");
-    if cfg.options.minhash().is_some() {
-        // The runner indexed this task's files; MinHash mode's index (as stream
-        // mode's) names every input file. Every task writes the same one, in its
+    if cfg.options.minhash().is_some() || cfg.options.feedback() {
+        // The runner indexed this task's files; MinHash and feedback mode's index
+        // (as stream mode's) names every input file. Every task writes the same one, in its
         // own staging directory: tasks running at once never share a temporary
         // file, and each moves a whole index into place.
         crate::runner::write_files_index(staging, &listing.files)?;
@@ -797,12 +822,13 @@ pub fn publish(cfg: &BatchConfig, store: &Path) -> Result<u64> {
     if cfg.options.minhash().is_some() {
         bail!("MinHash batch mode does not publish into a store yet (--store)");
     }
+    substr::refuse_located_store(cfg)?;
     let key_set = key_set(cfg);
     let mem = StoreSpec::Dir(store.to_owned())
         .open(&key_set, &OpenOptions::default())?
         .into_embedded()?;
     let mut keys = Vec::new();
-    for stage in Stage::ALL {
+    for &stage in cfg.stages() {
         keys.extend(read_new(cfg, stage)?.into_iter().map(|r| r.key));
     }
     mem.insert_all(&keys);
@@ -996,10 +1022,56 @@ mod tests {
             for &t in &both.order {
                 hash(&both.batch, t, &|_| {}).unwrap();
             }
-            for stage in Stage::ALL {
+            for stage in EXACT_STAGES {
                 for &t in both.order.iter().rev() {
                     resolve(&both.batch, stage, t, None).unwrap();
                 }
+            }
+            prop_assert!(both.filtered_as_stream());
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        /// Random small corpora of few words (spans repeated across files, across
+        /// documents and inside one document): substring mode's batch phases in
+        /// any task count and order write what `dedup --substr` writes, with and
+        /// without `-f` (its `.spans` report naming first copies).
+        #[test]
+        fn substr_batch_phases_equal_stream_mode(
+            files in proptest::collection::vec(
+                proptest::collection::vec(proptest::collection::vec(proptest::collection::vec(0u8..4, 0..12), 0..3), 0..4),
+                1..4,
+            ),
+            tasks in 1usize..5,
+            rotate in 0usize..5,
+            (k, w) in (1usize..5).prop_flat_map(|k| (Just(k), 1..=k)),
+            feedback in any::<bool>(),
+            chunk in prop_oneof![Just(1usize), Just(1 << 20)],
+        ) {
+            let words = ["alpha", "beta", "gamma", "delta"];
+            let texts = files.iter().map(|docs| {
+                docs.iter()
+                    .map(|paras| {
+                        let paras: Vec<Vec<&str>> = paras
+                            .iter()
+                            .map(|p| p.iter().map(|&i| words[i as usize]).collect())
+                            .collect();
+                        vertical_doc("u", &paras)
+                    })
+                    .collect::<String>()
+            });
+            let params = crate::options::SubstrParams::new(k, w).unwrap();
+            let options = Options {
+                mode: crate::options::Mode::Substr { params, feedback },
+                ..Options::default()
+            };
+            let both = Both::new(texts, options, tasks, rotate, chunk);
+            for &t in &both.order {
+                hash(&both.batch, t, &|_| {}).unwrap();
+            }
+            for &t in both.order.iter().rev() {
+                resolve(&both.batch, Stage::Windows, t, None).unwrap();
             }
             prop_assert!(both.filtered_as_stream());
         }

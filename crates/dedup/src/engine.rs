@@ -50,6 +50,13 @@ pub fn decide(
     minhash::decide(plan, ctx, store, m, kept, scratch, out)
 }
 
+/// Whether chunks are planned with `--mark`'s characters: with `--mark`
+/// (`marks`), and in substring mode's feedback, whose spans report (and batch
+/// mode's window locations) names spans by them.
+pub fn plans_marks(opts: &Options, marks: bool) -> bool {
+    marks || (opts.feedback() && opts.substr().is_some())
+}
+
 /// What one chunk renders to.
 #[derive(Default)]
 pub struct Rendered {
@@ -106,9 +113,7 @@ impl Engine {
     /// An engine for `opts`; `marks`: plan what `--mark` needs too.
     pub fn new(opts: &Options, marks: bool) -> Self {
         Engine {
-            // Substring mode's spans report names spans by `--mark`'s characters.
-            planner: Planner::new(opts)
-                .with_marks(marks || (opts.feedback() && opts.substr().is_some())),
+            planner: Planner::new(opts).with_marks(plans_marks(opts, marks)),
             plan: ChunkPlan::default(),
             scratch: Scratch::default(),
             decisions: Decisions::default(),

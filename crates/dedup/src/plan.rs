@@ -636,6 +636,8 @@ impl PlanSink<'_> {
 pub struct PlanCache {
     inner: parking_lot::Mutex<PlanCacheInner>,
     budget: usize,
+    /// The plans are for a run with `--mark` (planned with its characters).
+    marks: bool,
 }
 
 #[derive(Default)]
@@ -670,7 +672,19 @@ impl PlanCache {
         PlanCache {
             inner: Default::default(),
             budget,
+            marks: false,
         }
+    }
+
+    /// Plans kept for a run with `--mark` (`mark`): planned with its characters.
+    pub fn for_marks(mut self, mark: bool) -> Self {
+        self.marks = mark;
+        self
+    }
+
+    /// Whether the plans are for a run with `--mark`.
+    pub fn marks(&self) -> bool {
+        self.marks
     }
 
     /// Keeps `plan` of chunk `index` of file `rel` (whose bytes are `data`); false

@@ -7,7 +7,9 @@
 
 use clap::Args;
 use std::path::PathBuf;
-use webdedup_dedup::options::{DEFAULT_MIN_PARA_CHARS, DEFAULT_NGRAM, DEFAULT_THRESHOLD};
+use webdedup_dedup::options::{
+    SubstrParams, DEFAULT_MIN_PARA_CHARS, DEFAULT_NGRAM, DEFAULT_THRESHOLD,
+};
 use webdedup_dedup::DocCheck;
 use webdedup_formats::chunk::{DEFAULT_CHUNK_BYTES, DEFAULT_MAX_LINE_BYTES};
 use webdedup_formats::output::OutputCompression;
@@ -172,4 +174,45 @@ impl std::str::FromStr for Compress {
             auto: false,
         })
     }
+}
+
+/// `-f` (`dedup`; `batch` with `--substr`).
+#[derive(Args, Debug, Clone)]
+pub struct FeedbackFlag {
+    /// Feedback mode: write each dropped paragraph to `STEM.dedup.dropped` after a
+    /// `<t>FILE:REC\tFILE:REC</f>` line naming it and its original; `files.idx` maps
+    /// file ids to paths. Check the claims with `webdedup check`. With --substr:
+    /// `STEM.dedup.spans` instead, each removed span and its first copy
+    /// (docs/substr.md).
+    #[arg(short = 'f', long)]
+    pub feedback: bool,
+}
+
+/// `--substr[=K,W]` (`dedup`, `batch`).
+#[derive(Args, Debug, Clone)]
+pub struct SubstrFlag {
+    /// Substring mode: remove repeated spans inside documents (docs/substr.md).
+    /// Windows of K tokens, one key stored of each run of W windows: a span of at
+    /// least K+W-1 tokens seen before is removed (the first copy kept), but for at
+    /// most W-1 tokens at each end. `--substr` alone means `--substr=12,8`.
+    #[arg(
+        long,
+        value_name = "K,W",
+        num_args = 0..=1,
+        default_missing_value = SubstrParams::DEFAULT_ARG,
+        require_equals = true,
+        value_parser = SubstrParams::parse
+    )]
+    pub substr: Option<SubstrParams>,
+}
+
+/// `--mark` (`dedup`, `batch filter`, `batch run`).
+#[derive(Args, Debug, Clone)]
+pub struct MarkFlag {
+    /// Remove nothing: write every input unchanged and, beside each output, its
+    /// decisions in dolma's attributes layout (`STEM.dedup.attributes.jsonl`: one
+    /// line a record, character spans of duplicate paragraphs and of documents
+    /// dropped whole).
+    #[arg(long)]
+    pub mark: bool,
 }

@@ -50,7 +50,11 @@ impl HashTask {
         plans: Option<&PlanCache>,
         mut visit: impl FnMut(u32, u64, &ChunkPlan, &[u8], &DocFormat) -> Result<()>,
     ) -> Result<()> {
-        let mut planner = Planner::new(&cfg.options);
+        // Planned as the filter phase's engine plans (`--mark`'s characters too
+        // when the plans are kept for a filter with `--mark`).
+        let marks = plans.is_some_and(|c| c.marks());
+        let mut planner =
+            Planner::new(&cfg.options).with_marks(crate::engine::plans_marks(&cfg.options, marks));
         let mut plan = ChunkPlan::default();
         for (rank, f) in self
             .files
@@ -105,6 +109,9 @@ pub fn hash_keeping_plans(
     let Some(job) = HashTask::start(cfg, task)? else {
         return Ok(false);
     };
+    if let Some(params) = cfg.options.substr() {
+        return super::substr::hash(cfg, params, &job, report, plans);
+    }
     let mut runs: Vec<Vec<Vec<Rec>>> = vec![vec![Vec::new(); cfg.partitions as usize]; 3];
     let (mut doc_index, mut long_index) = (0u32, 0u32);
     job.plan_owned(cfg, report, plans, |rank, chunk_index, plan, _, _| {
@@ -138,7 +145,7 @@ pub fn hash_keeping_plans(
         Ok(())
     })?;
     let staging = job.out.staging()?;
-    for stage in Stage::ALL {
+    for stage in EXACT_STAGES {
         for (p, recs) in runs[stage as usize].iter_mut().enumerate() {
             recs.sort_unstable();
             write_atomic(

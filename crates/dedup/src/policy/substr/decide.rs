@@ -59,6 +59,29 @@ pub fn doc_units(plan: &ChunkPlan, paras: Range<usize>) -> Range<usize> {
     plan.paras[paras.start].tokens.start as usize..plan.paras[paras.end - 1].tokens.end as usize
 }
 
+/// A document's windows: the key of every window of its `units` into `windows`,
+/// and the positions robust winnowing picks (unit indexes in the document) into
+/// `picked`: what it asks, `windows[p]` for each `p` of `picked`. Batch mode's
+/// hash phase asks nothing but lists the same picks.
+pub fn pick_windows(
+    plan: &ChunkPlan,
+    units: Range<usize>,
+    params: SubstrParams,
+    windows: &mut Vec<u64>,
+    picked: &mut Vec<u32>,
+) {
+    window_keys(&plan.tokens[units], params.k, windows);
+    winnow(windows, params.w, picked);
+}
+
+/// The character of its document's text where the window picked at `p` (of the
+/// document's `units`) starts: the low half of its [`first_copy`] (0 when the plan
+/// holds no characters: planned without marks).
+pub fn window_char(plan: &ChunkPlan, units: Range<usize>, p: u32) -> u32 {
+    let chars = plan.token_chars.get(units).unwrap_or_default();
+    chars.get(p as usize).map_or(0, |c| c.start)
+}
+
 /// Decides the chunk (see the module docs).
 pub fn decide(
     plan: &ChunkPlan,
@@ -78,17 +101,16 @@ pub fn decide(
         let start = s.keys.len();
         if doc.live() {
             let units = doc_units(plan, doc.paras.clone());
-            window_keys(&plan.tokens[units.clone()], params.k, &mut s.windows);
-            winnow(&s.windows, params.w, &mut s.picked);
+            pick_windows(plan, units.clone(), params, &mut s.windows, &mut s.picked);
             s.selected.extend_from_slice(&s.picked);
             let windows = &s.windows;
             s.keys.extend(s.picked.iter().map(|&p| windows[p as usize]));
             if feedback {
-                let chars = plan.token_chars.get(units).unwrap_or_default();
-                s.locs.extend(s.picked.iter().map(|&p| {
-                    let char = chars.get(p as usize).map_or(0, |c| c.start);
-                    first_copy(ctx.file, doc.line, char)
-                }));
+                s.locs.extend(
+                    s.picked.iter().map(|&p| {
+                        first_copy(ctx.file, doc.line, window_char(plan, units.clone(), p))
+                    }),
+                );
             }
         }
         s.per_doc.push(start..s.keys.len());
