@@ -1,6 +1,7 @@
 //! `webdedup batch substr`: ExactSubstr's rule through the real binary.
 
 mod common;
+use common::corpus_formats::parquet_rows;
 use common::*;
 use std::fs;
 use std::path::Path;
@@ -170,17 +171,110 @@ fn outputs_are_the_inputs_without_their_spans() {
     }
 }
 
+/// The `<doc>` blocks of a vertical, by id.
+fn vertical_docs(text: &str) -> std::collections::BTreeMap<String, String> {
+    let mut docs = std::collections::BTreeMap::new();
+    for block in text.split_inclusive("</doc>\n") {
+        let id = attr(block.lines().next().unwrap(), "id").unwrap();
+        docs.insert(id, block.to_owned());
+    }
+    docs
+}
+
 #[test]
-fn formats_without_a_writer_are_refused_before_writing() {
+fn verticals_lose_the_token_lines_of_their_spans_and_nothing_else() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let o = webdedup(&["batch", "substr", s(&sample_dir()), "-o", s(&out)]);
-    assert_fails_saying(
-        &o,
-        2,
-        "removing spans from vertical documents is not supported yet",
+    let spans = dir.path().join("spans.tsv");
+    // One crawl: a test in seconds.
+    let input = sample_dir().join("cc-2023-14/part-00000.vert.gz");
+    ok(&webdedup(&[
+        "batch",
+        "substr",
+        "-q",
+        s(&input),
+        "-o",
+        s(&out),
+        "--spans",
+        s(&spans),
+        "--length",
+        "200",
+    ]));
+    let struck: std::collections::BTreeSet<String> = read(&spans)
+        .lines()
+        .map(|l| l.split('\t').nth(1).unwrap().to_owned())
+        .collect();
+    let input = String::from_utf8(decompress(&fs::read(input).unwrap())).unwrap();
+    let output = read(out.join("part-00000.vert.dedup"));
+    // The output is the input without some of its lines, in order ...
+    let mut lines = input.lines();
+    for kept in output.lines() {
+        assert!(
+            lines.any(|l| l == kept),
+            "{kept:?} not in the input's order"
+        );
+    }
+    // ... every document kept, byte for byte when it has no span.
+    let (before, after) = (vertical_docs(&input), vertical_docs(&output));
+    assert_eq!(
+        before.keys().collect::<Vec<_>>(),
+        after.keys().collect::<Vec<_>>()
     );
-    assert!(!out.exists());
+    let mut changed = 0;
+    for (id, doc) in &before {
+        if struck.contains(id) {
+            changed += usize::from(after[id] != *doc);
+            // What goes is token lines, or paragraphs whole with their tags.
+            let gone: Vec<&str> = doc.lines().filter(|l| !after[id].contains(l)).collect();
+            assert!(gone.iter().all(|l| !l.starts_with("<doc")), "{id}");
+        } else {
+            assert_eq!(after[id], *doc, "{id} has no span");
+        }
+    }
+    assert!(changed > 10, "{changed} documents changed");
+}
+
+#[test]
+fn parquet_rows_get_their_struck_texts_and_keep_their_other_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let rel = "cc-2023-50/part-00000";
+    let mut texts_of = Vec::new();
+    for (sample, name) in [
+        (jsonl_sample_dir(), "jsonl"),
+        (parquet_sample_dir(), "parquet"),
+    ] {
+        let out = dir.path().join(name);
+        ok(&webdedup(&[
+            "batch",
+            "substr",
+            "-q",
+            s(&sample),
+            "-o",
+            s(&out),
+            "--length",
+            "200",
+        ]));
+        texts_of.push(out.join(format!("{rel}.dedup.{name}")));
+    }
+    let want = texts(&texts_of[0]);
+    let (schema, rows) = parquet_rows(&texts_of[1]);
+    let (in_schema, in_rows) = parquet_rows(&parquet_sample_dir().join(format!("{rel}.parquet")));
+    assert_eq!(schema, in_schema);
+    assert_eq!(rows.len(), in_rows.len());
+    let mut changed = 0;
+    for (i, (row, read_in)) in rows.iter().zip(&in_rows).enumerate() {
+        // The text as the JSON Lines run struck it, every other column as read.
+        assert_eq!(row[0].as_deref(), Some(want[i].as_str()), "row {i}");
+        assert_eq!(row[1..], read_in[1..], "row {i}");
+        changed += usize::from(row[0] != read_in[0]);
+    }
+    assert!(changed > 10, "{changed} rows changed");
+}
+
+#[test]
+fn a_bad_length_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
     let o = webdedup(&[
         "batch",
         "substr",

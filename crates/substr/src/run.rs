@@ -8,11 +8,14 @@ use crate::rule::{repeated_spans, Settings};
 use std::io::{self, BufRead, BufReader};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use webdedup_formats::chunk::Chunk;
 use webdedup_formats::output::{AtomicOutput, OutputCompression};
+use webdedup_formats::parquet::RowSlice;
+use webdedup_formats::parquet_out::ParquetOut;
 use webdedup_formats::problems::Problems;
 use webdedup_formats::read::{DocFormat, ReadSettings};
-use webdedup_formats::strike::{check_writable, write_struck};
-use webdedup_formats::texts::{read_texts, Text};
+use webdedup_formats::strike::{write_struck, StruckRows};
+use webdedup_formats::texts::{read_texts_to, Layout, Text, TextSink};
 use webdedup_text::shown::escape_tsv;
 
 /// How inputs are read.
@@ -69,33 +72,58 @@ impl Found {
     pub fn docs_changed(&self) -> u64 {
         self.docs.iter().filter(|d| !d.spans.is_empty()).count() as u64
     }
+    /// The documents of input `file` (they are read file after file).
+    pub fn docs_of(&self, file: usize) -> &[DocSpans] {
+        let from = self.docs.partition_point(|d| d.file < file);
+        let to = self.docs.partition_point(|d| d.file <= file);
+        &self.docs[from..to]
+    }
 }
 
-/// Reads `path` item by item in its format (sniffed or as `reading` says).
-fn read_file(
+/// Reads `path` item by item in its format (sniffed or as `reading` says),
+/// into the sink `sink` makes for that format.
+fn read_file<S: TextSink>(
     path: &Path,
     reading: &Reading,
     problems: &Problems,
-    f: &mut impl FnMut(&DocFormat, Text<'_>) -> io::Result<()>,
-) -> io::Result<()> {
+    sink: impl FnOnce(DocFormat) -> io::Result<S>,
+) -> io::Result<S> {
     let (stream, compression) = webdedup_formats::open_input(path)?;
     let mut stream = BufReader::with_capacity(1 << 18, stream);
     let format = reading.read.resolve(stream.fill_buf()?);
-    let mut failed = Ok(());
-    read_texts(
+    let mut sink = sink(format.clone())?;
+    read_texts_to(
         path,
         &format,
         stream,
         compression,
         reading.max_line_bytes,
         problems,
-        &mut |t| {
-            if failed.is_ok() {
-                failed = f(&format, t);
-            }
-        },
+        &mut sink,
     )?;
-    failed
+    Ok(sink)
+}
+
+/// The documents of one input as [`find`] reads them: their texts (into the
+/// corpus) and their entries.
+struct Gather<'a> {
+    file: usize,
+    corpus: &'a mut Corpus,
+    docs: &'a mut Vec<DocSpans>,
+}
+
+impl TextSink for Gather<'_> {
+    fn text(&mut self, t: Text<'_>, _layout: &Layout) {
+        if let Text::Doc { id, text, .. } = t {
+            self.corpus.push(text);
+            self.docs.push(DocSpans {
+                file: self.file,
+                id,
+                len: text.len(),
+                spans: Vec::new(),
+            });
+        }
+    }
 }
 
 /// The repeated spans of the documents of `files`, read in order.
@@ -108,19 +136,13 @@ pub fn find(
     let mut corpus = Corpus::new();
     let mut found = Found::default();
     for (file, path) in files.iter().enumerate() {
-        read_file(path, reading, problems, &mut |_, t| {
-            if let Text::Doc { id, text, .. } = t {
-                corpus.push(text);
-                found.docs.push(DocSpans {
-                    file,
-                    id,
-                    len: text.len(),
-                    spans: Vec::new(),
-                });
-            }
-            Ok(())
-        })
-        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+        let gather = Gather {
+            file,
+            corpus: &mut corpus,
+            docs: &mut found.docs,
+        };
+        read_file(path, reading, problems, |_| Ok(gather))
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
     }
     found.text_bytes = found.docs.iter().map(|d| d.len as u64).sum();
     for (d, spans) in found
@@ -133,6 +155,104 @@ pub fn find(
     Ok(found)
 }
 
+/// Where an input's documents go: bytes (JSON Lines, WET, verticals) or row
+/// groups (Parquet; the output is made with the first row group's schema).
+enum Main {
+    Bytes(AtomicOutput),
+    Parquet(Option<ParquetOut<AtomicOutput>>),
+}
+
+/// One input written again without its spans ([`write`]).
+struct Rewrite<'a> {
+    path: &'a Path,
+    out_path: &'a Path,
+    format: DocFormat,
+    compression: OutputCompression,
+    /// The input's documents, in order.
+    docs: std::slice::Iter<'a, DocSpans>,
+    main: Main,
+    rows: StruckRows,
+    buf: Vec<u8>,
+    failed: io::Result<()>,
+}
+
+impl Rewrite<'_> {
+    fn doc(&mut self, raw: &[u8], text: &str, line: u64, layout: &Layout) -> io::Result<()> {
+        let spans = self.docs.next().map_or(&[][..], |d| &d.spans[..]);
+        if let Main::Parquet(_) = self.main {
+            self.rows.push(line, text, spans);
+            return Ok(());
+        }
+        self.buf.clear();
+        write_struck(&self.format, raw, text, spans, layout, &mut self.buf).map_err(|e| {
+            io::Error::other(format!(
+                "{}:{}{line}: {e}",
+                self.path.display(),
+                self.format.at()
+            ))
+        })?;
+        self.bytes()
+    }
+
+    /// Writes `buf` (bytes formats).
+    fn bytes(&mut self) -> io::Result<()> {
+        match &mut self.main {
+            Main::Bytes(out) => out.write_all(&self.buf),
+            Main::Parquet(_) => Ok(()),
+        }
+    }
+
+    fn rows(&mut self, chunk: &Chunk) -> io::Result<()> {
+        let (Main::Parquet(out), Some(slice)) = (&mut self.main, chunk.extra.get::<RowSlice>())
+        else {
+            return Ok(());
+        };
+        if out.is_none() {
+            let file = AtomicOutput::create(self.out_path, self.compression)?;
+            *out = Some(ParquetOut::create(file, &slice.source)?);
+        }
+        let rows = self.rows.encode(slice)?;
+        if let Some(out) = out {
+            out.append(rows)?;
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> io::Result<()> {
+        self.failed?;
+        match self.main {
+            Main::Bytes(out) => out.finish(false),
+            Main::Parquet(Some(out)) => out.finish()?.finish(false),
+            // A Parquet input without row groups: no output.
+            Main::Parquet(None) => Ok(()),
+        }
+    }
+}
+
+impl TextSink for Rewrite<'_> {
+    fn text(&mut self, t: Text<'_>, layout: &Layout) {
+        if self.failed.is_err() {
+            return;
+        }
+        self.failed = match t {
+            Text::Doc {
+                text, raw, line, ..
+            } => self.doc(raw, text, line, layout),
+            Text::Other { raw } => {
+                self.buf.clear();
+                self.buf.extend_from_slice(raw);
+                self.bytes()
+            }
+        };
+    }
+
+    fn chunk_end(&mut self, chunk: &Chunk) {
+        if self.failed.is_ok() {
+            self.failed = self.rows(chunk);
+        }
+    }
+}
+
 /// Writes each of `files` to its output in `outputs` in its own format, the
 /// documents without the spans `found` gives them (read again, in the order
 /// [`find`] read them).
@@ -143,40 +263,33 @@ pub fn write(
     found: &Found,
     compression: OutputCompression,
 ) -> io::Result<()> {
-    for path in files {
-        let (stream, _) = webdedup_formats::open_input(path)?;
-        let mut stream = BufReader::new(stream);
-        let format = reading.read.resolve(stream.fill_buf()?);
-        check_writable(&format)
-            .map_err(|e| io::Error::other(format!("{}: {e}", path.display())))?;
-    }
     for dir in outputs.iter().filter_map(|o| o.parent()) {
         std::fs::create_dir_all(dir).map_err(|e| {
             io::Error::new(e.kind(), format!("cannot create {}: {e}", dir.display()))
         })?;
     }
-    let mut docs = found.docs.iter();
     // The first pass reported the input's problems.
     let quiet = Problems::quiet();
-    let mut buf = Vec::new();
-    for (path, out_path) in files.iter().zip(outputs) {
-        let mut out = AtomicOutput::create(out_path, compression)?;
-        read_file(path, reading, &quiet, &mut |format, t| {
-            buf.clear();
-            match t {
-                Text::Doc {
-                    text, raw, line, ..
-                } => {
-                    let spans = docs.next().map_or(&[][..], |d| &d.spans[..]);
-                    write_struck(format, raw, text, spans, &mut buf).map_err(|e| {
-                        io::Error::other(format!("{}:{}{line}: {e}", path.display(), format.at()))
-                    })?;
-                }
-                Text::Other { raw } => buf.extend_from_slice(raw),
-            }
-            out.write_all(&buf)
-        })?;
-        out.finish(false)?;
+    for (file, (path, out_path)) in files.iter().zip(outputs).enumerate() {
+        let docs = found.docs_of(file);
+        let rewrite = |format: DocFormat| -> io::Result<Rewrite> {
+            let main = match format {
+                DocFormat::Parquet(_) => Main::Parquet(None),
+                _ => Main::Bytes(AtomicOutput::create(out_path, compression)?),
+            };
+            Ok(Rewrite {
+                path,
+                out_path,
+                format,
+                compression,
+                docs: docs.iter(),
+                main,
+                rows: StruckRows::default(),
+                buf: Vec::new(),
+                failed: Ok(()),
+            })
+        };
+        read_file(path, reading, &quiet, rewrite)?.finish()?;
     }
     Ok(())
 }
