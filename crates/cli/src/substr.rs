@@ -8,11 +8,14 @@ use crate::read_args::ReadArgs;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::path::PathBuf;
-use webdedup_dedup::runner::{list_inputs, output_path};
+use webdedup_dedup::policy::file_id;
+use webdedup_dedup::runner::{
+    attributes_path, list_inputs, output_path, rel_bytes, spans_path, write_files_index,
+};
 use webdedup_formats::output::OutputCompression;
 use webdedup_formats::problems::Problems;
 use webdedup_formats::summary::Outcome;
-use webdedup_substr::run::{find, spans_tsv, write, Reading};
+use webdedup_substr::run::{find, spans_tsv, write, FileOutputs, Reading, Writing};
 use webdedup_substr::sarray::BYTES_PER_SHARD_BYTE;
 use webdedup_substr::{Keep, Settings, DEFAULT_LENGTH};
 
@@ -41,6 +44,18 @@ pub struct SubstrArgs {
     /// the document's text) to this file.
     #[arg(long, value_name = "FILE")]
     spans: Option<PathBuf>,
+    /// Strike nothing: write every input as read and, beside each output, its
+    /// spans as dolma attributes (`STEM.dedup.attributes.jsonl`, one line a
+    /// document: `webdedup_repeated_spans`, characters of its text), as
+    /// `dedup --substr --mark` does.
+    #[arg(long)]
+    mark: bool,
+    /// Also write, beside each output, `STEM.dedup.spans`: one line a span,
+    /// `FILE:LINE:START-END TAB FILE:LINE:START`, the span and where the first
+    /// copy of its first window starts (files by their ids; `files.idx` maps
+    /// them to paths), as `dedup --substr -f` does.
+    #[arg(short = 'f', long)]
+    feedback: bool,
     #[command(flatten)]
     max_line_bytes: MaxLineBytesFlag,
     #[command(flatten)]
@@ -76,16 +91,30 @@ pub fn run(args: &SubstrArgs) -> Result<u8> {
         eprintln!("webdedup: {s}");
     }
     let files: Vec<PathBuf> = listing.files.iter().map(|f| f.path.clone()).collect();
-    let outputs: Vec<PathBuf> = listing
+    let outputs: Vec<FileOutputs> = listing
         .files
         .iter()
-        .map(|f| output_path(&args.output, &f.rel, OutputCompression::None))
+        .map(|f| FileOutputs {
+            main: output_path(&args.output, &f.rel, OutputCompression::None),
+            attributes: args.mark.then(|| attributes_path(&args.output, &f.rel)),
+            report: args.feedback.then(|| spans_path(&args.output, &f.rel)),
+        })
         .collect();
+    let writing = Writing {
+        compression: OutputCompression::None,
+        mark: args.mark,
+        file_ids: (listing.files.iter())
+            .map(|f| file_id(rel_bytes(&f.rel)))
+            .collect(),
+    };
     args.report
         .run("batch substr", &args.input.paths, 2, false, || {
             let problems = Problems::new(false);
-            let found = find(&files, &reading, &settings, &problems)?;
-            write(&files, &outputs, &reading, &found, OutputCompression::None)?;
+            let found = find(&files, &reading, &settings, args.feedback, &problems)?;
+            write(&files, &outputs, &reading, &found, &writing)?;
+            if args.feedback {
+                write_files_index(&args.output, &listing.files)?;
+            }
             if let Some(path) = &args.spans {
                 let mut out = std::io::BufWriter::new(
                     std::fs::File::create(path)

@@ -286,3 +286,115 @@ fn a_bad_length_is_refused() {
     ]);
     assert_fails_saying(&o, 2, "--length 0");
 }
+
+/// Characters `range` of `text`.
+fn chars(text: &str, range: std::ops::Range<usize>) -> String {
+    text.chars().skip(range.start).take(range.len()).collect()
+}
+
+#[test]
+fn mark_keeps_the_inputs_and_lists_the_characters_struck() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = jsonl_sample_dir().join("cc-2023-50/part-00000.jsonl.gz");
+    let (struck, marked) = (dir.path().join("struck"), dir.path().join("marked"));
+    for (out, mark) in [(&struck, None), (&marked, Some("--mark"))] {
+        let mut args = vec!["batch", "substr", "-q", s(&input), "-o", s(out)];
+        args.extend(["--length", "200", "--keep-first"]);
+        args.extend(mark);
+        ok(&webdedup(&args));
+    }
+    let read_in = String::from_utf8(decompress(&fs::read(&input).unwrap())).unwrap();
+    assert_eq!(read(marked.join("part-00000.dedup.jsonl")), read_in);
+    let want = texts(&struck.join("part-00000.dedup.jsonl"));
+    let attrs = read(marked.join("part-00000.dedup.attributes.jsonl"));
+    assert_eq!(attrs.lines().count(), want.len());
+    let mut spans = 0;
+    for ((doc, line), want) in read_in.lines().zip(attrs.lines()).zip(&want) {
+        let doc: serde_json::Value = serde_json::from_str(doc).unwrap();
+        let line: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(line["id"], doc["id"]);
+        let text = doc["text"].as_str().unwrap();
+        // The input's text without the characters listed is the struck text.
+        let mut kept = String::new();
+        let mut at = 0;
+        for span in line["attributes"]["webdedup_repeated_spans"]
+            .as_array()
+            .unwrap()
+        {
+            let (a, b) = (
+                span[0].as_u64().unwrap() as usize,
+                span[1].as_u64().unwrap() as usize,
+            );
+            assert_eq!(span[2], 1.0);
+            kept += &chars(text, at..a);
+            at = b;
+            spans += 1;
+        }
+        kept += &chars(text, at..text.chars().count());
+        assert_eq!(&kept, want, "{}", line["id"]);
+    }
+    assert!(spans > 10, "{spans} spans");
+}
+
+#[test]
+fn the_report_names_each_span_and_its_first_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in");
+    let docs = corpus();
+    jsonl(&input.join("a"), "x.jsonl", &docs[..2]);
+    jsonl(&input.join("b"), "y.jsonl", &docs[2..]);
+    for keep_first in [false, true] {
+        let out = dir.path().join(format!("out-{keep_first}"));
+        let mut args = vec!["batch", "substr", "-q", s(&input), "-o", s(&out), "-f"];
+        args.extend(["--length", "40"]);
+        args.extend(keep_first.then_some("--keep-first"));
+        ok(&webdedup(&args));
+        // `files.idx` names the inputs by id; the text of a document by FILE:LINE.
+        let files: std::collections::BTreeMap<String, String> = read(out.join("files.idx"))
+            .lines()
+            .map(|l| l.split_once('\t').unwrap())
+            .map(|(id, rel)| (id.to_owned(), rel.to_owned()))
+            .collect();
+        let text_at = |file: &str, line: &str| {
+            let rel = &files[file];
+            let line: usize = line.parse().unwrap();
+            let doc = read(input.join(rel))
+                .lines()
+                .nth(line - 1)
+                .unwrap()
+                .to_owned();
+            let doc: serde_json::Value = serde_json::from_str(&doc).unwrap();
+            (rel.clone(), line, doc["text"].as_str().unwrap().to_owned())
+        };
+        let mut lines = Vec::new();
+        for part in ["a/x", "b/y"] {
+            lines.extend(
+                read(out.join(format!("{part}.dedup.spans")))
+                    .lines()
+                    .map(str::to_owned),
+            );
+        }
+        // Keep-first: the second half of document 0 repeats its first half.
+        assert_eq!(lines.len(), 3, "{lines:?}");
+        for l in &lines {
+            let (span, first) = l.split_once('\t').unwrap();
+            let f: Vec<&str> = span.split(':').collect();
+            let (a, b) = f[2].split_once('-').unwrap();
+            let (a, b): (usize, usize) = (a.parse().unwrap(), b.parse().unwrap());
+            let (rel, line, text) = text_at(f[0], f[1]);
+            let g: Vec<&str> = first.split(':').collect();
+            let (first_rel, first_line, first_text) = text_at(g[0], g[1]);
+            let start: usize = g[2].parse().unwrap();
+            // The span starts with the window its first copy starts with.
+            assert_eq!(
+                chars(&text, a..a + 40),
+                chars(&first_text, start..start + 40),
+                "{l}"
+            );
+            assert!(b - a >= 40, "{l}");
+            if keep_first {
+                assert!((first_rel, first_line, start) < (rel, line, a), "{l}");
+            }
+        }
+    }
+}

@@ -26,6 +26,12 @@ use std::fmt;
 use std::io;
 use std::ops::Range;
 
+/// `--mark`'s attributes (dolma's layout, character offsets of the text): the
+/// paragraphs dropped whole, the spans struck, a document dropped whole.
+pub const PARAGRAPH_ATTRIBUTE: &str = "webdedup_duplicate_paragraphs";
+pub const SPANS_ATTRIBUTE: &str = "webdedup_repeated_spans";
+pub const DOCUMENT_ATTRIBUTE: &str = "webdedup_duplicate_document";
+
 /// Why a document could not be written with its spans struck.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StrikeError {

@@ -4,8 +4,8 @@
 //! ([`webdedup_formats::strike`]), or only the spans reported.
 
 use crate::corpus::Corpus;
-use crate::rule::{repeated_spans, Settings};
-use std::io::{self, BufRead, BufReader};
+use crate::rule::{struck, Settings};
+use std::io::{self, BufRead, BufReader, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use webdedup_formats::chunk::Chunk;
@@ -14,7 +14,9 @@ use webdedup_formats::parquet::RowSlice;
 use webdedup_formats::parquet_out::ParquetOut;
 use webdedup_formats::problems::Problems;
 use webdedup_formats::read::{DocFormat, ReadSettings};
-use webdedup_formats::strike::{write_struck, StruckRows};
+use webdedup_formats::strike::{
+    write_struck, StruckRows, DOCUMENT_ATTRIBUTE, PARAGRAPH_ATTRIBUTE, SPANS_ATTRIBUTE,
+};
 use webdedup_formats::texts::{read_texts_to, Layout, Text, TextSink};
 use webdedup_text::shown::escape_tsv;
 
@@ -48,9 +50,19 @@ pub struct DocSpans {
     /// Which input (its index).
     pub file: usize,
     pub id: String,
+    /// Where it is in its input (line, row or offset, as its format counts).
+    pub line: u64,
     /// Bytes of its text.
     pub len: usize,
+    /// Characters of its text.
+    pub chars: usize,
+    /// Byte offsets in its text.
     pub spans: Vec<Range<usize>>,
+    /// The spans in characters of its text (each widened to whole characters).
+    pub span_chars: Vec<Range<usize>>,
+    /// When asked for: per span, the first copy of its first window (the
+    /// document's index in [`Found::docs`] and the character it starts at).
+    pub firsts: Vec<(usize, usize)>,
 }
 
 /// What a run found.
@@ -114,23 +126,29 @@ struct Gather<'a> {
 
 impl TextSink for Gather<'_> {
     fn text(&mut self, t: Text<'_>, _layout: &Layout) {
-        if let Text::Doc { id, text, .. } = t {
+        if let Text::Doc { id, text, line, .. } = t {
             self.corpus.push(text);
             self.docs.push(DocSpans {
                 file: self.file,
                 id,
+                line,
                 len: text.len(),
+                chars: text.chars().count(),
                 spans: Vec::new(),
+                span_chars: Vec::new(),
+                firsts: Vec::new(),
             });
         }
     }
 }
 
-/// The repeated spans of the documents of `files`, read in order.
+/// The repeated spans of the documents of `files`, read in order, with their
+/// first copies when `firsts`.
 pub fn find(
     files: &[PathBuf],
     reading: &Reading,
     settings: &Settings,
+    firsts: bool,
     problems: &Problems,
 ) -> io::Result<Found> {
     let mut corpus = Corpus::new();
@@ -145,14 +163,90 @@ pub fn find(
             .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
     }
     found.text_bytes = found.docs.iter().map(|d| d.len as u64).sum();
-    for (d, spans) in found
+    let struck = struck(&corpus, settings, firsts)?;
+    let text = |i: usize| {
+        // The corpus holds the documents' `&str`s end to end.
+        std::str::from_utf8(&corpus.bytes[corpus.text_range(i)]).unwrap_or_default()
+    };
+    for (i, (d, (spans, starts))) in found
         .docs
         .iter_mut()
-        .zip(repeated_spans(&corpus, settings)?)
+        .zip(struck.spans.into_iter().zip(struck.firsts))
+        .enumerate()
     {
+        d.span_chars = char_offsets(text(i), &spans);
         d.spans = spans;
+        d.firsts = starts
+            .into_iter()
+            .map(|p| {
+                let j = corpus.text_of(p);
+                let at = p - corpus.text_range(j).start;
+                (j, chars_before(text(j), at))
+            })
+            .collect();
     }
     Ok(found)
+}
+
+/// The characters of `text` before byte `at` (a byte inside a character counts
+/// as its character's start).
+fn chars_before(text: &str, at: usize) -> usize {
+    let mut a = at.min(text.len());
+    while !text.is_char_boundary(a) {
+        a -= 1;
+    }
+    text[..a].chars().count()
+}
+
+/// Byte ranges of `text` (sorted) in characters, each widened to whole
+/// characters.
+fn char_offsets(text: &str, spans: &[Range<usize>]) -> Vec<Range<usize>> {
+    let (mut byte, mut chars) = (0, 0);
+    let mut to = |b: usize| {
+        let mut b = b.min(text.len());
+        while !text.is_char_boundary(b) {
+            b += 1;
+        }
+        if b < byte {
+            // Only a widened start can fall before the last end counted.
+            return chars - text[b..byte].chars().count();
+        }
+        chars += text[byte..b].chars().count();
+        byte = b;
+        chars
+    };
+    spans
+        .iter()
+        .map(|s| {
+            let mut a = s.start.min(text.len());
+            while !text.is_char_boundary(a) {
+                a -= 1;
+            }
+            let start = to(a);
+            start..to(s.end)
+        })
+        .collect()
+}
+
+/// The outputs of one input.
+#[derive(Clone, Debug)]
+pub struct FileOutputs {
+    /// Its documents in its format (without their spans, or as read with `mark`).
+    pub main: PathBuf,
+    /// `--mark`: the spans as dolma attributes, one line a document.
+    pub attributes: Option<PathBuf>,
+    /// The report: each span and where its first copy is.
+    pub report: Option<PathBuf>,
+}
+
+/// How outputs are written.
+#[derive(Clone, Debug, Default)]
+pub struct Writing {
+    pub compression: OutputCompression,
+    /// Nothing struck: the inputs as read, the spans in the attributes.
+    pub mark: bool,
+    /// The id naming each input in reports (as `files.idx` lists them).
+    pub file_ids: Vec<u64>,
 }
 
 /// Where an input's documents go: bytes (JSON Lines, WET, verticals) or row
@@ -170,6 +264,8 @@ struct Rewrite<'a> {
     compression: OutputCompression,
     /// The input's documents, in order.
     docs: std::slice::Iter<'a, DocSpans>,
+    /// Nothing struck (`--mark`).
+    mark: bool,
     main: Main,
     rows: StruckRows,
     buf: Vec<u8>,
@@ -178,7 +274,10 @@ struct Rewrite<'a> {
 
 impl Rewrite<'_> {
     fn doc(&mut self, raw: &[u8], text: &str, line: u64, layout: &Layout) -> io::Result<()> {
-        let spans = self.docs.next().map_or(&[][..], |d| &d.spans[..]);
+        let spans = match self.docs.next() {
+            Some(d) if !self.mark => &d.spans[..],
+            _ => &[][..],
+        };
         if let Main::Parquet(_) = self.main {
             self.rows.push(line, text, spans);
             return Ok(());
@@ -253,45 +352,127 @@ impl TextSink for Rewrite<'_> {
     }
 }
 
-/// Writes each of `files` to its output in `outputs` in its own format, the
-/// documents without the spans `found` gives them (read again, in the order
-/// [`find`] read them).
+/// Writes each of `files` to its outputs in their own format, the documents
+/// without the spans `found` gives them (read again, in the order [`find`]
+/// read them), and their attributes and report.
 pub fn write(
     files: &[PathBuf],
-    outputs: &[PathBuf],
+    outputs: &[FileOutputs],
     reading: &Reading,
     found: &Found,
-    compression: OutputCompression,
+    writing: &Writing,
 ) -> io::Result<()> {
-    for dir in outputs.iter().filter_map(|o| o.parent()) {
+    for dir in outputs.iter().filter_map(|o| o.main.parent()) {
         std::fs::create_dir_all(dir).map_err(|e| {
             io::Error::new(e.kind(), format!("cannot create {}: {e}", dir.display()))
         })?;
     }
-    // The first pass reported the input's problems.
-    let quiet = Problems::quiet();
-    for (file, (path, out_path)) in files.iter().zip(outputs).enumerate() {
-        let docs = found.docs_of(file);
-        let rewrite = |format: DocFormat| -> io::Result<Rewrite> {
-            let main = match format {
-                DocFormat::Parquet(_) => Main::Parquet(None),
-                _ => Main::Bytes(AtomicOutput::create(out_path, compression)?),
-            };
-            Ok(Rewrite {
-                path,
-                out_path,
-                format,
-                compression,
-                docs: docs.iter(),
-                main,
-                rows: StruckRows::default(),
-                buf: Vec::new(),
-                failed: Ok(()),
-            })
-        };
-        read_file(path, reading, &quiet, rewrite)?.finish()?;
+    for (file, (path, outs)) in files.iter().zip(outputs).enumerate() {
+        write_file(path, outs, reading, found, file, writing)?;
     }
     Ok(())
+}
+
+/// The outputs of input `file` (see [`write`]).
+fn write_file(
+    path: &Path,
+    outs: &FileOutputs,
+    reading: &Reading,
+    found: &Found,
+    file: usize,
+    writing: &Writing,
+) -> io::Result<()> {
+    let docs = found.docs_of(file);
+    if let Some(p) = &outs.attributes {
+        let mut out = AtomicOutput::create(p, OutputCompression::None)?;
+        out.write_all(&attributes(docs))?;
+        out.finish(false)?;
+    }
+    if let Some(p) = &outs.report {
+        let mut out = AtomicOutput::create(p, OutputCompression::None)?;
+        out.write_all(&report(found, docs, &writing.file_ids))?;
+        out.finish(false)?;
+    }
+    let compression = writing.compression;
+    let rewrite = |format: DocFormat| -> io::Result<Rewrite> {
+        let main = match format {
+            DocFormat::Parquet(_) => Main::Parquet(None),
+            _ => Main::Bytes(AtomicOutput::create(&outs.main, compression)?),
+        };
+        Ok(Rewrite {
+            path,
+            out_path: &outs.main,
+            format,
+            compression,
+            docs: docs.iter(),
+            mark: writing.mark,
+            main,
+            rows: StruckRows::default(),
+            buf: Vec::new(),
+            failed: Ok(()),
+        })
+    };
+    // The first pass reported the input's problems.
+    read_file(path, reading, &Problems::quiet(), rewrite)?.finish()
+}
+
+/// `--mark`'s attributes of `docs`: one line a document, dolma's layout, as
+/// `dedup --substr --mark` writes them (`write_back`): the spans struck, and the
+/// whole document when they cover all of it.
+pub fn attributes(docs: &[DocSpans]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for d in docs {
+        out.extend_from_slice(b"{\"id\":");
+        // Serialising a string into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut out, &d.id);
+        let _ = write!(
+            out,
+            ",\"attributes\":{{\"{PARAGRAPH_ATTRIBUTE}\":[],\"{DOCUMENT_ATTRIBUTE}\":["
+        );
+        let whole = d.span_chars.len() == 1 && d.span_chars[0] == (0..d.chars) && d.chars > 0;
+        if whole {
+            let _ = write!(out, "[0,{},1.0]", d.chars);
+        }
+        let _ = write!(out, "],\"{SPANS_ATTRIBUTE}\":[");
+        for (i, c) in d.span_chars.iter().enumerate() {
+            let comma = if i > 0 { "," } else { "" };
+            let _ = write!(out, "{comma}[{},{},1.0]", c.start, c.end);
+        }
+        out.extend_from_slice(b"]}}\n");
+    }
+    out
+}
+
+/// The report of `docs` (documents of `found`): one line a span,
+/// `FILE:LINE:START-END TAB FILE:LINE:START` as `dedup --substr -f` writes it,
+/// the span (its input's id, its document's line, characters of its text) and
+/// where the first copy of its first window starts; `-` when not known.
+pub fn report(found: &Found, docs: &[DocSpans], file_ids: &[u64]) -> Vec<u8> {
+    let id = |file: usize| file_ids.get(file).copied().unwrap_or(0);
+    let mut out = Vec::new();
+    for d in docs {
+        for (i, c) in d.span_chars.iter().enumerate() {
+            let _ = write!(
+                out,
+                "{:016x}:{}:{}-{}\t",
+                id(d.file),
+                d.line,
+                c.start,
+                c.end
+            );
+            match d
+                .firsts
+                .get(i)
+                .and_then(|&(j, at)| Some((found.docs.get(j)?, at)))
+            {
+                Some((o, at)) => {
+                    let _ = writeln!(out, "{:016x}:{}:{at}", id(o.file), o.line);
+                }
+                None => out.extend_from_slice(b"-\n"),
+            }
+        }
+    }
+    out
 }
 
 /// The spans as TSV lines: `FILE\tID\tSTART\tEND` (byte offsets in the text).
