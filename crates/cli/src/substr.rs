@@ -1,7 +1,7 @@
 //! `webdedup batch substr`: ExactSubstr's rule over the whole input at once (see
 //! `webdedup_substr` and docs/substr.md).
 
-use crate::conventions::Reporting;
+use crate::conventions::{Reporting, Threads};
 use crate::flags::defs::MaxLineBytesFlag;
 use crate::flags::inputs::Inputs;
 use crate::read_args::ReadArgs;
@@ -57,6 +57,8 @@ pub struct SubstrArgs {
     #[arg(short = 'f', long)]
     feedback: bool,
     #[command(flatten)]
+    threads: Threads,
+    #[command(flatten)]
     max_line_bytes: MaxLineBytesFlag,
     #[command(flatten)]
     read: ReadArgs,
@@ -81,6 +83,7 @@ pub fn run(args: &SubstrArgs) -> Result<u8> {
             Keep::None
         },
         shard_bytes,
+        threads: args.threads.count(),
     };
     let reading = Reading {
         read: args.read.settings()?,
@@ -103,6 +106,7 @@ pub fn run(args: &SubstrArgs) -> Result<u8> {
     let writing = Writing {
         compression: OutputCompression::None,
         mark: args.mark,
+        threads: args.threads.count(),
         file_ids: (listing.files.iter())
             .map(|f| file_id(rel_bytes(&f.rel)))
             .collect(),

@@ -1,7 +1,7 @@
 //! `webdedup batch substr`: ExactSubstr's rule through the real binary.
 
 mod common;
-use common::corpus_formats::parquet_rows;
+use common::corpus_formats::{jsonl_docs, parquet_rows, wet_file, write_parquet};
 use common::*;
 use std::fs;
 use std::path::Path;
@@ -91,31 +91,57 @@ fn every_copy_or_all_but_the_first() {
 }
 
 #[test]
-fn shards_give_the_same_outputs_and_spans() {
+fn threads_and_shards_give_the_same_outputs_in_every_format() {
     let dir = tempfile::tempdir().unwrap();
+    // A slice of each crawl, in each format: every writer runs beside the others.
+    let input = dir.path().join("in");
+    let docs = |crawl: &str| {
+        jsonl_docs(&jsonl_sample_dir().join(format!("{crawl}/part-00000.jsonl.gz")))[..40].to_vec()
+    };
+    let jsonl: String = docs("cc-2023-14")
+        .iter()
+        .map(|d| d.to_string() + "\n")
+        .collect();
+    write_file(&input.join("j/part.jsonl"), jsonl);
+    fs::create_dir_all(input.join("p")).unwrap();
+    let codec = parquet::basic::Compression::SNAPPY;
+    write_parquet(
+        &docs("cc-2023-50"),
+        &input.join("p/part.parquet"),
+        16,
+        codec,
+    );
+    write_file(
+        &input.join("w/part.warc.wet"),
+        wet_file(&docs("cc-2024-33"), false),
+    );
+    let vertical = String::from_utf8(decompress(
+        &fs::read(sample_dir().join("cc-2023-50/part-00000.vert.gz")).unwrap(),
+    ))
+    .unwrap();
+    let forty: String = vertical.split_inclusive("</doc>\n").take(40).collect();
+    write_file(&input.join("v/part.vert"), forty);
     let one = dir.path().join("one");
-    let sharded = dir.path().join("sharded");
-    let sample = jsonl_sample_dir();
-    for (out, extra) in [(&one, None), (&sharded, Some("1"))] {
-        let spans = out.join("spans.tsv");
-        let mut args = vec![
-            "batch",
-            "substr",
-            "-q",
-            s(&sample),
-            "-o",
-            s(out),
-            "--spans",
-            s(&spans),
-        ];
-        // 1 MB of suffix arrays: the 4 MB of sample text in several shards.
-        if let Some(mb) = extra {
-            args.extend(["--max-memory", mb]);
+    let many = dir.path().join("many");
+    for (out, extra) in [(&one, ["-t", "1"]), (&many, ["-t", "3"])] {
+        let spans = out.with_extension("tsv");
+        let mut args = vec!["batch", "substr", "-q", s(&input), "-o", s(out), "-f"];
+        args.extend(["--spans", s(&spans)]);
+        args.extend(extra);
+        // 1 MB of suffix arrays: the text in shards built three at a time.
+        if out == &many {
+            args.extend(["--max-memory", "1"]);
         }
         ok(&webdedup(&args));
     }
-    assert!(!read(one.join("spans.tsv")).is_empty());
-    assert_eq!(tree(&one), tree(&sharded));
+    let files = tree(&one);
+    assert_eq!(files.len(), 4 * 2 + 1, "outputs, reports and files.idx");
+    assert!(files.iter().all(|(_, bytes)| !bytes.is_empty()));
+    assert_eq!(files, tree(&many));
+    assert_eq!(
+        read(one.with_extension("tsv")),
+        read(many.with_extension("tsv"))
+    );
 }
 
 #[test]

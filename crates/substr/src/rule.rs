@@ -30,8 +30,11 @@ pub struct Settings {
     /// The shortest span struck, in bytes (their tool's `--length-threshold`).
     pub length: usize,
     pub keep: Keep,
-    /// Positions per suffix-array shard ([`crate::sarray::for_each_sorted`]).
+    /// Positions of the suffix arrays in memory at once
+    /// ([`crate::sarray::for_each_sorted`]).
     pub shard_bytes: usize,
+    /// Threads building shards at once (they share `shard_bytes`).
+    pub threads: usize,
 }
 
 /// The default shortest span: 100 bytes, as their tool's examples.
@@ -43,6 +46,7 @@ impl Default for Settings {
             length: DEFAULT_LENGTH,
             keep: Keep::None,
             shard_bytes: usize::MAX,
+            threads: 1,
         }
     }
 }
@@ -106,7 +110,7 @@ pub fn struck(corpus: &Corpus, settings: &Settings, firsts: bool) -> io::Result<
         }
         group.clear();
     };
-    for_each_sorted(text, l, settings.shard_bytes, |p| {
+    for_each_sorted(text, l, settings.shard_bytes, settings.threads, |p| {
         // A window that is not inside one text repeats nothing.
         let w = match text.get(p..p + l) {
             Some(w) if !w.contains(&SEPARATOR) => w,

@@ -5,6 +5,7 @@
 
 use crate::corpus::Corpus;
 use crate::rule::{struck, Settings};
+use rayon::prelude::*;
 use std::io::{self, BufRead, BufReader, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -143,7 +144,8 @@ impl TextSink for Gather<'_> {
 }
 
 /// The repeated spans of the documents of `files`, read in order, with their
-/// first copies when `firsts`.
+/// first copies when `firsts`. Files are read by `settings.threads` threads
+/// at once, their texts put together in input order.
 pub fn find(
     files: &[PathBuf],
     reading: &Reading,
@@ -151,16 +153,30 @@ pub fn find(
     firsts: bool,
     problems: &Problems,
 ) -> io::Result<Found> {
-    let mut corpus = Corpus::new();
-    let mut found = Found::default();
-    for (file, path) in files.iter().enumerate() {
+    let quiet = problems.quiet;
+    let read_one = |(file, path): (usize, &PathBuf)| {
+        let (mut corpus, mut docs) = (Corpus::new(), Vec::new());
+        let found_here = Problems::new(quiet);
         let gather = Gather {
             file,
             corpus: &mut corpus,
-            docs: &mut found.docs,
+            docs: &mut docs,
         };
-        read_file(path, reading, problems, |_| Ok(gather))
+        read_file(path, reading, &found_here, |_| Ok(gather))
             .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+        Ok((corpus, docs, found_here))
+    };
+    let parts: Vec<io::Result<(Corpus, Vec<DocSpans>, Problems)>> =
+        in_parallel(settings.threads, || {
+            files.par_iter().enumerate().map(read_one).collect()
+        })?;
+    let mut corpus = Corpus::new();
+    let mut found = Found::default();
+    for part in parts {
+        let (c, docs, p) = part?;
+        corpus.append(c);
+        found.docs.extend(docs);
+        problems.absorb(p);
     }
     found.text_bytes = found.docs.iter().map(|d| d.len as u64).sum();
     let struck = struck(&corpus, settings, firsts)?;
@@ -247,6 +263,8 @@ pub struct Writing {
     pub mark: bool,
     /// The id naming each input in reports (as `files.idx` lists them).
     pub file_ids: Vec<u64>,
+    /// Inputs written at once.
+    pub threads: usize,
 }
 
 /// Where an input's documents go: bytes (JSON Lines, WET, verticals) or row
@@ -367,10 +385,21 @@ pub fn write(
             io::Error::new(e.kind(), format!("cannot create {}: {e}", dir.display()))
         })?;
     }
-    for (file, (path, outs)) in files.iter().zip(outputs).enumerate() {
-        write_file(path, outs, reading, found, file, writing)?;
-    }
-    Ok(())
+    let written: Vec<io::Result<()>> = in_parallel(writing.threads, || {
+        (files.par_iter().zip(outputs).enumerate())
+            .map(|(file, (path, outs))| write_file(path, outs, reading, found, file, writing))
+            .collect()
+    })?;
+    written.into_iter().collect()
+}
+
+/// Runs `work` on a pool of `threads` threads.
+fn in_parallel<T: Send>(threads: usize, work: impl FnOnce() -> T + Send) -> io::Result<T> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.max(1))
+        .build()
+        .map_err(io::Error::other)?;
+    Ok(pool.install(work))
 }
 
 /// The outputs of input `file` (see [`write`]).

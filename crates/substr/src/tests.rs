@@ -82,6 +82,7 @@ fn found(texts: &[String], l: usize, keep: Keep, shard_bytes: usize) -> Vec<Vec<
         length: l,
         keep,
         shard_bytes,
+        threads: 1 + shard_bytes % 3,
     };
     // Touching spans are one span in the brute force's marks.
     repeated_spans(&c, &settings)
@@ -146,6 +147,7 @@ fn a_span_names_the_first_copy_of_its_first_window() {
         length: 10,
         keep: Keep::First,
         shard_bytes: 16,
+        threads: 2,
     };
     let got = crate::rule::struck(&c, &settings, true).unwrap();
     let first = c.text_range(0).start + 2;
