@@ -56,6 +56,11 @@ pub struct SubstrArgs {
     /// them to paths), as `dedup --substr -f` does.
     #[arg(short = 'f', long)]
     feedback: bool,
+    /// Finish an interrupted run (the same command plus `-r`): the spans are
+    /// found again, inputs whose outputs are all in place are skipped, the
+    /// others (a half-written one among them) written again.
+    #[arg(short = 'r', long)]
+    restore: bool,
     #[command(flatten)]
     threads: Threads,
     #[command(flatten)]
@@ -107,6 +112,7 @@ pub fn run(args: &SubstrArgs) -> Result<u8> {
         compression: OutputCompression::None,
         mark: args.mark,
         threads: args.threads.count(),
+        restore: args.restore,
         file_ids: (listing.files.iter())
             .map(|f| file_id(rel_bytes(&f.rel)))
             .collect(),

@@ -424,3 +424,65 @@ fn the_report_names_each_span_and_its_first_copy() {
         }
     }
 }
+
+#[test]
+fn a_run_killed_and_restored_gives_the_uninterrupted_outputs() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    // Twelve small inputs, written one after the other (-t 1).
+    let input = dir.path().join("in");
+    let sample = |crawl: &str| jsonl_docs(&jsonl_sample_dir().join(crawl))[..60].to_vec();
+    let mut docs = sample("cc-2023-14/part-00000.jsonl.gz");
+    docs.extend(sample("cc-2023-50/part-00000.jsonl.gz"));
+    for (i, part) in docs.chunks(10).enumerate() {
+        let lines: String = part.iter().map(|d| d.to_string() + "\n").collect();
+        write_file(&input.join(format!("part-{i:02}.jsonl")), lines);
+    }
+    let args = |out: &Path| {
+        let mut a = owned(&["batch", "substr", "-q", "-f", "-t", "1"]);
+        a.extend(owned(&[s(&input), "-o", s(out), "--length", "100"]));
+        a
+    };
+    let want = dir.path().join("want");
+    ok(&webdedup_fault(&args(&want), None));
+    let out = dir.path().join("out");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_webdedup"))
+        .args(args(&out))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // SIGKILL once the first output is in place (or after the run, if it was
+    // quicker than this loop).
+    let finished = || -> Vec<std::path::PathBuf> {
+        let mut done = Vec::new();
+        walk(&out, |p| {
+            if p.to_string_lossy().ends_with(".dedup.jsonl") {
+                done.push(p.to_owned());
+            }
+            true
+        });
+        done
+    };
+    while finished().is_empty() && child.try_wait().unwrap().is_none() {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    let _ = child.kill();
+    let killed = !child.wait().unwrap().success();
+    let inodes: Vec<(std::path::PathBuf, u64)> = finished()
+        .into_iter()
+        .map(|p| {
+            let ino = fs::metadata(&p).unwrap().ino();
+            (p, ino)
+        })
+        .collect();
+    println!("killed: {killed}; {} outputs in place", inodes.len());
+    let mut again = args(&out);
+    again.push("-r".into());
+    ok(&webdedup_fault(&again, None));
+    assert_eq!(tree(&out), tree(&want), "killed: {killed}");
+    // The outputs finished before the kill were not written again.
+    for (p, ino) in inodes {
+        assert_eq!(fs::metadata(&p).unwrap().ino(), ino, "{}", p.display());
+    }
+}

@@ -265,6 +265,9 @@ pub struct Writing {
     pub file_ids: Vec<u64>,
     /// Inputs written at once.
     pub threads: usize,
+    /// Finishing an interrupted run: an input whose outputs are all in place
+    /// (each renamed into place whole, the main one last) is not written again.
+    pub restore: bool,
 }
 
 /// Where an input's documents go: bytes (JSON Lines, WET, verticals) or row
@@ -412,6 +415,13 @@ fn write_file(
     writing: &Writing,
 ) -> io::Result<()> {
     let docs = found.docs_of(file);
+    let side = [&outs.attributes, &outs.report];
+    if writing.restore
+        && outs.main.exists()
+        && side.iter().all(|p| p.as_ref().is_none_or(|p| p.exists()))
+    {
+        return Ok(());
+    }
     if let Some(p) = &outs.attributes {
         let mut out = AtomicOutput::create(p, OutputCompression::None)?;
         out.write_all(&attributes(docs))?;
