@@ -5,9 +5,9 @@ use crate::conventions::{Reporting, Threads};
 use crate::flags::defs::MaxLineBytesFlag;
 use crate::flags::inputs::Inputs;
 use crate::read_args::ReadArgs;
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::Args;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use webdedup_dedup::policy::file_id;
 use webdedup_dedup::runner::{
     attributes_path, list_inputs, output_path, rel_bytes, spans_path, write_files_index,
@@ -15,9 +15,9 @@ use webdedup_dedup::runner::{
 use webdedup_formats::output::OutputCompression;
 use webdedup_formats::problems::Problems;
 use webdedup_formats::summary::Outcome;
-use webdedup_substr::run::{find, spans_tsv, write, FileOutputs, Reading, Writing};
-use webdedup_substr::sarray::BYTES_PER_SHARD_BYTE;
-use webdedup_substr::{Keep, Settings, DEFAULT_LENGTH};
+use webdedup_substr::job::{Choices, Job, Output};
+use webdedup_substr::run::{spans_tsv, Reading};
+use webdedup_substr::DEFAULT_LENGTH;
 
 #[derive(Debug, Args)]
 pub struct SubstrArgs {
@@ -72,23 +72,14 @@ pub struct SubstrArgs {
 }
 
 pub fn run(args: &SubstrArgs) -> Result<u8> {
-    if args.length == 0 {
-        bail!("--length 0: the shortest span struck is at least 1 byte");
-    }
-    let shard_bytes = match args.max_memory {
-        Some(0) => bail!("--max-memory 0: give the suffix arrays at least 1 MB"),
-        Some(mb) => mb.saturating_mul(1 << 20) / BYTES_PER_SHARD_BYTE,
-        None => usize::MAX,
-    };
-    let settings = Settings {
+    let choices = Choices {
         length: args.length,
-        keep: if args.keep_first {
-            Keep::First
-        } else {
-            Keep::None
-        },
-        shard_bytes,
+        keep_first: args.keep_first,
+        max_memory: args.max_memory,
         threads: args.threads.count(),
+        mark: args.mark,
+        feedback: args.feedback,
+        restore: args.restore,
     };
     let reading = Reading {
         read: args.read.settings()?,
@@ -98,30 +89,19 @@ pub fn run(args: &SubstrArgs) -> Result<u8> {
     for s in &listing.skipped {
         eprintln!("webdedup: {s}");
     }
-    let files: Vec<PathBuf> = listing.files.iter().map(|f| f.path.clone()).collect();
-    let outputs: Vec<FileOutputs> = listing
-        .files
-        .iter()
-        .map(|f| FileOutputs {
-            main: output_path(&args.output, &f.rel, OutputCompression::None),
-            attributes: args.mark.then(|| attributes_path(&args.output, &f.rel)),
-            report: args.feedback.then(|| spans_path(&args.output, &f.rel)),
-        })
-        .collect();
-    let writing = Writing {
-        compression: OutputCompression::None,
-        mark: args.mark,
-        threads: args.threads.count(),
-        restore: args.restore,
-        file_ids: (listing.files.iter())
-            .map(|f| file_id(rel_bytes(&f.rel)))
-            .collect(),
-    };
+    let job = Job::new(
+        &listing.files,
+        &choices,
+        reading,
+        &|rel, output| output_name(&args.output, rel, output),
+        &|rel| file_id(rel_bytes(rel)),
+    )
+    .map_err(anyhow::Error::msg)?;
+    let files = &job.files;
     args.report
         .run("batch substr", &args.input.paths, 2, false, || {
             let problems = Problems::new(false);
-            let found = find(&files, &reading, &settings, args.feedback, &problems)?;
-            write(&files, &outputs, &reading, &found, &writing)?;
+            let found = job.run(&problems)?;
             if args.feedback {
                 write_files_index(&args.output, &listing.files)?;
             }
@@ -161,4 +141,13 @@ pub fn run(args: &SubstrArgs) -> Result<u8> {
             o.status = i32::from(problems.count() > 0 || !listing.skipped.is_empty());
             Ok(o)
         })
+}
+
+/// The name of an output of input `rel` in `out`: `dedup`'s names.
+pub fn output_name(out: &Path, rel: &Path, output: Output) -> PathBuf {
+    match output {
+        Output::Main => output_path(out, rel, OutputCompression::None),
+        Output::Attributes => attributes_path(out, rel),
+        Output::Report => spans_path(out, rel),
+    }
 }
