@@ -110,7 +110,7 @@ pub fn run(args: &SubstrArgs) -> Result<u8> {
                     std::fs::File::create(path)
                         .with_context(|| format!("cannot create {}", path.display()))?,
                 );
-                spans_tsv(&files, &found, &mut out)
+                spans_tsv(files, &found, &mut out)
                     .and_then(|_| std::io::Write::flush(&mut out))
                     .with_context(|| format!("cannot write {}", path.display()))?;
             }

@@ -6,6 +6,11 @@ use common::*;
 use std::fs;
 use std::path::Path;
 
+/// `webdedup batch substr ARGS`.
+fn batch_substr(args: &[&str]) -> std::process::Output {
+    webdedup(&[&["batch", "substr"], args].concat())
+}
+
 /// A JSON Lines file of `texts`, ids `d0`, `d1`, ...
 fn jsonl(dir: &Path, name: &str, texts: &[String]) {
     let mut out = String::new();
@@ -47,29 +52,13 @@ fn every_copy_or_all_but_the_first() {
     let input = dir.path().join("in");
     jsonl(&input, "a.jsonl", &corpus());
     let out = dir.path().join("all");
-    ok(&webdedup(&[
-        "batch",
-        "substr",
-        "-q",
-        s(&input),
-        "-o",
-        s(&out),
-    ]));
+    ok(&batch_substr(&["-q", s(&input), "-o", s(&out)]));
     assert_eq!(
         texts(&out.join("a.dedup.jsonl")),
         ["firstone", "nothing repeated here", "thirdthree", ""]
     );
     let out = dir.path().join("first");
-    let o = webdedup(&[
-        "batch",
-        "substr",
-        s(&input),
-        "-o",
-        s(&out),
-        "--keep-first",
-        "--json",
-        "-",
-    ]);
+    let o = batch_substr(&[s(&input), "-o", s(&out), "--keep-first", "--json", "-"]);
     ok(&o);
     let want = corpus();
     assert_eq!(
@@ -149,9 +138,7 @@ fn outputs_are_the_inputs_without_their_spans() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let spans = dir.path().join("spans.tsv");
-    ok(&webdedup(&[
-        "batch",
-        "substr",
+    ok(&batch_substr(&[
         "-q",
         s(&jsonl_sample_dir()),
         "-o",
@@ -214,9 +201,7 @@ fn verticals_lose_the_token_lines_of_their_spans_and_nothing_else() {
     let spans = dir.path().join("spans.tsv");
     // One crawl: a test in seconds.
     let input = sample_dir().join("cc-2023-14/part-00000.vert.gz");
-    ok(&webdedup(&[
-        "batch",
-        "substr",
+    ok(&batch_substr(&[
         "-q",
         s(&input),
         "-o",
@@ -270,9 +255,7 @@ fn parquet_rows_get_their_struck_texts_and_keep_their_other_columns() {
         (parquet_sample_dir(), "parquet"),
     ] {
         let out = dir.path().join(name);
-        ok(&webdedup(&[
-            "batch",
-            "substr",
+        ok(&batch_substr(&[
             "-q",
             s(&sample),
             "-o",
@@ -301,15 +284,7 @@ fn parquet_rows_get_their_struck_texts_and_keep_their_other_columns() {
 fn a_bad_length_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let o = webdedup(&[
-        "batch",
-        "substr",
-        s(&jsonl_sample_dir()),
-        "-o",
-        s(&out),
-        "--length",
-        "0",
-    ]);
+    let o = batch_substr(&[s(&jsonl_sample_dir()), "-o", s(&out), "--length", "0"]);
     assert_fails_saying(&o, 2, "--length 0");
 }
 

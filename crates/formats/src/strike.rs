@@ -322,16 +322,13 @@ mod tests {
         let raw = b"<doc id=\"a\">\n<p>\none\tx\ntwo\n</p>\n<p>\nthree\n<g/>\n.\n</p>\n</doc>\n";
         let mut texts = Vec::new();
         let problems = crate::problems::Problems::quiet();
-        crate::texts::read_texts_to(
-            std::path::Path::new("a.vert"),
-            &DocFormat::Vertical,
-            &raw[..],
-            crate::input::Compression::None,
-            1 << 20,
-            &problems,
-            &mut Collect(&mut texts),
-        )
-        .unwrap();
+        let source = crate::texts::Source {
+            path: std::path::Path::new("a.vert"),
+            format: &DocFormat::Vertical,
+            stream: &raw[..],
+            compression: crate::input::Compression::None,
+        };
+        crate::texts::read_texts_to(source, 1 << 20, &problems, &mut Collect(&mut texts)).unwrap();
         let (text, layout) = &texts[0];
         assert_eq!(text, "one two three.");
         let write = |spans: &[Range<usize>]| {

@@ -93,29 +93,38 @@ pub fn read_texts<R: Read>(
     problems: &Problems,
     f: &mut impl FnMut(Text<'_>),
 ) -> io::Result<()> {
-    let mut items = Items(f);
-    read_texts_to(
+    let source = Source {
         path,
         format,
         stream,
         compression,
-        max_line_bytes,
-        problems,
-        &mut items,
-    )
+    };
+    read_texts_to(source, max_line_bytes, problems, &mut Items(f))
+}
+
+/// An input file being read: its path, its format, its decompressed bytes (as
+/// the input layer opened it with `compression`).
+pub struct Source<'a, R> {
+    pub path: &'a Path,
+    pub format: &'a DocFormat,
+    pub stream: R,
+    pub compression: Compression,
 }
 
 /// [`read_texts`] into a [`TextSink`]: vertical documents with their layouts,
 /// and the end of every chunk.
 pub fn read_texts_to<R: Read>(
-    path: &Path,
-    format: &DocFormat,
-    stream: R,
-    compression: Compression,
+    source: Source<'_, R>,
     max_line_bytes: usize,
     problems: &Problems,
     sink: &mut impl TextSink,
 ) -> io::Result<()> {
+    let Source {
+        path,
+        format,
+        stream,
+        compression,
+    } = source;
     let file = InputFile {
         path: path.to_path_buf(),
         rel: path.to_path_buf(),

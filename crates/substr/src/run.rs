@@ -18,7 +18,7 @@ use webdedup_formats::read::{DocFormat, ReadSettings};
 use webdedup_formats::strike::{
     write_struck, StruckRows, DOCUMENT_ATTRIBUTE, PARAGRAPH_ATTRIBUTE, SPANS_ATTRIBUTE,
 };
-use webdedup_formats::texts::{read_texts_to, Layout, Text, TextSink};
+use webdedup_formats::texts::{read_texts_to, Layout, Source, Text, TextSink};
 use webdedup_text::shown::escape_tsv;
 
 /// How inputs are read.
@@ -105,15 +105,13 @@ fn read_file<S: TextSink>(
     let mut stream = BufReader::with_capacity(1 << 18, stream);
     let format = reading.read.resolve(stream.fill_buf()?);
     let mut sink = sink(format.clone())?;
-    read_texts_to(
+    let source = Source {
         path,
-        &format,
+        format: &format,
         stream,
         compression,
-        reading.max_line_bytes,
-        problems,
-        &mut sink,
-    )?;
+    };
+    read_texts_to(source, reading.max_line_bytes, problems, &mut sink)?;
     Ok(sink)
 }
 
