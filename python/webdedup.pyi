@@ -313,22 +313,25 @@ class MinHashDedup:
         """Writes store_dir/minhash.kept and store_dir/store.snap; returns the keys."""
     def __len__(self) -> int: ...
 
-class _BatchOptions(TypedDict, total=False):
-    """The keyword arguments every batch function takes. The batch functions read
-    verticals, JSON Lines, Parquet or WET files (input_format, sniffed per file by
-    default) with the same field options as Dedup; every phase of a run must be
-    given the same ones (the work directory records them and refuses others).
-    Left out (or None): the command line's defaults."""
-    partitions: Optional[int]
-    normalize: Optional[str]
-    min_para_chars: Optional[int]
-    doc_check: Optional[str]
+class _ReadOptions(TypedDict, total=False):
+    """How every batch function reads: verticals, JSON Lines, Parquet or WET
+    files (input_format, sniffed per file by default) with the same field
+    options as Dedup. Left out (or None): the command line's defaults."""
     input_format: Optional[str]
     text_field: Optional[str]
     id_field: Optional[str]
     url_field: Optional[str]
     title_field: Optional[str]
     drop_bad_records: bool
+
+class _BatchOptions(_ReadOptions, total=False):
+    """The keyword arguments every batch phase takes (the read options too);
+    every phase of a run must be given the same ones (the work directory records
+    them and refuses others). Left out (or None): the command line's defaults."""
+    partitions: Optional[int]
+    normalize: Optional[str]
+    min_para_chars: Optional[int]
+    doc_check: Optional[str]
 
 class _BatchMinHashOptions(_BatchOptions, total=False):
     """minhash=True (with the settings of `webdedup minhash`: shingles "auto:N",
@@ -371,3 +374,15 @@ def batch_publish(
     store: Union[str, PathLike], **options: Unpack[_BatchOptions],
 ) -> int:
     """Folds the run's new keys into the store directory; returns its key count."""
+
+def batch_substr(
+    input: Union[str, PathLike], output: Union[str, PathLike], *, length: int = 100,
+    keep_first: bool = False, max_memory: Optional[int] = None, mark: bool = False,
+    feedback: bool = False, restore: bool = False, threads: Optional[int] = None,
+    **options: Unpack[_ReadOptions],
+) -> Dict[str, int]:
+    """`webdedup batch substr INPUT -o OUTPUT`: ExactSubstr's rule over every
+    input at once (the flags as keywords: length, keep_first, max_memory in MB,
+    mark, feedback for -f, restore for -r, threads for -t; the read options of
+    the other batch functions). Returns the figures of its --json: files,
+    documents, documents_changed, spans, bytes_struck, text_bytes, problems."""

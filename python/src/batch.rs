@@ -70,7 +70,8 @@ impl PhaseOptions {
                 continue;
             }
             match key.as_str() {
-                "minhash" | "shingles" | "shingle_norm" | "hashes" | "bands" | "rows" | "verify"
+                "minhash" | "shingles" | "shingle_norm" | "hashes" | "bands" | "rows"
+                | "verify"
                     if minhash == MinHash::Refused =>
                 {
                     return Err(unexpected(function, &key))
@@ -189,7 +190,7 @@ impl PhaseOptions {
 }
 
 /// Python's TypeError for a keyword argument the function does not take.
-fn failed(e: impl std::fmt::Display) -> PyErr {
+pub(crate) fn failed(e: impl std::fmt::Display) -> PyErr {
     err(format!("{e:#}"))
 }
 

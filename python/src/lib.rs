@@ -18,6 +18,7 @@ mod results;
 mod servers;
 mod shared;
 mod similar;
+mod substr;
 mod worker;
 
 use pyo3::create_exception;
@@ -137,5 +138,6 @@ fn webdedup(m: &Bound<'_, PyModule>) -> PyResult<()> {
     batch::register(m)?;
     minhash::register(m)?;
     minhash_dedup::register(m)?;
+    substr::register(m)?;
     Ok(())
 }

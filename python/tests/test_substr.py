@@ -42,3 +42,33 @@ def test_bad_window_sizes_and_mode_mixes_are_refused():
         webdedup.Dedup(substr=True, near=True)
     with pytest.raises(ValueError, match="webdedup dedup --substr -f"):
         webdedup.Dedup(substr=True, feedback=True)
+
+
+def test_batch_substr_writes_what_the_command_line_writes(tmp_path):
+    """`webdedup.batch_substr` is `webdedup batch substr` (the real binary,
+    WEBDEDUP_BIN): the same outputs, report and figures, one input per format."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    binary = os.environ.get("WEBDEDUP_BIN", str(root / "target" / "debug" / "webdedup"))
+    src = root / "sample" / "web3-mini-parquet" / "cc-2023-50"
+    cli, py = tmp_path / "cli", tmp_path / "py"
+    got = subprocess.run(
+        [binary, "batch", "substr", "-q", str(src), "-o", str(cli), "-f", "--keep-first",
+         "--length", "200", "--json", "-"], check=True, capture_output=True)
+    want = json.loads(got.stdout)
+    figures = webdedup.batch_substr(src, py, length=200, keep_first=True, feedback=True,
+                                    threads=2, input_format="parquet")
+    for key in ["files", "documents", "documents_changed", "spans", "bytes_struck", "text_bytes"]:
+        assert figures[key] == want[key], key
+    assert figures["spans"] > 10 and figures["problems"] == 0
+    files = sorted(p.relative_to(cli) for p in cli.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(py) for p in py.rglob("*") if p.is_file())
+    for f in files:
+        assert (cli / f).read_bytes() == (py / f).read_bytes(), f
+    with pytest.raises(TypeError, match="unexpected keyword argument 'near'"):
+        webdedup.batch_substr(src, py, near=True)
+    with pytest.raises(ValueError, match="--length 0"):
+        webdedup.batch_substr(src, py, length=0)

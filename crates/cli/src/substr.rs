@@ -1,20 +1,23 @@
 //! `webdedup batch substr`: ExactSubstr's rule over the whole input at once (see
 //! `webdedup_substr` and docs/substr.md).
 
-use crate::conventions::Reporting;
+use crate::conventions::{Reporting, Threads};
 use crate::flags::defs::MaxLineBytesFlag;
 use crate::flags::inputs::Inputs;
 use crate::read_args::ReadArgs;
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::Args;
-use std::path::PathBuf;
-use webdedup_dedup::runner::{list_inputs, output_path};
+use std::path::{Path, PathBuf};
+use webdedup_dedup::policy::file_id;
+use webdedup_dedup::runner::{
+    attributes_path, list_inputs, output_path, rel_bytes, spans_path, write_files_index,
+};
 use webdedup_formats::output::OutputCompression;
 use webdedup_formats::problems::Problems;
 use webdedup_formats::summary::Outcome;
-use webdedup_substr::run::{find, spans_tsv, write, Reading};
-use webdedup_substr::sarray::BYTES_PER_SHARD_BYTE;
-use webdedup_substr::{Keep, Settings, DEFAULT_LENGTH};
+use webdedup_substr::job::{Choices, Job, Output};
+use webdedup_substr::run::{spans_tsv, Reading};
+use webdedup_substr::DEFAULT_LENGTH;
 
 #[derive(Debug, Args)]
 pub struct SubstrArgs {
@@ -41,6 +44,25 @@ pub struct SubstrArgs {
     /// the document's text) to this file.
     #[arg(long, value_name = "FILE")]
     spans: Option<PathBuf>,
+    /// Strike nothing: write every input as read and, beside each output, its
+    /// spans as dolma attributes (`STEM.dedup.attributes.jsonl`, one line a
+    /// document: `webdedup_repeated_spans`, characters of its text), as
+    /// `dedup --substr --mark` does.
+    #[arg(long)]
+    mark: bool,
+    /// Also write, beside each output, `STEM.dedup.spans`: one line a span,
+    /// `FILE:LINE:START-END TAB FILE:LINE:START`, the span and where the first
+    /// copy of its first window starts (files by their ids; `files.idx` maps
+    /// them to paths), as `dedup --substr -f` does.
+    #[arg(short = 'f', long)]
+    feedback: bool,
+    /// Finish an interrupted run (the same command plus `-r`): the spans are
+    /// found again, inputs whose outputs are all in place are skipped, the
+    /// others (a half-written one among them) written again.
+    #[arg(short = 'r', long)]
+    restore: bool,
+    #[command(flatten)]
+    threads: Threads,
     #[command(flatten)]
     max_line_bytes: MaxLineBytesFlag,
     #[command(flatten)]
@@ -50,22 +72,14 @@ pub struct SubstrArgs {
 }
 
 pub fn run(args: &SubstrArgs) -> Result<u8> {
-    if args.length == 0 {
-        bail!("--length 0: the shortest span struck is at least 1 byte");
-    }
-    let shard_bytes = match args.max_memory {
-        Some(0) => bail!("--max-memory 0: give the suffix arrays at least 1 MB"),
-        Some(mb) => mb.saturating_mul(1 << 20) / BYTES_PER_SHARD_BYTE,
-        None => usize::MAX,
-    };
-    let settings = Settings {
+    let choices = Choices {
         length: args.length,
-        keep: if args.keep_first {
-            Keep::First
-        } else {
-            Keep::None
-        },
-        shard_bytes,
+        keep_first: args.keep_first,
+        max_memory: args.max_memory,
+        threads: args.threads.count(),
+        mark: args.mark,
+        feedback: args.feedback,
+        restore: args.restore,
     };
     let reading = Reading {
         read: args.read.settings()?,
@@ -75,23 +89,28 @@ pub fn run(args: &SubstrArgs) -> Result<u8> {
     for s in &listing.skipped {
         eprintln!("webdedup: {s}");
     }
-    let files: Vec<PathBuf> = listing.files.iter().map(|f| f.path.clone()).collect();
-    let outputs: Vec<PathBuf> = listing
-        .files
-        .iter()
-        .map(|f| output_path(&args.output, &f.rel, OutputCompression::None))
-        .collect();
+    let job = Job::new(
+        &listing.files,
+        &choices,
+        reading,
+        &|rel, output| output_name(&args.output, rel, output),
+        &|rel| file_id(rel_bytes(rel)),
+    )
+    .map_err(anyhow::Error::msg)?;
+    let files = &job.files;
     args.report
         .run("batch substr", &args.input.paths, 2, false, || {
             let problems = Problems::new(false);
-            let found = find(&files, &reading, &settings, &problems)?;
-            write(&files, &outputs, &reading, &found, OutputCompression::None)?;
+            let found = job.run(&problems)?;
+            if args.feedback {
+                write_files_index(&args.output, &listing.files)?;
+            }
             if let Some(path) = &args.spans {
                 let mut out = std::io::BufWriter::new(
                     std::fs::File::create(path)
                         .with_context(|| format!("cannot create {}", path.display()))?,
                 );
-                spans_tsv(&files, &found, &mut out)
+                spans_tsv(files, &found, &mut out)
                     .and_then(|_| std::io::Write::flush(&mut out))
                     .with_context(|| format!("cannot write {}", path.display()))?;
             }
@@ -122,4 +141,13 @@ pub fn run(args: &SubstrArgs) -> Result<u8> {
             o.status = i32::from(problems.count() > 0 || !listing.skipped.is_empty());
             Ok(o)
         })
+}
+
+/// The name of an output of input `rel` in `out`: `dedup`'s names.
+pub fn output_name(out: &Path, rel: &Path, output: Output) -> PathBuf {
+    match output {
+        Output::Main => output_path(out, rel, OutputCompression::None),
+        Output::Attributes => attributes_path(out, rel),
+        Output::Report => spans_path(out, rel),
+    }
 }

@@ -33,12 +33,9 @@ use webdedup_formats::parquet::RowSlice;
 use webdedup_formats::parquet_out::{encode_slice, KeptRows, RowGroupOut};
 use webdedup_formats::wet::{write_record, RecordInfo};
 
-/// Name of the attribute listing duplicate paragraph spans.
-pub const PARAGRAPH_ATTRIBUTE: &str = "webdedup_duplicate_paragraphs";
-/// Name of the attribute listing the spans substring mode removes.
-pub const SPANS_ATTRIBUTE: &str = "webdedup_repeated_spans";
-/// Name of the attribute holding the span of a document dropped whole.
-pub const DOCUMENT_ATTRIBUTE: &str = "webdedup_duplicate_document";
+/// The attributes' names, shared with `batch substr` (the paragraph spans, the
+/// spans substring mode removes, a document dropped whole).
+pub use webdedup_formats::strike::{DOCUMENT_ATTRIBUTE, PARAGRAPH_ATTRIBUTE, SPANS_ATTRIBUTE};
 /// MinHash `--clusters`: the name of the document's cluster (its kept document).
 pub const CLUSTER_ATTRIBUTE: &str = "webdedup_minhash_cluster";
 

@@ -12,10 +12,13 @@
 //! The items of a file cover its decompressed bytes in order ([`Text::Doc`]'s and
 //! [`Text::Other`]'s `raw`), so a reader can write the file back without the
 //! documents it drops. Parquet documents have no bytes of their own (their `raw`
-//! is their text).
+//! is their text); [`TextSink::chunk_end`] hands over each chunk read, whose
+//! rows a writer encodes again. A vertical document also comes with its
+//! [`Layout`]: which token line each word of its text stands for, and its
+//! paragraphs, so a writer can strike words from it line by line.
 
 use crate::attrs::attr;
-use crate::chunk::{Issue, DEFAULT_CHUNK_BYTES};
+use crate::chunk::{Chunk, Issue, DEFAULT_CHUNK_BYTES};
 use crate::doc::{DocMeta, DocSink};
 use crate::input::{Compression, InputFile};
 use crate::problems::Problems;
@@ -37,6 +40,47 @@ pub enum Text<'a> {
     Other { raw: &'a [u8] },
 }
 
+/// A word of a vertical document: its bytes in the document's text and the
+/// token line it stands for (with its line break) in the document's `raw`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WordLine {
+    pub text: Range<usize>,
+    pub raw: Range<usize>,
+}
+
+/// A paragraph of a vertical document: its bytes in the document's `raw` (its
+/// `<p>` and `</p>` lines with it) and its words (indices in [`Layout::words`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParaLines {
+    pub raw: Range<usize>,
+    pub words: Range<usize>,
+}
+
+/// Where the text of a vertical document comes from in its bytes (empty for
+/// the other formats).
+#[derive(Clone, Debug, Default)]
+pub struct Layout {
+    pub words: Vec<WordLine>,
+    pub paras: Vec<ParaLines>,
+}
+
+/// Where [`read_texts_to`] hands its items.
+pub trait TextSink {
+    /// The next item of the file; `layout` is a vertical document's.
+    fn text(&mut self, t: Text<'_>, layout: &Layout);
+    /// Every item of `chunk` has been handed over.
+    fn chunk_end(&mut self, _chunk: &Chunk) {}
+}
+
+/// A closure as a [`TextSink`] that wants neither layouts nor chunks.
+struct Items<F>(F);
+
+impl<F: FnMut(Text<'_>)> TextSink for Items<F> {
+    fn text(&mut self, t: Text<'_>, _layout: &Layout) {
+        (self.0)(t)
+    }
+}
+
 /// Reads the documents of `path` (its decompressed `stream`, as the input layer
 /// opened it with `compression`) in `format`, handing each item to `f`. Problems
 /// are reported to `problems` and skipped.
@@ -49,6 +93,38 @@ pub fn read_texts<R: Read>(
     problems: &Problems,
     f: &mut impl FnMut(Text<'_>),
 ) -> io::Result<()> {
+    let source = Source {
+        path,
+        format,
+        stream,
+        compression,
+    };
+    read_texts_to(source, max_line_bytes, problems, &mut Items(f))
+}
+
+/// An input file being read: its path, its format, its decompressed bytes (as
+/// the input layer opened it with `compression`).
+pub struct Source<'a, R> {
+    pub path: &'a Path,
+    pub format: &'a DocFormat,
+    pub stream: R,
+    pub compression: Compression,
+}
+
+/// [`read_texts`] into a [`TextSink`]: vertical documents with their layouts,
+/// and the end of every chunk.
+pub fn read_texts_to<R: Read>(
+    source: Source<'_, R>,
+    max_line_bytes: usize,
+    problems: &Problems,
+    sink: &mut impl TextSink,
+) -> io::Result<()> {
+    let Source {
+        path,
+        format,
+        stream,
+        compression,
+    } = source;
     let file = InputFile {
         path: path.to_path_buf(),
         rel: path.to_path_buf(),
@@ -61,25 +137,27 @@ pub fn read_texts<R: Read>(
         max_line_bytes,
     )?;
     let mut text = String::new();
+    let mut layout = Layout::default();
+    let vertical = matches!(format, DocFormat::Vertical);
     while let Some(chunk) = reader.next_chunk() {
-        let mut sink = WholeTexts {
+        let mut whole = WholeTexts {
             data: &chunk.data,
             path,
             at: format.at(),
-            paragraphs_apart: !matches!(format, DocFormat::Vertical),
+            vertical,
             problems,
-            f: &mut *f,
+            f: &mut *sink,
             covered: 0,
             doc: None,
             text: &mut text,
+            layout: &mut layout,
         };
-        format.parse(&chunk, &mut sink);
+        format.parse(&chunk, &mut whole);
         let n = chunk.data.len();
-        if sink.covered < n {
-            (sink.f)(Text::Other {
-                raw: &chunk.data[sink.covered..n],
-            });
+        if whole.covered < n {
+            whole.other(whole.covered..n);
         }
+        sink.chunk_end(&chunk);
     }
     Ok(())
 }
@@ -121,6 +199,8 @@ struct OpenDoc {
     /// `None`: a vertical document without `id` or `url` (skipped).
     id: Option<String>,
     invalid_utf8: bool,
+    /// A vertical's open paragraph: where it starts in the chunk, its first word.
+    para: Option<(usize, usize)>,
 }
 
 /// Turns a format reader's events into [`Text`]s that cover the chunk byte for
@@ -130,24 +210,34 @@ struct WholeTexts<'a, F> {
     path: &'a Path,
     /// How a position is named in messages (`row `, `offset `).
     at: &'static str,
-    /// Paragraphs joined by `\n` (every format but verticals, whose paragraphs
-    /// are joined by a space).
-    paragraphs_apart: bool,
+    /// A vertical: paragraphs joined by a space (by `\n` in every other
+    /// format), words and paragraphs recorded in `layout`.
+    vertical: bool,
     problems: &'a Problems,
     f: &'a mut F,
     /// Bytes of `data` already handed out.
     covered: usize,
     doc: Option<OpenDoc>,
     text: &'a mut String,
+    layout: &'a mut Layout,
 }
 
-impl<F: FnMut(Text<'_>)> WholeTexts<'_, F> {
+impl<F: TextSink> WholeTexts<'_, F> {
+    /// Hands out `range` of the data as `Other`.
+    fn other(&mut self, range: Range<usize>) {
+        let none = Layout::default();
+        self.f.text(
+            Text::Other {
+                raw: &self.data[range],
+            },
+            &none,
+        );
+    }
+
     /// Hands out the bytes before `start` not yet handed out, as `Other`.
     fn gap_until(&mut self, start: usize) {
         if self.covered < start {
-            (self.f)(Text::Other {
-                raw: &self.data[self.covered..start],
-            });
+            self.other(self.covered..start);
             self.covered = start;
         }
     }
@@ -165,16 +255,19 @@ impl<F: FnMut(Text<'_>)> WholeTexts<'_, F> {
     }
 }
 
-impl<F: FnMut(Text<'_>)> DocSink for WholeTexts<'_, F> {
+impl<F: TextSink> DocSink for WholeTexts<'_, F> {
     fn doc_start(&mut self, header: Range<usize>, line: u64, meta: &DocMeta<'_>) {
         self.gap_until(header.start);
         self.text.clear();
+        self.layout.words.clear();
+        self.layout.paras.clear();
         self.doc = Some(OpenDoc {
             start: header.start,
             end: header.end,
             line,
             id: self.id_of(meta, line),
             invalid_utf8: false,
+            para: None,
         });
     }
 
@@ -184,9 +277,12 @@ impl<F: FnMut(Text<'_>)> DocSink for WholeTexts<'_, F> {
         }
     }
 
-    fn para_start(&mut self, _start: usize, _line: u64, _implicit: bool) {
-        if self.paragraphs_apart && !self.text.is_empty() {
+    fn para_start(&mut self, start: usize, _line: u64, _implicit: bool) {
+        if !self.vertical && !self.text.is_empty() {
             self.text.push('\n');
+        }
+        if let (true, Some(d)) = (self.vertical, &mut self.doc) {
+            d.para = Some((start, self.layout.words.len()));
         }
     }
 
@@ -194,6 +290,7 @@ impl<F: FnMut(Text<'_>)> DocSink for WholeTexts<'_, F> {
         if !glued && !self.text.is_empty() && !self.text.ends_with('\n') {
             self.text.push(' ');
         }
+        let from = self.text.len();
         match std::str::from_utf8(word) {
             Ok(w) => self.text.push_str(w),
             Err(_) => {
@@ -203,11 +300,28 @@ impl<F: FnMut(Text<'_>)> DocSink for WholeTexts<'_, F> {
                 }
             }
         }
+        if let (true, Some(d)) = (self.vertical, &self.doc) {
+            // A vertical's word is a slice of its token line in the data.
+            let at = (word.as_ptr() as usize).wrapping_sub(self.data.as_ptr() as usize);
+            if at <= self.data.len() && d.start <= at {
+                let line = line_around(self.data, at);
+                self.layout.words.push(WordLine {
+                    text: from..self.text.len(),
+                    raw: line.start - d.start..line.end - d.start,
+                });
+            }
+        }
     }
 
     fn para_end(&mut self, end: usize) {
         if let Some(d) = &mut self.doc {
             d.end = d.end.max(end);
+            if let Some((start, first)) = d.para.take() {
+                self.layout.paras.push(ParaLines {
+                    raw: start - d.start..end - d.start,
+                    words: first..self.layout.words.len(),
+                });
+            }
         }
     }
 
@@ -227,12 +341,15 @@ impl<F: FnMut(Text<'_>)> DocSink for WholeTexts<'_, F> {
             );
         }
         match d.id {
-            Some(id) => (self.f)(Text::Doc {
-                id,
-                text: self.text,
-                line: d.line,
-                raw,
-            }),
+            Some(id) => self.f.text(
+                Text::Doc {
+                    id,
+                    text: self.text,
+                    line: d.line,
+                    raw,
+                },
+                self.layout,
+            ),
             None => {
                 self.problems.report_at(
                     self.path,
@@ -240,7 +357,7 @@ impl<F: FnMut(Text<'_>)> DocSink for WholeTexts<'_, F> {
                     Some(d.line),
                     "document has neither id nor url attribute (skipped)",
                 );
-                (self.f)(Text::Other { raw });
+                self.other(d.start..d.end);
             }
         }
     }
@@ -248,9 +365,7 @@ impl<F: FnMut(Text<'_>)> DocSink for WholeTexts<'_, F> {
     fn passthrough(&mut self, range: Range<usize>, _line: u64, _dropped: bool) {
         self.gap_until(range.start);
         if range.end > self.covered {
-            (self.f)(Text::Other {
-                raw: &self.data[self.covered..range.end],
-            });
+            self.other(self.covered..range.end);
             self.covered = range.end;
         }
     }
@@ -259,4 +374,11 @@ impl<F: FnMut(Text<'_>)> DocSink for WholeTexts<'_, F> {
         self.problems
             .report_at(self.path, self.at, Some(issue.line), &issue.kind);
     }
+}
+
+/// The line of `data` holding byte `at`, with its line break.
+fn line_around(data: &[u8], at: usize) -> Range<usize> {
+    let start = memchr::memrchr(b'\n', &data[..at]).map_or(0, |i| i + 1);
+    let end = memchr::memchr(b'\n', &data[at..]).map_or(data.len(), |i| at + i + 1);
+    start..end
 }

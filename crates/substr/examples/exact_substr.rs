@@ -47,7 +47,7 @@ fn main() {
     let files = input_files(&inputs).unwrap_or_else(|e| fail(&e.to_string()));
     let reading = Reading::default();
     let started = Instant::now();
-    let found = find(&files, &reading, &settings, &Problems::new(false))
+    let found = find(&files, &reading, &settings, false, &Problems::new(false))
         .unwrap_or_else(|e| fail(&e.to_string()));
     eprintln!(
         "exact_substr: {} documents, {} bytes of text, {} spans, {} bytes struck, {:.2} s",

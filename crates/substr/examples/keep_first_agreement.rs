@@ -88,7 +88,7 @@ fn main() {
     }
     let files = input_files(&inputs).unwrap_or_else(|e| fail(&e.to_string()));
     let reading = Reading::default();
-    let exact = find(&files, &reading, &settings, &Problems::new(false))
+    let exact = find(&files, &reading, &settings, false, &Problems::new(false))
         .unwrap_or_else(|e| fail(&e.to_string()));
     let marks = read_marks(&marks, &names);
     let (mut run, mut truth, mut both) = (0u64, 0u64, 0u64);

@@ -33,6 +33,13 @@ impl Corpus {
         self.bytes.push(SEPARATOR);
     }
 
+    /// Appends the texts of `other`, in order.
+    pub fn append(&mut self, other: Corpus) {
+        let base = self.bytes.len();
+        self.starts.extend(other.starts.iter().map(|s| s + base));
+        self.bytes.extend_from_slice(&other.bytes);
+    }
+
     pub fn len(&self) -> usize {
         self.starts.len()
     }

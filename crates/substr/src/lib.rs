@@ -8,11 +8,13 @@
 //! * [`sarray`]: positions in suffix-array order, in shards of bounded size
 //!   merged (construction by `libsais`).
 //! * [`rule`]: the repeated windows and the spans they cover in each text.
+//! * [`job`]: a whole run as the command line and Python ask for it.
 //! * [`run`]: the mode over files: read every format through
 //!   `webdedup_formats::texts`, write each document back in its format without
 //!   its spans (`webdedup_formats::strike`).
 
 pub mod corpus;
+pub mod job;
 pub mod rule;
 pub mod run;
 pub mod sarray;

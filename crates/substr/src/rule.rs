@@ -30,8 +30,11 @@ pub struct Settings {
     /// The shortest span struck, in bytes (their tool's `--length-threshold`).
     pub length: usize,
     pub keep: Keep,
-    /// Positions per suffix-array shard ([`crate::sarray::for_each_sorted`]).
+    /// Positions of the suffix arrays in memory at once
+    /// ([`crate::sarray::for_each_sorted`]).
     pub shard_bytes: usize,
+    /// Threads building shards at once (they share `shard_bytes`).
+    pub threads: usize,
 }
 
 /// The default shortest span: 100 bytes, as their tool's examples.
@@ -43,6 +46,7 @@ impl Default for Settings {
             length: DEFAULT_LENGTH,
             keep: Keep::None,
             shard_bytes: usize::MAX,
+            threads: 1,
         }
     }
 }
@@ -66,23 +70,47 @@ impl Bits {
 /// The spans to strike from each text of `corpus` (offsets in the text,
 /// sorted, merged).
 pub fn repeated_spans(corpus: &Corpus, settings: &Settings) -> io::Result<Vec<Vec<Range<usize>>>> {
+    Ok(struck(corpus, settings, false)?.spans)
+}
+
+/// The spans to strike from each text, and where the first copy of each span's
+/// first window is.
+#[derive(Debug, Default)]
+pub struct Struck {
+    /// Per text: offsets in the text, sorted, merged.
+    pub spans: Vec<Vec<Range<usize>>>,
+    /// Per text and span (when asked for): the position in the corpus of the
+    /// first occurrence of the window the span starts with (with every copy
+    /// struck, the first copy is struck too, and may be the span itself).
+    pub firsts: Vec<Vec<usize>>,
+}
+
+/// [`repeated_spans`], with the first copies when `firsts` (8 bytes of memory a
+/// struck position).
+pub fn struck(corpus: &Corpus, settings: &Settings, firsts: bool) -> io::Result<Struck> {
     let text = &corpus.bytes[..];
     let l = settings.length.max(1);
     let mut struck = Bits::new(text.len());
+    // Struck positions and the first position of their window, when asked.
+    let mut first_of: Vec<(u32, u32)> = Vec::new();
     // The run of positions sharing their first `l` bytes being read.
     let mut group: Vec<usize> = Vec::new();
-    let flush = |group: &mut Vec<usize>, struck: &mut Bits| {
+    let mut flush = |group: &mut Vec<usize>, struck: &mut Bits| {
         if group.len() >= 2 {
             let first = *group.iter().min().unwrap_or(&0);
             for &p in group.iter() {
                 if settings.keep == Keep::None || p != first {
                     struck.set(p);
+                    if firsts {
+                        // Positions fit in u32 (`for_each_sorted` checks).
+                        first_of.push((p as u32, first as u32));
+                    }
                 }
             }
         }
         group.clear();
     };
-    for_each_sorted(text, l, settings.shard_bytes, |p| {
+    for_each_sorted(text, l, settings.shard_bytes, settings.threads, |p| {
         // A window that is not inside one text repeats nothing.
         let w = match text.get(p..p + l) {
             Some(w) if !w.contains(&SEPARATOR) => w,
@@ -96,18 +124,30 @@ pub fn repeated_spans(corpus: &Corpus, settings: &Settings) -> io::Result<Vec<Ve
         group.push(p);
     })?;
     flush(&mut group, &mut struck);
-    Ok((0..corpus.len())
-        .map(|i| {
-            let r = corpus.text_range(i);
-            let mut spans: Vec<Range<usize>> = Vec::new();
-            for p in struck.iter(r.clone()) {
-                let s = p - r.start;
-                match spans.last_mut() {
-                    Some(last) if s <= last.end => last.end = s + l,
-                    _ => spans.push(s..s + l),
+    first_of.sort_unstable();
+    let first = |p: usize| {
+        let i = first_of.partition_point(|&(q, _)| (q as usize) < p);
+        first_of.get(i).map_or(p, |&(_, f)| f as usize)
+    };
+    let mut out = Struck::default();
+    for i in 0..corpus.len() {
+        let r = corpus.text_range(i);
+        let mut spans: Vec<Range<usize>> = Vec::new();
+        let mut starts = Vec::new();
+        for p in struck.iter(r.clone()) {
+            let s = p - r.start;
+            match spans.last_mut() {
+                Some(last) if s <= last.end => last.end = s + l,
+                _ => {
+                    spans.push(s..s + l);
+                    if firsts {
+                        starts.push(first(p));
+                    }
                 }
             }
-            spans
-        })
-        .collect())
+        }
+        out.spans.push(spans);
+        out.firsts.push(starts);
+    }
+    Ok(out)
 }

@@ -8,6 +8,7 @@
 //! compares those bytes alone. One shard (the corpus fits the memory given)
 //! needs no merge and writes nothing to disk.
 
+use rayon::prelude::*;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fs::File;
@@ -37,11 +38,14 @@ pub fn suffix_array(text: &[u8]) -> io::Result<Vec<u32>> {
 
 /// Hands every position of `text` to `f`, in the order of the first `length`
 /// bytes of the suffix starting there (ties in any order), building suffix
-/// arrays of at most `shard_bytes` positions at a time.
+/// arrays of at most `shard_bytes` positions in all at a time: one over the
+/// whole text when it fits, else shards of `shard_bytes / threads` built by
+/// `threads` threads at once. The order is the same for any `threads`.
 pub fn for_each_sorted(
     text: &[u8],
     length: usize,
     shard_bytes: usize,
+    threads: usize,
     mut f: impl FnMut(usize),
 ) -> io::Result<()> {
     if text.len() > u32::MAX as usize {
@@ -57,18 +61,20 @@ pub fn for_each_sorted(
         }
         return Ok(());
     }
-    let mut shards = Vec::new();
-    for start in (0..text.len()).step_by(shard_bytes) {
-        let end = (start + shard_bytes).min(text.len());
-        let sa = suffix_array(&text[start..(end + length).min(text.len())])?;
-        let mut file = BufWriter::new(tempfile::tempfile()?);
-        for p in sa.into_iter().filter(|&p| (p as usize) < end - start) {
-            file.write_all(&(start as u32 + p).to_le_bytes())?;
-        }
-        let mut file = file.into_inner().map_err(|e| e.into_error())?;
-        io::Seek::rewind(&mut file)?;
-        shards.push(Shard(BufReader::with_capacity(1 << 20, file)));
-    }
+    let threads = threads.clamp(1, shard_bytes);
+    let shard_bytes = shard_bytes / threads;
+    let starts: Vec<usize> = (0..text.len()).step_by(shard_bytes).collect();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(io::Error::other)?;
+    let built: Vec<io::Result<Shard>> = pool.install(|| {
+        starts
+            .par_iter()
+            .map(|&start| shard(text, start, (start + shard_bytes).min(text.len()), length))
+            .collect()
+    });
+    let mut shards = built.into_iter().collect::<io::Result<Vec<Shard>>>()?;
     let window = |p: usize| &text[p..(p + length).min(text.len())];
     let mut heap = BinaryHeap::new();
     for (i, s) in shards.iter_mut().enumerate() {
@@ -83,6 +89,19 @@ pub fn for_each_sorted(
         }
     }
     Ok(())
+}
+
+/// The positions `start..end` of `text` sorted by their first `length` bytes,
+/// written to a temporary file.
+fn shard(text: &[u8], start: usize, end: usize, length: usize) -> io::Result<Shard> {
+    let sa = suffix_array(&text[start..(end + length).min(text.len())])?;
+    let mut file = BufWriter::new(tempfile::tempfile()?);
+    for p in sa.into_iter().filter(|&p| (p as usize) < end - start) {
+        file.write_all(&(start as u32 + p).to_le_bytes())?;
+    }
+    let mut file = file.into_inner().map_err(|e| e.into_error())?;
+    io::Seek::rewind(&mut file)?;
+    Ok(Shard(BufReader::with_capacity(1 << 20, file)))
 }
 
 /// A shard's sorted positions read back.

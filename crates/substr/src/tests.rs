@@ -82,6 +82,7 @@ fn found(texts: &[String], l: usize, keep: Keep, shard_bytes: usize) -> Vec<Vec<
         length: l,
         keep,
         shard_bytes,
+        threads: 1 + shard_bytes % 3,
     };
     // Touching spans are one span in the brute force's marks.
     repeated_spans(&c, &settings)
@@ -127,4 +128,36 @@ fn repeat_across_texts_is_struck_in_both() {
     let b = "z".to_string() + "the same long sentence";
     let spans = found(&[a, b], 10, Keep::First, usize::MAX);
     assert_eq!(spans, vec![vec![], vec![1..23]]);
+}
+
+#[test]
+fn a_span_names_the_first_copy_of_its_first_window() {
+    let shared = "the same long sentence";
+    let texts = [
+        format!("ab{shared}"),
+        "nothing".to_string(),
+        format!("{shared}!"),
+        format!("x{shared}"),
+    ];
+    let mut c = Corpus::new();
+    for t in &texts {
+        c.push(t);
+    }
+    let settings = Settings {
+        length: 10,
+        keep: Keep::First,
+        shard_bytes: 16,
+        threads: 2,
+    };
+    let got = crate::rule::struck(&c, &settings, true).unwrap();
+    let first = c.text_range(0).start + 2;
+    assert_eq!(got.spans, vec![vec![], vec![], vec![0..22], vec![1..23]]);
+    assert_eq!(got.firsts, vec![vec![], vec![], vec![first], vec![first]]);
+    let every = Settings {
+        keep: Keep::None,
+        ..settings
+    };
+    let got = crate::rule::struck(&c, &every, true).unwrap();
+    assert_eq!(got.firsts[0], vec![first]);
+    assert_eq!(got.firsts[3], vec![first]);
 }
