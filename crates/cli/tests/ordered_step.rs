@@ -76,3 +76,29 @@ fn many_threads_on_small_chunks_give_the_one_thread_outputs() {
         assert_same_files(&format!("-t 8 {extra:?}"), &outputs(&many), &want);
     }
 }
+
+#[test]
+fn near_and_minhash_asked_ahead_give_the_one_thread_outputs() {
+    // Small chunks and many threads: chunks ask their tests before their turns
+    // while earlier chunks still insert, so answers are corrected in the turn
+    // (near mode decides again) or stand.
+    let dir = tempfile::tempdir().unwrap();
+    let variants: [(&str, &[&str]); 4] = [
+        ("dedup", &["-n"]),
+        ("dedup", &["-n", "--near-rules", "onion"]),
+        ("minhash", &[]),
+        ("minhash", &["--verify", "0.5"]),
+    ];
+    for (i, (command, extra)) in variants.iter().enumerate() {
+        let one = dir.path().join(format!("one{i}"));
+        let many = dir.path().join(format!("many{i}"));
+        for (out, threads) in [(&one, "1"), (&many, "8")] {
+            let args = [&["--dd", "--chunk-bytes", "5000", "-t", threads], *extra].concat();
+            ok(&webdedup(&command_args(command, &sample_dir(), out, &args)));
+        }
+        let want = outputs(&one);
+        let what = format!("{command} -t 8 {extra:?}");
+        assert!(want.iter().any(|(n, _)| n.ends_with(".dd")), "{what}");
+        assert_same_files(&what, &outputs(&many), &want);
+    }
+}

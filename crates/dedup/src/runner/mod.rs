@@ -6,6 +6,7 @@
 //! order. The store therefore sees exactly the key sequence of a one-thread pass,
 //! and the outputs are byte-identical for every `--threads` value.
 
+mod ahead;
 mod config;
 mod cpu;
 mod lanes;
@@ -27,6 +28,7 @@ use crate::policy::file_id;
 use crate::report::RunStats;
 use crate::resume::Finished;
 use crate::state::RunState;
+use ahead::Recent;
 use anyhow::{Context, Result};
 use cpu::OrderedClock;
 use lanes::{Lanes, EXACT_ROUNDS};
@@ -195,6 +197,8 @@ pub fn run_files(
         } else {
             let lanes = split_by_block(cfg, dur).then(|| Lanes::new(store, EXACT_ROUNDS));
             let lanes = &lanes;
+            let ahead = asks_ahead(cfg, dur, state).then(|| Recent::new(threads));
+            let ahead = &ahead;
             let commit_gate = Gate::new(RecordCounter::default());
             let write_gate = Gate::new(writer);
             let failure: Mutex<Option<anyhow::Error>> = Mutex::new(None);
@@ -217,6 +221,10 @@ pub fn run_files(
                             let failed = || stop.load(Ordering::Relaxed);
                             if !failed() {
                                 w.plan(&job, &files[job.file], dur);
+                                if let Some(recent) = ahead {
+                                    let file = &files[job.file];
+                                    w.ahead(&job, file, store, &cfg.options, state, dur, recent);
+                                }
                             }
                             // Every job passes both gates, even after a failure, so no
                             // thread waits forever for a turn that never comes.
@@ -229,9 +237,19 @@ pub fn run_files(
                             let r = commit_gate.pass(job.seq, |records| {
                                 ordered.time(|| {
                                     w.first_record = records.next(&job, w.engine.plan.paras.len());
-                                    match lanes {
-                                        Some(_) => Ok(()),
-                                        None => decide(&mut w, store),
+                                    match (lanes, ahead) {
+                                        (Some(_), _) => Ok(()),
+                                        (None, Some(recent)) if failed() => {
+                                            recent.pass(job.seq, Default::default());
+                                            Ok(())
+                                        }
+                                        (None, Some(recent)) => {
+                                            let (file, opts) = (&files[job.file], &cfg.options);
+                                            w.decide_foreseen(
+                                                &job, file, store, opts, state, dur, recent,
+                                            )
+                                        }
+                                        (None, None) => decide(&mut w, store),
                                     }
                                 })
                             });
@@ -300,6 +318,19 @@ pub fn run_files(
         stats.span_bytes_removed.get_or_insert(0);
     }
     Ok(stats)
+}
+
+/// Whether chunks ask their tests ahead of their turns ([`ahead`]): near and
+/// MinHash modes on this process's own store (see [`split_by_block`]), without
+/// feedback (its locations name records numbered in the commit gate) and without
+/// batch mode's resolved verdicts.
+fn asks_ahead(cfg: &RunConfig, dur: &Durability, state: &RunState) -> bool {
+    let o = &cfg.options;
+    (o.near().is_some() || o.minhash().is_some())
+        && !o.feedback()
+        && o.substr().is_none()
+        && dur.journal.is_some()
+        && state.decided.is_none()
 }
 
 /// Whether the ordered step is split by store block ([`lanes`]): exact mode (its
