@@ -1,5 +1,6 @@
-//! The ordered step asked ahead (near and MinHash modes on this process's store,
-//! several threads).
+//! The ordered step asked ahead (MinHash mode on this process's store, several
+//! threads; near mode can use it too but keeps the one gate, see
+//! `runner::asks_ahead`).
 //!
 //! A store only grows, and before a chunk's turn in the commit gate only earlier
 //! chunks insert. So a chunk can ask its tests before its turn, in parallel with
@@ -8,12 +9,12 @@
 //! still ahead of it. In its turn each chunk leaves the keys it inserted new
 //! ([`Recent`]), and a chunk corrects its early answers by those of the chunks it
 //! did not wait for ([`Foresight::patch`]): exactly the store's answers in its
-//! turn. Near mode decides the whole chunk ahead (a test answered as the store
-//! would, with the chunk's own earlier inserts laid over it); when no answer
-//! changed, its turn only sends the inserts, else the chunk is decided again in
-//! its turn with the corrected answers ([`Foreseen`]). MinHash mode asks only its
-//! test round ahead: its decisions add to the side store, in input order. Every
-//! answer is a one-thread run's, so every output is too.
+//! turn. MinHash mode asks its test round ahead and judges in its turn (its
+//! decisions add to the side store, in input order). Near mode decides the whole
+//! chunk ahead (a test answered as the store would, with the chunk's own earlier
+//! inserts laid over it); when no answer changed its turn only sends the inserts,
+//! else the chunk is decided again in its turn with the corrected answers
+//! ([`Foreseen`]). Every answer is a one-thread run's, so every output is too.
 
 use parking_lot::Mutex;
 use std::collections::{HashMap, VecDeque};
