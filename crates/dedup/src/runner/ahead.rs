@@ -252,21 +252,7 @@ impl Store for Ahead<'_> {
         Ok(())
     }
 
-    fn len(&self) -> u64 {
-        self.inner.len()
-    }
-
-    fn counts_keys(&self) -> bool {
-        self.inner.counts_keys()
-    }
-
-    fn memory_bytes(&self) -> u64 {
-        self.inner.memory_bytes()
-    }
-
-    fn blocks(&self) -> u32 {
-        self.inner.blocks()
-    }
+    forward_store_figures!();
 }
 
 /// How a [`Foreseen`] answers tests.
@@ -378,19 +364,5 @@ impl Store for Foreseen<'_> {
         Ok(())
     }
 
-    fn len(&self) -> u64 {
-        self.inner.len()
-    }
-
-    fn counts_keys(&self) -> bool {
-        self.inner.counts_keys()
-    }
-
-    fn memory_bytes(&self) -> u64 {
-        self.inner.memory_bytes()
-    }
-
-    fn blocks(&self) -> u32 {
-        self.inner.blocks()
-    }
+    forward_store_figures!();
 }

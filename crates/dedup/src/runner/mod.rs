@@ -6,6 +6,27 @@
 //! order. The store therefore sees exactly the key sequence of a one-thread pass,
 //! and the outputs are byte-identical for every `--threads` value.
 
+/// The [`Store`] methods a wrapper store answers as its `inner` store does.
+macro_rules! forward_store_figures {
+    () => {
+        fn len(&self) -> u64 {
+            self.inner.len()
+        }
+
+        fn counts_keys(&self) -> bool {
+            self.inner.counts_keys()
+        }
+
+        fn memory_bytes(&self) -> u64 {
+            self.inner.memory_bytes()
+        }
+
+        fn blocks(&self) -> u32 {
+            self.inner.blocks()
+        }
+    };
+}
+
 mod ahead;
 mod config;
 mod cpu;
@@ -40,7 +61,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 use webdedup_formats::chunk::BufferPool;
 use webdedup_store::Store;
-use worker::Worker;
+use worker::{AheadRun, Worker};
 use writer::Writer;
 
 /// Deduplicates every file of `cfg.inputs` into `cfg.output` against `store`.
@@ -217,13 +238,19 @@ pub fn run_files(
                 for _ in 0..threads {
                     s.spawn(|| {
                         let mut w = Worker::new(&cfg.options, cfg.mark);
+                        let ahead_run = ahead.as_ref().map(|recent| AheadRun {
+                            store,
+                            opts: &cfg.options,
+                            state,
+                            dur,
+                            recent,
+                        });
                         for job in rx.iter() {
                             let failed = || stop.load(Ordering::Relaxed);
                             if !failed() {
                                 w.plan(&job, &files[job.file], dur);
-                                if let Some(recent) = ahead {
-                                    let file = &files[job.file];
-                                    w.ahead(&job, file, store, &cfg.options, state, dur, recent);
+                                if let Some(run) = &ahead_run {
+                                    w.ahead(&job, &files[job.file], run);
                                 }
                             }
                             // Every job passes both gates, even after a failure, so no
@@ -243,11 +270,9 @@ pub fn run_files(
                                             recent.pass(job.seq, Default::default());
                                             Ok(())
                                         }
-                                        (None, Some(recent)) => {
-                                            let (file, opts) = (&files[job.file], &cfg.options);
-                                            w.decide_foreseen(
-                                                &job, file, store, opts, state, dur, recent,
-                                            )
+                                        (None, Some(_)) => {
+                                            let run = ahead_run.as_ref().expect("asked ahead");
+                                            w.decide_foreseen(&job, &files[job.file], run)
                                         }
                                         (None, None) => decide(&mut w, store),
                                     }

@@ -17,6 +17,17 @@ use webdedup_formats::output::OutputCompression;
 use webdedup_store::journal::encode_record;
 use webdedup_store::{fault, Location, Store, StoreError};
 
+/// What a chunk asked ahead needs besides itself ([`Worker::ahead`],
+/// [`Worker::decide_foreseen`]).
+#[derive(Clone, Copy)]
+pub(crate) struct AheadRun<'a> {
+    pub(crate) store: &'a dyn Store,
+    pub(crate) opts: &'a Options,
+    pub(crate) state: &'a RunState,
+    pub(crate) dur: &'a Durability<'a>,
+    pub(crate) recent: &'a Recent,
+}
+
 /// One thread's engine, and the journal record of its chunk.
 pub(crate) struct Worker {
     pub(crate) engine: Engine,
@@ -182,17 +193,9 @@ impl Worker {
     /// decides the whole chunk, MinHash mode asks its test round. A failure here,
     /// or verdicts recorded by an interrupted run, mean the chunk is decided in
     /// its turn.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn ahead(
-        &mut self,
-        job: &Job,
-        file: &InputFile,
-        store: &dyn Store,
-        opts: &Options,
-        state: &RunState,
-        dur: &Durability,
-        recent: &Recent,
-    ) {
+    pub(crate) fn ahead(&mut self, job: &Job, file: &InputFile, run: &AheadRun) {
+        let (store, opts, state) = (run.store, run.opts, run.state);
+        let (dur, recent) = (run.dur, run.recent);
         self.foresight.start(recent);
         let recorded = dur
             .recorded
@@ -227,7 +230,6 @@ impl Worker {
             }
             None => self.engine.decide(ctx, &ahead, opts, state),
         };
-        drop(ahead);
         self.foresight.ready = r.is_ok();
         self.foresight.decided = r.is_ok() && opts.minhash().is_none();
     }
@@ -236,23 +238,19 @@ impl Worker {
     /// made ahead stand when no answer changed (only the inserts are sent), else
     /// the chunk is decided again with the corrected answers. Leaves the keys the
     /// chunk inserted new in `recent`, whatever happened.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn decide_foreseen(
         &mut self,
         job: &Job,
         file: &InputFile,
-        store: &dyn Store,
-        opts: &Options,
-        state: &RunState,
-        dur: &Durability,
-        recent: &Recent,
+        run: &AheadRun,
     ) -> Result<()> {
+        let AheadRun { store, recent, .. } = *run;
+        let (opts, state, dur) = (run.opts, run.state, run.dur);
         let mut f = std::mem::take(&mut self.foresight);
         let changed = f.patch(recent, job.seq);
         let (r, new) = if f.decided && changed == Some(0) {
             let seen = Foreseen::new(store, Sight::Stood(&f));
             let r = self.decide_with(job, file, &seen, opts, dur, |_, _, s| f.replay(s));
-            drop(seen);
             (r, f.take_own())
         } else {
             let sight = match changed {
