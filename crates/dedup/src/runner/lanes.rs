@@ -221,19 +221,5 @@ impl Store for LaneStore<'_> {
         failure.map_or(Ok(()), Err)
     }
 
-    fn len(&self) -> u64 {
-        self.inner.len()
-    }
-
-    fn counts_keys(&self) -> bool {
-        self.inner.counts_keys()
-    }
-
-    fn memory_bytes(&self) -> u64 {
-        self.inner.memory_bytes()
-    }
-
-    fn blocks(&self) -> u32 {
-        self.inner.blocks()
-    }
+    forward_store_figures!();
 }

@@ -1,5 +1,6 @@
 //! One thread's worker: the engine on a job, and the chunk's journal record.
 
+use super::ahead::{Ahead, Foreseen, Foresight, Recent, Sight};
 use super::config::{Durability, RunConfig};
 use super::lanes::{LaneScratch, LaneStore, Lanes};
 use super::order::Job;
@@ -14,7 +15,18 @@ use std::sync::atomic::Ordering;
 use webdedup_formats::input::InputFile;
 use webdedup_formats::output::OutputCompression;
 use webdedup_store::journal::encode_record;
-use webdedup_store::{fault, Location, Store};
+use webdedup_store::{fault, Location, Store, StoreError};
+
+/// What a chunk asked ahead needs besides itself ([`Worker::ahead`],
+/// [`Worker::decide_foreseen`]).
+#[derive(Clone, Copy)]
+pub(crate) struct AheadRun<'a> {
+    pub(crate) store: &'a dyn Store,
+    pub(crate) opts: &'a Options,
+    pub(crate) state: &'a RunState,
+    pub(crate) dur: &'a Durability<'a>,
+    pub(crate) recent: &'a Recent,
+}
 
 /// One thread's engine, and the journal record of its chunk.
 pub(crate) struct Worker {
@@ -35,6 +47,7 @@ pub(crate) struct Worker {
     pub(crate) record: Vec<u8>,
     record_due: bool,
     lane_scratch: LaneScratch,
+    foresight: Foresight,
 }
 
 impl Worker {
@@ -52,6 +65,7 @@ impl Worker {
             record: Vec::new(),
             record_due: false,
             lane_scratch: Default::default(),
+            foresight: Foresight::default(),
         }
     }
 
@@ -81,6 +95,22 @@ impl Worker {
         state: &RunState,
         dur: &Durability,
     ) -> Result<()> {
+        self.decide_with(job, file, store, opts, dur, |e, id, store| {
+            e.decide(id, store, opts, state)
+        })
+    }
+
+    /// [`Self::decide`] with the chunk's requests asked by `run` (the engine's
+    /// decisions, or requests replayed: [`Self::decide_foreseen`]).
+    fn decide_with(
+        &mut self,
+        job: &Job,
+        file: &InputFile,
+        store: &dyn Store,
+        opts: &Options,
+        dur: &Durability,
+        run: impl FnOnce(&mut Engine, ChunkContext, &dyn Store) -> Result<(), StoreError>,
+    ) -> Result<()> {
         let rel = rel_bytes(&file.rel);
         let id = ChunkContext {
             id: chunk_identity(rel, job.index),
@@ -90,7 +120,7 @@ impl Worker {
         self.record_due = false;
         if let Some(v) = dur.recorded.and_then(|r| r.get(rel, job.index)) {
             let replay = Replayer::with_store(v, store);
-            let r = self.engine.decide(id, &replay, opts, state);
+            let r = run(&mut self.engine, id, &replay);
             if r.is_err() || !replay.matched() {
                 anyhow::bail!(
                     "{}: chunk {}: the input differs from the interrupted run's (its recorded decisions do not match); restore with the same input and options",
@@ -101,10 +131,7 @@ impl Worker {
             return Ok(());
         }
         if dur.journal.is_none() {
-            return self
-                .engine
-                .decide(id, store, opts, state)
-                .context("store request failed");
+            return run(&mut self.engine, id, store).context("store request failed");
         }
         let rec = Recorder {
             inner: store,
@@ -122,7 +149,7 @@ impl Worker {
             log.2.clear();
             log.3.clear();
         }
-        let r = self.engine.decide(id, &rec, opts, state);
+        let r = run(&mut self.engine, id, &rec);
         (self.asked, self.seen, self.test_only, self.locs) = rec.log.into_inner();
         r.context("store request failed")?;
         self.located = opts.feedback();
@@ -159,6 +186,85 @@ impl Worker {
         let r = decide(self, &lane_store);
         lane_store.finish();
         self.lane_scratch = lane_store.scratch.into_inner();
+        r
+    }
+
+    /// Asks the chunk's tests before its turn ([`super::ahead`]): near mode
+    /// decides the whole chunk, MinHash mode asks its test round. A failure here,
+    /// or verdicts recorded by an interrupted run, mean the chunk is decided in
+    /// its turn.
+    pub(crate) fn ahead(&mut self, job: &Job, file: &InputFile, run: &AheadRun) {
+        let (store, opts, state) = (run.store, run.opts, run.state);
+        let (dur, recent) = (run.dur, run.recent);
+        self.foresight.start(recent);
+        let recorded = dur
+            .recorded
+            .and_then(|r| r.get(rel_bytes(&file.rel), job.index));
+        if job.chunk.is_err() || recorded.is_some() {
+            self.foresight.ready = false;
+            return;
+        }
+        let ctx = ChunkContext {
+            id: chunk_identity(rel_bytes(&file.rel), job.index),
+            file: file_id(rel_bytes(&file.rel)),
+            // Record numbers only name feedback's originals, never asked ahead.
+            first_record: 1,
+        };
+        let ahead = Ahead {
+            inner: store,
+            sight: parking_lot::Mutex::new(&mut self.foresight),
+        };
+        let r = match opts.minhash() {
+            Some(_) => {
+                // The test round of `policy::minhash::decide`: every band key of
+                // the live documents.
+                let plan = &self.engine.plan;
+                let mut keys = Vec::new();
+                for d in plan.docs.iter().filter(|d| d.live()) {
+                    keys.extend_from_slice(
+                        &plan.bands[d.bands.start as usize..d.bands.end as usize],
+                    );
+                }
+                let (mut seen, mut originals) = (Vec::new(), Vec::new());
+                ahead.test_located_batch(ctx.id, &keys, &mut seen, &mut originals)
+            }
+            None => self.engine.decide(ctx, &ahead, opts, state),
+        };
+        self.foresight.ready = r.is_ok();
+        self.foresight.decided = r.is_ok() && opts.minhash().is_none();
+    }
+
+    /// [`Self::decide`] in the chunk's turn after [`Self::ahead`]: the decisions
+    /// made ahead stand when no answer changed (only the inserts are sent), else
+    /// the chunk is decided again with the corrected answers. Leaves the keys the
+    /// chunk inserted new in `recent`, whatever happened.
+    pub(crate) fn decide_foreseen(
+        &mut self,
+        job: &Job,
+        file: &InputFile,
+        run: &AheadRun,
+    ) -> Result<()> {
+        let AheadRun { store, recent, .. } = *run;
+        let (opts, state, dur) = (run.opts, run.state, run.dur);
+        let mut f = std::mem::take(&mut self.foresight);
+        let changed = f.patch(recent, job.seq);
+        let (r, new) = if f.decided && changed == Some(0) {
+            let seen = Foreseen::new(store, Sight::Stood(&f));
+            let r = self.decide_with(job, file, &seen, opts, dur, |_, _, s| f.replay(s));
+            (r, f.take_own())
+        } else {
+            let sight = match changed {
+                Some(_) => Sight::Corrected(&f),
+                None => Sight::Blind,
+            };
+            let seen = Foreseen::new(store, sight);
+            let r = self.decide_with(job, file, &seen, opts, dur, |e, id, s| {
+                e.decide(id, s, opts, state)
+            });
+            (r, seen.state.into_inner().own)
+        };
+        recent.pass(job.seq, new);
+        self.foresight = f;
         r
     }
 

@@ -1,0 +1,368 @@
+//! The ordered step asked ahead (MinHash mode on this process's store, several
+//! threads; near mode can use it too but keeps the one gate, see
+//! `runner::asks_ahead`).
+//!
+//! A store only grows, and before a chunk's turn in the commit gate only earlier
+//! chunks insert. So a chunk can ask its tests before its turn, in parallel with
+//! other chunks: a key found then is found for good, with the same first
+//! location; a key not found may since have been inserted by the chunks that were
+//! still ahead of it. In its turn each chunk leaves the keys it inserted new
+//! ([`Recent`]), and a chunk corrects its early answers by those of the chunks it
+//! did not wait for ([`Foresight::patch`]): exactly the store's answers in its
+//! turn. MinHash mode asks its test round ahead and judges in its turn (its
+//! decisions add to the side store, in input order). Near mode decides the whole
+//! chunk ahead (a test answered as the store would, with the chunk's own earlier
+//! inserts laid over it); when no answer changed its turn only sends the inserts,
+//! else the chunk is decided again in its turn with the corrected answers
+//! ([`Foreseen`]). Every answer is a one-thread run's, so every output is too.
+
+use parking_lot::Mutex;
+use std::collections::{HashMap, VecDeque};
+use std::hash::BuildHasherDefault;
+use std::ops::Range;
+use std::sync::Arc;
+use webdedup_store::{Answer, BatchId, Location, Op, Request, Store, StoreError};
+
+use crate::policy::near::KeyHasher;
+
+/// Keys a chunk inserted new, with the locations they were inserted with.
+pub(crate) type NewKeys = HashMap<u64, Location, BuildHasherDefault<KeyHasher>>;
+
+/// How many chunks have passed the commit gate, and the keys the last few
+/// inserted new.
+pub(crate) struct Recent {
+    state: Mutex<RecentState>,
+    /// Logs kept: a chunk asks ahead only after every earlier chunk was handed
+    /// to a thread, so at most `threads` chunks pass between its tests and its turn.
+    keep: usize,
+}
+
+#[derive(Default)]
+struct RecentState {
+    passed: u64,
+    logs: VecDeque<(u64, Arc<NewKeys>)>,
+}
+
+impl Recent {
+    pub(crate) fn new(threads: usize) -> Self {
+        Recent {
+            state: Mutex::default(),
+            keep: threads + 2,
+        }
+    }
+
+    /// Chunks before this one have passed the gate (their inserts are in the store).
+    fn watermark(&self) -> u64 {
+        self.state.lock().passed
+    }
+
+    /// Chunk `seq`'s turn is over; `new` are the keys it inserted new.
+    pub(crate) fn pass(&self, seq: u64, new: NewKeys) {
+        let mut s = self.state.lock();
+        debug_assert_eq!(s.passed, seq, "chunks pass in input order");
+        s.passed = seq + 1;
+        s.logs.push_back((seq, Arc::new(new)));
+        while s.logs.len() > self.keep {
+            s.logs.pop_front();
+        }
+    }
+
+    /// The logs of chunks `from..to`, in order; `None` when some are no longer kept.
+    fn since(&self, from: u64, to: u64) -> Option<Vec<Arc<NewKeys>>> {
+        let s = self.state.lock();
+        if from >= to {
+            return Some(Vec::new());
+        }
+        let first = s.logs.front()?.0;
+        if from < first {
+            return None;
+        }
+        Some(
+            s.logs
+                .iter()
+                .filter(|(seq, _)| (from..to).contains(seq))
+                .map(|(_, l)| l.clone())
+                .collect(),
+        )
+    }
+}
+
+/// A request asked ahead: its identity, operation and keys (a range of
+/// [`Foresight`]'s vectors).
+struct Asked {
+    id: Option<BatchId>,
+    keys: Range<usize>,
+    inserts: bool,
+    located: bool,
+}
+
+/// One chunk's requests asked ahead, with the store's answers then (`pure`) and
+/// the answers given (the chunk's own earlier inserts laid over them).
+#[derive(Default)]
+pub(crate) struct Foresight {
+    /// Whether this chunk was asked ahead at all.
+    pub(crate) ready: bool,
+    /// Whether the chunk was decided ahead (near mode): its decisions stand if
+    /// no answer changed.
+    pub(crate) decided: bool,
+    /// Chunks before this one had passed the gate when it asked.
+    watermark: u64,
+    asked: Vec<Asked>,
+    keys: Vec<u64>,
+    /// A located insert's locations, one a key (unknown for other requests).
+    locs: Vec<Location>,
+    pure: Vec<bool>,
+    pure_originals: Vec<Location>,
+    seen: Vec<bool>,
+    originals: Vec<Location>,
+    /// Keys the chunk's inserting requests would insert new.
+    own: NewKeys,
+    test_only: Vec<bool>,
+}
+
+impl Foresight {
+    /// Forgets the last chunk's requests; the next are asked against the store
+    /// as it is now.
+    pub(crate) fn start(&mut self, recent: &Recent) {
+        self.ready = true;
+        self.decided = false;
+        self.watermark = recent.watermark();
+        self.asked.clear();
+        self.keys.clear();
+        self.locs.clear();
+        self.pure.clear();
+        self.pure_originals.clear();
+        self.seen.clear();
+        self.originals.clear();
+        self.own.clear();
+        self.test_only.clear();
+    }
+
+    /// In chunk `seq`'s turn: corrects the answers by the keys the chunks it did
+    /// not wait for inserted new. How many answers changed (`None`: the logs
+    /// needed are gone, nothing asked ahead may be used).
+    pub(crate) fn patch(&mut self, recent: &Recent, seq: u64) -> Option<usize> {
+        if !self.ready {
+            return None;
+        }
+        let logs = recent.since(self.watermark, seq)?;
+        let mut changed = 0;
+        if logs.is_empty() {
+            return Some(0);
+        }
+        for (i, &k) in self.keys.iter().enumerate() {
+            if self.pure[i] {
+                continue;
+            }
+            if let Some(&loc) = logs.iter().find_map(|l| l.get(&k)) {
+                self.pure[i] = true;
+                self.pure_originals[i] = loc;
+                changed += 1;
+            }
+        }
+        Some(changed)
+    }
+
+    /// The keys the chunk inserts new, once its answers stood ([`Self::patch`]
+    /// changed none).
+    pub(crate) fn take_own(&mut self) -> NewKeys {
+        std::mem::take(&mut self.own)
+    }
+
+    /// Sends the chunk's requests again to `store` (in its turn, when no answer
+    /// changed): the inserting ones to be done, the tests to be answered as
+    /// before by a [`Foreseen`] below `store`.
+    pub(crate) fn replay(&self, store: &dyn Store) -> Result<(), StoreError> {
+        let (mut seen, mut originals) = (Vec::new(), Vec::new());
+        for a in &self.asked {
+            let keys = &self.keys[a.keys.clone()];
+            let op = match (a.inserts, a.located) {
+                (true, true) => Op::TestAndInsertLocated(&self.locs[a.keys.clone()]),
+                (true, false) => Op::TestAndInsert,
+                (false, true) => Op::TestLocated,
+                (false, false) => Op::Test,
+            };
+            let req = Request::new(a.id, keys, op)?;
+            store.ask(
+                req,
+                &mut Answer {
+                    seen: &mut seen,
+                    originals: &mut originals,
+                },
+            )?;
+            debug_assert_eq!(seen[..], self.seen[a.keys.clone()], "a replayed answer");
+        }
+        Ok(())
+    }
+}
+
+/// The store as a chunk asked ahead sees it: tests only (nothing inserted), the
+/// chunk's own earlier inserts laid over the answers, every request recorded.
+pub(crate) struct Ahead<'a> {
+    pub(crate) inner: &'a dyn Store,
+    pub(crate) sight: Mutex<&'a mut Foresight>,
+}
+
+impl Store for Ahead<'_> {
+    fn ask(&self, req: Request<'_>, out: &mut Answer<'_>) -> Result<(), StoreError> {
+        let (keys, op) = (req.keys(), req.op());
+        let located = op.located();
+        let test = if located { Op::TestLocated } else { Op::Test };
+        self.inner.ask(Request::new(None, keys, test)?, out)?;
+        let mut guard = self.sight.lock();
+        let f = &mut **guard;
+        let start = f.keys.len();
+        f.keys.extend_from_slice(keys);
+        f.pure.extend_from_slice(out.seen);
+        if located {
+            f.pure_originals.extend_from_slice(out.originals);
+        } else {
+            f.pure_originals.resize(f.keys.len(), Location::UNKNOWN);
+        }
+        f.test_only.resize(f.keys.len(), !op.inserts());
+        match op {
+            Op::TestAndInsertLocated(locs) => f.locs.extend_from_slice(locs),
+            _ => f.locs.resize(f.keys.len(), Location::UNKNOWN),
+        }
+        for (i, &k) in keys.iter().enumerate() {
+            if out.seen[i] {
+                continue;
+            }
+            if let Some(&loc) = f.own.get(&k) {
+                out.seen[i] = true;
+                if located {
+                    out.originals[i] = loc;
+                }
+            } else if op.inserts() {
+                f.own.insert(k, f.locs[start + i]);
+            }
+        }
+        f.seen.extend_from_slice(out.seen);
+        if located {
+            f.originals.extend_from_slice(out.originals);
+        } else {
+            f.originals.resize(f.keys.len(), Location::UNKNOWN);
+        }
+        f.asked.push(Asked {
+            id: req.id(),
+            keys: start..f.keys.len(),
+            inserts: op.inserts(),
+            located,
+        });
+        Ok(())
+    }
+
+    forward_store_figures!();
+}
+
+/// How a [`Foreseen`] answers tests.
+pub(crate) enum Sight<'a> {
+    /// As asked ahead (the answers stood): the chunk's requests come again in
+    /// the same order.
+    Stood(&'a Foresight),
+    /// From the corrected answers, the chunk's inserts in its turn laid over
+    /// them: the chunk is decided again and may test fewer keys.
+    Corrected(&'a Foresight),
+    /// From the store (nothing usable was asked ahead).
+    Blind,
+}
+
+/// The store in a chunk's turn: inserts go to the store (the keys inserted new
+/// are collected for [`Recent`]); tests are answered from what was asked ahead
+/// ([`Sight`]).
+pub(crate) struct Foreseen<'a> {
+    pub(crate) inner: &'a dyn Store,
+    pub(crate) sight: Sight<'a>,
+    pub(crate) state: Mutex<ForeseenState>,
+}
+
+#[derive(Default)]
+pub(crate) struct ForeseenState {
+    /// The next test key asked ahead to match (tests come in the order asked
+    /// ahead, some left out).
+    cursor: usize,
+    /// A test key was not found ahead: later tests go to the store.
+    lost: bool,
+    /// Keys inserted new in the chunk's turn (not collected when the answers stood).
+    pub(crate) own: NewKeys,
+}
+
+impl<'a> Foreseen<'a> {
+    pub(crate) fn new(inner: &'a dyn Store, sight: Sight<'a>) -> Self {
+        Foreseen {
+            inner,
+            sight,
+            state: Mutex::default(),
+        }
+    }
+}
+
+impl Store for Foreseen<'_> {
+    fn ask(&self, req: Request<'_>, out: &mut Answer<'_>) -> Result<(), StoreError> {
+        let (keys, op) = (req.keys(), req.op());
+        let mut st = self.state.lock();
+        let st = &mut *st;
+        if op.inserts() {
+            self.inner.ask(req, out)?;
+            if !matches!(self.sight, Sight::Stood(_)) {
+                for (i, &k) in keys.iter().enumerate() {
+                    if !out.seen[i] {
+                        let loc = op.locs().get(i).copied().unwrap_or(Location::UNKNOWN);
+                        st.own.entry(k).or_insert(loc);
+                    }
+                }
+            }
+            return Ok(());
+        }
+        let f = match self.sight {
+            Sight::Stood(f) | Sight::Corrected(f) if !st.lost => f,
+            _ => return self.inner.ask(req, out),
+        };
+        let stood = matches!(self.sight, Sight::Stood(_));
+        out.seen.clear();
+        if op.located() {
+            out.originals.clear();
+        }
+        for (n, &k) in keys.iter().enumerate() {
+            let at = (st.cursor..f.keys.len()).find(|&i| f.test_only[i] && f.keys[i] == k);
+            let Some(i) = at else {
+                // Not asked ahead (cannot happen with the policies' requests):
+                // the rest of the request from the store, which holds this
+                // chunk's inserts too.
+                st.lost = true;
+                let mut rest = (Vec::new(), Vec::new());
+                let r = Request::new(req.id(), &keys[n..], op)?;
+                self.inner.ask(
+                    r,
+                    &mut Answer {
+                        seen: &mut rest.0,
+                        originals: &mut rest.1,
+                    },
+                )?;
+                out.seen.extend_from_slice(&rest.0);
+                if op.located() {
+                    out.originals.extend_from_slice(&rest.1);
+                }
+                return Ok(());
+            };
+            st.cursor = i;
+            let (mut seen, mut original) = if stood {
+                (f.seen[i], f.originals[i])
+            } else {
+                (f.pure[i], f.pure_originals[i])
+            };
+            if !seen && !stood {
+                if let Some(&loc) = st.own.get(&k) {
+                    (seen, original) = (true, loc);
+                }
+            }
+            out.seen.push(seen);
+            if op.located() {
+                out.originals.push(original);
+            }
+        }
+        Ok(())
+    }
+
+    forward_store_figures!();
+}
