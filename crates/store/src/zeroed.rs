@@ -12,10 +12,39 @@
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// From this size on, an array is a mapping of its own (the threshold glibc was
 /// told to use before; below it, a page's rounding would cost too much).
 const MAP_FROM_BYTES: usize = 32 * 1024;
+
+/// Heap arrays freed (grown out of) between two trims of the C heap. A block's
+/// arrays grow on the heap by 1/8 until they pass [`MAP_FROM_BYTES`], and the
+/// space they leave is rarely reused: measured on a hash server holding 3.9M
+/// MinHash band keys in 666 blocks, 43 MB of its 127 MB were such holes in glibc's
+/// arenas (11 B a key). `malloc_trim` hands their pages back; at this step it runs
+/// a few dozen times in a run that fills a store of a few thousand blocks.
+const TRIM_EVERY_BYTES: usize = 16 << 20;
+/// Heap arrays smaller than this are not counted (an empty table's array).
+const COUNT_FROM_BYTES: usize = 1024;
+static HEAP_FREED: AtomicUsize = AtomicUsize::new(0);
+
+/// Counts `bytes` of heap array freed, trimming the C heap at each
+/// [`TRIM_EVERY_BYTES`].
+fn heap_array_freed(bytes: usize) {
+    if bytes < COUNT_FROM_BYTES {
+        return;
+    }
+    let before = HEAP_FREED.fetch_add(bytes, Ordering::Relaxed);
+    if before / TRIM_EVERY_BYTES != (before + bytes) / TRIM_EVERY_BYTES {
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        // SAFETY: malloc_trim only returns free pages of the allocator's own
+        // arenas to the system; no memory in use is touched.
+        unsafe {
+            libc::malloc_trim(0);
+        }
+    }
+}
 
 /// An element of a [`Zeroed`] array: a plain integer whose all-zero bytes are 0.
 pub(crate) trait Word: Copy + Default + 'static {}
@@ -103,6 +132,9 @@ impl<T: Word> DerefMut for Zeroed<T> {
 
 impl<T: Word> Drop for Zeroed<T> {
     fn drop(&mut self) {
+        if let Zeroed::Heap(b) = self {
+            heap_array_freed(b.len() * Self::SIZE);
+        }
         #[cfg(unix)]
         if let Zeroed::Mapped { ptr, len } = self {
             // SAFETY: unmaps exactly the mapping made in `new`, used by no one else.
