@@ -12,7 +12,7 @@
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// From this size on, an array is a mapping of its own (the threshold glibc was
 /// told to use before; below it, a page's rounding would cost too much).
@@ -28,11 +28,20 @@ const TRIM_EVERY_BYTES: usize = 16 << 20;
 /// Heap arrays smaller than this are not counted (an empty table's array).
 const COUNT_FROM_BYTES: usize = 1024;
 static HEAP_FREED: AtomicUsize = AtomicUsize::new(0);
+static TRIM_HEAP: AtomicBool = AtomicBool::new(false);
+
+/// Has the C heap trimmed as tables grow out of it (see [`TRIM_EVERY_BYTES`]): for
+/// a process whose memory is mostly its store (a hash server). Off by default:
+/// the trimmed pages fault in again when small tables reuse them, which cost the
+/// embedded store's insert loop CPU time.
+pub fn trim_heap_as_tables_grow(on: bool) {
+    TRIM_HEAP.store(on, Ordering::Relaxed);
+}
 
 /// Counts `bytes` of heap array freed, trimming the C heap at each
 /// [`TRIM_EVERY_BYTES`].
 fn heap_array_freed(bytes: usize) {
-    if bytes < COUNT_FROM_BYTES {
+    if bytes < COUNT_FROM_BYTES || !TRIM_HEAP.load(Ordering::Relaxed) {
         return;
     }
     let before = HEAP_FREED.fetch_add(bytes, Ordering::Relaxed);
