@@ -378,7 +378,8 @@ mod tests {
             assert_eq!((&s1, &o1), (&s2, &o2), "document {ord}");
         }
         assert_eq!(bands.len(), plain.len());
-        assert!(bands.memory_bytes() * 2 <= plain.memory_bytes() + 4096);
+        // 8 bytes a slot against the plain located table's 12.
+        assert!(bands.memory_bytes() * 3 <= plain.memory_bytes() * 2 + 4096);
     }
 
     #[test]

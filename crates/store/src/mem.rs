@@ -4,10 +4,10 @@
 //! no insert ever waits for a large rehash) and lets many threads (server
 //! connections) work on different blocks at once.
 
+use crate::location_codes::LocationCodes;
 use crate::table::Table;
 use crate::{Answer, BlockMap, Location, Op, Request, Store, StoreError, DEFAULT_BLOCKS};
 use parking_lot::Mutex;
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
 /// A block's table, plus where its slots are, readable without the lock for
@@ -45,53 +45,8 @@ impl Shard {
 pub struct MemStore {
     map: BlockMap,
     shards: Box<[Shard]>,
-    /// Feedback mode: the locations' places seen, interned so that a location packs
-    /// into 8 bytes beside its key: `(place index + 1) << 32 | low half of record`.
-    files: Mutex<FileIds>,
-}
-
-/// A place is an input file id and the high half of a record: feedback mode's
-/// records (paragraph numbers) have none, so its places are its files; substring
-/// mode's carry a document's line there (a place per document,
-/// `webdedup_dedup::policy::substr::decide::first_copy`).
-#[derive(Default)]
-struct FileIds {
-    index: HashMap<(u64, u32), u32>,
-    ids: Vec<(u64, u32)>,
-}
-
-impl FileIds {
-    fn pack(&mut self, loc: Location) -> u64 {
-        if loc == Location::UNKNOWN {
-            return 0;
-        }
-        let place = (loc.file, (loc.record >> 32) as u32);
-        let next = self.ids.len();
-        let i = match self.index.get(&place) {
-            Some(&i) => i,
-            // Past 2^32 - 1 places a location is not kept (unknown, never wrong).
-            None if next >= u32::MAX as usize => return 0,
-            None => {
-                self.ids.push(place);
-                self.index.insert(place, next as u32);
-                next as u32
-            }
-        };
-        ((i as u64 + 1) << 32) | (loc.record & u32::MAX as u64)
-    }
-
-    fn unpack(&self, p: u64) -> Location {
-        match (p >> 32) as usize {
-            0 => Location::UNKNOWN,
-            i => {
-                let (file, high) = self.ids[i - 1];
-                Location {
-                    file,
-                    record: u64::from(high) << 32 | (p & u32::MAX as u64),
-                }
-            }
-        }
-    }
+    /// Located keys: the codes of their locations (32 bits beside the key).
+    files: Mutex<LocationCodes>,
 }
 
 /// How many keys ahead of the current one a batch prefetches.
@@ -118,7 +73,7 @@ impl MemStore {
         MemStore {
             map: BlockMap::new(blocks),
             shards,
-            files: Mutex::new(FileIds::default()),
+            files: Mutex::new(LocationCodes::default()),
         }
     }
 
@@ -128,7 +83,7 @@ impl MemStore {
         MemStore {
             map: BlockMap::new(blocks),
             shards: tables.into_iter().map(Shard::new).collect(),
-            files: Mutex::new(FileIds::default()),
+            files: Mutex::new(LocationCodes::default()),
         }
     }
 
@@ -140,7 +95,7 @@ impl MemStore {
             shard
                 .table
                 .lock()
-                .for_each_payload(|k, p| f(k, files.unpack(p)));
+                .for_each_payload(|k, p| f(k, files.location(p)));
         }
     }
 
@@ -151,10 +106,10 @@ impl MemStore {
         crate::check_locations(keys, locs)?;
         let mut files = self.files.lock();
         for (&k, &loc) in keys.iter().zip(locs) {
-            let packed = files.pack(loc);
+            let code = files.code(loc);
             let shard = &self.shards[self.map.block(k) as usize];
             let mut t = shard.table.lock();
-            t.restore_payload(k, packed);
+            t.restore_payload(k, code);
             let (slots, capacity) = t.layout();
             shard.slots.store(slots as *mut u64, Ordering::Relaxed);
             shard.capacity.store(capacity, Ordering::Relaxed);
@@ -251,7 +206,7 @@ impl MemStore {
                 .table
                 .lock()
                 .get_payload(k);
-            out.push(p.is_some(), files.unpack(p.unwrap_or(0)));
+            out.push(p.is_some(), files.location(p.unwrap_or(0)));
         }
     }
 
@@ -263,15 +218,15 @@ impl MemStore {
         // always in this order, so no two batches can wait on each other.
         let mut files = self.files.lock();
         for (&k, &loc) in keys.iter().zip(locs) {
-            let packed = files.pack(loc);
+            let code = files.code(loc);
             let shard = &self.shards[self.map.block(k) as usize];
             let mut t = shard.table.lock();
             t.keep_payloads();
-            let r = t.test_and_insert_payload(k, packed);
+            let r = t.test_and_insert_payload(k, code);
             let (slots, capacity) = t.layout();
             shard.slots.store(slots as *mut u64, Ordering::Relaxed);
             shard.capacity.store(capacity, Ordering::Relaxed);
-            out.push(r.is_some(), files.unpack(r.unwrap_or(0)));
+            out.push(r.is_some(), files.location(r.unwrap_or(0)));
         }
     }
 }
@@ -300,11 +255,14 @@ impl Store for MemStore {
             .sum()
     }
 
+    /// The tables and the locations' codes.
     fn memory_bytes(&self) -> u64 {
-        self.shards
+        let tables: u64 = self
+            .shards
             .iter()
             .map(|s| s.table.lock().memory_bytes() as u64)
-            .sum()
+            .sum();
+        tables + self.files.lock().bytes() as u64
     }
 
     fn blocks(&self) -> u32 {

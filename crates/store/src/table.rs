@@ -64,10 +64,10 @@ pub(crate) struct Table {
     capacity: usize,
     len: usize,
     has_zero: bool,
-    /// Feedback mode: one payload (a packed location) per slot, moved with its
-    /// slot; empty when locations are not kept.
-    payload: Zeroed,
-    zero_payload: u64,
+    /// Located keys: one payload (a location's code, `mem::Locations`) per slot,
+    /// moved with its slot; empty when locations are not kept.
+    payload: Zeroed<u32>,
+    zero_payload: u32,
 }
 
 impl Default for Table {
@@ -115,10 +115,10 @@ pub(crate) fn shift_in(slots: &mut [u64], i: usize, v: u64) -> Option<usize> {
 /// capacity. One linear pass a capacity tried: growing, or a snapshot's bulk load.
 pub(crate) fn rebuild(
     old: &[u64],
-    old_payload: &[u64],
+    old_payload: &[u32],
     mut capacity: usize,
     home: impl Fn(u64, usize) -> usize,
-) -> (Zeroed, Zeroed, usize) {
+) -> (Zeroed, Zeroed<u32>, usize) {
     'capacity: loop {
         let mut slots = empty_slots(capacity);
         let mut payload = match old_payload.is_empty() {
@@ -165,7 +165,7 @@ impl Table {
 
     /// Inserts `key` with `payload` if new: returns None; if present, returns
     /// its payload (0 if none was kept). Needs [`keep_payloads`](Self::keep_payloads).
-    pub(crate) fn test_and_insert_payload(&mut self, key: u64, payload: u64) -> Option<u64> {
+    pub(crate) fn test_and_insert_payload(&mut self, key: u64, payload: u32) -> Option<u32> {
         if key == 0 {
             if self.has_zero {
                 return Some(self.zero_payload);
@@ -206,7 +206,7 @@ impl Table {
     /// false if the table must grow first (too full, or the last cluster reached
     /// the end of the array).
     #[inline]
-    fn place(&mut self, i: usize, h: u64, payload: u64) -> bool {
+    fn place(&mut self, i: usize, h: u64, payload: u32) -> bool {
         if !has_room(self.len, self.capacity) {
             return false;
         }
@@ -223,7 +223,7 @@ impl Table {
 
     /// Gives `key` the payload `payload` where it has none (0), inserting the key
     /// if absent: restoring saved locations, the first one recorded stays.
-    pub(crate) fn restore_payload(&mut self, key: u64, payload: u64) {
+    pub(crate) fn restore_payload(&mut self, key: u64, payload: u32) {
         self.keep_payloads();
         if key == 0 {
             if !self.has_zero || self.zero_payload == 0 {
@@ -240,7 +240,7 @@ impl Table {
     }
 
     /// Calls `f(key, payload)` for every key with a known payload, in slot order.
-    pub(crate) fn for_each_payload(&self, mut f: impl FnMut(u64, u64)) {
+    pub(crate) fn for_each_payload(&self, mut f: impl FnMut(u64, u32)) {
         if self.has_zero && self.zero_payload != 0 {
             f(0, self.zero_payload);
         }
@@ -255,7 +255,7 @@ impl Table {
     }
 
     /// The payload of `key` if present (0 if none was kept).
-    pub(crate) fn get_payload(&self, key: u64) -> Option<u64> {
+    pub(crate) fn get_payload(&self, key: u64) -> Option<u32> {
         if key == 0 {
             return self.has_zero.then_some(self.zero_payload);
         }
@@ -402,10 +402,10 @@ mod tests {
             t.keep_payloads();
             let mut first = std::collections::HashMap::new();
             for (i, &k) in keys.iter().enumerate() {
-                let got = t.test_and_insert_payload(k, i as u64 + 1);
+                let got = t.test_and_insert_payload(k, i as u32 + 1);
                 let want = first.get(&k).copied();
                 proptest::prop_assert_eq!(got, want);
-                first.entry(k).or_insert(i as u64 + 1);
+                first.entry(k).or_insert(i as u32 + 1);
             }
             for (&k, &p) in &first {
                 proptest::prop_assert_eq!(t.get_payload(k), Some(p));

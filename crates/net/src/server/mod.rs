@@ -490,6 +490,8 @@ fn open_store(cfg: &ServerConfig, blocks: u32) -> Result<Opened> {
         }
         _ => MemStore::with_capacity(blocks, cfg.capacity),
     };
+    // The server's memory is its store: hand back what its small tables leave.
+    webdedup_store::trim_heap_as_tables_grow(true);
     let retry = RetryRecords::new(cfg.retry_memory);
     let mut migration = None;
     let mut store_id = None;
