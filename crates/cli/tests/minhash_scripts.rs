@@ -121,7 +121,7 @@ fn a_store_records_its_shingling_and_refuses_another() {
 }
 
 /// `--verify` estimates from a verification sketch of its own (`--verify-hashes`,
-/// 512 values by default), and a store records it: a store made before it
+/// 256 values by default), and a store records it: a store made before it
 /// (`--verify-hashes 0`: the band signature's own 112 bytes, whose settings line
 /// ends at `norm=lower`) keeps working with `--verify-hashes 0` and refuses the new
 /// default, naming both settings; and the other way round.
@@ -132,6 +132,6 @@ fn a_store_records_its_verification_sketch_and_refuses_another() {
         &scripts_sample(),
         dir.path(),
         (&["--verify-hashes", "0"], "rows=8 norm=lower'"),
-        (&[], "norm=lower verify-hashes=512'"),
+        (&[], "norm=lower verify-hashes=256'"),
     );
 }

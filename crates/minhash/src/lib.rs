@@ -63,10 +63,11 @@ pub const DEFAULT_ROWS: usize = 8;
 /// named original), chosen by the same study.
 pub const DEFAULT_VERIFY: f64 = 0.8;
 /// Default size of the verification sketch ([`verify`]): `--verify` estimates the
-/// Jaccard similarity from 512 values of its own (1 byte each in the side store)
+/// Jaccard similarity from 256 values of its own (1 byte each in the side store)
 /// rather than from the 112 of the band signature, whose estimate missed
-/// near-copies just above 0.8 (the script study, docs/minhash.md).
-pub const DEFAULT_VERIFY_HASHES: usize = 512;
+/// near-copies just above 0.8 (the script study, docs/minhash.md; 512 values
+/// scored a little higher there but cost 29% more CPU than 112, 256 cost 14%).
+pub const DEFAULT_VERIFY_HASHES: usize = 256;
 
 /// Everything that decides signatures and band keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -150,7 +151,7 @@ impl Params {
     }
 
     /// `minhash=fss-v1 shingles=auto:5 hashes=112 bands=14 rows=8 norm=lower
-    /// verify-hashes=512`: the settings as one line (store settings, headers);
+    /// verify-hashes=256`: the settings as one line (store settings, headers);
     /// [`parse`](Self::parse) reads it back. `fss-v1` names the pinned algorithm
     /// (see `sketch`). `verify-hashes` is left out when 0, so the settings of
     /// stores made before the verification sketch read the same.

@@ -5,7 +5,7 @@
 //! candidates, too few to tell 0.82 from 0.78 (standard deviation about 0.037 near
 //! 0.8), so near-copies just above `--verify` were kept. The verification sketch
 //! is a second one-permutation sketch ([`Sketch`], densified the same way) of
-//! `verify_hashes` bins (512 at the defaults: standard deviation about 0.017), fed
+//! `verify_hashes` bins (256 at the defaults: standard deviation about 0.022 near 0.85), fed
 //! with each shingle hash mixed once more, so its values are independent of the
 //! band signature's; only the low byte of each value is kept (1 byte a value in the
 //! side store; [`crate::estimate_jaccard_low8`] corrects for chance agreement).
@@ -86,12 +86,12 @@ mod tests {
         assert!(bytes(64, std::iter::empty()).is_empty());
     }
 
-    /// 512 values estimate a Jaccard similarity of 0.85 within 4 standard
-    /// deviations (sqrt(0.85 * 0.15 / 512) = 0.016) on every one of 200 generated
+    /// 256 values (the default) estimate a Jaccard similarity of 0.85 within 4.5
+    /// standard deviations (sqrt(0.85 * 0.15 / 256) = 0.022) on every one of 200 generated
     /// pairs, and their mean within 0.005.
     #[test]
     fn estimates_are_within_their_standard_deviation() {
-        let (k, n) = (512usize, 2000u64);
+        let (k, n) = (256usize, 2000u64);
         let mut sum = 0.0;
         for pair in 0..200u64 {
             // Two sets of `n` shingles sharing `shared`: J = shared / (2n - shared).
@@ -105,7 +105,7 @@ mod tests {
                     .map(|i| mix64(base + i)),
             );
             let j = estimate_jaccard_low8(&a, &b);
-            assert!((j - 0.850).abs() < 4.0 * 0.016, "pair {pair}: {j}");
+            assert!((j - 0.850).abs() < 4.5 * 0.022, "pair {pair}: {j}");
             sum += j;
         }
         assert!((sum / 200.0 - 0.850).abs() < 0.005, "mean {}", sum / 200.0);

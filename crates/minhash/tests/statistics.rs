@@ -144,11 +144,11 @@ fn documents_of_known_jaccard_collide_as_the_formula_says() {
     assert_eq!(params.shingling, Shingling::Auto(5));
 }
 
-/// The verification sketch (`verify_hashes`, 512 values at the defaults) keeps
+/// The verification sketch (`verify_hashes`, 256 values at the defaults) keeps
 /// near copies just above `--verify 0.8` that an estimate from the band
 /// signature's own 112 values puts under it: pairs of documents at J = 0.852
-/// (standard deviation of the estimate 0.016 with 512 values, 0.034 with 112:
-/// expected misses 0.05% against 6%).
+/// (standard deviation of the estimate 0.022 with 256 values, 0.034 with 112:
+/// expected misses 0.9% against 6%).
 #[test]
 fn the_verification_sketch_keeps_near_copies_the_signature_misses() {
     let new = Params::default();
@@ -181,19 +181,19 @@ fn the_verification_sketch_keeps_near_copies_the_signature_misses() {
         missed_old += (j_old < 0.8) as usize;
         sum_new += j_new;
     }
-    assert_eq!(m_new.verification().len(), 512);
+    assert_eq!(m_new.verification().len(), 256);
     assert_eq!(m_old.verification().len(), 112);
-    // Expected: 0.1 against 15.
+    // Expected by the normal approximation: 2.3 against 15 (this seed: 0 and 8).
     assert!(
-        missed_new <= 2,
-        "512 values: {missed_new} of {trials} under 0.8"
+        missed_new <= 4,
+        "256 values: {missed_new} of {trials} under 0.8"
     );
     assert!(
-        missed_old >= 6,
+        missed_old >= 5,
         "112 values: {missed_old} of {trials} under 0.8"
     );
     // Unbiased: the mean within 4.5 standard errors.
-    let se = (s * (1.0 - s) / 512.0 / trials as f64).sqrt();
+    let se = (s * (1.0 - s) / 256.0 / trials as f64).sqrt();
     let mean = sum_new / trials as f64;
     assert!(
         (mean - s).abs() <= 4.5 * 2.0 * se,
