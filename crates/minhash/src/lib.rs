@@ -273,8 +273,8 @@ impl MinHasher {
     /// normalization).
     pub fn signature(&mut self, text: &[u8]) -> Option<&[u32]> {
         {
-            let (shingler, mut push) = self.start();
-            shingler.for_each(text, |x| push(x));
+            let (shingler, push) = self.start();
+            shingler.for_each(text, push);
         }
         self.finish()
     }
@@ -283,8 +283,8 @@ impl MinHasher {
     /// settings say (`lower` or `loose`).
     pub fn signature_normalized(&mut self, normalized: &[u8]) -> Option<&[u32]> {
         {
-            let (shingler, mut push) = self.start();
-            shingler.for_each_normalized(normalized, |x| push(x));
+            let (shingler, push) = self.start();
+            shingler.for_each_normalized(normalized, push);
         }
         self.finish()
     }
@@ -294,8 +294,8 @@ impl MinHasher {
     /// the same signature, one pass less.
     pub fn signature_loose(&mut self, loose: &[u8]) -> Option<&[u32]> {
         {
-            let (shingler, mut push) = self.start();
-            shingler.for_each_loose(loose, |x| push(x));
+            let (shingler, push) = self.start();
+            shingler.for_each_loose(loose, push);
         }
         self.finish()
     }
