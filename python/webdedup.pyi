@@ -298,6 +298,7 @@ class MinHashDedup:
         bands: Optional[int] = None,
         rows: Optional[int] = None,
         verify: Optional[float] = None,
+        verify_hashes: Optional[int] = None,
         store: Optional[str] = None,
         blocks: int = 1999,
         server_timeout: float = 120.0,
@@ -336,7 +337,7 @@ class _BatchOptions(_ReadOptions, total=False):
 class _BatchMinHashOptions(_BatchOptions, total=False):
     """minhash=True (with the settings of `webdedup minhash`: shingles "auto:N",
     "words:N" or "chars:N", shingle_norm "lower" or "loose", hashes, bands, rows,
-    verify; None: its defaults) is `webdedup batch --minhash`: the outputs of
+    verify, verify_hashes; None: its defaults) is `webdedup batch --minhash`: the outputs of
     `webdedup minhash`; no store (batch_publish is exact mode's)."""
     minhash: bool
     shingles: Optional[str]
@@ -345,6 +346,7 @@ class _BatchMinHashOptions(_BatchOptions, total=False):
     bands: Optional[int]
     rows: Optional[int]
     verify: Optional[float]
+    verify_hashes: Optional[int]
 
 def batch_hash(
     input: Union[str, PathLike], work: Union[str, PathLike], task_index: int, task_count: int,

@@ -5,7 +5,8 @@
 //! the command line's field options; every phase must be given the same ones (the
 //! work directory records them and refuses others).
 //!
-//! `minhash=True` (with `shingles`, `shingle_norm`, `hashes`, `bands`, `rows`, `verify`) is
+//! `minhash=True` (with `shingles`, `shingle_norm`, `hashes`, `bands`, `rows`, `verify`,
+//! `verify_hashes`) is
 //! `webdedup batch --minhash`: the decisions of `webdedup minhash`, its resolve
 //! stages `bands` (every task), then `pick` (task 0 only); no store yet.
 
@@ -43,6 +44,7 @@ struct PhaseOptions {
     bands: Option<usize>,
     rows: Option<usize>,
     verify: Option<f64>,
+    verify_hashes: Option<usize>,
 }
 
 /// Which phases take `minhash=True` and its settings (all but `batch_publish`,
@@ -70,8 +72,8 @@ impl PhaseOptions {
                 continue;
             }
             match key.as_str() {
-                "minhash" | "shingles" | "shingle_norm" | "hashes" | "bands" | "rows"
-                | "verify"
+                "minhash" | "shingles" | "shingle_norm" | "hashes" | "bands" | "rows" | "verify"
+                | "verify_hashes"
                     if minhash == MinHash::Refused =>
                 {
                     return Err(unexpected(function, &key))
@@ -87,6 +89,7 @@ impl PhaseOptions {
                 "bands" => o.bands = v.get()?,
                 "rows" => o.rows = v.get()?,
                 "verify" => o.verify = v.get()?,
+                "verify_hashes" => o.verify_hashes = v.get()?,
                 _ => return Err(unexpected(function, &key)),
             }
         }
@@ -109,9 +112,10 @@ impl PhaseOptions {
                 || self.bands.is_some()
                 || self.rows.is_some()
                 || self.verify.is_some()
+                || self.verify_hashes.is_some()
             {
                 return Err(PyValueError::new_err(
-                    "shingles, shingle_norm, hashes, bands, rows and verify apply with minhash=True",
+                    "shingles, shingle_norm, hashes, bands, rows, verify and verify_hashes apply with minhash=True",
                 ));
             }
             return Ok(None);
@@ -123,6 +127,7 @@ impl PhaseOptions {
             self.bands,
             self.rows,
             self.verify,
+            self.verify_hashes,
         )
         .map(Some)
     }

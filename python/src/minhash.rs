@@ -11,7 +11,7 @@ use webdedup_minhash::{
 
 /// The options of MinHash mode from the keyword arguments `shingles`,
 /// `shingle_norm`, `hashes`,
-/// `bands`, `rows` and `verify` (None: the command line's default), checked by
+/// `bands`, `rows`, `verify` and `verify_hashes` (None: the command line's default), checked by
 /// the function the command line calls: the same defaults and messages.
 pub(crate) fn minhash_options(
     shingles: Option<&str>,
@@ -20,6 +20,7 @@ pub(crate) fn minhash_options(
     bands: Option<usize>,
     rows: Option<usize>,
     verify: Option<f64>,
+    verify_hashes: Option<usize>,
 ) -> PyResult<MinHashOptions> {
     MinHashChoices {
         shingles: shingles
@@ -34,6 +35,7 @@ pub(crate) fn minhash_options(
         bands,
         rows,
         verify,
+        verify_hashes,
     }
     .options()
     .map_err(PyValueError::new_err)
@@ -78,6 +80,7 @@ fn minhash_signature(
         hashes,
         bands: 1,
         rows: 1,
+        verify_hashes: 0,
     };
     let mut m = MinHasher::new(params).map_err(PyValueError::new_err)?;
     let text = text.to_owned();

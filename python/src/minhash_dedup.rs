@@ -70,7 +70,7 @@ pub struct MinHashDedup {
 #[pymethods]
 impl MinHashDedup {
     #[new]
-    #[pyo3(signature = (map=None, store_dir=None, *, shingles=None, shingle_norm=None, hashes=None, bands=None, rows=None, verify=None, store=None, blocks=webdedup_store::DEFAULT_BLOCKS, server_timeout=webdedup_net::client::DEFAULT_GIVE_UP_AFTER.as_secs_f64(), **read))]
+    #[pyo3(signature = (map=None, store_dir=None, *, shingles=None, shingle_norm=None, hashes=None, bands=None, rows=None, verify=None, verify_hashes=None, store=None, blocks=webdedup_store::DEFAULT_BLOCKS, server_timeout=webdedup_net::client::DEFAULT_GIVE_UP_AFTER.as_secs_f64(), **read))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         map: Option<PathBuf>,
@@ -81,6 +81,7 @@ impl MinHashDedup {
         bands: Option<usize>,
         rows: Option<usize>,
         verify: Option<f64>,
+        verify_hashes: Option<usize>,
         store: Option<String>,
         blocks: u32,
         server_timeout: f64,
@@ -94,7 +95,15 @@ impl MinHashDedup {
         if blocks == 0 {
             return Err(PyValueError::new_err("blocks must be at least 1"));
         }
-        let minhash = crate::minhash::minhash_options(shingles, shingle_norm, hashes, bands, rows, verify)?;
+        let minhash = crate::minhash::minhash_options(
+            shingles,
+            shingle_norm,
+            hashes,
+            bands,
+            rows,
+            verify,
+            verify_hashes,
+        )?;
         let params = minhash.params;
         let options = Options::for_minhash(minhash);
         let state = RunState::new(&options);

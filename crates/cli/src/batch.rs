@@ -48,6 +48,7 @@ pub enum BatchCommand {
     mut_arg("bands", |a| a.requires("minhash")),
     mut_arg("rows", |a| a.requires("minhash")),
     mut_arg("verify", |a| a.requires("minhash")),
+    mut_arg("verify_hashes", |a| a.requires("minhash")),
     mut_arg("keep", |a| a.requires("minhash")),
     mut_arg("clusters", |a| a.requires("minhash")),
     mut_arg("substr", |a| a.conflicts_with("minhash")),

@@ -73,6 +73,12 @@ pub struct MinHashSettings {
     /// (a temporary file beside the outputs, not in memory).
     #[arg(long, default_value_t = webdedup_minhash::DEFAULT_VERIFY, value_name = "J")]
     verify: f64,
+    /// Values of the verification sketch `--verify` estimates from (1 byte each in
+    /// the side store), a second sketch of the same shingles; 0: the low bytes of
+    /// the signature's own values (the default before). A store records it and
+    /// refuses another.
+    #[arg(long, default_value_t = webdedup_minhash::DEFAULT_VERIFY_HASHES, value_name = "V")]
+    verify_hashes: usize,
     /// Which copy of near-duplicates survives (batch mode): `first` (input order),
     /// `longest` (most characters of text), `newest:FIELD` (latest ISO 8601 date in
     /// FIELD), `max:FIELD` (greatest number in FIELD); ties in input order. Stream
@@ -97,6 +103,7 @@ impl MinHashSettings {
             bands: Some(self.bands),
             rows: Some(self.rows),
             verify: Some(self.verify),
+            verify_hashes: Some(self.verify_hashes),
         }
         .options()
         .map_err(anyhow::Error::msg)

@@ -73,6 +73,7 @@ pub fn run_outcome(
                 "bands": m.params.bands,
                 "rows": m.params.rows,
                 "verify": m.verify,
+                "verify_hashes": m.params.verify_hashes,
             }),
         );
         o.note(format!(

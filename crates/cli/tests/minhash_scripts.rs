@@ -119,3 +119,19 @@ fn a_store_records_its_shingling_and_refuses_another() {
     );
     assert_fails_saying(&o, 2, "shingles=chars:5");
 }
+
+/// `--verify` estimates from a verification sketch of its own (`--verify-hashes`,
+/// 256 values by default), and a store records it: a store made before it
+/// (`--verify-hashes 0`: the band signature's own 112 bytes, whose settings line
+/// ends at `norm=lower`) keeps working with `--verify-hashes 0` and refuses the new
+/// default, naming both settings; and the other way round.
+#[test]
+fn a_store_records_its_verification_sketch_and_refuses_another() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_minhash_store_refuses_other_settings(
+        &scripts_sample(),
+        dir.path(),
+        (&["--verify-hashes", "0"], "rows=8 norm=lower'"),
+        (&[], "norm=lower verify-hashes=256'"),
+    );
+}

@@ -235,6 +235,8 @@ pub struct MinHashChoices {
     pub rows: Option<usize>,
     /// 0 turns verification off.
     pub verify: Option<f64>,
+    /// Values of the verification sketch (0: the signature's own).
+    pub verify_hashes: Option<usize>,
 }
 
 impl MinHashChoices {
@@ -247,6 +249,7 @@ impl MinHashChoices {
             hashes: self.hashes.unwrap_or(m::DEFAULT_HASHES),
             bands: self.bands.unwrap_or(m::DEFAULT_BANDS),
             rows: self.rows.unwrap_or(m::DEFAULT_ROWS),
+            verify_hashes: self.verify_hashes.unwrap_or(m::DEFAULT_VERIFY_HASHES),
         };
         params.validate()?;
         let verify = self.verify.unwrap_or(m::DEFAULT_VERIFY);

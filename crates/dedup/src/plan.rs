@@ -77,8 +77,9 @@ pub struct DocPlan {
     pub pieces: Range<usize>,
     /// Its URL matched the URL filter: dropped before any store request.
     pub filtered: bool,
-    /// MinHash mode: its band keys in [`ChunkPlan::bands`] and the low bytes of its
-    /// signature in [`ChunkPlan::sigs`] (both empty when it has no shingle).
+    /// MinHash mode: its band keys in [`ChunkPlan::bands`] and its verification
+    /// bytes in [`ChunkPlan::sigs`] (both empty when it has no shingle; the bytes
+    /// also without `--verify`).
     pub bands: Range<u32>,
     pub sig: Range<u32>,
     /// MinHash mode: characters of its paragraphs' text as read (`--keep longest`).
@@ -111,7 +112,8 @@ pub struct ChunkPlan {
     pub meta: String,
     /// MinHash mode: the band keys of every document, in order.
     pub bands: Vec<u64>,
-    /// MinHash mode: the low 8 bits of every signature value (verification).
+    /// MinHash mode: every document's verification bytes
+    /// (`MinHasher::verification`).
     pub sigs: Vec<u8>,
     /// `--mark` only: each paragraph's characters in its document's text.
     pub para_chars: Vec<Range<u32>>,
@@ -190,8 +192,10 @@ impl Planner {
             para_tokens: 0,
             url_filter: opts.url_filter.clone(),
             minhash: opts.minhash().map(|m| {
-                webdedup_minhash::MinHasher::new(m.params)
-                    .expect("MinHash settings are checked when they are made")
+                let mut h = webdedup_minhash::MinHasher::new(m.params)
+                    .expect("MinHash settings are checked when they are made");
+                h.set_verifying(m.verify.is_some());
+                h
             }),
             doc_text: Vec::new(),
             doc_chars: 0,
@@ -303,7 +307,7 @@ impl PlanSink<'_> {
             let banding = m.params().banding();
             if let Some(sig) = m.signature_loose(&p.doc_text) {
                 banding.keys(sig, &mut self.plan.bands);
-                self.plan.sigs.extend(sig.iter().map(|&v| v as u8));
+                self.plan.sigs.extend_from_slice(m.verification());
             }
         }
         (

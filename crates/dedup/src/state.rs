@@ -28,7 +28,7 @@ impl RunState {
         RunState {
             kept: options
                 .minhash()
-                .map(|m| Arc::new(KeptDocs::new(m.params.hashes, m.params.bands))),
+                .map(|m| Arc::new(KeptDocs::new(m.params.verification_len(), m.params.bands))),
             decided: None,
             progress: None,
         }

@@ -32,10 +32,12 @@ pub mod band;
 pub mod reference;
 pub mod shingle;
 pub mod sketch;
+pub mod verify;
 
 pub use band::{estimate_jaccard, estimate_jaccard_low8, Banding, MAX_ROWS};
 pub use shingle::{written_without_spaces, Shingler, Shingling, MAX_SHINGLE, SHINGLE_SEED};
 pub use sketch::{mix64, Sketch};
+pub use verify::{Verifier, VERIFY_SEED};
 pub use webdedup_text::Normalization;
 
 /// The largest signature.
@@ -60,6 +62,12 @@ pub const DEFAULT_ROWS: usize = 8;
 /// Default verification threshold of a band match (estimated Jaccard with the
 /// named original), chosen by the same study.
 pub const DEFAULT_VERIFY: f64 = 0.8;
+/// Default size of the verification sketch ([`verify`]): `--verify` estimates the
+/// Jaccard similarity from 256 values of its own (1 byte each in the side store)
+/// rather than from the 112 of the band signature, whose estimate missed
+/// near-copies just above 0.8 (the script study, docs/minhash.md; 512 values
+/// scored a little higher there but cost 29% more CPU than 112, 256 cost 14%).
+pub const DEFAULT_VERIFY_HASHES: usize = 256;
 
 /// Everything that decides signatures and band keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -71,6 +79,9 @@ pub struct Params {
     pub hashes: usize,
     pub bands: usize,
     pub rows: usize,
+    /// Values of the verification sketch ([`verify`]); 0: `--verify` estimates
+    /// from the low bytes of the band signature itself (the default before).
+    pub verify_hashes: usize,
 }
 
 impl Default for Params {
@@ -81,6 +92,7 @@ impl Default for Params {
             hashes: DEFAULT_HASHES,
             bands: DEFAULT_BANDS,
             rows: DEFAULT_ROWS,
+            verify_hashes: DEFAULT_VERIFY_HASHES,
         }
     }
 }
@@ -113,7 +125,22 @@ impl Params {
                 self.bands, self.rows, self.hashes
             ));
         }
+        if self.verify_hashes > MAX_HASHES {
+            return Err(format!(
+                "verify hashes must be at most {MAX_HASHES} (got {}; 0: the signature's own)",
+                self.verify_hashes
+            ));
+        }
         Ok(())
+    }
+
+    /// Bytes `--verify` keeps per kept document: one per value of the verification
+    /// sketch, or of the signature when there is none.
+    pub fn verification_len(&self) -> usize {
+        match self.verify_hashes {
+            0 => self.hashes,
+            n => n,
+        }
     }
 
     pub fn banding(&self) -> Banding {
@@ -123,14 +150,20 @@ impl Params {
         }
     }
 
-    /// `minhash=fss-v1 shingles=auto:5 hashes=112 bands=14 rows=8 norm=lower`:
-    /// the settings as one line (store settings, headers); [`parse`](Self::parse)
-    /// reads it back. `fss-v1` names the pinned algorithm (see `sketch`).
+    /// `minhash=fss-v1 shingles=auto:5 hashes=112 bands=14 rows=8 norm=lower
+    /// verify-hashes=256`: the settings as one line (store settings, headers);
+    /// [`parse`](Self::parse) reads it back. `fss-v1` names the pinned algorithm
+    /// (see `sketch`). `verify-hashes` is left out when 0, so the settings of
+    /// stores made before the verification sketch read the same.
     pub fn describe(&self) -> String {
-        format!(
+        let mut s = format!(
             "minhash=fss-v1 shingles={} hashes={} bands={} rows={} norm={}",
             self.shingling, self.hashes, self.bands, self.rows, self.norm
-        )
+        );
+        if self.verify_hashes > 0 {
+            s.push_str(&format!(" verify-hashes={}", self.verify_hashes));
+        }
+        s
     }
 
     /// The key kind recorded in a store's settings: a store of band keys refuses
@@ -140,10 +173,12 @@ impl Params {
     }
 
     /// Reads what [`describe`](Self::describe) writes (other `key=value` words are
-    /// ignored, missing ones are an error, another algorithm is refused).
+    /// ignored, missing ones are an error except `verify-hashes`, 0 when missing;
+    /// another algorithm is refused).
     pub fn parse(s: &str) -> Result<Params, String> {
         let (mut algo, mut sh, mut hashes, mut bands, mut rows, mut norm) =
             (None, None, None, None, None, None);
+        let mut verify_hashes = 0;
         let num = |v: &str, what: &str| {
             v.parse::<usize>()
                 .map_err(|_| format!("bad {what} '{v}' in '{s}'"))
@@ -157,6 +192,7 @@ impl Params {
                     "bands" => bands = Some(num(v, "bands")?),
                     "rows" => rows = Some(num(v, "rows")?),
                     "norm" => norm = Some(v.parse::<Normalization>()?),
+                    "verify-hashes" => verify_hashes = num(v, "verify-hashes")?,
                     _ => {}
                 }
             }
@@ -177,6 +213,7 @@ impl Params {
             hashes,
             bands,
             rows,
+            verify_hashes,
         };
         p.validate()?;
         Ok(p)
@@ -190,6 +227,11 @@ pub struct MinHasher {
     shingler: Shingler,
     sketch: Sketch,
     signature: Vec<u32>,
+    /// The verification sketch (`verify_hashes` > 0), when verification bytes are
+    /// wanted ([`set_verifying`](Self::set_verifying)).
+    verifier: Option<Verifier>,
+    verifying: bool,
+    verification: Vec<u8>,
 }
 
 impl MinHasher {
@@ -201,6 +243,9 @@ impl MinHasher {
             shingler: Shingler::new(params.shingling, params.norm),
             sketch: Sketch::new(params.hashes),
             signature: Vec::with_capacity(params.hashes),
+            verifier: (params.verify_hashes > 0).then(|| Verifier::new(params.verify_hashes)),
+            verifying: true,
+            verification: Vec::with_capacity(params.verification_len()),
         })
     }
 
@@ -208,23 +253,39 @@ impl MinHasher {
         &self.params
     }
 
+    /// Whether [`verification`](Self::verification) bytes are made (default: yes).
+    /// A run without `--verify` turns them off: the verification sketch costs a
+    /// hash per shingle.
+    pub fn set_verifying(&mut self, on: bool) {
+        self.verifying = on;
+    }
+
+    /// The verification bytes of the last signature (`--verify` compares them with
+    /// [`estimate_jaccard_low8`]): the low byte of each value of the verification
+    /// sketch, or of the signature when `verify_hashes` is 0; empty when the last
+    /// text had no shingle or verification is off.
+    pub fn verification(&self) -> &[u8] {
+        &self.verification
+    }
+
     /// The signature of `text` (words separated by whitespace; invalid UTF-8 is
     /// read lossily), or None when it has no shingle (nothing left after
     /// normalization).
     pub fn signature(&mut self, text: &[u8]) -> Option<&[u32]> {
-        self.sketch.clear();
-        let sketch = &mut self.sketch;
-        self.shingler.for_each(text, |x| sketch.push(x));
+        {
+            let (shingler, push) = self.start();
+            shingler.for_each(text, push);
+        }
         self.finish()
     }
 
     /// As [`signature`](Self::signature), for text already normalized as the
     /// settings say (`lower` or `loose`).
     pub fn signature_normalized(&mut self, normalized: &[u8]) -> Option<&[u32]> {
-        self.sketch.clear();
-        let sketch = &mut self.sketch;
-        self.shingler
-            .for_each_normalized(normalized, |x| sketch.push(x));
+        {
+            let (shingler, push) = self.start();
+            shingler.for_each_normalized(normalized, push);
+        }
         self.finish()
     }
 
@@ -232,9 +293,10 @@ impl MinHasher {
     /// the settings' normalization writes it (see [`Shingler::for_each_loose`]):
     /// the same signature, one pass less.
     pub fn signature_loose(&mut self, loose: &[u8]) -> Option<&[u32]> {
-        self.sketch.clear();
-        let sketch = &mut self.sketch;
-        self.shingler.for_each_loose(loose, |x| sketch.push(x));
+        {
+            let (shingler, push) = self.start();
+            shingler.for_each_loose(loose, push);
+        }
         self.finish()
     }
 
@@ -246,9 +308,34 @@ impl MinHasher {
         Some(sig)
     }
 
+    /// Clears the sketches; the shingler, and what takes each shingle hash.
+    fn start(&mut self) -> (&mut Shingler, impl FnMut(u64) + '_) {
+        self.sketch.clear();
+        let sketch = &mut self.sketch;
+        let mut verifier = self.verifier.as_mut().filter(|_| self.verifying);
+        if let Some(v) = verifier.as_mut() {
+            v.clear();
+        }
+        let push = move |x| {
+            sketch.push(x);
+            if let Some(v) = verifier.as_mut() {
+                v.push(x);
+            }
+        };
+        (&mut self.shingler, push)
+    }
+
     fn finish(&mut self) -> Option<&[u32]> {
-        self.sketch
-            .finish(&mut self.signature)
-            .then_some(&self.signature[..])
+        let some = self.sketch.finish(&mut self.signature);
+        self.verification.clear();
+        if some && self.verifying {
+            match self.verifier.as_mut() {
+                Some(v) => v.finish(&mut self.verification),
+                None => self
+                    .verification
+                    .extend(self.signature.iter().map(|&v| v as u8)),
+            }
+        }
+        some.then_some(&self.signature[..])
     }
 }

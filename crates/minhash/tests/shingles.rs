@@ -42,6 +42,7 @@ proptest! {
             hashes: 16,
             bands: 4,
             rows: 4,
+            verify_hashes: 0,
         };
         let mut joined = String::new();
         for p in &paras {

@@ -80,6 +80,7 @@ fn vectors() -> Vec<Vector> {
                 hashes: 16,
                 bands: 4,
                 rows: 4,
+                verify_hashes: 0,
             },
             first8: [
                 2449811162, 2967675680, 1691819431, 621545585, 1925416313, 1369565966, 3062896922,
@@ -96,10 +97,23 @@ fn defaults_are_the_documented_ones() {
     let d = Params::default();
     assert_eq!(
         d.describe(),
-        "minhash=fss-v1 shingles=auto:5 hashes=112 bands=14 rows=8 norm=lower"
+        "minhash=fss-v1 shingles=auto:5 hashes=112 bands=14 rows=8 norm=lower verify-hashes=256"
     );
     assert_eq!((DEFAULT_HASHES, DEFAULT_BANDS, DEFAULT_ROWS), (112, 14, 8));
     assert_eq!(Params::parse(&d.describe()), Ok(d));
+    // Settings written before the verification sketch (a store's) read as
+    // verification on the signature's own bytes, and describe themselves as before.
+    let before = "minhash=fss-v1 shingles=auto:5 hashes=112 bands=14 rows=8 norm=lower";
+    let p = Params::parse(before).unwrap();
+    assert_eq!(
+        p,
+        Params {
+            verify_hashes: 0,
+            ..d
+        }
+    );
+    assert_eq!(p.describe(), before);
+    assert_eq!((d.verification_len(), p.verification_len()), (256, 112));
     assert!((d.banding().threshold() - 0.7191).abs() < 1e-4);
 }
 
@@ -202,6 +216,13 @@ fn settings_are_checked() {
         (Params { hashes: 0, ..d }, "hashes"),
         (Params { bands: 15, ..d }, "bands x rows"),
         (too_many_rows, "rows"),
+        (
+            Params {
+                verify_hashes: 5000,
+                ..d
+            },
+            "verify hashes",
+        ),
     ] {
         let e = MinHasher::new(p).unwrap_err();
         assert!(e.contains(says), "{p:?}: {e}");
@@ -230,5 +251,20 @@ fn settings_are_checked() {
             .params()
             .hashes,
         128
+    );
+}
+
+/// The verification bytes at the defaults (256 values of the verification
+/// sketch), pinned as the signature is: a store's side store holds them.
+#[test]
+fn verification_bytes_are_pinned() {
+    let mut m = MinHasher::new(Params::default()).unwrap();
+    m.signature(FOX.as_bytes()).unwrap();
+    let v = m.verification();
+    let sum: u64 = v.iter().map(|&b| b as u64).sum();
+    assert_eq!(v.len(), 256);
+    assert_eq!(
+        (&v[..8], sum),
+        (&[199u8, 162, 167, 17, 8, 82, 116, 34][..], 33719)
     );
 }

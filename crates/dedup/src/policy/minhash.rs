@@ -234,7 +234,7 @@ pub struct KeptDocs {
 impl Default for KeptDocs {
     fn default() -> Self {
         let p = webdedup_minhash::Params::default();
-        KeptDocs::new(p.hashes, p.bands)
+        KeptDocs::new(p.verification_len(), p.bands)
     }
 }
 
@@ -252,10 +252,11 @@ fn io_error(e: io::Error) -> StoreError {
 }
 
 impl KeptDocs {
-    /// A side store for signatures of `hashes` values and `bands` band keys.
-    pub fn new(hashes: usize, bands: usize) -> Self {
+    /// A side store for `verification` bytes (`Params::verification_len`) and
+    /// `bands` band keys a document.
+    pub fn new(verification: usize, bands: usize) -> Self {
         KeptDocs {
-            inner: Mutex::new(KeptInner::new(hashes, bands)),
+            inner: Mutex::new(KeptInner::new(verification, bands)),
         }
     }
 

@@ -86,7 +86,11 @@ fn configs() -> Vec<(Shingling, usize, usize, usize)> {
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let mut threshold = 0.8;
-    let mut show = Params::default();
+    // The study simulates verification on the band signature's values.
+    let mut show = Params {
+        verify_hashes: 0,
+        ..Params::default()
+    };
     let mut verify = 0.8;
     let mut datatrove: Option<String> = None;
     let mut rensa: Vec<String> = Vec::new();
@@ -279,6 +283,7 @@ fn main() {
                 hashes,
                 bands,
                 rows: rows_per,
+                verify_hashes: 0,
             };
             if m == Method::Fss && p == show {
                 let mut row = format!("| MinHash {} (LSH · verified {verify}) |", p.describe());

@@ -86,6 +86,7 @@ pub(crate) fn signatures(
         hashes,
         bands: 1,
         rows: 1,
+        verify_hashes: 0,
     };
     let from_hashes = |sig: &(dyn Fn(&[u64]) -> Option<Vec<u32>> + Sync)| -> Sigs {
         docs.par_iter()
