@@ -125,7 +125,7 @@ pub struct DedupArgs {
     /// Windows of K words (as written), one key stored of each run of W windows: a
     /// span of at least K+W-1 words seen before is removed (the first copy kept),
     /// but for at most W-1 words at each end; stretches under B bytes are kept
-    /// (default 100). `--substr` alone means `--substr=12,8`.
+    /// (default 80). `--substr` alone means `--substr=10,4,80`.
     #[arg(
         long,
         value_name = "K,W[,B]",

@@ -61,7 +61,7 @@ fn params_are_checked() {
         .unwrap_err()
         .contains("W must be 1 to K (5)"));
     assert!(SubstrParams::new(5, 0).is_err());
-    assert_eq!(SubstrParams::DEFAULT.min_span(), 19);
+    assert_eq!(SubstrParams::DEFAULT.min_span(), 13);
     assert_eq!(
         SubstrParams::parse(SubstrParams::DEFAULT_ARG),
         Ok(SubstrParams::DEFAULT)
