@@ -289,7 +289,7 @@ fn load_url_filter(arg: &Bound<'_, PyAny>) -> PyResult<Arc<UrlFilter>> {
     Ok(Arc::new(filter))
 }
 
-/// `substr=`: `True` (the command line's `--substr`, 12,8), `(K, W)`, or
+/// `substr=`: `True` (the command line's `--substr`, 10,4), `(K, W)`, or
 /// `False`/`None` (off); checked as `--substr=K,W` is.
 fn substr_params(
     v: &Bound<'_, PyAny>,

@@ -26,7 +26,7 @@ def test_a_repeated_span_is_removed_and_its_first_copy_kept(substr):
     assert len(got) == 1
     assert got[0].startswith("The council met on Tuesday to vote.")
     assert got[0].endswith("Results follow next week.")
-    # (6, 1) removes the whole notice; the default (12, 8) all but at most 7 words
+    # (6, 1) removes the whole notice; the default (10, 4) all but at most 3 words
     # at each end.
     assert len(got[0].split()) < len(second.split()) - (NOTICE.count(" ") + 1) + 2 * 7 + 1
     if substr == (6, 1):

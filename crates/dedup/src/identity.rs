@@ -11,8 +11,9 @@ use webdedup_store_spec::KeySet;
 /// The [`Keys`] of a run with `options` (`dedup`, `minhash`, batch mode, Python).
 pub fn keys_of(options: &Options) -> Keys<'_> {
     if let Some(s) = options.substr() {
+        // Units are words as written, whatever `--normalize` says.
         return Keys::Substr {
-            normalization: options.normalization,
+            normalization: webdedup_text::Normalization::None,
             k: s.k,
             w: s.w,
         };

@@ -102,6 +102,9 @@ pub struct ChunkPlan {
     /// Near mode: the hash of every token (normalized word) of the chunk, in order;
     /// substring mode: of every unit ([`crate::policy::substr::tokens`]).
     pub tokens: Vec<u64>,
+    /// Substring mode: the text bytes of each of [`Self::tokens`] (what a removed
+    /// stretch's length is counted in).
+    pub token_len: Vec<u32>,
     /// Substring mode: the input bytes of each of [`Self::tokens`] in the chunk's
     /// data (a vertical's token: its whole line), what removing it removes.
     pub token_bytes: Vec<Range<usize>>,
@@ -125,6 +128,7 @@ pub struct ChunkPlan {
 impl ChunkPlan {
     pub fn clear(&mut self) {
         self.tokens.clear();
+        self.token_len.clear();
         self.token_bytes.clear();
         self.token_chars.clear();
         self.docs.clear();
@@ -201,7 +205,7 @@ impl Planner {
             doc_chars: 0,
             marks: false,
             doc_keys: opts.doc_check != DocCheck::None && opts.substr().is_none(),
-            substr: opts.substr().map(|_| SubstrUnits::new(opts.normalization)),
+            substr: opts.substr().map(|_| SubstrUnits::new()),
         }
     }
 
@@ -285,6 +289,7 @@ pub fn url_title_key_of(url: &str, title: &str) -> u64 {
 fn units_out(plan: &mut ChunkPlan) -> UnitsOut<'_> {
     UnitsOut {
         tokens: &mut plan.tokens,
+        token_len: &mut plan.token_len,
         token_bytes: &mut plan.token_bytes,
         token_chars: &mut plan.token_chars,
     }
@@ -661,6 +666,7 @@ impl ChunkPlan {
             + self.pieces.capacity() * size_of::<Piece>()
             + self.issues.capacity() * size_of::<Issue>()
             + self.tokens.capacity() * size_of::<u64>()
+            + self.token_len.capacity() * size_of::<u32>()
             + self.token_bytes.capacity() * size_of::<Range<usize>>()
             + self.token_chars.capacity() * size_of::<Range<u32>>()
             + self.meta.capacity()

@@ -38,8 +38,10 @@ pub const ONION_NORMALIZATION: &str = "onion";
 pub const NGRAM_ATTRIBUTE: &str = "n-gram size";
 
 /// The key kind of substring mode's keys: windows of tokens, winnowed.
+/// v2: units are words as written, a line's first apart (v1 hashed normalized
+/// words): a v1 store is refused by its key kind.
 pub const SUBSTR_KEY_KIND: &str =
-    "substr-v1 (rolling hash of token windows, winnowed; xxh3 seed substrng)";
+    "substr-v2 (rolling hash of windows of words as written, line starts apart, winnowed; xxh3 seed substrng)";
 
 /// The attributes of the substring key kind: the window size in tokens and the
 /// winnowing run in windows.

@@ -192,12 +192,13 @@ pub struct FeedbackFlag {
 #[derive(Args, Debug, Clone)]
 pub struct SubstrFlag {
     /// Substring mode: remove repeated spans inside documents (docs/substr.md).
-    /// Windows of K tokens, one key stored of each run of W windows: a span of at
-    /// least K+W-1 tokens seen before is removed (the first copy kept), but for at
-    /// most W-1 tokens at each end. `--substr` alone means `--substr=12,8`.
+    /// Windows of K words (as written), one key stored of each run of W windows: a
+    /// span of at least K+W-1 words seen before is removed (the first copy kept),
+    /// but for at most W-1 words at each end; stretches under B bytes are kept
+    /// (default 80). `--substr` alone means `--substr=10,4,80`.
     #[arg(
         long,
-        value_name = "K,W",
+        value_name = "K,W[,B]",
         num_args = 0..=1,
         default_missing_value = SubstrParams::DEFAULT_ARG,
         require_equals = true,

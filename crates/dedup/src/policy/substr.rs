@@ -1,24 +1,27 @@
 //! Repeated spans inside documents (substring mode), streamed on the key store.
 //!
-//! A document's text is cut into tokens ([`tokens`]); every window of `k`
-//! consecutive tokens gets a key, a rolling hash of its token hashes. Storing every
+//! A document's text is cut into units, its words as written ([`tokens`]); every
+//! window of `k` consecutive units gets a key, a rolling hash of their hashes. Storing every
 //! window would cost a key a token, so only a sample is stored: robust winnowing
 //! (Schleimer, Wilkerson, Aiken 2003) keeps, of each run of `w` consecutive window
 //! keys, the smallest (the rightmost of equals), and records a position once however
 //! many runs pick it: about 2/(w+1) of the windows. Every selected window is asked
 //! test-and-insert; the union of the windows whose keys were seen before (in the
 //! store, or earlier in the same request) is the document's removed part, the first
-//! copy kept.
+//! copy kept, but for stretches shorter than `min_bytes` bytes of text (ExactSubstr
+//! strikes nothing shorter than its length; a short stretch of equal units is
+//! where windows and bytes disagree most).
 //!
-//! **Guarantee.** Let a span of at least `k + w - 1` tokens occur in an earlier
+//! **Guarantee.** Let a span of at least `k + w - 1` units occur in an earlier
 //! document (or earlier in the same one). Its later copy has at least `w` windows;
 //! the runs of `w` windows lying inside it pick the same positions in both copies
 //! (the same keys in the same order), so those windows were stored by the first copy
 //! and are seen in the second. Successive picks are at most `w` windows apart and a
 //! window is `k >= w` tokens long, so their union is one stretch: the whole span is
-//! removed but for at most `w - 1` tokens at each end (where the runs that pick
-//! reach outside the span). Nothing else is removed: every removed token lies in a
-//! window of `k` tokens seen before (up to 64-bit key collisions).
+//! removed but for at most `w - 1` units at each end (where the runs that pick
+//! reach outside the span), if that stretch's units hold at least `min_bytes`
+//! bytes (whitespace not counted). Nothing else is removed: every removed unit lies in a window of `k` units
+//! seen before (up to 64-bit key collisions), in a stretch of at least `min_bytes`.
 
 pub mod decide;
 pub mod report;
@@ -27,9 +30,9 @@ pub mod units;
 
 pub use crate::options::SubstrParams;
 use std::ops::Range;
-use tokens::{Token, Tokenizer};
+use tokens::{Token, Tokenizer, LINE_START};
 use webdedup_store::{Store, StoreError};
-use webdedup_text::{key, KeyKind, Normalization};
+use webdedup_text::{key, KeyKind};
 
 /// Odd, so that multiplying by it is a bijection of u64 (the rolling hash loses
 /// nothing of the oldest token until it leaves the window).
@@ -37,8 +40,10 @@ const BASE: u64 = 0x9E37_79B9_7F4A_7C15;
 
 /// The key of every window of `k` consecutive `hashes`, in order, into `out`
 /// (cleared first; empty when there are fewer than `k`): a polynomial rolling
-/// hash mod 2^64 of the token hashes, mixed through xxh3 with the window kind's
-/// seed so that window keys are uniform and never meet other kinds' keys.
+/// hash mod 2^64 of the unit hashes, the first one's [`tokens::LINE_START`] bit
+/// left out (whether a window follows a line break or a space is no part of it),
+/// mixed through xxh3 with the window kind's seed so that window keys are uniform
+/// and never meet other kinds' keys.
 pub fn window_keys(hashes: &[u64], k: usize, out: &mut Vec<u64>) {
     out.clear();
     if k == 0 || hashes.len() < k {
@@ -48,13 +53,14 @@ pub fn window_keys(hashes: &[u64], k: usize, out: &mut Vec<u64>) {
     let mut h = hashes[..k]
         .iter()
         .fold(0u64, |h, &t| h.wrapping_mul(BASE).wrapping_add(t));
-    out.push(mix(h));
-    for (&old, &new) in hashes.iter().zip(&hashes[k..]) {
+    let first_apart = |h: u64, first: u64| h.wrapping_sub((first & LINE_START).wrapping_mul(top));
+    out.push(mix(first_apart(h, hashes[0])));
+    for (i, (&old, &new)) in hashes.iter().zip(&hashes[k..]).enumerate() {
         h = h
             .wrapping_sub(old.wrapping_mul(top))
             .wrapping_mul(BASE)
             .wrapping_add(new);
-        out.push(mix(h));
+        out.push(mix(first_apart(h, hashes[i + 1])));
     }
 }
 
@@ -91,17 +97,32 @@ pub fn winnow(keys: &[u64], w: usize, out: &mut Vec<u32>) {
     }
 }
 
-/// The union of the `k`-token windows starting at the `selected` positions whose
-/// key was `seen`, as token ranges in order, into `out` (cleared first).
-pub fn removed_tokens(selected: &[u32], seen: &[bool], k: usize, out: &mut Vec<Range<usize>>) {
+/// Bytes of text of the units `lens` (each unit's bytes; the whitespace between
+/// them not counted, so that a stretch counts the same in every format): a
+/// stretch's length as [`SubstrParams::min_bytes`] counts it.
+pub fn stretch_bytes(lens: &[u32]) -> usize {
+    lens.iter().map(|&l| l as usize).sum()
+}
+
+/// The union of the `k`-unit windows starting at the `selected` positions whose
+/// key was `seen`, as unit ranges in order, into `out` (cleared first); stretches
+/// shorter than `params.min_bytes` (`lens`: each unit's bytes of text) left out.
+pub fn removed_tokens(
+    selected: &[u32],
+    seen: &[bool],
+    params: SubstrParams,
+    lens: &[u32],
+    out: &mut Vec<Range<usize>>,
+) {
     out.clear();
     for (&s, _) in selected.iter().zip(seen).filter(|(_, &seen)| seen) {
-        let r = s as usize..s as usize + k;
+        let r = s as usize..s as usize + params.k;
         match out.last_mut() {
             Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
             _ => out.push(r),
         }
     }
+    out.retain(|r| stretch_bytes(&lens[r.clone()]) >= params.min_bytes);
 }
 
 /// One document's tokens, window keys and picks; reusable.
@@ -109,6 +130,7 @@ pub fn removed_tokens(selected: &[u32], seen: &[bool], k: usize, out: &mut Vec<R
 pub struct DocWindows {
     pub tokens: Vec<Token>,
     hashes: Vec<u64>,
+    lens: Vec<u32>,
     windows: Vec<u64>,
     /// The picked windows' positions (token indexes of their first tokens).
     pub selected: Vec<u32>,
@@ -123,6 +145,9 @@ impl DocWindows {
         tokenizer.tokens(text, &mut self.tokens);
         self.hashes.clear();
         self.hashes.extend(self.tokens.iter().map(|t| t.hash));
+        self.lens.clear();
+        self.lens
+            .extend(self.tokens.iter().map(|t| t.bytes.len() as u32));
         window_keys(&self.hashes, params.k, &mut self.windows);
         winnow(&self.windows, params.w, &mut self.selected);
         self.keys.clear();
@@ -134,8 +159,13 @@ impl DocWindows {
     /// The byte ranges of the text to remove, given the store's verdict on each of
     /// [`Self::keys`], into `out` (cleared first): from the first byte of a removed
     /// stretch's first token to the last byte of its last token.
-    pub fn removed_bytes(&mut self, seen: &[bool], k: usize, out: &mut Vec<Range<usize>>) {
-        removed_tokens(&self.selected, seen, k, &mut self.removed);
+    pub fn removed_bytes(
+        &mut self,
+        seen: &[bool],
+        params: SubstrParams,
+        out: &mut Vec<Range<usize>>,
+    ) {
+        removed_tokens(&self.selected, seen, params, &self.lens, &mut self.removed);
         out.clear();
         let tokens = &self.tokens;
         out.extend(
@@ -157,11 +187,11 @@ pub struct TextDedup<'a> {
 }
 
 impl<'a> TextDedup<'a> {
-    pub fn new(store: &'a dyn Store, params: SubstrParams, normalization: Normalization) -> Self {
+    pub fn new(store: &'a dyn Store, params: SubstrParams) -> Self {
         TextDedup {
             store,
             params,
-            tokenizer: Tokenizer::new(normalization),
+            tokenizer: Tokenizer::new(),
             doc: DocWindows::default(),
             seen: Vec::new(),
         }
@@ -172,7 +202,7 @@ impl<'a> TextDedup<'a> {
     pub fn dedup(&mut self, text: &str, out: &mut Vec<Range<usize>>) -> Result<usize, StoreError> {
         self.doc.pick(text, self.params, &mut self.tokenizer);
         self.store.test_and_insert(&self.doc.keys, &mut self.seen)?;
-        self.doc.removed_bytes(&self.seen, self.params.k, out);
+        self.doc.removed_bytes(&self.seen, self.params, out);
         Ok(self.doc.keys.len())
     }
 }

@@ -137,13 +137,14 @@ pub fn decide(
             continue;
         }
         let picks = s.per_doc[i].clone();
+        let units = doc_units(plan, doc.paras.clone());
         removed_tokens(
             &s.selected[picks.clone()],
             &s.seen[picks.clone()],
-            params.k,
+            params,
+            &plan.token_len[units.clone()],
             &mut s.removed,
         );
-        let units = doc_units(plan, doc.paras.clone());
         let keep = &mut out.keep_para[doc.paras.clone()];
         keep.fill(true);
         if s.removed.is_empty() {

@@ -3,14 +3,15 @@ use proptest::prelude::*;
 use std::collections::HashSet;
 use webdedup_store::MemStore;
 
-/// A text made of vocabulary entries: words (written in varying case and with
-/// punctuation, which normalization removes) and ideographs, glued to each other
-/// as they are in Chinese text. Returns the text and each token's byte range.
-fn text_of(ids: &[u8], style: &[u8]) -> (String, Vec<Range<usize>>) {
-    let mut text = String::new();
+/// A text made of vocabulary entries: words (each written its own way: lower or
+/// upper case, or with a comma) and ideographs, glued to each other as they are in
+/// Chinese text, after the word `lead` (a line's first unit is another unit than
+/// the same word after a space). Returns the text and each entry's byte range.
+fn text_of(lead: &str, ids: &[u8]) -> (String, Vec<Range<usize>>) {
+    let mut text = lead.to_string();
     let mut spans = Vec::new();
     let mut prev_cjk = false;
-    for (i, &id) in ids.iter().enumerate() {
+    for &id in ids {
         let cjk = id % 4 == 0;
         let word = if cjk {
             char::from_u32(0x4E00 + id as u32).unwrap().to_string()
@@ -19,13 +20,13 @@ fn text_of(ids: &[u8], style: &[u8]) -> (String, Vec<Range<usize>>) {
                 .iter()
                 .map(|&b| b as char)
                 .collect();
-            match style.get(i).copied().unwrap_or(0) % 3 {
+            match id / 20 {
                 0 => w,
                 1 => w.to_uppercase(),
                 _ => format!("{w},"),
             }
         };
-        if !(text.is_empty() || cjk && prev_cjk) {
+        if !(cjk && prev_cjk) {
             text.push(' ');
         }
         spans.push(text.len()..text.len() + word.len());
@@ -37,7 +38,7 @@ fn text_of(ids: &[u8], style: &[u8]) -> (String, Vec<Range<usize>>) {
 
 fn run(texts: &[&str], params: SubstrParams) -> Vec<Vec<Range<usize>>> {
     let store = MemStore::new(7);
-    let mut d = TextDedup::new(&store, params, Normalization::Loose);
+    let mut d = TextDedup::new(&store, params);
     texts
         .iter()
         .map(|t| {
@@ -60,16 +61,23 @@ fn params_are_checked() {
         .unwrap_err()
         .contains("W must be 1 to K (5)"));
     assert!(SubstrParams::new(5, 0).is_err());
-    assert_eq!(SubstrParams::DEFAULT.min_span(), 19);
+    assert_eq!(SubstrParams::DEFAULT.min_span(), 13);
     assert_eq!(
         SubstrParams::parse(SubstrParams::DEFAULT_ARG),
         Ok(SubstrParams::DEFAULT)
     );
     assert_eq!(
         SubstrParams::parse(" 20, 4"),
-        Ok(SubstrParams { k: 20, w: 4 })
+        Ok(SubstrParams::new(20, 4).unwrap())
+    );
+    assert_eq!(
+        SubstrParams::parse("20,4,0"),
+        Ok(SubstrParams::new(20, 4).unwrap().with_min_bytes(0))
     );
     assert!(SubstrParams::parse("20").unwrap_err().contains("K,W"));
+    assert!(SubstrParams::parse("20,4,1,1")
+        .unwrap_err()
+        .contains("K,W,B"));
     assert!(SubstrParams::parse("4,20")
         .unwrap_err()
         .contains("W must be"));
@@ -113,7 +121,10 @@ fn a_repeated_passage_is_removed_from_the_later_document_only() {
                   to browse you agree to our use of cookies and our privacy policy.";
     let a = format!("Rain is expected in the north tomorrow. {notice}");
     let b = format!("The council met on Tuesday to vote. {notice} Results follow next week.");
-    let removed = run(&[&a, &b], SubstrParams::new(6, 1).unwrap());
+    let removed = run(
+        &[&a, &b],
+        SubstrParams::new(6, 1).unwrap().with_min_bytes(0),
+    );
     assert!(removed[0].is_empty());
     let kept = strike_text(&b, &removed[1]);
     assert_eq!(
@@ -125,32 +136,60 @@ fn a_repeated_passage_is_removed_from_the_later_document_only() {
 #[test]
 fn a_span_repeated_within_one_document_keeps_its_first_copy() {
     let s = "one two three four five six seven eight nine ten";
-    let t = format!("{s} and then {s}");
+    let t = format!("Say {s} and then {s}");
     // W = 1 stores every window: the whole copy goes.
-    let removed = run(&[&t], SubstrParams::new(4, 1).unwrap());
-    assert_eq!(strike_text(&t, &removed[0]), format!("{s} and then "));
+    let removed = run(&[&t], SubstrParams::new(4, 1).unwrap().with_min_bytes(0));
+    assert_eq!(strike_text(&t, &removed[0]), format!("Say {s} and then "));
     // W = 2: at most one token kept at each end of the copy.
-    let removed = run(&[&t], SubstrParams::new(4, 2).unwrap());
+    let removed = run(&[&t], SubstrParams::new(4, 2).unwrap().with_min_bytes(0));
     let kept = strike_text(&t, &removed[0]);
-    let rest = kept.strip_prefix(&format!("{s} and then ")).unwrap();
+    let rest = kept.strip_prefix(&format!("Say {s} and then ")).unwrap();
     assert!(rest.split_whitespace().count() <= 2, "{rest:?}");
+}
+
+#[test]
+fn a_line_break_inside_a_repeat_makes_other_text_one_before_it_does_not() {
+    let s = "one two three four five six seven eight";
+    let a = format!("Intro: {s}");
+    let b = format!("Intro:\n{s}");
+    let c = "one two three four\nfive six seven eight";
+    let d = "One two three four five six seven eight";
+    let removed = run(
+        &[&a, &b, c, d],
+        SubstrParams::new(8, 1).unwrap().with_min_bytes(0),
+    );
+    assert_eq!(strike_text(&b, &removed[1]), "Intro:\n");
+    assert!(removed[2].is_empty(), "a line break is not a space");
+    assert!(removed[3].is_empty(), "words are compared as written");
+}
+
+#[test]
+fn stretches_shorter_than_min_bytes_are_kept() {
+    let s = "one two three four five six seven eight";
+    let (a, b) = (format!("A: {s}"), format!("B: {s}"));
+    // The repeat's units hold 32 bytes (its spaces not counted).
+    let params = SubstrParams::new(4, 1).unwrap();
+    let removed = run(&[&a, &b], params.with_min_bytes(32));
+    assert_eq!(strike_text(&b, &removed[1]), "B: ");
+    let removed = run(&[&a, &b], params.with_min_bytes(33));
+    assert!(removed[1].is_empty());
 }
 
 #[test]
 fn short_repeats_are_not_removed() {
     let a = "alpha beta gamma delta epsilon";
     let b = "zeta alpha beta gamma delta eta";
-    let removed = run(&[a, b], SubstrParams::new(5, 2).unwrap());
+    let removed = run(&[a, b], SubstrParams::new(5, 2).unwrap().with_min_bytes(0));
     assert!(removed[1].is_empty());
 }
 
 #[test]
 fn ideographs_repeat_character_by_character() {
-    let a = "今天天气很好我们去公园散步吧";
+    let a = "他说：今天天气很好我们去公园散步吧";
     let b = "昨天下雨了。今天天气很好我们去公园散步吧！";
-    let removed = run(&[a, b], SubstrParams::new(6, 1).unwrap());
+    let removed = run(&[a, b], SubstrParams::new(6, 1).unwrap().with_min_bytes(0));
     assert_eq!(strike_text(b, &removed[1]), "昨天下雨了。！");
-    let removed = run(&[a, b], SubstrParams::new(6, 4).unwrap());
+    let removed = run(&[a, b], SubstrParams::new(6, 4).unwrap().with_min_bytes(0));
     let kept = strike_text(b, &removed[1]).chars().count();
     assert!(kept <= "昨天下雨了。！".chars().count() + 2 * 3, "{kept}");
 }
@@ -181,28 +220,35 @@ proptest! {
         extra in 0usize..30,
         pre in prop::collection::vec(0u8..60, 0..30),
         post in prop::collection::vec(0u8..60, 0..30),
-        style in prop::collection::vec(0u8..3, 200),
+        min_bytes in prop::sample::select(vec![0usize, 0, 10, 30]),
     ) {
         let w = 1 + ((k - 1) as f64 * w_part) as usize;
-        let params = SubstrParams::new(k, w).unwrap();
+        let params = SubstrParams::new(k, w).unwrap().with_min_bytes(min_bytes);
         let len = params.min_span() + extra;
         prop_assume!(a.len() >= len);
         let at = at % (a.len() - len + 1);
         let span = &a[at..at + len];
         let b: Vec<u8> = pre.iter().chain(span).chain(&post).copied().collect();
-        let (ta, _) = text_of(&a, &style);
-        let (tb, tokens_b) = text_of(&b, &style[100..]);
+        let (ta, _) = text_of("first", &a);
+        let (tb, tokens_b) = text_of("later", &b);
         let removed = run(&[&ta, &tb], params).pop().unwrap();
         let first = pre.len() + w - 1;
         let last = pre.len() + len - w; // inclusive
-        for (t, r) in tokens_b.iter().enumerate().take(last + 1).skip(first) {
-            prop_assert!(covered(&removed, r), "token {t} of the copy kept");
+        let unit_bytes = |units: &[Range<usize>]| units.iter().map(|r| r.len()).sum::<usize>();
+        if unit_bytes(&tokens_b[first..=last]) >= min_bytes {
+            for (t, r) in tokens_b.iter().enumerate().take(last + 1).skip(first) {
+                prop_assert!(covered(&removed, r), "token {t} of the copy kept");
+            }
         }
         let seen = exactly_seen(&a, &b, k);
         for (t, r) in tokens_b.iter().enumerate() {
             if removed.iter().any(|x| x.start < r.end && r.start < x.end) {
                 prop_assert!(seen[t], "token {t} removed, never seen in a window");
             }
+        }
+        for x in &removed {
+            let inside: Vec<_> = tokens_b.iter().filter(|r| x.start <= r.start && r.end <= x.end).cloned().collect();
+            prop_assert!(unit_bytes(&inside) >= min_bytes, "a stretch of {:?} under {min_bytes} bytes removed", x);
         }
     }
 

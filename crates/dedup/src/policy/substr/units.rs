@@ -9,12 +9,12 @@
 
 use super::tokens::{Token, Tokenizer};
 use std::ops::Range;
-use webdedup_text::Normalization;
 
-/// Where units go: the plan's parallel lists (`ChunkPlan::tokens`, `token_bytes`,
-/// `token_chars`).
+/// Where units go: the plan's parallel lists (`ChunkPlan::tokens`, `token_len`,
+/// `token_bytes`, `token_chars`).
 pub struct UnitsOut<'a> {
     pub tokens: &'a mut Vec<u64>,
+    pub token_len: &'a mut Vec<u32>,
     pub token_bytes: &'a mut Vec<Range<usize>>,
     pub token_chars: &'a mut Vec<Range<u32>>,
 }
@@ -29,6 +29,7 @@ pub struct Planning {
 }
 
 /// The planner's substring-mode state (one a planner).
+#[derive(Default)]
 pub struct SubstrUnits {
     tokenizer: Tokenizer,
     word_tokens: Vec<Token>,
@@ -45,20 +46,22 @@ pub struct SubstrUnits {
     has_word: bool,
 }
 
+/// Adds `r` to `list`, or, when `continued`, extends the last range to its end
+/// (a glued word continuing the unit before it).
+fn push_or_extend<T: Copy>(list: &mut Vec<Range<T>>, r: Range<T>, continued: bool) {
+    match list.last_mut() {
+        Some(last) if continued => last.end = r.end,
+        _ => list.push(r),
+    }
+}
+
 impl SubstrUnits {
-    pub fn new(normalization: Normalization) -> Self {
-        SubstrUnits {
-            tokenizer: Tokenizer::new(normalization),
-            word_tokens: Vec::new(),
-            pending: None,
-            unescaped: 0,
-            offsets: Vec::new(),
-            chars: 0,
-            has_word: false,
-        }
+    pub fn new() -> Self {
+        Self::default()
     }
 
     pub fn para_start(&mut self) {
+        self.tokenizer.para_start();
         self.pending = None;
         self.unescaped = 0;
         self.chars = 0;
@@ -67,7 +70,7 @@ impl SubstrUnits {
 
     /// `--mark`: the characters of `word`'s units in its paragraph's text into
     /// `plan.token_chars` (made absolute by [`Self::para_chars`]).
-    fn unit_chars(&mut self, text: &str, glued: bool, plan: &mut UnitsOut) {
+    fn unit_chars(&mut self, text: &str, glued: bool, continues: bool, plan: &mut UnitsOut) {
         if self.has_word && !glued {
             self.chars += 1;
         }
@@ -79,10 +82,10 @@ impl SubstrUnits {
             counted.0 = to;
             base + counted.1
         };
-        for t in &self.word_tokens {
+        for (i, t) in self.word_tokens.iter().enumerate() {
             let start = chars_to(t.bytes.start);
             let end = chars_to(t.bytes.end);
-            plan.token_chars.push(start..end);
+            push_or_extend(plan.token_chars, start..end, continues && i == 0);
         }
         self.chars = chars_to(text.len());
     }
@@ -97,7 +100,7 @@ impl SubstrUnits {
     }
 
     /// The units of `word` into `plan` (invalid UTF-8 makes none: the planner
-    /// reports the line).
+    /// reports the line). A glued word may continue the paragraph's last unit.
     pub fn word(
         &mut self,
         word: &[u8],
@@ -109,33 +112,35 @@ impl SubstrUnits {
         let Ok(text) = std::str::from_utf8(word) else {
             return;
         };
-        self.tokenizer.tokens(text, &mut self.word_tokens);
-        plan.tokens.extend(self.word_tokens.iter().map(|t| t.hash));
-        if how.marks {
-            self.unit_chars(text, glued, plan);
+        let continues = self.tokenizer.word(text, glued, &mut self.word_tokens);
+        for (i, t) in self.word_tokens.iter().enumerate() {
+            let len = t.bytes.len() as u32;
+            match (plan.tokens.last_mut(), plan.token_len.last_mut()) {
+                (Some(h), Some(l)) if continues && i == 0 => (*h, *l) = (t.hash, *l + len),
+                _ => {
+                    plan.tokens.push(t.hash);
+                    plan.token_len.push(len);
+                }
+            }
         }
-        let vertical = how.vertical;
-        match offset_in(data, word) {
-            Some(at) if vertical => {
-                let line = line_around(data, at);
-                plan.token_bytes
-                    .extend(self.word_tokens.iter().map(|_| line.clone()));
-            }
-            Some(at) => plan.token_bytes.extend(
-                self.word_tokens
-                    .iter()
-                    .map(|t| at + t.bytes.start..at + t.bytes.end),
-            ),
-            None => {
-                self.pending.get_or_insert(plan.token_bytes.len());
-                let base = self.unescaped;
-                plan.token_bytes.extend(
-                    self.word_tokens
-                        .iter()
-                        .map(|t| base + t.bytes.start..base + t.bytes.end),
-                );
-                self.unescaped += word.len();
-            }
+        if how.marks {
+            self.unit_chars(text, glued, continues, plan);
+        }
+        let at = offset_in(data, word);
+        let line = at.filter(|_| how.vertical).map(|at| line_around(data, at));
+        if at.is_none() {
+            self.pending.get_or_insert(plan.token_bytes.len());
+        }
+        let base = at.unwrap_or(self.unescaped);
+        for (i, t) in self.word_tokens.iter().enumerate() {
+            let r = match &line {
+                Some(line) => line.clone(),
+                None => base + t.bytes.start..base + t.bytes.end,
+            };
+            push_or_extend(plan.token_bytes, r, continues && i == 0);
+        }
+        if at.is_none() {
+            self.unescaped += word.len();
         }
     }
 
