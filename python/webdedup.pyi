@@ -148,9 +148,10 @@ class Dedup:
     (Vert.feedback, Vert.references, Document.references), numbered within each
     call's `source`.
 
-    substr=True or (K, W): substring mode (`webdedup dedup --substr=K,W`,
-    True is (12, 8)): spans repeated inside documents are removed, the first copy
-    kept; not with near, nor (yet) with feedback.
+    substr=True, (K, W) or (K, W, B): substring mode (`webdedup dedup
+    --substr=K,W,B`, True is (10, 4, 80), B is 80 when left out): spans repeated
+    inside documents are removed, the first copy kept; not with near, nor (yet)
+    with feedback.
 
     input_format ("auto", "vertical", "jsonl") and the JSON Lines fields are the
     command line's --input-format, --text-field, --id-field (default id),

@@ -72,8 +72,8 @@ impl PhaseOptions {
                 continue;
             }
             match key.as_str() {
-                "minhash" | "shingles" | "shingle_norm" | "hashes" | "bands" | "rows" | "verify"
-                | "verify_hashes"
+                "minhash" | "shingles" | "shingle_norm" | "hashes" | "bands" | "rows"
+                | "verify" | "verify_hashes"
                     if minhash == MinHash::Refused =>
                 {
                     return Err(unexpected(function, &key))

@@ -301,10 +301,18 @@ fn substr_params(
     if let Ok(on) = v.extract::<bool>() {
         return Ok(on.then_some(SubstrParams::DEFAULT));
     }
-    let (k, w) = v.extract::<(usize, usize)>().map_err(|_| {
-        PyValueError::new_err("substr takes True or (K, W), two whole numbers as (12, 8)")
-    })?;
+    let refused = || {
+        PyValueError::new_err(
+            "substr takes True, (K, W) or (K, W, B), whole numbers as (10, 4) or (10, 4, 80)",
+        )
+    };
+    let (k, w, b) = match v.extract::<(usize, usize)>() {
+        Ok((k, w)) => (k, w, SubstrParams::DEFAULT_MIN_BYTES),
+        Err(_) => v
+            .extract::<(usize, usize, usize)>()
+            .map_err(|_| refused())?,
+    };
     SubstrParams::new(k, w)
-        .map(Some)
+        .map(|p| Some(p.with_min_bytes(b)))
         .map_err(PyValueError::new_err)
 }

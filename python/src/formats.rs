@@ -10,13 +10,13 @@
 //! record kept whole is returned as the very object given, a record that lost
 //! paragraphs as a copy with the text replaced, and the input is never modified.
 
+use crate::keywords::{self, unexpected, Keyword};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString};
 use std::sync::Arc;
 use webdedup_formats::fields::{FieldPath, JsonlOptions};
 use webdedup_formats::read::{ReadChoices, ReadSettings};
-use crate::keywords::{self, unexpected, Keyword};
 
 /// `input_format`, `text_field`, `id_field`, `url_field`, `title_field` and
 /// `drop_bad_records` as the command line reads them (`--input-format` ...): the

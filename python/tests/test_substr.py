@@ -33,10 +33,22 @@ def test_a_repeated_span_is_removed_and_its_first_copy_kept(substr):
         assert got[0] == "The council met on Tuesday to vote.  Results follow next week."
 
 
+def test_a_stretch_under_b_bytes_is_kept():
+    """(K, W, B): a repeat whose words hold fewer than B bytes stays, as
+    `--substr=K,W,B` keeps it."""
+    second = f"The council met on Tuesday to vote. {NOTICE} Results follow next week."
+    words = len(NOTICE.replace(" ", ""))  # B counts the words' bytes, not spaces
+    for b, removed in [(words, True), (2 * words, False)]:
+        w = webdedup.Dedup(substr=(6, 1, b), input_format="jsonl").create_worker()
+        w.process(jsonl(f"Rain is expected in the north tomorrow. {NOTICE}"))
+        got = json.loads(w.process(jsonl(second)).data.decode())["text"]
+        assert (got != second) == removed, (b, got)
+
+
 def test_bad_window_sizes_and_mode_mixes_are_refused():
     with pytest.raises(ValueError, match="W must be 1 to K"):
         webdedup.Dedup(substr=(4, 8))
-    with pytest.raises(ValueError, match=r"substr takes True or \(K, W\)"):
+    with pytest.raises(ValueError, match=r"substr takes True, \(K, W\) or \(K, W, B\)"):
         webdedup.Dedup(substr="12,8")
     with pytest.raises(ValueError, match="substr and near"):
         webdedup.Dedup(substr=True, near=True)
