@@ -744,7 +744,7 @@ fn a_shared_flag_has_one_help_and_default_everywhere() {
         "compress",
         "dd",
         "output",
-        "substr[=<K,W>]",
+        "substr[=<K,W[,B]>]",
         "feedback",
         "mark",
     ] {
