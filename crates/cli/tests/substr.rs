@@ -642,14 +642,14 @@ fn a_batch_work_directory_records_k_and_w_and_refuses_others() {
         "substr '12,8' in the store, '12,4' in this run",
     );
     assert_fails_saying(
-        &hash(&["--substr", "-f"]),
+        &hash(&["--substr=12,8", "-f"]),
         2,
         "locations 'false' in the store",
     );
     assert_fails_saying(&hash(&[]), 2, "in the store");
     // Exact mode's stages are not this directory's.
     let resolve = ["resolve", "--stage", "paras"];
-    let args = [&FIRST_OF_TWO_TASKS[..], &["--substr"]].concat();
+    let args = [&FIRST_OF_TWO_TASKS[..], &["--substr=12,8"]].concat();
     let o = batch(&phase_args(&resolve, &input, &work, &args), None);
     assert_fails_saying(&o, 2, "--stage paras is not a stage of the work directory");
     // -f names first copies within one run: a store of earlier runs is refused.
