@@ -125,6 +125,11 @@ impl Dedup {
                     "substr and near are two modes: give one",
                 ));
             }
+            if normalize.is_some() {
+                return Err(PyValueError::new_err(
+                    "substring mode hashes words as written: normalize does not apply",
+                ));
+            }
             if feedback {
                 return Err(PyValueError::new_err(
                     "substr with feedback=True (the .spans report) is the command line's for now: webdedup dedup --substr -f",

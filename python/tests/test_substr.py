@@ -50,6 +50,8 @@ def test_bad_window_sizes_and_mode_mixes_are_refused():
         webdedup.Dedup(substr=(4, 8))
     with pytest.raises(ValueError, match=r"substr takes True, \(K, W\) or \(K, W, B\)"):
         webdedup.Dedup(substr="12,8")
+    with pytest.raises(ValueError, match="normalize does not apply"):
+        webdedup.Dedup(substr=True, normalize="none")
     with pytest.raises(ValueError, match="substr and near"):
         webdedup.Dedup(substr=True, near=True)
     with pytest.raises(ValueError, match="webdedup dedup --substr -f"):

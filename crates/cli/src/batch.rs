@@ -3,7 +3,7 @@
 use crate::conventions::{Reporting, Threads};
 use crate::flags::defs::{
     BlocksFlag, ChunkBytesFlag, FeedbackFlag, MarkFlag, MaxLineBytesFlag, NormalizeFlag,
-    OutputFlags, PiecesFlags, SubstrFlag,
+    OutputFlags, PiecesFlags, SubstrFlag, MINHASH_PINS_NORMALIZATION, SUBSTR_PINS_NORMALIZATION,
 };
 use crate::flags::inputs::{Inputs, INPUTS};
 use crate::read_args::ReadArgs;
@@ -15,7 +15,6 @@ use webdedup_dedup::batch::{self, BatchConfig, MinHashStage, Stage};
 use webdedup_dedup::{Mode, Options, PolicyChoices, RunConfig, RunStats};
 use webdedup_formats::summary::{thousands, Outcome};
 use webdedup_text::shown::escape_controls;
-use webdedup_text::Normalization;
 
 #[derive(Debug, Subcommand)]
 pub enum BatchCommand {
@@ -212,10 +211,11 @@ fn config(c: &Common, task_count: usize) -> Result<BatchConfig> {
             "batch mode reads documents (verticals, JSON Lines, Parquet, WET), not wikilinks rows"
         );
     }
-    if c.minhash && c.normalize.normalization != Normalization::Loose {
-        bail!(
-            "minhash signatures are pinned to the loose normalization: --normalize does not apply"
-        );
+    if c.minhash {
+        c.normalize.refuse_for(MINHASH_PINS_NORMALIZATION)?;
+    }
+    if c.substr.substr.is_some() {
+        c.normalize.refuse_for(SUBSTR_PINS_NORMALIZATION)?;
     }
     Ok(BatchConfig {
         inputs: c.input.paths.clone(),

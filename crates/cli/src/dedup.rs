@@ -3,7 +3,8 @@
 use crate::conventions::{Reporting, Threads};
 use crate::flags::defs::{
     BlocksFlag, ChunkBytesFlag, FeedbackFlag, MarkFlag, MaxLineBytesFlag, NearShapeFlags,
-    NormalizeFlag, OutputFlags, PiecesFlags, SubstrFlag,
+    NormalizeFlag, OutputFlags, PiecesFlags, SubstrFlag, MINHASH_PINS_NORMALIZATION,
+    SUBSTR_PINS_NORMALIZATION,
 };
 use crate::flags::inputs::Inputs;
 use crate::read_args::ReadArgs;
@@ -18,7 +19,6 @@ use webdedup_dedup::{NearRules, PolicyChoices, RunConfig, RunState};
 use webdedup_store::SyncMode;
 use webdedup_store_spec::StoreSpec;
 use webdedup_text::shown::escape_controls;
-use webdedup_text::Normalization;
 
 #[derive(Args, Debug)]
 #[command(mut_arg("substr", |a| a.conflicts_with("near")))]
@@ -144,9 +144,7 @@ pub(crate) fn run_mode(
         {
             anyhow::bail!("minhash judges whole documents: -n/--near, -f/--feedback, --substr and --format wikilinks do not apply");
         }
-        if args.normalize.normalization != Normalization::Loose {
-            anyhow::bail!("minhash signatures are pinned to the loose normalization: --normalize does not apply");
-        }
+        args.normalize.refuse_for(MINHASH_PINS_NORMALIZATION)?;
         if args
             .store
             .as_deref()
@@ -155,6 +153,9 @@ pub(crate) fn run_mode(
         {
             anyhow::bail!("minhash needs the location of each band key's first document (to name originals and verify them), which the Redis / Valkey backend does not keep; use the embedded store (--store DIR) or the hash servers (-s MAP)");
         }
+    }
+    if args.substr_flag.substr.is_some() {
+        args.normalize.refuse_for(SUBSTR_PINS_NORMALIZATION)?;
     }
     if args.blocks.blocks == 0 {
         anyhow::bail!("--blocks must be at least 1");

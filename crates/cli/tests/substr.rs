@@ -223,6 +223,24 @@ fn bad_window_sizes_are_refused_naming_the_flag() {
     assert_refused(&o, "--substr takes K,W");
     let o = dedup(&input, &out, &["--substr", "-n"]);
     assert_refused(&o, "cannot be used with");
+    // Units are words as written: a normalization would be ignored, so it is refused.
+    for extra in [
+        &["--substr", "--normalize", "none"][..],
+        &["--substr", "--normalize", "lower"][..],
+    ] {
+        let o = dedup(&input, &out, extra);
+        assert_refused(
+            &o,
+            "substring mode hashes words as written: --normalize does not apply",
+        );
+    }
+    let work = dir.path().join("work");
+    let args = batch_run_args(&input, &out, &work, &["--substr", "--normalize", "none"]);
+    let o = batch(&args, None);
+    assert_refused(
+        &o,
+        "substring mode hashes words as written: --normalize does not apply",
+    );
 }
 
 #[test]

@@ -27,6 +27,24 @@ pub struct NormalizeFlag {
     pub normalization: Normalization,
 }
 
+/// Modes whose keys do not follow `--normalize`: MinHash's signatures (pinned to
+/// `loose`; their shingles have `--shingle-norm`) and substring mode's units
+/// (words as written).
+pub const MINHASH_PINS_NORMALIZATION: &str =
+    "minhash signatures are pinned to the loose normalization";
+pub const SUBSTR_PINS_NORMALIZATION: &str = "substring mode hashes words as written";
+
+impl NormalizeFlag {
+    /// Refuses a `--normalize` other than the default for a mode whose keys do
+    /// not follow it, rather than ignoring it.
+    pub fn refuse_for(&self, mode: &str) -> anyhow::Result<()> {
+        if self.normalization != Normalization::default() {
+            anyhow::bail!("{mode}: --normalize does not apply");
+        }
+        Ok(())
+    }
+}
+
 /// `--input-format`, `--text-field` and `--id-field` (`dedup`, `minhash`, `batch`,
 /// `check`, `simhash`, `similar`): how a file is read and which fields hold a
 /// document's text and id. `simhash` and `similar` name their own formats.
