@@ -11,6 +11,16 @@ fn batch_substr(args: &[&str]) -> std::process::Output {
     webdedup(&[&["batch", "substr"], args].concat())
 }
 
+/// `batch substr -q INPUT -o OUT --length 200` (spans of 200 bytes: a sample's
+/// boilerplate, not its short phrases), listing the spans in `spans` if given.
+fn strike_200(input: &Path, out: &Path, spans: Option<&Path>) {
+    let mut args = vec!["-q", s(input), "-o", s(out), "--length", "200"];
+    if let Some(spans) = spans {
+        args.extend(["--spans", s(spans)]);
+    }
+    ok(&batch_substr(&args));
+}
+
 /// A JSON Lines file of `texts`, ids `d0`, `d1`, ...
 fn jsonl(dir: &Path, name: &str, texts: &[String]) {
     let mut out = String::new();
@@ -138,16 +148,7 @@ fn outputs_are_the_inputs_without_their_spans() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let spans = dir.path().join("spans.tsv");
-    ok(&batch_substr(&[
-        "-q",
-        s(&jsonl_sample_dir()),
-        "-o",
-        s(&out),
-        "--spans",
-        s(&spans),
-        "--length",
-        "200",
-    ]));
+    strike_200(&jsonl_sample_dir(), &out, Some(&spans));
     let input = jsonl_sample_dir().join("cc-2023-50/part-00000.jsonl.gz");
     let read_in: Vec<serde_json::Value> = String::from_utf8(decompress(&fs::read(&input).unwrap()))
         .unwrap()
@@ -201,16 +202,7 @@ fn verticals_lose_the_token_lines_of_their_spans_and_nothing_else() {
     let spans = dir.path().join("spans.tsv");
     // One crawl: a test in seconds.
     let input = sample_dir().join("cc-2023-14/part-00000.vert.gz");
-    ok(&batch_substr(&[
-        "-q",
-        s(&input),
-        "-o",
-        s(&out),
-        "--spans",
-        s(&spans),
-        "--length",
-        "200",
-    ]));
+    strike_200(&input, &out, Some(&spans));
     let struck: std::collections::BTreeSet<String> = read(&spans)
         .lines()
         .map(|l| l.split('\t').nth(1).unwrap().to_owned())
@@ -255,14 +247,7 @@ fn parquet_rows_get_their_struck_texts_and_keep_their_other_columns() {
         (parquet_sample_dir(), "parquet"),
     ] {
         let out = dir.path().join(name);
-        ok(&batch_substr(&[
-            "-q",
-            s(&sample),
-            "-o",
-            s(&out),
-            "--length",
-            "200",
-        ]));
+        strike_200(&sample, &out, None);
         texts_of.push(out.join(format!("{rel}.dedup.{name}")));
     }
     let want = texts(&texts_of[0]);
