@@ -30,8 +30,11 @@
 
 use crate::chunk::{Chunk, Issue, IssueKind};
 use crate::doc::{count_chars, DocMeta, DocSink};
+use lines::{Kernel, Line, Lines};
 use memchr::memchr;
 use std::ops::Range;
+
+mod lines;
 
 pub use crate::attrs::{attr, attr_pairs, attr_raw, escape_attr, unescape};
 
@@ -176,6 +179,11 @@ impl State {
 /// A document still open at the end of the chunk is closed there (it is malformed:
 /// chunks end just before a `<doc` line or at the end of the input).
 pub fn parse_chunk<S: Sink>(chunk: &Chunk, sink: &mut S) {
+    parse_chunk_with(chunk, sink, Kernel::detect())
+}
+
+/// [`parse_chunk`] with the line walk's kernel chosen (the tests force the scalar one).
+pub(crate) fn parse_chunk_with<S: Sink>(chunk: &Chunk, sink: &mut S, kernel: Kernel) {
     for issue in &chunk.issues {
         sink.issue(issue.clone());
     }
@@ -188,84 +196,29 @@ pub fn parse_chunk<S: Sink>(chunk: &Chunk, sink: &mut S) {
         glue: false,
     };
     let mut line_no = chunk.first_line;
-    let mut start = 0usize;
     let n = data.len();
-    while start < n {
+    for Line { text, word_end } in Lines::new(data, kernel) {
         while skipped.peek() == Some(&&line_no) {
             skipped.next();
             line_no += 1;
         }
-        let (len, word_len) = line_and_word_len(&data[start..]);
-        let nl = start + len;
+        let (start, nl) = (text.start, text.end);
         let end = (nl + 1).min(n);
-        let line = &data[start..nl];
+        let line = &data[text];
         if check_nul && memchr(0, line).is_some() {
             sink.issue(Issue {
                 line: line_no,
                 kind: IssueKind::NulByte,
             });
         }
-        handle_line(&mut st, sink, line, word_len, start, end, line_no);
+        handle_line(&mut st, sink, line, word_end - start, start, end, line_no);
         line_no += 1;
-        start = end;
     }
     while skipped.peek() == Some(&&line_no) {
         skipped.next();
         line_no += 1;
     }
     st.close_doc(sink, n, line_no);
-}
-
-const LO: u64 = 0x0101_0101_0101_0101;
-const HI: u64 = 0x8080_8080_8080_8080;
-
-/// Bit 7 of each byte of the result is set where `x` has byte `b`, exactly for the
-/// first such byte (bytes above it may be false positives, which callers ignore by
-/// taking only the lowest set bit).
-#[inline]
-fn bytes_equal(x: u64, b: u8) -> u64 {
-    let y = x ^ (LO * b as u64);
-    y.wrapping_sub(LO) & !y & HI
-}
-
-/// Length of the line at the start of `rest` (without its newline) and of its first
-/// tab-separated column. Most lines are one short word, so up to 64 bytes are read 8
-/// at a time as integers (SWAR): a SIMD search would cost more to set up than the
-/// line is long. Longer lines fall back to memchr.
-#[inline]
-fn line_and_word_len(rest: &[u8]) -> (usize, usize) {
-    let mut off = 0;
-    let mut tab = usize::MAX;
-    while off < 64 {
-        let Some(head) = rest.get(off..).and_then(|r| r.first_chunk::<8>()) else {
-            break;
-        };
-        let x = u64::from_le_bytes(*head);
-        if tab == usize::MAX {
-            let t = bytes_equal(x, b'\t');
-            if t != 0 {
-                tab = off + (t.trailing_zeros() / 8) as usize;
-            }
-        }
-        let nl = bytes_equal(x, b'\n');
-        if nl != 0 {
-            let len = off + (nl.trailing_zeros() / 8) as usize;
-            return (len, tab.min(len));
-        }
-        off += 8;
-    }
-    let tail = &rest[off..];
-    let len = off
-        + if tail.len() < 8 {
-            tail.iter().position(|&b| b == b'\n')
-        } else {
-            memchr(b'\n', tail)
-        }
-        .unwrap_or(tail.len());
-    if tab == usize::MAX {
-        tab = memchr(b'\t', &rest[off..len]).map_or(len, |i| off + i);
-    }
-    (len, tab.min(len))
 }
 
 #[inline]

@@ -240,6 +240,18 @@ fn nul_bytes_are_reported_and_kept() {
     assert!(ev.contains(&"w a\0b".to_string()));
 }
 
+/// Length of the first line of `rest` and of its word, by both kernels (which agree).
+fn line_and_word_len(rest: &[u8]) -> (usize, usize) {
+    let first = |k| {
+        lines::Lines::new(rest, k)
+            .next()
+            .map_or((0, 0), |l| (l.text.len(), l.word_end - l.text.start))
+    };
+    let scalar = first(lines::Kernel::Scalar);
+    assert_eq!(first(lines::Kernel::detect()), scalar);
+    scalar
+}
+
 #[test]
 fn line_and_word_lengths() {
     for (line, word) in [
@@ -546,6 +558,35 @@ proptest::proptest! {
                 fn issue(&mut self, _: Issue) {}
             }
             parse_chunk(&c, &mut Ranges { last: 0, len: c.data.len() });
+        }
+    }
+}
+
+proptest::proptest! {
+    /// The scalar line walk and the vector one (where the CPU has it) tell a sink
+    /// the same events, on lines with tabs, CRLF, non-ASCII and NUL bytes, blank
+    /// lines and tags, cut into chunks anywhere a document may start.
+    #[test]
+    fn both_line_walks_give_the_same_events(lines in proptest::collection::vec(
+        proptest::prop_oneof![
+            proptest::strategy::Just("<doc url=\"a\">".to_string()),
+            proptest::strategy::Just("</doc>".to_string()),
+            proptest::strategy::Just("<p>\r".to_string()),
+            proptest::strategy::Just("</p>".to_string()),
+            proptest::strategy::Just("<g/>".to_string()),
+            proptest::strategy::Just("".to_string()),
+            proptest::strategy::Just(" \t".to_string()),
+            "[a-zé\\.\t\r\u{0}<]{0,9}",
+            "[a-z]{60,70}(\t[a-z]{0,3})?",
+        ], 0..80), target in 1usize..300) {
+        let input = lines.join("\n");
+        for c in chunks_of(input.as_bytes(), target, 1 << 20) {
+            let events = |kernel| {
+                let mut log = Log { data: &c.data, events: Vec::new() };
+                parse_chunk_with(&c, &mut log, kernel);
+                log.events
+            };
+            proptest::prop_assert_eq!(events(lines::Kernel::Scalar), events(lines::Kernel::detect()));
         }
     }
 }
