@@ -132,8 +132,26 @@ impl TextBuilder {
 
     /// Appends a word. `glued` means no space between it and the previous word.
     /// Returns false when the word was not valid UTF-8 (it was then read lossily).
-    #[inline]
+    ///
+    /// Inlined into the readers' word loops for the common case (`loose` or
+    /// `lower`, a word of ASCII letters and digits); the rest is out of line.
+    #[inline(always)]
     pub fn push_word(&mut self, word: &[u8], glued: bool) -> bool {
+        if self.mode == Normalization::None || word.is_empty() {
+            return self.push_word_other(word, glued);
+        }
+        let separated = self.words > 0 && !glued;
+        if !self.push_ascii_emitting(word, self.pending_space | separated) {
+            return self.push_word_other(word, glued);
+        }
+        self.words += 1;
+        self.raw_chars += separated as usize + word.len();
+        true
+    }
+
+    /// [`push_word`](Self::push_word) beyond its fast path.
+    #[inline(never)]
+    fn push_word_other(&mut self, word: &[u8], glued: bool) -> bool {
         if word.is_empty() {
             return true;
         }
@@ -143,7 +161,9 @@ impl TextBuilder {
         let pending_before = self.pending_space;
         if self.mode != Normalization::None {
             self.pending_space |= separated;
-            if self.push_ascii_loose(word) {
+            // (Words of letters and digits alone took the fast path.)
+            if word.is_ascii() {
+                self.push_ascii_run(word);
                 self.raw_chars += word.len();
                 return true;
             }
@@ -232,23 +252,19 @@ impl TextBuilder {
         ok
     }
 
-    /// The ASCII fast path of `loose`, one table lookup per byte, written straight
-    /// into the buffer's spare capacity. Returns false, having written nothing, if
-    /// the word is not ASCII.
-    #[inline]
-    fn push_ascii_loose(&mut self, word: &[u8]) -> bool {
-        // Each byte emits at most itself plus one pending space, and only the first
-        // emitted byte can be preceded by a space that no byte of the word made.
+    /// Writes a non-empty word whose every byte emits itself mapped (ASCII letters
+    /// and digits: most words of a vertical's token lines), after a space if
+    /// `pending` and the text is not empty; returns false, having written nothing,
+    /// for any other word. One pass with no dependency between bytes writes the
+    /// mapped bytes and checks them.
+    #[inline(always)]
+    fn push_ascii_emitting(&mut self, word: &[u8], pending: bool) -> bool {
+        // Each byte emits at most itself, after one space.
         self.out.reserve(word.len() + 1);
         let table = self.ascii_table();
         let len = self.out.len();
-        let lead = (self.pending_space && len > 0) as usize;
+        let lead = (pending && len > 0) as usize;
         let spare = &mut self.out.spare_capacity_mut()[..word.len() + 1];
-        // Most words (a vertical's token lines) are letters and digits only: every
-        // byte emits its mapped value, so the output is the pending space and the
-        // mapped bytes. One pass with no dependency between bytes writes that and
-        // checks it; a word with anything else (and a non-ASCII one, which maps to
-        // NOT_ASCII) is written again below, or left to the Unicode path.
         spare[0].write(b' ');
         let mut all_emit = !word.is_empty();
         for (dst, &b) in spare[lead..].iter_mut().zip(word) {
@@ -260,13 +276,8 @@ impl TextBuilder {
             self.pending_space = false;
             // SAFETY: spare[..lead + word.len()] was written above.
             unsafe { self.out.set_len(len + lead + word.len()) };
-            return true;
         }
-        if !word.is_ascii() {
-            return false;
-        }
-        self.push_ascii_run(word);
-        true
+        all_emit
     }
 
     /// What `loose` or `lower` does with each ASCII byte.

@@ -167,7 +167,9 @@ impl Iterator for Lines<'_> {
             return None;
         }
         let word_end = self.next_bit(|l| l.stop);
-        let end = if self.data.get(word_end) == Some(&b'\t') {
+        // The stop found is a tab unless it is a newline (or the end of the data).
+        let first_stop = self.stop & self.stop.wrapping_neg();
+        let end = if first_stop & !self.nl != 0 {
             self.next_bit(|l| l.nl)
         } else {
             word_end
