@@ -563,6 +563,7 @@ proptest::proptest! {
 }
 
 proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
     /// The scalar line walk and the vector one (where the CPU has it) tell a sink
     /// the same events, on lines with tabs, CRLF, non-ASCII and NUL bytes, blank
     /// lines and tags, cut into chunks anywhere a document may start.
