@@ -62,7 +62,15 @@ impl Word for u32 {}
 
 pub(crate) enum Zeroed<T: Word = u64> {
     Heap(Box<[T]>),
-    Mapped { ptr: NonNull<T>, len: usize },
+    Mapped {
+        ptr: NonNull<T>,
+        len: usize,
+    },
+    /// Whole pages of the huge-page arena ([`arena`]).
+    Arena {
+        ptr: NonNull<T>,
+        len: usize,
+    },
 }
 
 // SAFETY: a `Mapped` array is owned by its `Zeroed` alone, as a `Box<[T]>` is.
@@ -75,6 +83,15 @@ impl<T: Word> Zeroed<T> {
 
     /// `len` zeros.
     pub(crate) fn new(len: usize) -> Self {
+        #[cfg(target_os = "linux")]
+        if len * Self::SIZE >= MAP_FROM_BYTES {
+            if let Some(ptr) = arena::take(len * Self::SIZE) {
+                return Zeroed::Arena {
+                    ptr: ptr.cast(),
+                    len,
+                };
+            }
+        }
         #[cfg(unix)]
         if len * Self::SIZE >= MAP_FROM_BYTES {
             // SAFETY: asks for a fresh private anonymous mapping, which aliases
@@ -108,7 +125,9 @@ impl<T: Word> Zeroed<T> {
     pub(crate) fn bytes(&self) -> usize {
         match self {
             Zeroed::Heap(b) => b.len() * Self::SIZE,
-            Zeroed::Mapped { len, .. } => (len * Self::SIZE).div_ceil(4096) * 4096,
+            Zeroed::Mapped { len, .. } | Zeroed::Arena { len, .. } => {
+                (len * Self::SIZE).div_ceil(4096) * 4096
+            }
         }
     }
 }
@@ -120,7 +139,7 @@ impl<T: Word> Deref for Zeroed<T> {
             Zeroed::Heap(b) => b,
             // SAFETY: the mapping holds `len` elements, readable and writable, for as
             // long as `self` lives.
-            Zeroed::Mapped { ptr, len } => unsafe {
+            Zeroed::Mapped { ptr, len } | Zeroed::Arena { ptr, len } => unsafe {
                 std::slice::from_raw_parts(ptr.as_ptr(), *len)
             },
         }
@@ -132,7 +151,7 @@ impl<T: Word> DerefMut for Zeroed<T> {
         match self {
             Zeroed::Heap(b) => b,
             // SAFETY: as in `deref`; `&mut self` makes the access exclusive.
-            Zeroed::Mapped { ptr, len } => unsafe {
+            Zeroed::Mapped { ptr, len } | Zeroed::Arena { ptr, len } => unsafe {
                 std::slice::from_raw_parts_mut(ptr.as_ptr(), *len)
             },
         }
@@ -151,6 +170,10 @@ impl<T: Word> Drop for Zeroed<T> {
                 libc::munmap(ptr.as_ptr().cast(), *len * Self::SIZE);
             }
         }
+        #[cfg(target_os = "linux")]
+        if let Zeroed::Arena { ptr, len } = self {
+            arena::give_back(ptr.cast(), *len * Self::SIZE);
+        }
     }
 }
 
@@ -159,8 +182,81 @@ impl<T: Word> fmt::Debug for Zeroed<T> {
         let kind = match self {
             Zeroed::Heap(_) => "heap",
             Zeroed::Mapped { .. } => "mapped",
+            Zeroed::Arena { .. } => "arena",
         };
         write!(f, "Zeroed({kind}, {} slots)", self.len())
+    }
+}
+
+/// One reserved range of address space, advised to the kernel for huge pages,
+/// from which the large arrays are cut in whole pages, never reused: a freed
+/// array's pages go back to the system at once (`MADV_DONTNEED`), and new arrays
+/// are cut further on, from fresh huge pages. A block's table (about 230 KB at
+/// 50M keys in 1999 blocks) is far smaller than a huge page: mapped one by one,
+/// no table got one, and a random slot cost a page-table walk.
+#[cfg(target_os = "linux")]
+mod arena {
+    use std::ptr::NonNull;
+    use std::sync::Mutex;
+
+    /// Address space reserved (not memory): what the arrays of a run ever take,
+    /// freed ones included, about nine times the largest store's tables.
+    const RESERVE_BYTES: usize = 1 << 40;
+    const PAGE: usize = 4096;
+
+    struct Arena {
+        base: usize,
+        next: usize,
+    }
+
+    static ARENA: Mutex<Option<Option<Arena>>> = Mutex::new(None);
+
+    fn reserve() -> Option<Arena> {
+        // SAFETY: a fresh private anonymous mapping, aliasing nothing; failure
+        // (address space limits, strict overcommit) leaves the arena off.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                RESERVE_BYTES,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return None;
+        }
+        // SAFETY: advice on the range just mapped; a refusal only costs huge pages.
+        unsafe { libc::madvise(p, RESERVE_BYTES, libc::MADV_HUGEPAGE) };
+        let base = p as usize;
+        Some(Arena { base, next: base })
+    }
+
+    /// `bytes` of zeros in whole pages, or None once the range is used up.
+    pub(super) fn take(bytes: usize) -> Option<NonNull<u8>> {
+        let mut arena = ARENA.lock().unwrap_or_else(|e| e.into_inner());
+        let a = arena.get_or_insert_with(reserve).as_mut()?;
+        let bytes = bytes.div_ceil(PAGE) * PAGE;
+        if a.next + bytes > a.base + RESERVE_BYTES {
+            return None;
+        }
+        let p = a.next;
+        a.next += bytes;
+        NonNull::new(p as *mut u8)
+    }
+
+    /// Hands the pages of an array cut by [`take`] back to the system.
+    pub(super) fn give_back(p: NonNull<u8>, bytes: usize) {
+        // SAFETY: the whole pages of an array only its owner used; reading them
+        // again would give zeros, and no one does.
+        unsafe {
+            libc::madvise(
+                p.as_ptr().cast(),
+                bytes.div_ceil(PAGE) * PAGE,
+                libc::MADV_DONTNEED,
+            )
+        };
     }
 }
 
@@ -203,15 +299,39 @@ mod tests {
         #[cfg(unix)]
         assert!(matches!(
             Zeroed::<u64>::new(MAP_FROM_BYTES / 8),
-            Zeroed::Mapped { .. }
+            Zeroed::Mapped { .. } | Zeroed::Arena { .. }
         ));
         // Half-width payloads map from the same byte size.
         let mut z = Zeroed::<u32>::new(MAP_FROM_BYTES / 4);
         #[cfg(unix)]
-        assert!(matches!(z, Zeroed::Mapped { .. }));
+        assert!(matches!(z, Zeroed::Mapped { .. } | Zeroed::Arena { .. }));
         assert!(z.iter().all(|&v| v == 0));
         z[7] = u32::MAX;
         z.copy_within(7..8, 8);
         assert_eq!((z[8], z.bytes()), (u32::MAX, MAP_FROM_BYTES));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn arena_arrays_are_whole_pages_of_zeros_apart_and_freed_ones_stay_apart() {
+        let big = MAP_FROM_BYTES / 8 + 3;
+        let mut a = Zeroed::<u64>::new(big);
+        let mut b = Zeroed::<u64>::new(big);
+        assert!(matches!(a, Zeroed::Arena { .. }) && matches!(b, Zeroed::Arena { .. }));
+        let (pa, pb) = (a.as_ptr() as usize, b.as_ptr() as usize);
+        assert_eq!((pa % 4096, pb % 4096), (0, 0), "arrays start on a page");
+        assert!(pa.abs_diff(pb) >= a.bytes(), "arrays do not overlap");
+        a.iter_mut().for_each(|v| *v = u64::MAX);
+        b[big - 1] = 7;
+        drop(a);
+        // b keeps its values when its neighbour's pages go back.
+        assert_eq!((b[0], b[big - 1]), (0, 7));
+        let c = Zeroed::<u64>::new(big);
+        assert!(c.iter().all(|&v| v == 0), "a new array is zeros");
+        assert_ne!(
+            c.as_ptr() as usize,
+            pa,
+            "a freed array's pages are not cut again"
+        );
     }
 }
