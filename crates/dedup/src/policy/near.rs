@@ -9,14 +9,17 @@
 //! belonging to it or to paragraphs before it. The n-grams belonging to kept
 //! paragraphs are inserted.
 //!
-//! The store is asked twice per chunk: one test-only round for every n-gram of the
-//! documents still standing, one insert round for the n-grams of kept paragraphs.
+//! The store is asked twice per chunk: one test-only round for the n-grams that can
+//! decide a verdict (those belonging to the long paragraphs of the documents still
+//! standing that are not exact duplicates), one insert round for the n-grams of kept
+//! paragraphs that neither the store nor an earlier document of the chunk holds.
 //! Between the two, documents are judged one by one in order, with the n-grams kept
 //! by earlier documents of the chunk in a local set: so the verdicts equal asking
 //! the store document by document, and outputs do not depend on chunking.
 
 use crate::options::{NearOptions, NearRules};
 use crate::plan::{ngram_key, ChunkPlan};
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Range;
@@ -47,13 +50,23 @@ type KeyMap = HashMap<u64, Location, BuildHasherDefault<KeyHasher>>;
 pub struct NearScratch {
     /// Exact verdict per paragraph (filled by `decide`), then near verdicts added.
     pub(crate) para_dup: Vec<bool>,
+    /// Every n-gram of the documents asked about, document by document.
     keys: Vec<u64>,
+    /// Per n-gram of `keys`: whether the store held it (false when not tested).
     seen: Vec<bool>,
+    /// Per n-gram of `keys` (feedback mode): the store's location of a seen one.
     originals: Vec<Location>,
+    /// The test round: the n-grams that can decide a verdict, their answers.
+    tested: Vec<u64>,
+    tested_seen: Vec<bool>,
+    tested_originals: Vec<Location>,
     /// Per document: its n-grams in `keys` (empty when not asked).
     doc_ngrams: Vec<Range<usize>>,
     /// N-grams kept by earlier documents of this chunk, with their locations.
     chunk_kept: KeyMap,
+    /// A filter over `chunk_kept`'s keys: most n-grams were not kept earlier in
+    /// the chunk, and a bit here is found far faster than a miss in the map.
+    kept_filter: KeptFilter,
     /// N-grams met earlier in the current document.
     in_doc: KeyMap,
     covered: Vec<bool>,
@@ -74,7 +87,8 @@ fn doc_tokens(plan: &ChunkPlan, paras: Range<usize>) -> Range<usize> {
 }
 
 impl NearScratch {
-    /// Round 4: tests every n-gram of the documents for which `ask(i)` holds.
+    /// Round 4: builds the n-grams of the documents for which `ask(i)` holds and
+    /// tests those that can decide a verdict ([`judged`]).
     pub fn test_round(
         &mut self,
         plan: &ChunkPlan,
@@ -87,26 +101,74 @@ impl NearScratch {
         self.keys.clear();
         self.doc_ngrams.clear();
         self.chunk_kept.clear();
+        self.kept_filter.clear();
         self.insert.clear();
         self.insert_locs.clear();
+        self.tested.clear();
         for (i, doc) in plan.docs.iter().enumerate() {
             let start = self.keys.len();
             if ask(i) {
                 let t = doc_tokens(plan, doc.paras.clone());
                 if t.len() >= n {
-                    self.keys.extend(plan.tokens[t].windows(n).map(ngram_key));
+                    self.keys
+                        .extend(plan.tokens[t.clone()].windows(n).map(ngram_key));
+                    let count = self.keys.len() - start;
+                    for j in doc
+                        .paras
+                        .clone()
+                        .filter(|&j| judged(plan, &self.para_dup, j))
+                    {
+                        let grams = para_ngrams(plan, j, t.start, n, count).1;
+                        self.tested
+                            .extend_from_slice(&self.keys[start + grams.start..start + grams.end]);
+                    }
                 }
             }
             self.doc_ngrams.push(start..self.keys.len());
         }
         // With an id: a retried chunk (restore) is answered as its first attempt
         // was, before that attempt's insert round added its own n-grams.
+        let (seen, originals) = (&mut self.tested_seen, &mut self.tested_originals);
         if located {
-            store.test_located_batch(id, &self.keys, &mut self.seen, &mut self.originals)
+            store.test_located_batch(id, &self.tested, seen, originals)?;
         } else {
-            self.originals.clear();
-            store.test_batch(id, &self.keys, &mut self.seen)
+            originals.clear();
+            store.test_batch(id, &self.tested, seen)?;
         }
+        self.spread_answers(plan, n, located);
+        Ok(())
+    }
+
+    /// Lays the test round's answers on the n-grams they were asked for.
+    fn spread_answers(&mut self, plan: &ChunkPlan, n: usize, located: bool) {
+        self.seen.clear();
+        self.seen.resize(self.keys.len(), false);
+        self.originals.clear();
+        if located {
+            self.originals.resize(self.keys.len(), Location::UNKNOWN);
+        }
+        let mut answer = 0;
+        for (doc, ngrams) in plan.docs.iter().zip(&self.doc_ngrams) {
+            if ngrams.is_empty() {
+                continue;
+            }
+            let t = doc_tokens(plan, doc.paras.clone());
+            for j in doc
+                .paras
+                .clone()
+                .filter(|&j| judged(plan, &self.para_dup, j))
+            {
+                let grams = para_ngrams(plan, j, t.start, n, ngrams.len()).1;
+                let at = ngrams.start + grams.start..ngrams.start + grams.end;
+                let answers = answer..answer + at.len();
+                self.seen[at.clone()].copy_from_slice(&self.tested_seen[answers.clone()]);
+                if located {
+                    self.originals[at].copy_from_slice(&self.tested_originals[answers]);
+                }
+                answer += grams.len();
+            }
+        }
+        debug_assert_eq!(answer, self.tested.len(), "one answer per tested n-gram");
     }
 
     /// Judges the long paragraphs of document `d` that are not exact duplicates:
@@ -128,33 +190,36 @@ impl NearScratch {
         self.covered.clear();
         self.covered.resize(t.len(), false);
         for j in doc.paras.clone() {
-            let p = &plan.paras[j];
             let (tokens, grams) = para_ngrams(plan, j, t.start, n, ngrams.len());
             let (pa, pb) = (tokens.start, tokens.end);
             self.votes.clear();
+            let judged = judged(plan, &self.para_dup, j);
             for g in grams {
                 let k = self.keys[ngrams.start + g];
-                let from_store = self.seen[ngrams.start + g];
-                let earlier = self
-                    .chunk_kept
-                    .get(&k)
-                    .or_else(|| self.in_doc.get(&k))
-                    .copied();
-                if from_store || earlier.is_some() {
+                // Met earlier in the document: its first place there.
+                let in_doc = match self.in_doc.entry(k) {
+                    Entry::Occupied(e) => Some(*e.get()),
+                    Entry::Vacant(e) => {
+                        e.insert(record_of(j));
+                        None
+                    }
+                };
+                // Only a judged paragraph's own n-grams can change a verdict.
+                if !judged {
+                    continue;
+                }
+                let o = if self.seen[ngrams.start + g] {
+                    let o = self.originals.get(ngrams.start + g).copied();
+                    Some(o.unwrap_or(Location::UNKNOWN))
+                } else {
+                    self.kept_earlier(k).or(in_doc)
+                };
+                if let Some(o) = o {
                     self.covered[g..g + n].fill(true);
-                    let o = if from_store {
-                        self.originals
-                            .get(ngrams.start + g)
-                            .copied()
-                            .unwrap_or(Location::UNKNOWN)
-                    } else {
-                        earlier.unwrap_or(Location::UNKNOWN)
-                    };
                     self.votes.push(o);
                 }
-                self.in_doc.entry(k).or_insert_with(|| record_of(j));
             }
-            if !p.long || self.para_dup[j] || pb == pa {
+            if !judged {
                 continue;
             }
             let covered = self.covered[pa..pb].iter().filter(|&&c| c).count();
@@ -170,6 +235,15 @@ impl NearScratch {
                 originals[j] = most_common(&mut self.votes);
             }
         }
+    }
+
+    /// Where an earlier document of the chunk kept n-gram `k`, if one did.
+    #[inline]
+    fn kept_earlier(&self, k: u64) -> Option<Location> {
+        if !self.kept_filter.may_hold(k) {
+            return None;
+        }
+        self.chunk_kept.get(&k).copied()
     }
 
     /// Queues the n-grams of document `d`'s kept paragraphs (`keep`, one per
@@ -190,12 +264,18 @@ impl NearScratch {
             if !keep[i] {
                 continue;
             }
+            // An n-gram the store or an earlier kept paragraph of the chunk holds
+            // is not inserted: the store would only say it was there.
             for g in para_ngrams(plan, j, t.start, n, ngrams.len()).1 {
                 let k = self.keys[ngrams.start + g];
+                if self.seen[ngrams.start + g] || self.kept_earlier(k).is_some() {
+                    continue;
+                }
                 let loc = record_of(j);
                 self.insert.push(k);
                 self.insert_locs.push(loc);
-                self.chunk_kept.entry(k).or_insert(loc);
+                self.chunk_kept.insert(k, loc);
+                self.kept_filter.add(k);
             }
         }
     }
@@ -209,6 +289,55 @@ impl NearScratch {
     ) -> Result<(), StoreError> {
         let feedback = located.then_some((&self.insert_locs[..], &mut self.ignored_locs));
         super::test_and_insert(store, id, &self.insert, feedback, &mut self.ignored)
+    }
+}
+
+/// Whether paragraph `j` is judged by its n-grams: a long paragraph with tokens
+/// that is not an exact duplicate (`para_dup`). Only its n-grams are tested.
+fn judged(plan: &ChunkPlan, para_dup: &[bool], j: usize) -> bool {
+    let p = &plan.paras[j];
+    p.long && !para_dup[j] && !p.tokens.is_empty()
+}
+
+/// A one-hash bit filter over a chunk's kept n-grams (keys are uniform hashes:
+/// their top bits pick the bit). 4M bits (512 KB) keep false hits near 10% for
+/// the n-grams a 4 MB chunk keeps.
+struct KeptFilter {
+    bits: Vec<u64>,
+}
+
+impl KeptFilter {
+    const BITS_LOG2: u32 = 22;
+
+    fn clear(&mut self) {
+        self.bits.clear();
+        self.bits.resize(1 << (Self::BITS_LOG2 - 6), 0);
+    }
+
+    #[inline]
+    fn bit(k: u64) -> (usize, u64) {
+        let b = (k >> (64 - Self::BITS_LOG2)) as usize;
+        (b >> 6, 1 << (b & 63))
+    }
+
+    #[inline]
+    fn add(&mut self, k: u64) {
+        let (w, m) = Self::bit(k);
+        self.bits[w] |= m;
+    }
+
+    #[inline]
+    fn may_hold(&self, k: u64) -> bool {
+        let (w, m) = Self::bit(k);
+        self.bits.get(w).is_some_and(|b| b & m != 0)
+    }
+}
+
+impl Default for KeptFilter {
+    fn default() -> Self {
+        let mut f = KeptFilter { bits: Vec::new() };
+        f.clear();
+        f
     }
 }
 
