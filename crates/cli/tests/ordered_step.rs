@@ -111,3 +111,43 @@ fn minhash_asked_ahead_gives_the_one_thread_outputs() {
         assert_same_files(&what, &outputs(&many), &want);
     }
 }
+
+#[test]
+fn near_asked_ahead_gives_the_one_thread_outputs() {
+    // Near mode builds and tests its n-grams before a chunk's turn. Every document
+    // followed by a near copy (a word added to each paragraph: new paragraph and
+    // document keys, the same n-grams but a few): small chunks put many copies in
+    // the chunk after their original's, whose n-grams the early answers miss and
+    // the turn corrects.
+    let dir = tempfile::tempdir().unwrap();
+    let (text, starts) = sample_crawl_docs("cc-2023-14");
+    let mut input_text = Vec::new();
+    for (i, &start) in starts.iter().enumerate().take(120) {
+        let doc = &text[start..starts.get(i + 1).copied().unwrap_or(text.len())];
+        input_text.extend_from_slice(doc);
+        let copy = String::from_utf8_lossy(doc).replace("<p>\n", "<p>\nvariant\n");
+        input_text.extend_from_slice(copy.as_bytes());
+    }
+    let input = dir.path().join("in");
+    std::fs::create_dir_all(&input).unwrap();
+    std::fs::write(input.join("copies.vert"), &input_text).unwrap();
+    for (i, extra) in [&["-n"][..], &["-n", "-f"]].iter().enumerate() {
+        let one = dir.path().join(format!("one{i}"));
+        let many = dir.path().join(format!("many{i}"));
+        for (out, threads) in [(&one, "1"), (&many, "8")] {
+            let args = [&["--dd", "--chunk-bytes", "5000", "-t", threads], *extra].concat();
+            ok(&dedup(&input, out, &args));
+        }
+        let want = outputs(&one);
+        let what = format!("dedup -t 8 {extra:?}");
+        let judged = lines_of(&one, ".dd")
+            .iter()
+            .filter(|(_, l)| !l.contains("status=\"K\""))
+            .count();
+        assert!(
+            judged >= 50,
+            "{what}: the copies are kept ({judged} judged)"
+        );
+        assert_same_files(&what, &outputs(&many), &want);
+    }
+}

@@ -17,11 +17,12 @@
 //! by earlier documents of the chunk in a local set: so the verdicts equal asking
 //! the store document by document, and outputs do not depend on chunking.
 
+mod key_paras;
+
 use crate::options::{NearOptions, NearRules};
 use crate::plan::{ngram_key, ChunkPlan};
-use std::collections::hash_map::Entry;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use key_paras::KeyParas;
+use std::hash::Hasher;
 use std::ops::Range;
 use webdedup_store::{BatchId, Location, Store, StoreError};
 
@@ -43,8 +44,6 @@ impl Hasher for KeyHasher {
     }
 }
 
-type KeyMap = HashMap<u64, Location, BuildHasherDefault<KeyHasher>>;
-
 /// Reusable buffers of near mode.
 #[derive(Default)]
 pub struct NearScratch {
@@ -62,13 +61,15 @@ pub struct NearScratch {
     tested_originals: Vec<Location>,
     /// Per document: its n-grams in `keys` (empty when not asked).
     doc_ngrams: Vec<Range<usize>>,
-    /// N-grams kept by earlier documents of this chunk, with their locations.
-    chunk_kept: KeyMap,
+    /// `keys` were built ahead of the chunk's turn ([`Self::build_ahead`]).
+    prebuilt: bool,
+    /// N-grams kept by earlier documents of this chunk, with their paragraphs.
+    chunk_kept: KeyParas,
     /// A filter over `chunk_kept`'s keys: most n-grams were not kept earlier in
     /// the chunk, and a bit here is found far faster than a miss in the map.
     kept_filter: KeptFilter,
-    /// N-grams met earlier in the current document.
-    in_doc: KeyMap,
+    /// N-grams met earlier in the current document, with their paragraphs.
+    in_doc: KeyParas,
     covered: Vec<bool>,
     votes: Vec<Location>,
     /// The insert round: keys and their locations.
@@ -87,8 +88,60 @@ fn doc_tokens(plan: &ChunkPlan, paras: Range<usize>) -> Range<usize> {
 }
 
 impl NearScratch {
-    /// Round 4: builds the n-grams of the documents for which `ask(i)` holds and
-    /// tests those that can decide a verdict ([`judged`]).
+    /// Ahead of the chunk's turn (several threads, see `runner::ahead`): builds
+    /// the n-grams of the documents for which `live(i)` holds, kept for the
+    /// turn's [`Self::test_round`], and lays into `ahead` every n-gram the test
+    /// round may ask, in its order: those of the long paragraphs with tokens (the
+    /// round asks those of the documents and paragraphs the turn leaves standing).
+    pub fn build_ahead(
+        &mut self,
+        plan: &ChunkPlan,
+        live: impl Fn(usize) -> bool,
+        n: usize,
+        ahead: &mut Vec<u64>,
+    ) {
+        self.build_keys(plan, live, n);
+        self.prebuilt = true;
+        ahead.clear();
+        let long = |j: usize| plan.paras[j].long && !plan.paras[j].tokens.is_empty();
+        for (doc, ngrams) in plan.docs.iter().zip(&self.doc_ngrams) {
+            if ngrams.is_empty() {
+                continue;
+            }
+            let t = doc_tokens(plan, doc.paras.clone());
+            for j in doc.paras.clone().filter(|&j| long(j)) {
+                let grams = para_ngrams(plan, j, t.start, n, ngrams.len()).1;
+                ahead.extend_from_slice(
+                    &self.keys[ngrams.start + grams.start..ngrams.start + grams.end],
+                );
+            }
+        }
+    }
+
+    /// Forgets n-grams built ahead ([`Self::build_ahead`]) for an earlier chunk.
+    pub fn forget_ahead(&mut self) {
+        self.prebuilt = false;
+    }
+
+    /// The n-grams of the documents for which `ask(i)` holds, into `keys`.
+    fn build_keys(&mut self, plan: &ChunkPlan, ask: impl Fn(usize) -> bool, n: usize) {
+        self.keys.clear();
+        self.doc_ngrams.clear();
+        for (i, doc) in plan.docs.iter().enumerate() {
+            let start = self.keys.len();
+            if ask(i) {
+                let t = doc_tokens(plan, doc.paras.clone());
+                if t.len() >= n {
+                    self.keys.extend(plan.tokens[t].windows(n).map(ngram_key));
+                }
+            }
+            self.doc_ngrams.push(start..self.keys.len());
+        }
+    }
+
+    /// Round 4: the n-grams of the documents for which `ask(i)` holds (built
+    /// ahead for a superset of them, or now), and a test of those that can decide
+    /// a verdict ([`judged`]).
     pub fn test_round(
         &mut self,
         plan: &ChunkPlan,
@@ -98,33 +151,36 @@ impl NearScratch {
         id: BatchId,
         located: bool,
     ) -> Result<(), StoreError> {
-        self.keys.clear();
-        self.doc_ngrams.clear();
-        self.chunk_kept.clear();
+        if std::mem::take(&mut self.prebuilt) {
+            for (i, r) in self.doc_ngrams.iter_mut().enumerate() {
+                if !ask(i) {
+                    *r = r.start..r.start;
+                }
+            }
+        } else {
+            self.build_keys(plan, ask, n);
+        }
+        // Most chunks keep far fewer n-grams than they have; the map grows if not.
+        self.chunk_kept.clear(self.keys.len() / 4);
         self.kept_filter.clear();
         self.insert.clear();
         self.insert_locs.clear();
         self.tested.clear();
-        for (i, doc) in plan.docs.iter().enumerate() {
-            let start = self.keys.len();
-            if ask(i) {
-                let t = doc_tokens(plan, doc.paras.clone());
-                if t.len() >= n {
-                    self.keys
-                        .extend(plan.tokens[t.clone()].windows(n).map(ngram_key));
-                    let count = self.keys.len() - start;
-                    for j in doc
-                        .paras
-                        .clone()
-                        .filter(|&j| judged(plan, &self.para_dup, j))
-                    {
-                        let grams = para_ngrams(plan, j, t.start, n, count).1;
-                        self.tested
-                            .extend_from_slice(&self.keys[start + grams.start..start + grams.end]);
-                    }
-                }
+        for (doc, ngrams) in plan.docs.iter().zip(&self.doc_ngrams) {
+            if ngrams.is_empty() {
+                continue;
             }
-            self.doc_ngrams.push(start..self.keys.len());
+            let t = doc_tokens(plan, doc.paras.clone());
+            for j in doc
+                .paras
+                .clone()
+                .filter(|&j| judged(plan, &self.para_dup, j))
+            {
+                let grams = para_ngrams(plan, j, t.start, n, ngrams.len()).1;
+                self.tested.extend_from_slice(
+                    &self.keys[ngrams.start + grams.start..ngrams.start + grams.end],
+                );
+            }
         }
         // With an id: a retried chunk (restore) is answered as its first attempt
         // was, before that attempt's insert round added its own n-grams.
@@ -186,7 +242,7 @@ impl NearScratch {
         let doc = &plan.docs[d];
         let t = doc_tokens(plan, doc.paras.clone());
         let ngrams = self.doc_ngrams[d].clone();
-        self.in_doc.clear();
+        self.in_doc.clear(ngrams.len());
         self.covered.clear();
         self.covered.resize(t.len(), false);
         for j in doc.paras.clone() {
@@ -197,13 +253,7 @@ impl NearScratch {
             for g in grams {
                 let k = self.keys[ngrams.start + g];
                 // Met earlier in the document: its first place there.
-                let in_doc = match self.in_doc.entry(k) {
-                    Entry::Occupied(e) => Some(*e.get()),
-                    Entry::Vacant(e) => {
-                        e.insert(record_of(j));
-                        None
-                    }
-                };
+                let in_doc = self.in_doc.get_or_insert(k, j as u32);
                 // Only a judged paragraph's own n-grams can change a verdict.
                 if !judged {
                     continue;
@@ -212,7 +262,9 @@ impl NearScratch {
                     let o = self.originals.get(ngrams.start + g).copied();
                     Some(o.unwrap_or(Location::UNKNOWN))
                 } else {
-                    self.kept_earlier(k).or(in_doc)
+                    self.kept_earlier(k)
+                        .or(in_doc)
+                        .map(|p| record_of(p as usize))
                 };
                 if let Some(o) = o {
                     self.covered[g..g + n].fill(true);
@@ -239,11 +291,11 @@ impl NearScratch {
 
     /// Where an earlier document of the chunk kept n-gram `k`, if one did.
     #[inline]
-    fn kept_earlier(&self, k: u64) -> Option<Location> {
+    fn kept_earlier(&self, k: u64) -> Option<u32> {
         if !self.kept_filter.may_hold(k) {
             return None;
         }
-        self.chunk_kept.get(&k).copied()
+        self.chunk_kept.get(k)
     }
 
     /// Queues the n-grams of document `d`'s kept paragraphs (`keep`, one per
@@ -271,10 +323,9 @@ impl NearScratch {
                 if self.seen[ngrams.start + g] || self.kept_earlier(k).is_some() {
                     continue;
                 }
-                let loc = record_of(j);
                 self.insert.push(k);
-                self.insert_locs.push(loc);
-                self.chunk_kept.insert(k, loc);
+                self.insert_locs.push(record_of(j));
+                self.chunk_kept.get_or_insert(k, j as u32);
                 self.kept_filter.add(k);
             }
         }
