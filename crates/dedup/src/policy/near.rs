@@ -104,17 +104,8 @@ impl NearScratch {
         self.prebuilt = true;
         ahead.clear();
         let long = |j: usize| plan.paras[j].long && !plan.paras[j].tokens.is_empty();
-        for (doc, ngrams) in plan.docs.iter().zip(&self.doc_ngrams) {
-            if ngrams.is_empty() {
-                continue;
-            }
-            let t = doc_tokens(plan, doc.paras.clone());
-            for j in doc.paras.clone().filter(|&j| long(j)) {
-                let grams = para_ngrams(plan, j, t.start, n, ngrams.len()).1;
-                ahead.extend_from_slice(
-                    &self.keys[ngrams.start + grams.start..ngrams.start + grams.end],
-                );
-            }
+        for r in paras_ngrams(plan, &self.doc_ngrams, n, long) {
+            ahead.extend_from_slice(&self.keys[r]);
         }
     }
 
@@ -166,21 +157,9 @@ impl NearScratch {
         self.insert.clear();
         self.insert_locs.clear();
         self.tested.clear();
-        for (doc, ngrams) in plan.docs.iter().zip(&self.doc_ngrams) {
-            if ngrams.is_empty() {
-                continue;
-            }
-            let t = doc_tokens(plan, doc.paras.clone());
-            for j in doc
-                .paras
-                .clone()
-                .filter(|&j| judged(plan, &self.para_dup, j))
-            {
-                let grams = para_ngrams(plan, j, t.start, n, ngrams.len()).1;
-                self.tested.extend_from_slice(
-                    &self.keys[ngrams.start + grams.start..ngrams.start + grams.end],
-                );
-            }
+        let para_dup = &self.para_dup;
+        for r in paras_ngrams(plan, &self.doc_ngrams, n, |j| judged(plan, para_dup, j)) {
+            self.tested.extend_from_slice(&self.keys[r]);
         }
         // With an id: a retried chunk (restore) is answered as its first attempt
         // was, before that attempt's insert round added its own n-grams.
@@ -204,25 +183,14 @@ impl NearScratch {
             self.originals.resize(self.keys.len(), Location::UNKNOWN);
         }
         let mut answer = 0;
-        for (doc, ngrams) in plan.docs.iter().zip(&self.doc_ngrams) {
-            if ngrams.is_empty() {
-                continue;
+        let para_dup = &self.para_dup;
+        for at in paras_ngrams(plan, &self.doc_ngrams, n, |j| judged(plan, para_dup, j)) {
+            let answers = answer..answer + at.len();
+            self.seen[at.clone()].copy_from_slice(&self.tested_seen[answers.clone()]);
+            if located {
+                self.originals[at].copy_from_slice(&self.tested_originals[answers.clone()]);
             }
-            let t = doc_tokens(plan, doc.paras.clone());
-            for j in doc
-                .paras
-                .clone()
-                .filter(|&j| judged(plan, &self.para_dup, j))
-            {
-                let grams = para_ngrams(plan, j, t.start, n, ngrams.len()).1;
-                let at = ngrams.start + grams.start..ngrams.start + grams.end;
-                let answers = answer..answer + at.len();
-                self.seen[at.clone()].copy_from_slice(&self.tested_seen[answers.clone()]);
-                if located {
-                    self.originals[at].copy_from_slice(&self.tested_originals[answers]);
-                }
-                answer += grams.len();
-            }
+            answer = answers.end;
         }
         debug_assert_eq!(answer, self.tested.len(), "one answer per tested n-gram");
     }
@@ -341,6 +309,25 @@ impl NearScratch {
         let feedback = located.then_some((&self.insert_locs[..], &mut self.ignored_locs));
         super::test_and_insert(store, id, &self.insert, feedback, &mut self.ignored)
     }
+}
+
+/// Where in a chunk's n-grams (`doc_ngrams`: each document's, empty when not
+/// built) lie those of each paragraph `pick(j)` chooses, document by document.
+fn paras_ngrams<'a>(
+    plan: &'a ChunkPlan,
+    doc_ngrams: &'a [Range<usize>],
+    n: usize,
+    pick: impl Fn(usize) -> bool + Copy + 'a,
+) -> impl Iterator<Item = Range<usize>> + 'a {
+    let docs = plan.docs.iter().zip(doc_ngrams);
+    docs.filter(|(_, g)| !g.is_empty())
+        .flat_map(move |(doc, g)| {
+            let (t, g) = (doc_tokens(plan, doc.paras.clone()), g.clone());
+            doc.paras.clone().filter(move |&j| pick(j)).map(move |j| {
+                let grams = para_ngrams(plan, j, t.start, n, g.len()).1;
+                g.start + grams.start..g.start + grams.end
+            })
+        })
 }
 
 /// Whether paragraph `j` is judged by its n-grams: a long paragraph with tokens
