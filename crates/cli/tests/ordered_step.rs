@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The modes whose ordered step differs: exact, near (`-n`) and MinHash.
 const MODES: [(&str, &[&str]); 3] = [("dedup", &[]), ("dedup", &["-n"]), ("minhash", &[])];
@@ -77,6 +77,37 @@ fn many_threads_on_small_chunks_give_the_one_thread_outputs() {
     }
 }
 
+/// A directory holding one input: the first 120 documents of the sample's
+/// cc-2023-14, each followed by `copy(doc)`.
+fn sample_with_copies(dir: &Path, copy: impl Fn(&[u8]) -> Vec<u8>) -> PathBuf {
+    let (text, starts) = sample_crawl_docs("cc-2023-14");
+    let mut input_text = Vec::new();
+    for (i, &start) in starts.iter().enumerate().take(120) {
+        let doc = &text[start..starts.get(i + 1).copied().unwrap_or(text.len())];
+        input_text.extend_from_slice(doc);
+        input_text.extend_from_slice(&copy(doc));
+    }
+    let input = dir.join("in");
+    std::fs::create_dir_all(&input).unwrap();
+    std::fs::write(input.join("copies.vert"), &input_text).unwrap();
+    input
+}
+
+/// Runs `command` over `input` in small chunks (`--chunk-bytes 5000`) with one
+/// thread and with eight, into `dir/one{i}` and `dir/many{i}`; asserts both give
+/// the same outputs and returns the one-thread output directory.
+fn one_and_many(command: &str, input: &Path, dir: &Path, i: usize, extra: &[&str]) -> PathBuf {
+    let one = dir.join(format!("one{i}"));
+    let many = dir.join(format!("many{i}"));
+    for (out, threads) in [(&one, "1"), (&many, "8")] {
+        let args = [&["--dd", "--chunk-bytes", "5000", "-t", threads], extra].concat();
+        ok(&webdedup(&command_args(command, input, out, &args)));
+    }
+    let what = format!("{command} -t 8 {extra:?}");
+    assert_same_files(&what, &outputs(&many), &outputs(&one));
+    one
+}
+
 #[test]
 fn minhash_asked_ahead_gives_the_one_thread_outputs() {
     // Small chunks and many threads: chunks ask their tests before their turns
@@ -84,30 +115,38 @@ fn minhash_asked_ahead_gives_the_one_thread_outputs() {
     // often starts the chunk after its original's, whose keys its early answers
     // miss and its turn corrects.
     let dir = tempfile::tempdir().unwrap();
-    let (text, starts) = sample_crawl_docs("cc-2023-14");
-    let mut doubled = Vec::new();
-    for (i, &start) in starts.iter().enumerate().take(120) {
-        let doc = &text[start..starts.get(i + 1).copied().unwrap_or(text.len())];
-        doubled.extend_from_slice(doc);
-        doubled.extend_from_slice(doc);
-    }
-    let input = dir.path().join("in");
-    std::fs::create_dir_all(&input).unwrap();
-    std::fs::write(input.join("doubled.vert"), &doubled).unwrap();
+    let input = sample_with_copies(dir.path(), |doc| doc.to_vec());
     for (i, extra) in [&[][..], &["--verify", "0.5"]].iter().enumerate() {
-        let one = dir.path().join(format!("one{i}"));
-        let many = dir.path().join(format!("many{i}"));
-        for (out, threads) in [(&one, "1"), (&many, "8")] {
-            let args = [&["--dd", "--chunk-bytes", "5000", "-t", threads], *extra].concat();
-            ok(&webdedup(&command_args("minhash", &input, out, &args)));
-        }
-        let want = outputs(&one);
-        let what = format!("minhash -t 8 {extra:?}");
+        let one = one_and_many("minhash", &input, dir.path(), i, extra);
         let pairs: usize = lines_of(&one, ".pairs").len();
         assert!(
             pairs >= 100,
-            "{what}: the copies are dropped ({pairs} pairs)"
+            "{extra:?}: the copies are dropped ({pairs} pairs)"
         );
-        assert_same_files(&what, &outputs(&many), &want);
+    }
+}
+
+#[test]
+fn near_asked_ahead_gives_the_one_thread_outputs() {
+    // Near mode builds and tests a chunk's n-grams before its turn. Every
+    // document followed by a near copy (a word added to each paragraph: new
+    // paragraph and document keys, the n-grams but a few the same): many copies
+    // start the chunk after their original's, whose n-grams the early answers
+    // miss and the turn corrects.
+    let dir = tempfile::tempdir().unwrap();
+    let input = sample_with_copies(dir.path(), |doc| {
+        let copy = String::from_utf8_lossy(doc).replace("<p>\n", "<p>\nvariant\n");
+        copy.into_bytes()
+    });
+    for (i, extra) in [&["-n"][..], &["-n", "-f"]].iter().enumerate() {
+        let one = one_and_many("dedup", &input, dir.path(), i, extra);
+        let judged = lines_of(&one, ".dd")
+            .iter()
+            .filter(|(_, l)| !l.contains("status=\"K\""))
+            .count();
+        assert!(
+            judged >= 50,
+            "{extra:?}: the copies are kept ({judged} judged)"
+        );
     }
 }

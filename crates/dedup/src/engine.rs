@@ -125,7 +125,23 @@ impl Engine {
 
     /// Plans `chunk`, read as `format`.
     pub fn plan(&mut self, format: &DocFormat, chunk: &Chunk) {
+        self.forget_ahead();
         self.planner.plan_as(format, chunk, &mut self.plan);
+    }
+
+    /// Near mode, ahead of the planned chunk's turn: builds its n-grams (its
+    /// decision reuses them) and lays into `keys` those its test round may ask
+    /// ([`crate::policy::near::NearScratch::build_ahead`]).
+    pub fn near_ahead(&mut self, ngram: usize, keys: &mut Vec<u64>) {
+        let plan = &self.plan;
+        let live = |i: usize| plan.docs[i].live();
+        self.scratch.near.build_ahead(plan, live, ngram, keys);
+    }
+
+    /// Forgets what [`Self::near_ahead`] built for an earlier chunk (a plan taken
+    /// from elsewhere, e.g. a cache, replaces the chunk).
+    pub fn forget_ahead(&mut self) {
+        self.scratch.near.forget_ahead();
     }
 
     /// Decides the planned chunk against `store` ([`decide`]).

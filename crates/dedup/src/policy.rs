@@ -199,7 +199,7 @@ pub struct Scratch {
     originals: Vec<Location>,
     doc_seen: Vec<bool>,
     doc_original: Vec<Location>,
-    near: near::NearScratch,
+    pub(crate) near: near::NearScratch,
     minhash: MinHashScratch,
     pub(crate) substr: substr::decide::SubstrScratch,
 }

@@ -1,6 +1,5 @@
-//! The ordered step asked ahead (MinHash mode on this process's store, several
-//! threads; near mode can use it too but keeps the one gate, see
-//! `runner::asks_ahead`).
+//! The ordered step asked ahead (MinHash and near mode on this process's store,
+//! several threads; see `runner::asks_ahead`).
 //!
 //! A store only grows, and before a chunk's turn in the commit gate only earlier
 //! chunks insert. So a chunk can ask its tests before its turn, in parallel with
@@ -10,11 +9,13 @@
 //! ([`Recent`]), and a chunk corrects its early answers by those of the chunks it
 //! did not wait for ([`Foresight::patch`]): exactly the store's answers in its
 //! turn. MinHash mode asks its test round ahead and judges in its turn (its
-//! decisions add to the side store, in input order). Near mode decides the whole
-//! chunk ahead (a test answered as the store would, with the chunk's own earlier
-//! inserts laid over it); when no answer changed its turn only sends the inserts,
-//! else the chunk is decided again in its turn with the corrected answers
-//! ([`Foreseen`]). Every answer is a one-thread run's, so every output is too.
+//! decisions add to the side store, in input order). Near mode asks ahead the
+//! n-grams its test round may ask (it builds them ahead too) and judges in its
+//! turn, where its test round is answered from those ([`Sight::Corrected`]).
+//! A chunk decided whole ahead (measured slower for near mode, no mode does so
+//! now) keeps its decisions when no answer changed: its turn only sends the
+//! inserts ([`Sight::Stood`]). Every answer is a one-thread run's, so every
+//! output is too.
 
 use parking_lot::Mutex;
 use std::collections::{HashMap, VecDeque};

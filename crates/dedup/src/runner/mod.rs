@@ -346,13 +346,15 @@ pub fn run_files(
 }
 
 /// Whether chunks ask their tests ahead of their turns ([`ahead`]): MinHash mode
-/// on this process's own store (see [`split_by_block`]) without batch mode's
-/// resolved verdicts. Near mode can decide its chunks ahead too, but measured
-/// slower so (2026-11-28, web3, `-t 2`: the gate 2.7 s of CPU against 3.6 s,
-/// the run 7.1-7.9 s against 4.8-4.9 s, as every key a chunk inserts is asked
-/// twice and a quarter of the chunks are decided again): it keeps the one gate.
+/// (its band-key test round) and near mode (its n-gram test round, the n-grams
+/// built ahead too) on this process's own store (see [`split_by_block`]) without
+/// batch mode's resolved verdicts. Deciding near mode's chunks whole ahead
+/// measured slower (2026-11-28, web3, `-t 2`: the run 7.1-7.9 s of CPU against
+/// 4.8-4.9 s, as every key a chunk inserts is asked twice and a quarter of the
+/// chunks are decided again): its judging stays in the turn.
 fn asks_ahead(cfg: &RunConfig, dur: &Durability, state: &RunState) -> bool {
-    cfg.options.minhash().is_some() && dur.journal.is_some() && state.decided.is_none()
+    let tests_ahead = cfg.options.minhash().is_some() || cfg.options.near().is_some();
+    tests_ahead && dur.journal.is_some() && state.decided.is_none()
 }
 
 /// Whether the ordered step is split by store block ([`lanes`]): exact mode (its

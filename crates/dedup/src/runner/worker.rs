@@ -71,6 +71,7 @@ impl Worker {
 
     pub(crate) fn plan(&mut self, job: &Job, file: &InputFile, dur: &Durability) {
         let e = &mut self.engine;
+        e.forget_ahead();
         match &job.chunk {
             Ok(chunk) => {
                 let cached = dur.plans.is_some_and(|c| {
@@ -214,8 +215,20 @@ impl Worker {
             inner: store,
             sight: parking_lot::Mutex::new(&mut self.foresight),
         };
-        let r = match opts.minhash() {
-            Some(_) => {
+        let (mut seen, mut originals) = (Vec::new(), Vec::new());
+        let r = match (opts.minhash(), opts.near()) {
+            (None, Some(near)) => {
+                // The test round of `policy::near::NearScratch::test_round`, for
+                // every paragraph it may ask about; the n-grams are kept for the turn.
+                let mut keys = Vec::new();
+                self.engine.near_ahead(near.ngram, &mut keys);
+                if opts.feedback() {
+                    ahead.test_located_batch(ctx.id, &keys, &mut seen, &mut originals)
+                } else {
+                    ahead.test_batch(ctx.id, &keys, &mut seen)
+                }
+            }
+            (Some(_), _) => {
                 // The test round of `policy::minhash::decide`: every band key of
                 // the live documents.
                 let plan = &self.engine.plan;
@@ -225,13 +238,14 @@ impl Worker {
                         &plan.bands[d.bands.start as usize..d.bands.end as usize],
                     );
                 }
-                let (mut seen, mut originals) = (Vec::new(), Vec::new());
                 ahead.test_located_batch(ctx.id, &keys, &mut seen, &mut originals)
             }
-            None => self.engine.decide(ctx, &ahead, opts, state),
+            (None, None) => self.engine.decide(ctx, &ahead, opts, state),
         };
         self.foresight.ready = r.is_ok();
-        self.foresight.decided = r.is_ok() && opts.minhash().is_none();
+        // Only a chunk decided whole ahead (no mode does so now, see
+        // `runner::asks_ahead`) may keep its decisions.
+        self.foresight.decided = r.is_ok() && opts.minhash().is_none() && opts.near().is_none();
     }
 
     /// [`Self::decide`] in the chunk's turn after [`Self::ahead`]: the decisions
