@@ -94,20 +94,32 @@ fn minhash_asked_ahead_gives_the_one_thread_outputs() {
     let input = dir.path().join("in");
     std::fs::create_dir_all(&input).unwrap();
     std::fs::write(input.join("doubled.vert"), &doubled).unwrap();
-    for (i, extra) in [&[][..], &["--verify", "0.5"]].iter().enumerate() {
-        let one = dir.path().join(format!("one{i}"));
-        let many = dir.path().join(format!("many{i}"));
-        for (out, threads) in [(&one, "1"), (&many, "8")] {
-            let args = [&["--dd", "--chunk-bytes", "5000", "-t", threads], *extra].concat();
-            ok(&webdedup(&command_args("minhash", &input, out, &args)));
-        }
+    // The compact band store (the default) and the plain table (`--store DIR`):
+    // both take their inserts in block lanes after the gate.
+    let variants: [(&[&str], bool); 3] = [(&[], false), (&["--verify", "0.5"], false), (&[], true)];
+    for (i, (extra, stored)) in variants.into_iter().enumerate() {
+        let run = |threads: &str| {
+            let out = dir.path().join(format!("t{threads}-{i}"));
+            let store = out.with_extension("store").to_string_lossy().into_owned();
+            let with_store = ["--store", store.as_str()];
+            let store_args: &[&str] = if stored { &with_store } else { &[] };
+            let args = [
+                &["--dd", "--chunk-bytes", "5000", "-t", threads],
+                extra,
+                store_args,
+            ]
+            .concat();
+            ok(&webdedup(&command_args("minhash", &input, &out, &args)));
+            out
+        };
+        let one = run("1");
         let want = outputs(&one);
-        let what = format!("minhash -t 8 {extra:?}");
         let pairs: usize = lines_of(&one, ".pairs").len();
         assert!(
             pairs >= 100,
-            "{what}: the copies are dropped ({pairs} pairs)"
+            "{extra:?}: the copies are dropped ({pairs} pairs)"
         );
-        assert_same_files(&what, &outputs(&many), &want);
+        let what = format!("minhash -t 8 {extra:?} store dir: {stored}");
+        assert_same_files(&what, &outputs(&run("8")), &want);
     }
 }

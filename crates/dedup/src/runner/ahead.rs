@@ -15,9 +15,28 @@
 //! inserts laid over it); when no answer changed its turn only sends the inserts,
 //! else the chunk is decided again in its turn with the corrected answers
 //! ([`Foreseen`]). Every answer is a one-thread run's, so every output is too.
+//!
+//! MinHash mode also moves its insert round out of the gate ([`Foreseen`]
+//! deferring, [`Deferred`]): every key it inserts was tested ahead in the same
+//! chunk, so in its turn the chunk knows each insert's answer without the store
+//! (found if the corrected test found it, or an earlier insert of the chunk
+//! did), hands its new keys to [`Recent`] and leaves the gate; the inserts
+//! follow in block lanes (`super::lanes`), each block still seeing its keys in
+//! input order. The store then lags the gate, so [`Recent`] counts two things:
+//! the chunks that passed the gate (their logs) and the chunks whose inserts are
+//! all in the store (`stored`, in input order: a chunk's last lane turn follows
+//! every earlier chunk's in that lane). A chunk asking ahead takes the stored
+//! count as its watermark: every key of the chunks before it is in the store,
+//! and the keys of the chunks from it to the asking one, which may or may not be
+//! there yet, are all in the logs by the asking chunk's turn. A key found ahead
+//! is found for good with its first location, even from a chunk whose inserts
+//! are half done: within a block slots arrive in input order, so an earlier
+//! first inserter's slot is there before any later owner's. A chunk with nothing
+//! usable asked ahead ([`Sight::Blind`]) waits in its turn until every earlier
+//! chunk's inserts are stored and asks the store itself.
 
-use parking_lot::Mutex;
-use std::collections::{HashMap, VecDeque};
+use parking_lot::{Condvar, Mutex};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::hash::BuildHasherDefault;
 use std::ops::Range;
 use std::sync::Arc;
@@ -28,18 +47,25 @@ use crate::policy::near::KeyHasher;
 /// Keys a chunk inserted new, with the locations they were inserted with.
 pub(crate) type NewKeys = HashMap<u64, Location, BuildHasherDefault<KeyHasher>>;
 
-/// How many chunks have passed the commit gate, and the keys the last few
-/// inserted new.
+/// How many chunks have passed the commit gate and how many have their inserts
+/// in the store, and the keys the last few inserted new.
 pub(crate) struct Recent {
     state: Mutex<RecentState>,
+    all_stored: Condvar,
     /// Logs kept: a chunk asks ahead only after every earlier chunk was handed
-    /// to a thread, so at most `threads` chunks pass between its tests and its turn.
+    /// to a thread, and a thread takes its next chunk only once its last one's
+    /// inserts are stored, so fewer than `threads` chunks lie between the
+    /// stored count it asks at and its turn.
     keep: usize,
 }
 
 #[derive(Default)]
 struct RecentState {
     passed: u64,
+    /// Chunks before this one have every insert in the store.
+    stored: u64,
+    /// Chunks after `stored` whose inserts are done (reported out of order).
+    stored_early: BTreeSet<u64>,
     logs: VecDeque<(u64, Arc<NewKeys>)>,
 }
 
@@ -47,13 +73,39 @@ impl Recent {
     pub(crate) fn new(threads: usize) -> Self {
         Recent {
             state: Mutex::default(),
-            keep: threads + 2,
+            all_stored: Condvar::new(),
+            keep: 2 * threads + 2,
         }
     }
 
-    /// Chunks before this one have passed the gate (their inserts are in the store).
+    /// Chunks before this one have their inserts in the store.
     fn watermark(&self) -> u64 {
-        self.state.lock().passed
+        self.state.lock().stored
+    }
+
+    /// Chunk `seq`'s inserts are all in the store (every chunk says so once,
+    /// whatever happened to it, after its turn).
+    pub(crate) fn stored(&self, seq: u64) {
+        let mut s = self.state.lock();
+        s.stored_early.insert(seq);
+        let mut advanced = false;
+        while s.stored_early.first() == Some(&s.stored) {
+            s.stored_early.pop_first();
+            s.stored += 1;
+            advanced = true;
+        }
+        drop(s);
+        if advanced {
+            self.all_stored.notify_all();
+        }
+    }
+
+    /// Waits until every chunk before `seq` has its inserts in the store.
+    pub(crate) fn wait_stored(&self, seq: u64) {
+        let mut s = self.state.lock();
+        while s.stored < seq {
+            self.all_stored.wait(&mut s);
+        }
     }
 
     /// Chunk `seq`'s turn is over; `new` are the keys it inserted new.
@@ -267,9 +319,10 @@ pub(crate) enum Sight<'a> {
     Blind,
 }
 
-/// The store in a chunk's turn: inserts go to the store (the keys inserted new
-/// are collected for [`Recent`]); tests are answered from what was asked ahead
-/// ([`Sight`]).
+/// The store in a chunk's turn: inserts go to the store, or with
+/// [`Foreseen::deferring`] are answered from the corrected tests and kept for
+/// after the turn (the keys inserted new are collected for [`Recent`]); tests
+/// are answered from what was asked ahead ([`Sight`]).
 pub(crate) struct Foreseen<'a> {
     pub(crate) inner: &'a dyn Store,
     pub(crate) sight: Sight<'a>,
@@ -285,6 +338,69 @@ pub(crate) struct ForeseenState {
     lost: bool,
     /// Keys inserted new in the chunk's turn (not collected when the answers stood).
     pub(crate) own: NewKeys,
+    /// The inserts kept for after the turn (when deferring).
+    pub(crate) deferred: Option<Deferred>,
+    /// The next test asked ahead an insert's key may match.
+    insert_cursor: usize,
+}
+
+/// A chunk's inserting requests, answered in its turn and sent to the store
+/// after it ([`super::worker::Worker::insert_deferred`]).
+#[derive(Default)]
+pub(crate) struct Deferred {
+    pub(crate) requests: Vec<DeferredRequest>,
+    pub(crate) keys: Vec<u64>,
+    pub(crate) locs: Vec<Location>,
+    /// The answers given in the turn, which the store must give again.
+    pub(crate) seen: Vec<bool>,
+}
+
+pub(crate) struct DeferredRequest {
+    pub(crate) id: BatchId,
+    pub(crate) keys: Range<usize>,
+    pub(crate) located: bool,
+}
+
+impl Deferred {
+    pub(crate) fn clear(&mut self) {
+        self.requests.clear();
+        self.keys.clear();
+        self.locs.clear();
+        self.seen.clear();
+    }
+
+    /// The first request's identity (the chunk's insert round).
+    pub(crate) fn first_id(&self) -> Option<BatchId> {
+        self.requests.first().map(|r| r.id)
+    }
+
+    /// Sends the requests to `store`, in order; its answers are the ones given
+    /// in the chunk's turn (checked in debug builds).
+    pub(crate) fn send(&self, store: &dyn Store) -> Result<(), StoreError> {
+        let (mut seen, mut originals) = (Vec::new(), Vec::new());
+        for r in &self.requests {
+            let keys = &self.keys[r.keys.clone()];
+            let op = if r.located {
+                Op::TestAndInsertLocated(&self.locs[r.keys.clone()])
+            } else {
+                Op::TestAndInsert
+            };
+            let req = Request::new(Some(r.id), keys, op)?;
+            store.ask(
+                req,
+                &mut Answer {
+                    seen: &mut seen,
+                    originals: &mut originals,
+                },
+            )?;
+            debug_assert_eq!(
+                seen[..],
+                self.seen[r.keys.clone()],
+                "an insert answered ahead"
+            );
+        }
+        Ok(())
+    }
 }
 
 impl<'a> Foreseen<'a> {
@@ -295,6 +411,72 @@ impl<'a> Foreseen<'a> {
             state: Mutex::default(),
         }
     }
+
+    /// Inserts are not sent but answered from the corrected tests (every key a
+    /// request inserts was tested ahead by the chunk, in the same order) and
+    /// kept in `buffers` (cleared). Only with [`Sight::Corrected`].
+    pub(crate) fn deferring(self, mut buffers: Deferred) -> Self {
+        debug_assert!(matches!(self.sight, Sight::Corrected(_)));
+        buffers.clear();
+        self.state.lock().deferred = Some(buffers);
+        self
+    }
+
+    /// Answers an insert from the corrected tests and the chunk's own earlier
+    /// inserts, and keeps it for after the turn.
+    fn defer(
+        f: &Foresight,
+        st: &mut ForeseenState,
+        req: &Request<'_>,
+        out: &mut Answer<'_>,
+    ) -> Result<(), StoreError> {
+        let (keys, op) = (req.keys(), req.op());
+        let Some(id) = req.id() else {
+            return Err(StoreError::Unsupported(
+                "an insert without identity kept for after the turn".into(),
+            ));
+        };
+        let d = st.deferred.as_mut().expect("deferring");
+        let start = d.keys.len();
+        out.seen.clear();
+        if op.located() {
+            out.originals.clear();
+        }
+        for (n, &k) in keys.iter().enumerate() {
+            let at = (st.insert_cursor..f.keys.len()).find(|&i| f.test_only[i] && f.keys[i] == k);
+            let Some(i) = at else {
+                return Err(StoreError::Unsupported(
+                    "an insert of a key the chunk did not test ahead".into(),
+                ));
+            };
+            st.insert_cursor = i;
+            let loc = op.locs().get(n).copied().unwrap_or(Location::UNKNOWN);
+            let (seen, original) = match (f.pure[i], st.own.get(&k)) {
+                (true, _) => (true, f.pure_originals[i]),
+                (false, Some(&own)) => (true, own),
+                (false, None) => {
+                    st.own.insert(k, loc);
+                    (false, Location::UNKNOWN)
+                }
+            };
+            out.seen.push(seen);
+            if op.located() {
+                out.originals.push(original);
+            }
+            d.seen.push(seen);
+        }
+        d.keys.extend_from_slice(keys);
+        match op {
+            Op::TestAndInsertLocated(locs) => d.locs.extend_from_slice(locs),
+            _ => d.locs.resize(d.keys.len(), Location::UNKNOWN),
+        }
+        d.requests.push(DeferredRequest {
+            id,
+            keys: start..d.keys.len(),
+            located: op.located(),
+        });
+        Ok(())
+    }
 }
 
 impl Store for Foreseen<'_> {
@@ -303,6 +485,9 @@ impl Store for Foreseen<'_> {
         let mut st = self.state.lock();
         let st = &mut *st;
         if op.inserts() {
+            if let (true, Sight::Corrected(f)) = (st.deferred.is_some(), &self.sight) {
+                return Self::defer(f, st, &req, out);
+            }
             self.inner.ask(req, out)?;
             if !matches!(self.sight, Sight::Stood(_)) {
                 for (i, &k) in keys.iter().enumerate() {

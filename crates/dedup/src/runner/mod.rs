@@ -220,6 +220,9 @@ pub fn run_files(
             let lanes = &lanes;
             let ahead = asks_ahead(cfg, dur, state).then(|| Recent::new(threads));
             let ahead = &ahead;
+            // MinHash's insert round, after the gate (see `ahead`).
+            let insert_lanes = ahead.as_ref().map(|_| Lanes::new(store, 1));
+            let insert_lanes = &insert_lanes;
             let commit_gate = Gate::new(RecordCounter::default());
             let write_gate = Gate::new(writer);
             let failure: Mutex<Option<anyhow::Error>> = Mutex::new(None);
@@ -244,6 +247,7 @@ pub fn run_files(
                             state,
                             dur,
                             recent,
+                            insert_lanes: insert_lanes.as_ref(),
                         });
                         for job in rx.iter() {
                             let failed = || stop.load(Ordering::Relaxed);
@@ -282,6 +286,19 @@ pub fn run_files(
                                 Some(l) => w.in_lanes(&job, &files[job.file], l, store, decide),
                                 None => Ok(()),
                             });
+                            // Every job passes the insert lanes, as the gates.
+                            let r = match insert_lanes {
+                                Some(l) => {
+                                    let send = r.is_ok() && !failed();
+                                    let file = &files[job.file];
+                                    let sent = w.insert_deferred(&job, file, l, store, send);
+                                    r.and(sent)
+                                }
+                                None => r,
+                            };
+                            if let Some(recent) = ahead {
+                                recent.stored(job.seq);
+                            }
                             let r = r.and_then(|_| {
                                 if failed() || replay[job.file] {
                                     return Ok(());
@@ -312,7 +329,7 @@ pub fn run_files(
             if let Some(e) = failure.into_inner() {
                 return Err(e);
             }
-            if let Some(l) = lanes {
+            for l in [lanes, insert_lanes].into_iter().flatten() {
                 ordered.add_seconds(l.longest_chain_seconds());
             }
             let writer = write_gate.state.into_inner().1;
