@@ -83,6 +83,11 @@ impl Recent {
         self.state.lock().stored
     }
 
+    /// Chunks before this one have passed the gate (their logs are kept).
+    fn passed(&self) -> u64 {
+        self.state.lock().passed
+    }
+
     /// Chunk `seq`'s inserts are all in the store (every chunk says so once,
     /// whatever happened to it, after its turn).
     pub(crate) fn stored(&self, seq: u64) {
@@ -157,8 +162,14 @@ pub(crate) struct Foresight {
     /// Whether the chunk was decided ahead (near mode): its decisions stand if
     /// no answer changed.
     pub(crate) decided: bool,
-    /// Chunks before this one had passed the gate when it asked.
+    /// Chunks before this one had their inserts stored when it asked.
     watermark: u64,
+    /// The answers are corrected by the logs of the chunks before this one.
+    patched: u64,
+    /// Answers the corrections changed so far.
+    changed: usize,
+    /// A log needed was gone: nothing asked ahead may be used.
+    gone: bool,
     asked: Vec<Asked>,
     keys: Vec<u64>,
     /// A located insert's locations, one a key (unknown for other requests).
@@ -179,6 +190,9 @@ impl Foresight {
         self.ready = true;
         self.decided = false;
         self.watermark = recent.watermark();
+        self.patched = self.watermark;
+        self.changed = 0;
+        self.gone = false;
         self.asked.clear();
         self.keys.clear();
         self.locs.clear();
@@ -197,11 +211,29 @@ impl Foresight {
         if !self.ready {
             return None;
         }
-        let logs = recent.since(self.watermark, seq)?;
-        let mut changed = 0;
-        if logs.is_empty() {
-            return Some(0);
+        self.patch_from(recent, seq);
+        (!self.gone).then_some(self.changed)
+    }
+
+    /// Before the chunk's turn: corrects the answers by the logs of the chunks
+    /// that passed the gate so far, so that its turn has fewer left to apply
+    /// (a key is corrected by the first log that has it, as in one pass).
+    pub(crate) fn patch_early(&mut self, recent: &Recent) {
+        if self.ready {
+            let passed = recent.passed();
+            self.patch_from(recent, passed);
         }
+    }
+
+    fn patch_from(&mut self, recent: &Recent, to: u64) {
+        if self.gone || to <= self.patched {
+            return;
+        }
+        let Some(logs) = recent.since(self.patched, to) else {
+            self.gone = true;
+            return;
+        };
+        self.patched = to;
         for (i, &k) in self.keys.iter().enumerate() {
             if self.pure[i] {
                 continue;
@@ -209,10 +241,9 @@ impl Foresight {
             if let Some(&loc) = logs.iter().find_map(|l| l.get(&k)) {
                 self.pure[i] = true;
                 self.pure_originals[i] = loc;
-                changed += 1;
+                self.changed += 1;
             }
         }
-        Some(changed)
     }
 
     /// The keys the chunk inserts new, once its answers stood ([`Self::patch`]

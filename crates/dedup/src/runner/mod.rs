@@ -255,6 +255,7 @@ pub fn run_files(
                                 w.plan(&job, &files[job.file], dur);
                                 if let Some(run) = &ahead_run {
                                     w.ahead(&job, &files[job.file], run);
+                                    w.patch_early(run.recent);
                                 }
                             }
                             // Every job passes both gates, even after a failure, so no

@@ -316,6 +316,12 @@ impl Worker {
         sent.context("store request failed")
     }
 
+    /// Corrects the answers asked ahead by the chunks that passed the gate
+    /// meanwhile, before the chunk's turn ([`Foresight::patch_early`]).
+    pub(crate) fn patch_early(&mut self, recent: &Recent) {
+        self.foresight.patch_early(recent);
+    }
+
     /// Builds the chunk's journal record (outside the gates: in parallel).
     pub(crate) fn build_record(&mut self, job: &Job, file: &InputFile) {
         self.record.clear();
