@@ -256,7 +256,7 @@ impl Foresight {
     /// changed): the inserting ones to be done, the tests to be answered as
     /// before by a [`Foreseen`] below `store`.
     pub(crate) fn replay(&self, store: &dyn Store) -> Result<(), StoreError> {
-        let (mut seen, mut originals) = (Vec::new(), Vec::new());
+        let mut answer = (Vec::new(), Vec::new());
         for a in &self.asked {
             let keys = &self.keys[a.keys.clone()];
             let op = match (a.inserts, a.located) {
@@ -265,18 +265,32 @@ impl Foresight {
                 (false, true) => Op::TestLocated,
                 (false, false) => Op::Test,
             };
-            let req = Request::new(a.id, keys, op)?;
-            store.ask(
-                req,
-                &mut Answer {
-                    seen: &mut seen,
-                    originals: &mut originals,
-                },
+            ask_again(
+                store,
+                a.id,
+                keys,
+                op,
+                &self.seen[a.keys.clone()],
+                &mut answer,
             )?;
-            debug_assert_eq!(seen[..], self.seen[a.keys.clone()], "a replayed answer");
         }
         Ok(())
     }
+}
+
+/// Asks `store` a request whose answers are known already (`want`, checked in
+/// debug builds).
+fn ask_again(
+    store: &dyn Store,
+    id: Option<BatchId>,
+    keys: &[u64],
+    op: Op<'_>,
+    want: &[bool],
+    (seen, originals): &mut (Vec<bool>, Vec<Location>),
+) -> Result<(), StoreError> {
+    store.ask(Request::new(id, keys, op)?, &mut Answer { seen, originals })?;
+    debug_assert_eq!(seen[..], want[..], "an answer known before");
+    Ok(())
 }
 
 /// The store as a chunk asked ahead sees it: tests only (nothing inserted), the
@@ -408,7 +422,7 @@ impl Deferred {
     /// Sends the requests to `store`, in order; its answers are the ones given
     /// in the chunk's turn (checked in debug builds).
     pub(crate) fn send(&self, store: &dyn Store) -> Result<(), StoreError> {
-        let (mut seen, mut originals) = (Vec::new(), Vec::new());
+        let mut answer = (Vec::new(), Vec::new());
         for r in &self.requests {
             let keys = &self.keys[r.keys.clone()];
             let op = if r.located {
@@ -416,19 +430,8 @@ impl Deferred {
             } else {
                 Op::TestAndInsert
             };
-            let req = Request::new(Some(r.id), keys, op)?;
-            store.ask(
-                req,
-                &mut Answer {
-                    seen: &mut seen,
-                    originals: &mut originals,
-                },
-            )?;
-            debug_assert_eq!(
-                seen[..],
-                self.seen[r.keys.clone()],
-                "an insert answered ahead"
-            );
+            let want = &self.seen[r.keys.clone()];
+            ask_again(store, Some(r.id), keys, op, want, &mut answer)?;
         }
         Ok(())
     }

@@ -365,7 +365,8 @@ pub fn run_files(
 
 /// Whether chunks ask their tests ahead of their turns ([`ahead`]): MinHash mode
 /// on this process's own store (see [`split_by_block`]) without batch mode's
-/// resolved verdicts. Near mode can decide its chunks ahead too, but measured
+/// resolved verdicts. Its turn then judges only; the insert round follows the
+/// turn in block lanes ([`lanes`], one round). Near mode can decide its chunks ahead too, but measured
 /// slower so (2026-11-28, web3, `-t 2`: the gate 2.7 s of CPU against 3.6 s,
 /// the run 7.1-7.9 s against 4.8-4.9 s, as every key a chunk inserts is asked
 /// twice and a quarter of the chunks are decided again): it keeps the one gate.
