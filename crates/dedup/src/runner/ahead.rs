@@ -246,6 +246,12 @@ impl Foresight {
         }
     }
 
+    /// The first test asked ahead of key `k`, from the `from`th key asked on
+    /// (a chunk's later requests ask their keys in the order its tests did).
+    fn test_of(&self, from: usize, k: u64) -> Option<usize> {
+        (from..self.keys.len()).find(|&i| self.test_only[i] && self.keys[i] == k)
+    }
+
     /// The keys the chunk inserts new, once its answers stood ([`Self::patch`]
     /// changed none).
     pub(crate) fn take_own(&mut self) -> NewKeys {
@@ -477,8 +483,7 @@ impl<'a> Foreseen<'a> {
             out.originals.clear();
         }
         for (n, &k) in keys.iter().enumerate() {
-            let at = (st.insert_cursor..f.keys.len()).find(|&i| f.test_only[i] && f.keys[i] == k);
-            let Some(i) = at else {
+            let Some(i) = f.test_of(st.insert_cursor, k) else {
                 return Err(StoreError::Unsupported(
                     "an insert of a key the chunk did not test ahead".into(),
                 ));
@@ -543,8 +548,7 @@ impl Store for Foreseen<'_> {
             out.originals.clear();
         }
         for (n, &k) in keys.iter().enumerate() {
-            let at = (st.cursor..f.keys.len()).find(|&i| f.test_only[i] && f.keys[i] == k);
-            let Some(i) = at else {
+            let Some(i) = f.test_of(st.cursor, k) else {
                 // Not asked ahead (cannot happen with the policies' requests):
                 // the rest of the request from the store, which holds this
                 // chunk's inserts too.
