@@ -220,8 +220,10 @@ pub fn run_files(
             let lanes = &lanes;
             let ahead = asks_ahead(cfg, dur, state).then(|| Recent::new(threads));
             let ahead = &ahead;
-            // MinHash's insert round, after the gate (see `ahead`).
-            let insert_lanes = ahead.as_ref().map(|_| Lanes::new(store, 1));
+            // MinHash's insert round, after the gate (see `ahead`): every key it
+            // inserts was tested ahead (near mode's are not).
+            let defers = ahead.is_some() && cfg.options.minhash().is_some();
+            let insert_lanes = defers.then(|| Lanes::new(store, 1));
             let insert_lanes = &insert_lanes;
             let commit_gate = Gate::new(RecordCounter::default());
             let write_gate = Gate::new(writer);
