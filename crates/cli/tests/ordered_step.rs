@@ -96,14 +96,32 @@ fn sample_with_copies(dir: &Path, copy: impl Fn(&[u8]) -> Vec<u8>) -> PathBuf {
 /// Runs `command` over `input` in small chunks (`--chunk-bytes 5000`) with one
 /// thread and with eight, into `dir/one{i}` and `dir/many{i}`; asserts both give
 /// the same outputs and returns the one-thread output directory.
-fn one_and_many(command: &str, input: &Path, dir: &Path, i: usize, extra: &[&str]) -> PathBuf {
+/// Runs `command` at `-t 1` and `-t 8` on small chunks, each run on a store
+/// directory of its own when `stored` (else the mode's default store), and
+/// asserts their outputs are the same; returns the one-thread output directory.
+fn one_and_many(
+    command: &str,
+    input: &Path,
+    dir: &Path,
+    i: usize,
+    extra: &[&str],
+    stored: bool,
+) -> PathBuf {
     let one = dir.join(format!("one{i}"));
     let many = dir.join(format!("many{i}"));
     for (out, threads) in [(&one, "1"), (&many, "8")] {
-        let args = [&["--dd", "--chunk-bytes", "5000", "-t", threads], extra].concat();
+        let store = out.with_extension("store").to_string_lossy().into_owned();
+        let with_store = ["--store", store.as_str()];
+        let store_args: &[&str] = if stored { &with_store } else { &[] };
+        let args = [
+            &["--dd", "--chunk-bytes", "5000", "-t", threads],
+            extra,
+            store_args,
+        ]
+        .concat();
         ok(&webdedup(&command_args(command, input, out, &args)));
     }
-    let what = format!("{command} -t 8 {extra:?}");
+    let what = format!("{command} -t 8 {extra:?} store dir: {stored}");
     assert_same_files(&what, &outputs(&many), &outputs(&one));
     one
 }
@@ -116,8 +134,11 @@ fn minhash_asked_ahead_gives_the_one_thread_outputs() {
     // miss and its turn corrects.
     let dir = tempfile::tempdir().unwrap();
     let input = sample_with_copies(dir.path(), |doc| doc.to_vec());
-    for (i, extra) in [&[][..], &["--verify", "0.5"]].iter().enumerate() {
-        let one = one_and_many("minhash", &input, dir.path(), i, extra);
+    // The compact band store (the default) and the plain table (`--store DIR`):
+    // both take their inserts in block lanes after the gate.
+    let variants: [(&[&str], bool); 3] = [(&[], false), (&["--verify", "0.5"], false), (&[], true)];
+    for (i, (extra, stored)) in variants.into_iter().enumerate() {
+        let one = one_and_many("minhash", &input, dir.path(), i, extra, stored);
         let pairs: usize = lines_of(&one, ".pairs").len();
         assert!(
             pairs >= 100,
@@ -139,7 +160,7 @@ fn near_asked_ahead_gives_the_one_thread_outputs() {
         copy.into_bytes()
     });
     for (i, extra) in [&["-n"][..], &["-n", "-f"]].iter().enumerate() {
-        let one = one_and_many("dedup", &input, dir.path(), i, extra);
+        let one = one_and_many("dedup", &input, dir.path(), i, extra, false);
         let judged = lines_of(&one, ".dd")
             .iter()
             .filter(|(_, l)| !l.contains("status=\"K\""))

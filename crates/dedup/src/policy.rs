@@ -31,6 +31,7 @@
 use crate::options::{DocCheck, Options};
 use crate::plan::{ChunkPlan, DocKind};
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 use webdedup_store::{BatchId, Location, Store, StoreError};
 
 /// Request ids a chunk may use: `decide` numbers its rounds from `seq` upwards.
@@ -149,7 +150,8 @@ pub struct Pair {
 /// Reusable buffers of MinHash mode's [`minhash::decide`].
 #[derive(Default)]
 pub struct MinHashScratch {
-    pub(super) local: HashMap<u64, Location>,
+    /// The chunk's kept band keys (uniform hashes: not hashed again).
+    pub(super) local: HashMap<u64, Location, BuildHasherDefault<near::KeyHasher>>,
     pub(super) owners: Vec<Location>,
     pub(super) insert_keys: Vec<u64>,
     pub(super) insert_locs: Vec<Location>,

@@ -688,7 +688,6 @@ pub fn decide(
     mh.local.clear();
     mh.insert_keys.clear();
     mh.insert_locs.clear();
-    let mut kept = kept.inner.lock();
     let mut asked = 0usize;
     for (i, doc) in plan.docs.iter().enumerate() {
         if let DocKind::BadRecord { dropped } = doc.kind {
@@ -701,6 +700,9 @@ pub fn decide(
         }
         let bands = &plan.bands[doc.bands.start as usize..doc.bands.end as usize];
         let sig = &plan.sigs[doc.sig.start as usize..doc.sig.end as usize];
+        // Locked a document at a time: other threads' tests asked ahead read
+        // records too (the band store's `BandOwners`).
+        let mut kept = kept.inner.lock();
         // Owners of the matching bands, in band order, each once. A key in the store
         // was inserted before any key of this chunk: the store's owner comes first.
         mh.owners.clear();
@@ -752,7 +754,6 @@ pub fn decide(
             }
         }
     }
-    drop(kept);
 
     // Round 1: the kept documents' keys, located (the first inserter owns a key).
     store.test_and_insert_located_batch(

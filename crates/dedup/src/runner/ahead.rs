@@ -16,9 +16,28 @@
 //! now) keeps its decisions when no answer changed: its turn only sends the
 //! inserts ([`Sight::Stood`]). Every answer is a one-thread run's, so every
 //! output is too.
+//!
+//! MinHash mode also moves its insert round out of the gate ([`Foreseen`]
+//! deferring, [`Deferred`]): every key it inserts was tested ahead in the same
+//! chunk, so in its turn the chunk knows each insert's answer without the store
+//! (found if the corrected test found it, or an earlier insert of the chunk
+//! did), hands its new keys to [`Recent`] and leaves the gate; the inserts
+//! follow in block lanes (`super::lanes`), each block still seeing its keys in
+//! input order. The store then lags the gate, so [`Recent`] counts two things:
+//! the chunks that passed the gate (their logs) and the chunks whose inserts are
+//! all in the store (`stored`, in input order: a chunk's last lane turn follows
+//! every earlier chunk's in that lane). A chunk asking ahead takes the stored
+//! count as its watermark: every key of the chunks before it is in the store,
+//! and the keys of the chunks from it to the asking one, which may or may not be
+//! there yet, are all in the logs by the asking chunk's turn. A key found ahead
+//! is found for good with its first location, even from a chunk whose inserts
+//! are half done: within a block slots arrive in input order, so an earlier
+//! first inserter's slot is there before any later owner's. A chunk with nothing
+//! usable asked ahead ([`Sight::Blind`]) waits in its turn until every earlier
+//! chunk's inserts are stored and asks the store itself.
 
-use parking_lot::Mutex;
-use std::collections::{HashMap, VecDeque};
+use parking_lot::{Condvar, Mutex};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::hash::BuildHasherDefault;
 use std::ops::Range;
 use std::sync::Arc;
@@ -29,18 +48,25 @@ use crate::policy::near::KeyHasher;
 /// Keys a chunk inserted new, with the locations they were inserted with.
 pub(crate) type NewKeys = HashMap<u64, Location, BuildHasherDefault<KeyHasher>>;
 
-/// How many chunks have passed the commit gate, and the keys the last few
-/// inserted new.
+/// How many chunks have passed the commit gate and how many have their inserts
+/// in the store, and the keys the last few inserted new.
 pub(crate) struct Recent {
     state: Mutex<RecentState>,
+    all_stored: Condvar,
     /// Logs kept: a chunk asks ahead only after every earlier chunk was handed
-    /// to a thread, so at most `threads` chunks pass between its tests and its turn.
+    /// to a thread, and a thread takes its next chunk only once its last one's
+    /// inserts are stored, so fewer than `threads` chunks lie between the
+    /// stored count it asks at and its turn.
     keep: usize,
 }
 
 #[derive(Default)]
 struct RecentState {
     passed: u64,
+    /// Chunks before this one have every insert in the store.
+    stored: u64,
+    /// Chunks after `stored` whose inserts are done (reported out of order).
+    stored_early: BTreeSet<u64>,
     logs: VecDeque<(u64, Arc<NewKeys>)>,
 }
 
@@ -48,13 +74,44 @@ impl Recent {
     pub(crate) fn new(threads: usize) -> Self {
         Recent {
             state: Mutex::default(),
-            keep: threads + 2,
+            all_stored: Condvar::new(),
+            keep: 2 * threads + 2,
         }
     }
 
-    /// Chunks before this one have passed the gate (their inserts are in the store).
+    /// Chunks before this one have their inserts in the store.
     fn watermark(&self) -> u64 {
+        self.state.lock().stored
+    }
+
+    /// Chunks before this one have passed the gate (their logs are kept).
+    fn passed(&self) -> u64 {
         self.state.lock().passed
+    }
+
+    /// Chunk `seq`'s inserts are all in the store (every chunk says so once,
+    /// whatever happened to it, after its turn).
+    pub(crate) fn stored(&self, seq: u64) {
+        let mut s = self.state.lock();
+        s.stored_early.insert(seq);
+        let mut advanced = false;
+        while s.stored_early.first() == Some(&s.stored) {
+            s.stored_early.pop_first();
+            s.stored += 1;
+            advanced = true;
+        }
+        drop(s);
+        if advanced {
+            self.all_stored.notify_all();
+        }
+    }
+
+    /// Waits until every chunk before `seq` has its inserts in the store.
+    pub(crate) fn wait_stored(&self, seq: u64) {
+        let mut s = self.state.lock();
+        while s.stored < seq {
+            self.all_stored.wait(&mut s);
+        }
     }
 
     /// Chunk `seq`'s turn is over; `new` are the keys it inserted new.
@@ -106,8 +163,14 @@ pub(crate) struct Foresight {
     /// Whether the chunk was decided ahead (near mode): its decisions stand if
     /// no answer changed.
     pub(crate) decided: bool,
-    /// Chunks before this one had passed the gate when it asked.
+    /// Chunks before this one had their inserts stored when it asked.
     watermark: u64,
+    /// The answers are corrected by the logs of the chunks before this one.
+    patched: u64,
+    /// Answers the corrections changed so far.
+    changed: usize,
+    /// A log needed was gone: nothing asked ahead may be used.
+    gone: bool,
     asked: Vec<Asked>,
     keys: Vec<u64>,
     /// A located insert's locations, one a key (unknown for other requests).
@@ -128,6 +191,9 @@ impl Foresight {
         self.ready = true;
         self.decided = false;
         self.watermark = recent.watermark();
+        self.patched = self.watermark;
+        self.changed = 0;
+        self.gone = false;
         self.asked.clear();
         self.keys.clear();
         self.locs.clear();
@@ -146,11 +212,29 @@ impl Foresight {
         if !self.ready {
             return None;
         }
-        let logs = recent.since(self.watermark, seq)?;
-        let mut changed = 0;
-        if logs.is_empty() {
-            return Some(0);
+        self.patch_from(recent, seq);
+        (!self.gone).then_some(self.changed)
+    }
+
+    /// Before the chunk's turn: corrects the answers by the logs of the chunks
+    /// that passed the gate so far, so that its turn has fewer left to apply
+    /// (a key is corrected by the first log that has it, as in one pass).
+    pub(crate) fn patch_early(&mut self, recent: &Recent) {
+        if self.ready {
+            let passed = recent.passed();
+            self.patch_from(recent, passed);
         }
+    }
+
+    fn patch_from(&mut self, recent: &Recent, to: u64) {
+        if self.gone || to <= self.patched {
+            return;
+        }
+        let Some(logs) = recent.since(self.patched, to) else {
+            self.gone = true;
+            return;
+        };
+        self.patched = to;
         for (i, &k) in self.keys.iter().enumerate() {
             if self.pure[i] {
                 continue;
@@ -158,10 +242,15 @@ impl Foresight {
             if let Some(&loc) = logs.iter().find_map(|l| l.get(&k)) {
                 self.pure[i] = true;
                 self.pure_originals[i] = loc;
-                changed += 1;
+                self.changed += 1;
             }
         }
-        Some(changed)
+    }
+
+    /// The first test asked ahead of key `k`, from the `from`th key asked on
+    /// (a chunk's later requests ask their keys in the order its tests did).
+    fn test_of(&self, from: usize, k: u64) -> Option<usize> {
+        (from..self.keys.len()).find(|&i| self.test_only[i] && self.keys[i] == k)
     }
 
     /// The keys the chunk inserts new, once its answers stood ([`Self::patch`]
@@ -174,7 +263,7 @@ impl Foresight {
     /// changed): the inserting ones to be done, the tests to be answered as
     /// before by a [`Foreseen`] below `store`.
     pub(crate) fn replay(&self, store: &dyn Store) -> Result<(), StoreError> {
-        let (mut seen, mut originals) = (Vec::new(), Vec::new());
+        let mut answer = (Vec::new(), Vec::new());
         for a in &self.asked {
             let keys = &self.keys[a.keys.clone()];
             let op = match (a.inserts, a.located) {
@@ -183,18 +272,32 @@ impl Foresight {
                 (false, true) => Op::TestLocated,
                 (false, false) => Op::Test,
             };
-            let req = Request::new(a.id, keys, op)?;
-            store.ask(
-                req,
-                &mut Answer {
-                    seen: &mut seen,
-                    originals: &mut originals,
-                },
+            ask_again(
+                store,
+                a.id,
+                keys,
+                op,
+                &self.seen[a.keys.clone()],
+                &mut answer,
             )?;
-            debug_assert_eq!(seen[..], self.seen[a.keys.clone()], "a replayed answer");
         }
         Ok(())
     }
+}
+
+/// Asks `store` a request whose answers are known already (`want`, checked in
+/// debug builds).
+fn ask_again(
+    store: &dyn Store,
+    id: Option<BatchId>,
+    keys: &[u64],
+    op: Op<'_>,
+    want: &[bool],
+    (seen, originals): &mut (Vec<bool>, Vec<Location>),
+) -> Result<(), StoreError> {
+    store.ask(Request::new(id, keys, op)?, &mut Answer { seen, originals })?;
+    debug_assert_eq!(seen[..], want[..], "an answer known before");
+    Ok(())
 }
 
 /// The store as a chunk asked ahead sees it: tests only (nothing inserted), the
@@ -268,9 +371,10 @@ pub(crate) enum Sight<'a> {
     Blind,
 }
 
-/// The store in a chunk's turn: inserts go to the store (the keys inserted new
-/// are collected for [`Recent`]); tests are answered from what was asked ahead
-/// ([`Sight`]).
+/// The store in a chunk's turn: inserts go to the store, or with
+/// [`Foreseen::deferring`] are answered from the corrected tests and kept for
+/// after the turn (the keys inserted new are collected for [`Recent`]); tests
+/// are answered from what was asked ahead ([`Sight`]).
 pub(crate) struct Foreseen<'a> {
     pub(crate) inner: &'a dyn Store,
     pub(crate) sight: Sight<'a>,
@@ -286,6 +390,58 @@ pub(crate) struct ForeseenState {
     lost: bool,
     /// Keys inserted new in the chunk's turn (not collected when the answers stood).
     pub(crate) own: NewKeys,
+    /// The inserts kept for after the turn (when deferring).
+    pub(crate) deferred: Option<Deferred>,
+    /// The next test asked ahead an insert's key may match.
+    insert_cursor: usize,
+}
+
+/// A chunk's inserting requests, answered in its turn and sent to the store
+/// after it ([`super::worker::Worker::insert_deferred`]).
+#[derive(Default)]
+pub(crate) struct Deferred {
+    pub(crate) requests: Vec<DeferredRequest>,
+    pub(crate) keys: Vec<u64>,
+    pub(crate) locs: Vec<Location>,
+    /// The answers given in the turn, which the store must give again.
+    pub(crate) seen: Vec<bool>,
+}
+
+pub(crate) struct DeferredRequest {
+    pub(crate) id: BatchId,
+    pub(crate) keys: Range<usize>,
+    pub(crate) located: bool,
+}
+
+impl Deferred {
+    pub(crate) fn clear(&mut self) {
+        self.requests.clear();
+        self.keys.clear();
+        self.locs.clear();
+        self.seen.clear();
+    }
+
+    /// The first request's identity (the chunk's insert round).
+    pub(crate) fn first_id(&self) -> Option<BatchId> {
+        self.requests.first().map(|r| r.id)
+    }
+
+    /// Sends the requests to `store`, in order; its answers are the ones given
+    /// in the chunk's turn (checked in debug builds).
+    pub(crate) fn send(&self, store: &dyn Store) -> Result<(), StoreError> {
+        let mut answer = (Vec::new(), Vec::new());
+        for r in &self.requests {
+            let keys = &self.keys[r.keys.clone()];
+            let op = if r.located {
+                Op::TestAndInsertLocated(&self.locs[r.keys.clone()])
+            } else {
+                Op::TestAndInsert
+            };
+            let want = &self.seen[r.keys.clone()];
+            ask_again(store, Some(r.id), keys, op, want, &mut answer)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> Foreseen<'a> {
@@ -296,6 +452,71 @@ impl<'a> Foreseen<'a> {
             state: Mutex::default(),
         }
     }
+
+    /// Inserts are not sent but answered from the corrected tests (every key a
+    /// request inserts was tested ahead by the chunk, in the same order) and
+    /// kept in `buffers` (cleared). Only with [`Sight::Corrected`].
+    pub(crate) fn deferring(self, mut buffers: Deferred) -> Self {
+        debug_assert!(matches!(self.sight, Sight::Corrected(_)));
+        buffers.clear();
+        self.state.lock().deferred = Some(buffers);
+        self
+    }
+
+    /// Answers an insert from the corrected tests and the chunk's own earlier
+    /// inserts, and keeps it for after the turn.
+    fn defer(
+        f: &Foresight,
+        st: &mut ForeseenState,
+        req: &Request<'_>,
+        out: &mut Answer<'_>,
+    ) -> Result<(), StoreError> {
+        let (keys, op) = (req.keys(), req.op());
+        let Some(id) = req.id() else {
+            return Err(StoreError::Unsupported(
+                "an insert without identity kept for after the turn".into(),
+            ));
+        };
+        let d = st.deferred.as_mut().expect("deferring");
+        let start = d.keys.len();
+        out.seen.clear();
+        if op.located() {
+            out.originals.clear();
+        }
+        for (n, &k) in keys.iter().enumerate() {
+            let Some(i) = f.test_of(st.insert_cursor, k) else {
+                return Err(StoreError::Unsupported(
+                    "an insert of a key the chunk did not test ahead".into(),
+                ));
+            };
+            st.insert_cursor = i;
+            let loc = op.locs().get(n).copied().unwrap_or(Location::UNKNOWN);
+            let (seen, original) = match (f.pure[i], st.own.get(&k)) {
+                (true, _) => (true, f.pure_originals[i]),
+                (false, Some(&own)) => (true, own),
+                (false, None) => {
+                    st.own.insert(k, loc);
+                    (false, Location::UNKNOWN)
+                }
+            };
+            out.seen.push(seen);
+            if op.located() {
+                out.originals.push(original);
+            }
+            d.seen.push(seen);
+        }
+        d.keys.extend_from_slice(keys);
+        match op {
+            Op::TestAndInsertLocated(locs) => d.locs.extend_from_slice(locs),
+            _ => d.locs.resize(d.keys.len(), Location::UNKNOWN),
+        }
+        d.requests.push(DeferredRequest {
+            id,
+            keys: start..d.keys.len(),
+            located: op.located(),
+        });
+        Ok(())
+    }
 }
 
 impl Store for Foreseen<'_> {
@@ -304,6 +525,9 @@ impl Store for Foreseen<'_> {
         let mut st = self.state.lock();
         let st = &mut *st;
         if op.inserts() {
+            if let (true, Sight::Corrected(f)) = (st.deferred.is_some(), &self.sight) {
+                return Self::defer(f, st, &req, out);
+            }
             self.inner.ask(req, out)?;
             if !matches!(self.sight, Sight::Stood(_)) {
                 for (i, &k) in keys.iter().enumerate() {
@@ -325,8 +549,7 @@ impl Store for Foreseen<'_> {
             out.originals.clear();
         }
         for (n, &k) in keys.iter().enumerate() {
-            let at = (st.cursor..f.keys.len()).find(|&i| f.test_only[i] && f.keys[i] == k);
-            let Some(i) = at else {
+            let Some(i) = f.test_of(st.cursor, k) else {
                 // Not asked ahead (cannot happen with the policies' requests):
                 // the rest of the request from the store, which holds this
                 // chunk's inserts too.

@@ -220,6 +220,11 @@ pub fn run_files(
             let lanes = &lanes;
             let ahead = asks_ahead(cfg, dur, state).then(|| Recent::new(threads));
             let ahead = &ahead;
+            // MinHash's insert round, after the gate (see `ahead`): every key it
+            // inserts was tested ahead (near mode's are not).
+            let defers = ahead.is_some() && cfg.options.minhash().is_some();
+            let insert_lanes = defers.then(|| Lanes::new(store, 1));
+            let insert_lanes = &insert_lanes;
             let commit_gate = Gate::new(RecordCounter::default());
             let write_gate = Gate::new(writer);
             let failure: Mutex<Option<anyhow::Error>> = Mutex::new(None);
@@ -244,6 +249,7 @@ pub fn run_files(
                             state,
                             dur,
                             recent,
+                            insert_lanes: insert_lanes.as_ref(),
                         });
                         for job in rx.iter() {
                             let failed = || stop.load(Ordering::Relaxed);
@@ -251,6 +257,7 @@ pub fn run_files(
                                 w.plan(&job, &files[job.file], dur);
                                 if let Some(run) = &ahead_run {
                                     w.ahead(&job, &files[job.file], run);
+                                    w.patch_early(run.recent);
                                 }
                             }
                             // Every job passes both gates, even after a failure, so no
@@ -282,6 +289,19 @@ pub fn run_files(
                                 Some(l) => w.in_lanes(&job, &files[job.file], l, store, decide),
                                 None => Ok(()),
                             });
+                            // Every job passes the insert lanes, as the gates.
+                            let r = match insert_lanes {
+                                Some(l) => {
+                                    let send = r.is_ok() && !failed();
+                                    let file = &files[job.file];
+                                    let sent = w.insert_deferred(&job, file, l, store, send);
+                                    r.and(sent)
+                                }
+                                None => r,
+                            };
+                            if let Some(recent) = ahead {
+                                recent.stored(job.seq);
+                            }
                             let r = r.and_then(|_| {
                                 if failed() || replay[job.file] {
                                     return Ok(());
@@ -312,7 +332,7 @@ pub fn run_files(
             if let Some(e) = failure.into_inner() {
                 return Err(e);
             }
-            if let Some(l) = lanes {
+            for l in [lanes, insert_lanes].into_iter().flatten() {
                 ordered.add_seconds(l.longest_chain_seconds());
             }
             let writer = write_gate.state.into_inner().1;
@@ -348,10 +368,12 @@ pub fn run_files(
 /// Whether chunks ask their tests ahead of their turns ([`ahead`]): MinHash mode
 /// (its band-key test round) and near mode (its n-gram test round, the n-grams
 /// built ahead too) on this process's own store (see [`split_by_block`]) without
-/// batch mode's resolved verdicts. Deciding near mode's chunks whole ahead
-/// measured slower (2026-11-28, web3, `-t 2`: the run 7.1-7.9 s of CPU against
-/// 4.8-4.9 s, as every key a chunk inserts is asked twice and a quarter of the
-/// chunks are decided again): its judging stays in the turn.
+/// batch mode's resolved verdicts. MinHash's turn then judges only; its insert
+/// round follows the turn in block lanes ([`lanes`], one round). Deciding near
+/// mode's chunks whole ahead measured slower (2026-11-28, web3, `-t 2`: the run
+/// 7.1-7.9 s of CPU against 4.8-4.9 s, as every key a chunk inserts is asked
+/// twice and a quarter of the chunks are decided again): its judging stays in
+/// the turn.
 fn asks_ahead(cfg: &RunConfig, dur: &Durability, state: &RunState) -> bool {
     let tests_ahead = cfg.options.minhash().is_some() || cfg.options.near().is_some();
     tests_ahead && dur.journal.is_some() && state.decided.is_none()

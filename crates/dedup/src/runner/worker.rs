@@ -1,6 +1,6 @@
 //! One thread's worker: the engine on a job, and the chunk's journal record.
 
-use super::ahead::{Ahead, Foreseen, Foresight, Recent, Sight};
+use super::ahead::{Ahead, Deferred, Foreseen, Foresight, Recent, Sight};
 use super::config::{Durability, RunConfig};
 use super::lanes::{LaneScratch, LaneStore, Lanes};
 use super::order::Job;
@@ -26,6 +26,9 @@ pub(crate) struct AheadRun<'a> {
     pub(crate) state: &'a RunState,
     pub(crate) dur: &'a Durability<'a>,
     pub(crate) recent: &'a Recent,
+    /// Where the inserts of a chunk whose tests were asked ahead go after its
+    /// turn (MinHash mode); None: they are sent in the turn.
+    pub(crate) insert_lanes: Option<&'a Lanes>,
 }
 
 /// One thread's engine, and the journal record of its chunk.
@@ -48,6 +51,8 @@ pub(crate) struct Worker {
     record_due: bool,
     lane_scratch: LaneScratch,
     foresight: Foresight,
+    /// The inserts answered in the chunk's turn, sent after it.
+    deferred: Deferred,
 }
 
 impl Worker {
@@ -66,6 +71,7 @@ impl Worker {
             record_due: false,
             lane_scratch: Default::default(),
             foresight: Foresight::default(),
+            deferred: Deferred::default(),
         }
     }
 
@@ -271,15 +277,63 @@ impl Worker {
                 Some(_) => Sight::Corrected(&f),
                 None => Sight::Blind,
             };
-            let seen = Foreseen::new(store, sight);
+            let blind = matches!(sight, Sight::Blind);
+            let mut seen = Foreseen::new(store, sight);
+            if blind {
+                // The store itself answers: every earlier insert must be in it.
+                recent.wait_stored(job.seq);
+            } else if run.insert_lanes.is_some() {
+                seen = seen.deferring(std::mem::take(&mut self.deferred));
+            }
             let r = self.decide_with(job, file, &seen, opts, dur, |e, id, s| {
                 e.decide(id, s, opts, state)
             });
-            (r, seen.state.into_inner().own)
+            let st = seen.state.into_inner();
+            if let Some(d) = st.deferred {
+                self.deferred = d;
+            }
+            (r, st.own)
         };
         recent.pass(job.seq, new);
         self.foresight = f;
         r
+    }
+
+    /// Sends the inserts answered in the chunk's turn ([`Self::decide_foreseen`])
+    /// to the store in block lanes (when `send`; a failed chunk sends none), and
+    /// passes every lane turn the chunk did not take.
+    pub(crate) fn insert_deferred(
+        &mut self,
+        job: &Job,
+        file: &InputFile,
+        lanes: &Lanes,
+        store: &dyn Store,
+        send: bool,
+    ) -> Result<()> {
+        let d = std::mem::take(&mut self.deferred);
+        let base = d
+            .first_id()
+            .unwrap_or_else(|| chunk_identity(rel_bytes(&file.rel), job.index));
+        let lane_store = LaneStore {
+            lanes,
+            inner: store,
+            seq: job.seq,
+            base,
+            passed: parking_lot::Mutex::new(vec![false; lanes.rounds()]),
+            scratch: parking_lot::Mutex::new(std::mem::take(&mut self.lane_scratch)),
+        };
+        let sent = if send { d.send(&lane_store) } else { Ok(()) };
+        lane_store.finish();
+        self.lane_scratch = lane_store.scratch.into_inner();
+        self.deferred = d;
+        self.deferred.clear();
+        sent.context("store request failed")
+    }
+
+    /// Corrects the answers asked ahead by the chunks that passed the gate
+    /// meanwhile, before the chunk's turn ([`Foresight::patch_early`]).
+    pub(crate) fn patch_early(&mut self, recent: &Recent) {
+        self.foresight.patch_early(recent);
     }
 
     /// Builds the chunk's journal record (outside the gates: in parallel).
