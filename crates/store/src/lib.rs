@@ -20,6 +20,7 @@ pub mod bits;
 pub mod distribute;
 pub mod fault;
 pub mod journal;
+mod located;
 mod location_codes;
 pub mod locations;
 mod lock;

@@ -59,6 +59,7 @@ fn heap_array_freed(bytes: usize) {
 pub(crate) trait Word: Copy + Default + 'static {}
 impl Word for u64 {}
 impl Word for u32 {}
+impl Word for u8 {}
 
 pub(crate) enum Zeroed<T: Word = u64> {
     Heap(Box<[T]>),
