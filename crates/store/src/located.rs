@@ -81,23 +81,23 @@ struct Shape {
     place_bits: u32,
     record_bits: u32,
     width: usize,
+    /// The low `8 * width` bits.
+    mask: u128,
 }
 
 impl Shape {
     fn new(capacity: usize, quotient_bits: u32, (place_bits, record_bits): (u32, u32)) -> Self {
         let rest = quotient_bits - capacity.ilog2();
+        let width = (1 + place_bits + record_bits + rest).div_ceil(8) as usize;
         Shape {
             capacity,
             slots: capacity + 16 + capacity / 64,
             rest,
             place_bits,
             record_bits,
-            width: (1 + place_bits + record_bits + rest).div_ceil(8) as usize,
+            width,
+            mask: u128::MAX >> (128 - 8 * width),
         }
-    }
-
-    fn mask(&self) -> u128 {
-        u128::MAX >> (128 - 8 * self.width)
     }
 
     fn code_shift(&self) -> u32 {
@@ -234,19 +234,32 @@ impl LocatedTable {
         }
     }
 
+    /// Slot `i` (`shape.slots`: the empty one past the last).
     #[inline]
     fn get(&self, i: usize) -> u128 {
-        let at = i * self.shape.width;
-        let b: [u8; 16] = self.bytes[at..at + 16].try_into().unwrap();
-        u128::from_le_bytes(b) & self.shape.mask()
+        assert!(i <= self.shape.slots, "slot {i} out of range");
+        // SAFETY: the 16 bytes from slot `i`'s start, `i <= slots`, are inside
+        // the array (16 bytes follow the last slot's start).
+        let raw = unsafe {
+            std::ptr::read_unaligned(self.bytes.as_ptr().add(i * self.shape.width).cast::<u128>())
+        };
+        u128::from_le(raw) & self.shape.mask
     }
 
+    #[inline]
     fn set(&mut self, i: usize, e: u128) {
-        let at = i * self.shape.width;
-        let slot = &mut self.bytes[at..at + 16];
-        let old = u128::from_le_bytes(slot.try_into().unwrap());
-        let mask = self.shape.mask();
-        slot.copy_from_slice(&((old & !mask) | e).to_le_bytes());
+        assert!(i < self.shape.slots, "slot {i} out of range");
+        let mask = self.shape.mask;
+        // SAFETY: as in `get`; `&mut self` makes the access exclusive.
+        unsafe {
+            let p = self
+                .bytes
+                .as_mut_ptr()
+                .add(i * self.shape.width)
+                .cast::<u128>();
+            let old = u128::from_le(std::ptr::read_unaligned(p));
+            std::ptr::write_unaligned(p, ((old & !mask) | e).to_le());
+        }
     }
 
     fn is_home(&self, home: usize) -> bool {
