@@ -383,6 +383,9 @@ impl LocatedTable {
         let (home, rest) = self
             .shape
             .place(self.quotient.spread(key), self.quotient.bits);
+        if !self.is_home(home) {
+            return None;
+        }
         let i = self.locate(home, rest).ok()?;
         Some(self.shape.code_of(self.get(i)))
     }
