@@ -503,6 +503,8 @@ mod tests {
     }
 
     proptest::proptest! {
+        // 64 cases of up to 2,500 operations: a few seconds in a debug build.
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
         #[test]
         fn behaves_like_a_map_of_first_codes(
             ops in proptest::collection::vec((0u64..3000, 0u32..5, 0u64..3000), 0..2500),
