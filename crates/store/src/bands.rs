@@ -378,8 +378,9 @@ mod tests {
             assert_eq!((&s1, &o1), (&s2, &o2), "document {ord}");
         }
         assert_eq!(bands.len(), plain.len());
-        // 8 bytes a slot against the plain located table's 12.
-        assert!(bands.memory_bytes() * 3 <= plain.memory_bytes() * 2 + 4096);
+        // 8 bytes a slot; the plain located table's quotiented slots are as
+        // small here (small records), plus a bit a home.
+        assert!(bands.memory_bytes() <= plain.memory_bytes());
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub mod bits;
 pub mod distribute;
 pub mod fault;
 pub mod journal;
+mod located;
 mod location_codes;
 pub mod locations;
 mod lock;
@@ -36,7 +37,7 @@ pub use journal::{Journal, JournalReplay, SyncMode};
 pub use lock::{Busy, DirLock};
 pub use mem::MemStore;
 pub use snapshot::{refusal, setting_differs, SnapshotInfo, StoreMeta};
-pub use zeroed::trim_heap_as_tables_grow;
+pub use zeroed::{request_buffers_freed, trim_heap_as_tables_grow};
 
 /// Default number of blocks: a prime, as in the KNOT system.
 pub const DEFAULT_BLOCKS: u32 = 1999;

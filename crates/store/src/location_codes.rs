@@ -1,93 +1,88 @@
-//! A first-seen location in 32 bits beside its key (the payload of a located
-//! table's slot), so a located key costs 12 bytes a slot rather than 16.
+//! A first-seen location as a small code beside its key (the field of a located
+//! slot, [`crate::located`]), with no entry a location.
 //!
 //! A location's *place* (input file id, high half of the record) is interned: a
 //! run has few (feedback and MinHash records are line or paragraph numbers, so a
-//! place is a file). A code is then
-//! * 0: unknown;
-//! * bit 31 set: the location itself, place index in bits 20..31 and the record's
-//!   low half in bits 0..20 (the first 2,048 places, records below 2^20: nearly
-//!   every location of a run);
-//! * otherwise: 1 + the index of the location, packed in 64 bits (place index + 1
-//!   and the record's low half), in a side list. A location equal to the last one
-//!   listed reuses its entry: a MinHash document's band keys arrive together and
-//!   share one.
+//! place is a file). A code is the place's index and the record's low half plus
+//! one; unknown is all zero. A located table packs a code in as many bits as its
+//! largest place index and record need (20 bits for the records of a file of a
+//! million documents), so a code costs bits in the slot and nothing beside it.
 //!
-//! Past 2^32 - 1 places or 2^31 - 1 listed locations a location is not kept
-//! (unknown, never wrong), as before.
+//! Past 2^32 places a location is not kept (unknown, never wrong), as before.
 
 use crate::Location;
 use std::collections::HashMap;
 
-const INLINE: u32 = 1 << 31;
-const RECORD_BITS: u32 = 20;
-const RECORD_MASK: u32 = (1 << RECORD_BITS) - 1;
-const INLINE_PLACES: u32 = 1 << (31 - RECORD_BITS);
-const MAX_LISTED: usize = (INLINE - 1) as usize;
+/// A location's code: its place's index and its record's low half plus one
+/// (`record == 0`: unknown, and then `place == 0`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Code {
+    pub place: u32,
+    pub record: u64,
+}
 
-/// The codes of one store's locations (see the module docs).
+impl Code {
+    pub(crate) const UNKNOWN: Code = Code {
+        place: 0,
+        record: 0,
+    };
+
+    /// The bits its place index and record take (0 for 0).
+    pub(crate) fn widths(self) -> (u32, u32) {
+        (bits(self.place as u64), bits(self.record))
+    }
+}
+
+/// The bits `v` needs.
+pub(crate) fn bits(v: u64) -> u32 {
+    64 - v.leading_zeros()
+}
+
+/// The places of one store's locations (see the module docs).
 #[derive(Default)]
 pub(crate) struct LocationCodes {
     index: HashMap<(u64, u32), u32>,
     places: Vec<(u64, u32)>,
-    listed: Vec<u64>,
 }
 
 impl LocationCodes {
-    /// The code of `loc`, interning its place (and listing it if it has no inline
-    /// code).
-    pub(crate) fn code(&mut self, loc: Location) -> u32 {
+    /// The code of `loc`, interning its place.
+    pub(crate) fn code(&mut self, loc: Location) -> Code {
         if loc == Location::UNKNOWN {
-            return 0;
+            return Code::UNKNOWN;
         }
         let place = (loc.file, (loc.record >> 32) as u32);
         let next = self.places.len();
         let p = match self.index.get(&place) {
             Some(&p) => p,
-            None if next >= u32::MAX as usize => return 0,
+            None if next > u32::MAX as usize => return Code::UNKNOWN,
             None => {
                 self.places.push(place);
                 self.index.insert(place, next as u32);
                 next as u32
             }
         };
-        let low = loc.record as u32;
-        if p < INLINE_PLACES && low <= RECORD_MASK {
-            return INLINE | p << RECORD_BITS | low;
+        Code {
+            place: p,
+            record: u64::from(loc.record as u32) + 1,
         }
-        let packed = (p as u64 + 1) << 32 | low as u64;
-        if self.listed.last() == Some(&packed) {
-            return self.listed.len() as u32;
-        }
-        if self.listed.len() >= MAX_LISTED {
-            return 0;
-        }
-        self.listed.push(packed);
-        self.listed.len() as u32
     }
 
     /// The location a [`code`](Self::code) stands for.
-    pub(crate) fn location(&self, code: u32) -> Location {
-        let (p, low) = match code {
-            0 => return Location::UNKNOWN,
-            c if c & INLINE != 0 => ((c & !INLINE) >> RECORD_BITS, c & RECORD_MASK),
-            c => {
-                let packed = self.listed[c as usize - 1];
-                ((packed >> 32) as u32 - 1, packed as u32)
-            }
-        };
-        let (file, high) = self.places[p as usize];
+    pub(crate) fn location(&self, code: Code) -> Location {
+        if code.record == 0 {
+            return Location::UNKNOWN;
+        }
+        let (file, high) = self.places[code.place as usize];
         Location {
             file,
-            record: u64::from(high) << 32 | u64::from(low),
+            record: u64::from(high) << 32 | (code.record - 1),
         }
     }
 
     /// The bytes its lists take.
     pub(crate) fn bytes(&self) -> usize {
-        self.listed.capacity() * 8
-            + self.places.capacity() * 16
-            + self.index.capacity() * (16 + 4 + 8)
+        self.places.capacity() * 16 + self.index.capacity() * (16 + 4 + 8)
     }
 }
 
@@ -99,12 +94,12 @@ mod tests {
     fn every_location_comes_back_from_its_code() {
         let mut codes = LocationCodes::default();
         let mut locs = vec![Location::UNKNOWN];
-        // Inline and listed ones: many places, small and large records, records
-        // with a high half (substring mode's places), repeats in a row.
+        // Many places, small and large records, records with a high half
+        // (substring mode's places), the largest low half.
         for i in 0..5000u64 {
             let record = match i % 4 {
                 0 => i + 1,
-                1 => (1 << RECORD_BITS) + i,
+                1 => (1 << 20) + i,
                 2 => (i << 32) | 7,
                 _ => u64::MAX - i,
             };
@@ -114,18 +109,25 @@ mod tests {
             };
             locs.extend([loc, loc]);
         }
-        let coded: Vec<u32> = locs.iter().map(|&l| codes.code(l)).collect();
+        let coded: Vec<Code> = locs.iter().map(|&l| codes.code(l)).collect();
         for (&l, &c) in locs.iter().zip(&coded) {
-            assert_eq!(codes.location(c), l, "code {c:#x}");
+            assert_eq!(codes.location(c), l, "code {c:?}");
         }
-        assert_eq!(coded[0], 0);
-        assert!(
-            coded[1] & INLINE != 0,
-            "a first place and small record inline"
+        assert_eq!(coded[0], Code::UNKNOWN);
+        assert_eq!(
+            coded[1],
+            Code {
+                place: 0,
+                record: 2
+            }
         );
-        // A repeat in a row shares the listed entry.
-        assert_eq!(coded[3], coded[4]);
-        assert!(coded[3] & INLINE == 0);
-        assert!(codes.listed.len() < 3 * 5000 / 4 + 1);
+        assert_eq!(coded[7].widths(), (2, 32));
+        let top = Location {
+            file: 9,
+            record: u64::from(u32::MAX),
+        };
+        let c = codes.code(top);
+        assert_eq!((codes.location(c), c.widths().1), (top, 33));
+        assert_eq!(Code::UNKNOWN.widths(), (0, 0));
     }
 }

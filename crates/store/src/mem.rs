@@ -4,16 +4,91 @@
 //! no insert ever waits for a large rehash) and lets many threads (server
 //! connections) work on different blocks at once.
 
-use crate::location_codes::LocationCodes;
+use crate::located::LocatedTable;
+use crate::location_codes::{Code, LocationCodes};
 use crate::table::Table;
 use crate::{Answer, BlockMap, Location, Op, Request, Store, StoreError, DEFAULT_BLOCKS};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
+/// A block's keys: plain, or with their first-seen locations once the block has
+/// had a located request (its plain keys then have an unknown location).
+enum BlockTable {
+    Plain(Table),
+    Located(LocatedTable),
+}
+
+impl BlockTable {
+    #[inline]
+    fn test_and_insert(&mut self, key: u64) -> bool {
+        match self {
+            BlockTable::Plain(t) => t.test_and_insert(key),
+            BlockTable::Located(t) => t.test_and_insert(key, Code::UNKNOWN).is_some(),
+        }
+    }
+
+    fn contains(&self, key: u64) -> bool {
+        match self {
+            BlockTable::Plain(t) => t.contains(key),
+            BlockTable::Located(t) => t.contains(key),
+        }
+    }
+
+    /// The located table of block `block` of `blocks`, made from the plain one
+    /// the first time.
+    fn located(&mut self, block: u32, blocks: u32) -> &mut LocatedTable {
+        if let BlockTable::Plain(t) = self {
+            *self = BlockTable::Located(LocatedTable::from_keys(block, blocks, t.keys()));
+        }
+        match self {
+            BlockTable::Located(t) => t,
+            BlockTable::Plain(_) => unreachable!("made located above"),
+        }
+    }
+
+    /// The code of `key` if present (unknown for a plain table's).
+    fn get_code(&self, key: u64) -> Option<Code> {
+        match self {
+            BlockTable::Plain(t) => t.contains(key).then_some(Code::UNKNOWN),
+            BlockTable::Located(t) => t.get_code(key),
+        }
+    }
+
+    fn keys_into(&self, out: &mut Vec<u64>) {
+        match self {
+            BlockTable::Plain(t) => out.extend(t.keys()),
+            BlockTable::Located(t) => t.for_each(|k, _| out.push(k)),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            BlockTable::Plain(t) => t.len(),
+            BlockTable::Located(t) => t.len(),
+        }
+    }
+
+    fn memory_bytes(&self) -> usize {
+        match self {
+            BlockTable::Plain(t) => t.memory_bytes(),
+            BlockTable::Located(t) => t.memory_bytes(),
+        }
+    }
+
+    /// Where a plain table's slots are and how many homes they have (for
+    /// prefetching; none for a located one).
+    fn layout(&self) -> (*const u64, usize) {
+        match self {
+            BlockTable::Plain(t) => t.layout(),
+            BlockTable::Located(_) => (std::ptr::null(), 0),
+        }
+    }
+}
+
 /// A block's table, plus where its slots are, readable without the lock for
 /// prefetching (a stale value only makes a useless prefetch).
 struct Shard {
-    table: Mutex<Table>,
+    table: Mutex<BlockTable>,
     slots: AtomicPtr<u64>,
     capacity: AtomicUsize,
 }
@@ -22,10 +97,17 @@ impl Shard {
     fn new(table: Table) -> Self {
         let (slots, capacity) = table.layout();
         Shard {
-            table: Mutex::new(table),
+            table: Mutex::new(BlockTable::Plain(table)),
             slots: AtomicPtr::new(slots as *mut u64),
             capacity: AtomicUsize::new(capacity),
         }
+    }
+
+    /// Publishes where the table is now (it may have grown) for prefetching.
+    fn publish(&self, t: &BlockTable) {
+        let (slots, capacity) = t.layout();
+        self.slots.store(slots as *mut u64, Ordering::Relaxed);
+        self.capacity.store(capacity, Ordering::Relaxed);
     }
 
     #[inline]
@@ -33,10 +115,7 @@ impl Shard {
         let mut t = self.table.lock();
         let seen = t.test_and_insert(key);
         if !seen {
-            // The table may have grown: publish its new place for prefetching.
-            let (slots, capacity) = t.layout();
-            self.slots.store(slots as *mut u64, Ordering::Relaxed);
-            self.capacity.store(capacity, Ordering::Relaxed);
+            self.publish(&t);
         }
         seen
     }
@@ -92,10 +171,13 @@ impl MemStore {
     pub fn for_each_location(&self, mut f: impl FnMut(u64, Location)) {
         let files = self.files.lock();
         for shard in self.shards.iter() {
-            shard
-                .table
-                .lock()
-                .for_each_payload(|k, p| f(k, files.location(p)));
+            if let BlockTable::Located(t) = &*shard.table.lock() {
+                t.for_each(|k, code| {
+                    if code != Code::UNKNOWN {
+                        f(k, files.location(code))
+                    }
+                });
+            }
         }
     }
 
@@ -107,12 +189,11 @@ impl MemStore {
         let mut files = self.files.lock();
         for (&k, &loc) in keys.iter().zip(locs) {
             let code = files.code(loc);
-            let shard = &self.shards[self.map.block(k) as usize];
+            let block = self.map.block(k);
+            let shard = &self.shards[block as usize];
             let mut t = shard.table.lock();
-            t.restore_payload(k, code);
-            let (slots, capacity) = t.layout();
-            shard.slots.store(slots as *mut u64, Ordering::Relaxed);
-            shard.capacity.store(capacity, Ordering::Relaxed);
+            t.located(block, self.map.blocks()).restore(k, code);
+            shard.publish(&t);
         }
         Ok(())
     }
@@ -136,7 +217,7 @@ impl MemStore {
     /// The keys of one block, in no particular order, into `out` (cleared first).
     pub(crate) fn block_keys_into(&self, block: u32, out: &mut Vec<u64>) {
         out.clear();
-        out.extend(self.shards[block as usize].table.lock().keys());
+        self.shards[block as usize].table.lock().keys_into(out);
     }
 
     /// Drops every key of `block` (migration: the block was handed to its new
@@ -145,10 +226,8 @@ impl MemStore {
         let shard = &self.shards[block as usize];
         let mut t = shard.table.lock();
         let n = t.len() as u64;
-        *t = Table::with_capacity(0);
-        let (slots, capacity) = t.layout();
-        shard.slots.store(slots as *mut u64, Ordering::Relaxed);
-        shard.capacity.store(capacity, Ordering::Relaxed);
+        *t = BlockTable::Plain(Table::with_capacity(0));
+        shard.publish(&t);
         n
     }
 
@@ -159,7 +238,8 @@ impl MemStore {
 
     /// The keys of one block, sorted.
     pub fn block_keys(&self, block: u32) -> Vec<u64> {
-        let mut keys: Vec<u64> = self.shards[block as usize].table.lock().keys().collect();
+        let mut keys = Vec::new();
+        self.block_keys_into(block, &mut keys);
         keys.sort_unstable();
         keys
     }
@@ -202,11 +282,11 @@ impl MemStore {
         out.clear();
         let files = self.files.lock();
         for &k in keys {
-            let p = self.shards[self.map.block(k) as usize]
+            let c = self.shards[self.map.block(k) as usize]
                 .table
                 .lock()
-                .get_payload(k);
-            out.push(p.is_some(), files.location(p.unwrap_or(0)));
+                .get_code(k);
+            out.push(c.is_some(), files.location(c.unwrap_or_default()));
         }
     }
 
@@ -219,14 +299,12 @@ impl MemStore {
         let mut files = self.files.lock();
         for (&k, &loc) in keys.iter().zip(locs) {
             let code = files.code(loc);
-            let shard = &self.shards[self.map.block(k) as usize];
+            let block = self.map.block(k);
+            let shard = &self.shards[block as usize];
             let mut t = shard.table.lock();
-            t.keep_payloads();
-            let r = t.test_and_insert_payload(k, code);
-            let (slots, capacity) = t.layout();
-            shard.slots.store(slots as *mut u64, Ordering::Relaxed);
-            shard.capacity.store(capacity, Ordering::Relaxed);
-            out.push(r.is_some(), files.location(r.unwrap_or(0)));
+            let r = t.located(block, self.map.blocks()).test_and_insert(k, code);
+            shard.publish(&t);
+            out.push(r.is_some(), files.location(r.unwrap_or_default()));
         }
     }
 }

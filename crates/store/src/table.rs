@@ -20,10 +20,10 @@ pub(crate) const MAX_LOAD_NUM: usize = 92;
 /// Grow by 1/GROWTH_DIV: small steps keep the load (and the bytes a key) high.
 pub(crate) const GROWTH_DIV: usize = 8;
 
-const M1: u64 = 0xff51_afd7_ed55_8ccd;
-const M2: u64 = 0xc4ce_b9fe_1a85_ec53;
-const M1_INV: u64 = mul_inverse(M1);
-const M2_INV: u64 = mul_inverse(M2);
+pub(crate) const M1: u64 = 0xff51_afd7_ed55_8ccd;
+pub(crate) const M2: u64 = 0xc4ce_b9fe_1a85_ec53;
+pub(crate) const M1_INV: u64 = mul_inverse(M1);
+pub(crate) const M2_INV: u64 = mul_inverse(M2);
 
 /// Multiplicative inverse of an odd number modulo 2^64 (Newton's iteration).
 const fn mul_inverse(a: u64) -> u64 {
@@ -64,10 +64,6 @@ pub(crate) struct Table {
     capacity: usize,
     len: usize,
     has_zero: bool,
-    /// Located keys: one payload (a location's code, `mem::Locations`) per slot,
-    /// moved with its slot; empty when locations are not kept.
-    payload: Zeroed<u32>,
-    zero_payload: u32,
 }
 
 impl Default for Table {
@@ -151,36 +147,6 @@ impl Table {
             capacity,
             len: 0,
             has_zero: false,
-            payload: Zeroed::empty(),
-            zero_payload: 0,
-        }
-    }
-
-    /// Starts keeping a payload per key (0 for the keys already present).
-    pub(crate) fn keep_payloads(&mut self) {
-        if self.payload.len() != self.slots.len() {
-            self.payload = Zeroed::new(self.slots.len());
-        }
-    }
-
-    /// Inserts `key` with `payload` if new: returns None; if present, returns
-    /// its payload (0 if none was kept). Needs [`keep_payloads`](Self::keep_payloads).
-    pub(crate) fn test_and_insert_payload(&mut self, key: u64, payload: u32) -> Option<u32> {
-        if key == 0 {
-            if self.has_zero {
-                return Some(self.zero_payload);
-            }
-            self.has_zero = true;
-            self.zero_payload = payload;
-            return None;
-        }
-        let h = mix(key);
-        loop {
-            match self.probe(h) {
-                Ok(i) => return Some(self.payload[i]),
-                Err(i) if self.place(i, h, payload) => return None,
-                Err(_) => self.grow(),
-            }
         }
     }
 
@@ -202,65 +168,16 @@ impl Table {
         Err(i)
     }
 
-    /// Inserts `h` (absent) with `payload` at slot `i`, where its probe ended;
-    /// false if the table must grow first (too full, or the last cluster reached
-    /// the end of the array).
+    /// Inserts `h` (absent) at slot `i`, where its probe ended; false if the
+    /// table must grow first (too full, or the last cluster reached the end of
+    /// the array).
     #[inline]
-    fn place(&mut self, i: usize, h: u64, payload: u32) -> bool {
-        if !has_room(self.len, self.capacity) {
+    fn place(&mut self, i: usize, h: u64) -> bool {
+        if !has_room(self.len, self.capacity) || shift_in(&mut self.slots, i, h).is_none() {
             return false;
-        }
-        let Some(j) = shift_in(&mut self.slots, i, h) else {
-            return false;
-        };
-        if !self.payload.is_empty() {
-            self.payload.copy_within(i..j, i + 1);
-            self.payload[i] = payload;
         }
         self.len += 1;
         true
-    }
-
-    /// Gives `key` the payload `payload` where it has none (0), inserting the key
-    /// if absent: restoring saved locations, the first one recorded stays.
-    pub(crate) fn restore_payload(&mut self, key: u64, payload: u32) {
-        self.keep_payloads();
-        if key == 0 {
-            if !self.has_zero || self.zero_payload == 0 {
-                self.has_zero = true;
-                self.zero_payload = payload;
-            }
-            return;
-        }
-        if self.test_and_insert_payload(key, payload) == Some(0) {
-            if let Ok(i) = self.probe(mix(key)) {
-                self.payload[i] = payload;
-            }
-        }
-    }
-
-    /// Calls `f(key, payload)` for every key with a known payload, in slot order.
-    pub(crate) fn for_each_payload(&self, mut f: impl FnMut(u64, u32)) {
-        if self.has_zero && self.zero_payload != 0 {
-            f(0, self.zero_payload);
-        }
-        if self.payload.is_empty() {
-            return;
-        }
-        for (&h, &p) in self.slots.iter().zip(self.payload.iter()) {
-            if h != 0 && p != 0 {
-                f(unmix(h), p);
-            }
-        }
-    }
-
-    /// The payload of `key` if present (0 if none was kept).
-    pub(crate) fn get_payload(&self, key: u64) -> Option<u32> {
-        if key == 0 {
-            return self.has_zero.then_some(self.zero_payload);
-        }
-        let i = self.probe(mix(key)).ok()?;
-        Some(self.payload.get(i).copied().unwrap_or(0))
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -268,7 +185,7 @@ impl Table {
     }
 
     pub(crate) fn memory_bytes(&self) -> usize {
-        self.slots.bytes() + self.payload.bytes()
+        self.slots.bytes()
     }
 
     /// Where the slots are and how many homes they have (for prefetching).
@@ -291,8 +208,7 @@ impl Table {
         loop {
             match self.probe(h) {
                 Ok(_) => return true,
-                // A key inserted without a location: payload 0 (unknown).
-                Err(i) if self.place(i, h, 0) => return false,
+                Err(i) if self.place(i, h) => return false,
                 Err(_) => self.grow(),
             }
         }
@@ -307,8 +223,7 @@ impl Table {
 
     fn grow(&mut self) {
         let capacity = (self.capacity + self.capacity / GROWTH_DIV).max(MIN_CAPACITY);
-        (self.slots, self.payload, self.capacity) =
-            rebuild(&self.slots, &self.payload, capacity, home);
+        (self.slots, _, self.capacity) = rebuild(&self.slots, &[], capacity, home);
     }
 
     /// A table holding the mixed values `sorted` (ascending, no zero) plus key 0 if
@@ -316,15 +231,12 @@ impl Table {
     /// One linear placement pass: the sorted bulk load of a snapshot.
     pub(crate) fn from_sorted_mixed(sorted: &[u64], has_zero: bool, spare: usize) -> Self {
         debug_assert!(sorted.windows(2).all(|w| w[0] < w[1]));
-        let (slots, payload, capacity) =
-            rebuild(sorted, &[], capacity_for(sorted.len() + spare), home);
+        let (slots, _, capacity) = rebuild(sorted, &[], capacity_for(sorted.len() + spare), home);
         Table {
             slots,
             capacity,
             len: sorted.len(),
             has_zero,
-            payload,
-            zero_payload: 0,
         }
     }
 
@@ -394,24 +306,6 @@ mod tests {
         }
     }
     use proptest::strategy::Strategy;
-
-    proptest::proptest! {
-        #[test]
-        fn payloads_follow_their_keys_through_shifts_and_growth(keys in proptest::collection::vec(proptest::num::u64::ANY.prop_map(|k| k % 3000), 0..2000)) {
-            let mut t = Table::default();
-            t.keep_payloads();
-            let mut first = std::collections::HashMap::new();
-            for (i, &k) in keys.iter().enumerate() {
-                let got = t.test_and_insert_payload(k, i as u32 + 1);
-                let want = first.get(&k).copied();
-                proptest::prop_assert_eq!(got, want);
-                first.entry(k).or_insert(i as u32 + 1);
-            }
-            for (&k, &p) in &first {
-                proptest::prop_assert_eq!(t.get_payload(k), Some(p));
-            }
-        }
-    }
 
     #[test]
     fn bulk_load_equals_inserts() {

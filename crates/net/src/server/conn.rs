@@ -414,12 +414,13 @@ async fn serve_requests(
                 return Err(why);
             }
         };
-        let next = {
+        let (next, frame_bytes) = {
             let body = conn.body(&at);
-            match fast_gate(shared).filter(|_| wire::is_keys_request(body)) {
+            let next = match fast_gate(shared).filter(|_| wire::is_keys_request(body)) {
                 Some(gate) => answer(shared, body, &mut s, Some(gate)),
                 None => tokio::task::block_in_place(|| answer(shared, body, &mut s, None)),
-            }
+            };
+            (next, body.len())
         };
         conn.finish_frame(at);
         if s.out.len() >= FLUSH_AT || !conn.frame_buffered(max) || !matches!(next, Next::Go) {
@@ -427,6 +428,8 @@ async fn serve_requests(
             s.out.clear();
         }
         s.trim();
+        // What the request was decoded into is gone: the heap's free pages go back.
+        webdedup_store::request_buffers_freed(frame_bytes);
         match next {
             Next::Go => {}
             Next::Close(None) => return Ok(()),
