@@ -542,17 +542,22 @@ impl<'a> Reader<'a> {
     }
     /// `n` locations (file, record), checked against the bytes present first.
     fn locations(&mut self, n: usize) -> Result<Vec<Location>, WireError> {
+        let mut out = Vec::new();
+        self.locations_into(n, &mut out)?;
+        Ok(out)
+    }
+    fn locations_into(&mut self, n: usize, out: &mut Vec<Location>) -> Result<(), WireError> {
         let b = self.bytes(
             n.checked_mul(16)
                 .ok_or_else(|| WireError::Malformed("location count".into()))?,
             "locations",
         )?;
-        Ok(b.chunks_exact(16)
-            .map(|c| Location {
-                file: u64::from_le_bytes(c[..8].try_into().unwrap()),
-                record: u64::from_le_bytes(c[8..].try_into().unwrap()),
-            })
-            .collect())
+        out.clear();
+        out.extend(b.chunks_exact(16).map(|c| Location {
+            file: u64::from_le_bytes(c[..8].try_into().unwrap()),
+            record: u64::from_le_bytes(c[8..].try_into().unwrap()),
+        }));
+        Ok(())
     }
     fn end(&self) -> Result<(), WireError> {
         if self.pos != self.data.len() {
@@ -598,6 +603,48 @@ pub fn decode_keys_request(
             let id = r.id()?;
             r.keys_into(keys)?;
             KeysRequest::Test { req, id }
+        }
+        _ => return Ok(None),
+    };
+    r.end()?;
+    Ok(Some(out))
+}
+
+/// A located key request decoded into reused buffers (feedback mode's hot path).
+pub enum LocatedRequest {
+    /// `TestAndInsertLocated`: the locations are in the caller's `locs`.
+    TestAndInsert {
+        req: u32,
+        id: Option<(u64, u64)>,
+    },
+    Test {
+        req: u32,
+        id: Option<(u64, u64)>,
+    },
+}
+
+/// Decodes a `TestLocated`/`TestAndInsertLocated` body into `keys` (and `locs`
+/// for an insert) without allocating new vectors; any other kind gives
+/// `Ok(None)`.
+pub fn decode_located_request(
+    body: &[u8],
+    keys: &mut Vec<u64>,
+    locs: &mut Vec<Location>,
+) -> Result<Option<LocatedRequest>, WireError> {
+    let mut r = Reader { data: body, pos: 0 };
+    let out = match r.u8("kind")? {
+        kind::TEST_LOCATED => {
+            let req = r.u32("req")?;
+            let id = r.id()?;
+            r.keys_into(keys)?;
+            LocatedRequest::Test { req, id }
+        }
+        kind::TEST_AND_INSERT_LOCATED => {
+            let req = r.u32("req")?;
+            let id = r.id()?;
+            r.keys_into(keys)?;
+            r.locations_into(keys.len(), locs)?;
+            LocatedRequest::TestAndInsert { req, id }
         }
         _ => return Ok(None),
     };
@@ -698,22 +745,18 @@ pub fn decode(body: &[u8]) -> Result<Msg, WireError> {
             req: r.u32("req")?,
             block: r.u32("block")?,
         },
-        kind::TEST_LOCATED => Msg::TestLocated {
-            req: r.u32("req")?,
-            id: r.id()?,
-            keys: r.keys()?,
-        },
-        kind::TEST_AND_INSERT_LOCATED => {
-            let req = r.u32("req")?;
-            let id = r.id()?;
-            let keys = r.keys()?;
-            let locs = r.locations(keys.len())?;
-            Msg::TestAndInsertLocated {
-                req,
-                id,
-                keys,
-                locs,
-            }
+        kind::TEST_LOCATED | kind::TEST_AND_INSERT_LOCATED => {
+            let (mut keys, mut locs) = (Vec::new(), Vec::new());
+            return match decode_located_request(body, &mut keys, &mut locs)? {
+                Some(LocatedRequest::TestAndInsert { req, id }) => Ok(Msg::TestAndInsertLocated {
+                    req,
+                    id,
+                    keys,
+                    locs,
+                }),
+                Some(LocatedRequest::Test { req, id }) => Ok(Msg::TestLocated { req, id, keys }),
+                None => Err(WireError::Malformed("unreachable kind".into())),
+            };
         }
         kind::LOCATED_VERDICTS => {
             let req = r.u32("req")?;

@@ -7,7 +7,7 @@
 use super::Shared;
 use crate::wire::{self, ErrorCode, KeysRequest, Msg, ServerState};
 use std::sync::atomic::Ordering;
-use webdedup_store::Location;
+use webdedup_store::{Answer, Location};
 
 /// The server's gate, held shared by a request.
 pub(super) type Gate<'a> = parking_lot::RwLockReadGuard<'a, ()>;
@@ -155,13 +155,14 @@ pub(super) fn answer_located(
     id: Option<(u64, u64)>,
     keys: &[u64],
     locs: Option<&[Location]>,
+    answer: Answer,
     out: &mut Vec<u8>,
 ) -> Answered {
     use webdedup_store::Store;
     if !admit(shared, req, keys, out) {
         return Answered::Yes;
     }
-    let (mut seen, mut originals) = (Vec::new(), Vec::new());
+    let Answer { seen, originals } = answer;
     let Some(_gate) = shared.enter() else {
         return stopping(out, req);
     };
@@ -169,7 +170,7 @@ pub(super) fn answer_located(
         (None, id) => {
             let mut shard = id.map(|id| (id, shared.retry.lock(id.0)));
             let recorded = recorded_bits(shard.as_ref(), keys.len());
-            if let Err(e) = shared.store.test_located(keys, &mut seen, &mut originals) {
+            if let Err(e) = shared.store.test_located(keys, seen, originals) {
                 error_frame(out, req, ErrorCode::Internal, e.to_string());
                 return Answered::Yes;
             }
@@ -177,21 +178,21 @@ pub(super) fn answer_located(
                 // A retried test: its first verdicts, the locations held now.
                 (Some(bits), _) => {
                     count_retried(shared);
-                    unpack_seen(&bits, keys.len(), &mut seen);
+                    unpack_seen(&bits, keys.len(), seen);
                     bits
                 }
                 (None, Some((id, s))) => {
-                    if let Err(e) = record_test(shared, s, *id, &seen) {
+                    if let Err(e) = record_test(shared, s, *id, seen) {
                         error_frame(out, req, ErrorCode::Internal, e);
                         return Answered::Yes;
                     }
                     let mut bits = Vec::new();
-                    wire::pack_bits(&seen, &mut bits);
+                    wire::pack_bits(seen, &mut bits);
                     bits
                 }
                 (None, None) => {
                     let mut bits = Vec::new();
-                    wire::pack_bits(&seen, &mut bits);
+                    wire::pack_bits(seen, &mut bits);
                     bits
                 }
             }
@@ -202,14 +203,14 @@ pub(super) fn answer_located(
             match recorded {
                 Some(bits) => {
                     count_retried(shared);
-                    if let Err(e) = shared.store.test_located(keys, &mut seen, &mut originals) {
+                    if let Err(e) = shared.store.test_located(keys, seen, originals) {
                         error_frame(out, req, ErrorCode::Internal, e.to_string());
                         return Answered::Yes;
                     }
-                    unpack_seen(&bits, keys.len(), &mut seen);
+                    unpack_seen(&bits, keys.len(), seen);
                     bits
                 }
-                None => match insert(shared, keys, Some((locs, &mut originals)), &mut seen, id) {
+                None => match insert(shared, keys, Some((locs, &mut *originals)), seen, id) {
                     Ok(bits) => {
                         if let Some((id, s)) = shard.as_mut() {
                             s.insert(
@@ -231,7 +232,7 @@ pub(super) fn answer_located(
     };
     let found = seen
         .iter()
-        .zip(&originals)
+        .zip(originals.iter())
         .filter(|(&s, _)| s)
         .map(|(_, &o)| o)
         .collect();
@@ -260,6 +261,8 @@ pub(super) fn insert(
     id: Option<(u64, u64)>,
 ) -> Result<Vec<u8>, String> {
     use webdedup_store::Store;
+    // Taken once: a new key's location is kept only for the journal it goes to.
+    let journal = shared.journal();
     let mut new_locs = Vec::new();
     let is_located = located.is_some();
     match located {
@@ -268,8 +271,10 @@ pub(super) fn insert(
                 .store
                 .test_and_insert_located(keys, locs, seen, originals);
             // A new key's location follows the keys in its journal record.
-            for (l, _) in locs.iter().zip(seen.iter()).filter(|(_, &s)| !s) {
-                new_locs.extend_from_slice(&[l.file, l.record]);
+            if journal.is_some() {
+                for (l, _) in locs.iter().zip(seen.iter()).filter(|(_, &s)| !s) {
+                    new_locs.extend_from_slice(&[l.file, l.record]);
+                }
             }
             r
         }
@@ -289,7 +294,7 @@ pub(super) fn insert(
         .keys_new
         .fetch_add(new.len() as u64, Ordering::Relaxed);
     let tag_byte = if is_located { b'L' } else { b'S' };
-    if let Some(j) = shared.journal() {
+    if let Some(j) = &journal {
         let tag = match id {
             Some(id) => retry_tag(tag_byte, id, keys.len(), &bits),
             None if is_located => vec![b'L'],

@@ -24,13 +24,13 @@ use super::answer::{answer_keys, answer_located, error_frame, insert, stopping, 
 use super::connection::{Connection, ReadError, Why};
 use super::Shared;
 use crate::auth;
-use crate::wire::{self, ErrorCode, Msg, Role, ServerState};
+use crate::wire::{self, ErrorCode, LocatedRequest, Msg, Role, ServerState};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
-use webdedup_store::SyncMode;
+use webdedup_store::{Answer, Location, SyncMode};
 
 /// Time a connection has, from its accept, to complete the handshake (a KNOT
 /// client: to send its first hash).
@@ -351,6 +351,9 @@ fn kind_name(msg: &Msg) -> &'static str {
 #[derive(Default)]
 struct Scratch {
     keys: Vec<u64>,
+    /// A located request's locations, then the originals of its keys found.
+    locs: Vec<Location>,
+    originals: Vec<Location>,
     seen: Vec<bool>,
     out: Vec<u8>,
 }
@@ -359,6 +362,12 @@ impl Scratch {
     fn trim(&mut self) {
         if self.keys.capacity() * 8 > SCRATCH_KEEP {
             self.keys = Vec::new();
+        }
+        if self.locs.capacity() * 16 > SCRATCH_KEEP {
+            self.locs = Vec::new();
+        }
+        if self.originals.capacity() * 16 > SCRATCH_KEEP {
+            self.originals = Vec::new();
         }
         if self.seen.capacity() > SCRATCH_KEEP {
             self.seen = Vec::new();
@@ -457,17 +466,22 @@ fn answer(shared: &Shared, body: &[u8], s: &mut Scratch, gate: Option<Gate>) -> 
     };
     let done = match wire::decode_keys_request(body, &mut s.keys) {
         Ok(Some(req)) => answer_keys(shared, req, &s.keys, &mut s.seen, &mut s.out, gate),
-        Ok(None) => match wire::decode(body) {
-            Ok(Msg::TestLocated { req, id, keys }) => {
-                answer_located(shared, req, id, &keys, None, &mut s.out)
+        Ok(None) => match wire::decode_located_request(body, &mut s.keys, &mut s.locs) {
+            Ok(Some(req)) => {
+                let (req, id, locs) = match req {
+                    LocatedRequest::Test { req, id } => (req, id, None),
+                    LocatedRequest::TestAndInsert { req, id } => (req, id, Some(&s.locs[..])),
+                };
+                let answer = Answer {
+                    seen: &mut s.seen,
+                    originals: &mut s.originals,
+                };
+                answer_located(shared, req, id, &s.keys, locs, answer, &mut s.out)
             }
-            Ok(Msg::TestAndInsertLocated {
-                req,
-                id,
-                keys,
-                locs,
-            }) => answer_located(shared, req, id, &keys, Some(&locs), &mut s.out),
-            Ok(msg) => return answer_other(shared, msg, &mut s.out),
+            Ok(None) => match wire::decode(body) {
+                Ok(msg) => return answer_other(shared, msg, &mut s.out),
+                Err(e) => return bad(e.to_string()),
+            },
             Err(e) => return bad(e.to_string()),
         },
         Err(e) => return bad(e.to_string()),
