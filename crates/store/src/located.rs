@@ -22,13 +22,8 @@
 //! grow, a bit at a time).
 
 use crate::location_codes::Code;
-use crate::table::{capacity_for, has_room, M1, M1_INV, M2, M2_INV};
+use crate::table::{capacity_for, has_room, GROWTH_DIV, M1, M1_INV, M2, M2_INV};
 use crate::zeroed::Zeroed;
-
-/// Grow by 1/GROWTH_DIV, half the step of [`crate::table`]: a server's located
-/// tables are its memory, and the load they keep after a growth (86.6-92%, not
-/// 82-92%) is their bytes a key; twice the rebuilds, each one linear pass.
-const GROWTH_DIV: usize = 16;
 
 /// A key's quotient within its block, spread over `bits` bits by a bijection.
 #[derive(Clone, Copy, Debug)]
