@@ -9,7 +9,9 @@
 # Environment: THREADS (worker threads, default 2), DUPS (share of near-duplicates,
 # default 0.2), WORK (scratch directory, default target/minhash-scale; the input is
 # kept there and reused for the same N and DUPS), WEBDEDUP (the binary, default
-# target/release/webdedup, built if missing), KEEP=1 (keep the outputs).
+# target/release/webdedup, built if missing), KEEP=1 (keep the outputs), SMAPS=DIR
+# (save each server's /proc/PID/smaps and status, and `webdedup status --json`, in
+# DIR after the run: where its memory is, bench/smaps_summary.py reads them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-10000000}
@@ -91,5 +93,13 @@ for pid in $pids; do
   server_kb=$((server_kb + kb))
 done
 report servers "$server_kb"
+if [ -n "${SMAPS:-}" ]; then
+  mkdir -p "$SMAPS"
+  for pid in $pids; do
+    cp "/proc/$pid/smaps" "$SMAPS/$pid.smaps"
+    cp "/proc/$pid/status" "$SMAPS/$pid.status"
+  done
+  "$bin" status -m "$d/hashmap.conf" --json "$SMAPS/status.json" > /dev/null || true
+fi
 cmp -s <(zstd -dc "$work/out-embedded/synth.dedup.jsonl.zst") <(zstd -dc "$work/out-servers/synth.dedup.jsonl.zst") &&
   echo "outputs: embedded == servers" || echo "outputs DIFFER between embedded and servers"
