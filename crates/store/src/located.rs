@@ -23,7 +23,7 @@
 
 use crate::location_codes::Code;
 use crate::table::{capacity_for, has_room, GROWTH_DIV, M1, M1_INV, M2, M2_INV};
-use crate::zeroed::Zeroed;
+use crate::zeroed::{occupied_bytes, Zeroed};
 
 /// A key's quotient within its block, spread over `bits` bits by a bijection.
 #[derive(Clone, Copy, Debug)]
@@ -86,18 +86,36 @@ struct Shape {
 }
 
 impl Shape {
+    /// A shape of at least `capacity` homes: as many more as fill the last page
+    /// of its slots (at 1M MinHash documents that page was 2.6% of a table).
     fn new(capacity: usize, quotient_bits: u32, (place_bits, record_bits): (u32, u32)) -> Self {
         let rest = quotient_bits - capacity.ilog2();
         let width = (1 + place_bits + record_bits + rest).div_ceil(8) as usize;
+        let bytes = |capacity| Self::slots_for(capacity) * width + 16;
+        let pages = occupied_bytes(bytes(capacity));
+        let mut capacity = capacity.max((pages - 16) / width * 64 / 65);
+        while bytes(capacity) > pages {
+            capacity -= 1;
+        }
+        while bytes(capacity + 1) <= pages {
+            capacity += 1;
+        }
+        // A larger capacity leaves the rest fewer bits, never more: `width` holds it.
+        let rest = quotient_bits - capacity.ilog2();
         Shape {
             capacity,
-            slots: capacity + 16 + capacity / 64,
+            slots: Self::slots_for(capacity),
             rest,
             place_bits,
             record_bits,
             width,
             mask: u128::MAX >> (128 - 8 * width),
         }
+    }
+
+    /// Slots for `capacity` homes: room for the last clusters to run past them.
+    fn slots_for(capacity: usize) -> usize {
+        capacity + 16 + capacity / 64
     }
 
     fn code_shift(&self) -> u32 {

@@ -77,6 +77,16 @@ fn freed(counter: &AtomicUsize, every: usize, bytes: usize) {
     }
 }
 
+/// The bytes an array of `bytes` occupies: a mapped one (from
+/// [`MAP_FROM_BYTES`]) takes whole pages, so a table may fill them.
+pub(crate) fn occupied_bytes(bytes: usize) -> usize {
+    if bytes >= MAP_FROM_BYTES {
+        bytes.div_ceil(4096) * 4096
+    } else {
+        bytes
+    }
+}
+
 /// An element of a [`Zeroed`] array: a plain integer whose all-zero bytes are 0.
 pub(crate) trait Word: Copy + Default + 'static {}
 impl Word for u64 {}
