@@ -188,10 +188,12 @@ pub fn run_files(
         let spares = if threads == 1 {
             0
         } else {
-            threads.min(SPARE_WORKERS)
+            (threads / 2).clamp(1, SPARE_WORKERS)
         };
         let workers = threads + spares;
-        let queued = threads * 2;
+        // The spare workers hold chunks too: a queue of one per busy worker is
+        // enough (each queued chunk is a buffer faulted in at the start).
+        let queued = threads;
         // A buffer for every chunk in flight: queued, in a worker, and the
         // reader's two (the one it fills, the one it hands on).
         let pool = BufferPool::new(queued + workers + 2);
@@ -379,7 +381,8 @@ pub fn run_files(
     Ok(stats)
 }
 
-/// Spare workers at most ([`cores`]): each holds a chunk's buffers.
+/// Spare workers at most ([`cores`]; one for every two busy ones): each holds
+/// a chunk's buffers, faulted in at the start.
 const SPARE_WORKERS: usize = 4;
 
 /// Whether chunks ask their tests ahead of their turns ([`ahead`]): MinHash mode
