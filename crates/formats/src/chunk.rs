@@ -294,6 +294,10 @@ impl<R: Read> ChunkReader<R> {
             // The first chunk too goes into a reused buffer (a file's first chunk
             // is most of a small file).
             (self.pending, self.initialized) = pool.take();
+            if self.pending.capacity() == 0 {
+                self.pending
+                    .reserve_exact(self.target.saturating_add(1 << 20));
+            }
         }
         self.pool = Some(pool);
         self
@@ -486,7 +490,15 @@ impl<R: Read> ChunkReader<R> {
     }
 
     fn emit(&mut self, split: usize, last: bool) -> Chunk {
-        let (mut rest, mut initialized) = self.pool.as_ref().map(|p| p.take()).unwrap_or_default();
+        // Nothing follows the last chunk: its reader takes no buffer, which then
+        // stays in the pool for the next file.
+        let pool = self.pool.as_ref().filter(|_| !last);
+        let (mut rest, mut initialized) = pool.map(|p| p.take()).unwrap_or_default();
+        if pool.is_some() && rest.capacity() == 0 {
+            // A new buffer for the pool: sized once for a whole chunk (which ends
+            // a little past `target`), not grown by doubling and copying.
+            rest.reserve_exact(self.target.saturating_add(1 << 20));
+        }
         let capacity = rest.capacity();
         rest.extend_from_slice(&self.pending[split..]);
         if rest.capacity() != capacity {

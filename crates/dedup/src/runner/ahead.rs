@@ -109,9 +109,16 @@ impl Recent {
     /// Waits until every chunk before `seq` has its inserts in the store.
     pub(crate) fn wait_stored(&self, seq: u64) {
         let mut s = self.state.lock();
+        if s.stored >= seq {
+            return;
+        }
+        // Its core is free meanwhile (see `super::cores`).
+        let idle = super::cores::Idle::begin();
         while s.stored < seq {
             self.all_stored.wait(&mut s);
         }
+        drop(s);
+        idle.end();
     }
 
     /// Chunk `seq`'s turn is over; `new` are the keys it inserted new.

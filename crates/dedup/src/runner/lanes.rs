@@ -11,6 +11,7 @@
 //! of a one-thread run.
 
 use super::cpu::thread_cpu_ns;
+use super::order::wait_turn;
 use parking_lot::{Condvar, Mutex};
 use std::sync::atomic::{AtomicU64, Ordering};
 use webdedup_store::{Answer, BatchId, BlockMap, Location, Op, Request, Store, StoreError};
@@ -34,11 +35,7 @@ struct Turn {
 impl Turn {
     /// Runs `f` in chunk `seq`'s turn, then gives the turn to `seq + 1`.
     fn pass<R>(&self, seq: u64, f: impl FnOnce() -> R) -> R {
-        let mut next = self.next.lock();
-        while *next != seq {
-            self.cv.wait(&mut next);
-        }
-        drop(next);
+        wait_turn(&self.next, &self.cv, seq);
         let start = thread_cpu_ns();
         let r = f();
         self.cpu_ns

@@ -29,6 +29,7 @@ macro_rules! forward_store_figures {
 
 mod ahead;
 mod config;
+mod cores;
 mod cpu;
 mod lanes;
 mod order;
@@ -51,6 +52,7 @@ use crate::resume::Finished;
 use crate::state::RunState;
 use ahead::Recent;
 use anyhow::{Context, Result};
+use cores::Cores;
 use cpu::OrderedClock;
 use lanes::{Lanes, EXACT_ROUNDS};
 use order::{read_jobs, Gate, Job, RecordCounter};
@@ -181,8 +183,20 @@ pub fn run_files(
             writer.finisher = finish_tx.take();
         }
         drop(finish_tx.take());
-        // Two chunks in flight per thread, plus the reader's.
-        let pool = BufferPool::new(threads * 2 + 2);
+        // Workers besides `threads` that take a chunk while others wait at a
+        // gate ([`cores`]), and the chunks queued for them.
+        let spares = if threads == 1 {
+            0
+        } else {
+            (threads / 2).clamp(1, SPARE_WORKERS)
+        };
+        let workers = threads + spares;
+        // The spare workers hold chunks too: a queue of one per busy worker is
+        // enough (each queued chunk is a buffer faulted in at the start).
+        let queued = threads;
+        // A buffer for every chunk in flight: queued, in a worker, and the
+        // reader's two (the one it fills, the one it hands on).
+        let pool = BufferPool::new(queued + workers + 2);
         let stats = if threads == 1 {
             let mut w = Worker::new(&cfg.options, cfg.mark);
             let mut failure = None;
@@ -218,7 +232,7 @@ pub fn run_files(
         } else {
             let lanes = split_by_block(cfg, dur).then(|| Lanes::new(store, EXACT_ROUNDS));
             let lanes = &lanes;
-            let ahead = asks_ahead(cfg, dur, state).then(|| Recent::new(threads));
+            let ahead = asks_ahead(cfg, dur, state).then(|| Recent::new(workers));
             let ahead = &ahead;
             // MinHash's insert round, after the gate (see `ahead`): every key it
             // inserts was tested ahead (near mode's are not).
@@ -228,7 +242,8 @@ pub fn run_files(
             let commit_gate = Gate::new(RecordCounter::default());
             let write_gate = Gate::new(writer);
             let failure: Mutex<Option<anyhow::Error>> = Mutex::new(None);
-            let (tx, rx) = crossbeam_channel::bounded::<Job>(threads * 2);
+            let (tx, rx) = crossbeam_channel::bounded::<Job>(queued);
+            let cores = Cores::new(threads);
             std::thread::scope(|s| {
                 s.spawn({
                     let (files, should_stop, pool) = (&files, &should_stop, &pool);
@@ -240,7 +255,7 @@ pub fn run_files(
                         })
                     }
                 });
-                for _ in 0..threads {
+                for _ in 0..workers {
                     s.spawn(|| {
                         let mut w = Worker::new(&cfg.options, cfg.mark);
                         let ahead_run = ahead.as_ref().map(|recent| AheadRun {
@@ -252,6 +267,7 @@ pub fn run_files(
                             insert_lanes: insert_lanes.as_ref(),
                         });
                         for job in rx.iter() {
+                            let _core = cores.start();
                             let failed = || stop.load(Ordering::Relaxed);
                             if !failed() {
                                 w.plan(&job, &files[job.file], dur);
@@ -335,7 +351,7 @@ pub fn run_files(
             for l in [lanes, insert_lanes].into_iter().flatten() {
                 ordered.add_seconds(l.longest_chain_seconds());
             }
-            let writer = write_gate.state.into_inner().1;
+            let writer = write_gate.into_inner();
             (writer.stats, writer.replayed)
         };
         Ok(stats)
@@ -364,6 +380,10 @@ pub fn run_files(
     }
     Ok(stats)
 }
+
+/// Spare workers at most ([`cores`]; one for every two busy ones): each holds
+/// a chunk's buffers, faulted in at the start.
+const SPARE_WORKERS: usize = 4;
 
 /// Whether chunks ask their tests ahead of their turns ([`ahead`]): MinHash mode
 /// (its band-key test round) and near mode (its n-gram test round, the n-grams

@@ -2,6 +2,7 @@
 //! lets threads through in that order.
 
 use super::config::RunConfig;
+use super::cores::Idle;
 use parking_lot::{Condvar, Mutex};
 use std::io::{BufRead, BufReader, Read};
 use std::sync::atomic::AtomicBool;
@@ -157,30 +158,51 @@ impl RecordCounter {
     }
 }
 
-/// Lets threads through one at a time, in sequence-number order.
+/// Lets threads through one at a time, in sequence-number order. A thread
+/// that must wait for its turn gives its core up meanwhile ([`Idle`]).
 pub(crate) struct Gate<T> {
-    pub(crate) state: Mutex<(u64, T)>,
+    /// The sequence number whose turn it is.
+    turn: Mutex<u64>,
     cv: Condvar,
+    /// Locked only by the thread whose turn it is: a thread waiting for its
+    /// turn never waits on the work of another's.
+    value: Mutex<T>,
 }
 
 impl<T> Gate<T> {
     pub(crate) fn new(value: T) -> Self {
         Gate {
-            state: Mutex::new((0, value)),
+            turn: Mutex::new(0),
             cv: Condvar::new(),
+            value: Mutex::new(value),
         }
     }
 
     /// Runs `f` when it is `seq`'s turn, then lets `seq + 1` through.
     pub(crate) fn pass<R>(&self, seq: u64, f: impl FnOnce(&mut T) -> R) -> R {
-        let mut g = self.state.lock();
-        while g.0 != seq {
-            self.cv.wait(&mut g);
-        }
-        let r = f(&mut g.1);
-        g.0 += 1;
-        drop(g);
+        wait_turn(&self.turn, &self.cv, seq);
+        let r = f(&mut self.value.lock());
+        *self.turn.lock() = seq + 1;
         self.cv.notify_all();
         r
     }
+
+    pub(crate) fn into_inner(self) -> T {
+        self.value.into_inner()
+    }
+}
+
+/// Waits until `turn` is `seq`, the calling thread's core given up while it
+/// waits (see [`super::cores`]).
+pub(crate) fn wait_turn(turn: &Mutex<u64>, cv: &Condvar, seq: u64) {
+    let mut t = turn.lock();
+    if *t == seq {
+        return;
+    }
+    let idle = Idle::begin();
+    while *t != seq {
+        cv.wait(&mut t);
+    }
+    drop(t);
+    idle.end();
 }

@@ -507,6 +507,32 @@ fn pooled_buffers_holding_old_bytes_give_the_same_chunks() {
 }
 
 #[test]
+fn a_finished_reader_hands_its_buffer_back_to_the_pool() {
+    // One chunk in hand at a time: the reader's buffer and the chunk's are all
+    // a file needs, and both are in the pool for the next file once it is read.
+    let input = sample(30);
+    let pool = BufferPool::new(8);
+    for _ in 0..2 {
+        let mut r = ChunkReader::with_sizes(&input[..], 100, 1 << 20).with_pool(pool.clone());
+        let mut chunks = 0;
+        while let Some(c) = r.next_chunk() {
+            pool.give(c.data);
+            chunks += 1;
+        }
+        assert!(chunks > 2);
+        let mut kept = Vec::new();
+        while let Some(b) = Some(pool.take()).filter(|(b, _)| b.capacity() > 0) {
+            kept.push(b);
+        }
+        assert_eq!(kept.len(), 2);
+        for (b, initialized) in kept {
+            pool.give(b);
+            assert!(initialized > 0);
+        }
+    }
+}
+
+#[test]
 fn a_read_error_after_short_reads_comes_after_their_bytes() {
     let input = b"<doc>\nabc\n</doc>\n<doc>\npart";
     let mut r = Trickle::new(input, &[2]);
