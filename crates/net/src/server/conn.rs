@@ -439,7 +439,6 @@ async fn serve_requests(
         s.trim();
         // What the request was decoded into is gone: the heap's free pages go back.
         webdedup_store::request_buffers_freed(frame_bytes);
-        super::resident::request_answered(frame_bytes);
         match next {
             Next::Go => {}
             Next::Close(None) => return Ok(()),

@@ -42,7 +42,6 @@ mod conn;
 mod connection;
 mod http;
 mod migrate;
-mod resident;
 mod retry;
 mod throttle;
 
@@ -783,9 +782,6 @@ async fn serve(
         }
     );
     on_bound(bound);
-    // Start-up is over: what it read of the binary need not stay resident.
-    let shed = resident::shed_start_up_pages();
-    tracing::debug!("handed back {shed} bytes of start-up pages");
     if !shared.migration.lock().incoming.is_empty() {
         let s = shared.clone();
         std::thread::spawn(move || migrate::take_over(&s));
