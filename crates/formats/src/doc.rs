@@ -9,6 +9,7 @@
 //! the concatenation of the ranges that survive ([`DocSink`] says which survive
 //! when). The formats and the dispatch to them are in [`read`](crate::read).
 
+use crate::ascii_para::AsciiPara;
 use crate::attrs::attr;
 use crate::chunk::Issue;
 use std::borrow::Cow;
@@ -90,6 +91,18 @@ pub trait DocSink {
     #[inline]
     fn word_str(&mut self, word: &str, glued: bool, line: u64) {
         self.word(word.as_bytes(), glued, line)
+    }
+    /// Whether the sink takes a paragraph's words whole where a reader can give
+    /// them so ([`ascii_para`](Self::ascii_para)).
+    fn takes_ascii_paras(&self) -> bool {
+        false
+    }
+    /// All the words of the paragraph just started, in place of its `word` calls
+    /// (only to a sink that [takes them](Self::takes_ascii_paras)).
+    fn ascii_para(&mut self, para: &AsciiPara<'_>) {
+        for (word, glued, line) in para.words() {
+            self.word(word, glued, line);
+        }
     }
     /// The current paragraph ends before byte `end`.
     fn para_end(&mut self, end: usize);

@@ -252,6 +252,28 @@ impl TextBuilder {
         ok
     }
 
+    /// Appends a paragraph's words given as ASCII text at once, on a builder just
+    /// cleared: `pieces` are joined with nothing between them (a glued word's piece
+    /// starts with it) and whitespace inside them separates words, so `loose` of
+    /// their concatenation is the text pushing the words one by one would build.
+    /// `words` and `raw_chars` are what those pushes would count (the caller reads
+    /// them off the raw text). Not for `none` (it joins words by exactly one space,
+    /// which a run of whitespace would not give).
+    pub fn push_ascii_pieces<'p>(
+        &mut self,
+        pieces: impl IntoIterator<Item = &'p [u8]>,
+        words: usize,
+        raw_chars: usize,
+    ) {
+        debug_assert!(self.mode != Normalization::None && self.out.is_empty() && self.words == 0);
+        for piece in pieces {
+            debug_assert!(piece.is_ascii());
+            self.push_ascii_run(piece);
+        }
+        self.words = words;
+        self.raw_chars = raw_chars;
+    }
+
     /// Writes a non-empty word whose every byte emits itself mapped (ASCII letters
     /// and digits: most words of a vertical's token lines), after a space if
     /// `pending` and the text is not empty; returns false, having written nothing,

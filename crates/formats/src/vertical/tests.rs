@@ -662,3 +662,120 @@ fn a_long_line_is_searched_once() {
         );
     }
 }
+
+/// Records every event with its line numbers, and takes paragraphs whole or not:
+/// a whole paragraph is replayed word by word ([`AsciiPara::words`]), so both
+/// ways must give the same log.
+struct Numbered {
+    whole: bool,
+    events: Vec<String>,
+}
+
+impl Sink for Numbered {
+    fn doc_start(&mut self, header: Range<usize>, line: u64, _: &[u8]) {
+        self.events.push(format!("doc {header:?} @{line}"));
+    }
+    fn structure(&mut self, range: Range<usize>) {
+        self.events.push(format!("struct {range:?}"));
+    }
+    fn para_start(&mut self, start: usize, line: u64, implicit: bool) {
+        self.events.push(format!("p {start} @{line} {implicit}"));
+    }
+    fn word(&mut self, word: &[u8], glued: bool, line: u64) {
+        let word = String::from_utf8_lossy(word);
+        self.events.push(format!("w {word:?} {glued} @{line}"));
+    }
+    fn para_end(&mut self, end: usize) {
+        self.events.push(format!("/p {end}"));
+    }
+    fn doc_end(&mut self, close: Option<Range<usize>>) {
+        self.events.push(format!("/doc {close:?}"));
+    }
+    fn issue(&mut self, issue: Issue) {
+        self.events
+            .push(format!("! {} {}", issue.line, issue.kind.name()));
+    }
+    fn takes_ascii_paras(&self) -> bool {
+        self.whole
+    }
+}
+
+fn numbered(c: &Chunk, whole: bool, kernel: lines::Kernel) -> Vec<String> {
+    let mut log = Numbered {
+        whole,
+        events: Vec::new(),
+    };
+    parse_chunk_with(c, &mut log, kernel);
+    log.events
+}
+
+#[test]
+fn paragraphs_given_whole_are_the_ones_that_can_be() {
+    let scan = |body: &str| {
+        let data = format!("<p>\n{body}");
+        let mut glues = Vec::new();
+        whole::scan(data.as_bytes(), 4, &mut glues).map(|w| (w.words, w.raw_chars, glues))
+    };
+    // Words joined by one space, glued ones by none: "a b,c" is 5 characters.
+    assert_eq!(scan("a\nb\n<g/>\n,c\n</p>\n"), Some((3, 5, vec![4])));
+    assert_eq!(scan("</p>"), Some((0, 0, vec![])));
+    assert_eq!(scan("\n \n\x0c\n</p>\n"), Some((0, 0, vec![])));
+    assert_eq!(scan("\nab\n \ncd\n</p >\r\n"), Some((2, 5, vec![])));
+    assert_eq!(scan("x y\n\x0b\n</p>"), Some((2, 5, vec![])));
+    // Not whole: no `</p>` in the chunk, another tag, glue first, after a blank
+    // line, before a blank line or a tag, twice; tabs, CR, NUL, non-ASCII.
+    for body in [
+        "a\nb\n",
+        "a\n<x/>\n</p>\n",
+        "<g/>\na\n</p>\n",
+        "a\n\n<g/>\nb\n</p>\n",
+        "a\n<g/>\n\nb\n</p>\n",
+        "a\n<g/>\n</p>\n",
+        "a\n<g/>\n<g/>\nb\n</p>\n",
+        "a\n<g/>\n b\n</p>\n",
+        "a\tNN\n</p>\n",
+        "a\r\n</p>\n",
+        "a\0\n</p>\n",
+        "caf\u{e9}\n</p>\n",
+        "a\n<p>\n</p>\n",
+        "a\n</doc>\n",
+    ] {
+        assert_eq!(scan(body), None, "{body:?}");
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(96))]
+    /// A sink that takes paragraphs whole gets the events, words and line numbers
+    /// of one that takes them word by word, on paragraphs that can be given whole
+    /// and ones that cannot (glue in odd places, tags, tabs, CR, NUL, non-ASCII,
+    /// blank lines, lines dropped as too long, chunk ends without a newline).
+    #[test]
+    fn whole_paragraphs_give_the_events_of_their_words(lines in proptest::collection::vec(
+        proptest::prop_oneof![
+            4 => proptest::strategy::Just("<p>".to_string()),
+            4 => proptest::strategy::Just("</p>".to_string()),
+            4 => proptest::strategy::Just("<g/>".to_string()),
+            20 => "[a-zA-Z0-9.,;!?<>-]{1,6}",
+            1 => proptest::strategy::Just("<doc url=\"a\">".to_string()),
+            1 => proptest::strategy::Just("</doc>".to_string()),
+            1 => proptest::strategy::Just("<p id=\"1\">".to_string()),
+            1 => proptest::strategy::Just("</p >".to_string()),
+            1 => proptest::strategy::Just("<x/>".to_string()),
+            1 => proptest::strategy::Just("".to_string()),
+            1 => "[ \x0b\x0c]{1,2}",
+            1 => "[a-z]{0,2}[\t\r\u{0}\u{e9}][a-z]{0,2}",
+            1 => "[a-z]{13,16}",
+        ], 0..80), target in 1usize..400, max_line in 10usize..40, newline in proptest::bool::ANY) {
+        let mut input = format!("<doc url=\"a\">\n{}", lines.join("\n"));
+        if newline {
+            input.push('\n');
+        }
+        for c in chunks_of(input.as_bytes(), target, max_line) {
+            let by_word = numbered(&c, false, lines::Kernel::detect());
+            for kernel in [lines::Kernel::Scalar, lines::Kernel::detect()] {
+                proptest::prop_assert_eq!(&numbered(&c, true, kernel), &by_word);
+            }
+        }
+    }
+}
