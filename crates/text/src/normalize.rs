@@ -14,6 +14,8 @@
 
 use unicode_general_category::{get_general_category, GeneralCategory as Gc};
 
+mod blocks;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Normalization {
     #[default]
@@ -76,6 +78,8 @@ pub struct TextBuilder {
     words: usize,
     pending_space: bool,
     invalid_utf8: bool,
+    /// A whole paragraph's ASCII pieces joined and padded (`blocks.rs`).
+    padded: Vec<u8>,
 }
 
 impl TextBuilder {
@@ -266,10 +270,7 @@ impl TextBuilder {
         raw_chars: usize,
     ) {
         debug_assert!(self.mode != Normalization::None && self.out.is_empty() && self.words == 0);
-        for piece in pieces {
-            debug_assert!(piece.is_ascii());
-            self.push_ascii_run(piece);
-        }
+        self.push_ascii_blocks(pieces, true);
         self.words = words;
         self.raw_chars = raw_chars;
     }
