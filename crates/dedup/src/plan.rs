@@ -9,11 +9,11 @@ use crate::policy::substr::units::{Planning, SubstrUnits, UnitsOut};
 use crate::url_filter::UrlFilter;
 use std::ops::Range;
 use std::sync::Arc;
-use webdedup_formats::ascii_para::AsciiPara;
 use webdedup_formats::chunk::{Chunk, Issue, IssueKind};
 use webdedup_formats::doc::{DocMeta, DocSink};
 use webdedup_formats::read::DocFormat;
 use webdedup_formats::vertical;
+use webdedup_formats::whole_para::WholePara;
 use webdedup_text::{key, KeyKind, Normalization, StreamKey, TextBuilder};
 
 /// Marks a piece that belongs to the document, not to a paragraph.
@@ -483,7 +483,7 @@ impl DocSink for PlanSink<'_> {
         self.planner.text.push_str_word(word, glued);
     }
 
-    fn takes_ascii_paras(&self) -> bool {
+    fn takes_whole_paras(&self) -> bool {
         let p = &self.planner;
         // Onion's tokens and substring mode's units are per word; `none` joins
         // words by exactly one space, not by their whitespace.
@@ -491,10 +491,14 @@ impl DocSink for PlanSink<'_> {
     }
 
     #[inline]
-    fn ascii_para(&mut self, para: &AsciiPara<'_>) {
-        self.planner
-            .text
-            .push_ascii_pieces(para.pieces(), para.word_count(), para.raw_chars());
+    fn whole_para(&mut self, para: &WholePara<'_>) {
+        let (words, chars) = (para.word_count(), para.raw_chars());
+        if !para.is_ascii() {
+            let text = &mut self.planner.text;
+            return text.push_str_pieces(para.text_pieces(), words, chars);
+        }
+        let text = &mut self.planner.text;
+        text.push_ascii_pieces(para.pieces(), words, chars);
     }
 
     fn para_end(&mut self, end: usize) {

@@ -9,9 +9,9 @@
 //! the concatenation of the ranges that survive ([`DocSink`] says which survive
 //! when). The formats and the dispatch to them are in [`read`](crate::read).
 
-use crate::ascii_para::AsciiPara;
 use crate::attrs::attr;
 use crate::chunk::Issue;
+use crate::whole_para::WholePara;
 use std::borrow::Cow;
 use std::ops::Range;
 
@@ -93,13 +93,13 @@ pub trait DocSink {
         self.word(word.as_bytes(), glued, line)
     }
     /// Whether the sink takes a paragraph's words whole where a reader can give
-    /// them so ([`ascii_para`](Self::ascii_para)).
-    fn takes_ascii_paras(&self) -> bool {
+    /// them so ([`whole_para`](Self::whole_para)).
+    fn takes_whole_paras(&self) -> bool {
         false
     }
     /// All the words of the paragraph just started, in place of its `word` calls
-    /// (only to a sink that [takes them](Self::takes_ascii_paras)).
-    fn ascii_para(&mut self, para: &AsciiPara<'_>) {
+    /// (only to a sink that [takes them](Self::takes_whole_paras)).
+    fn whole_para(&mut self, para: &WholePara<'_>) {
         for (word, glued, line) in para.words() {
             self.word(word, glued, line);
         }

@@ -28,9 +28,9 @@
 //!
 //! Nothing is ever rewritten: a kept document without `</doc>` is written without one.
 
-use crate::ascii_para::AsciiPara;
 use crate::chunk::{Chunk, Issue, IssueKind};
 use crate::doc::{count_chars, DocMeta, DocSink};
+use crate::whole_para::WholePara;
 use lines::{Kernel, Line, Lines};
 use memchr::memchr;
 use std::ops::Range;
@@ -129,13 +129,13 @@ pub trait Sink {
     /// A problem with the input.
     fn issue(&mut self, issue: Issue);
     /// Whether the sink takes a paragraph's words whole where it can be given
-    /// so ([`ascii_para`](Self::ascii_para)).
-    fn takes_ascii_paras(&self) -> bool {
+    /// so ([`whole_para`](Self::whole_para)).
+    fn takes_whole_paras(&self) -> bool {
         false
     }
     /// All the words of the paragraph just started, in place of its `word` calls
-    /// (only to a sink that [takes them](Self::takes_ascii_paras)).
-    fn ascii_para(&mut self, para: &AsciiPara<'_>) {
+    /// (only to a sink that [takes them](Self::takes_whole_paras)).
+    fn whole_para(&mut self, para: &WholePara<'_>) {
         for (word, glued, line) in para.words() {
             self.word(word, glued, line);
         }
@@ -211,7 +211,7 @@ pub(crate) fn parse_chunk_with<S: Sink>(chunk: &Chunk, sink: &mut S, kernel: Ker
     };
     let mut line_no = chunk.first_line;
     let n = data.len();
-    let whole_paras = sink.takes_ascii_paras();
+    let whole_paras = sink.takes_whole_paras();
     let mut glues = Vec::new();
     let mut lines = Lines::new(data, kernel);
     while let Some(Line { text, word_end }) = lines.next() {
@@ -231,19 +231,20 @@ pub(crate) fn parse_chunk_with<S: Sink>(chunk: &Chunk, sink: &mut S, kernel: Ker
         handle_line(&mut st, sink, line, word_end - start, start, end, line_no);
         line_no += 1;
         if whole_paras && matches!(st.para, Para::Explicit { opened } if opened + 1 == line_no) {
-            let Some(w) = whole::scan(data, end, &mut glues) else {
+            let Some(w) = whole::scan(data, end, &mut glues, kernel) else {
                 continue;
             };
             // A line dropped as too long inside would shift the numbers after it.
             if skipped.peek().is_some_and(|&&s| s < line_no + w.lines) {
                 continue;
             }
-            sink.ascii_para(&AsciiPara {
+            sink.whole_para(&WholePara {
                 body: &data[w.body],
                 glues: &glues,
                 first_line: line_no,
                 words: w.words,
                 raw_chars: w.raw_chars,
+                ascii: w.ascii,
             });
             sink.para_end(w.close_end);
             st.para = Para::None;
@@ -453,16 +454,16 @@ impl<S: DocSink> Sink for FromVertical<'_, S> {
     fn issue(&mut self, issue: Issue) {
         self.sink.issue(issue)
     }
-    fn takes_ascii_paras(&self) -> bool {
-        self.sink.takes_ascii_paras()
+    fn takes_whole_paras(&self) -> bool {
+        self.sink.takes_whole_paras()
     }
-    fn ascii_para(&mut self, para: &AsciiPara<'_>) {
-        // ASCII: a character a byte; the paragraph's characters are its raw text's.
+    fn whole_para(&mut self, para: &WholePara<'_>) {
+        // The paragraph's characters are its raw text's.
         if self.chars && para.words > 0 {
             self.len += para.raw_chars as u64;
             self.para_has_word = true;
         }
-        self.sink.ascii_para(para)
+        self.sink.whole_para(para)
     }
 }
 

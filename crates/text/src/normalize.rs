@@ -275,6 +275,22 @@ impl TextBuilder {
         self.raw_chars = raw_chars;
     }
 
+    /// [`push_ascii_pieces`](Self::push_ascii_pieces) for pieces of text that are
+    /// not all ASCII.
+    pub fn push_str_pieces<'p>(
+        &mut self,
+        pieces: impl IntoIterator<Item = &'p str>,
+        words: usize,
+        raw_chars: usize,
+    ) {
+        debug_assert!(self.mode != Normalization::None && self.out.is_empty() && self.words == 0);
+        for piece in pieces {
+            self.push_str(piece, false);
+        }
+        self.words = words;
+        self.raw_chars = raw_chars;
+    }
+
     /// Writes a non-empty word whose every byte emits itself mapped (ASCII letters
     /// and digits: most words of a vertical's token lines), after a space if
     /// `pending` and the text is not empty; returns false, having written nothing,

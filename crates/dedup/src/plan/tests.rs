@@ -76,6 +76,10 @@ fn edge_paragraphs_plan_as_word_by_word() {
     for case in cases {
         same_plans(case.as_bytes()).unwrap();
     }
+    // Invalid UTF-8 is reported with its line (never whole), valid UTF-8 counted
+    // in characters.
+    same_plans(b"<doc>\n<p>\ncaf\xe9\nok\n</p>\n<p>\ncaf\xc3\xa9\n<g/>\n!\n</p>\n</doc>\n")
+        .unwrap();
 }
 
 proptest! {

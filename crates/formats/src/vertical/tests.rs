@@ -664,7 +664,7 @@ fn a_long_line_is_searched_once() {
 }
 
 /// Records every event with its line numbers, and takes paragraphs whole or not:
-/// a whole paragraph is replayed word by word ([`AsciiPara::words`]), so both
+/// a whole paragraph is replayed word by word ([`WholePara::words`]), so both
 /// ways must give the same log.
 struct Numbered {
     whole: bool,
@@ -695,7 +695,7 @@ impl Sink for Numbered {
         self.events
             .push(format!("! {} {}", issue.line, issue.kind.name()));
     }
-    fn takes_ascii_paras(&self) -> bool {
+    fn takes_whole_paras(&self) -> bool {
         self.whole
     }
 }
@@ -711,36 +711,53 @@ fn numbered(c: &Chunk, whole: bool, kernel: lines::Kernel) -> Vec<String> {
 
 #[test]
 fn paragraphs_given_whole_are_the_ones_that_can_be() {
-    let scan = |body: &str| {
-        let data = format!("<p>\n{body}");
+    let scan = |body: &[u8]| {
+        let data = [b"<p>\n", body].concat();
         let mut glues = Vec::new();
-        whole::scan(data.as_bytes(), 4, &mut glues).map(|w| (w.words, w.raw_chars, glues))
+        let scans = [lines::Kernel::Scalar, lines::Kernel::detect()].map(|k| {
+            whole::scan(&data, 4, &mut glues, k).map(|w| (w.words, w.raw_chars, glues.clone()))
+        });
+        assert_eq!(scans[0], scans[1], "{:?}", String::from_utf8_lossy(body));
+        scans[0].clone()
     };
     // Words joined by one space, glued ones by none: "a b,c" is 5 characters.
-    assert_eq!(scan("a\nb\n<g/>\n,c\n</p>\n"), Some((3, 5, vec![4])));
-    assert_eq!(scan("</p>"), Some((0, 0, vec![])));
-    assert_eq!(scan("\n \n\x0c\n</p>\n"), Some((0, 0, vec![])));
-    assert_eq!(scan("\nab\n \ncd\n</p >\r\n"), Some((2, 5, vec![])));
-    assert_eq!(scan("x y\n\x0b\n</p>"), Some((2, 5, vec![])));
+    assert_eq!(scan(b"a\nb\n<g/>\n,c\n</p>\n"), Some((3, 5, vec![4])));
+    assert_eq!(scan(b"</p>"), Some((0, 0, vec![])));
+    assert_eq!(scan(b"\n \n\x0c\n</p>\n"), Some((0, 0, vec![])));
+    assert_eq!(scan(b"\nab\n \ncd\n</p >\r\n"), Some((2, 5, vec![])));
+    assert_eq!(scan(b"x y\n\x0b\n</p>"), Some((2, 5, vec![])));
+    // Characters, not bytes ("caf\u{e9}!\u{4e2d}" is 7); bodies across blocks.
+    let utf8 = "caf\u{e9}\n<g/>\n!\n\u{4e2d}\n</p>\n";
+    assert_eq!(scan(utf8.as_bytes()), Some((3, 7, vec![6])));
+    let long = "word\n".repeat(30);
+    assert_eq!(
+        scan(format!("{long}</p>\n").as_bytes()),
+        Some((30, 149, vec![]))
+    );
+    let glued = "ab\n<g/>\n".repeat(20);
+    assert_eq!(
+        scan(format!("{glued}c\n</p>\n").as_bytes()).map(|(w, r, g)| (w, r, g.len())),
+        Some((21, 41, 20))
+    );
     // Not whole: no `</p>` in the chunk, another tag, glue first, after a blank
-    // line, before a blank line or a tag, twice; tabs, CR, NUL, non-ASCII.
+    // line, before a blank line or a tag, twice; tabs, CR, NUL, invalid UTF-8.
     for body in [
-        "a\nb\n",
-        "a\n<x/>\n</p>\n",
-        "<g/>\na\n</p>\n",
-        "a\n\n<g/>\nb\n</p>\n",
-        "a\n<g/>\n\nb\n</p>\n",
-        "a\n<g/>\n</p>\n",
-        "a\n<g/>\n<g/>\nb\n</p>\n",
-        "a\n<g/>\n b\n</p>\n",
-        "a\tNN\n</p>\n",
-        "a\r\n</p>\n",
-        "a\0\n</p>\n",
-        "caf\u{e9}\n</p>\n",
-        "a\n<p>\n</p>\n",
-        "a\n</doc>\n",
+        &b"a\nb\n"[..],
+        b"a\n<x/>\n</p>\n",
+        b"<g/>\na\n</p>\n",
+        b"a\n\n<g/>\nb\n</p>\n",
+        b"a\n<g/>\n\nb\n</p>\n",
+        b"a\n<g/>\n</p>\n",
+        b"a\n<g/>\n<g/>\nb\n</p>\n",
+        b"a\n<g/>\n b\n</p>\n",
+        b"a\tNN\n</p>\n",
+        b"a\r\n</p>\n",
+        b"a\0\n</p>\n",
+        b"caf\xe9\n</p>\n",
+        b"a\n<p>\n</p>\n",
+        b"a\n</doc>\n",
     ] {
-        assert_eq!(scan(body), None, "{body:?}");
+        assert_eq!(scan(body), None, "{:?}", String::from_utf8_lossy(body));
     }
 }
 

@@ -1,12 +1,13 @@
 //! A vertical paragraph given whole instead of word by word: its body (the lines
-//! between `<p>` and `</p>`) when every line is ASCII with one column, no `\r` and
-//! no NUL, and every tag line in it is a glue `<g/>` between two word lines. Its
-//! text is then the raw bytes with the glue lines taken out: `\n` separates words
-//! as a space does and a glue joins its neighbours, so a normalizer that collapses
-//! whitespace reads the words off the bytes in one pass, with no call per line.
+//! between `<p>` and `</p>`) when every line is valid UTF-8 with one column, no
+//! `\r` and no NUL, and every tag line in it is a glue `<g/>` between two word
+//! lines. Its text is then the raw bytes with the glue lines taken out: `\n`
+//! separates words as a space does and a glue joins its neighbours, so a
+//! normalizer that collapses whitespace reads the words off the bytes in one
+//! pass, with no call per line.
 //! The vertical reader finds such bodies ([`crate::vertical`]); a [`DocSink`]
 //! that does not take them whole gets the same words one by one
-//! ([`AsciiPara::words`]).
+//! ([`WholePara::words`]).
 //!
 //! [`DocSink`]: crate::doc::DocSink
 
@@ -15,7 +16,7 @@ pub(crate) const GLUE_LINE: &[u8] = b"<g/>\n";
 
 /// A paragraph's body, given whole (see the module docs).
 #[derive(Clone, Copy, Debug)]
-pub struct AsciiPara<'a> {
+pub struct WholePara<'a> {
     /// Whole lines, each ending in `\n`.
     pub(crate) body: &'a [u8],
     /// Where each glue line starts in `body`, in order.
@@ -24,9 +25,10 @@ pub struct AsciiPara<'a> {
     pub(crate) first_line: u64,
     pub(crate) words: usize,
     pub(crate) raw_chars: usize,
+    pub(crate) ascii: bool,
 }
 
-impl<'a> AsciiPara<'a> {
+impl<'a> WholePara<'a> {
     /// The paragraph's words as a reader gives them one by one: every line that is
     /// not blank (ASCII whitespace alone) nor glue, with whether a glue line came
     /// just before it, and its line number.
@@ -80,15 +82,33 @@ impl<'a> AsciiPara<'a> {
         })
     }
 
+    /// [`pieces`](Self::pieces) as text.
+    pub fn text_pieces(&self) -> impl Iterator<Item = &'a str> + 'a {
+        self.pieces().map(|piece| {
+            debug_assert!(std::str::from_utf8(piece).is_ok());
+            // SAFETY: the reader gives a body whole only when it is valid UTF-8
+            // (`vertical::whole`), and pieces are cut before and after ASCII
+            // bytes (a glue line and the newline before it), never inside a
+            // character.
+            unsafe { std::str::from_utf8_unchecked(piece) }
+        })
+    }
+
     /// Its words (lines not blank nor glue).
     pub fn word_count(&self) -> usize {
         self.words
     }
 
-    /// Characters of its raw text: the words joined by one space, glued ones by
-    /// none (ASCII: one character a byte).
+    /// Characters (Unicode scalar values) of its raw text: the words joined by
+    /// one space, glued ones by none.
     pub fn raw_chars(&self) -> usize {
         self.raw_chars
+    }
+
+    /// Whether the body is ASCII (else it is valid UTF-8, and so is each of
+    /// its [`pieces`](Self::pieces)).
+    pub fn is_ascii(&self) -> bool {
+        self.ascii
     }
 
     /// The body's bytes (whole lines, glue lines included).
