@@ -112,16 +112,14 @@ impl TextBuilder {
             return true;
         }
         // Whitespace right after whitespace, dropped bytes between them skipped:
-        // the mark after each whitespace byte is carried across dropped bytes.
+        // the mark after each whitespace byte is carried across the run of
+        // dropped bytes it starts (a mark can only start a run), by the carry of
+        // an addition: adding the mark to the run clears it up to its end and
+        // sets the bit after it, so the bits that change are the run from the
+        // mark and the byte after it.
         let dropped = !kept_bits & 0xffff;
-        let mut after_space = space_bits << 1;
-        loop {
-            let carried = after_space | (after_space & dropped) << 1;
-            if carried == after_space {
-                break;
-            }
-            after_space = carried;
-        }
+        let marks = space_bits << 1;
+        let after_space = marks | ((dropped + (marks & dropped)) ^ dropped);
         if after_space & space_bits != 0 {
             return false;
         }
