@@ -13,7 +13,8 @@ use webdedup_formats::chunk::{Chunk, Issue, IssueKind};
 use webdedup_formats::doc::{DocMeta, DocSink};
 use webdedup_formats::read::DocFormat;
 use webdedup_formats::vertical;
-use webdedup_text::{key, KeyKind, StreamKey, TextBuilder};
+use webdedup_formats::whole_para::WholePara;
+use webdedup_text::{key, KeyKind, Normalization, StreamKey, TextBuilder};
 
 /// Marks a piece that belongs to the document, not to a paragraph.
 pub const DOC_LEVEL: u32 = u32::MAX;
@@ -177,6 +178,9 @@ pub struct Planner {
     doc_keys: bool,
     /// Substring mode: the units of every word, with their input bytes.
     substr: Option<SubstrUnits>,
+    /// Paragraphs a reader can give whole are normalized from their bytes at
+    /// once, not word by word (off: to compare the two).
+    whole_paras: bool,
 }
 
 impl Planner {
@@ -206,7 +210,16 @@ impl Planner {
             marks: false,
             doc_keys: opts.doc_check != DocCheck::None && opts.substr().is_none(),
             substr: opts.substr().map(|_| SubstrUnits::new()),
+            whole_paras: true,
         }
+    }
+
+    /// Whether paragraphs a reader can give whole are taken so (the default);
+    /// off, every word comes one by one (the tests and the `stages` example
+    /// compare the two: same plans, different speed).
+    pub fn with_whole_paras(mut self, on: bool) -> Self {
+        self.whole_paras = on;
+        self
     }
 
     /// Also records what `--mark` needs: character offsets of paragraphs, and the
@@ -468,6 +481,24 @@ impl DocSink for PlanSink<'_> {
             );
         }
         self.planner.text.push_str_word(word, glued);
+    }
+
+    fn takes_whole_paras(&self) -> bool {
+        let p = &self.planner;
+        // Onion's tokens and substring mode's units are per word; `none` joins
+        // words by exactly one space, not by their whitespace.
+        p.whole_paras && !p.onion && p.substr.is_none() && p.text.mode() != Normalization::None
+    }
+
+    #[inline]
+    fn whole_para(&mut self, para: &WholePara<'_>) {
+        let (words, chars) = (para.word_count(), para.raw_chars());
+        if !para.is_ascii() {
+            let text = &mut self.planner.text;
+            return text.push_str_pieces(para.text_pieces(), words, chars);
+        }
+        let text = &mut self.planner.text;
+        text.push_ascii_pieces(para.pieces(), words, chars);
     }
 
     fn para_end(&mut self, end: usize) {
@@ -745,3 +776,6 @@ impl PlanCache {
         self.len() == 0
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -11,6 +11,7 @@
 
 use crate::attrs::attr;
 use crate::chunk::Issue;
+use crate::whole_para::WholePara;
 use std::borrow::Cow;
 use std::ops::Range;
 
@@ -90,6 +91,18 @@ pub trait DocSink {
     #[inline]
     fn word_str(&mut self, word: &str, glued: bool, line: u64) {
         self.word(word.as_bytes(), glued, line)
+    }
+    /// Whether the sink takes a paragraph's words whole where a reader can give
+    /// them so ([`whole_para`](Self::whole_para)).
+    fn takes_whole_paras(&self) -> bool {
+        false
+    }
+    /// All the words of the paragraph just started, in place of its `word` calls
+    /// (only to a sink that [takes them](Self::takes_whole_paras)).
+    fn whole_para(&mut self, para: &WholePara<'_>) {
+        for (word, glued, line) in para.words() {
+            self.word(word, glued, line);
+        }
     }
     /// The current paragraph ends before byte `end`.
     fn para_end(&mut self, end: usize);

@@ -7,7 +7,7 @@
 //! * [`chunk`]: input cut into chunks of whole documents ([`chunk::ChunkReader`]),
 //!   the buffer pool, the problems met on the way: no format named.
 //! * [`doc`]: documents whatever the format: the events a format's reader sends
-//!   ([`doc::DocSink`]).
+//!   ([`doc::DocSink`]); [`whole_para`] a vertical paragraph's words given whole.
 //! * [`read`]: the one document reader: the formats ([`read::DocFormat`]), chosen
 //!   or sniffed, and the dispatch to each.
 //! * [`fields`]: which fields (JSON Lines) or columns (Parquet) hold the text, id,
@@ -60,5 +60,6 @@ pub mod vertical;
 pub mod warc;
 pub mod warc_out;
 pub mod wet;
+pub mod whole_para;
 
 pub use input::{list_inputs, open_file, open_input, Compression, InputFile, ListOptions};

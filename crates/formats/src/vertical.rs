@@ -30,11 +30,13 @@
 
 use crate::chunk::{Chunk, Issue, IssueKind};
 use crate::doc::{count_chars, DocMeta, DocSink};
+use crate::whole_para::WholePara;
 use lines::{Kernel, Line, Lines};
 use memchr::memchr;
 use std::ops::Range;
 
 mod lines;
+mod whole;
 
 pub use crate::attrs::{attr, attr_pairs, attr_raw, escape_attr, unescape};
 
@@ -126,6 +128,18 @@ pub trait Sink {
     fn doc_end(&mut self, close: Option<Range<usize>>);
     /// A problem with the input.
     fn issue(&mut self, issue: Issue);
+    /// Whether the sink takes a paragraph's words whole where it can be given
+    /// so ([`whole_para`](Self::whole_para)).
+    fn takes_whole_paras(&self) -> bool {
+        false
+    }
+    /// All the words of the paragraph just started, in place of its `word` calls
+    /// (only to a sink that [takes them](Self::takes_whole_paras)).
+    fn whole_para(&mut self, para: &WholePara<'_>) {
+        for (word, glued, line) in para.words() {
+            self.word(word, glued, line);
+        }
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -197,7 +211,10 @@ pub(crate) fn parse_chunk_with<S: Sink>(chunk: &Chunk, sink: &mut S, kernel: Ker
     };
     let mut line_no = chunk.first_line;
     let n = data.len();
-    for Line { text, word_end } in Lines::new(data, kernel) {
+    let whole_paras = sink.takes_whole_paras();
+    let mut glues = Vec::new();
+    let mut lines = Lines::new(data, kernel);
+    while let Some(Line { text, word_end }) = lines.next() {
         while skipped.peek() == Some(&&line_no) {
             skipped.next();
             line_no += 1;
@@ -213,6 +230,27 @@ pub(crate) fn parse_chunk_with<S: Sink>(chunk: &Chunk, sink: &mut S, kernel: Ker
         }
         handle_line(&mut st, sink, line, word_end - start, start, end, line_no);
         line_no += 1;
+        if whole_paras && matches!(st.para, Para::Explicit { opened } if opened + 1 == line_no) {
+            let Some(w) = whole::scan(data, end, &mut glues, kernel) else {
+                continue;
+            };
+            // A line dropped as too long inside would shift the numbers after it.
+            if skipped.peek().is_some_and(|&&s| s < line_no + w.lines) {
+                continue;
+            }
+            sink.whole_para(&WholePara {
+                body: &data[w.body],
+                glues: &glues,
+                first_line: line_no,
+                words: w.words,
+                raw_chars: w.raw_chars,
+                ascii: w.ascii,
+            });
+            sink.para_end(w.close_end);
+            st.para = Para::None;
+            line_no += w.lines;
+            lines.resume_at(w.close_end);
+        }
     }
     while skipped.peek() == Some(&&line_no) {
         skipped.next();
@@ -415,6 +453,17 @@ impl<S: DocSink> Sink for FromVertical<'_, S> {
     #[inline]
     fn issue(&mut self, issue: Issue) {
         self.sink.issue(issue)
+    }
+    fn takes_whole_paras(&self) -> bool {
+        self.sink.takes_whole_paras()
+    }
+    fn whole_para(&mut self, para: &WholePara<'_>) {
+        // The paragraph's characters are its raw text's.
+        if self.chars && para.words > 0 {
+            self.len += para.raw_chars as u64;
+            self.para_has_word = true;
+        }
+        self.sink.whole_para(para)
     }
 }
 

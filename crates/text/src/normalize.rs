@@ -14,6 +14,8 @@
 
 use unicode_general_category::{get_general_category, GeneralCategory as Gc};
 
+mod blocks;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Normalization {
     #[default]
@@ -76,6 +78,8 @@ pub struct TextBuilder {
     words: usize,
     pending_space: bool,
     invalid_utf8: bool,
+    /// A whole paragraph's ASCII pieces joined and padded (`blocks.rs`).
+    padded: Vec<u8>,
 }
 
 impl TextBuilder {
@@ -250,6 +254,41 @@ impl TextBuilder {
             i += end + 1;
         }
         ok
+    }
+
+    /// Appends a paragraph's words given as ASCII text at once, on a builder just
+    /// cleared: `pieces` are joined with nothing between them (a glued word's piece
+    /// starts with it) and whitespace inside them separates words, so `loose` of
+    /// their concatenation is the text pushing the words one by one would build.
+    /// `words` and `raw_chars` are what those pushes would count (the caller reads
+    /// them off the raw text). Not for `none` (it joins words by exactly one space,
+    /// which a run of whitespace would not give).
+    pub fn push_ascii_pieces<'p>(
+        &mut self,
+        pieces: impl IntoIterator<Item = &'p [u8]>,
+        words: usize,
+        raw_chars: usize,
+    ) {
+        debug_assert!(self.mode != Normalization::None && self.out.is_empty() && self.words == 0);
+        self.push_ascii_blocks(pieces, true);
+        self.words = words;
+        self.raw_chars = raw_chars;
+    }
+
+    /// [`push_ascii_pieces`](Self::push_ascii_pieces) for pieces of text that are
+    /// not all ASCII.
+    pub fn push_str_pieces<'p>(
+        &mut self,
+        pieces: impl IntoIterator<Item = &'p str>,
+        words: usize,
+        raw_chars: usize,
+    ) {
+        debug_assert!(self.mode != Normalization::None && self.out.is_empty() && self.words == 0);
+        for piece in pieces {
+            self.push_str(piece, false);
+        }
+        self.words = words;
+        self.raw_chars = raw_chars;
     }
 
     /// Writes a non-empty word whose every byte emits itself mapped (ASCII letters

@@ -129,6 +129,24 @@ impl<'a> Lines<'a> {
         (self.nl, self.stop) = (nl, stop);
     }
 
+    /// Goes on from byte `pos` (a line start at or after the next line's): the
+    /// lines before it are skipped (a paragraph the reader took whole).
+    pub(crate) fn resume_at(&mut self, pos: usize) {
+        debug_assert!(pos >= self.pos);
+        self.pos = pos;
+        if pos >= self.data.len() {
+            return;
+        }
+        let base = pos & !63;
+        if base != self.base {
+            self.base = base;
+            self.load();
+        }
+        let keep = u64::MAX << (pos - base);
+        self.nl &= keep;
+        self.stop &= keep;
+    }
+
     /// Moves to the next block; false at the end of the data.
     #[inline]
     fn advance(&mut self) -> bool {

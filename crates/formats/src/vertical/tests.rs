@@ -688,3 +688,137 @@ fn a_long_line_is_searched_once() {
         );
     }
 }
+
+/// Records every event with its line numbers, and takes paragraphs whole or not:
+/// a whole paragraph is replayed word by word ([`WholePara::words`]), so both
+/// ways must give the same log.
+struct Numbered {
+    whole: bool,
+    events: Vec<String>,
+}
+
+impl Sink for Numbered {
+    fn doc_start(&mut self, header: Range<usize>, line: u64, _: &[u8]) {
+        self.events.push(format!("doc {header:?} @{line}"));
+    }
+    fn structure(&mut self, range: Range<usize>) {
+        self.events.push(format!("struct {range:?}"));
+    }
+    fn para_start(&mut self, start: usize, line: u64, implicit: bool) {
+        self.events.push(format!("p {start} @{line} {implicit}"));
+    }
+    fn word(&mut self, word: &[u8], glued: bool, line: u64) {
+        let word = String::from_utf8_lossy(word);
+        self.events.push(format!("w {word:?} {glued} @{line}"));
+    }
+    fn para_end(&mut self, end: usize) {
+        self.events.push(format!("/p {end}"));
+    }
+    fn doc_end(&mut self, close: Option<Range<usize>>) {
+        self.events.push(format!("/doc {close:?}"));
+    }
+    fn issue(&mut self, issue: Issue) {
+        self.events
+            .push(format!("! {} {}", issue.line, issue.kind.name()));
+    }
+    fn takes_whole_paras(&self) -> bool {
+        self.whole
+    }
+}
+
+fn numbered(c: &Chunk, whole: bool, kernel: lines::Kernel) -> Vec<String> {
+    let mut log = Numbered {
+        whole,
+        events: Vec::new(),
+    };
+    parse_chunk_with(c, &mut log, kernel);
+    log.events
+}
+
+#[test]
+fn paragraphs_given_whole_are_the_ones_that_can_be() {
+    let scan = |body: &[u8]| {
+        let data = [b"<p>\n", body].concat();
+        let mut glues = Vec::new();
+        let scans = [lines::Kernel::Scalar, lines::Kernel::detect()].map(|k| {
+            whole::scan(&data, 4, &mut glues, k).map(|w| (w.words, w.raw_chars, glues.clone()))
+        });
+        assert_eq!(scans[0], scans[1], "{:?}", String::from_utf8_lossy(body));
+        scans[0].clone()
+    };
+    // Words joined by one space, glued ones by none: "a b,c" is 5 characters.
+    assert_eq!(scan(b"a\nb\n<g/>\n,c\n</p>\n"), Some((3, 5, vec![4])));
+    assert_eq!(scan(b"</p>"), Some((0, 0, vec![])));
+    assert_eq!(scan(b"\n \n\x0c\n</p>\n"), Some((0, 0, vec![])));
+    assert_eq!(scan(b"\nab\n \ncd\n</p >\r\n"), Some((2, 5, vec![])));
+    assert_eq!(scan(b"x y\n\x0b\n</p>"), Some((2, 5, vec![])));
+    // Characters, not bytes ("caf\u{e9}!\u{4e2d}" is 7); bodies across blocks.
+    let utf8 = "caf\u{e9}\n<g/>\n!\n\u{4e2d}\n</p>\n";
+    assert_eq!(scan(utf8.as_bytes()), Some((3, 7, vec![6])));
+    let long = "word\n".repeat(30);
+    assert_eq!(
+        scan(format!("{long}</p>\n").as_bytes()),
+        Some((30, 149, vec![]))
+    );
+    let glued = "ab\n<g/>\n".repeat(20);
+    assert_eq!(
+        scan(format!("{glued}c\n</p>\n").as_bytes()).map(|(w, r, g)| (w, r, g.len())),
+        Some((21, 41, 20))
+    );
+    // Not whole: no `</p>` in the chunk, another tag, glue first, after a blank
+    // line, before a blank line or a tag, twice; tabs, CR, NUL, invalid UTF-8.
+    for body in [
+        &b"a\nb\n"[..],
+        b"a\n<x/>\n</p>\n",
+        b"<g/>\na\n</p>\n",
+        b"a\n\n<g/>\nb\n</p>\n",
+        b"a\n<g/>\n\nb\n</p>\n",
+        b"a\n<g/>\n</p>\n",
+        b"a\n<g/>\n<g/>\nb\n</p>\n",
+        b"a\n<g/>\n b\n</p>\n",
+        b"a\tNN\n</p>\n",
+        b"a\r\n</p>\n",
+        b"a\0\n</p>\n",
+        b"caf\xe9\n</p>\n",
+        b"a\n<p>\n</p>\n",
+        b"a\n</doc>\n",
+    ] {
+        assert_eq!(scan(body), None, "{:?}", String::from_utf8_lossy(body));
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(96))]
+    /// A sink that takes paragraphs whole gets the events, words and line numbers
+    /// of one that takes them word by word, on paragraphs that can be given whole
+    /// and ones that cannot (glue in odd places, tags, tabs, CR, NUL, non-ASCII,
+    /// blank lines, lines dropped as too long, chunk ends without a newline).
+    #[test]
+    fn whole_paragraphs_give_the_events_of_their_words(lines in proptest::collection::vec(
+        proptest::prop_oneof![
+            4 => proptest::strategy::Just("<p>".to_string()),
+            4 => proptest::strategy::Just("</p>".to_string()),
+            4 => proptest::strategy::Just("<g/>".to_string()),
+            20 => "[a-zA-Z0-9.,;!?<>-]{1,6}",
+            1 => proptest::strategy::Just("<doc url=\"a\">".to_string()),
+            1 => proptest::strategy::Just("</doc>".to_string()),
+            1 => proptest::strategy::Just("<p id=\"1\">".to_string()),
+            1 => proptest::strategy::Just("</p >".to_string()),
+            1 => proptest::strategy::Just("<x/>".to_string()),
+            1 => proptest::strategy::Just("".to_string()),
+            1 => "[ \x0b\x0c]{1,2}",
+            1 => "[a-z]{0,2}[\t\r\u{0}\u{e9}][a-z]{0,2}",
+            1 => "[a-z]{13,16}",
+        ], 0..80), target in 1usize..400, max_line in 10usize..40, newline in proptest::bool::ANY) {
+        let mut input = format!("<doc url=\"a\">\n{}", lines.join("\n"));
+        if newline {
+            input.push('\n');
+        }
+        for c in chunks_of(input.as_bytes(), target, max_line) {
+            let by_word = numbered(&c, false, lines::Kernel::detect());
+            for kernel in [lines::Kernel::Scalar, lines::Kernel::detect()] {
+                proptest::prop_assert_eq!(&numbered(&c, true, kernel), &by_word);
+            }
+        }
+    }
+}
