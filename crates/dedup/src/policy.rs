@@ -37,6 +37,10 @@ use webdedup_store::{BatchId, Location, Store, StoreError};
 /// Request ids a chunk may use: `decide` numbers its rounds from `seq` upwards.
 pub const REQUESTS_PER_CHUNK: u64 = 8;
 
+/// The round of near mode's inserts (its last request; the policy judges
+/// nothing by its answers, so the runner may answer it unasked).
+pub const NEAR_INSERT_ROUND: u64 = 4;
+
 /// The identity of a chunk's first store request: the same for the same input file
 /// (relative path) and chunk index in every run, so a remote store can recognise a
 /// retried chunk (see [`BatchId`]).
@@ -429,7 +433,8 @@ pub fn decide(
     }
 
     if opts.near().is_some() {
-        s.near.insert_round(store, round(4), located)?;
+        s.near
+            .insert_round(store, round(NEAR_INSERT_ROUND), located)?;
     }
     Ok(())
 }
