@@ -144,6 +144,23 @@ impl Engine {
         self.scratch.near.forget_ahead();
     }
 
+    /// Near mode, ahead of the planned chunk's turn: decides it against `store`
+    /// (the store as it was, nothing inserted) and keeps the decision, which the
+    /// turn's [`Self::decide`] checks, judging again only what changed
+    /// (`policy::near::speculation`).
+    pub fn judge_ahead(
+        &mut self,
+        ctx: ChunkContext,
+        store: &dyn Store,
+        opts: &Options,
+        state: &RunState,
+    ) -> Result<(), StoreError> {
+        self.scratch.near.speculate();
+        let r = self.decide(ctx, store, opts, state);
+        self.scratch.near.end_speculation(r.is_ok());
+        r
+    }
+
     /// Decides the planned chunk against `store` ([`decide`]).
     pub fn decide(
         &mut self,

@@ -351,6 +351,7 @@ pub fn decide(
             round(3),
             located,
         )?;
+        s.near.note_inputs(&s.doc_seen);
     }
 
     for (i, doc) in plan.docs.iter().enumerate() {
@@ -380,9 +381,16 @@ pub fn decide(
                     };
                 }
             }
+            s.near.end_doc(i);
             continue;
         }
         if let Some(n) = opts.near() {
+            // Judged ahead of the turn (several threads): only what changed.
+            if s.near.stands(plan, i) {
+                s.near.stand(plan, i, out);
+                continue;
+            }
+            s.near.start_doc(plan, i);
             s.near.judge_doc(plan, i, n, record_of, &mut out.originals);
         }
         let paras = &plan.paras[doc.paras.clone()];
@@ -433,6 +441,7 @@ pub fn decide(
     }
 
     if opts.near().is_some() {
+        s.near.note_results(out);
         s.near
             .insert_round(store, round(NEAR_INSERT_ROUND), located)?;
     }

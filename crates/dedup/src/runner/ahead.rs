@@ -12,7 +12,10 @@
 //! its test round may ask (it builds them ahead too). Both judge in the turn,
 //! where the test round is answered from the corrected answers
 //! ([`Sight::Corrected`]). Every answer is a one-thread run's, so every output
-//! is too.
+//! is too. Near mode (without feedback) also judges the chunk ahead, on the
+//! answers it has then and its exact rounds asked as tests
+//! ([`Foreseen::speculating`]); its turn judges again only the documents whose
+//! inputs changed (`policy::near::speculation`).
 //!
 //! Both modes also move their insert round out of the gate ([`Foreseen`]
 //! deferring, [`Deferred`]): in its turn the chunk answers the round without the
@@ -318,6 +321,9 @@ pub(crate) struct ForeseenState {
     pub(crate) deferred: Option<(Deferral, Deferred)>,
     /// The next test asked ahead an insert's key may match.
     insert_cursor: usize,
+    /// Ahead of the turn, the insert round of near mode's chunk judged whole
+    /// ([`Foreseen::speculating`]).
+    speculative: Option<BatchId>,
 }
 
 /// A chunk's deferred inserting requests, answered in its turn and sent to the
@@ -405,6 +411,55 @@ impl<'a> Foreseen<'a> {
         self
     }
 
+    /// Ahead of the chunk's turn (near mode judging it whole; nothing may be
+    /// inserted yet): the insert round `round` is answered "new" unasked, other
+    /// inserts are asked as tests, the chunk's earlier keys laid over them.
+    pub(crate) fn speculating(self, round: BatchId) -> Self {
+        self.state.lock().speculative = Some(round);
+        self
+    }
+
+    /// An insert ahead of the turn ([`Self::speculating`]).
+    fn speculate(
+        &self,
+        st: &mut ForeseenState,
+        round: BatchId,
+        req: &Request<'_>,
+        out: &mut Answer<'_>,
+    ) -> Result<(), StoreError> {
+        let (keys, op) = (req.keys(), req.op());
+        if req.id() == Some(round) {
+            out.seen.clear();
+            out.seen.resize(keys.len(), false);
+            if op.located() {
+                out.originals.clear();
+                out.originals.resize(keys.len(), Location::UNKNOWN);
+            }
+            return Ok(());
+        }
+        let test = if op.located() {
+            Op::TestLocated
+        } else {
+            Op::Test
+        };
+        self.inner.ask(Request::new(None, keys, test)?, out)?;
+        for (i, &k) in keys.iter().enumerate() {
+            if out.seen[i] {
+                continue;
+            }
+            if let Some(&loc) = st.own.get(&k) {
+                out.seen[i] = true;
+                if op.located() {
+                    out.originals[i] = loc;
+                }
+            } else {
+                let loc = op.locs().get(i).copied().unwrap_or(Location::UNKNOWN);
+                st.own.insert(k, loc);
+            }
+        }
+        Ok(())
+    }
+
     /// Answers an insert from the corrected tests and the chunk's own earlier
     /// inserts, or as new ([`Deferral::Unanswered`]), and keeps it for after the
     /// turn.
@@ -484,6 +539,9 @@ impl Store for Foreseen<'_> {
         let mut st = self.state.lock();
         let st = &mut *st;
         if op.inserts() {
+            if let Some(round) = st.speculative {
+                return self.speculate(st, round, &req, out);
+            }
             if let (true, Sight::Corrected(f)) = (Self::defers(st, req.id()), &self.sight) {
                 return Self::defer(f, st, &req, out);
             }

@@ -241,7 +241,23 @@ impl Worker {
             // Exact mode splits its ordered step by store block instead.
             (None, None) => Err(StoreError::Unsupported("exact mode asked ahead".into())),
         };
+        drop(ahead);
         self.foresight.ready = r.is_ok();
+        // Near mode judges the chunk ahead too; its turn checks the judgement
+        // (`policy::near::speculation`). Record numbers, which feedback mode's
+        // judgement names, are counted in the turn.
+        if r.is_ok() && opts.near().is_some() && !opts.feedback() {
+            self.foresight.patch_early(run.recent);
+            let ctx = ChunkContext {
+                id,
+                file: file_id(rel_bytes(&file.rel)),
+                first_record: 1,
+            };
+            let sight = Sight::Corrected(&self.foresight);
+            let seen = Foreseen::new(store, sight).speculating(near_insert_round(id));
+            // A failure here leaves the chunk to be judged whole in its turn.
+            let _ = self.engine.judge_ahead(ctx, &seen, opts, run.state);
+        }
     }
 
     /// [`Self::decide`] in the chunk's turn after [`Self::ahead`]: the chunk's
@@ -271,10 +287,7 @@ impl Worker {
                 Deferral::Answered
             } else {
                 let id = chunk_identity(rel_bytes(&file.rel), job.index);
-                Deferral::Unanswered(BatchId {
-                    stream: id.stream,
-                    seq: id.seq + NEAR_INSERT_ROUND,
-                })
+                Deferral::Unanswered(near_insert_round(id))
             };
             seen = seen.deferring(how, std::mem::take(&mut self.deferred));
         }
@@ -396,5 +409,14 @@ impl Worker {
         self.engine
             .render(chunk, &job.format, &cfg.options, &how)
             .with_context(|| format!("{}: cannot write its output", file.path.display()))
+    }
+}
+
+/// The identity of near mode's insert round in the chunk whose first request is
+/// `first`.
+fn near_insert_round(first: BatchId) -> BatchId {
+    BatchId {
+        stream: first.stream,
+        seq: first.seq + NEAR_INSERT_ROUND,
     }
 }
