@@ -22,7 +22,7 @@ mod speculation;
 
 use crate::options::{NearOptions, NearRules};
 use crate::plan::{ngram_key, ChunkPlan};
-use key_paras::KeyParas;
+pub(crate) use key_paras::KeyParas;
 use speculation::{Check, Speculation};
 use std::hash::Hasher;
 use std::ops::Range;

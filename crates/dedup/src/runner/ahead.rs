@@ -50,16 +50,27 @@
 //! chunk's inserts are stored and asks the store itself.
 
 use parking_lot::{Condvar, Mutex};
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::hash::BuildHasherDefault;
 use std::ops::Range;
 use std::sync::Arc;
 use webdedup_store::{Answer, BatchId, Location, Op, Request, Store, StoreError};
 
-use crate::policy::near::KeyHasher;
+use crate::policy::near::{KeyHasher, KeyParas};
 
 /// Keys a chunk inserted new, with the locations they were inserted with.
 pub(crate) type NewKeys = HashMap<u64, Location, BuildHasherDefault<KeyHasher>>;
+
+/// The keys a chunk inserted (new ones, or with [`Deferral::Unanswered`] every
+/// key its round inserts), with the locations they were inserted with, in
+/// order: a key's first entry has its first location. A plain list, built in
+/// the turn at the cost of a push; the chunks that read it look its keys up in
+/// the map of their own unanswered tests, built ahead ([`Foresight::patch`]).
+pub(crate) type Log = Vec<(u64, Location)>;
+
+/// No earlier test of the same key ([`Foresight`]'s `prev`).
+const NO_TEST: u32 = u32::MAX;
 
 /// How many chunks have passed the commit gate and how many have their inserts
 /// in the store, and the keys the last few inserted new.
@@ -80,7 +91,7 @@ struct RecentState {
     stored: u64,
     /// Chunks after `stored` whose inserts are done (reported out of order).
     stored_early: BTreeSet<u64>,
-    logs: VecDeque<(u64, Arc<NewKeys>)>,
+    logs: VecDeque<(u64, Arc<Log>)>,
 }
 
 impl Recent {
@@ -128,7 +139,7 @@ impl Recent {
     }
 
     /// Chunk `seq`'s turn is over; `new` are the keys it inserted new.
-    pub(crate) fn pass(&self, seq: u64, new: NewKeys) {
+    pub(crate) fn pass(&self, seq: u64, new: Log) {
         let mut s = self.state.lock();
         debug_assert_eq!(s.passed, seq, "chunks pass in input order");
         s.passed = seq + 1;
@@ -139,7 +150,7 @@ impl Recent {
     }
 
     /// The logs of chunks `from..to`, in order; `None` when some are no longer kept.
-    fn since(&self, from: u64, to: u64) -> Option<Vec<Arc<NewKeys>>> {
+    fn since(&self, from: u64, to: u64) -> Option<Vec<Arc<Log>>> {
         let s = self.state.lock();
         if from >= to {
             return Some(Vec::new());
@@ -176,6 +187,10 @@ pub(crate) struct Foresight {
     seen: Vec<bool>,
     /// A seen key's first location (unknown for tests that do not ask it).
     originals: Vec<Location>,
+    /// Each key not found ahead, with its last test; `prev` chains a test to
+    /// the one before it of the same key ([`NO_TEST`]: none).
+    unseen: KeyParas,
+    prev: Vec<u32>,
 }
 
 impl Foresight {
@@ -190,6 +205,8 @@ impl Foresight {
         self.keys.clear();
         self.seen.clear();
         self.originals.clear();
+        self.unseen.clear(1 << 12);
+        self.prev.clear();
     }
 
     /// In chunk `seq`'s turn: corrects the answers by the keys the chunks it did
@@ -222,17 +239,18 @@ impl Foresight {
             return;
         };
         self.patched = to;
-        if logs.iter().all(|l| l.is_empty()) {
-            return;
-        }
-        for (i, &k) in self.keys.iter().enumerate() {
-            if self.seen[i] {
-                continue;
-            }
-            if let Some(&loc) = logs.iter().find_map(|l| l.get(&k)) {
-                self.seen[i] = true;
-                self.originals[i] = loc;
-                self.changed += 1;
+        // Logs in input order, each in its order: a test takes the first
+        // location its key was inserted with.
+        for &(k, loc) in logs.iter().flat_map(|l| l.iter()) {
+            let mut at = self.unseen.get(k).unwrap_or(NO_TEST);
+            while at != NO_TEST {
+                let i = at as usize;
+                if !self.seen[i] {
+                    self.seen[i] = true;
+                    self.originals[i] = loc;
+                    self.changed += 1;
+                }
+                at = self.prev[i];
             }
         }
     }
@@ -263,6 +281,15 @@ impl Store for Ahead<'_> {
         self.inner.ask(Request::new(None, keys, op)?, out)?;
         let mut guard = self.sight.lock();
         let f = &mut **guard;
+        for (n, (&k, &seen)) in keys.iter().zip(out.seen.iter()).enumerate() {
+            let i = (f.keys.len() + n) as u32;
+            if seen {
+                f.prev.push(NO_TEST);
+            } else {
+                f.prev.push(f.unseen.get(k).unwrap_or(NO_TEST));
+                f.unseen.set(k, i);
+            }
+        }
         f.keys.extend_from_slice(keys);
         f.seen.extend_from_slice(out.seen);
         if op.located() {
@@ -314,9 +341,10 @@ pub(crate) struct ForeseenState {
     cursor: usize,
     /// A test key was not found ahead: later tests go to the store.
     lost: bool,
-    /// Keys inserted in the chunk's turn: new ones, and with
-    /// [`Deferral::Unanswered`] every key of the deferred request.
-    pub(crate) own: NewKeys,
+    /// Keys the chunk inserted new (so far), for its later requests' answers.
+    own: NewKeys,
+    /// The chunk's [`Log`] for [`Recent`].
+    pub(crate) log: Log,
     /// The inserts kept for after the turn (when deferring).
     pub(crate) deferred: Option<(Deferral, Deferred)>,
     /// The next test asked ahead an insert's key may match.
@@ -485,7 +513,7 @@ impl<'a> Foreseen<'a> {
         for (n, &k) in keys.iter().enumerate() {
             let loc = op.locs().get(n).copied().unwrap_or(Location::UNKNOWN);
             let (seen, original) = if unanswered {
-                st.own.entry(k).or_insert(loc);
+                st.log.push((k, loc));
                 (false, Location::UNKNOWN)
             } else {
                 let Some(i) = f.test_of(st.insert_cursor, k) else {
@@ -499,6 +527,7 @@ impl<'a> Foreseen<'a> {
                     (false, Some(&own)) => (true, own),
                     (false, None) => {
                         st.own.insert(k, loc);
+                        st.log.push((k, loc));
                         (false, Location::UNKNOWN)
                     }
                 }
@@ -549,7 +578,10 @@ impl Store for Foreseen<'_> {
             for (i, &k) in keys.iter().enumerate() {
                 if !out.seen[i] {
                     let loc = op.locs().get(i).copied().unwrap_or(Location::UNKNOWN);
-                    st.own.entry(k).or_insert(loc);
+                    if let Entry::Vacant(e) = st.own.entry(k) {
+                        e.insert(loc);
+                        st.log.push((k, loc));
+                    }
                 }
             }
             return Ok(());

@@ -298,7 +298,7 @@ impl Worker {
         if let Some((_, d)) = st.deferred {
             self.deferred = d;
         }
-        recent.pass(job.seq, st.own);
+        recent.pass(job.seq, st.log);
         self.foresight = f;
         r
     }
