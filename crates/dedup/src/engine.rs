@@ -144,19 +144,16 @@ impl Engine {
         self.scratch.near.forget_ahead();
     }
 
-    /// Near mode, ahead of the planned chunk's turn: decides it against `store`
-    /// (the store as it was, nothing inserted) and keeps the decision, which the
-    /// turn's [`Self::decide`] checks, judging again only what changed
-    /// (`policy::near::speculation`).
+    /// Near mode, ahead of the planned chunk's turn: runs `decide` (a
+    /// [`Self::decide`] against the store as it was, nothing inserted) and keeps
+    /// its decision, which the turn's decision checks, judging again only what
+    /// changed (`policy::near::speculation`).
     pub fn judge_ahead(
         &mut self,
-        ctx: ChunkContext,
-        store: &dyn Store,
-        opts: &Options,
-        state: &RunState,
+        decide: impl FnOnce(&mut Self) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
         self.scratch.near.speculate();
-        let r = self.decide(ctx, store, opts, state);
+        let r = decide(self);
         self.scratch.near.end_speculation(r.is_ok());
         r
     }

@@ -256,7 +256,9 @@ impl Worker {
             let sight = Sight::Corrected(&self.foresight);
             let seen = Foreseen::new(store, sight).speculating(near_insert_round(id));
             // A failure here leaves the chunk to be judged whole in its turn.
-            let _ = self.engine.judge_ahead(ctx, &seen, opts, run.state);
+            let _ = self
+                .engine
+                .judge_ahead(|e| e.decide(ctx, &seen, opts, run.state));
         }
     }
 
