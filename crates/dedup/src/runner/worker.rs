@@ -241,7 +241,6 @@ impl Worker {
             // Exact mode splits its ordered step by store block instead.
             (None, None) => Err(StoreError::Unsupported("exact mode asked ahead".into())),
         };
-        drop(ahead);
         self.foresight.ready = r.is_ok();
         // Near mode judges the chunk ahead too; its turn checks the judgement
         // (`policy::near::speculation`). Record numbers, which feedback mode's
