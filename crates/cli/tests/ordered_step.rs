@@ -159,8 +159,17 @@ fn near_asked_ahead_gives_the_one_thread_outputs() {
         let copy = String::from_utf8_lossy(doc).replace("<p>\n", "<p>\nvariant\n");
         copy.into_bytes()
     });
-    for (i, extra) in [&["-n"][..], &["-n", "-f"]].iter().enumerate() {
-        let one = one_and_many("dedup", &input, dir.path(), i, extra, false);
+    // The insert round follows the turn in block lanes, answered unasked there:
+    // on the default store and on a store directory, located (`-f`) or not,
+    // with onion's rules (no paragraph keys, smoothing).
+    let variants: [(&[&str], bool); 4] = [
+        (&["-n"], false),
+        (&["-n", "-f"], false),
+        (&["-n"], true),
+        (&["-n", "--near-rules", "onion"], false),
+    ];
+    for (i, (extra, stored)) in variants.into_iter().enumerate() {
+        let one = one_and_many("dedup", &input, dir.path(), i, extra, stored);
         let judged = lines_of(&one, ".dd")
             .iter()
             .filter(|(_, l)| !l.contains("status=\"K\""))

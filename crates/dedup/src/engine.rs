@@ -144,6 +144,20 @@ impl Engine {
         self.scratch.near.forget_ahead();
     }
 
+    /// Near mode, ahead of the planned chunk's turn: runs `decide` (a
+    /// [`Self::decide`] against the store as it was, nothing inserted) and keeps
+    /// its decision, which the turn's decision checks, judging again only what
+    /// changed (`policy::near::speculation`).
+    pub fn judge_ahead(
+        &mut self,
+        decide: impl FnOnce(&mut Self) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        self.scratch.near.speculate();
+        let r = decide(self);
+        self.scratch.near.end_speculation(r.is_ok());
+        r
+    }
+
     /// Decides the planned chunk against `store` ([`decide`]).
     pub fn decide(
         &mut self,

@@ -37,6 +37,10 @@ use webdedup_store::{BatchId, Location, Store, StoreError};
 /// Request ids a chunk may use: `decide` numbers its rounds from `seq` upwards.
 pub const REQUESTS_PER_CHUNK: u64 = 8;
 
+/// The round of near mode's inserts (its last request; the policy judges
+/// nothing by its answers, so the runner may answer it unasked).
+pub const NEAR_INSERT_ROUND: u64 = 4;
+
 /// The identity of a chunk's first store request: the same for the same input file
 /// (relative path) and chunk index in every run, so a remote store can recognise a
 /// retried chunk (see [`BatchId`]).
@@ -347,6 +351,7 @@ pub fn decide(
             round(3),
             located,
         )?;
+        s.near.note_inputs(&s.doc_seen);
     }
 
     for (i, doc) in plan.docs.iter().enumerate() {
@@ -376,9 +381,16 @@ pub fn decide(
                     };
                 }
             }
+            s.near.end_doc(i);
             continue;
         }
         if let Some(n) = opts.near() {
+            // Judged ahead of the turn (several threads): only what changed.
+            if s.near.stands(plan, i) {
+                s.near.stand(plan, i, out);
+                continue;
+            }
+            s.near.start_doc(plan, i);
             s.near.judge_doc(plan, i, n, record_of, &mut out.originals);
         }
         let paras = &plan.paras[doc.paras.clone()];
@@ -429,7 +441,9 @@ pub fn decide(
     }
 
     if opts.near().is_some() {
-        s.near.insert_round(store, round(4), located)?;
+        s.near.note_results(out);
+        s.near
+            .insert_round(store, round(NEAR_INSERT_ROUND), located)?;
     }
     Ok(())
 }

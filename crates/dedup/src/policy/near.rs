@@ -18,10 +18,12 @@
 //! the store document by document, and outputs do not depend on chunking.
 
 mod key_paras;
+mod speculation;
 
 use crate::options::{NearOptions, NearRules};
 use crate::plan::{ngram_key, ChunkPlan};
-use key_paras::KeyParas;
+pub(crate) use key_paras::KeyParas;
+use speculation::{Check, Speculation};
 use std::hash::Hasher;
 use std::ops::Range;
 use webdedup_store::{BatchId, Location, Store, StoreError};
@@ -63,6 +65,16 @@ pub struct NearScratch {
     doc_ngrams: Vec<Range<usize>>,
     /// `keys` were built ahead of the chunk's turn ([`Self::build_ahead`]).
     prebuilt: bool,
+    /// Per document: its n-grams in `keys` as built ahead.
+    built: Vec<Range<usize>>,
+    /// Per document: its n-grams in `insert`.
+    segments: Vec<Range<usize>>,
+    /// The chunk judged ahead of its turn, and its check in the turn
+    /// ([`speculation`]).
+    spec: Speculation,
+    check: Check,
+    /// The decision being made is the one ahead of the turn.
+    speculating: bool,
     /// N-grams kept by earlier documents of this chunk, with their paragraphs.
     chunk_kept: KeyParas,
     /// A filter over `chunk_kept`'s keys: most n-grams were not kept earlier in
@@ -101,6 +113,7 @@ impl NearScratch {
         ahead: &mut Vec<u64>,
     ) {
         self.build_keys(plan, live, n);
+        self.built.clone_from(&self.doc_ngrams);
         self.prebuilt = true;
         ahead.clear();
         let long = |j: usize| plan.paras[j].long && !plan.paras[j].tokens.is_empty();
@@ -112,6 +125,7 @@ impl NearScratch {
     /// Forgets n-grams built ahead ([`Self::build_ahead`]) for an earlier chunk.
     pub fn forget_ahead(&mut self) {
         self.prebuilt = false;
+        self.spec.valid = false;
     }
 
     /// The n-grams of the documents for which `ask(i)` holds, into `keys`.
@@ -142,12 +156,13 @@ impl NearScratch {
         id: BatchId,
         located: bool,
     ) -> Result<(), StoreError> {
-        if std::mem::take(&mut self.prebuilt) {
-            for (i, r) in self.doc_ngrams.iter_mut().enumerate() {
-                if !ask(i) {
-                    *r = r.start..r.start;
-                }
-            }
+        if self.prebuilt {
+            // Judged ahead, the chunk is decided again in its turn.
+            self.prebuilt = self.speculating;
+            self.doc_ngrams.clear();
+            let built = self.built.iter().enumerate();
+            let asked = built.map(|(i, r)| if ask(i) { r.clone() } else { r.start..r.start });
+            self.doc_ngrams.extend(asked);
         } else {
             self.build_keys(plan, ask, n);
         }
@@ -156,6 +171,8 @@ impl NearScratch {
         self.kept_filter.clear();
         self.insert.clear();
         self.insert_locs.clear();
+        self.segments.clear();
+        self.segments.resize(plan.docs.len(), 0..0);
         self.tested.clear();
         let para_dup = &self.para_dup;
         for r in paras_ngrams(plan, &self.doc_ngrams, n, |j| judged(plan, para_dup, j)) {
@@ -260,6 +277,9 @@ impl NearScratch {
     /// Where an earlier document of the chunk kept n-gram `k`, if one did.
     #[inline]
     fn kept_earlier(&self, k: u64) -> Option<u32> {
+        if self.check.on {
+            return self.kept_earlier_checked(k);
+        }
         if !self.kept_filter.may_hold(k) {
             return None;
         }
@@ -280,6 +300,7 @@ impl NearScratch {
         let doc = &plan.docs[d];
         let t = doc_tokens(plan, doc.paras.clone());
         let ngrams = self.doc_ngrams[d].clone();
+        let first = self.insert.len();
         for (i, j) in doc.paras.clone().enumerate() {
             if !keep[i] {
                 continue;
@@ -293,10 +314,16 @@ impl NearScratch {
                 }
                 self.insert.push(k);
                 self.insert_locs.push(record_of(j));
-                self.chunk_kept.get_or_insert(k, j as u32);
-                self.kept_filter.add(k);
+                if self.check.on {
+                    self.insert_checked(k, j as u32);
+                } else {
+                    self.chunk_kept.get_or_insert(k, j as u32);
+                    self.kept_filter.add(k);
+                }
             }
         }
+        self.segments[d] = first..self.insert.len();
+        self.end_doc(d);
     }
 
     /// Round 5: inserts the kept n-grams.

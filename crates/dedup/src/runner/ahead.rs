@@ -5,48 +5,72 @@
 //! chunks insert. So a chunk can ask its tests before its turn, in parallel with
 //! other chunks: a key found then is found for good, with the same first
 //! location; a key not found may since have been inserted by the chunks that were
-//! still ahead of it. In its turn each chunk leaves the keys it inserted new
+//! still ahead of it. In its turn each chunk leaves the keys it inserted
 //! ([`Recent`]), and a chunk corrects its early answers by those of the chunks it
 //! did not wait for ([`Foresight::patch`]): exactly the store's answers in its
-//! turn. MinHash mode asks its test round ahead and judges in its turn (its
-//! decisions add to the side store, in input order). Near mode asks ahead the
-//! n-grams its test round may ask (it builds them ahead too) and judges in its
-//! turn, where its test round is answered from those ([`Sight::Corrected`]).
-//! A chunk decided whole ahead (measured slower for near mode, no mode does so
-//! now) keeps its decisions when no answer changed: its turn only sends the
-//! inserts ([`Sight::Stood`]). Every answer is a one-thread run's, so every
-//! output is too.
+//! turn. MinHash mode asks its test round ahead; near mode asks ahead the n-grams
+//! its test round may ask (it builds them ahead too). Both judge in the turn,
+//! where the test round is answered from the corrected answers
+//! ([`Sight::Corrected`]). Every answer is a one-thread run's, so every output
+//! is too. Near mode (without feedback) also judges the chunk ahead, on the
+//! answers it has then and its exact rounds asked as tests
+//! ([`Foreseen::speculating`]); its turn judges again only the documents whose
+//! inputs changed (`policy::near::speculation`).
 //!
-//! MinHash mode also moves its insert round out of the gate ([`Foreseen`]
-//! deferring, [`Deferred`]): every key it inserts was tested ahead in the same
-//! chunk, so in its turn the chunk knows each insert's answer without the store
-//! (found if the corrected test found it, or an earlier insert of the chunk
-//! did), hands its new keys to [`Recent`] and leaves the gate; the inserts
-//! follow in block lanes (`super::lanes`), each block still seeing its keys in
-//! input order. The store then lags the gate, so [`Recent`] counts two things:
-//! the chunks that passed the gate (their logs) and the chunks whose inserts are
-//! all in the store (`stored`, in input order: a chunk's last lane turn follows
-//! every earlier chunk's in that lane). A chunk asking ahead takes the stored
-//! count as its watermark: every key of the chunks before it is in the store,
-//! and the keys of the chunks from it to the asking one, which may or may not be
-//! there yet, are all in the logs by the asking chunk's turn. A key found ahead
-//! is found for good with its first location, even from a chunk whose inserts
-//! are half done: within a block slots arrive in input order, so an earlier
-//! first inserter's slot is there before any later owner's. A chunk with nothing
+//! Both modes also move their insert round out of the gate ([`Foreseen`]
+//! deferring, [`Deferred`]): in its turn the chunk answers the round without the
+//! store, hands the keys it inserts to [`Recent`] and leaves the gate; the
+//! inserts follow in block lanes (`super::lanes`), each block still seeing its
+//! keys in input order. MinHash tested ahead every key it inserts, in the same
+//! order ([`Deferral::Answered`]): an insert is found if the corrected test found
+//! it, or an earlier insert of the chunk did, and its log holds the keys it
+//! inserted new. Near mode also inserts n-grams it never tested (those of short
+//! kept paragraphs), but judges nothing by its insert round's answers
+//! ([`Deferral::Unanswered`]): the round is answered "new" unasked, its log holds
+//! every key it inserts (new or not) with the location it was inserted with,
+//! and the store's own answers replace the given ones in the chunk's journal
+//! record once the lanes have sent the round ([`Deferred::send`]). A log that
+//! holds keys the store had already still corrects exactly: a key an asking
+//! chunk did not find ahead was inserted by none of the chunks before its
+//! watermark (below), so it is in the store in its turn if and only if one of
+//! the chunks whose logs it reads inserted it, and the first of those logs to
+//! hold it has its first location.
+//!
+//! The store then lags the gate, so [`Recent`] counts two things: the chunks
+//! that passed the gate (their logs) and the chunks whose inserts are all in the
+//! store (`stored`, in input order: a chunk's last lane turn follows every
+//! earlier chunk's in that lane). A chunk asking ahead takes the stored count as
+//! its watermark: every key of the chunks before it is in the store, and the
+//! keys of the chunks from it to the asking one, which may or may not be there
+//! yet, are all in the logs by the asking chunk's turn. A key found ahead is
+//! found for good with its first location, even from a chunk whose inserts are
+//! half done: within a block slots arrive in input order, so an earlier first
+//! inserter's slot is there before any later owner's. A chunk with nothing
 //! usable asked ahead ([`Sight::Blind`]) waits in its turn until every earlier
 //! chunk's inserts are stored and asks the store itself.
 
 use parking_lot::{Condvar, Mutex};
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::hash::BuildHasherDefault;
 use std::ops::Range;
 use std::sync::Arc;
 use webdedup_store::{Answer, BatchId, Location, Op, Request, Store, StoreError};
 
-use crate::policy::near::KeyHasher;
+use crate::policy::near::{KeyHasher, KeyParas};
 
 /// Keys a chunk inserted new, with the locations they were inserted with.
 pub(crate) type NewKeys = HashMap<u64, Location, BuildHasherDefault<KeyHasher>>;
+
+/// The keys a chunk inserted (new ones, or with [`Deferral::Unanswered`] every
+/// key its round inserts), with the locations they were inserted with, in
+/// order: a key's first entry has its first location. A plain list, built in
+/// the turn at the cost of a push; the chunks that read it look its keys up in
+/// the map of their own unanswered tests, built ahead ([`Foresight::patch`]).
+pub(crate) type Log = Vec<(u64, Location)>;
+
+/// No earlier test of the same key ([`Foresight`]'s `prev`).
+const NO_TEST: u32 = u32::MAX;
 
 /// How many chunks have passed the commit gate and how many have their inserts
 /// in the store, and the keys the last few inserted new.
@@ -67,7 +91,7 @@ struct RecentState {
     stored: u64,
     /// Chunks after `stored` whose inserts are done (reported out of order).
     stored_early: BTreeSet<u64>,
-    logs: VecDeque<(u64, Arc<NewKeys>)>,
+    logs: VecDeque<(u64, Arc<Log>)>,
 }
 
 impl Recent {
@@ -122,7 +146,7 @@ impl Recent {
     }
 
     /// Chunk `seq`'s turn is over; `new` are the keys it inserted new.
-    pub(crate) fn pass(&self, seq: u64, new: NewKeys) {
+    pub(crate) fn pass(&self, seq: u64, new: Log) {
         let mut s = self.state.lock();
         debug_assert_eq!(s.passed, seq, "chunks pass in input order");
         s.passed = seq + 1;
@@ -133,7 +157,7 @@ impl Recent {
     }
 
     /// The logs of chunks `from..to`, in order; `None` when some are no longer kept.
-    fn since(&self, from: u64, to: u64) -> Option<Vec<Arc<NewKeys>>> {
+    fn since(&self, from: u64, to: u64) -> Option<Vec<Arc<Log>>> {
         let s = self.state.lock();
         if from >= to {
             return Some(Vec::new());
@@ -152,24 +176,12 @@ impl Recent {
     }
 }
 
-/// A request asked ahead: its identity, operation and keys (a range of
-/// [`Foresight`]'s vectors).
-struct Asked {
-    id: Option<BatchId>,
-    keys: Range<usize>,
-    inserts: bool,
-    located: bool,
-}
-
-/// One chunk's requests asked ahead, with the store's answers then (`pure`) and
-/// the answers given (the chunk's own earlier inserts laid over them).
+/// One chunk's tests asked ahead, with the store's answers then, corrected by
+/// the logs of the chunks before it.
 #[derive(Default)]
 pub(crate) struct Foresight {
     /// Whether this chunk was asked ahead at all.
     pub(crate) ready: bool,
-    /// Whether the chunk was decided ahead (near mode): its decisions stand if
-    /// no answer changed.
-    pub(crate) decided: bool,
     /// Chunks before this one had their inserts stored when it asked.
     watermark: u64,
     /// The answers are corrected by the logs of the chunks before this one.
@@ -178,43 +190,35 @@ pub(crate) struct Foresight {
     changed: usize,
     /// A log needed was gone: nothing asked ahead may be used.
     gone: bool,
-    asked: Vec<Asked>,
     keys: Vec<u64>,
-    /// A located insert's locations, one a key (unknown for other requests).
-    locs: Vec<Location>,
-    pure: Vec<bool>,
-    pure_originals: Vec<Location>,
     seen: Vec<bool>,
+    /// A seen key's first location (unknown for tests that do not ask it).
     originals: Vec<Location>,
-    /// Keys the chunk's inserting requests would insert new.
-    own: NewKeys,
-    test_only: Vec<bool>,
+    /// Each key not found ahead, with its last test; `prev` chains a test to
+    /// the one before it of the same key ([`NO_TEST`]: none).
+    unseen: KeyParas,
+    prev: Vec<u32>,
 }
 
 impl Foresight {
-    /// Forgets the last chunk's requests; the next are asked against the store
-    /// as it is now.
+    /// Forgets the last chunk's tests; the next are asked against the store as
+    /// it is now.
     pub(crate) fn start(&mut self, recent: &Recent) {
         self.ready = true;
-        self.decided = false;
         self.watermark = recent.watermark();
         self.patched = self.watermark;
         self.changed = 0;
         self.gone = false;
-        self.asked.clear();
         self.keys.clear();
-        self.locs.clear();
-        self.pure.clear();
-        self.pure_originals.clear();
         self.seen.clear();
         self.originals.clear();
-        self.own.clear();
-        self.test_only.clear();
+        self.unseen.clear(1 << 12);
+        self.prev.clear();
     }
 
     /// In chunk `seq`'s turn: corrects the answers by the keys the chunks it did
-    /// not wait for inserted new. How many answers changed (`None`: the logs
-    /// needed are gone, nothing asked ahead may be used).
+    /// not wait for inserted. How many answers changed (`None`: the logs needed
+    /// are gone, nothing asked ahead may be used).
     pub(crate) fn patch(&mut self, recent: &Recent, seq: u64) -> Option<usize> {
         if !self.ready {
             return None;
@@ -242,14 +246,18 @@ impl Foresight {
             return;
         };
         self.patched = to;
-        for (i, &k) in self.keys.iter().enumerate() {
-            if self.pure[i] {
-                continue;
-            }
-            if let Some(&loc) = logs.iter().find_map(|l| l.get(&k)) {
-                self.pure[i] = true;
-                self.pure_originals[i] = loc;
-                self.changed += 1;
+        // Logs in input order, each in its order: a test takes the first
+        // location its key was inserted with.
+        for &(k, loc) in logs.iter().flat_map(|l| l.iter()) {
+            let mut at = self.unseen.get(k).unwrap_or(NO_TEST);
+            while at != NO_TEST {
+                let i = at as usize;
+                if !self.seen[i] {
+                    self.seen[i] = true;
+                    self.originals[i] = loc;
+                    self.changed += 1;
+                }
+                at = self.prev[i];
             }
         }
     }
@@ -257,58 +265,12 @@ impl Foresight {
     /// The first test asked ahead of key `k`, from the `from`th key asked on
     /// (a chunk's later requests ask their keys in the order its tests did).
     fn test_of(&self, from: usize, k: u64) -> Option<usize> {
-        (from..self.keys.len()).find(|&i| self.test_only[i] && self.keys[i] == k)
-    }
-
-    /// The keys the chunk inserts new, once its answers stood ([`Self::patch`]
-    /// changed none).
-    pub(crate) fn take_own(&mut self) -> NewKeys {
-        std::mem::take(&mut self.own)
-    }
-
-    /// Sends the chunk's requests again to `store` (in its turn, when no answer
-    /// changed): the inserting ones to be done, the tests to be answered as
-    /// before by a [`Foreseen`] below `store`.
-    pub(crate) fn replay(&self, store: &dyn Store) -> Result<(), StoreError> {
-        let mut answer = (Vec::new(), Vec::new());
-        for a in &self.asked {
-            let keys = &self.keys[a.keys.clone()];
-            let op = match (a.inserts, a.located) {
-                (true, true) => Op::TestAndInsertLocated(&self.locs[a.keys.clone()]),
-                (true, false) => Op::TestAndInsert,
-                (false, true) => Op::TestLocated,
-                (false, false) => Op::Test,
-            };
-            ask_again(
-                store,
-                a.id,
-                keys,
-                op,
-                &self.seen[a.keys.clone()],
-                &mut answer,
-            )?;
-        }
-        Ok(())
+        (from..self.keys.len()).find(|&i| self.keys[i] == k)
     }
 }
 
-/// Asks `store` a request whose answers are known already (`want`, checked in
-/// debug builds).
-fn ask_again(
-    store: &dyn Store,
-    id: Option<BatchId>,
-    keys: &[u64],
-    op: Op<'_>,
-    want: &[bool],
-    (seen, originals): &mut (Vec<bool>, Vec<Location>),
-) -> Result<(), StoreError> {
-    store.ask(Request::new(id, keys, op)?, &mut Answer { seen, originals })?;
-    debug_assert_eq!(seen[..], want[..], "an answer known before");
-    Ok(())
-}
-
-/// The store as a chunk asked ahead sees it: tests only (nothing inserted), the
-/// chunk's own earlier inserts laid over the answers, every request recorded.
+/// The store as a chunk asked ahead sees it: tests only, every answer recorded
+/// in a [`Foresight`].
 pub(crate) struct Ahead<'a> {
     pub(crate) inner: &'a dyn Store,
     pub(crate) sight: Mutex<&'a mut Foresight>,
@@ -317,49 +279,35 @@ pub(crate) struct Ahead<'a> {
 impl Store for Ahead<'_> {
     fn ask(&self, req: Request<'_>, out: &mut Answer<'_>) -> Result<(), StoreError> {
         let (keys, op) = (req.keys(), req.op());
-        let located = op.located();
-        let test = if located { Op::TestLocated } else { Op::Test };
-        self.inner.ask(Request::new(None, keys, test)?, out)?;
+        if op.inserts() {
+            // Only earlier chunks insert before a chunk's turn.
+            return Err(StoreError::Unsupported(
+                "an insert asked ahead of the chunk's turn".into(),
+            ));
+        }
+        self.inner.ask(Request::new(None, keys, op)?, out)?;
         let mut guard = self.sight.lock();
         let f = &mut **guard;
-        let start = f.keys.len();
+        if f.keys.is_empty() {
+            // Sized once for the chunk's tests (growing rehashes every key).
+            f.unseen.clear(keys.len());
+        }
+        for (n, (&k, &seen)) in keys.iter().zip(out.seen.iter()).enumerate() {
+            let i = (f.keys.len() + n) as u32;
+            if seen {
+                f.prev.push(NO_TEST);
+            } else {
+                f.prev.push(f.unseen.get(k).unwrap_or(NO_TEST));
+                f.unseen.set(k, i);
+            }
+        }
         f.keys.extend_from_slice(keys);
-        f.pure.extend_from_slice(out.seen);
-        if located {
-            f.pure_originals.extend_from_slice(out.originals);
-        } else {
-            f.pure_originals.resize(f.keys.len(), Location::UNKNOWN);
-        }
-        f.test_only.resize(f.keys.len(), !op.inserts());
-        match op {
-            Op::TestAndInsertLocated(locs) => f.locs.extend_from_slice(locs),
-            _ => f.locs.resize(f.keys.len(), Location::UNKNOWN),
-        }
-        for (i, &k) in keys.iter().enumerate() {
-            if out.seen[i] {
-                continue;
-            }
-            if let Some(&loc) = f.own.get(&k) {
-                out.seen[i] = true;
-                if located {
-                    out.originals[i] = loc;
-                }
-            } else if op.inserts() {
-                f.own.insert(k, f.locs[start + i]);
-            }
-        }
         f.seen.extend_from_slice(out.seen);
-        if located {
+        if op.located() {
             f.originals.extend_from_slice(out.originals);
         } else {
             f.originals.resize(f.keys.len(), Location::UNKNOWN);
         }
-        f.asked.push(Asked {
-            id: req.id(),
-            keys: start..f.keys.len(),
-            inserts: op.inserts(),
-            located,
-        });
         Ok(())
     }
 
@@ -368,20 +316,29 @@ impl Store for Ahead<'_> {
 
 /// How a [`Foreseen`] answers tests.
 pub(crate) enum Sight<'a> {
-    /// As asked ahead (the answers stood): the chunk's requests come again in
-    /// the same order.
-    Stood(&'a Foresight),
     /// From the corrected answers, the chunk's inserts in its turn laid over
-    /// them: the chunk is decided again and may test fewer keys.
+    /// them.
     Corrected(&'a Foresight),
     /// From the store (nothing usable was asked ahead).
     Blind,
 }
 
+/// Which inserts a [`Foreseen`] keeps for after the chunk's turn.
+#[derive(Clone, Copy)]
+pub(crate) enum Deferral {
+    /// Every insert, answered from the corrected tests: the chunk tested ahead
+    /// every key it inserts, in the same order (MinHash's band keys).
+    Answered,
+    /// The request with this identity only, answered "new" without asking: the
+    /// policy judges nothing by its answers (near mode's insert round, the
+    /// chunk's last request). The store's answers replace them after the turn.
+    Unanswered(BatchId),
+}
+
 /// The store in a chunk's turn: inserts go to the store, or with
-/// [`Foreseen::deferring`] are answered from the corrected tests and kept for
-/// after the turn (the keys inserted new are collected for [`Recent`]); tests
-/// are answered from what was asked ahead ([`Sight`]).
+/// [`Foreseen::deferring`] are answered without it and kept for after the turn
+/// (the keys inserted are collected for [`Recent`]); tests are answered from
+/// what was asked ahead ([`Sight`]).
 pub(crate) struct Foreseen<'a> {
     pub(crate) inner: &'a dyn Store,
     pub(crate) sight: Sight<'a>,
@@ -395,22 +352,27 @@ pub(crate) struct ForeseenState {
     cursor: usize,
     /// A test key was not found ahead: later tests go to the store.
     lost: bool,
-    /// Keys inserted new in the chunk's turn (not collected when the answers stood).
-    pub(crate) own: NewKeys,
+    /// Keys the chunk inserted new (so far), for its later requests' answers.
+    own: NewKeys,
+    /// The chunk's [`Log`] for [`Recent`].
+    pub(crate) log: Log,
     /// The inserts kept for after the turn (when deferring).
-    pub(crate) deferred: Option<Deferred>,
+    pub(crate) deferred: Option<(Deferral, Deferred)>,
     /// The next test asked ahead an insert's key may match.
     insert_cursor: usize,
+    /// Ahead of the turn, the insert round of near mode's chunk judged whole
+    /// ([`Foreseen::speculating`]).
+    speculative: Option<BatchId>,
 }
 
-/// A chunk's inserting requests, answered in its turn and sent to the store
-/// after it ([`super::worker::Worker::insert_deferred`]).
+/// A chunk's deferred inserting requests, answered in its turn and sent to the
+/// store after it ([`super::worker::Worker::insert_deferred`]).
 #[derive(Default)]
 pub(crate) struct Deferred {
     pub(crate) requests: Vec<DeferredRequest>,
     pub(crate) keys: Vec<u64>,
     pub(crate) locs: Vec<Location>,
-    /// The answers given in the turn, which the store must give again.
+    /// The answers given in the turn; after [`Deferred::send`], the store's.
     pub(crate) seen: Vec<bool>,
 }
 
@@ -418,6 +380,9 @@ pub(crate) struct DeferredRequest {
     pub(crate) id: BatchId,
     pub(crate) keys: Range<usize>,
     pub(crate) located: bool,
+    /// Answered without asking ([`Deferral::Unanswered`]): the store's answers
+    /// may differ from the given ones.
+    pub(crate) unanswered: bool,
 }
 
 impl Deferred {
@@ -433,10 +398,17 @@ impl Deferred {
         self.requests.first().map(|r| r.id)
     }
 
-    /// Sends the requests to `store`, in order; its answers are the ones given
-    /// in the chunk's turn (checked in debug builds).
-    pub(crate) fn send(&self, store: &dyn Store) -> Result<(), StoreError> {
-        let mut answer = (Vec::new(), Vec::new());
+    /// Whether some request was answered without asking: its answers in the
+    /// chunk's journal record are the store's, from [`Self::send`].
+    pub(crate) fn unanswered(&self) -> bool {
+        self.requests.iter().any(|r| r.unanswered)
+    }
+
+    /// Sends the requests to `store`, in order. A request answered from the
+    /// tests gets the answers given in the chunk's turn (checked in debug
+    /// builds); one answered without asking keeps the store's in `seen`.
+    pub(crate) fn send(&mut self, store: &dyn Store) -> Result<(), StoreError> {
+        let (mut seen, mut originals) = (Vec::new(), Vec::new());
         for r in &self.requests {
             let keys = &self.keys[r.keys.clone()];
             let op = if r.located {
@@ -444,8 +416,17 @@ impl Deferred {
             } else {
                 Op::TestAndInsert
             };
-            let want = &self.seen[r.keys.clone()];
-            ask_again(store, Some(r.id), keys, op, want, &mut answer)?;
+            let answer = &mut Answer {
+                seen: &mut seen,
+                originals: &mut originals,
+            };
+            store.ask(Request::new(Some(r.id), keys, op)?, answer)?;
+            let given = &mut self.seen[r.keys.clone()];
+            if r.unanswered {
+                given.copy_from_slice(&seen);
+            } else {
+                debug_assert_eq!(seen[..], given[..], "an answer known before");
+            }
         }
         Ok(())
     }
@@ -460,18 +441,67 @@ impl<'a> Foreseen<'a> {
         }
     }
 
-    /// Inserts are not sent but answered from the corrected tests (every key a
-    /// request inserts was tested ahead by the chunk, in the same order) and
-    /// kept in `buffers` (cleared). Only with [`Sight::Corrected`].
-    pub(crate) fn deferring(self, mut buffers: Deferred) -> Self {
+    /// Inserts (`how` says which) are not sent but answered without the store
+    /// and kept in `buffers` (cleared). Only with [`Sight::Corrected`].
+    pub(crate) fn deferring(self, how: Deferral, mut buffers: Deferred) -> Self {
         debug_assert!(matches!(self.sight, Sight::Corrected(_)));
         buffers.clear();
-        self.state.lock().deferred = Some(buffers);
+        self.state.lock().deferred = Some((how, buffers));
         self
     }
 
+    /// Ahead of the chunk's turn (near mode judging it whole; nothing may be
+    /// inserted yet): the insert round `round` is answered "new" unasked, other
+    /// inserts are asked as tests, the chunk's earlier keys laid over them.
+    pub(crate) fn speculating(self, round: BatchId) -> Self {
+        self.state.lock().speculative = Some(round);
+        self
+    }
+
+    /// An insert ahead of the turn ([`Self::speculating`]).
+    fn speculate(
+        &self,
+        st: &mut ForeseenState,
+        round: BatchId,
+        req: &Request<'_>,
+        out: &mut Answer<'_>,
+    ) -> Result<(), StoreError> {
+        let (keys, op) = (req.keys(), req.op());
+        if req.id() == Some(round) {
+            out.seen.clear();
+            out.seen.resize(keys.len(), false);
+            if op.located() {
+                out.originals.clear();
+                out.originals.resize(keys.len(), Location::UNKNOWN);
+            }
+            return Ok(());
+        }
+        let test = if op.located() {
+            Op::TestLocated
+        } else {
+            Op::Test
+        };
+        self.inner.ask(Request::new(None, keys, test)?, out)?;
+        for (i, &k) in keys.iter().enumerate() {
+            if out.seen[i] {
+                continue;
+            }
+            if let Some(&loc) = st.own.get(&k) {
+                out.seen[i] = true;
+                if op.located() {
+                    out.originals[i] = loc;
+                }
+            } else {
+                let loc = op.locs().get(i).copied().unwrap_or(Location::UNKNOWN);
+                st.own.insert(k, loc);
+            }
+        }
+        Ok(())
+    }
+
     /// Answers an insert from the corrected tests and the chunk's own earlier
-    /// inserts, and keeps it for after the turn.
+    /// inserts, or as new ([`Deferral::Unanswered`]), and keeps it for after the
+    /// turn.
     fn defer(
         f: &Foresight,
         st: &mut ForeseenState,
@@ -484,26 +514,33 @@ impl<'a> Foreseen<'a> {
                 "an insert without identity kept for after the turn".into(),
             ));
         };
-        let d = st.deferred.as_mut().expect("deferring");
+        let (how, d) = st.deferred.as_mut().expect("deferring");
+        let unanswered = matches!(how, Deferral::Unanswered(_));
         let start = d.keys.len();
         out.seen.clear();
         if op.located() {
             out.originals.clear();
         }
         for (n, &k) in keys.iter().enumerate() {
-            let Some(i) = f.test_of(st.insert_cursor, k) else {
-                return Err(StoreError::Unsupported(
-                    "an insert of a key the chunk did not test ahead".into(),
-                ));
-            };
-            st.insert_cursor = i;
             let loc = op.locs().get(n).copied().unwrap_or(Location::UNKNOWN);
-            let (seen, original) = match (f.pure[i], st.own.get(&k)) {
-                (true, _) => (true, f.pure_originals[i]),
-                (false, Some(&own)) => (true, own),
-                (false, None) => {
-                    st.own.insert(k, loc);
-                    (false, Location::UNKNOWN)
+            let (seen, original) = if unanswered {
+                st.log.push((k, loc));
+                (false, Location::UNKNOWN)
+            } else {
+                let Some(i) = f.test_of(st.insert_cursor, k) else {
+                    return Err(StoreError::Unsupported(
+                        "an insert of a key the chunk did not test ahead".into(),
+                    ));
+                };
+                st.insert_cursor = i;
+                match (f.seen[i], st.own.get(&k)) {
+                    (true, _) => (true, f.originals[i]),
+                    (false, Some(&own)) => (true, own),
+                    (false, None) => {
+                        st.own.insert(k, loc);
+                        st.log.push((k, loc));
+                        (false, Location::UNKNOWN)
+                    }
                 }
             };
             out.seen.push(seen);
@@ -521,8 +558,18 @@ impl<'a> Foreseen<'a> {
             id,
             keys: start..d.keys.len(),
             located: op.located(),
+            unanswered,
         });
         Ok(())
+    }
+
+    /// Whether an inserting request `id` is kept for after the turn.
+    fn defers(st: &ForeseenState, id: Option<BatchId>) -> bool {
+        match &st.deferred {
+            Some((Deferral::Answered, _)) => true,
+            Some((Deferral::Unanswered(round), _)) => id == Some(*round),
+            None => false,
+        }
     }
 }
 
@@ -532,25 +579,28 @@ impl Store for Foreseen<'_> {
         let mut st = self.state.lock();
         let st = &mut *st;
         if op.inserts() {
-            if let (true, Sight::Corrected(f)) = (st.deferred.is_some(), &self.sight) {
+            if let Some(round) = st.speculative {
+                return self.speculate(st, round, &req, out);
+            }
+            if let (true, Sight::Corrected(f)) = (Self::defers(st, req.id()), &self.sight) {
                 return Self::defer(f, st, &req, out);
             }
             self.inner.ask(req, out)?;
-            if !matches!(self.sight, Sight::Stood(_)) {
-                for (i, &k) in keys.iter().enumerate() {
-                    if !out.seen[i] {
-                        let loc = op.locs().get(i).copied().unwrap_or(Location::UNKNOWN);
-                        st.own.entry(k).or_insert(loc);
+            for (i, &k) in keys.iter().enumerate() {
+                if !out.seen[i] {
+                    let loc = op.locs().get(i).copied().unwrap_or(Location::UNKNOWN);
+                    if let Entry::Vacant(e) = st.own.entry(k) {
+                        e.insert(loc);
+                        st.log.push((k, loc));
                     }
                 }
             }
             return Ok(());
         }
         let f = match self.sight {
-            Sight::Stood(f) | Sight::Corrected(f) if !st.lost => f,
+            Sight::Corrected(f) if !st.lost => f,
             _ => return self.inner.ask(req, out),
         };
-        let stood = matches!(self.sight, Sight::Stood(_));
         out.seen.clear();
         if op.located() {
             out.originals.clear();
@@ -577,12 +627,8 @@ impl Store for Foreseen<'_> {
                 return Ok(());
             };
             st.cursor = i;
-            let (mut seen, mut original) = if stood {
-                (f.seen[i], f.originals[i])
-            } else {
-                (f.pure[i], f.pure_originals[i])
-            };
-            if !seen && !stood {
+            let (mut seen, mut original) = (f.seen[i], f.originals[i]);
+            if !seen {
                 if let Some(&loc) = st.own.get(&k) {
                     (seen, original) = (true, loc);
                 }

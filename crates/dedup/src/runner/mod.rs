@@ -234,10 +234,8 @@ pub fn run_files(
             let lanes = &lanes;
             let ahead = asks_ahead(cfg, dur, state).then(|| Recent::new(workers));
             let ahead = &ahead;
-            // MinHash's insert round, after the gate (see `ahead`): every key it
-            // inserts was tested ahead (near mode's are not).
-            let defers = ahead.is_some() && cfg.options.minhash().is_some();
-            let insert_lanes = defers.then(|| Lanes::new(store, 1));
+            // The insert round, after the gate (see `ahead`).
+            let insert_lanes = ahead.is_some().then(|| Lanes::new(store, 1));
             let insert_lanes = &insert_lanes;
             let commit_gate = Gate::new(RecordCounter::default());
             let write_gate = Gate::new(writer);
@@ -388,12 +386,11 @@ const SPARE_WORKERS: usize = 4;
 /// Whether chunks ask their tests ahead of their turns ([`ahead`]): MinHash mode
 /// (its band-key test round) and near mode (its n-gram test round, the n-grams
 /// built ahead too) on this process's own store (see [`split_by_block`]) without
-/// batch mode's resolved verdicts. MinHash's turn then judges only; its insert
-/// round follows the turn in block lanes ([`lanes`], one round). Deciding near
-/// mode's chunks whole ahead measured slower (2026-11-28, web3, `-t 2`: the run
-/// 7.1-7.9 s of CPU against 4.8-4.9 s, as every key a chunk inserts is asked
-/// twice and a quarter of the chunks are decided again): its judging stays in
-/// the turn.
+/// batch mode's resolved verdicts. The turn then judges only; the insert round
+/// follows the turn in block lanes ([`lanes`], one round). Deciding near mode's
+/// chunks whole ahead measured slower (2026-11-28, web3, `-t 2`: the run 7.1-7.9
+/// s of CPU against 4.8-4.9 s, as every key a chunk inserted was asked twice and
+/// a quarter of the chunks were decided again).
 fn asks_ahead(cfg: &RunConfig, dur: &Durability, state: &RunState) -> bool {
     let tests_ahead = cfg.options.minhash().is_some() || cfg.options.near().is_some();
     tests_ahead && dur.journal.is_some() && state.decided.is_none()

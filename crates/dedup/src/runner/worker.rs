@@ -1,13 +1,13 @@
 //! One thread's worker: the engine on a job, and the chunk's journal record.
 
-use super::ahead::{Ahead, Deferred, Foreseen, Foresight, Recent, Sight};
+use super::ahead::{Ahead, Deferral, Deferred, Foreseen, Foresight, Recent, Sight};
 use super::config::{Durability, RunConfig};
 use super::lanes::{LaneScratch, LaneStore, Lanes};
 use super::order::Job;
 use super::outputs::rel_bytes;
 use crate::engine::{Engine, Rendering};
 use crate::options::Options;
-use crate::policy::{chunk_identity, file_id, ChunkContext};
+use crate::policy::{chunk_identity, file_id, ChunkContext, NEAR_INSERT_ROUND};
 use crate::resume::{encode_tag, Recorder, Replayer};
 use crate::state::RunState;
 use anyhow::{Context, Result};
@@ -15,7 +15,7 @@ use std::sync::atomic::Ordering;
 use webdedup_formats::input::InputFile;
 use webdedup_formats::output::OutputCompression;
 use webdedup_store::journal::encode_record;
-use webdedup_store::{fault, Location, Store, StoreError};
+use webdedup_store::{fault, BatchId, Location, Store, StoreError};
 
 /// What a chunk asked ahead needs besides itself ([`Worker::ahead`],
 /// [`Worker::decide_foreseen`]).
@@ -26,8 +26,8 @@ pub(crate) struct AheadRun<'a> {
     pub(crate) state: &'a RunState,
     pub(crate) dur: &'a Durability<'a>,
     pub(crate) recent: &'a Recent,
-    /// Where the inserts of a chunk whose tests were asked ahead go after its
-    /// turn (MinHash mode); None: they are sent in the turn.
+    /// Where the insert round of a chunk whose tests were asked ahead goes after
+    /// its turn; None: it is sent in the turn.
     pub(crate) insert_lanes: Option<&'a Lanes>,
 }
 
@@ -196,14 +196,13 @@ impl Worker {
         r
     }
 
-    /// Asks the chunk's tests before its turn ([`super::ahead`]): near mode
-    /// decides the whole chunk, MinHash mode asks its test round. A failure here,
-    /// or verdicts recorded by an interrupted run, mean the chunk is decided in
+    /// Asks the chunk's tests before its turn ([`super::ahead`]): near mode's
+    /// n-grams (built ahead too), MinHash mode's band keys. A failure here, or
+    /// verdicts recorded by an interrupted run, mean the chunk asks the store in
     /// its turn.
     pub(crate) fn ahead(&mut self, job: &Job, file: &InputFile, run: &AheadRun) {
-        let (store, opts, state) = (run.store, run.opts, run.state);
-        let (dur, recent) = (run.dur, run.recent);
-        self.foresight.start(recent);
+        let (store, opts, dur) = (run.store, run.opts, run.dur);
+        self.foresight.start(run.recent);
         let recorded = dur
             .recorded
             .and_then(|r| r.get(rel_bytes(&file.rel), job.index));
@@ -211,53 +210,61 @@ impl Worker {
             self.foresight.ready = false;
             return;
         }
-        let ctx = ChunkContext {
-            id: chunk_identity(rel_bytes(&file.rel), job.index),
-            file: file_id(rel_bytes(&file.rel)),
-            // Record numbers only name feedback's originals, never asked ahead.
-            first_record: 1,
-        };
+        let id = chunk_identity(rel_bytes(&file.rel), job.index);
         let ahead = Ahead {
             inner: store,
             sight: parking_lot::Mutex::new(&mut self.foresight),
         };
-        let (mut seen, mut originals) = (Vec::new(), Vec::new());
+        let (mut keys, mut seen, mut originals) = (Vec::new(), Vec::new(), Vec::new());
         let r = match (opts.minhash(), opts.near()) {
             (None, Some(near)) => {
                 // The test round of `policy::near::NearScratch::test_round`, for
                 // every paragraph it may ask about; the n-grams are kept for the turn.
-                let mut keys = Vec::new();
                 self.engine.near_ahead(near.ngram, &mut keys);
                 if opts.feedback() {
-                    ahead.test_located_batch(ctx.id, &keys, &mut seen, &mut originals)
+                    ahead.test_located_batch(id, &keys, &mut seen, &mut originals)
                 } else {
-                    ahead.test_batch(ctx.id, &keys, &mut seen)
+                    ahead.test_batch(id, &keys, &mut seen)
                 }
             }
             (Some(_), _) => {
                 // The test round of `policy::minhash::decide`: every band key of
                 // the live documents.
                 let plan = &self.engine.plan;
-                let mut keys = Vec::new();
                 for d in plan.docs.iter().filter(|d| d.live()) {
                     keys.extend_from_slice(
                         &plan.bands[d.bands.start as usize..d.bands.end as usize],
                     );
                 }
-                ahead.test_located_batch(ctx.id, &keys, &mut seen, &mut originals)
+                ahead.test_located_batch(id, &keys, &mut seen, &mut originals)
             }
-            (None, None) => self.engine.decide(ctx, &ahead, opts, state),
+            // Exact mode splits its ordered step by store block instead.
+            (None, None) => Err(StoreError::Unsupported("exact mode asked ahead".into())),
         };
         self.foresight.ready = r.is_ok();
-        // Only a chunk decided whole ahead (no mode does so now, see
-        // `runner::asks_ahead`) may keep its decisions.
-        self.foresight.decided = r.is_ok() && opts.minhash().is_none() && opts.near().is_none();
+        // Near mode judges the chunk ahead too; its turn checks the judgement
+        // (`policy::near::speculation`). Record numbers, which feedback mode's
+        // judgement names, are counted in the turn.
+        if r.is_ok() && opts.near().is_some() && !opts.feedback() {
+            self.foresight.patch_early(run.recent);
+            let ctx = ChunkContext {
+                id,
+                file: file_id(rel_bytes(&file.rel)),
+                first_record: 1,
+            };
+            let sight = Sight::Corrected(&self.foresight);
+            let seen = Foreseen::new(store, sight).speculating(near_insert_round(id));
+            // A failure here leaves the chunk to be judged whole in its turn.
+            let _ = self
+                .engine
+                .judge_ahead(|e| e.decide(ctx, &seen, opts, run.state));
+        }
     }
 
-    /// [`Self::decide`] in the chunk's turn after [`Self::ahead`]: the decisions
-    /// made ahead stand when no answer changed (only the inserts are sent), else
-    /// the chunk is decided again with the corrected answers. Leaves the keys the
-    /// chunk inserted new in `recent`, whatever happened.
+    /// [`Self::decide`] in the chunk's turn after [`Self::ahead`]: the chunk's
+    /// tests answered from the corrected answers asked ahead, its insert round
+    /// kept for the lanes after the turn (when `run.insert_lanes`). Leaves the
+    /// keys the chunk inserted in `recent`, whatever happened.
     pub(crate) fn decide_foreseen(
         &mut self,
         job: &Job,
@@ -267,41 +274,40 @@ impl Worker {
         let AheadRun { store, recent, .. } = *run;
         let (opts, state, dur) = (run.opts, run.state, run.dur);
         let mut f = std::mem::take(&mut self.foresight);
-        let changed = f.patch(recent, job.seq);
-        let (r, new) = if f.decided && changed == Some(0) {
-            let seen = Foreseen::new(store, Sight::Stood(&f));
-            let r = self.decide_with(job, file, &seen, opts, dur, |_, _, s| f.replay(s));
-            (r, f.take_own())
-        } else {
-            let sight = match changed {
-                Some(_) => Sight::Corrected(&f),
-                None => Sight::Blind,
-            };
-            let blind = matches!(sight, Sight::Blind);
-            let mut seen = Foreseen::new(store, sight);
-            if blind {
-                // The store itself answers: every earlier insert must be in it.
-                recent.wait_stored(job.seq);
-            } else if run.insert_lanes.is_some() {
-                seen = seen.deferring(std::mem::take(&mut self.deferred));
-            }
-            let r = self.decide_with(job, file, &seen, opts, dur, |e, id, s| {
-                e.decide(id, s, opts, state)
-            });
-            let st = seen.state.into_inner();
-            if let Some(d) = st.deferred {
-                self.deferred = d;
-            }
-            (r, st.own)
+        let sight = match f.patch(recent, job.seq) {
+            Some(_) => Sight::Corrected(&f),
+            None => Sight::Blind,
         };
-        recent.pass(job.seq, new);
+        let blind = matches!(sight, Sight::Blind);
+        let mut seen = Foreseen::new(store, sight);
+        if blind {
+            // The store itself answers: every earlier insert must be in it.
+            recent.wait_stored(job.seq);
+        } else if run.insert_lanes.is_some() {
+            let how = if opts.minhash().is_some() {
+                Deferral::Answered
+            } else {
+                let id = chunk_identity(rel_bytes(&file.rel), job.index);
+                Deferral::Unanswered(near_insert_round(id))
+            };
+            seen = seen.deferring(how, std::mem::take(&mut self.deferred));
+        }
+        let r = self.decide_with(job, file, &seen, opts, dur, |e, id, s| {
+            e.decide(id, s, opts, state)
+        });
+        let st = seen.state.into_inner();
+        if let Some((_, d)) = st.deferred {
+            self.deferred = d;
+        }
+        recent.pass(job.seq, st.log);
         self.foresight = f;
         r
     }
 
     /// Sends the inserts answered in the chunk's turn ([`Self::decide_foreseen`])
     /// to the store in block lanes (when `send`; a failed chunk sends none), and
-    /// passes every lane turn the chunk did not take.
+    /// passes every lane turn the chunk did not take. The chunk's journal record
+    /// gets the store's answers of a round answered unasked.
     pub(crate) fn insert_deferred(
         &mut self,
         job: &Job,
@@ -310,7 +316,7 @@ impl Worker {
         store: &dyn Store,
         send: bool,
     ) -> Result<()> {
-        let d = std::mem::take(&mut self.deferred);
+        let mut d = std::mem::take(&mut self.deferred);
         let base = d
             .first_id()
             .unwrap_or_else(|| chunk_identity(rel_bytes(&file.rel), job.index));
@@ -325,6 +331,12 @@ impl Worker {
         let sent = if send { d.send(&lane_store) } else { Ok(()) };
         lane_store.finish();
         self.lane_scratch = lane_store.scratch.into_inner();
+        if sent.is_ok() && send && self.record_due && d.unanswered() {
+            // The round answered unasked was the chunk's last request.
+            let tail = self.seen.len() - d.keys.len();
+            debug_assert_eq!(self.asked[tail..], d.keys[..], "the last round deferred");
+            self.seen[tail..].copy_from_slice(&d.seen);
+        }
         self.deferred = d;
         self.deferred.clear();
         sent.context("store request failed")
@@ -398,5 +410,14 @@ impl Worker {
         self.engine
             .render(chunk, &job.format, &cfg.options, &how)
             .with_context(|| format!("{}: cannot write its output", file.path.display()))
+    }
+}
+
+/// The identity of near mode's insert round in the chunk whose first request is
+/// `first`.
+fn near_insert_round(first: BatchId) -> BatchId {
+    BatchId {
+        stream: first.stream,
+        seq: first.seq + NEAR_INSERT_ROUND,
     }
 }

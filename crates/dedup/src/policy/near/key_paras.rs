@@ -61,26 +61,53 @@ impl KeyParas {
     /// The paragraph `key` was inserted with before; else inserts it with `para`.
     #[inline]
     pub(crate) fn get_or_insert(&mut self, key: u64, para: u32) -> Option<u32> {
+        let (i, found) = self.probe_for_insert(key);
+        if found {
+            return Some(self.slots[i].para);
+        }
+        self.fill(i, key, para);
+        None
+    }
+
+    /// Sets `key`'s paragraph to `para`, inserted or not before.
+    #[inline]
+    pub(crate) fn set(&mut self, key: u64, para: u32) {
+        let (i, found) = self.probe_for_insert(key);
+        if found {
+            self.slots[i].para = para;
+        } else {
+            self.fill(i, key, para);
+        }
+    }
+
+    /// The slot holding `key` (true), or the empty one it would take (false),
+    /// with room for one more key.
+    #[inline]
+    fn probe_for_insert(&mut self, key: u64) -> (usize, bool) {
         if (self.len + 1) * 2 > self.mask + 1 {
             self.grow();
         }
         let mut i = key as usize & self.mask;
         loop {
-            let s = &mut self.slots[i];
+            let s = &self.slots[i];
             if s.generation != self.generation {
-                *s = Slot {
-                    key,
-                    para,
-                    generation: self.generation,
-                };
-                self.len += 1;
-                return None;
+                return (i, false);
             }
             if s.key == key {
-                return Some(s.para);
+                return (i, true);
             }
             i = (i + 1) & self.mask;
         }
+    }
+
+    #[inline]
+    fn fill(&mut self, i: usize, key: u64, para: u32) {
+        self.slots[i] = Slot {
+            key,
+            para,
+            generation: self.generation,
+        };
+        self.len += 1;
     }
 
     /// Doubles the slots in use, inserting the current keys again.
@@ -118,6 +145,9 @@ mod tests {
         m.clear(4);
         assert_eq!(m.get(7), None);
         assert_eq!(m.get_or_insert(7, 4), None);
+        m.set(7, 5);
+        m.set(9, 6);
+        assert_eq!((m.get(7), m.get(9)), (Some(5), Some(6)));
     }
 
     #[test]
