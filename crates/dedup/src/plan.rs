@@ -14,6 +14,7 @@ use webdedup_formats::doc::{DocMeta, DocSink};
 use webdedup_formats::read::DocFormat;
 use webdedup_formats::vertical;
 use webdedup_formats::whole_para::WholePara;
+use webdedup_text::normalize::Cuts;
 use webdedup_text::{key, KeyKind, Normalization, StreamKey, TextBuilder};
 
 /// Marks a piece that belongs to the document, not to a paragraph.
@@ -492,13 +493,10 @@ impl DocSink for PlanSink<'_> {
 
     #[inline]
     fn whole_para(&mut self, para: &WholePara<'_>) {
-        let (words, chars) = (para.word_count(), para.raw_chars());
-        if !para.is_ascii() {
-            let text = &mut self.planner.text;
-            return text.push_str_pieces(para.text_pieces(), words, chars);
-        }
+        let (starts, back, len) = para.glue_cuts();
+        let cuts = Cuts { starts, back, len };
         let text = &mut self.planner.text;
-        text.push_ascii_pieces(para.pieces(), words, chars);
+        text.push_cut_text(para.text(), cuts, para.word_count(), para.raw_chars());
     }
 
     fn para_end(&mut self, end: usize) {

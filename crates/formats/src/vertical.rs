@@ -244,7 +244,6 @@ pub(crate) fn parse_chunk_with<S: Sink>(chunk: &Chunk, sink: &mut S, kernel: Ker
                 first_line: line_no,
                 words: w.words,
                 raw_chars: w.raw_chars,
-                ascii: w.ascii,
             });
             sink.para_end(w.close_end);
             st.para = Para::None;

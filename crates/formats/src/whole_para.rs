@@ -25,7 +25,6 @@ pub struct WholePara<'a> {
     pub(crate) first_line: u64,
     pub(crate) words: usize,
     pub(crate) raw_chars: usize,
-    pub(crate) ascii: bool,
 }
 
 impl<'a> WholePara<'a> {
@@ -60,38 +59,22 @@ impl<'a> WholePara<'a> {
         })
     }
 
-    /// The paragraph's text as pieces joined with nothing between them: the body
-    /// without its glue lines and the newline before each (a glued word's piece
-    /// starts with it). Whitespace inside the pieces separates words.
-    pub fn pieces(&self) -> impl Iterator<Item = &'a [u8]> + 'a {
-        let body = self.body;
-        let mut glues = self.glues.iter().copied();
-        let mut from = Some(0);
-        std::iter::from_fn(move || {
-            let start = from?;
-            match glues.next() {
-                Some(g) => {
-                    from = Some(g + GLUE_LINE.len());
-                    Some(&body[start..g - 1])
-                }
-                None => {
-                    from = None;
-                    Some(&body[start..])
-                }
-            }
-        })
+    /// The body as text (it is valid UTF-8, else it is not given whole).
+    pub fn text(&self) -> &'a str {
+        debug_assert!(std::str::from_utf8(self.body).is_ok());
+        // SAFETY: the reader gives a body whole only when it is valid UTF-8
+        // (`vertical::whole`).
+        unsafe { std::str::from_utf8_unchecked(self.body) }
     }
 
-    /// [`pieces`](Self::pieces) as text.
-    pub fn text_pieces(&self) -> impl Iterator<Item = &'a str> + 'a {
-        self.pieces().map(|piece| {
-            debug_assert!(std::str::from_utf8(piece).is_ok());
-            // SAFETY: the reader gives a body whole only when it is valid UTF-8
-            // (`vertical::whole`), and pieces are cut before and after ASCII
-            // bytes (a glue line and the newline before it), never inside a
-            // character.
-            unsafe { std::str::from_utf8_unchecked(piece) }
-        })
+    /// The bytes to leave out of the body for the paragraph's text: each glue
+    /// line with the newline before it, `len` bytes from `start - back` for each
+    /// `start` in `starts` (the glue lines' offsets). What is left, joined with
+    /// nothing between, is the words with whitespace between them, a glued word
+    /// joined to the word before it; the cuts fall between ASCII bytes, never
+    /// inside a character. (`(starts, back, len)`.)
+    pub fn glue_cuts(&self) -> (&'a [usize], usize, usize) {
+        (self.glues, 1, GLUE_LINE.len() + 1)
     }
 
     /// Its words (lines not blank nor glue).
@@ -103,12 +86,6 @@ impl<'a> WholePara<'a> {
     /// one space, glued ones by none.
     pub fn raw_chars(&self) -> usize {
         self.raw_chars
-    }
-
-    /// Whether the body is ASCII (else it is valid UTF-8, and so is each of
-    /// its [`pieces`](Self::pieces)).
-    pub fn is_ascii(&self) -> bool {
-        self.ascii
     }
 
     /// The body's bytes (whole lines, glue lines included).

@@ -16,6 +16,8 @@ use unicode_general_category::{get_general_category, GeneralCategory as Gc};
 
 mod blocks;
 
+pub use blocks::Cuts;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Normalization {
     #[default]
@@ -78,8 +80,6 @@ pub struct TextBuilder {
     words: usize,
     pending_space: bool,
     invalid_utf8: bool,
-    /// A whole paragraph's ASCII pieces joined and padded (`blocks.rs`).
-    padded: Vec<u8>,
 }
 
 impl TextBuilder {
@@ -256,39 +256,40 @@ impl TextBuilder {
         ok
     }
 
-    /// Appends a paragraph's words given as ASCII text at once, on a builder just
-    /// cleared: `pieces` are joined with nothing between them (a glued word's piece
-    /// starts with it) and whitespace inside them separates words, so `loose` of
-    /// their concatenation is the text pushing the words one by one would build.
-    /// `words` and `raw_chars` are what those pushes would count (the caller reads
-    /// them off the raw text). Not for `none` (it joins words by exactly one space,
-    /// which a run of whitespace would not give).
-    pub fn push_ascii_pieces<'p>(
-        &mut self,
-        pieces: impl IntoIterator<Item = &'p [u8]>,
-        words: usize,
-        raw_chars: usize,
-    ) {
+    /// Appends a paragraph's words given whole, on a builder just cleared: `text`
+    /// with the bytes of `cuts` left out (a glued word's cut joins it to the word
+    /// before), whitespace separating words, so `loose` of what is left is the text
+    /// pushing the words one by one would build. `words` and `raw_chars` are what
+    /// those pushes would count (the caller reads them off the raw text). Not for
+    /// `none` (it joins words by exactly one space, which a run of whitespace would
+    /// not give).
+    pub fn push_cut_text(&mut self, text: &str, cuts: Cuts<'_>, words: usize, raw_chars: usize) {
         debug_assert!(self.mode != Normalization::None && self.out.is_empty() && self.words == 0);
-        self.push_ascii_blocks(pieces, true);
+        self.push_cut_blocks(text, cuts, true);
         self.words = words;
         self.raw_chars = raw_chars;
     }
 
-    /// [`push_ascii_pieces`](Self::push_ascii_pieces) for pieces of text that are
-    /// not all ASCII.
-    pub fn push_str_pieces<'p>(
-        &mut self,
-        pieces: impl IntoIterator<Item = &'p str>,
-        words: usize,
-        raw_chars: usize,
-    ) {
-        debug_assert!(self.mode != Normalization::None && self.out.is_empty() && self.words == 0);
-        for piece in pieces {
-            self.push_str(piece, false);
+    /// `loose` (or `lower`) of a str, carrying the pending space and the output
+    /// as they are: runs of ASCII take the byte loop, other characters one by one.
+    fn push_loose_str(&mut self, s: &str) {
+        let bytes = s.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            let run = bytes[i..]
+                .iter()
+                .position(|&b| b >= 0x80)
+                .unwrap_or(bytes.len() - i);
+            if run > 0 {
+                self.push_ascii_run(&bytes[i..i + run]);
+                i += run;
+                continue;
+            }
+            // A non-ASCII character: `s` is a str, so `i` is at its start.
+            let c = s[i..].chars().next().expect("i is inside s");
+            self.push_char_loose(c);
+            i += c.len_utf8();
         }
-        self.words = words;
-        self.raw_chars = raw_chars;
     }
 
     /// Writes a non-empty word whose every byte emits itself mapped (ASCII letters
@@ -374,23 +375,7 @@ impl TextBuilder {
                 // non-Latin text too) take the table path in one call; the same
                 // state (pending space, output length) carries over, so this equals
                 // feeding the characters one by one.
-                let bytes = s.as_bytes();
-                let mut i = 0;
-                while i < bytes.len() {
-                    let run = bytes[i..]
-                        .iter()
-                        .position(|&b| b >= 0x80)
-                        .unwrap_or(bytes.len() - i);
-                    if run > 0 {
-                        self.push_ascii_run(&bytes[i..i + run]);
-                        i += run;
-                        continue;
-                    }
-                    // A non-ASCII character: `s` is a str, so `i` is at its start.
-                    let c = s[i..].chars().next().expect("i is inside s");
-                    self.push_char_loose(c);
-                    i += c.len_utf8();
-                }
+                self.push_loose_str(s);
             }
         }
     }

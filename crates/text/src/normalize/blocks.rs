@@ -40,59 +40,153 @@ const fn pack_table(offset: u8) -> [[u8; 8]; 256] {
 /// Block size of the vector path.
 const BLOCK: usize = 16;
 
-impl TextBuilder {
-    /// Writes `loose` (or `lower`) of the ASCII `pieces` joined, as
-    /// [`push_ascii_run`] does piece by piece, with the vector path where the
-    /// CPU has it (`vector`: the tests force the byte loop). Whole blocks only:
-    /// the pieces are copied and padded with NUL bytes, which both paths drop.
-    ///
-    /// [`push_ascii_run`]: TextBuilder::push_ascii_run
-    pub(super) fn push_ascii_blocks<'p>(
-        &mut self,
-        pieces: impl IntoIterator<Item = &'p [u8]>,
-        vector: bool,
-    ) {
-        #[cfg(target_arch = "x86_64")]
-        if vector && has_avx2() {
-            let mut padded = std::mem::take(&mut self.padded);
-            padded.clear();
-            for piece in pieces {
-                padded.extend_from_slice(piece);
-            }
-            debug_assert!(padded.is_ascii());
-            padded.resize(padded.len().next_multiple_of(BLOCK), 0);
-            // At most one byte more than the text (a space written late), and
-            // room for the last block's wide stores.
-            self.out.reserve(padded.len() + 2 * BLOCK);
-            for block in padded.chunks_exact(BLOCK) {
-                let block = block.try_into().expect("chunks of BLOCK bytes");
-                // SAFETY: the CPU has AVX2 and POPCNT (checked above); the
-                // reservation above leaves room for the block's stores.
-                if !unsafe { self.push_block(block) } {
-                    self.push_ascii_run(block);
+/// Bytes of a text left out of its normalization: `len` bytes from `start -
+/// back` for each `start` of `starts` (ascending, the cuts apart, each made of
+/// ASCII bytes). A vertical paragraph's glue lines with the newline before each:
+/// the text is then its words, glued ones joined.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Cuts<'a> {
+    pub starts: &'a [usize],
+    pub back: usize,
+    pub len: usize,
+}
+
+impl<'a> Cuts<'a> {
+    /// The pieces of `text` between the cuts, in order.
+    pub fn pieces(self, text: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        let mut from = Some(0);
+        let mut starts = self.starts.iter();
+        std::iter::from_fn(move || {
+            let start = from?;
+            match starts.next() {
+                Some(&s) => {
+                    from = Some(s - self.back + self.len);
+                    Some(&text[start..s - self.back])
+                }
+                None => {
+                    from = None;
+                    Some(&text[start..])
                 }
             }
-            self.padded = padded;
+        })
+    }
+
+    /// Bit i set where byte `at + i` of the text is cut, for `i < BLOCK`; cuts
+    /// before `*first` are passed (they end before `at`, which never goes back).
+    #[inline]
+    fn mask(&self, first: &mut usize, at: usize) -> u32 {
+        while self
+            .starts
+            .get(*first)
+            .is_some_and(|&s| s - self.back + self.len <= at)
+        {
+            *first += 1;
+        }
+        let mut mask = 0u32;
+        for &s in &self.starts[*first..] {
+            let from = s - self.back;
+            if from >= at + BLOCK {
+                break;
+            }
+            let (lo, hi) = (from.max(at) - at, (from + self.len).min(at + BLOCK) - at);
+            mask |= (1u32 << hi) - (1u32 << lo);
+        }
+        mask
+    }
+}
+
+impl TextBuilder {
+    /// Writes `loose` (or `lower`) of `text` without its `cuts`, as the pieces
+    /// between them pushed one after the other would write ([`push_loose_str`]),
+    /// with the vector path where the CPU has it (`vector`: the tests force the
+    /// piece by piece path, its scalar twin). The vector path reads the text 16
+    /// bytes at a time, in place: a block of ASCII is written at once (its cut
+    /// bytes dropped like punctuation, which a byte loop also passes without a
+    /// trace); in a block with a non-ASCII byte, the bytes before it are, then
+    /// its character goes alone, and the next block starts after it.
+    ///
+    /// [`push_loose_str`]: TextBuilder::push_loose_str
+    pub(super) fn push_cut_blocks(&mut self, text: &str, cuts: Cuts<'_>, vector: bool) {
+        #[cfg(target_arch = "x86_64")]
+        if vector && has_avx2() {
+            // SAFETY: the CPU has AVX2 and POPCNT (checked above).
+            unsafe { self.push_cut_blocks_avx2(text, cuts) };
             return;
         }
         let _ = vector;
-        for piece in pieces {
-            self.push_ascii_run(piece);
+        for piece in cuts.pieces(text) {
+            self.push_loose_str(piece);
         }
     }
 
-    /// One block by the vector path; false, having written nothing, where the
-    /// byte loop must take it (see the module docs).
+    /// # Safety
+    /// The CPU has AVX2 and POPCNT.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,popcnt")]
+    unsafe fn push_cut_blocks_avx2(&mut self, text: &str, cuts: Cuts<'_>) {
+        let bytes = text.as_bytes();
+        let (mut at, mut first_cut) = (0, 0);
+        while at < bytes.len() {
+            // The last block padded with NUL bytes, which both paths drop.
+            let block: [u8; BLOCK] = match bytes[at..].first_chunk::<BLOCK>() {
+                Some(b) => *b,
+                None => {
+                    let mut b = [0u8; BLOCK];
+                    b[..bytes.len() - at].copy_from_slice(&bytes[at..]);
+                    b
+                }
+            };
+            // SAFETY: AVX2 (the caller's); a 16-byte unaligned load of the block.
+            let non_ascii = unsafe {
+                use std::arch::x86_64::*;
+                _mm_movemask_epi8(_mm_loadu_si128(block.as_ptr() as *const __m128i)) as u32
+            };
+            let cut = cuts.mask(&mut first_cut, at);
+            // The bytes from the first non-ASCII one on are left to the next step.
+            let ascii = (non_ascii.trailing_zeros() as usize).min(BLOCK);
+            let rest = (!0u32 << ascii) & 0xffff;
+            if ascii > 0 {
+                self.out.reserve(2 * BLOCK);
+                // SAFETY: AVX2 and POPCNT (the caller's); room reserved above.
+                if !unsafe { self.push_block(&block, cut | rest) } {
+                    self.push_block_bytes(&block, cut | rest);
+                }
+            }
+            at += ascii;
+            if ascii < BLOCK && at < bytes.len() {
+                // `text` is a str and the bytes before `at` ASCII: a character starts here.
+                let c = text[at..].chars().next().expect("at is inside text");
+                self.push_char_loose(c);
+                at += c.len_utf8();
+            }
+        }
+    }
+
+    /// The bytes of `block` that are not in `skip`, by the byte loop.
+    fn push_block_bytes(&mut self, block: &[u8; BLOCK], skip: u32) {
+        let mut keep = !skip & 0xffff;
+        while keep != 0 {
+            let from = keep.trailing_zeros() as usize;
+            let to = (!(keep >> from)).trailing_zeros() as usize + from;
+            self.push_ascii_run(&block[from..to]);
+            keep &= !0u32 << to;
+        }
+    }
+
+    /// One block of ASCII by the vector path, its bytes in `skip` left out;
+    /// false, having written nothing, where the byte loop must take it (see the
+    /// module docs).
     ///
     /// # Safety
     /// The CPU has AVX2 and POPCNT, and `out` has room for `2 * BLOCK` more bytes.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,popcnt")]
-    unsafe fn push_block(&mut self, block: &[u8; BLOCK]) -> bool {
+    unsafe fn push_block(&mut self, block: &[u8; BLOCK], skip: u32) -> bool {
         use std::arch::x86_64::*;
         // SAFETY: a 16-byte unaligned load of the block.
         let v = unsafe { _mm_loadu_si128(block.as_ptr() as *const __m128i) };
-        // Signed compares: every byte is ASCII (< 0x80).
+        // Signed compares: a byte that is not ASCII (negative) falls in no
+        // class (and is skipped).
         let within = |lo: u8, hi: u8| {
             _mm_and_si128(
                 _mm_cmpgt_epi8(v, _mm_set1_epi8(lo as i8 - 1)),
@@ -106,8 +200,8 @@ impl TextBuilder {
             _mm_or_si128(upper, within(b'a', b'z')),
             _mm_or_si128(digit, space),
         );
-        let kept_bits = _mm_movemask_epi8(kept) as u32;
-        let space_bits = _mm_movemask_epi8(space) as u32;
+        let kept_bits = _mm_movemask_epi8(kept) as u32 & !skip;
+        let space_bits = _mm_movemask_epi8(space) as u32 & !skip;
         if kept_bits == 0 {
             return true;
         }
@@ -183,15 +277,24 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// What each path writes for `text` after `before` (a text already built, its
-    /// last word maybe followed by a pending space), and the state it leaves.
-    fn both(mode: Normalization, before: &[u8], text: &[u8]) -> [(Vec<u8>, bool); 2] {
+    /// What each path writes for `text` less its `cuts` after `before` (a text
+    /// already built, its last word maybe followed by a pending space), and the
+    /// state it leaves.
+    fn both_cut(mode: Normalization, before: &str, text: &str, cuts: Cuts) -> [(Vec<u8>, bool); 2] {
         [true, false].map(|vector| {
             let mut b = TextBuilder::new(mode);
-            b.push_ascii_run(before);
-            b.push_ascii_blocks([text], vector);
+            b.push_ascii_run(before.as_bytes());
+            b.push_cut_blocks(text, cuts, vector);
             (b.out, b.pending_space)
         })
+    }
+
+    fn both(mode: Normalization, before: &[u8], text: &[u8]) -> [(Vec<u8>, bool); 2] {
+        let (before, text) = (
+            std::str::from_utf8(before).unwrap(),
+            std::str::from_utf8(text).unwrap(),
+        );
+        both_cut(mode, before, text, Cuts::default())
     }
 
     #[test]
@@ -239,6 +342,37 @@ mod tests {
             let text: String = text.into_iter().collect();
             let mode = if lower { Normalization::Lower } else { Normalization::Loose };
             let [vector, scalar] = both(mode, before.as_bytes(), text.as_bytes());
+            prop_assert_eq!(vector, scalar);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        /// With cuts (glue lines and the newline before each) and characters
+        /// that are not ASCII, the vector path writes what the pieces between
+        /// the cuts write pushed one after the other.
+        #[test]
+        fn cut_text_with_characters_equals_the_pieces(
+            before in "[a-z ,]{0,3}",
+            words in proptest::collection::vec((
+                "[a-zA-Z0-9,.']{1,9}|\\PC{1,4}|[a-z]{0,5}[\u{e9}\u{2019}\u{3000}\u{130}\u{a0}\u{663}][a-z]{0,5}",
+                any::<bool>(),
+            ), 0..30),
+            lower in any::<bool>(),
+        ) {
+            // A vertical body: a word a line, glued words after a glue line.
+            let (mut text, mut starts) = (String::new(), Vec::new());
+            for (i, (word, glued)) in words.iter().enumerate() {
+                if *glued && i > 0 {
+                    starts.push(text.len());
+                    text.push_str("<g/>\n");
+                }
+                text.push_str(word);
+                text.push('\n');
+            }
+            let cuts = Cuts { starts: &starts, back: 1, len: 6 };
+            let mode = if lower { Normalization::Lower } else { Normalization::Loose };
+            let [vector, scalar] = both_cut(mode, &before, &text, cuts);
             prop_assert_eq!(vector, scalar);
         }
     }
