@@ -15,6 +15,9 @@
 use unicode_general_category::{get_general_category, GeneralCategory as Gc};
 
 mod blocks;
+mod chars;
+
+use chars::Loose;
 
 pub use blocks::Cuts;
 
@@ -385,28 +388,32 @@ impl TextBuilder {
             self.push_ascii_run(&[c as u8]);
             return;
         }
-        if c.is_whitespace() {
-            self.pending_space = true;
-            return;
+        let kept = chars::loose_of(c);
+        match kept {
+            Loose::Space => {
+                self.pending_space = true;
+                return;
+            }
+            Loose::Dropped => return,
+            Loose::Digit | Loose::Lower(_) | Loose::LowerMany => {}
         }
-        let emit_digit = match loose_class(c) {
-            LooseClass::Digit => self.mode == Normalization::Loose,
-            LooseClass::Dropped => return,
-            LooseClass::Kept => false,
-        };
         if self.pending_space {
             if !self.out.is_empty() {
                 self.out.push(b' ');
             }
             self.pending_space = false;
         }
-        if emit_digit {
-            self.out.push(b'0');
-        } else {
-            let mut buf = [0u8; 4];
-            for l in c.to_lowercase() {
-                self.out
-                    .extend_from_slice(l.encode_utf8(&mut buf).as_bytes());
+        let mut buf = [0u8; 4];
+        match kept {
+            Loose::Digit if self.mode == Normalization::Loose => self.out.push(b'0'),
+            Loose::Lower(l) => self
+                .out
+                .extend_from_slice(l.encode_utf8(&mut buf).as_bytes()),
+            _ => {
+                for l in c.to_lowercase() {
+                    self.out
+                        .extend_from_slice(l.encode_utf8(&mut buf).as_bytes());
+                }
             }
         }
     }
