@@ -144,6 +144,21 @@ impl ChunkPlan {
         self.doc_chars.clear();
     }
 
+    /// An empty plan with room for as many entries as this one has (a plan
+    /// kept whole is replaced by one that need not grow by doubling).
+    pub fn sized_alike(&self) -> ChunkPlan {
+        ChunkPlan {
+            docs: Vec::with_capacity(self.docs.len()),
+            paras: Vec::with_capacity(self.paras.len()),
+            pieces: Vec::with_capacity(self.pieces.len()),
+            tokens: Vec::with_capacity(self.tokens.len()),
+            meta: String::with_capacity(self.meta.len()),
+            bands: Vec::with_capacity(self.bands.len()),
+            sigs: Vec::with_capacity(self.sigs.len()),
+            ..ChunkPlan::default()
+        }
+    }
+
     pub fn meta_of(&self, r: &Range<u32>) -> &str {
         &self.meta[r.start as usize..r.end as usize]
     }

@@ -2,6 +2,7 @@
 //! partition.
 
 use super::*;
+use webdedup_formats::chunk::BufferPool;
 
 /// A hash-phase task about to run, in exact and MinHash mode alike: its folder
 /// and the input files.
@@ -56,13 +57,16 @@ impl HashTask {
         let mut planner =
             Planner::new(&cfg.options).with_marks(crate::engine::plans_marks(&cfg.options, marks));
         let mut plan = ChunkPlan::default();
+        // Chunk buffers reused from chunk to chunk and file to file (a fresh one
+        // a chunk was grown by doubling and copying, and its pages faulted in).
+        let pool = BufferPool::new(1);
         for (rank, f) in self
             .files
             .iter()
             .enumerate()
             .filter(|(r, _)| cfg.owner(*r) == self.task)
         {
-            let (format, mut chunks) =
+            let (format, chunks) =
                 match open_doc_reader(f, &cfg.read, None, cfg.chunk_bytes, cfg.max_line_bytes) {
                     Ok(r) => r,
                     Err(e) => {
@@ -70,18 +74,22 @@ impl HashTask {
                         continue;
                     }
                 };
+            let mut chunks = chunks.with_pool(pool.clone());
             let mut chunk_index = 0u64;
             while let Some(chunk) = chunks.next_chunk() {
                 planner.plan_as(&format, &chunk, &mut plan);
                 visit(rank as u32, chunk_index, &plan, &chunk.data, &format)?;
                 if let Some(cache) = plans {
+                    // The next plan sized as this one, not grown from nothing.
+                    let next = plan.sized_alike();
                     cache.put(
                         rel_bytes(&f.rel),
                         chunk_index,
                         &chunk.data,
-                        std::mem::take(&mut plan),
+                        std::mem::replace(&mut plan, next),
                     );
                 }
+                pool.give(chunk.data);
                 chunk_index += 1;
             }
         }
