@@ -1,14 +1,15 @@
-//! `loose` / `lower` of a whole paragraph of ASCII text 16 bytes at a time
-//! ([`TextBuilder::push_ascii_pieces`]). The byte-at-a-time loop
-//! ([`TextBuilder::push_ascii_run`]) carries its output position and its pending
-//! space from byte to byte, a few cycles a byte; here a block's bytes are
-//! classified and mapped at once, the dropped ones packed out with a shuffle, and
-//! the block written whole. A block whose whitespace would collapse (two
-//! whitespace bytes meeting once the dropped ones are gone) or that starts the
-//! text with whitespace takes the byte loop; a whitespace byte that starts a
-//! block after a pending space stands for that space. So the vector path writes
-//! exactly what the byte loop would, and the byte loop is its scalar twin (the
-//! tests compare them).
+//! `loose` / `lower` of a whole paragraph 16 bytes at a time
+//! ([`TextBuilder::push_cut_text`]): its body read in place, the glue lines cut
+//! out by a mask. The byte-at-a-time loop ([`TextBuilder::push_ascii_run`])
+//! carries its output position and its pending space from byte to byte, a few
+//! cycles a byte; here a block's bytes are classified and mapped at once, the
+//! dropped ones packed out with a shuffle, and the block written whole. A run of
+//! whitespace (dropped bytes between them skipped) keeps its first byte; a block
+//! that starts the text with whitespace takes the byte loop; a whitespace byte
+//! that starts a block after a pending space stands for that space. So the
+//! vector path writes exactly what the byte loop would, and the byte loop is its
+//! scalar twin (the tests compare them). A character that is not ASCII ends a
+//! block: it is normalized alone and the next block starts after it.
 //!
 //! AVX2 (with POPCNT) is chosen at run time; other CPUs take the byte loop.
 
@@ -214,9 +215,10 @@ impl TextBuilder {
         let dropped = !kept_bits & 0xffff;
         let marks = space_bits << 1;
         let after_space = marks | ((dropped + (marks & dropped)) ^ dropped);
-        if after_space & space_bits != 0 {
-            return false;
-        }
+        // A run of whitespace collapses to its first byte: the others are
+        // dropped (the byte loop writes one space for the run too).
+        let repeated = after_space & space_bits;
+        let (kept_bits, space_bits) = (kept_bits & !repeated, space_bits & !repeated);
         let first = kept_bits.trailing_zeros();
         let last = 31 - kept_bits.leading_zeros();
         let first_space = space_bits >> first & 1 != 0;
