@@ -527,6 +527,7 @@ pub fn run(cfg: ServerConfig, on_bound: impl FnOnce(SocketAddr) + Send + 'static
     cfg.check()?;
     raise_fd_limit(2 * cfg.max_connections + 64);
     no_huge_pages();
+    one_malloc_arena();
     let map = read_map(&cfg.map)?;
     let me_addr = cfg.me.clone().unwrap_or_else(|| ServerAddr {
         host: cfg.listen.ip().to_string(),
@@ -853,6 +854,22 @@ fn no_huge_pages() {
     // starts no programs); no memory is touched.
     unsafe {
         libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    }
+}
+
+/// Has every thread of the server allocate from the C heap's one arena. glibc
+/// gives each thread that allocates an arena of its own (up to 8 a core), and
+/// each kept the pages its requests' buffers and its small tables left free
+/// between two trims: at 1M MinHash documents a server held 2.2-3.5 MB in its
+/// arenas and heap, 2.2-2.9 MB in one arena. The server's threads allocate a few
+/// buffers a request, so sharing one costs them little; on a many-core machine
+/// the spread grew with the cores.
+fn one_malloc_arena() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: a setting of the allocator, taken before the runtime's threads
+    // start; it changes no memory in use.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 1);
     }
 }
 
