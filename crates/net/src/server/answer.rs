@@ -107,7 +107,7 @@ pub(super) fn answer_keys(
             let mut shard = shared.retry.lock(id.0);
             if let Some((n, bits)) = shard.get(&id).filter(|(n, _)| *n as usize == keys.len()) {
                 count_retried(shared);
-                recorded_verdicts(out, req, *n, bits);
+                recorded_verdicts(out, req, n, bits);
                 return Answered::Yes;
             }
             seen.clear();
@@ -126,9 +126,9 @@ pub(super) fn answer_keys(
         KeysRequest::TestAndInsert { req, id: Some(id) } => {
             let mut shard = shared.retry.lock(id.0);
             if let Some((n, bits)) = shard.get(&id) {
-                if *n as usize == keys.len() {
+                if n as usize == keys.len() {
                     count_retried(shared);
-                    recorded_verdicts(out, req, *n, bits);
+                    recorded_verdicts(out, req, n, bits);
                     return Answered::Yes;
                 }
                 // Another request under the same id: answer it afresh.
