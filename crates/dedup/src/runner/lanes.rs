@@ -16,9 +16,14 @@ use parking_lot::{Condvar, Mutex};
 use std::sync::atomic::{AtomicU64, Ordering};
 use webdedup_store::{Answer, BatchId, BlockMap, Location, Op, Request, Store, StoreError};
 
-/// Lanes a round is split into (fewer when the store has fewer blocks): enough
-/// for the threads of a big machine to find a free one.
+/// Lanes a round is split into at most (fewer when the store has fewer blocks):
+/// enough for the threads of a big machine to find a free one.
 const LANES: u32 = 64;
+
+/// Lanes a round is split into for each thread: every lane turn costs each
+/// chunk a lock, a wake-up and two reads of the thread's CPU clock (system
+/// calls), so a run has no more lanes than its threads can use.
+const LANES_PER_THREAD: u32 = 8;
 
 /// Rounds of exact mode's requests a chunk makes (`policy::decide`).
 pub(crate) const EXACT_ROUNDS: usize = 3;
@@ -49,16 +54,22 @@ impl Turn {
 /// The turns of every (round, lane) of a run.
 pub(crate) struct Lanes {
     map: BlockMap,
+    /// A power of two: a block's lane is its low bits (no division for every
+    /// key asked).
     lanes: u32,
     rounds: usize,
     turns: Vec<Turn>,
 }
 
 impl Lanes {
-    /// Turns for `rounds` rounds a chunk, over `store`'s blocks.
-    pub(crate) fn new(store: &dyn Store, rounds: usize) -> Self {
+    /// Turns for `rounds` rounds a chunk, over `store`'s blocks, for `threads`
+    /// threads.
+    pub(crate) fn new(store: &dyn Store, rounds: usize, threads: usize) -> Self {
         let blocks = store.blocks().max(1);
-        let lanes = LANES.min(blocks);
+        let per_threads = (threads.max(1) as u32).saturating_mul(LANES_PER_THREAD);
+        let most = LANES.min(per_threads).min(blocks);
+        // The largest power of two not above `most`.
+        let lanes = 1 << most.ilog2();
         Lanes {
             map: BlockMap::new(blocks),
             lanes,
@@ -71,6 +82,10 @@ impl Lanes {
 
     pub(crate) fn rounds(&self) -> usize {
         self.rounds
+    }
+
+    fn lane_of(&self, key: u64) -> u16 {
+        (self.map.block(key) & (self.lanes - 1)) as u16
     }
 
     fn turn(&self, round: usize, lane: u32) -> &Turn {
@@ -88,6 +103,8 @@ impl Lanes {
 /// Reusable buffers of a chunk's requests split by lane.
 #[derive(Default)]
 pub(crate) struct LaneScratch {
+    /// Each request key's lane (worked out once a key).
+    lane: Vec<u16>,
     /// Request positions, grouped by lane (in request order within a lane).
     order: Vec<u32>,
     /// Where each lane's positions start in `order` (one more than the lanes).
@@ -154,11 +171,12 @@ impl Store for LaneStore<'_> {
         let lanes = self.lanes.lanes;
         let mut guard = self.scratch.lock();
         let s = &mut *guard;
-        let lane_of = |k: u64| self.lanes.map.block(k) % lanes;
+        s.lane.clear();
+        s.lane.extend(keys.iter().map(|&k| self.lanes.lane_of(k)));
         s.starts.clear();
         s.starts.resize(lanes as usize + 1, 0);
-        for &k in keys {
-            s.starts[lane_of(k) as usize + 1] += 1;
+        for &l in &s.lane {
+            s.starts[l as usize + 1] += 1;
         }
         for l in 0..lanes as usize {
             s.starts[l + 1] += s.starts[l];
@@ -166,8 +184,8 @@ impl Store for LaneStore<'_> {
         s.order.clear();
         s.order.resize(keys.len(), 0);
         let mut fill = s.starts.clone();
-        for (i, &k) in keys.iter().enumerate() {
-            let l = lane_of(k) as usize;
+        for (i, &l) in s.lane.iter().enumerate() {
+            let l = l as usize;
             s.order[fill[l]] = i as u32;
             fill[l] += 1;
         }

@@ -230,12 +230,12 @@ pub fn run_files(
             writer.finisher = None;
             (std::mem::take(&mut writer.stats), writer.replayed)
         } else {
-            let lanes = split_by_block(cfg, dur).then(|| Lanes::new(store, EXACT_ROUNDS));
+            let lanes = split_by_block(cfg, dur).then(|| Lanes::new(store, EXACT_ROUNDS, threads));
             let lanes = &lanes;
             let ahead = asks_ahead(cfg, dur, state).then(|| Recent::new(workers));
             let ahead = &ahead;
             // The insert round, after the gate (see `ahead`).
-            let insert_lanes = ahead.is_some().then(|| Lanes::new(store, 1));
+            let insert_lanes = ahead.is_some().then(|| Lanes::new(store, 1, threads));
             let insert_lanes = &insert_lanes;
             let commit_gate = Gate::new(RecordCounter::default());
             let write_gate = Gate::new(writer);
