@@ -18,12 +18,16 @@ use webdedup_store::{Answer, BatchId, BlockMap, Location, Op, Request, Store, St
 
 /// Lanes a round is split into at most (fewer when the store has fewer blocks):
 /// enough for the threads of a big machine to find a free one.
-const LANES: u32 = 64;
+pub(crate) const LANES: u32 = 64;
 
-/// Lanes a round is split into for each thread: every lane turn costs each
+/// Lanes of exact mode's rounds for each thread: every lane turn costs each
 /// chunk a lock, a wake-up and two reads of the thread's CPU clock (system
-/// calls), so a run has no more lanes than its threads can use.
-const LANES_PER_THREAD: u32 = 8;
+/// calls), three rounds a chunk, so a run has no more lanes than its threads
+/// can use. (The one insert round asked ahead keeps [`LANES`]: its longest
+/// lane is counted as serial work, and 64 keep it at a sixty-fourth.)
+pub(crate) fn exact_lanes(threads: usize) -> u32 {
+    (threads.max(1) as u32).saturating_mul(8).min(LANES)
+}
 
 /// Rounds of exact mode's requests a chunk makes (`policy::decide`).
 pub(crate) const EXACT_ROUNDS: usize = 3;
@@ -62,12 +66,11 @@ pub(crate) struct Lanes {
 }
 
 impl Lanes {
-    /// Turns for `rounds` rounds a chunk, over `store`'s blocks, for `threads`
-    /// threads.
-    pub(crate) fn new(store: &dyn Store, rounds: usize, threads: usize) -> Self {
+    /// Turns for `rounds` rounds a chunk, over `store`'s blocks, in at most
+    /// `lanes` lanes.
+    pub(crate) fn new(store: &dyn Store, rounds: usize, lanes: u32) -> Self {
         let blocks = store.blocks().max(1);
-        let per_threads = (threads.max(1) as u32).saturating_mul(LANES_PER_THREAD);
-        let most = LANES.min(per_threads).min(blocks);
+        let most = lanes.clamp(1, LANES).min(blocks);
         // The largest power of two not above `most`.
         let lanes = 1 << most.ilog2();
         Lanes {
