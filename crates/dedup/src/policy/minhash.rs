@@ -75,6 +75,8 @@ struct KeptInner {
     /// bands in a row).
     cached: Option<u32>,
     record: Record,
+    /// The last location read alone ([`Self::input_location`]), by ordinal.
+    cached_loc: Option<(u32, Location)>,
 }
 
 impl KeptInner {
@@ -94,6 +96,7 @@ impl KeptInner {
             rank: HashMap::new(),
             cached: None,
             record: Record::default(),
+            cached_loc: None,
         }
     }
 
@@ -151,7 +154,24 @@ impl KeptInner {
         if !self.local {
             return Ok(loc);
         }
-        Ok(self.record_of(loc)?.map_or(loc, |r| r.loc))
+        // Only the location: this runs in the ordered step, for every band key
+        // found in the store, and the whole record (its id a second read) is
+        // needed only for a dropped document's original.
+        let Some(ord) = self.ordinal(loc) else {
+            return Ok(loc);
+        };
+        if self.cached == Some(ord) {
+            return Ok(self.record.loc);
+        }
+        match self.cached_loc {
+            Some((o, at)) if o == ord => Ok(at),
+            _ => {
+                let records = self.records.as_mut().expect("an ordinal has a record");
+                let at = records.loc(ord)?;
+                self.cached_loc = Some((ord, at));
+                Ok(at)
+            }
+        }
     }
 
     /// Remembers a kept document; returns its store location.

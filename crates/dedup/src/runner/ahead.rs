@@ -374,6 +374,9 @@ pub(crate) struct Deferred {
     pub(crate) locs: Vec<Location>,
     /// The answers given in the turn; after [`Deferred::send`], the store's.
     pub(crate) seen: Vec<bool>,
+    /// The table of the keys a chunk inserted new ([`ForeseenState`]'s `own`),
+    /// kept between chunks: built afresh, it grew and rehashed in every turn.
+    own: NewKeys,
 }
 
 pub(crate) struct DeferredRequest {
@@ -383,6 +386,16 @@ pub(crate) struct DeferredRequest {
     /// Answered without asking ([`Deferral::Unanswered`]): the store's answers
     /// may differ from the given ones.
     pub(crate) unanswered: bool,
+}
+
+impl ForeseenState {
+    /// The buffers of the inserts kept for after the turn (if deferring), with
+    /// the table of the chunk's new keys handed back for the next chunk.
+    pub(crate) fn take_deferred(&mut self) -> Option<Deferred> {
+        let (_, mut d) = self.deferred.take()?;
+        d.own = std::mem::take(&mut self.own);
+        Some(d)
+    }
 }
 
 impl Deferred {
@@ -446,7 +459,11 @@ impl<'a> Foreseen<'a> {
     pub(crate) fn deferring(self, how: Deferral, mut buffers: Deferred) -> Self {
         debug_assert!(matches!(self.sight, Sight::Corrected(_)));
         buffers.clear();
-        self.state.lock().deferred = Some((how, buffers));
+        let mut st = self.state.lock();
+        st.own = std::mem::take(&mut buffers.own);
+        st.own.clear();
+        st.deferred = Some((how, buffers));
+        drop(st);
         self
     }
 
@@ -517,6 +534,7 @@ impl<'a> Foreseen<'a> {
         let (how, d) = st.deferred.as_mut().expect("deferring");
         let unanswered = matches!(how, Deferral::Unanswered(_));
         let start = d.keys.len();
+        st.log.reserve(keys.len());
         out.seen.clear();
         if op.located() {
             out.originals.clear();

@@ -16,9 +16,18 @@ use parking_lot::{Condvar, Mutex};
 use std::sync::atomic::{AtomicU64, Ordering};
 use webdedup_store::{Answer, BatchId, BlockMap, Location, Op, Request, Store, StoreError};
 
-/// Lanes a round is split into (fewer when the store has fewer blocks): enough
-/// for the threads of a big machine to find a free one.
-const LANES: u32 = 64;
+/// Lanes a round is split into at most (fewer when the store has fewer blocks):
+/// enough for the threads of a big machine to find a free one.
+pub(crate) const LANES: u32 = 64;
+
+/// Lanes of exact mode's rounds for each thread: every lane turn costs each
+/// chunk a lock, a wake-up and two reads of the thread's CPU clock (system
+/// calls), three rounds a chunk, so a run has no more lanes than its threads
+/// can use. (The one insert round asked ahead keeps [`LANES`]: its longest
+/// lane is counted as serial work, and 64 keep it at a sixty-fourth.)
+pub(crate) fn exact_lanes(threads: usize) -> u32 {
+    (threads.max(1) as u32).saturating_mul(8).min(LANES)
+}
 
 /// Rounds of exact mode's requests a chunk makes (`policy::decide`).
 pub(crate) const EXACT_ROUNDS: usize = 3;
@@ -49,16 +58,21 @@ impl Turn {
 /// The turns of every (round, lane) of a run.
 pub(crate) struct Lanes {
     map: BlockMap,
+    /// A power of two: a block's lane is its low bits (no division for every
+    /// key asked).
     lanes: u32,
     rounds: usize,
     turns: Vec<Turn>,
 }
 
 impl Lanes {
-    /// Turns for `rounds` rounds a chunk, over `store`'s blocks.
-    pub(crate) fn new(store: &dyn Store, rounds: usize) -> Self {
+    /// Turns for `rounds` rounds a chunk, over `store`'s blocks, in at most
+    /// `lanes` lanes.
+    pub(crate) fn new(store: &dyn Store, rounds: usize, lanes: u32) -> Self {
         let blocks = store.blocks().max(1);
-        let lanes = LANES.min(blocks);
+        let most = lanes.clamp(1, LANES).min(blocks);
+        // The largest power of two not above `most`.
+        let lanes = 1 << most.ilog2();
         Lanes {
             map: BlockMap::new(blocks),
             lanes,
@@ -71,6 +85,10 @@ impl Lanes {
 
     pub(crate) fn rounds(&self) -> usize {
         self.rounds
+    }
+
+    fn lane_of(&self, key: u64) -> u16 {
+        (self.map.block(key) & (self.lanes - 1)) as u16
     }
 
     fn turn(&self, round: usize, lane: u32) -> &Turn {
@@ -88,6 +106,8 @@ impl Lanes {
 /// Reusable buffers of a chunk's requests split by lane.
 #[derive(Default)]
 pub(crate) struct LaneScratch {
+    /// Each request key's lane (worked out once a key).
+    lane: Vec<u16>,
     /// Request positions, grouped by lane (in request order within a lane).
     order: Vec<u32>,
     /// Where each lane's positions start in `order` (one more than the lanes).
@@ -154,11 +174,12 @@ impl Store for LaneStore<'_> {
         let lanes = self.lanes.lanes;
         let mut guard = self.scratch.lock();
         let s = &mut *guard;
-        let lane_of = |k: u64| self.lanes.map.block(k) % lanes;
+        s.lane.clear();
+        s.lane.extend(keys.iter().map(|&k| self.lanes.lane_of(k)));
         s.starts.clear();
         s.starts.resize(lanes as usize + 1, 0);
-        for &k in keys {
-            s.starts[lane_of(k) as usize + 1] += 1;
+        for &l in &s.lane {
+            s.starts[l as usize + 1] += 1;
         }
         for l in 0..lanes as usize {
             s.starts[l + 1] += s.starts[l];
@@ -166,8 +187,8 @@ impl Store for LaneStore<'_> {
         s.order.clear();
         s.order.resize(keys.len(), 0);
         let mut fill = s.starts.clone();
-        for (i, &k) in keys.iter().enumerate() {
-            let l = lane_of(k) as usize;
+        for (i, &l) in s.lane.iter().enumerate() {
+            let l = l as usize;
             s.order[fill[l]] = i as u32;
             fill[l] += 1;
         }

@@ -54,7 +54,7 @@ use ahead::Recent;
 use anyhow::{Context, Result};
 use cores::Cores;
 use cpu::OrderedClock;
-use lanes::{Lanes, EXACT_ROUNDS};
+use lanes::{exact_lanes, Lanes, EXACT_ROUNDS, LANES};
 use order::{read_jobs, Gate, Job, RecordCounter};
 use outputs::{check_output_names, finish_file, Finish};
 use parking_lot::Mutex;
@@ -230,12 +230,13 @@ pub fn run_files(
             writer.finisher = None;
             (std::mem::take(&mut writer.stats), writer.replayed)
         } else {
-            let lanes = split_by_block(cfg, dur).then(|| Lanes::new(store, EXACT_ROUNDS));
+            let lanes = split_by_block(cfg, dur)
+                .then(|| Lanes::new(store, EXACT_ROUNDS, exact_lanes(threads)));
             let lanes = &lanes;
             let ahead = asks_ahead(cfg, dur, state).then(|| Recent::new(workers));
             let ahead = &ahead;
             // The insert round, after the gate (see `ahead`).
-            let insert_lanes = ahead.is_some().then(|| Lanes::new(store, 1));
+            let insert_lanes = ahead.is_some().then(|| Lanes::new(store, 1, LANES));
             let insert_lanes = &insert_lanes;
             let commit_gate = Gate::new(RecordCounter::default());
             let write_gate = Gate::new(writer);

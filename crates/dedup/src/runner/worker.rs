@@ -295,8 +295,8 @@ impl Worker {
         let r = self.decide_with(job, file, &seen, opts, dur, |e, id, s| {
             e.decide(id, s, opts, state)
         });
-        let st = seen.state.into_inner();
-        if let Some((_, d)) = st.deferred {
+        let mut st = seen.state.into_inner();
+        if let Some(d) = st.take_deferred() {
             self.deferred = d;
         }
         recent.pass(job.seq, st.log);

@@ -15,7 +15,8 @@
 //! ```
 
 use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io;
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 use webdedup_store::Location;
 
@@ -119,6 +120,19 @@ impl RecordFile {
         Ok(ord)
     }
 
+    /// The input location in the record of ordinal `ord` (< [`len`](Self::len)):
+    /// its first 16 bytes, without the rest of the record or its id.
+    pub fn loc(&mut self, ord: u32) -> io::Result<Location> {
+        let mut b = [0u8; 16];
+        self.records
+            .read_at(ord as u64 * self.size as u64, &mut b)?;
+        let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+        Ok(Location {
+            file: u64_at(0),
+            record: u64_at(8),
+        })
+    }
+
     /// Reads the record of ordinal `ord` (< [`len`](Self::len)) into `out`.
     pub fn read(&mut self, ord: u32, out: &mut Record) -> io::Result<()> {
         self.buf.resize(self.size, 0);
@@ -173,8 +187,7 @@ impl Appender {
         let at = self.written + self.pending.len() as u64;
         self.pending.extend_from_slice(bytes);
         if self.pending.len() >= FLUSH_BYTES {
-            self.file.seek(SeekFrom::Start(self.written))?;
-            self.file.write_all(&self.pending)?;
+            self.file.write_all_at(&self.pending, self.written)?;
             self.written += self.pending.len() as u64;
             self.pending.clear();
         }
@@ -191,8 +204,9 @@ impl Appender {
         // The part in the file, then the part still pending.
         let in_file = self.written.saturating_sub(at).min(out.len() as u64) as usize;
         if in_file > 0 {
-            self.file.seek(SeekFrom::Start(at))?;
-            self.file.read_exact(&mut out[..in_file])?;
+            // One positioned read: a MinHash turn reads an original's record for
+            // every band key found in the store.
+            self.file.read_exact_at(&mut out[..in_file], at)?;
         }
         if in_file < out.len() {
             let from = (at + in_file as u64 - self.written) as usize;
@@ -231,6 +245,7 @@ mod tests {
         let mut r = Record::default();
         for i in (0..n as u64).rev().step_by(97).chain([0, n as u64 - 1]) {
             f.read(i as u32, &mut r).unwrap();
+            assert_eq!(f.loc(i as u32).unwrap(), r.loc);
             assert_eq!(
                 r.loc,
                 Location {
